@@ -1,0 +1,45 @@
+"""pytest-graphnetz: seeded multi-seed GNN benchmarks and paired-evidence regression gates.
+
+Public names resolve lazily, so ``import pytest_graphnetz`` (and the pytest plugin) never pays
+for torch, torch_geometric or scipy until a benchmark or a statistic is actually used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "run_benchmark": "runner",
+    "BenchmarkReport": "report",
+    "MetricSpec": "history",
+    "History": "history",
+    "Task": "tasks.base",
+    "assert_not_worse": "gates",
+    "assert_better": "gates",
+    "assert_equivalent": "gates",
+    "assert_ci_width": "gates",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from .gates import assert_better, assert_ci_width, assert_equivalent, assert_not_worse
+    from .history import History, MetricSpec
+    from .report import BenchmarkReport
+    from .runner import run_benchmark
+    from .tasks.base import Task
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'pytest_graphnetz' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

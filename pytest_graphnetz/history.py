@@ -1,0 +1,114 @@
+"""The per-epoch record of one (task, model, seed) triple, and metric directions.
+
+Pure Python + numpy: trainers (torch), the report, the cache and JSON all share these types.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+# Metric names are matched case-insensitively after stripping a ``val_``/``test_`` prefix;
+# ``hits@k`` for any k is higher-is-better.
+_HIGHER_IS_BETTER = {"accuracy", "acc", "auc", "roc_auc", "ap", "f1", "macro_f1", "mrr", "r2"}
+_LOWER_IS_BETTER = {"mae", "rmse", "mse", "loss", "nll", "cross_entropy", "error"}
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """A metric's name and its direction (``higher_is_better``)."""
+
+    name: str
+    higher_is_better: bool
+
+    @classmethod
+    def from_name(cls, name: str, higher_is_better: bool | None = None) -> MetricSpec:
+        """Detect the direction of a known metric; an unknown one needs ``higher_is_better``."""
+        if higher_is_better is not None:
+            return cls(name, bool(higher_is_better))
+        key = name.lower()
+        for prefix in ("val_", "test_"):
+            key = key.removeprefix(prefix)
+        if key in _HIGHER_IS_BETTER or key.startswith("hits@"):
+            return cls(name, True)
+        if key in _LOWER_IS_BETTER:
+            return cls(name, False)
+        raise ValueError(
+            f"unknown metric `{name}`: its direction cannot be detected; pass "
+            f"`higher_is_better=True` or `False` (known: {sorted(_HIGHER_IS_BETTER)} and hits@K "
+            f"are higher-is-better, {sorted(_LOWER_IS_BETTER)} lower-is-better)"
+        )
+
+    @property
+    def direction(self) -> str:
+        return "higher is better" if self.higher_is_better else "lower is better"
+
+
+def _floats(values: Sequence[float] | None) -> tuple[float, ...] | None:
+    return None if values is None else tuple(float(v) for v in values)
+
+
+@dataclass(frozen=True)
+class History:
+    """What one training run recorded, one entry per epoch.
+
+    - ``test``: the task's metric on the reported split (the value that enters X).
+    - ``val``: the same metric on a held-out validation split, or ``None`` when the task has
+      no held-out series (then ``best_val`` epoch selection is not available for it).
+    - ``train_loss``: the training loss (may be empty, e.g. for numbers given by ``from_arrays``).
+    - ``extra``: further per-epoch series (``test_rmse``, ``test_hits@50``...), same length.
+    """
+
+    test: tuple[float, ...]
+    val: tuple[float, ...] | None = None
+    train_loss: tuple[float, ...] = ()
+    extra: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "test", _floats(self.test))
+        object.__setattr__(self, "val", _floats(self.val))
+        object.__setattr__(self, "train_loss", _floats(self.train_loss))
+        extra = {str(k): _floats(v) for k, v in dict(self.extra).items()}
+        object.__setattr__(self, "extra", dict(sorted(extra.items())))
+        n = len(self.test)
+        if n == 0:
+            raise ValueError("a History needs at least one epoch of `test` values")
+        for name, series in [("val", self.val), *self.extra.items()]:
+            if series is not None and len(series) != n:
+                raise ValueError(
+                    f"History series `{name}` has {len(series)} epochs but `test` has {n}"
+                )
+        if self.train_loss and len(self.train_loss) != n:
+            raise ValueError(
+                f"History series `train_loss` has {len(self.train_loss)} epochs but `test` has {n}"
+            )
+
+    @property
+    def n_epochs(self) -> int:
+        return len(self.test)
+
+    @property
+    def diverged(self) -> bool:
+        """True when the loss or the metric went NaN/inf at any epoch."""
+        series = [self.test, self.train_loss] + ([self.val] if self.val is not None else [])
+        return any(not math.isfinite(v) for s in series for v in s)
+
+    def to_dict(self) -> dict:
+        out: dict = {"test": list(self.test)}
+        if self.val is not None:
+            out["val"] = list(self.val)
+        if self.train_loss:
+            out["train_loss"] = list(self.train_loss)
+        if self.extra:
+            out["extra"] = {k: list(v) for k, v in self.extra.items()}
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> History:
+        return cls(
+            test=d["test"],
+            val=d.get("val"),
+            train_loss=d.get("train_loss", ()),
+            extra=d.get("extra", {}),
+        )

@@ -1,0 +1,499 @@
+"""``BenchmarkReport``: the per-seed, per-epoch record of a benchmark, and its JSON form.
+
+Axis convention, stated once for the whole package: ``X[task, model, seed]``, a float array of
+shape ``(len(tasks), len(models), len(seeds))``; ``X[t, m, s]`` is the metric of task ``t``
+for model ``m`` trained under seed ``seeds[s]``, taken at the epoch chosen by the report's
+epoch selection (``"final"`` or ``"best_val"``). A diverged seed is NaN in X, never dropped.
+
+The report keeps the raw per-epoch histories, so every statistic can be re-derived later
+(another CI method, test or epoch rule) without retraining.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .history import History, MetricSpec
+
+SCHEMA = "pytest-graphnetz/report"
+SCHEMA_VERSION = 1
+CI_METHODS = ("t", "bootstrap")
+EPOCH_SELECTIONS = ("final", "best_val")
+
+Triple = tuple[str, str, int]
+
+
+class ReportFormatError(ValueError):
+    """A report file that cannot be read: malformed, from a newer schema, or inconsistent."""
+
+
+class EpochSelectionError(ValueError):
+    """``best_val`` asked of a task that has no held-out validation series."""
+
+
+class BenchmarkReport:
+    """Per-seed results ``X[task, model, seed]`` plus the histories they were selected from.
+
+    Build one with :func:`pytest_graphnetz.run_benchmark`, :meth:`from_arrays` (numbers you
+    already have) or :meth:`from_json`.
+    """
+
+    def __init__(
+        self,
+        *,
+        tasks: Sequence[str],
+        models: Sequence[str],
+        seeds: Sequence[int],
+        metrics: Mapping[str, MetricSpec],
+        histories: Mapping[Triple, History],
+        protocol: Mapping[str, Any] | None = None,
+        fingerprints: Mapping[str, Mapping[str, Mapping[int, str]]] | None = None,
+        ci_method: str = "t",
+        confidence_level: float = 0.95,
+        epoch_selection: str = "final",
+    ) -> None:
+        self.tasks = tuple(str(t) for t in tasks)
+        self.models = tuple(str(m) for m in models)
+        self.seeds = tuple(int(s) for s in seeds)
+        for axis, labels in (("tasks", self.tasks), ("models", self.models), ("seeds", self.seeds)):
+            if len(set(labels)) != len(labels):
+                raise ValueError(f"`{axis}` has duplicate labels: {list(labels)}")
+        missing_metric = [t for t in self.tasks if t not in metrics]
+        if missing_metric:
+            raise ValueError(f"no metric given for task(s) {missing_metric}")
+        self.metrics = {t: metrics[t] for t in self.tasks}
+        missing = [k for k in self.triples() if k not in histories]
+        if missing:
+            raise ValueError(f"no history for {len(missing)} triple(s), e.g. {missing[0]}")
+        self.histories = {k: histories[k] for k in self.triples()}
+        self.protocol = dict(protocol or {})
+        # fingerprints[kind][name][seed]: kind "data" is keyed by task, "model" by model.
+        self.fingerprints = {
+            kind: {name: {int(s): str(fp) for s, fp in per_seed.items()}
+                   for name, per_seed in by_name.items()}
+            for kind, by_name in (fingerprints or {}).items()
+        }
+        self.ci_method = ci_method
+        self.confidence_level = confidence_level
+        self.epoch_selection = epoch_selection
+
+    # -- settings, validated on assignment -------------------------------------------------
+
+    @property
+    def ci_method(self) -> str:
+        """Report-wide interval method (``"t"`` or ``"bootstrap"``) used by every view."""
+        return self._ci_method
+
+    @ci_method.setter
+    def ci_method(self, value: str) -> None:
+        if value not in CI_METHODS:
+            raise ValueError(f"`ci_method` must be one of {CI_METHODS}, got {value!r}")
+        self._ci_method = value
+
+    @property
+    def confidence_level(self) -> float:
+        return self._confidence_level
+
+    @confidence_level.setter
+    def confidence_level(self, value: float) -> None:
+        if not 0.0 < float(value) < 1.0:
+            raise ValueError(f"`confidence_level` must lie in (0, 1), got {value!r}")
+        self._confidence_level = float(value)
+
+    @property
+    def epoch_selection(self) -> str:
+        """``"final"`` (default) or ``"best_val"``; every statistic is re-derived from it."""
+        return self._epoch_selection
+
+    @epoch_selection.setter
+    def epoch_selection(self, value: str) -> None:
+        if value not in EPOCH_SELECTIONS:
+            raise ValueError(f"`epoch_selection` must be one of {EPOCH_SELECTIONS}, got {value!r}")
+        self._epoch_selection = value
+
+    # -- construction ----------------------------------------------------------------------
+
+    @classmethod
+    def from_arrays(
+        cls,
+        X: Any,
+        *,
+        tasks: Sequence[str],
+        models: Sequence[str],
+        seeds: Sequence[int],
+        metric: str | MetricSpec | Mapping[str, str | MetricSpec],
+        higher_is_better: bool | None = None,
+        **settings: Any,
+    ) -> BenchmarkReport:
+        """A report from per-seed numbers a user already has.
+
+        ``X`` has shape ``(len(tasks), len(models), len(seeds))``; ``metric`` is one metric name
+        (or :class:`MetricSpec`) for every task, or a ``{task: metric}`` mapping. The report has
+        one-epoch histories and no validation series, so only ``"final"`` selection applies.
+        """
+        arr = np.asarray(X, dtype=float)
+        shape = (len(tasks), len(models), len(seeds))
+        if arr.shape != shape:
+            raise ValueError(
+                f"`X` has shape {arr.shape} but tasks × models × seeds is {shape} "
+                "(the axis order is X[task, model, seed])"
+            )
+        per_task = metric if isinstance(metric, Mapping) else {t: metric for t in tasks}
+        metrics = {
+            t: m if isinstance(m, MetricSpec) else MetricSpec.from_name(m, higher_is_better)
+            for t, m in per_task.items()
+        }
+        histories = {
+            (t, m, int(s)): History(test=[arr[i, j, k]])
+            for i, t in enumerate(tasks)
+            for j, m in enumerate(models)
+            for k, s in enumerate(seeds)
+        }
+        return cls(tasks=tasks, models=models, seeds=seeds, metrics=metrics,
+                   histories=histories, protocol={"source": "from_arrays"}, **settings)
+
+    # -- the data ----------------------------------------------------------------------------
+
+    def triples(self) -> list[Triple]:
+        """Every (task, model, seed) in axis order."""
+        return [(t, m, s) for t in self.tasks for m in self.models for s in self.seeds]
+
+    def metric_name(self, task: str | None = None) -> str:
+        """The metric of ``task`` (or of every task, when they share one)."""
+        if task is not None:
+            return self.metric(task).name
+        names = sorted({spec.name for spec in self.metrics.values()})
+        return names[0] if len(names) == 1 else ", ".join(names)
+
+    def metric(self, task: str) -> MetricSpec:
+        """The :class:`MetricSpec` (name and direction) of ``task``."""
+        self._check_label("task", task, self.tasks)
+        return self.metrics[task]
+
+    def epoch_selection_support(self) -> dict[str, bool]:
+        """Per task: whether every run recorded a held-out validation series (``best_val``)."""
+        return {
+            t: all(self.histories[(t, m, s)].val is not None
+                   for m in self.models for s in self.seeds)
+            for t in self.tasks
+        }
+
+    def selected_epochs(
+        self, epoch_selection: str | None = None, *, strict: bool = True
+    ) -> dict[Triple, int]:
+        """The epoch (0-based) whose test value enters X, per (task, model, seed).
+
+        ``best_val`` picks the epoch that optimised the validation series in the metric's
+        direction (the first such epoch on ties). A task with no validation series raises
+        :class:`EpochSelectionError`, unless ``strict=False``: it then falls back to the final
+        epoch for that task (see :meth:`epoch_selection_support`).
+        """
+        rule = self.epoch_selection if epoch_selection is None else epoch_selection
+        if rule not in EPOCH_SELECTIONS:
+            raise ValueError(f"`epoch_selection` must be one of {EPOCH_SELECTIONS}, got {rule!r}")
+        support = self.epoch_selection_support()
+        if rule == "best_val" and strict:
+            unsupported = [t for t, ok in support.items() if not ok]
+            if unsupported:
+                raise EpochSelectionError(
+                    f"epoch_selection='best_val' needs a held-out validation series, and task(s) "
+                    f"{unsupported} have none (the value reported would be chosen on the split it "
+                    "is reported on). Use epoch_selection='final', or pass strict=False to fall "
+                    "back to the final epoch for those tasks."
+                )
+        chosen: dict[Triple, int] = {}
+        for key, hist in self.histories.items():
+            if rule == "final" or not support[key[0]]:
+                chosen[key] = hist.n_epochs - 1
+                continue
+            val = np.asarray(hist.val, dtype=float)
+            if not self.metrics[key[0]].higher_is_better:
+                val = -val
+            val = np.where(np.isnan(val), -np.inf, val)
+            chosen[key] = int(np.argmax(val))
+        return chosen
+
+    def to_array(self, epoch_selection: str | None = None, *, strict: bool = True) -> np.ndarray:
+        """``X[task, model, seed]`` under ``epoch_selection`` (default: the report's)."""
+        epochs = self.selected_epochs(epoch_selection, strict=strict)
+        X = np.empty((len(self.tasks), len(self.models), len(self.seeds)))
+        for i, t in enumerate(self.tasks):
+            for j, m in enumerate(self.models):
+                for k, s in enumerate(self.seeds):
+                    X[i, j, k] = self.histories[(t, m, s)].test[epochs[(t, m, s)]]
+        return X
+
+    @property
+    def X(self) -> np.ndarray:
+        """``X[task, model, seed]`` under the report's epoch selection."""
+        return self.to_array()
+
+    def values(
+        self, task: str, model: str, *, epoch_selection: str | None = None, strict: bool = True
+    ) -> np.ndarray:
+        """The per-seed numbers of one cell, in ``seeds`` order (NaN for a diverged seed)."""
+        i = self._check_label("task", task, self.tasks)
+        j = self._check_label("model", model, self.models)
+        return self.to_array(epoch_selection, strict=strict)[i, j].copy()
+
+    def diverged(self) -> list[Triple]:
+        """Triples whose loss or metric went NaN/inf: reported, never dropped."""
+        return [k for k, h in self.histories.items() if h.diverged]
+
+    def data_fingerprint(self, task: str, seed: int) -> str | None:
+        """Fingerprint of ``task``'s data and split under ``seed`` (None if not recorded)."""
+        return self.fingerprints.get("data", {}).get(task, {}).get(int(seed))
+
+    # -- reshaping ---------------------------------------------------------------------------
+
+    def subset(
+        self,
+        *,
+        tasks: Iterable[str] | None = None,
+        models: Iterable[str] | None = None,
+        seeds: Iterable[int] | None = None,
+    ) -> BenchmarkReport:
+        """The report restricted to some labels (in the order given)."""
+        tasks = self.tasks if tasks is None else tuple(tasks)
+        models = self.models if models is None else tuple(models)
+        seeds = self.seeds if seeds is None else tuple(int(s) for s in seeds)
+        for axis, labels, have in (("task", tasks, self.tasks), ("model", models, self.models),
+                                   ("seed", seeds, self.seeds)):
+            for label in labels:
+                self._check_label(axis, label, have)
+        return BenchmarkReport(
+            tasks=tasks, models=models, seeds=seeds, metrics=self.metrics,
+            histories=self.histories, protocol=self.protocol,
+            fingerprints=self._fingerprints_for(tasks, models, seeds), **self._settings(),
+        )
+
+    @classmethod
+    def merge(cls, base: BenchmarkReport, update: BenchmarkReport) -> BenchmarkReport:
+        """``base`` with every triple of ``update`` added or replaced (cell by cell).
+
+        Labels keep ``base``'s order, new ones are appended. Only a triple present in neither
+        is an error (the result must be a full task × model × seed grid).
+        """
+        tasks = list(dict.fromkeys([*base.tasks, *update.tasks]))
+        models = list(dict.fromkeys([*base.models, *update.models]))
+        seeds = list(dict.fromkeys([*base.seeds, *update.seeds]))
+        histories = {**base.histories, **update.histories}
+        fingerprints: dict = {}
+        for report in (base, update):
+            for kind, by_name in report.fingerprints.items():
+                for name, per_seed in by_name.items():
+                    fingerprints.setdefault(kind, {}).setdefault(name, {}).update(per_seed)
+        return cls(
+            tasks=tasks, models=models, seeds=seeds, metrics={**base.metrics, **update.metrics},
+            histories=histories, protocol=update.protocol or base.protocol,
+            fingerprints=fingerprints, **update._settings(),
+        )
+
+    # -- statistics and views (thin: the work lives in stats / export / plots) ----------------
+
+    def summary(self, method: str | None = None, *, confidence_level: float | None = None,
+                epoch_selection: str | None = None, strict: bool = True):
+        """Per (task, model): n_seeds, mean, std, sem, ci_low, ci_high (prints as a table)."""
+        raise NotImplementedError  # issue 3: built on stats.py
+
+    def pairwise(self, test: str = "paired-t", *, confidence_level: float | None = None,
+                 epoch_selection: str | None = None, strict: bool = True, rng: Any = None):
+        """Per task, every model pair on seeds paired by seed value."""
+        raise NotImplementedError  # issue 3: built on stats.py
+
+    def to_latex(self, **kwargs: Any) -> str:
+        from .export import to_latex
+
+        return to_latex(self, **kwargs)
+
+    def to_markdown(self, **kwargs: Any) -> str:
+        from .export import to_markdown
+
+        return to_markdown(self, **kwargs)
+
+    def plot_forest(self, path: str | os.PathLike | None = None, ax: Any = None, **kwargs: Any):
+        from .plots import plot_forest
+
+        return plot_forest(self, path=path, ax=ax, **kwargs)
+
+    # -- JSON ----------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict:
+        """The JSON-ready form: labels, metrics, protocol, fingerprints and every history."""
+        cells: dict = {}
+        for (t, m, s), hist in self.histories.items():
+            cells.setdefault(t, {}).setdefault(m, {})[str(s)] = hist.to_dict()
+        return {
+            "schema": SCHEMA,
+            "schema_version": SCHEMA_VERSION,
+            "tasks": list(self.tasks),
+            "models": list(self.models),
+            "seeds": list(self.seeds),
+            "metrics": {t: {"name": spec.name, "higher_is_better": spec.higher_is_better}
+                        for t, spec in self.metrics.items()},
+            "settings": self._settings(),
+            "protocol": self.protocol,
+            "fingerprints": {
+                kind: {name: {str(s): fp for s, fp in per_seed.items()}
+                       for name, per_seed in by_name.items()}
+                for kind, by_name in self.fingerprints.items()
+            },
+            "histories": cells,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping, *, source: str = "<dict>") -> BenchmarkReport:
+        """Inverse of :meth:`to_dict`; problems raise :class:`ReportFormatError` naming ``source``."""
+        if not isinstance(data, Mapping) or data.get("schema") != SCHEMA:
+            raise ReportFormatError(f"{source}: not a pytest-graphnetz report (no `schema: {SCHEMA}`)")
+        version = data.get("schema_version")
+        if not isinstance(version, int):
+            raise ReportFormatError(f"{source}: missing or invalid `schema_version` ({version!r})")
+        if version > SCHEMA_VERSION:
+            raise ReportFormatError(
+                f"{source}: written with report schema version {version}, newer than the "
+                f"{SCHEMA_VERSION} this pytest-graphnetz reads; upgrade pytest-graphnetz"
+            )
+        try:
+            metrics = {t: MetricSpec(d["name"], bool(d["higher_is_better"]))
+                       for t, d in data["metrics"].items()}
+            histories = {
+                (t, m, int(s)): History.from_dict(h)
+                for t, by_model in data["histories"].items()
+                for m, by_seed in by_model.items()
+                for s, h in by_seed.items()
+            }
+            fingerprints = {
+                kind: {name: {int(s): fp for s, fp in per_seed.items()}
+                       for name, per_seed in by_name.items()}
+                for kind, by_name in data.get("fingerprints", {}).items()
+            }
+            return cls(tasks=data["tasks"], models=data["models"], seeds=data["seeds"],
+                       metrics=metrics, histories=histories, protocol=data.get("protocol", {}),
+                       fingerprints=fingerprints, **data.get("settings", {}))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise ReportFormatError(f"{source}: malformed report: {detail}") from exc
+
+    def to_json(self, path: str | os.PathLike) -> Path:
+        """Write the report as JSON (atomically: a temp file renamed over ``path``)."""
+        path = Path(path)
+        write_text_atomic(path, dumps(self.to_dict()))
+        return path
+
+    @classmethod
+    def from_json(cls, path: str | os.PathLike) -> BenchmarkReport:
+        """Load a report written by :meth:`to_json`; errors name the file and the problem."""
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise FileNotFoundError(f"no report at {path}") from None
+        try:
+            data = json.loads(text, parse_constant=_reject_constant)
+        except json.JSONDecodeError as exc:
+            raise ReportFormatError(f"{path}: not valid JSON ({exc})") from exc
+        return cls.from_dict(data, source=str(path))
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _settings(self) -> dict:
+        return {"ci_method": self.ci_method, "confidence_level": self.confidence_level,
+                "epoch_selection": self.epoch_selection}
+
+    def _fingerprints_for(self, tasks, models, seeds) -> dict:
+        keep = {"data": set(tasks), "model": set(models)}
+        return {
+            kind: {name: {s: fp for s, fp in per_seed.items() if s in seeds}
+                   for name, per_seed in by_name.items() if name in keep.get(kind, {name})}
+            for kind, by_name in self.fingerprints.items()
+        }
+
+    @staticmethod
+    def _check_label(axis: str, label: Any, labels: Sequence) -> int:
+        try:
+            return labels.index(label)
+        except ValueError:
+            raise KeyError(f"no {axis} {label!r} in this report (it has {list(labels)})") from None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BenchmarkReport):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    def __repr__(self) -> str:
+        return (f"BenchmarkReport({len(self.tasks)} tasks × {len(self.models)} models × "
+                f"{len(self.seeds)} seeds, metric={self.metric_name()!r})")
+
+
+# -- JSON encoding: non-finite floats as strings, series on one line, sorted keys ----------------
+# History series decode the strings back with float("NaN"/"Infinity"/"-Infinity").
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"bare {name} is not JSON; reports store it as the string {name!r}")
+
+
+def _encode_float(x: float) -> float | str:
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    return x
+
+
+def dumps(obj: Any) -> str:
+    """Stable, diffable JSON: sorted keys, two-space indent, lists of scalars on one line.
+
+    Floats use Python's shortest round-trip repr (lossless, fixed for a given value); NaN and
+    ±inf become the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` inside number lists.
+    """
+    return _dump(obj, 0) + "\n"
+
+
+def _dump(obj: Any, depth: int) -> str:
+    pad, inner = "  " * depth, "  " * (depth + 1)
+    if isinstance(obj, Mapping):
+        if not obj:
+            return "{}"
+        items = [f"{inner}{json.dumps(str(k))}: {_dump(obj[k], depth + 1)}"
+                 for k in sorted(obj, key=str)]
+        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    if isinstance(obj, (list, tuple)):
+        if all(not isinstance(v, (Mapping, list, tuple)) for v in obj):
+            return "[" + ", ".join(_scalar(v) for v in obj) + "]"
+        return "[\n" + ",\n".join(inner + _dump(v, depth + 1) for v in obj) + "\n" + pad + "]"
+    return _scalar(obj)
+
+
+def _scalar(v: Any) -> str:
+    if isinstance(v, (float, np.floating)):
+        return json.dumps(_encode_float(float(v)))
+    if isinstance(v, np.integer):
+        return str(int(v))
+    return json.dumps(v, allow_nan=False)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temp file in the same directory and ``os.replace``.
+
+    A reader never sees a half-written file; on failure the old file is left untouched.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,74 @@
+"""``Task``: what to load, how to train it, and which metric to report.
+
+Importing this module does not import torch; loaders and trainers do, when they run.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+KINDS = ("node", "graph", "graph_reg", "link")
+DEFAULT_METRIC = {"node": "accuracy", "graph": "accuracy", "graph_reg": "mae", "link": "auc"}
+
+
+@dataclass(frozen=True)
+class Task:
+    """A benchmark task.
+
+    - ``loader``: ``loader(root)`` or, when it takes a ``seed`` keyword, ``loader(root, seed=s)``
+      (then its data may differ per seed; otherwise it is constant across seeds).
+    - ``kind``: which built-in trainer runs it (``node``, ``graph``, ``graph_reg``, ``link``).
+    - ``metric``: the reported metric (default per kind: accuracy, accuracy, mae, auc).
+    - ``trainer``: a custom training loop replacing the built-in one (see ``training``).
+    - ``options``: extra trainer settings (``hidden``, ``hits_k``...), part of the cache key.
+    - ``in_channels`` / ``out_channels``: override what is inferred from the data.
+    """
+
+    name: str
+    loader: Callable[..., Any]
+    kind: str = "node"
+    metric: str | None = None
+    epochs: int = 200
+    lr: float = 0.01
+    weight_decay: float = 5e-4
+    batch_size: int = 64
+    category: str = "custom"
+    trainer: Callable[..., Any] | None = None
+    in_channels: int | None = None
+    out_channels: int | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"Task {self.name!r}: `kind` must be one of {KINDS}, got {self.kind!r}")
+        if self.epochs < 1:
+            raise ValueError(f"Task {self.name!r}: `epochs` must be >= 1, got {self.epochs}")
+        if not callable(self.loader):
+            raise TypeError(f"Task {self.name!r}: `loader` must be callable, got {self.loader!r}")
+
+    @property
+    def metric_name(self) -> str:
+        return self.metric or DEFAULT_METRIC[self.kind]
+
+    @property
+    def seeded(self) -> bool:
+        """Whether the loader takes the benchmark seed (detected from its signature)."""
+        try:
+            params = inspect.signature(self.loader).parameters
+        except (TypeError, ValueError):
+            return False
+        return "seed" in params
+
+    def load(self, root: str, seed: int) -> Any:
+        return self.loader(root, seed=seed) if self.seeded else self.loader(root)
+
+    def config(self) -> dict[str, Any]:
+        """The training settings that change results (part of the cache key)."""
+        return {
+            "kind": self.kind, "metric": self.metric_name, "epochs": self.epochs, "lr": self.lr,
+            "weight_decay": self.weight_decay, "batch_size": self.batch_size,
+            "options": dict(sorted(self.options.items())),
+        }
