@@ -301,13 +301,40 @@ class BenchmarkReport:
 
     def summary(self, method: str | None = None, *, confidence_level: float | None = None,
                 epoch_selection: str | None = None, strict: bool = True):
-        """Per (task, model): n_seeds, mean, std, sem, ci_low, ci_high (prints as a table)."""
-        raise NotImplementedError  # issue 3: built on stats.py
+        """Per (task, model): n_seeds, mean, std, sem, ci_low, ci_high (prints as a table).
+
+        ``method`` defaults to :attr:`ci_method`, ``confidence_level`` to the report's; a
+        :class:`~pytest_graphnetz.stats.Summary` of frozen rows. ``n_seeds`` counts the finite
+        seeds the statistics use; diverged seeds are counted in ``n_diverged``.
+        """
+        from .stats import summarize
+
+        return summarize(
+            self.to_array(epoch_selection, strict=strict), tasks=self.tasks, models=self.models,
+            metrics=[self.metrics[t].name for t in self.tasks],
+            method=self.ci_method if method is None else method,
+            confidence_level=(self.confidence_level if confidence_level is None
+                              else confidence_level),
+        )
 
     def pairwise(self, test: str = "paired-t", *, confidence_level: float | None = None,
                  epoch_selection: str | None = None, strict: bool = True, rng: Any = None):
-        """Per task, every model pair on seeds paired by seed value."""
-        raise NotImplementedError  # issue 3: built on stats.py
+        """Per task, every model pair on seeds paired by seed value.
+
+        A :class:`~pytest_graphnetz.stats.Pairwise` of frozen rows (mean paired difference, its
+        CI, p, Holm-adjusted p within the task, effect size, n, whether the cells' intervals
+        overlap). Oriented so that a positive difference means ``model_a`` is better, whatever
+        the metric's direction.
+        """
+        from .stats import pairwise_table
+
+        return pairwise_table(
+            self.to_array(epoch_selection, strict=strict), tasks=self.tasks, models=self.models,
+            higher_is_better=[self.metrics[t].higher_is_better for t in self.tasks], test=test,
+            confidence_level=(self.confidence_level if confidence_level is None
+                              else confidence_level),
+            ci_method=self.ci_method, rng=rng, seeds=self.seeds,
+        )
 
     def to_latex(self, **kwargs: Any) -> str:
         from .export import to_latex
@@ -351,9 +378,12 @@ class BenchmarkReport:
 
     @classmethod
     def from_dict(cls, data: Mapping, *, source: str = "<dict>") -> BenchmarkReport:
-        """Inverse of :meth:`to_dict`; problems raise :class:`ReportFormatError` naming ``source``."""
+        """Inverse of :meth:`to_dict`; a problem raises :class:`ReportFormatError` naming
+        ``source``."""
         if not isinstance(data, Mapping) or data.get("schema") != SCHEMA:
-            raise ReportFormatError(f"{source}: not a pytest-graphnetz report (no `schema: {SCHEMA}`)")
+            raise ReportFormatError(
+                f"{source}: not a pytest-graphnetz report (no `schema: {SCHEMA}`)"
+            )
         version = data.get("schema_version")
         if not isinstance(version, int):
             raise ReportFormatError(f"{source}: missing or invalid `schema_version` ({version!r})")
@@ -397,9 +427,11 @@ class BenchmarkReport:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise FileNotFoundError(f"no report at {path}") from None
+        except UnicodeDecodeError as exc:
+            raise ReportFormatError(f"{path}: not a UTF-8 text file ({exc})") from exc
         try:
             data = json.loads(text, parse_constant=_reject_constant)
-        except json.JSONDecodeError as exc:
+        except ValueError as exc:  # JSONDecodeError, or a bare NaN/Infinity (_reject_constant)
             raise ReportFormatError(f"{path}: not valid JSON ({exc})") from exc
         return cls.from_dict(data, source=str(path))
 
@@ -427,7 +459,9 @@ class BenchmarkReport:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, BenchmarkReport):
             return NotImplemented
-        return self.to_dict() == other.to_dict()
+        # Compare the canonical JSON text: a dict comparison would call a report with a NaN
+        # (diverged seed) unequal to its own round trip, and a tuple unequal to its list form.
+        return dumps(self.to_dict()) == dumps(other.to_dict())
 
     def __repr__(self) -> str:
         return (f"BenchmarkReport({len(self.tasks)} tasks × {len(self.models)} models × "

@@ -1,0 +1,322 @@
+"""Reading a report: LaTeX (booktabs) and Markdown tables, and the findings view.
+
+Every view here takes its intervals from one place, :func:`cell_stats`, which follows the
+report's ``ci_method`` and ``confidence_level``; the forest plot (``plots.py``) uses the same
+function, so a figure and a table made from one report cannot disagree about the interval.
+
+"Best in task" (bold) and "distinguishable" come from the paired test on per-seed differences,
+Holm-corrected over every model pair of a task (:func:`pair_findings`); overlapping intervals
+are shown only as a caution, because overlap is not a test (see docs: uncertainty).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from .text import markdown_table
+
+if TYPE_CHECKING:
+    from .report import BenchmarkReport
+    from .stats import PairwiseRow, SummaryRow
+
+PAIRED_TEST = "paired-t"
+_CI_NAMES = {"t": "Student-t", "bootstrap": "percentile bootstrap"}
+
+
+# -- the numbers every view shares -------------------------------------------------------------
+
+def cell_stats(report: BenchmarkReport) -> dict[tuple[str, str], SummaryRow]:
+    """Per (task, model): the row of ``report.summary()`` (mean, ci_low, ci_high, n_diverged...).
+
+    The summary follows ``report.ci_method``, ``confidence_level`` and ``epoch_selection``,
+    and its bootstrap draws from a fixed seed, so every view of one report shows the same
+    interval as ``print(report.summary())``.
+    """
+    return {(row.task, row.model): row for row in report.summary()}
+
+
+@dataclass(frozen=True)
+class PairFinding:
+    """One row of ``report.pairwise("paired-t")`` read at level ``alpha``.
+
+    ``row.mean_diff`` and its CI are oriented so that positive means ``row.model_a`` is better
+    (whatever the metric's direction); ``row.p_holm`` is Holm-adjusted over the task's pairs.
+    ``better`` names the model the test favours, or is None when the pair is not
+    distinguishable at ``alpha``. ``row.intervals_overlap`` is a caution, never the verdict.
+    """
+
+    row: PairwiseRow
+    better: str | None
+
+    @property
+    def distinguishable(self) -> bool:
+        return self.better is not None
+
+
+def pair_findings(
+    report: BenchmarkReport, *, alpha: float = 0.05
+) -> dict[str, list[PairFinding]]:
+    """Per task, every model pair (report order) under the paired t-test, Holm within the task.
+
+    Seeds are paired by seed value; a seed that diverged in either model is left out of that
+    pair (``report.pairwise`` notes it, and refuses a pair with fewer than 2 usable seeds).
+    """
+    out: dict[str, list[PairFinding]] = {t: [] for t in report.tasks}
+    for row in report.pairwise(PAIRED_TEST):
+        better = None
+        if row.p_holm <= alpha and row.mean_diff != 0:
+            better = row.model_a if row.mean_diff > 0 else row.model_b
+        out[row.task].append(PairFinding(row, better))
+    return out
+
+
+def best_models(report: BenchmarkReport, *, alpha: float = 0.05) -> dict[str, str | None]:
+    """Per task, the model the paired tests put ahead of every other model, else None.
+
+    The candidate is the best mean in the metric's direction; it counts as best only if each
+    of its pairs is distinguishable (Holm-corrected within the task) in its favour.
+    """
+    cells = cell_stats(report)
+    found = pair_findings(report, alpha=alpha)
+    best: dict[str, str | None] = {}
+    for task in report.tasks:
+        sign = 1.0 if report.metric(task).higher_is_better else -1.0
+        means = {m: cells[(task, m)].mean for m in report.models}
+        if len(report.models) < 2 or not all(math.isfinite(v) for v in means.values()):
+            best[task] = None
+            continue
+        top = max(report.models, key=lambda m: sign * means[m])
+        mine = [f for f in found[task] if top in (f.row.model_a, f.row.model_b)]
+        best[task] = top if all(f.better == top for f in mine) else None
+    return best
+
+
+# -- number formatting ---------------------------------------------------------------------------
+
+def _fmt(x: float, digits: int) -> str:
+    # `+ 0.0` turns a rounded -0.0 into 0.0, so "-0.000" never appears.
+    return f"{round(float(x), digits) + 0.0:.{digits}f}"
+
+
+def _signed(x: float, digits: int) -> str:
+    return f"{round(float(x), digits) + 0.0:+.{digits}f}"
+
+
+def _method_phrase(report: BenchmarkReport) -> str:
+    level = f"{report.confidence_level * 100:g}%"
+    return f"{level} {_CI_NAMES[report.ci_method]} interval"
+
+
+def _seeds_phrase(report: BenchmarkReport) -> str:
+    n = len(report.seeds)
+    return f"{n} seed" if n == 1 else f"{n} seeds"
+
+
+# -- LaTeX ----------------------------------------------------------------------------------------
+
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+}
+
+
+def latex_escape(text: str) -> str:
+    """``text`` with LaTeX's special characters escaped (for labels in a table)."""
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in str(text))
+
+
+def _latex_cell(c: SummaryRow, method: str, digits: int, bold: bool) -> str:
+    if not math.isfinite(c.mean):
+        return "---"
+    if not (math.isfinite(c.ci_low) and math.isfinite(c.ci_high)):
+        body = f"{_fmt(c.mean, digits)}\\ (n={c.n_seeds})"  # one finite seed: no interval
+    elif method == "t":
+        body = f"{_fmt(c.mean, digits)} \\pm {_fmt((c.ci_high - c.ci_low) / 2, digits)}"
+    else:
+        # Bootstrap: the interval's own endpoints, printed as offsets from the mean.
+        up, down = c.ci_high - c.mean, c.ci_low - c.mean
+        body = f"{_fmt(c.mean, digits)}^{{{_signed(up, digits)}}}_{{{_signed(down, digits)}}}"
+    if bold:
+        body = f"\\mathbf{{{body}}}"
+    # `{}` gives the dagger its own base: `x^{+u}_{-d}^{\dagger}` is a double superscript.
+    dagger = "{}^{\\dagger}" if c.n_diverged else ""
+    return f"${body}{dagger}$"
+
+
+def _arrow(report: BenchmarkReport, task: str, *, latex: bool) -> str:
+    up = report.metric(task).higher_is_better
+    if latex:
+        return r"$\uparrow$" if up else r"$\downarrow$"
+    return "↑" if up else "↓"
+
+
+def to_latex(
+    report: BenchmarkReport, *, digits: int = 3, alpha: float = 0.05,
+    label: str = "tab:graphnetz",
+) -> str:
+    """A booktabs table: models as rows, tasks as columns, one ``mean ± half-width`` per cell.
+
+    ``report.ci_method == "t"`` prints ``mean \\pm half``; ``"bootstrap"`` prints
+    ``mean^{+up}_{-down}`` from the interval's own endpoints. A cell is bold only when the
+    paired t-test (Holm-corrected over the task's model pairs, level ``alpha``) puts that model
+    ahead of every other one. The caption states seeds, interval method and level, and epoch
+    selection. Needs ``\\usepackage{booktabs}``. Returns the LaTeX source as a string.
+    """
+    cells = cell_stats(report)
+    best = best_models(report, alpha=alpha)
+    header = " & ".join(["Model"] + [
+        f"{latex_escape(t)} ({latex_escape(report.metric_name(t))} {_arrow(report, t, latex=True)})"
+        for t in report.tasks
+    ])
+    body = [
+        " & ".join([latex_escape(m)] + [
+            _latex_cell(cells[(t, m)], report.ci_method, digits, best[t] == m)
+            for t in report.tasks
+        ]) + r" \\"
+        for m in report.models
+    ]
+    caption = _caption(report, cells, alpha, latex=True)
+    lines = [
+        r"\begin{table}[t]",
+        r"\centering",
+        rf"\caption{{{caption}}}",
+        rf"\label{{{label}}}",
+        r"\begin{tabular}{l" + "c" * len(report.tasks) + "}",
+        r"\toprule",
+        header + r" \\",
+        r"\midrule",
+        *body,
+        r"\bottomrule",
+        r"\end{tabular}",
+        r"\end{table}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _caption(report: BenchmarkReport, cells: dict, alpha: float, *, latex: bool) -> str:
+    """The sentence under a table: seeds, interval method and level, epoch selection, bold rule."""
+    if report.ci_method == "t":
+        shape = r"Mean $\pm$ half-width" if latex else "Mean ± half-width"
+    else:
+        shape = "Mean with offsets to the endpoints" if latex else "Mean [low, high]"
+    selection = latex_escape(report.epoch_selection) if latex else report.epoch_selection
+    bold = "Bold" if latex else "**Bold**"
+    a = rf"$\alpha = {alpha:g}$" if latex else f"alpha = {alpha:g}"
+    method = latex_escape(_method_phrase(report)) if latex else _method_phrase(report)
+    text = (f"{shape} of the {method} over {_seeds_phrase(report)} "
+            f"(epoch selection: {selection}). {bold}: best in its task by a paired t-test "
+            f"against every other model (Holm-corrected, {a}).")
+    n_div = sum(1 for c in cells.values() if c.n_diverged)
+    if n_div:
+        dagger = r"$^\dagger$" if latex else "†"
+        text += (f" {dagger} {n_div} cell(s) with diverged seeds (NaN), counted and left out of "
+                 "the mean and interval.")
+    return text
+
+
+# -- Markdown -------------------------------------------------------------------------------------
+
+def _markdown_cell(c: SummaryRow, method: str, digits: int, bold: bool) -> str:
+    if not math.isfinite(c.mean):
+        return "—"
+    if not (math.isfinite(c.ci_low) and math.isfinite(c.ci_high)):
+        text = f"{_fmt(c.mean, digits)} (n={c.n_seeds})"  # one finite seed: no interval
+    elif method == "t":
+        text = f"{_fmt(c.mean, digits)} ± {_fmt((c.ci_high - c.ci_low) / 2, digits)}"
+    else:
+        text = f"{_fmt(c.mean, digits)} [{_fmt(c.ci_low, digits)}, {_fmt(c.ci_high, digits)}]"
+    if bold:
+        text = f"**{text}**"
+    return text + (" †" if c.n_diverged else "")
+
+
+def to_markdown(report: BenchmarkReport, *, digits: int = 3, alpha: float = 0.05) -> str:
+    """A GitHub-flavoured Markdown table (models × tasks) followed by the findings view.
+
+    Cells read ``mean ± half`` for ``ci_method="t"`` and ``mean [low, high]`` for the bootstrap;
+    bold marks what :func:`best_models` finds. Returns the Markdown as a string.
+    """
+    cells = cell_stats(report)
+    best = best_models(report, alpha=alpha)
+    headers = ["model"] + [
+        f"{t} ({report.metric_name(t)} {_arrow(report, t, latex=False)})" for t in report.tasks
+    ]
+    rows = [
+        [m] + [_markdown_cell(cells[(t, m)], report.ci_method, digits, best[t] == m)
+               for t in report.tasks]
+        for m in report.models
+    ]
+    caption = _caption(report, cells, alpha, latex=False)
+    return (markdown_table(headers, rows) + f"\n\n_{caption}_\n\n"
+            + findings(report, digits=digits, alpha=alpha))
+
+
+def findings(report: BenchmarkReport, *, digits: int = 3, alpha: float = 0.05) -> str:
+    """Markdown: per task, every model pair, whether the paired test tells them apart.
+
+    Columns: pair, Δ (positive: a better, so b − a for lower-is-better metrics) with its CI,
+    Holm-adjusted p, n paired seeds, finding. A pair
+    whose two cell intervals overlap is written in *italics*: a caution for readers who judge
+    by overlap, never the verdict (the paired test decides). Returns the Markdown as a string.
+    """
+    found = pair_findings(report, alpha=alpha)
+    level = f"{report.confidence_level * 100:g}%"
+    rows = []
+    for task in report.tasks:
+        for f in found[task]:
+            r = f.row
+            pair = f"{r.model_a} vs {r.model_b}"
+            if r.intervals_overlap:
+                pair = f"*{pair}*"
+            diff = (f"{_signed(r.mean_diff, digits)} "
+                    f"[{_signed(r.ci_low, digits)}, {_signed(r.ci_high, digits)}]")
+            verdict = f"{f.better} better" if f.better else "not distinguishable"
+            rows.append([task, pair, diff, f"{r.p_holm:.3g}", str(r.n), verdict])
+    if not rows:
+        return "### Findings\n\nFewer than two models: nothing to compare.\n"
+    headers = ["task", "pair (a vs b)", f"Δ (+: a better) [{level} CI]", "p (Holm)", "n",
+               "finding"]
+    note = (f"_Paired t-test on per-seed differences, Holm-corrected over the pairs of each "
+            f"task, alpha = {alpha:g}. *Italics*: the two models' {_method_phrase(report)}s "
+            "overlap — a caution only; overlapping intervals can still differ under the "
+            "paired test._")
+    return "### Findings\n\n" + markdown_table(headers, rows) + "\n\n" + note + "\n"
+
+
+# -- command-line entry points (wired into `graphnetz` by cli.py) ---------------------------------
+
+def latex_command(report_path: str | Path, *, ci_method: str | None = None,
+                  output: str | Path | None = None, stream: TextIO | None = None) -> int:
+    """``graphnetz latex REPORT``: print (or write to ``output``) the LaTeX table. Returns 0."""
+    return _text_command(to_latex, report_path, ci_method, output, stream)
+
+
+def markdown_command(report_path: str | Path, *, ci_method: str | None = None,
+                     output: str | Path | None = None, stream: TextIO | None = None) -> int:
+    """``graphnetz markdown REPORT``: print (or write to ``output``) the Markdown. Returns 0."""
+    return _text_command(to_markdown, report_path, ci_method, output, stream)
+
+
+def load_report(report_path: str | Path, ci_method: str | None = None) -> BenchmarkReport:
+    """A report read from JSON, with ``ci_method`` overriding the stored one when given."""
+    from .report import BenchmarkReport
+
+    report = BenchmarkReport.from_json(report_path)
+    if ci_method is not None:
+        report.ci_method = ci_method
+    return report
+
+
+def _text_command(render, report_path, ci_method, output, stream) -> int:
+    text = render(load_report(report_path, ci_method))
+    if output is None:
+        (stream or sys.stdout).write(text)
+    else:
+        from .report import write_text_atomic
+
+        write_text_atomic(Path(output), text)
+    return 0

@@ -1,0 +1,143 @@
+"""Content fingerprints (sha256 hex) of task data, built models and code, stable across processes.
+
+- :func:`data_fingerprint`: every tensor of the data (features, edges, labels, split masks...)
+  by name, dtype, shape and bytes. Two runs pair only when this matches per seed.
+- :func:`model_fingerprint`: the *built* model (repr, parameter/buffer names, shapes, dtypes
+  and initial bytes), the source of its user-defined module classes and the factory's identity.
+  Whatever changes the built model — source, a global, an env var, a config file — changes it.
+- :func:`callable_identity`: a function's qualified name and a hash of its source.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
+
+# Modules whose classes are versioned with their library (the versions enter the cache key);
+# the source of every other nn.Module class in a model is hashed.
+_LIBRARY_PREFIXES = ("torch.", "torch_geometric.")
+
+
+def _hasher() -> Any:
+    return hashlib.sha256()
+
+
+def data_fingerprint(data: Any) -> str:
+    """sha256 of everything a loader returned (a ``Data``, a dataset, tuples/dicts of them)."""
+    h = _hasher()
+    _feed(h, data)
+    return h.hexdigest()
+
+
+def _feed(h: Any, obj: Any) -> None:
+    """Hash ``obj`` into ``h``, type-tagged so different structures never collide trivially."""
+    import numpy as np
+    import torch
+    from torch_geometric.data import Dataset, InMemoryDataset
+    from torch_geometric.data.data import BaseData
+
+    if isinstance(obj, torch.Tensor):
+        _feed_tensor(h, obj)
+    elif isinstance(obj, np.ndarray):
+        h.update(f"ndarray:{obj.dtype.str}:{obj.shape};".encode())
+        h.update(np.ascontiguousarray(obj).tobytes())
+    elif isinstance(obj, BaseData):
+        h.update(f"{type(obj).__qualname__}{{".encode())
+        _feed(h, obj.to_dict())
+        h.update(b"}")
+    elif isinstance(obj, InMemoryDataset):
+        # Hash the collated storage once instead of materialising every graph.
+        h.update(f"{type(obj).__qualname__}[".encode())
+        _feed(h, obj._data)
+        _feed(h, obj.slices)
+        _feed(h, None if obj._indices is None else list(obj.indices()))
+        h.update(b"]")
+    elif isinstance(obj, (Dataset, torch.utils.data.Dataset)) and hasattr(obj, "__len__"):
+        h.update(f"{type(obj).__qualname__}[{len(obj)}:".encode())
+        for i in range(len(obj)):
+            _feed(h, obj[i])
+        h.update(b"]")
+    elif isinstance(obj, Mapping):
+        h.update(b"{")
+        for key in sorted(obj, key=repr):
+            h.update(repr(key).encode() + b":")
+            _feed(h, obj[key])
+        h.update(b"}")
+    elif isinstance(obj, (list, tuple)):
+        h.update(f"{type(obj).__name__}[".encode())
+        for v in obj:
+            _feed(h, v)
+        h.update(b"]")
+    elif obj is None or isinstance(obj, (bool, int, float, str, bytes)):
+        h.update(f"{type(obj).__name__}:{obj!r};".encode())
+    elif hasattr(obj, "__dict__"):
+        h.update(f"{type(obj).__module__}.{type(obj).__qualname__}".encode())
+        _feed(h, vars(obj))
+    else:
+        h.update(f"{type(obj).__qualname__}:{obj!r};".encode())
+
+
+def _feed_tensor(h: Any, t: Any) -> None:
+    import torch
+
+    if t.is_sparse:
+        t = t.coalesce()
+        h.update(f"sparse:{tuple(t.shape)};".encode())
+        _feed_tensor(h, t.indices())
+        _feed_tensor(h, t.values())
+        return
+    h.update(f"tensor:{t.dtype}:{tuple(t.shape)};".encode())
+    # Viewing as bytes works for every dtype numpy lacks (bfloat16, complex32...).
+    flat = t.detach().cpu().contiguous().reshape(-1)
+    h.update(flat.view(torch.uint8).numpy().tobytes())
+
+
+def callable_identity(fn: Any) -> dict[str, str | None]:
+    """``{"name": module.qualname, "source": sha256 of the source or None}`` of a callable.
+
+    ``functools.partial`` objects are resolved to their function plus the repr of their bound
+    arguments; callables whose source cannot be read (builtins, C extensions) get ``None``.
+    """
+    import functools
+
+    bound = ""
+    while isinstance(fn, functools.partial):
+        bound += f"partial{fn.args!r}{sorted(fn.keywords.items())!r}"
+        fn = fn.func
+    target = fn if (inspect.isfunction(fn) or inspect.ismethod(fn) or inspect.isclass(fn)) \
+        else type(fn)
+    name = f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', repr(target))}"
+    try:
+        source = hashlib.sha256(inspect.getsource(target).encode()).hexdigest()
+    except (OSError, TypeError):
+        source = None
+    return {"name": name + bound, "source": source}
+
+
+def model_fingerprint(model: Any, factory: Callable[..., Any] | None = None) -> str:
+    """sha256 of a built ``torch.nn.Module`` and the factory that built it.
+
+    Covers ``repr(model)``, every parameter and buffer (name, dtype, shape, initial bytes),
+    the source of each non-library module class it contains, and ``callable_identity(factory)``.
+    Lazy (uninitialised) parameters contribute their name only.
+    """
+    from torch.nn.parameter import UninitializedParameter
+
+    h = _hasher()
+    if factory is not None:
+        h.update(repr(sorted(callable_identity(factory).items())).encode())
+    h.update(repr(model).encode())
+    for kind, named in (("param", model.named_parameters()), ("buffer", model.named_buffers())):
+        for name, tensor in named:
+            h.update(f"{kind}:{name};".encode())
+            if isinstance(tensor, UninitializedParameter):
+                h.update(b"uninitialized;")
+            elif tensor is not None:
+                _feed_tensor(h, tensor)
+    classes = {type(m) for m in model.modules()}
+    for cls in sorted(classes, key=lambda c: f"{c.__module__}.{c.__qualname__}"):
+        if not f"{cls.__module__}.".startswith(_LIBRARY_PREFIXES):
+            h.update(repr(sorted(callable_identity(cls).items())).encode())
+    return h.hexdigest()

@@ -1,0 +1,545 @@
+"""Gates: compare a candidate report with a baseline on paired per-seed evidence.
+
+Each gate works on every (task, model) cell of the candidate: the seeds both reports ran are
+paired **by seed value** (seed 3 with seed 3, whatever their order), the differences
+``d_s = candidate − baseline`` (sign flipped for lower-is-better metrics) go to
+:func:`pytest_graphnetz.stats.compare`, and the p-values of one call are Holm-corrected across
+its cells. A gate returns its verdicts and raises ``AssertionError`` when one fails; the message
+carries what a reviewer needs (cell, metric and direction, both means with intervals, paired Δ
+with its CI, p, test, margin, n, MDE, and the seeds that would decide an INCONCLUSIVE cell).
+
+Pairing that would be fictional is refused (:class:`GateRefusal`): fewer than two shared
+seeds, a task whose data or split fingerprint differs for the same seed, a metric mismatch.
+
+Inside pytest, the plugin sets a :class:`GateObserver` for each test body: it supplies the
+session's ``--graphnetz-alpha`` / ``--graphnetz-strict`` defaults and collects every verdict
+for the terminal summary. Outside pytest the defaults are ``alpha=0.05``, ``strict=False``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import stats
+from .baselines import BaselineError, BaselineHandle, BaselineMissingError, load_baseline
+from .report import BenchmarkReport
+
+BaselineLike = BenchmarkReport | BaselineHandle | str | os.PathLike
+
+# "paired" is the default spelling of the paired t-test; every test here pairs by seed.
+TESTS = {"paired": "paired-t", "paired-t": "paired-t", "wilcoxon": "wilcoxon",
+          "permutation": "permutation", "bootstrap": "bootstrap"}
+# Protocol entries that change the last digits but not the protocol: noted, never refused.
+_ENVIRONMENT_KEYS = ("device", "threads", "versions")
+
+
+class GateRefusal(ValueError):
+    """The comparison cannot be made honestly (the message says which cell and why)."""
+
+
+# -- the observer: how the pytest plugin hears about gates ------------------------------------
+
+
+@dataclass(frozen=True)
+class GateObserver:
+    """Session defaults for gates run inside a test, and where their summary rows go."""
+
+    alpha: float
+    strict: bool
+    record: Callable[[dict[str, str]], None]
+
+
+_OBSERVER: ContextVar[GateObserver | None] = ContextVar("graphnetz_gate_observer", default=None)
+
+
+@contextmanager
+def observing(observer: GateObserver) -> Iterator[GateObserver]:
+    """Within the block, gates default to ``observer``'s alpha/strict and report rows to it."""
+    token = _OBSERVER.set(observer)
+    try:
+        yield observer
+    finally:
+        _OBSERVER.reset(token)
+
+
+# -- verdicts ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CellVerdict:
+    """The verdict of one (task, model) cell of a comparison gate.
+
+    ``comparison`` is the :class:`~pytest_graphnetz.stats.Comparison` (paired Δ, CI, p, Holm
+    p, MDE, seeds needed); ``baseline`` / ``candidate`` describe each side on the paired seeds
+    (mean and interval, :class:`~pytest_graphnetz.stats.CellStats`); ``seeds`` are those seeds.
+    """
+
+    task: str
+    model: str
+    metric: str
+    higher_is_better: bool
+    gate: str                       # "not_worse" | "better" | "equivalent"
+    comparison: Any                 # stats.Comparison
+    baseline: Any                   # stats.CellStats over `seeds`
+    candidate: Any                  # stats.CellStats over `seeds`
+    seeds: tuple[int, ...]
+    failed: bool
+    notes: tuple[str, ...] = ()
+
+    @property
+    def verdict(self) -> str:
+        return _verdict_name(self.comparison.verdict)
+
+    @property
+    def cell(self) -> str:
+        return f"{self.task}/{self.model}"
+
+    def message(self) -> str:
+        """The cell's evidence, as a reviewer reads it."""
+        c, direction = self.comparison, "higher" if self.higher_is_better else "lower"
+        p = f"p = {_p(c.p_value)}"
+        if c.p_adjusted is not None and c.p_adjusted != c.p_value:
+            p += f" (Holm-adjusted {_p(c.p_adjusted)})"
+        lines = [
+            f"{self.cell} — {self.metric} ({direction} is better): {self.verdict}",
+            f"  baseline  {_mean_ci(self.baseline)}",
+            f"  candidate {_mean_ci(self.candidate)}",
+            f"  paired Δ {_signed(c.mean_diff)} ({1 - c.alpha:.0%} CI {_ci(c.ci)}) over {c.n} "
+            f"seeds {_seed_list(self.seeds)}; {p}; test {c.test}, margin {_num(c.margin)}, "
+            f"alpha {_num(c.alpha)}",
+            f"  minimum detectable effect at n={c.n}: {_num(c.mde)}",
+        ]
+        if self.verdict == "INCONCLUSIVE":
+            if c.seeds_needed:
+                lines.append(f"  {c.seeds_needed} seeds would decide it "
+                             f"(rerun with --graphnetz-seeds={c.seeds_needed})")
+            else:
+                lines.append("  no feasible number of seeds would decide it at this margin")
+        lines += [f"  note: {n}" for n in (*self.notes, *c.notes)]
+        return "\n".join(lines)
+
+    def row(self) -> dict[str, str]:
+        """The summary-table row (plain strings: it travels through xdist and JUnit XML)."""
+        c = self.comparison
+        p = c.p_adjusted if c.p_adjusted is not None else c.p_value
+        return {"cell": self.cell, "metric": _metric(self.metric, self.higher_is_better),
+                "baseline": _mean_ci(self.baseline, short=True),
+                "candidate": _mean_ci(self.candidate, short=True),
+                "delta": f"{_signed(c.mean_diff)} {_ci(c.ci)}", "p": _p(p),
+                "verdict": self.verdict, "mde": _num(c.mde), "n": str(c.n), "gate": self.gate}
+
+
+@dataclass(frozen=True)
+class WidthVerdict:
+    """One cell of :func:`assert_ci_width`: its interval, width, and the seeds to narrow it."""
+
+    task: str
+    model: str
+    metric: str
+    higher_is_better: bool
+    stats: Any                      # stats.CellStats
+    width: float
+    max_width: float
+    seeds_needed: int | None
+    failed: bool
+
+    @property
+    def cell(self) -> str:
+        return f"{self.task}/{self.model}"
+
+    @property
+    def verdict(self) -> str:
+        return "TOO WIDE" if self.failed else "OK"
+
+    def message(self) -> str:
+        s = self.stats
+        more = (f"about {self.seeds_needed} seeds would bring it under "
+                f"(rerun with --graphnetz-seeds={self.seeds_needed})" if self.seeds_needed
+                else "more seeds would not help (no spread estimate)")
+        return (f"{self.cell} — {self.metric}: {s.method} {s.confidence_level:.0%} interval "
+                f"{_ci(s.ci)} is {_num(self.width)} wide, over the maximum "
+                f"{_num(self.max_width)} (n={s.n}, mean {_num(s.mean)}); {more}")
+
+    def row(self) -> dict[str, str]:
+        return {"cell": self.cell, "metric": _metric(self.metric, self.higher_is_better),
+                "baseline": "", "candidate": _mean_ci(self.stats, short=True),
+                "delta": f"width {_num(self.width)} (max {_num(self.max_width)})", "p": "",
+                "verdict": self.verdict, "mde": "", "n": str(self.stats.n), "gate": "ci_width"}
+
+
+# -- the gates -----------------------------------------------------------------------------------
+
+
+def assert_not_worse(report: BenchmarkReport, baseline: BaselineLike, *, test: str = "paired",
+                     margin: float = 0.0, alpha: float | None = None, strict: bool | None = None,
+                     rng: Any = None) -> list[CellVerdict]:
+    """Fail on paired evidence that ``report`` is worse than ``baseline`` by more than ``margin``.
+
+    Per cell: REGRESSED (the one-sided test rejects "mean d ≥ −margin", Holm across cells),
+    NOT WORSE (the one-sided lower bound of mean d is above −margin), INCONCLUSIVE (neither)
+    or IDENTICAL (every d_s exactly 0). Only REGRESSED fails, unless ``strict`` (INCONCLUSIVE
+    too). ``alpha`` / ``strict`` default to 0.05 / False, or the session's options in pytest.
+    Returns one :class:`CellVerdict` per candidate cell.
+    """
+    return _comparison_gate("not_worse", report, baseline, test=test, margin=margin,
+                            alpha=alpha, strict=strict, rng=rng)
+
+
+def assert_better(report: BenchmarkReport, baseline: BaselineLike, *, test: str = "paired",
+                  margin: float = 0.0, alpha: float | None = None, strict: bool | None = None,
+                  rng: Any = None) -> list[CellVerdict]:
+    """Pass only on paired evidence that every cell improved on ``baseline`` by over ``margin``."""
+    return _comparison_gate("better", report, baseline, test=test, margin=margin,
+                            alpha=alpha, strict=strict, rng=rng)
+
+
+def assert_equivalent(report: BenchmarkReport, baseline: BaselineLike, *, margin: float,
+                      test: str = "paired", alpha: float | None = None,
+                      strict: bool | None = None, rng: Any = None) -> list[CellVerdict]:
+    """Pass only when every cell's paired mean difference lies within ±``margin`` (TOST)."""
+    if not margin > 0:
+        raise ValueError(f"assert_equivalent needs `margin` > 0 (the equivalence bound), "
+                         f"got {margin!r}")
+    return _comparison_gate("equivalent", report, baseline, test=test, margin=margin,
+                            alpha=alpha, strict=strict, rng=rng)
+
+
+def assert_ci_width(report: BenchmarkReport, max_width: float, *,
+                    method: str | None = None) -> list[WidthVerdict]:
+    """Fail when a cell's interval (``method``, default the report's) is wider than ``max_width``.
+
+    The message says how many seeds would bring each wide interval under ``max_width``.
+    Returns one :class:`WidthVerdict` per cell.
+    """
+    if not max_width > 0:
+        raise ValueError(f"`max_width` must be > 0, got {max_width!r}")
+    method = method or report.ci_method
+    verdicts = []
+    for task in report.tasks:
+        spec = report.metric(task)
+        for model in report.models:
+            cell = stats.describe(report.values(task, model), method=method,
+                                  confidence_level=report.confidence_level,
+                                  rng=np.random.default_rng(0))
+            width = float(cell.ci.high - cell.ci.low)
+            failed = not width <= max_width   # a NaN width (n < 2) fails too
+            needed = None
+            if failed and math.isfinite(cell.std) and cell.std > 0:
+                needed = stats.seeds_for_width(cell.std, max_width,
+                                               confidence_level=report.confidence_level)
+            verdicts.append(WidthVerdict(task, model, spec.name, spec.higher_is_better, cell,
+                                         width, float(max_width), needed, failed))
+    _finish("assert_ci_width", verdicts, header=f"interval wider than {_num(max_width)}")
+    return verdicts
+
+
+# -- the work --------------------------------------------------------------------------------------
+
+
+def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike, *, test: str,
+                     margin: float, alpha: float | None, strict: bool | None,
+                     rng: Any) -> list[CellVerdict]:
+    observer = _OBSERVER.get()
+    alpha = alpha if alpha is not None else (observer.alpha if observer else 0.05)
+    strict = strict if strict is not None else (observer.strict if observer else False)
+    if test not in TESTS:
+        raise ValueError(f"`test` must be one of {sorted(TESTS)} (every gate test is paired by "
+                         f"seed), got {test!r}")
+    test = TESTS[test]
+    if isinstance(baseline, BaselineHandle) and baseline.update:
+        return _refresh(gate, report, baseline, test=test, margin=margin, alpha=alpha, rng=rng)
+    source, base = _load(baseline)
+    verdicts = compare_reports(report, base, gate=gate, test=test, margin=margin, alpha=alpha,
+                               strict=strict, source=source, rng=rng)
+    name = f"assert_{gate}"
+    _finish(name, verdicts, header=f"{_TITLE[gate]} against {source} ({_config(verdicts)})")
+    return verdicts
+
+
+_TITLE = {"not_worse": "paired regression gate", "better": "paired improvement gate",
+          "equivalent": "paired equivalence gate (TOST)"}
+# What each gate lets through (``strict`` also fails INCONCLUSIVE).
+_PASSES = {"not_worse": {"NOT WORSE", "IDENTICAL", "INCONCLUSIVE"}, "better": {"BETTER"},
+           "equivalent": {"EQUIVALENT", "IDENTICAL"}}
+
+
+def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate: str = "not_worse",
+                    test: str = "paired-t", margin: float = 0.0, alpha: float = 0.05,
+                    strict: bool = False, source: str = "the baseline",
+                    rng: Any = None) -> list[CellVerdict]:
+    """Every candidate cell of ``report`` against ``baseline``, Holm-corrected; raises nothing
+    but :class:`GateRefusal` / :class:`BaselineMissingError` (the gates decide what fails).
+    """
+    seeds = _shared_seeds(report, baseline, source)
+    _check_cells(report, baseline, source)
+    _check_metrics(report, baseline, source)
+    _check_fingerprints(report, baseline, seeds, source)
+    notes = _environment_notes(report, baseline)
+    cand_idx = [report.seeds.index(s) for s in seeds]
+    base_idx = [baseline.seeds.index(s) for s in seeds]
+    cells, specs = [], []
+    for task in report.tasks:
+        spec = report.metric(task)
+        for model in report.models:
+            specs.append((task, model, spec))
+            cells.append({"candidate": report.values(task, model)[cand_idx],
+                          "baseline": baseline.values(task, model)[base_idx],
+                          "higher_is_better": spec.higher_is_better,
+                          "label": f"{task}/{model}", "seeds": seeds})
+    comparisons = stats.compare_many(cells, kind=gate, test=test, margin=margin, alpha=alpha,
+                                     rng=rng)
+    verdicts = []
+    for (task, model, spec), cell, comp in zip(specs, cells, comparisons, strict=True):
+        name = _verdict_name(comp.verdict)
+        failed = name not in _PASSES[gate] or (strict and name == "INCONCLUSIVE")
+        verdicts.append(CellVerdict(
+            task, model, spec.name, spec.higher_is_better, gate, comp,
+            _describe(cell["baseline"], baseline), _describe(cell["candidate"], report),
+            tuple(seeds), failed, notes))
+    return verdicts
+
+
+def _refresh(gate: str, report: BenchmarkReport, handle: BaselineHandle, *, test: str,
+             margin: float, alpha: float, rng: Any) -> list[CellVerdict]:
+    """``--graphnetz-update-baselines``: write the candidate, unless the ratchet refuses.
+
+    The ratchet compares the candidate with the baseline it would replace (a not-worse gate on
+    their shared cells): a REGRESSED cell, an unreadable baseline or a pairing that cannot be
+    made refuses the update unless ``handle.force``. Returns the ratchet's verdicts.
+    """
+    old, verdicts = None, []
+    try:
+        old = handle.load() if handle.exists() else None
+        if old is not None:
+            verdicts = _ratchet(report, old, test=test, margin=margin, alpha=alpha,
+                                source=str(handle.path), rng=rng)
+    except (BaselineError, GateRefusal):
+        if not handle.force:
+            raise
+    regressed = [v for v in verdicts if v.verdict == "REGRESSED"]
+    if regressed and not handle.force:
+        _record(verdicts, status="REFUSED")
+        raise AssertionError(
+            f"refusing to update baseline {handle.path}: the candidate is REGRESSED against it "
+            f"in {len(regressed)} cell(s) (the ratchet stops slow drift).\n\n"
+            + "\n\n".join(v.message() for v in regressed)
+            + "\n\nIf the regression is intended, rerun with "
+            + (f"`{handle.update_command} --graphnetz-force`" if handle.update_command
+               else "--graphnetz-force")
+        )
+    try:
+        handle.write(report, merge=old is not None)
+    except BaselineError:
+        if not handle.force:
+            raise
+        handle.write(report, merge=False)
+    _record(verdicts, status="UPDATED")
+    if not verdicts:
+        _record_written(report, gate)
+    return verdicts
+
+
+def _ratchet(report: BenchmarkReport, old: BenchmarkReport, **kwargs: Any) -> list[CellVerdict]:
+    """The not-worse verdicts of ``report`` against ``old`` on the cells both have."""
+    tasks = [t for t in report.tasks if t in old.tasks]
+    models = [m for m in report.models if m in old.models]
+    if not (tasks and models):
+        return []
+    return compare_reports(report.subset(tasks=tasks, models=models),
+                           old.subset(tasks=tasks, models=models), gate="not_worse", **kwargs)
+
+
+def _record_written(report: BenchmarkReport, gate: str) -> None:
+    observer = _OBSERVER.get()
+    if observer is None:
+        return
+    for task in report.tasks:
+        spec = report.metric(task)
+        for model in report.models:
+            cell = _describe(report.values(task, model), report)
+            observer.record({"cell": f"{task}/{model}",
+                             "metric": _metric(spec.name, spec.higher_is_better),
+                             "candidate": _mean_ci(cell, short=True), "verdict": "WRITTEN",
+                             "n": str(cell.n), "gate": gate, "baseline": "(new)"})
+
+
+# -- checks that refuse --------------------------------------------------------------------------
+
+
+def _load(baseline: BaselineLike) -> tuple[str, BenchmarkReport]:
+    if isinstance(baseline, BenchmarkReport):
+        return "the baseline report", baseline
+    if isinstance(baseline, BaselineHandle):
+        return str(baseline.path), baseline.load()
+    if isinstance(baseline, (str, os.PathLike)):
+        return str(baseline), load_baseline(Path(baseline))
+    raise TypeError(f"`baseline` must be a BenchmarkReport, a path or a baseline handle, "
+                    f"got {type(baseline).__name__}")
+
+
+def _shared_seeds(report: BenchmarkReport, baseline: BenchmarkReport, source: str) -> list[int]:
+    seeds = [s for s in report.seeds if s in baseline.seeds]
+    if len(seeds) < 2:
+        raise GateRefusal(
+            f"cannot pair the candidate with {source}: they share {len(seeds)} seed(s) "
+            f"{seeds} (candidate seeds {_seed_list(report.seeds)}, baseline seeds "
+            f"{_seed_list(baseline.seeds)}); a paired test needs at least 2. Run the seeds the "
+            "baseline has (--graphnetz-seeds), or refresh the baseline."
+        )
+    return seeds
+
+
+def _check_cells(report: BenchmarkReport, baseline: BenchmarkReport, source: str) -> None:
+    missing = [f"{t}/{m}" for t in report.tasks for m in report.models
+               if t not in baseline.tasks or m not in baseline.models]
+    if missing:
+        raise BaselineMissingError(
+            f"{source} has no baseline for cell(s) {missing} (it has tasks "
+            f"{list(baseline.tasks)}, models {list(baseline.models)}); add them with "
+            "`pytest --graphnetz-update-baselines` (merges cell by cell)"
+        )
+
+
+def _check_metrics(report: BenchmarkReport, baseline: BenchmarkReport, source: str) -> None:
+    for task in report.tasks:
+        a, b = report.metric(task), baseline.metric(task)
+        if (a.name, a.higher_is_better) != (b.name, b.higher_is_better):
+            raise GateRefusal(
+                f"task {task!r}: the candidate reports {a.name} ({a.direction}) but {source} "
+                f"has {b.name} ({b.direction}); two different metrics cannot be paired. "
+                "Refresh the baseline if the metric change is intended."
+            )
+
+
+def _check_fingerprints(report: BenchmarkReport, baseline: BenchmarkReport, seeds: Sequence[int],
+                        source: str) -> None:
+    for task in report.tasks:
+        changed = [s for s in seeds
+                   if None not in (fa := report.data_fingerprint(task, s),
+                                   fb := baseline.data_fingerprint(task, s)) and fa != fb]
+        if changed:
+            raise GateRefusal(
+                f"task {task!r}: its data or split differs from {source} for the same seed(s) "
+                f"{changed}, so a per-seed pairing would be fictional. If the data change is "
+                "intended, refresh the baseline (--graphnetz-update-baselines --graphnetz-force)."
+            )
+
+
+def _environment_notes(report: BenchmarkReport, baseline: BenchmarkReport) -> tuple[str, ...]:
+    notes = []
+    for key in _ENVIRONMENT_KEYS:
+        a, b = report.protocol.get(key), baseline.protocol.get(key)
+        if a is not None and b is not None and a != b:
+            notes.append(f"{key} differs (baseline {_brief(b, a)}, candidate {_brief(a, b)}): "
+                         "the protocol is the same, the last digits may not be")
+    return tuple(notes)
+
+
+def _brief(value: Any, other: Any) -> str:
+    # For version dicts, show only the entries that differ.
+    if isinstance(value, dict) and isinstance(other, dict):
+        return ", ".join(f"{k} {value.get(k)}" for k in sorted(value)
+                         if value.get(k) != other.get(k)) or "-"
+    return str(value)
+
+
+def gate_table(verdicts: Sequence[CellVerdict | WidthVerdict], *, markdown: bool = False) -> str:
+    """The verdicts as the summary table (plain text, or GitHub Markdown)."""
+    from .text import format_table, markdown_table
+
+    rows = [v.row() for v in verdicts]
+    body = [[r.get(c, "") for c in TABLE_COLUMNS] for r in rows]
+    return (markdown_table if markdown else format_table)(TABLE_HEADERS, body)
+
+
+# Row keys and headers of the gate table (the plugin's session summary adds the test).
+TABLE_COLUMNS = ("cell", "metric", "baseline", "candidate", "delta", "p", "verdict", "mde", "n")
+TABLE_HEADERS = ("Cell", "Metric", "Baseline", "Candidate", "Paired Δ [CI]", "p", "Verdict",
+                 "MDE", "n")
+
+
+# -- failing, recording, formatting --------------------------------------------------------------
+
+
+def _finish(name: str, verdicts: Sequence[CellVerdict | WidthVerdict], *, header: str) -> None:
+    _record(verdicts)
+    failed = [v for v in verdicts if v.failed]
+    if failed:
+        raise AssertionError(
+            f"{name}: {len(failed)} of {len(verdicts)} cell(s) failed ({header})\n\n"
+            + "\n\n".join(v.message() for v in failed)
+        )
+
+
+def _record(verdicts: Sequence[CellVerdict | WidthVerdict], status: str | None = None) -> None:
+    observer = _OBSERVER.get()
+    if observer is None:
+        return
+    for v in verdicts:
+        row = v.row()
+        if status:
+            row["verdict"] = f"{status} ({row['verdict']})"
+        observer.record(row)
+
+
+def _config(verdicts: Sequence[CellVerdict]) -> str:
+    c = verdicts[0].comparison
+    holm = f", Holm across {len(verdicts)} cells" if len(verdicts) > 1 else ""
+    return f"{c.test}, alpha {_num(c.alpha)}, margin {_num(c.margin)}{holm}"
+
+
+def _describe(x: np.ndarray, report: BenchmarkReport) -> Any:
+    return stats.describe(x, method=report.ci_method, confidence_level=report.confidence_level,
+                          rng=np.random.default_rng(0))
+
+
+def _verdict_name(verdict: Any) -> str:
+    return str(getattr(verdict, "value", verdict))
+
+
+def _metric(name: str, higher_is_better: bool) -> str:
+    return f"{name} {'↑' if higher_is_better else '↓'}"
+
+
+def _num(x: float | None) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    return f"{float(x):.4g}"
+
+
+def _signed(x: float) -> str:
+    return "n/a" if math.isnan(x) else f"{float(x) + 0.0:+.4g}"
+
+
+def _p(x: float | None) -> str:
+    if x is None or math.isnan(x):
+        return "n/a"
+    return f"{x:.2g}" if x < 0.001 else f"{x:.3f}"
+
+
+def _ci(ci: Any) -> str:
+    return f"[{_num(ci.low)}, {_num(ci.high)}]"
+
+
+def _mean_ci(cell: Any, *, short: bool = False) -> str:
+    text = f"{_num(cell.mean)} {_ci(cell.ci)}"
+    if short:
+        return text
+    extra = f", {cell.n_diverged} diverged" if getattr(cell, "n_diverged", 0) else ""
+    return f"{text} ({cell.method} {cell.confidence_level:.0%} CI, n={cell.n}{extra})"
+
+
+def _seed_list(seeds: Sequence[int]) -> str:
+    seeds = list(seeds)
+    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ",".join(str(s) for s in seeds)

@@ -1,0 +1,218 @@
+"""Figures: the forest plot of a report and the paired-difference plot of a comparison.
+
+matplotlib is an optional extra (``pip install 'pytest-graphnetz[plot]'``), imported where it is
+used. Figures are built with ``matplotlib.figure.Figure`` directly, never through ``pyplot``, so
+drawing one never switches or opens a user's interactive backend and leaves nothing registered
+in pyplot's figure list; saving renders through Agg.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .export import cell_stats
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from .report import BenchmarkReport
+
+INSTALL_HINT = "pip install 'pytest-graphnetz[plot]'"
+
+# Inches: one model row, and the fixed cost of a panel (title, ticks, x label).
+_ROW_IN, _PANEL_IN, _WIDTH_IN = 0.32, 1.05, 6.4
+
+# Verdict colours: failures red, passes green/blue, undecided orange, no change grey.
+VERDICT_COLOURS = {
+    "REGRESSED": "#c62828",
+    "NOT EQUIVALENT": "#c62828",
+    "NOT WORSE": "#2e7d32",
+    "EQUIVALENT": "#2e7d32",
+    "BETTER": "#1565c0",
+    "INCONCLUSIVE": "#ef6c00",
+    "IDENTICAL": "#757575",
+}
+
+
+def _require_matplotlib() -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as exc:
+        raise ImportError(f"plotting needs matplotlib, an optional extra: {INSTALL_HINT}") from exc
+
+
+def _new_figure(height: float, n_rows: int, height_ratios: Sequence[float]) -> tuple[Figure, list]:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(_WIDTH_IN, height), layout="constrained")
+    axes = fig.subplots(n_rows, 1, squeeze=False, gridspec_kw={"height_ratios": height_ratios})
+    return fig, list(axes[:, 0])
+
+
+def _axes_list(ax: Any, n: int, what: str) -> list[Axes]:
+    axes = list(ax) if isinstance(ax, (Sequence, np.ndarray)) else [ax]
+    axes = list(np.ravel(axes))
+    if len(axes) != n:
+        raise ValueError(
+            f"`ax`: {what} needs {n} Axes (one per task) but got {len(axes)}; pass "
+            f"`fig.subplots({n}, 1)`, leave `ax=None`, or plot `report.subset(tasks=[...])`"
+        )
+    return axes
+
+
+def _save(fig: Figure, path: str | os.PathLike | None) -> None:
+    if path is not None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=150)
+
+
+def axis_label(metric: str, higher_is_better: bool) -> str:
+    """An x-axis label carrying the metric's direction, e.g. ``accuracy (higher is better →)``."""
+    return f"{metric} (higher is better →)" if higher_is_better else f"{metric} (← lower is better)"
+
+
+def plot_forest(
+    report: BenchmarkReport, path: str | os.PathLike | None = None, ax: Any = None
+) -> Figure:
+    """Forest plot: one row per (task, model), a panel per task.
+
+    Each row shows the mean as a point with the error bar of ``report.ci_method`` at
+    ``report.confidence_level`` (the bootstrap's own endpoints, so asymmetric), and every
+    seed's value as a light dot; a diverged seed is counted in the row label. Each panel has
+    its own x axis labelled with the task's metric and direction (tasks may differ in scale
+    and metric). ``ax``: None (a new figure, height growing with the rows), or one Axes per
+    task. Writes a PNG (or any format matplotlib infers from the suffix) when ``path`` is given.
+    Returns the :class:`matplotlib.figure.Figure`.
+    """
+    _require_matplotlib()
+    from matplotlib import colormaps
+
+    n_models = len(report.models)
+    if ax is None:
+        heights = [_ROW_IN * n_models + _PANEL_IN] * len(report.tasks)
+        fig, axes = _new_figure(sum(heights) + 0.45, len(report.tasks), heights)
+        fig.suptitle(_forest_caption(report), fontsize=9)
+    else:
+        axes = _axes_list(ax, len(report.tasks), "a forest plot of this report")
+        fig = axes[0].figure
+
+    cells = cell_stats(report)
+    X = report.X  # [task, model, seed]
+    palette = colormaps["tab10"]
+    # Rows top to bottom in report order; seeds spread over a fixed band around their row.
+    ys = np.arange(n_models)[::-1].astype(float)
+    jitter = np.linspace(-0.18, 0.18, len(report.seeds)) if len(report.seeds) > 1 else np.zeros(1)
+    for i, (task, axis) in enumerate(zip(report.tasks, axes, strict=True)):
+        labels = []
+        for j, model in enumerate(report.models):
+            c, colour = cells[(task, model)], palette(j % 10)
+            seeds = X[i, j]
+            axis.scatter(seeds, ys[j] + jitter, s=14, color=colour, alpha=0.35,
+                         linewidths=0, zorder=1)
+            if math.isfinite(c.mean):
+                # Asymmetric by construction: the interval's own endpoints, never mean ± half.
+                xerr = [[c.mean - c.ci_low], [c.ci_high - c.mean]]
+                if not (math.isfinite(c.ci_low) and math.isfinite(c.ci_high)):
+                    xerr = None  # a single finite seed has no interval
+                axis.errorbar([c.mean], [ys[j]], xerr=xerr, fmt="o", color=colour, ms=5,
+                              capsize=3, elinewidth=1.6, zorder=3)
+            labels.append(f"{model} ({c.n_diverged} diverged)" if c.n_diverged else model)
+        axis.set_yticks(ys, labels)
+        axis.set_ylim(-0.6, n_models - 0.4)
+        axis.set_title(task, loc="left", fontsize=10, fontweight="bold")
+        spec = report.metric(task)
+        axis.set_xlabel(axis_label(spec.name, spec.higher_is_better), fontsize=9)
+        axis.grid(axis="x", alpha=0.3)
+        axis.tick_params(labelsize=9)
+    _save(fig, path)
+    return fig
+
+
+def _forest_caption(report: BenchmarkReport) -> str:
+    from .export import _CI_NAMES
+
+    n = len(report.seeds)
+    level = f"{report.confidence_level * 100:g}%"
+    return (f"Mean and {level} {_CI_NAMES[report.ci_method]} interval over {n} seeds "
+            f"(epoch: {report.epoch_selection}); dots: single seeds")
+
+
+def plot_comparison(
+    verdicts: Iterable[Any],
+    path: str | os.PathLike | None = None,
+    ax: Axes | None = None,
+    margin: float | None = None,
+) -> Figure:
+    """Paired differences of a gate, one row per (task, model) cell, coloured by verdict.
+
+    ``verdicts``: what a gate (or ``gates.compare_reports``) returns, each with ``.task``,
+    ``.model`` and ``.comparison`` (a :class:`~pytest_graphnetz.stats.Comparison`:
+    ``mean_diff``, two-sided ``ci``, ``margin``, ``kind``, ``verdict``). Δ is candidate −
+    baseline with the sign flipped for lower-is-better metrics, so right is always better.
+    Lines mark 0 and the gate's bound: −margin (``not_worse``), +margin (``better``), ±margin
+    (``equivalent``); ``margin`` overrides the comparisons' own. Tasks are separated by rules.
+    Writes the figure to ``path`` when given; returns the Figure.
+    """
+    _require_matplotlib()
+    from matplotlib.lines import Line2D
+
+    verdicts = list(verdicts)
+    if not verdicts:
+        raise ValueError("`verdicts` is empty: nothing to plot")
+    n = len(verdicts)
+    if ax is None:
+        fig, (ax,) = _new_figure(_ROW_IN * n + _PANEL_IN, 1, [1.0])
+    fig = ax.figure
+
+    ys = np.arange(n)[::-1].astype(float)
+    seen: dict[str, str] = {}
+    bounds: set[float] = set()
+    for y, v in zip(ys, verdicts, strict=True):
+        c = v.comparison
+        name = str(getattr(c.verdict, "value", c.verdict))
+        colour = VERDICT_COLOURS.get(name, "#000000")
+        seen.setdefault(name, colour)
+        m = float(c.margin if margin is None else margin)
+        bounds.update({"not_worse": [-m], "better": [m]}.get(c.kind, [-m, m]))
+        xerr = [[c.mean_diff - c.ci.low], [c.ci.high - c.mean_diff]]
+        ax.errorbar([c.mean_diff], [y], xerr=xerr, fmt="o", color=colour, ms=5, capsize=3,
+                    elinewidth=1.6, zorder=3)
+    for k in range(1, n):
+        if verdicts[k].task != verdicts[k - 1].task:
+            ax.axhline(ys[k] + 0.5, color="0.6", lw=0.6, zorder=1)
+    ax.axvline(0.0, color="black", lw=0.9, zorder=2)
+    style = {"color": "#c62828", "lw": 0.9, "ls": "--"}
+    handles = [Line2D([], [], color=col, marker="o", ls="", label=name)
+               for name, col in seen.items()]
+    for b in sorted(bounds - {0.0}):
+        ax.axvline(b, zorder=2, **style)
+    if bounds - {0.0}:
+        text = ", ".join(f"{b:+g}" for b in sorted(bounds - {0.0}))
+        handles.append(Line2D([], [], label=f"margin ({text})", **style))
+    ax.set_yticks(ys, [f"{v.task} · {v.model}" for v in verdicts])
+    ax.set_ylim(-0.6, n - 0.4)
+    ax.set_xlabel("mean paired Δ with its CI: candidate − baseline (positive = better)",
+                  fontsize=9)
+    ax.grid(axis="x", alpha=0.3)
+    ax.tick_params(labelsize=9)
+    # Outside the axes, so it never hides a row.
+    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+              frameon=False)
+    _save(fig, path)
+    return fig
+
+
+def plot_command(report_path: str | os.PathLike, output: str | os.PathLike, *,
+                 ci_method: str | None = None) -> int:
+    """``graphnetz plot REPORT -o FILE.png``: write the forest plot of a report. Returns 0."""
+    from .export import load_report
+
+    plot_forest(load_report(report_path, ci_method), path=output)
+    return 0

@@ -1,0 +1,441 @@
+"""``run_benchmark``: every (task, model, seed) triple, reseeded, on a pinned device, cached.
+
+The guarantees (DESIGN.md, "Runner guarantees"): before every triple — not once per sweep —
+:func:`_reseed` reseeds ``random``, ``numpy``, ``torch`` and ``torch.cuda``, and torch's thread
+count is pinned; so the same seeds on the same stack and hardware give bit-for-bit the same
+report whatever the order of the models dict, the number of workers or the cache state.
+
+One triple (:func:`_run_triple`, a picklable top-level function so any executor can run it):
+
+1. reseed (with the seed; with 0 for a loader that takes no seed, so its data is the same
+   for every seed), load the task data;
+2. reseed again, build the model (so loading — from disk or freshly generated — never shifts
+   the initialisation draws);
+3. fingerprint data and model; look the triple up in the cache, else move model and data to
+   the device and train with the task's trainer (custom) or the built-in one of its kind.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .history import History, MetricSpec
+from .report import BenchmarkReport
+from .tasks import resolve_tasks
+from .tasks.base import Task
+
+DEFAULT_ROOT = "data/benchmark"
+ROOT_ENV = "GRAPHNETZ_ROOT"
+
+Progress = Callable[[str, str, int, str, float], None]
+
+
+class TripleError(RuntimeError):
+    """A (task, model, seed) triple failed; the original exception is its ``__cause__``."""
+
+    def __init__(self, task: str, model: str, seed: int, error: BaseException) -> None:
+        self.task, self.model, self.seed = task, model, seed
+        super().__init__(
+            f"training task {task!r} × model {model!r} × seed {seed} failed: "
+            f"{type(error).__name__}: {error}"
+        )
+
+
+class DeviceError(RuntimeError):
+    """A pinned device that this machine does not have (never silently replaced)."""
+
+
+# -- seeding and device ----------------------------------------------------------------------
+
+def _reseed(seed: int) -> None:
+    """Reseed every RNG training code can reach: Python, NumPy, torch CPU and all CUDA devices."""
+    import random
+
+    import numpy as np
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.cuda.manual_seed_all(seed)
+
+
+def resolve_device(device: str = "auto") -> str:
+    """The torch device string for ``device``: ``auto``, ``cpu``, ``cuda``, ``cuda:i`` or ``mps``.
+
+    ``auto`` picks CUDA, then MPS, then CPU. A pinned device that is absent raises
+    :class:`DeviceError`; it is never replaced by another one.
+    """
+    import torch
+
+    spec = str(device).strip().lower()
+    mps = getattr(torch.backends, "mps", None)
+    has_mps = bool(mps is not None and mps.is_available())
+    if spec == "auto":
+        if torch.cuda.is_available():
+            return "cuda:0"
+        return "mps" if has_mps else "cpu"
+    if spec == "cpu":
+        return "cpu"
+    if spec == "mps":
+        if not has_mps:
+            raise DeviceError("device='mps' was asked for but this machine has no usable MPS "
+                              "(Apple-silicon GPU); pass device='cpu' or device='auto'")
+        return "mps"
+    if spec == "cuda" or spec.startswith("cuda:"):
+        index_text = spec.partition(":")[2] or "0"
+        if not index_text.isdigit():
+            raise DeviceError(f"device={device!r} is not a device; use 'cuda' or 'cuda:<index>'")
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if int(index_text) >= count:
+            have = f"{count} CUDA device(s)" if count else "no CUDA device (or a CPU-only torch)"
+            raise DeviceError(f"device={device!r} was asked for but this machine has {have}; "
+                              "pass an existing device, device='cpu' or device='auto'")
+        return f"cuda:{int(index_text)}"
+    raise DeviceError(f"device={device!r} is not one of 'auto', 'cpu', 'cuda', 'cuda:<i>', 'mps'")
+
+
+def _device_info(device: str) -> dict[str, str]:
+    """``{"kind": "cpu"|"cuda"|"mps", "name": ...}`` of a resolved device."""
+    kind = device.partition(":")[0]
+    if kind == "cuda":
+        import torch
+
+        name = torch.cuda.get_device_name(int(device.partition(":")[2] or 0))
+    elif kind == "mps":
+        name = f"Apple MPS ({platform.machine()})"
+    else:
+        name = _cpu_name()
+    return {"kind": kind, "name": name}
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _versions() -> dict[str, str]:
+    import numpy
+    import torch
+    import torch_geometric
+
+    from . import __version__
+
+    return {"python": platform.python_version(), "torch": torch.__version__,
+            "torch_geometric": torch_geometric.__version__, "numpy": numpy.__version__,
+            "pytest_graphnetz": __version__}
+
+
+# -- one triple --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Job:
+    """Everything one triple needs; pickled to worker processes."""
+
+    task: Task
+    model: str
+    factory: Callable[[int, int], Any]
+    seed: int
+    device: str
+    threads: int
+    root: str
+    cache_dir: str | None
+    context: Mapping[str, Any]  # device info and versions: part of the cache key
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    history: History
+    data_fp: str
+    model_fp: str
+    cached: bool
+    seconds: float
+
+
+def _trainer_identity(task: Task) -> Any:
+    """What identifies the training loop in the cache key (its code, not only its name)."""
+    from .fingerprint import callable_identity
+    from .training import builtin, common
+
+    if task.trainer is not None:
+        return callable_identity(task.trainer)
+    return [callable_identity(builtin(task.kind).train), callable_identity(common.EpochRecorder),
+            callable_identity(common.make_optimizer)]
+
+
+def _run_triple(job: _Job) -> _Outcome:
+    """Load, build, fingerprint, then fetch from the cache or train one (task, model, seed)."""
+    import torch
+
+    from . import training
+    from .cache import TripleCache, make_key
+    from .fingerprint import data_fingerprint, model_fingerprint
+    from .training.common import to_device
+
+    start = time.perf_counter()
+    task = job.task
+    torch.set_num_threads(job.threads)
+    # An unseeded loader is reseeded with one fixed value: its data is then the same for every
+    # seed (DESIGN: "constant across seeds"), even when it draws random numbers.
+    _reseed(job.seed if task.seeded else 0)
+    data = task.load(job.root, job.seed)
+    data_fp = data_fingerprint(data)
+    if task.in_channels is not None and task.out_channels is not None:
+        in_channels, out_channels = task.in_channels, task.out_channels
+    else:
+        inferred = training.builtin(task.kind).channels(task, data)
+        in_channels = task.in_channels if task.in_channels is not None else inferred[0]
+        out_channels = task.out_channels if task.out_channels is not None else inferred[1]
+    _reseed(job.seed)
+    model = job.factory(in_channels, out_channels)
+    model_fp = model_fingerprint(model, job.factory)
+
+    def train() -> History:
+        device = torch.device(job.device)
+        moved = model.to(device)
+        on_device = to_device(data, device)
+        if task.trainer is not None:
+            result = task.trainer(moved, on_device, task=task, device=device)
+            return training.as_history(result, where=f"trainer of task {task.name!r}")
+        return training.builtin(task.kind).train(moved, on_device, task=task, device=device)
+
+    if job.cache_dir is None:
+        history, cached = train(), False
+    else:
+        fields = {
+            "task": {"data": data_fp, "config": task.config(), "trainer": _trainer_identity(task),
+                     "channels": [in_channels, out_channels]},
+            "model": model_fp, "seed": job.seed, "threads": job.threads, **job.context,
+        }
+        history, cached = TripleCache(job.cache_dir).get_or_compute(make_key(fields), train, fields)
+    return _Outcome(history, data_fp, model_fp, cached, time.perf_counter() - start)
+
+
+# -- the sweep ---------------------------------------------------------------------------------
+
+def run_benchmark(
+    tasks: str | list[str] | Mapping[str, Any],
+    models: Mapping[str, Callable[[int, int], Any]],
+    *,
+    seeds: Iterable[int] = range(10),
+    device: str = "auto",
+    root: str | os.PathLike | None = None,
+    workers: int = 1,
+    executor: Any = None,
+    threads: int = 1,
+    cache_dir: str | os.PathLike | None = None,
+    progress: Progress | None = None,
+) -> BenchmarkReport:
+    """Train every model on every task under every seed; the per-seed, per-epoch report.
+
+    - ``tasks``: a catalogue category (``"social"``), a list of catalogue task names, or
+      ``{name: Task | loader}`` (custom tasks, category ``custom``).
+    - ``models``: ``{name: factory}``, ``factory(in_channels, out_channels) -> nn.Module``.
+    - ``seeds``: the seed labels, in the order the report keeps (non-negative ints < 2**32).
+    - ``device``: ``auto`` (CUDA, then MPS, then CPU), ``cpu``, ``cuda``, ``cuda:i``, ``mps``.
+    - ``root``: dataset directory (default ``$GRAPHNETZ_ROOT`` or ``data/benchmark``); task
+      data lives in ``<root>/<category>/<task>/``, the directory its loader receives.
+    - ``workers``: triples run in this many processes (fork where available, CPU only);
+      ``executor``: any ``concurrent.futures.Executor`` instead (e.g. a Dask client's).
+    - ``threads``: torch intra-op threads per triple (the thread count changes the bits).
+    - ``cache_dir``: a :class:`~pytest_graphnetz.cache.TripleCache` directory (None: no cache).
+    - ``progress``: ``progress(task, model, seed, status, seconds)``, status ``"trained"`` or
+      ``"cached"``, called in this process as each triple finishes.
+
+    Returns a :class:`BenchmarkReport` with ``X[task, model, seed]`` in the order of ``tasks``,
+    ``models`` and ``seeds``, every history, data/model fingerprints and the run's protocol.
+    A failing triple raises :class:`TripleError` naming it (finished triples stay cached).
+    """
+    task_map = resolve_tasks(tasks)
+    seed_list = _check_seeds(seeds)
+    if not isinstance(models, Mapping) or not models:
+        raise TypeError("`models` must be a non-empty dict {name: factory(in_channels, "
+                        f"out_channels) -> torch.nn.Module}}, got {models!r}")
+    for name, factory in models.items():
+        if not callable(factory):
+            raise TypeError(f"model {name!r}: the factory must be callable, got {factory!r}")
+    if int(threads) < 1:
+        raise ValueError(f"`threads` must be >= 1, got {threads!r}")
+    if int(workers) < 1:
+        raise ValueError(f"`workers` must be >= 1, got {workers!r}")
+    device_str = resolve_device(device)
+    info = _device_info(device_str)
+    versions = _versions()
+    base = Path(root if root is not None else os.environ.get(ROOT_ENV) or DEFAULT_ROOT)
+    cache = None if cache_dir is None else str(Path(cache_dir).resolve())
+    context = {"device": info, "versions": versions}
+
+    jobs = [
+        _Job(task=task, model=model, factory=models[model], seed=seed, device=device_str,
+             threads=int(threads), root=str((base / task.category / task.name).resolve()),
+             cache_dir=cache, context=context)
+        for task in task_map.values() for model in models for seed in seed_list
+    ]
+    outcomes = _execute(jobs, workers=int(workers), executor=executor, device=device_str,
+                        progress=progress)
+    return _assemble(task_map, list(models), seed_list, jobs, outcomes,
+                     protocol={"device": info, "threads": int(threads), "versions": versions,
+                               "platform": platform.platform(),
+                               "tasks": {t.name: _task_protocol(t) for t in task_map.values()}})
+
+
+def _check_seeds(seeds: Iterable[int]) -> list[int]:
+    out = []
+    for s in seeds:
+        if isinstance(s, bool) or int(s) != s or not 0 <= int(s) < 2**32:
+            raise ValueError(f"seed {s!r} is not an integer in [0, 2**32) (numpy's seed range)")
+        out.append(int(s))
+    if not out:
+        raise ValueError("`seeds` is empty; give at least one seed (two or more for statistics)")
+    if len(set(out)) != len(out):
+        raise ValueError(f"`seeds` has duplicates: {out}")
+    return out
+
+
+def _task_protocol(task: Task) -> dict[str, Any]:
+    import json
+
+    from .cache import canonical_json
+
+    return {"category": task.category, "seeded": task.seeded,
+            "config": json.loads(canonical_json(task.config())),
+            "trainer": "builtin" if task.trainer is None else "custom"}
+
+
+def _execute(jobs: list[_Job], *, workers: int, executor: Any, device: str,
+             progress: Progress | None) -> list[_Outcome]:
+    """Run ``jobs``; outcomes in ``jobs`` order whatever order they complete in."""
+    if executor is None and workers == 1:
+        import torch
+
+        previous = torch.get_num_threads()
+        try:
+            outcomes = []
+            for job in jobs:
+                outcomes.append(_guarded(job))
+                _report_progress(progress, job, outcomes[-1])
+            return outcomes
+        finally:
+            torch.set_num_threads(previous)
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    if isinstance(executor, ThreadPoolExecutor) and executor._max_workers > 1:
+        raise TypeError(
+            "executor: a ThreadPoolExecutor with several threads would interleave the draws of "
+            "torch's process-wide RNG between triples, so seeds would not reproduce; use "
+            "workers=N (processes) or a process-based executor"
+        )
+    own = executor is None
+    if own:
+        executor = _process_pool(workers, device, jobs)
+    from concurrent.futures import as_completed, wait
+
+    try:
+        futures = {executor.submit(_run_triple, job): i for i, job in enumerate(jobs)}
+        results: list[_Outcome | None] = [None] * len(jobs)
+        try:
+            for future in as_completed(futures):
+                i = futures[future]
+                try:
+                    results[i] = future.result()
+                except BaseException as exc:
+                    job = jobs[i]
+                    raise TripleError(job.task.name, job.model, job.seed, exc) from exc
+                _report_progress(progress, jobs[i], results[i])
+        except BaseException:
+            # Let running triples finish (they land in the cache), drop the queued ones.
+            for future in futures:
+                future.cancel()
+            wait(list(futures))
+            raise
+        return results  # type: ignore[return-value]
+    finally:
+        if own:
+            executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _guarded(job: _Job) -> _Outcome:
+    try:
+        return _run_triple(job)
+    except Exception as exc:
+        raise TripleError(job.task.name, job.model, job.seed, exc) from exc
+
+
+def _report_progress(progress: Progress | None, job: _Job, outcome: _Outcome) -> None:
+    if progress is not None:
+        progress(job.task.name, job.model, job.seed, "cached" if outcome.cached else "trained",
+                 outcome.seconds)
+
+
+def _process_pool(workers: int, device: str, jobs: list[_Job]) -> Any:
+    """A process pool; ``fork`` (no re-import, ~2× faster start here) when safe.
+
+    CUDA cannot be used in a forked child once the parent touched it, so a GPU run spawns.
+    Jobs are pickled to the workers: a lambda or local function as factory, loader or trainer
+    is refused up front with the fix, rather than failing inside the pool.
+    """
+    import multiprocessing
+    import pickle
+    from concurrent.futures import ProcessPoolExecutor
+
+    for job in {(j.task.name, j.model): j for j in jobs}.values():
+        try:
+            pickle.dumps(job)
+        except Exception as exc:
+            raise TypeError(
+                f"workers={workers}: task {job.task.name!r} × model {job.model!r} cannot be sent "
+                f"to a worker process ({exc}). Define the model factory, loader and trainer at "
+                "module level (lambdas and local functions cannot be pickled), or use workers=1"
+            ) from exc
+    method = "fork" if (device == "cpu" and "fork" in multiprocessing.get_all_start_methods()) \
+        else "spawn"
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method))
+
+
+def _assemble(task_map: Mapping[str, Task], models: list[str], seeds: list[int],
+              jobs: list[_Job], outcomes: list[_Outcome], protocol: dict) -> BenchmarkReport:
+    import hashlib
+
+    histories = {}
+    data_fps: dict[str, dict[int, str]] = {}
+    model_fps: dict[str, dict[int, dict[str, str]]] = {}
+    for job, out in zip(jobs, outcomes, strict=True):
+        t = job.task.name
+        histories[(t, job.model, job.seed)] = out.history
+        known = data_fps.setdefault(t, {}).setdefault(job.seed, out.data_fp)
+        if known != out.data_fp:
+            raise RuntimeError(
+                f"task {t!r}, seed {job.seed}: the loader returned different data for different "
+                "models although it was reseeded before each load; it draws from a source the "
+                "runner does not seed (time, os.urandom, a private generator?). Make it "
+                "deterministic given `seed` — otherwise seeds cannot be paired"
+            )
+        model_fps.setdefault(job.model, {}).setdefault(job.seed, {})[t] = out.model_fp
+    # A model is built once per task (its channels differ), so its per-seed fingerprint
+    # combines the per-task ones (sorted by task name: task order never changes it).
+    combined = {
+        m: {s: hashlib.sha256(repr(sorted(per_task.items())).encode()).hexdigest()
+            for s, per_task in per_seed.items()}
+        for m, per_seed in model_fps.items()
+    }
+    metrics = {t: MetricSpec.from_name(task.metric_name) for t, task in task_map.items()}
+    return BenchmarkReport(
+        tasks=list(task_map), models=models, seeds=seeds, metrics=metrics, histories=histories,
+        protocol=protocol, fingerprints={"data": data_fps, "model": combined},
+    )
+
+
+__all__ = ["run_benchmark", "resolve_device", "DeviceError", "TripleError"]

@@ -1,0 +1,165 @@
+"""The catalogue auditor: downloads that are verified, and dataset files that never stay corrupt.
+
+A dataset cache that keeps a half-written download fails identically on every later run. So:
+
+- :func:`download` writes to a temporary file and renames it into place only when the byte
+  count matches the server's ``Content-Length``; it records each file's size and sha256 in a
+  manifest (``graphnetz-manifest.json`` beside it). :func:`verify` re-checks a file against it.
+- :func:`audited` runs a build step (parse raw files, process, load); when it fails the way a
+  damaged file fails (truncated pickle or archive, size or checksum mismatch), it clears the
+  files the step reads and retries, a bounded number of times, then raises
+  :class:`CorruptDatasetError` naming the directory.
+- An unreachable source raises :class:`DatasetUnavailableError`, whose message is one line
+  naming the URL and the directory to pre-fill by hand on an offline machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import shutil
+import tempfile
+import zipfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+
+MANIFEST = "graphnetz-manifest.json"
+DEFAULT_ATTEMPTS = 3
+
+
+class DatasetUnavailableError(OSError):
+    """The dataset's source cannot be reached (offline machine, wrong URL, HTTP error)."""
+
+
+class CorruptDatasetError(RuntimeError):
+    """A dataset file that is damaged: truncated download, checksum mismatch, unreadable."""
+
+
+# What a damaged file raises when parsed: a truncated pickle, zip (torch.save) or stream.
+# A RuntimeError is included because torch.load reports a truncated archive with one.
+CORRUPTION_ERRORS: tuple[type[BaseException], ...] = (
+    CorruptDatasetError, pickle.UnpicklingError, EOFError, zipfile.BadZipFile, RuntimeError,
+)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _manifest(folder: Path) -> dict[str, dict]:
+    try:
+        return json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}  # no manifest (files pre-filled by hand) or a damaged one: nothing to check
+
+
+def _record(path: Path, size: int, digest: str) -> None:
+    manifest = _manifest(path.parent)
+    manifest[path.name] = {"size": size, "sha256": digest}
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{MANIFEST}.", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(manifest, fh, indent=2, sort_keys=True)
+    os.replace(tmp, path.parent / MANIFEST)
+
+
+def verify(path: Path) -> bool:
+    """Whether ``path`` exists and matches its manifest entry (size, then sha256).
+
+    A file without an entry (put there by hand) counts as intact here; parsing it is the
+    remaining check (see :func:`audited`).
+    """
+    if not path.is_file():
+        return False
+    entry = _manifest(path.parent).get(path.name)
+    if entry is None:
+        return True
+    return path.stat().st_size == entry["size"] and _sha256(path) == entry["sha256"]
+
+
+def download(url: str, path: Path, *, timeout: float = 60.0, fill_hint: str = "") -> Path:
+    """Fetch ``url`` to ``path`` atomically; a short body raises :class:`CorruptDatasetError`.
+
+    ``http(s)://`` and ``file://`` URLs work. An unreachable source raises
+    :class:`DatasetUnavailableError` with a one-line message ending in ``fill_hint``.
+    """
+    import http.client
+    import urllib.error
+    import urllib.request
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            try:
+                with urllib.request.urlopen(url, timeout=timeout) as response:
+                    expected = response.headers.get("Content-Length")
+                    size = 0
+                    h = hashlib.sha256()
+                    for chunk in iter(lambda: response.read(1 << 20), b""):
+                        out.write(chunk)
+                        h.update(chunk)
+                        size += len(chunk)
+            except http.client.IncompleteRead as exc:
+                raise CorruptDatasetError(
+                    f"{url}: the download stopped after {len(exc.partial)} bytes "
+                    f"({exc.expected} more expected)") from None
+            except (urllib.error.URLError, OSError) as exc:
+                reason = getattr(exc, "reason", None) or exc
+                hint = f"; {fill_hint}" if fill_hint else ""
+                raise DatasetUnavailableError(
+                    f"cannot download {url} ({reason}){hint}") from None
+        if expected is not None and size != int(expected):
+            raise CorruptDatasetError(
+                f"{url}: received {size} bytes but the server announced {expected}")
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    _record(path, size, h.hexdigest())
+    return path
+
+
+def clear(paths: Iterable[Path]) -> None:
+    """Delete files and directories (missing ones are fine)."""
+    for p in paths:
+        if p.is_dir():
+            shutil.rmtree(p)
+        else:
+            p.unlink(missing_ok=True)
+
+
+def audited(
+    build: Callable[[], T],
+    *,
+    clear_on_failure: Callable[[BaseException], Iterable[Path]],
+    what: str,
+    attempts: int = DEFAULT_ATTEMPTS,
+) -> T:
+    """``build()``, retried after clearing damaged files, at most ``attempts`` times in all.
+
+    A failure of a type in :data:`CORRUPTION_ERRORS` calls ``clear_on_failure(error)`` for
+    the paths to delete (the step's inputs or outputs), deletes them and runs ``build`` again.
+    Any other error propagates at once; so does :class:`DatasetUnavailableError`. When every
+    attempt fails, :class:`CorruptDatasetError` names ``what`` and the last error.
+    """
+    if attempts < 1:
+        raise ValueError(f"`attempts` must be >= 1, got {attempts}")
+    last: BaseException | None = None
+    for _ in range(attempts):
+        try:
+            return build()
+        except CORRUPTION_ERRORS as exc:
+            last = exc
+            clear(clear_on_failure(exc))
+    raise CorruptDatasetError(
+        f"{what}: still damaged after {attempts} attempts (each cleared and rebuilt); "
+        f"last error: {type(last).__name__}: {last}"
+    ) from last

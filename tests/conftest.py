@@ -1,0 +1,47 @@
+"""Shared test helpers: a tiny seeded node task and tiny model factories.
+
+Kept free of module-level torch imports: plugin tests check that pytest runs without it.
+Factories are module-level functions so worker processes can unpickle them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+TINY_EPOCHS = 5
+
+
+def tiny_csbm(root: str, *, seed: int) -> Any:
+    """A 60-node, 3-class CSBM drawn from ``seed`` (cached under ``root``)."""
+    from pytest_graphnetz.tasks.synthetic import CSBM, load_csbm
+
+    params = CSBM("tiny", num_classes=3, nodes_per_class=20, p_in=0.2, p_out=0.03,
+                  num_features=8, mean_norm=1.0)
+    return load_csbm(params, root, seed)
+
+
+def tiny_task(name: str = "tiny", epochs: int = TINY_EPOCHS, **kwargs: Any):
+    from pytest_graphnetz import Task
+
+    return Task(name, kwargs.pop("loader", tiny_csbm), epochs=epochs, **kwargs)
+
+
+def gcn(in_channels: int, out_channels: int) -> Any:
+    """2-layer GCN with dropout (training draws from the RNG, so reseeding matters)."""
+    from torch_geometric.nn import GCN
+
+    return GCN(in_channels, 16, 2, out_channels, dropout=0.5)
+
+
+def sage(in_channels: int, out_channels: int) -> Any:
+    from torch_geometric.nn import GraphSAGE
+
+    return GraphSAGE(in_channels, 16, 2, out_channels, dropout=0.5)
+
+
+@pytest.fixture
+def root(tmp_path) -> str:
+    """A fresh dataset root for one test."""
+    return str(tmp_path / "data")

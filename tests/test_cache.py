@@ -1,0 +1,171 @@
+"""TripleCache and the runner's use of it: what is retrained, and what never is."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import pytest
+from conftest import gcn, sage, tiny_task
+
+from pytest_graphnetz import run_benchmark
+from pytest_graphnetz.cache import TripleCache, make_key
+from pytest_graphnetz.history import History
+from pytest_graphnetz.report import dumps
+
+# Read by `tunable` when it builds a model: a change here changes the built model (not the
+# factory's source), and the cache must notice.
+HIDDEN = {"width": 16}
+
+
+def tunable(in_channels: int, out_channels: int):
+    from torch_geometric.nn import GCN
+
+    return GCN(in_channels, HIDDEN["width"], 2, out_channels)
+
+
+def _sweep(root, cache, models, seeds):
+    """Run and return (report, {(task, model, seed): status})."""
+    statuses = {}
+    report = run_benchmark(
+        {"tiny": tiny_task()}, models, seeds=seeds, device="cpu", root=root, cache_dir=cache,
+        progress=lambda t, m, s, status, secs: statuses.__setitem__((t, m, s), status),
+    )
+    return report, statuses
+
+
+def test_second_run_trains_nothing_and_is_identical(root, tmp_path):
+    cache = tmp_path / "cache"
+    first, trained = _sweep(root, cache, {"GCN": gcn, "SAGE": sage}, [0, 1])
+    second, cached = _sweep(root, cache, {"GCN": gcn, "SAGE": sage}, [0, 1])
+    assert set(trained.values()) == {"trained"}
+    assert set(cached.values()) == {"cached"} and len(cached) == 4
+    assert dumps(first.to_dict()) == dumps(second.to_dict())
+    assert len(list(cache.glob("*.json"))) == 4
+
+
+def test_more_seeds_train_only_the_new_ones(root, tmp_path):
+    cache = tmp_path / "cache"
+    _sweep(root, cache, {"GCN": gcn}, [0, 1])
+    report, statuses = _sweep(root, cache, {"GCN": gcn}, [0, 1, 2, 3])
+    assert statuses == {("tiny", "GCN", 0): "cached", ("tiny", "GCN", 1): "cached",
+                        ("tiny", "GCN", 2): "trained", ("tiny", "GCN", 3): "trained"}
+    fresh, _ = _sweep(root, None, {"GCN": gcn}, [0, 1, 2, 3])
+    assert dumps(report.to_dict()) == dumps(fresh.to_dict())
+
+
+def test_changing_one_model_retrains_only_that_model(root, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    models = {"GCN": gcn, "Tunable": tunable}
+    before, _ = _sweep(root, cache, models, [0, 1])
+    monkeypatch.setitem(HIDDEN, "width", 24)
+    after, statuses = _sweep(root, cache, models, [0, 1])
+    assert statuses == {("tiny", "GCN", 0): "cached", ("tiny", "GCN", 1): "cached",
+                        ("tiny", "Tunable", 0): "trained", ("tiny", "Tunable", 1): "trained"}
+    assert before.fingerprints["model"]["Tunable"] != after.fingerprints["model"]["Tunable"]
+    assert before.fingerprints["model"]["GCN"] == after.fingerprints["model"]["GCN"]
+
+
+def test_changing_task_config_retrains(root, tmp_path):
+    cache = tmp_path / "cache"
+    run_benchmark({"tiny": tiny_task(epochs=3)}, {"GCN": gcn}, seeds=[0], device="cpu",
+                  root=root, cache_dir=cache)
+    statuses = []
+    report = run_benchmark({"tiny": tiny_task(epochs=4)}, {"GCN": gcn}, seeds=[0], device="cpu",
+                           root=root, cache_dir=cache, progress=lambda *a: statuses.append(a[3]))
+    assert statuses == ["trained"]
+    assert report.histories[("tiny", "GCN", 0)].n_epochs == 4
+
+
+def test_corrupt_entry_is_discarded_with_a_warning_and_recomputed(root, tmp_path):
+    cache = tmp_path / "cache"
+    first, _ = _sweep(root, cache, {"GCN": gcn}, [0, 1])
+    victim = sorted(cache.glob("*.json"))[0]
+    victim.write_text('{"schema": "pytest-graphnetz/triple", "history": {"te')  # half-written
+    with pytest.warns(UserWarning, match=victim.name):
+        second, statuses = _sweep(root, cache, {"GCN": gcn}, [0, 1])
+    assert sorted(statuses.values()) == ["cached", "trained"]
+    assert dumps(first.to_dict()) == dumps(second.to_dict())
+    json.loads(victim.read_text())  # rewritten whole
+
+
+def test_entry_under_the_wrong_key_is_treated_as_corrupt(tmp_path):
+    cache = TripleCache(tmp_path)
+    a, b = make_key({"x": 1}), make_key({"x": 2})
+    cache.put(a, History(test=[0.5]))
+    cache.path(a).rename(cache.path(b))
+    with pytest.warns(UserWarning, match="corrupt"):
+        assert cache.get(b) is None
+    assert not cache.path(b).exists()
+
+
+@pytest.mark.parametrize("key", ["../escape", "/etc/passwd", "a" * 63, "A" * 64, "", 5])
+def test_keys_never_name_a_path(tmp_path, key):
+    with pytest.raises(ValueError, match="sha256"):
+        TripleCache(tmp_path).path(key)
+
+
+def test_key_is_canonical():
+    assert make_key({"a": 1, "b": [1, 2]}) == make_key({"b": [1, 2], "a": 1})
+    assert make_key({"a": 1}) != make_key({"a": 2})
+
+
+def test_round_trip_keeps_nan_and_infinities(tmp_path):
+    cache = TripleCache(tmp_path)
+    hist = History(test=[0.5, float("nan")], val=[float("inf"), float("-inf")],
+                   train_loss=[1.0, float("nan")], extra={"test_f1": [0.1, 0.2]})
+    key = make_key({"k": 1})
+    cache.put(key, hist)
+    got = cache.get(key)
+    assert dumps(got.to_dict()) == dumps(hist.to_dict())
+
+
+def test_failed_write_warns_and_still_returns(tmp_path, monkeypatch):
+    import pytest_graphnetz.cache as cache_module
+
+    def refuse(path, text):
+        raise PermissionError(f"read-only: {path}")
+
+    monkeypatch.setattr(cache_module, "write_text_atomic", refuse)
+    cache = TripleCache(tmp_path)
+    with pytest.warns(UserWarning, match="could not write"):
+        hist, cached = cache.get_or_compute(make_key({"k": 1}), lambda: History(test=[1.0]))
+    assert hist.test == (1.0,) and not cached
+
+
+def _slow_compute(args: tuple[str, str]) -> bool:
+    """In a worker process: get_or_compute one key; computing appends a line to ``log``."""
+    directory, log = args
+
+    def compute() -> History:
+        with open(log, "a") as fh:
+            fh.write("computed\n")
+        time.sleep(0.5)
+        return History(test=[0.25])
+
+    hist, cached = TripleCache(directory).get_or_compute(make_key({"same": "key"}), compute)
+    assert hist.test == (0.25,)
+    return cached
+
+
+def test_concurrent_processes_compute_a_key_once(tmp_path):
+    log = tmp_path / "log.txt"
+    ctx = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(3, mp_context=ctx) as pool:
+        cached = list(pool.map(_slow_compute, [(str(tmp_path / "c"), str(log))] * 3))
+    assert log.read_text().splitlines() == ["computed"]
+    assert sorted(cached) == [False, True, True]
+
+
+def test_parallel_workers_share_the_cache(root, tmp_path):
+    cache = tmp_path / "cache"
+    serial, _ = _sweep(root, None, {"GCN": gcn, "SAGE": sage}, [0, 1])
+    parallel = run_benchmark({"tiny": tiny_task()}, {"GCN": gcn, "SAGE": sage}, seeds=[0, 1],
+                             device="cpu", root=root, cache_dir=cache, workers=2)
+    assert dumps(parallel.to_dict()) == dumps(serial.to_dict())
+    again, statuses = _sweep(root, cache, {"GCN": gcn, "SAGE": sage}, [0, 1])
+    assert set(statuses.values()) == {"cached"}
+    assert not [p for p in Path(cache).iterdir() if p.suffix == ".tmp"]

@@ -1,0 +1,111 @@
+"""The gate-quality benchmark (benchmarks/gate_quality.py): its pure parts against independent
+references (scipy), and a seconds-long run of its whole path on a tiny karate plan."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "gate_quality.py"
+
+
+@pytest.fixture(scope="module")
+def gq():
+    spec = importlib.util.spec_from_file_location("gate_quality", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    # registered so fork workers can unpickle the module's model factories by reference
+    sys.modules["gate_quality"] = module
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop("gate_quality", None)
+
+
+def test_seed_blocks_are_disjoint_and_leave_the_remainder_out(gq):
+    blocks = gq.seed_blocks(23, 5)
+    assert [(b.start, b.stop) for b in blocks] == [(0, 5), (5, 10), (10, 15), (15, 20)]
+    idx = np.concatenate([np.arange(23)[b] for b in blocks])
+    assert len(set(idx.tolist())) == len(idx) == 20
+    with pytest.raises(ValueError, match="`S`"):
+        gq.seed_blocks(10, 0)
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 20), (1, 20), (3, 40), (20, 20), (7, 13)])
+def test_rate_has_the_wilson_interval_of_scipy(gq, k, n):
+    from scipy.stats import binomtest
+
+    r = gq.rate(k, n)
+    ref = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    assert r.rate == k / n
+    assert r.low == pytest.approx(ref.low, abs=1e-9)
+    assert r.high == pytest.approx(ref.high, abs=1e-9)
+
+
+def test_rate_prints_percent_with_interval(gq):
+    # textbook Wilson: 0 of 20 -> [0, 16.1%]
+    assert str(gq.rate(0, 20)) == "0% [0, 16]"
+
+
+def test_point_gap_and_single_seed_gates(gq):
+    base = np.array([0.80, 0.80, 0.80, 0.80])
+    cand = np.array([0.79, 0.80, 0.785, 0.80])  # mean drop 0.625 points; seed 0 dropped
+    assert gq.gate_fails("gap > 0 pt", cand, base)
+    assert not gq.gate_fails("gap > 1 pt", cand, base)
+    assert gq.gate_fails("single seed", cand, base)
+    assert not gq.gate_fails("single seed", cand[::-1], base)
+    assert gq.gate_fails("gap > 2 pt", base - 0.021, base)
+    assert not gq.gate_fails("gap > 0 pt", base, base)
+    with pytest.raises(KeyError, match="no gate"):
+        gq.gate_fails("gap of doom", cand, base)
+
+
+def test_statistical_gates_agree_with_scipy_one_sided_tests(gq):
+    from scipy.stats import ttest_ind, ttest_rel
+
+    rng = np.random.default_rng(8)
+    agree_t = agree_w = 0
+    for _ in range(40):
+        base = rng.normal(0.8, 0.03, 10)
+        cand = base + rng.normal(-0.01, 0.01, 10)
+        p_t = ttest_rel(cand, base, alternative="less").pvalue
+        p_w = ttest_ind(cand, base, equal_var=False, alternative="less").pvalue
+        agree_t += gq.gate_fails("paired paired-t", cand, base) == (p_t < gq.ALPHA)
+        agree_w += gq.gate_fails("Welch (unpaired)", cand, base) == (p_w < gq.ALPHA)
+    assert agree_t == 40
+    assert agree_w == 40
+
+
+def test_trial_rates_count_failures_per_block(gq):
+    base = np.full(20, 0.8)
+    cand = base.copy()
+    cand[:5] -= 0.05  # only the first 5-seed trial drops, by 5 points
+    rates = gq.trial_rates(cand, base, 5, gates=("gap > 2 pt", "single seed"))
+    assert (rates["gap > 2 pt"].k, rates["gap > 2 pt"].n) == (1, 4)
+    assert (rates["single seed"].k, rates["single seed"].n) == (1, 4)
+
+
+def test_variance_reduction_is_unpaired_over_paired_variance(gq):
+    rng = np.random.default_rng(0)
+    base = rng.normal(0.8, 0.03, 200)
+    cand = base + rng.normal(0.0, 0.01, 200)
+    expected = (np.var(cand, ddof=1) + np.var(base, ddof=1)) / np.var(cand - base, ddof=1)
+    assert gq.variance_reduction(cand, base) == pytest.approx(expected)
+    assert 10 < expected < 30  # 2·0.03² / 0.01² = 18
+    assert gq.variance_reduction(base, base) == np.inf
+
+
+def test_quick_path_runs_end_to_end_on_a_tiny_plan(gq, tmp_path, monkeypatch):
+    tiny = gq.Plan("karate", epochs=5, pool=10, short_epochs=2)
+    monkeypatch.setattr(gq, "QUICK", (tiny,))
+    out = tmp_path / "results.md"
+    assert gq.main(["--quick", "--workers", "1", "--cache-dir", str(tmp_path / "cache"),
+                    "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "QUICK MODE" in text
+    assert "60 training runs" in text  # 6 variants x 10 seeds
+    assert "### S = 5 seeds" in text and "### S = 10" not in text  # 1 trial of 10: skipped
+    for gate in gq.GATE_NAMES:
+        assert f"| {gate} |" in text

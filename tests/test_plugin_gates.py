@@ -1,0 +1,277 @@
+"""The plugin end to end: real pytest sessions (pytester) that train, gate and refresh baselines.
+
+The project under test is tiny: a seeded 120-node, 3-class block-model task, a two-layer GCN
+whose hidden width is a module constant, 40 epochs, 4 seeds. Its trainer wraps the built-in one
+and appends a line to ``trained.log`` per call, so "trains nothing" and "trains each triple
+once" are counted in the training loop itself, across processes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+# Pytester's in-process runs drop modules first imported inside them; a C extension like torch
+# cannot be imported twice in one process, so everything heavy is imported here, once.
+torch = pytest.importorskip("torch")
+pytest.importorskip("torch_geometric.nn")
+import pytest_graphnetz.gates  # noqa: E402,F401
+import pytest_graphnetz.runner  # noqa: E402,F401
+import pytest_graphnetz.training.node  # noqa: E402,F401
+
+TOY = '''
+import os
+
+import torch
+from torch_geometric.data import Data
+from torch_geometric.nn import GCNConv
+from torch_geometric.utils import stochastic_blockmodel_graph
+
+from pytest_graphnetz import Task
+
+HIDDEN = {hidden}
+LOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "trained.log")
+
+
+def load(root, *, seed):
+    gen = torch.Generator().manual_seed(seed)
+    y = torch.arange(3).repeat_interleave(40)
+    edge_index = stochastic_blockmodel_graph(
+        [40, 40, 40], [[0.15, 0.01, 0.01], [0.01, 0.15, 0.01], [0.01, 0.01, 0.15]])
+    x = torch.nn.functional.one_hot(y, 3).float() + 1.5 * torch.randn(120, 3, generator=gen)
+    perm = torch.randperm(120, generator=gen)
+    masks = [torch.zeros(120, dtype=torch.bool) for _ in range(3)]
+    for mask, part in zip(masks, (perm[:30], perm[30:60], perm[60:])):
+        mask[part] = True
+    return Data(x=x, edge_index=edge_index, y=y, train_mask=masks[0], val_mask=masks[1],
+                test_mask=masks[2])
+
+
+def counting_train(model, data, *, task, device):
+    from pytest_graphnetz.training import builtin
+
+    with open(LOG, "a") as fh:
+        fh.write("trained\\n")
+    return builtin("node").train(model, data, task=task, device=device)
+
+
+class GCN(torch.nn.Module):
+    def __init__(self, in_channels, out_channels):
+        super().__init__()
+        self.conv1 = GCNConv(in_channels, HIDDEN)
+        self.conv2 = GCNConv(HIDDEN, out_channels)
+
+    def forward(self, x, edge_index):
+        return self.conv2(self.conv1(x, edge_index).relu(), edge_index)
+
+
+TASKS = {{"toy": Task("toy", load, epochs=40, lr={lr}, trainer=counting_train)}}
+MODELS = {{"GCN": GCN}}
+'''
+
+GATE_TEST = """
+from pytest_graphnetz import assert_not_worse
+
+import toy
+
+
+def test_gcn(graphnetz_run, graphnetz_baseline):
+    report = graphnetz_run(toy.TASKS, toy.MODELS)
+    assert_not_worse(report, graphnetz_baseline())
+"""
+
+SEEDS = "--graphnetz-seeds=4"
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(toy=TOY.format(hidden=16, lr=0.05), test_model=GATE_TEST)
+    return pytester
+
+
+@pytest.fixture(scope="module")
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A triple cache shared by the tests that do not count trainings (saves CPU)."""
+    return f"--graphnetz-cache-dir={tmp_path_factory.mktemp('graphnetz-cache')}"
+
+
+def trained(pytester: pytest.Pytester) -> int:
+    log = pytester.path / "trained.log"
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def verdicts(output: str) -> list[str]:
+    """The Verdict column of the session's gate table."""
+    return re.findall(r"(IDENTICAL|NOT WORSE|INCONCLUSIVE|REGRESSED|WRITTEN)", _table(output))
+
+
+def _table(output: str) -> str:
+    return output.split("graphnetz gates", 1)[1] if "graphnetz gates" in output else ""
+
+
+def test_update_then_rerun_is_identical_and_trains_nothing(project: pytest.Pytester) -> None:
+    first = project.runpytest(SEEDS, "--graphnetz-update-baselines", "-v")
+    first.assert_outcomes(passed=1)
+    baseline = project.path / "baselines" / "test_model" / "test_gcn.json"
+    assert baseline.is_file()
+    assert trained(project) == 4
+    # verbose mode: one progress line per trained triple
+    assert len(re.findall(r"graphnetz: trained toy/GCN seed \d", first.stdout.str())) == 4
+    assert verdicts(first.stdout.str()) == ["WRITTEN"]
+
+    rerun = project.runpytest(SEEDS, "-v")
+    rerun.assert_outcomes(passed=1)
+    assert trained(project) == 4, "the unchanged model must come from the cache"
+    assert "graphnetz: trained" not in rerun.stdout.str()
+    assert verdicts(rerun.stdout.str()) == ["IDENTICAL"]
+    rerun.stdout.fnmatch_lines(["*triples: 0 trained, 4 from cache*"])
+
+
+def test_worse_model_fails_as_regressed_with_paired_evidence(project: pytest.Pytester) -> None:
+    project.runpytest(SEEDS, "--graphnetz-update-baselines").assert_outcomes(passed=1)
+    project.makepyfile(toy=TOY.format(hidden=16, lr=0.0025))  # lr ÷ 20: genuinely worse
+
+    result = project.runpytest(SEEDS)
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert trained(project) == 8, "a changed model must be retrained, never served stale"
+    assert verdicts(out) == ["REGRESSED"]
+    for evidence in (r"toy/GCN — accuracy \(higher is better\): REGRESSED",
+                     r"baseline  0\.\d+ \[0\.\d+, [01]\.\d+\] \(t 95% CI, n=4\)",
+                     r"candidate 0\.\d+ \[0\.\d+, [01]\.\d+\] \(t 95% CI, n=4\)",
+                     r"paired Δ -0\.\d+ \(95% CI \[-0\.\d+, -?0\.\d+\]\) over 4 seeds 0-3; "
+                     r"p = 0\.0\d+; test paired-t, margin 0, alpha 0\.05",
+                     r"minimum detectable effect at n=4: 0\.\d+"):
+        assert re.search(evidence, out), evidence
+
+
+def test_ratchet_refuses_a_regressed_refresh_unless_forced(project: pytest.Pytester) -> None:
+    project.runpytest(SEEDS, "--graphnetz-update-baselines").assert_outcomes(passed=1)
+    baseline = project.path / "baselines" / "test_model" / "test_gcn.json"
+    good = baseline.read_bytes()
+    project.makepyfile(toy=TOY.format(hidden=16, lr=0.0025))
+
+    refused = project.runpytest(SEEDS, "--graphnetz-update-baselines")
+    refused.assert_outcomes(failed=1)
+    refused.stdout.fnmatch_lines([
+        "*refusing to update baseline*test_gcn.json: the candidate is REGRESSED*",
+        "*pytest test_model.py::test_gcn --graphnetz-update-baselines --graphnetz-force*",
+    ])
+    assert baseline.read_bytes() == good
+
+    forced = project.runpytest(SEEDS, "--graphnetz-update-baselines", "--graphnetz-force")
+    forced.assert_outcomes(passed=1)
+    assert baseline.read_bytes() != good
+    # the forced baseline is now the reference: the worse model reads as IDENTICAL against it
+    project.runpytest(SEEDS).assert_outcomes(passed=1)
+
+
+def test_more_seeds_train_only_the_new_ones(project: pytest.Pytester) -> None:
+    project.runpytest("--graphnetz-seeds=3", "--graphnetz-update-baselines")
+    assert trained(project) == 3
+    result = project.runpytest("--graphnetz-seeds=4")
+    result.assert_outcomes(passed=1)
+    assert trained(project) == 4
+    result.stdout.fnmatch_lines(["*triples: 1 trained, 3 from cache*"])
+
+
+def test_no_cache_and_cache_dir(project: pytest.Pytester) -> None:
+    cache = project.path / "ci-cache"
+    project.runpytest(SEEDS, "--graphnetz-update-baselines", f"--graphnetz-cache-dir={cache}")
+    assert trained(project) == 4
+    assert len(list(cache.rglob("*.json"))) == 4, "one cache entry per triple in the given dir"
+    assert not (project.path / ".pytest_cache" / "d" / "graphnetz").exists() or not list(
+        (project.path / ".pytest_cache" / "d" / "graphnetz").rglob("*.json"))
+
+    project.runpytest(SEEDS, f"--graphnetz-cache-dir={cache}").assert_outcomes(passed=1)
+    assert trained(project) == 4
+    project.runpytest(SEEDS, "--graphnetz-no-cache").assert_outcomes(passed=1)
+    assert trained(project) == 8, "--graphnetz-no-cache trains every triple"
+
+
+XDIST_TESTS = """
+from pytest_graphnetz import assert_not_worse
+
+import toy
+
+
+def test_a(graphnetz_run, graphnetz_baseline):
+    assert_not_worse(graphnetz_run(toy.TASKS, toy.MODELS), graphnetz_baseline())
+
+
+def test_b(graphnetz_run, graphnetz_baseline):
+    assert_not_worse(graphnetz_run(toy.TASKS, toy.MODELS), graphnetz_baseline())
+"""
+
+
+def test_xdist_same_verdicts_and_each_triple_trained_once(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    pytester.makepyfile(toy=TOY.format(hidden=16, lr=0.05), test_model=XDIST_TESTS)
+    # Two tests on two workers run the same 4 triples at once: the file locks make one wait.
+    update = pytester.runpytest_subprocess(SEEDS, "-n", "2", "--graphnetz-update-baselines")
+    update.assert_outcomes(passed=2)
+    assert trained(pytester) == 4
+    assert verdicts(update.stdout.str()) == ["WRITTEN", "WRITTEN"]
+
+    parallel = pytester.runpytest_subprocess(SEEDS, "-n", "2")
+    serial = pytester.runpytest(SEEDS, "-p", "no:xdist")
+    parallel.assert_outcomes(passed=2)
+    serial.assert_outcomes(passed=2)
+    assert verdicts(parallel.stdout.str()) == verdicts(serial.stdout.str()) == ["IDENTICAL"] * 2
+    parallel.stdout.fnmatch_lines(["*triples: 0 trained, 8 from cache*"])
+    assert trained(pytester) == 4
+
+
+def test_summary_markdown_and_junit_properties(project: pytest.Pytester, shared_cache: str,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    step_summary = project.path / "step_summary.md"
+    step_summary.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step_summary))
+    project.runpytest(SEEDS, shared_cache, "--graphnetz-update-baselines").assert_outcomes(passed=1)
+    result = project.runpytest(SEEDS, shared_cache, "--graphnetz-summary=gates.md",
+                               "--junitxml=junit.xml")
+    result.assert_outcomes(passed=1)
+
+    markdown = (project.path / "gates.md").read_text()
+    assert markdown.startswith("### graphnetz gates")
+    assert "| test_model.py::test_gcn | toy/GCN | accuracy ↑ |" in markdown
+    assert "| IDENTICAL |" in markdown
+    text = step_summary.read_text()
+    assert text.startswith("earlier step\n"), "the step summary is appended to, never replaced"
+    assert text.count("### graphnetz gates") == 2   # both sessions appended
+
+    junit = (project.path / "junit.xml").read_text()
+    prop = re.search(r'<property name="graphnetz_gate" value="([^"]*)"', junit)
+    assert prop is not None
+    row = json.loads(prop.group(1).replace("&quot;", '"'))
+    assert row["cell"] == "toy/GCN" and row["verdict"] == "IDENTICAL" and row["n"] == "4"
+
+
+def test_graphnetz_run_keywords_override_the_session(project: pytest.Pytester) -> None:
+    project.makepyfile(test_model="""
+        import toy
+
+        def test_seeds(graphnetz_run):
+            report = graphnetz_run(toy.TASKS, toy.MODELS, seeds=[7, 9])
+            assert report.seeds == (7, 9)
+            assert report.protocol["device"]["kind"] == "cpu"
+    """)
+    project.runpytest(SEEDS, "--graphnetz-device=cpu").assert_outcomes(passed=1)
+    assert trained(project) == 2
+
+
+def test_baseline_name_and_dir(project: pytest.Pytester, shared_cache: str,
+                               tmp_path: Path) -> None:
+    project.makepyfile(test_model="""
+        from pytest_graphnetz import assert_not_worse
+        import toy
+
+        def test_named(graphnetz_run, graphnetz_baseline):
+            assert_not_worse(graphnetz_run(toy.TASKS, toy.MODELS), graphnetz_baseline("shared"))
+    """)
+    project.runpytest(SEEDS, shared_cache, "--graphnetz-update-baselines",
+                      f"--graphnetz-baseline-dir={tmp_path}").assert_outcomes(passed=1)
+    assert (tmp_path / "test_model" / "shared.json").is_file()
