@@ -119,7 +119,8 @@ def callable_identity(fn: Any) -> dict[str, str | None]:
 def model_fingerprint(model: Any, factory: Callable[..., Any] | None = None) -> str:
     """sha256 of a built ``torch.nn.Module`` and the factory that built it.
 
-    Covers ``repr(model)``, every parameter and buffer (name, dtype, shape, initial bytes),
+    Covers ``repr(model)``, each submodule's class, ``extra_repr()`` and plain attributes
+    (numbers, strings, flags), every parameter and buffer (name, dtype, shape, initial bytes),
     the source of each non-library module class it contains, and ``callable_identity(factory)``.
     Lazy (uninitialised) parameters contribute their name only.
     """
@@ -129,6 +130,13 @@ def model_fingerprint(model: Any, factory: Callable[..., Any] | None = None) -> 
     if factory is not None:
         h.update(repr(sorted(callable_identity(factory).items())).encode())
     h.update(repr(model).encode())
+    # A model's repr may hide its settings (PyG's GCN prints no dropout), so every submodule
+    # adds its class, extra_repr and plain attributes (dropout p, normalize, jk_mode...).
+    for name, module in model.named_modules():
+        cls = type(module)
+        h.update(f"module:{name}:{cls.__module__}.{cls.__qualname__}:{module.extra_repr()};"
+                 .encode())
+        h.update(repr(_plain_attributes(module)).encode())
     for kind, named in (("param", model.named_parameters()), ("buffer", model.named_buffers())):
         for name, tensor in named:
             h.update(f"{kind}:{name};".encode())
@@ -141,3 +149,16 @@ def model_fingerprint(model: Any, factory: Callable[..., Any] | None = None) -> 
         if not f"{cls.__module__}.".startswith(_LIBRARY_PREFIXES):
             h.update(repr(sorted(callable_identity(cls).items())).encode())
     return h.hexdigest()
+
+
+def _plain_attributes(module: Any) -> list[tuple[str, str]]:
+    """Sorted ``(name, repr)`` of a module's public attributes holding plain values."""
+    plain = (bool, int, float, str, type(None))
+    out = []
+    for key, value in vars(module).items():
+        if key.startswith("_") or key == "training":
+            continue
+        if isinstance(value, plain) or (isinstance(value, (tuple, list))
+                                        and all(isinstance(v, plain) for v in value)):
+            out.append((key, repr(value)))
+    return sorted(out)

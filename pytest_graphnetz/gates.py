@@ -279,8 +279,8 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
     """Every candidate cell of ``report`` against ``baseline``, Holm-corrected; raises nothing
     but :class:`GateRefusal` / :class:`BaselineMissingError` (the gates decide what fails).
     """
-    seeds = _shared_seeds(report, baseline, source)
     _check_cells(report, baseline, source)
+    seeds = _shared_seeds(report, baseline, source)
     _check_metrics(report, baseline, source)
     _check_fingerprints(report, baseline, seeds, source)
     notes = _environment_notes(report, baseline)
@@ -523,7 +523,7 @@ def _signed(x: float) -> str:
 def _p(x: float | None) -> str:
     if x is None or math.isnan(x):
         return "n/a"
-    return f"{x:.2g}" if x < 0.001 else f"{x:.3f}"
+    return f"{x:.2g}" if x < 0.01 else f"{x:.3f}"
 
 
 def _ci(ci: Any) -> str:

@@ -130,7 +130,10 @@ class Settings:
         elif get("cache-dir", None) is not None:
             cache_dir = _path(config, "cache-dir")
         else:
-            cache_dir = Path(config.cache.mkdir("graphnetz")) if config.cache else None
+            # Under pytest's cache dir; with the cacheprovider plugin off (-p no:cacheprovider),
+            # the user asked for no cache on disk, so none.
+            cache = getattr(config, "cache", None)
+            cache_dir = Path(cache.mkdir("graphnetz")) if cache is not None else None
         baseline_dir = (_path(config, "baseline-dir") if get("baseline-dir", None) is not None
                         else config.rootpath / "baselines")
         return cls(
@@ -212,11 +215,16 @@ class GraphnetzSession:
             item.user_properties.append((TRIPLES_PROPERTY, json.dumps(counts, sort_keys=True)))
 
     def baseline(self, item: pytest.Item, name: str | None = None) -> BaselineHandle:
-        """The baseline handle of ``item``: ``<baseline dir>/<module>/<name or test>.json``."""
+        """The baseline handle of ``item``: ``<baseline dir>/<module>/<name or test>.json``
+        (``<Class>.<test>`` for a test in a class)."""
         from .baselines import BaselineHandle, default_path
 
         s = self.settings
-        path = default_path(s.baseline_dir, Path(str(item.path)).stem, name or item.name)
+        if name is None:
+            # Two classes of one module may both have a `test_x`: keep their baselines apart.
+            cls = getattr(item, "cls", None)
+            name = f"{cls.__name__}.{item.name}" if cls is not None else item.name
+        path = default_path(s.baseline_dir, Path(str(item.path)).stem, name)
         command = ["pytest", item.nodeid, "--graphnetz-update-baselines"]
         if s.cli_baseline_dir is not None:
             command.append(f"--graphnetz-baseline-dir={s.cli_baseline_dir}")
@@ -273,10 +281,12 @@ class GraphnetzSession:
 
     def write_markdown(self) -> list[Path]:
         """Write the Markdown summary to ``--graphnetz-summary`` and ``$GITHUB_STEP_SUMMARY``."""
-        from .report import write_text_atomic
-
         if not (self.rows or self.trained or self.cached):
             return []
+        # Imported only now: report imports numpy (~0.3 s), which a session without gates or
+        # triples must not pay for.
+        from .report import write_text_atomic
+
         text, written = self.markdown(), []
         if self.settings.summary is not None:
             write_text_atomic(self.settings.summary, text)

@@ -330,18 +330,17 @@ def _execute(jobs: list[_Job], *, workers: int, executor: Any, device: str,
         finally:
             torch.set_num_threads(previous)
 
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor, as_completed, wait
 
-    if isinstance(executor, ThreadPoolExecutor) and executor._max_workers > 1:
+    if isinstance(executor, ThreadPoolExecutor):
         raise TypeError(
-            "executor: a ThreadPoolExecutor with several threads would interleave the draws of "
-            "torch's process-wide RNG between triples, so seeds would not reproduce; use "
-            "workers=N (processes) or a process-based executor"
+            "executor: a ThreadPoolExecutor's threads would interleave the draws of torch's "
+            "process-wide RNG between triples, so seeds would not reproduce; use workers=N "
+            "(processes) or a process-based executor"
         )
     own = executor is None
     if own:
         executor = _process_pool(workers, device, jobs)
-    from concurrent.futures import as_completed, wait
 
     try:
         futures = {executor.submit(_run_triple, job): i for i, job in enumerate(jobs)}

@@ -9,6 +9,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
+import torch
 from conftest import gcn, sage, tiny_task
 
 from pytest_graphnetz import run_benchmark
@@ -67,6 +68,34 @@ def test_changing_one_model_retrains_only_that_model(root, tmp_path, monkeypatch
                         ("tiny", "Tunable", 0): "trained", ("tiny", "Tunable", 1): "trained"}
     assert before.fingerprints["model"]["Tunable"] != after.fingerprints["model"]["Tunable"]
     assert before.fingerprints["model"]["GCN"] == after.fingerprints["model"]["GCN"]
+
+
+@pytest.mark.parametrize("change", [{"dropout": 0.6}, {"act": "elu"}, {"jk": "cat"},
+                                    {"hidden_channels": 17}])
+def test_model_fingerprint_sees_settings_the_repr_hides(change):
+    from torch_geometric.nn import GCN
+
+    from pytest_graphnetz.fingerprint import model_fingerprint
+
+    def build(**kw):
+        torch.manual_seed(0)
+        return GCN(**{"in_channels": 8, "hidden_channels": 16, "num_layers": 2,
+                      "out_channels": 3, "dropout": 0.5, **kw})
+
+    assert repr(build()) == repr(build(dropout=0.6))  # PyG prints no dropout...
+    assert model_fingerprint(build()) == model_fingerprint(build())
+    assert model_fingerprint(build()) != model_fingerprint(build(**change))  # ...we still see it
+
+
+def test_model_fingerprint_sees_initial_weights_and_factory():
+    from pytest_graphnetz.fingerprint import model_fingerprint
+
+    torch.manual_seed(0)
+    a = torch.nn.Linear(4, 2)
+    torch.manual_seed(1)
+    b = torch.nn.Linear(4, 2)
+    assert model_fingerprint(a) != model_fingerprint(b)
+    assert model_fingerprint(a, gcn) != model_fingerprint(a, sage)
 
 
 def test_changing_task_config_retrains(root, tmp_path):

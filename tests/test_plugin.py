@@ -92,6 +92,11 @@ def test_each_option_and_its_ini_key(pytester: pytest.Pytester, option: str, ini
     assert settings(pytester)[key] == expected(value, pytester.path)
 
 
+def test_no_cacheprovider_means_no_cache(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(SHOW_SETTINGS)
+    assert settings(pytester, "-p", "no:cacheprovider")["cache_dir"] is None
+
+
 def test_command_line_wins_over_ini(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(SHOW_SETTINGS)
     pytester.makeini("[pytest]\ngraphnetz_seeds = 7\ngraphnetz_alpha = 0.2\n")
@@ -200,5 +205,5 @@ def test_no_gates_no_summary(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_plain():\n    assert True\n")
     result = pytester.runpytest("--graphnetz-summary=gates.md")
     result.assert_outcomes(passed=1)
-    assert "graphnetz" not in result.stdout.str()
+    assert "graphnetz gates" not in result.stdout.str()
     assert not (pytester.path / "gates.md").exists()

@@ -85,12 +85,21 @@ def verify(path: Path) -> bool:
     return path.stat().st_size == entry["size"] and _sha256(path) == entry["sha256"]
 
 
-def download(url: str, path: Path, *, timeout: float = 60.0, fill_hint: str = "") -> Path:
-    """Fetch ``url`` to ``path`` atomically; a short body raises :class:`CorruptDatasetError`.
+def download(url: str, path: Path, *, attempts: int = DEFAULT_ATTEMPTS, timeout: float = 60.0,
+             fill_hint: str = "") -> Path:
+    """Fetch ``url`` to ``path`` atomically, retrying a short body up to ``attempts`` times.
 
-    ``http(s)://`` and ``file://`` URLs work. An unreachable source raises
-    :class:`DatasetUnavailableError` with a one-line message ending in ``fill_hint``.
+    ``http(s)://`` and ``file://`` URLs work. A body shorter than the announced
+    ``Content-Length`` is discarded and fetched again; after ``attempts`` tries it raises
+    :class:`CorruptDatasetError`. An unreachable source raises :class:`DatasetUnavailableError`
+    at once, with a one-line message ending in ``fill_hint``.
     """
+    return audited(lambda: _fetch(url, path, timeout=timeout, fill_hint=fill_hint),
+                   clear_on_failure=lambda _: [], what=f"download of {url}", attempts=attempts)
+
+
+def _fetch(url: str, path: Path, *, timeout: float, fill_hint: str) -> Path:
+    """One download attempt of :func:`download`."""
     import http.client
     import urllib.error
     import urllib.request
@@ -146,8 +155,8 @@ def audited(
     """``build()``, retried after clearing damaged files, at most ``attempts`` times in all.
 
     A failure of a type in :data:`CORRUPTION_ERRORS` calls ``clear_on_failure(error)`` for
-    the paths to delete (the step's inputs or outputs), deletes them and runs ``build`` again.
-    Any other error propagates at once; so does :class:`DatasetUnavailableError`. When every
+    the paths to delete (the step's inputs or outputs), deletes them and runs ``build`` again;
+    it may re-raise the error to stop retrying. Any other error propagates at once; so does :class:`DatasetUnavailableError`. When every
     attempt fails, :class:`CorruptDatasetError` names ``what`` and the last error.
     """
     if attempts < 1:

@@ -62,14 +62,16 @@ def load_planetoid(root: str, *, name: str, url: str | None = None,
         stage["now"] = "download"
         for file in files:
             if not verify(raw / file):
-                download(f"{source}/{file}", raw / file, fill_hint=hint)
+                download(f"{source}/{file}", raw / file, attempts=attempts, fill_hint=hint)
         stage["now"] = "load" if (processed / "data.pt").exists() else "process"
         return Planetoid(str(base), name)[0]
 
-    def damaged(_: BaseException) -> list[Path]:
-        # A processed file that fails to load is rebuilt from raw; raw files that fail to parse
-        # are fetched again. A short download left nothing behind (it was never renamed).
-        return {"download": [], "load": [processed], "process": [processed, raw]}[stage["now"]]
+    def damaged(error: BaseException) -> list[Path]:
+        if stage["now"] == "download":
+            raise error  # `download` already retried that file its `attempts` times
+        # A processed file that fails to load is rebuilt from raw; raw files that fail to
+        # parse are fetched again.
+        return [processed] if stage["now"] == "load" else [processed, raw]
 
     base.mkdir(parents=True, exist_ok=True)
     with FileLock(str(base / f".{name}.lock")):

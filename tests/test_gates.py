@@ -1,0 +1,192 @@
+"""Gates outside pytest, on ``BenchmarkReport.from_arrays`` reports; references from scipy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from pytest_graphnetz import (
+    BenchmarkReport,
+    assert_better,
+    assert_ci_width,
+    assert_equivalent,
+    assert_not_worse,
+)
+from pytest_graphnetz.baselines import BaselineMissingError
+from pytest_graphnetz.gates import GateObserver, GateRefusal, gate_table, observing
+
+BASE = np.array([0.80, 0.82, 0.78, 0.81, 0.79, 0.83, 0.80, 0.84])
+
+
+def make(values, *, seeds=None, models=("GCN",), metric="accuracy", tasks=("karate",)):
+    """A report from per-seed values shaped (models, seeds) or (seeds,), one task."""
+    X = np.asarray(values, dtype=float).reshape(len(tasks), len(models), -1)
+    seeds = range(X.shape[-1]) if seeds is None else seeds
+    return BenchmarkReport.from_arrays(X, tasks=list(tasks), models=list(models), seeds=seeds,
+                                       metric=metric)
+
+
+def test_regressed_matches_scipy_paired_t() -> None:
+    cand = BASE - [0.03, 0.01, 0.02, 0.04, 0.0, 0.02, 0.03, 0.01]
+    with pytest.raises(AssertionError) as info:
+        assert_not_worse(make(cand), make(BASE))
+    ref = sps.ttest_rel(cand, BASE, alternative="less")
+    ci = sps.ttest_rel(cand, BASE).confidence_interval(0.95)
+    msg = str(info.value)
+    assert "karate/GCN — accuracy (higher is better): REGRESSED" in msg
+    delta = cand.mean() - BASE.mean()
+    assert f"paired Δ {delta:+.4g} (95% CI [{ci.low:.4g}, {ci.high:.4g}])" in msg
+    assert f"p = {ref.pvalue:.2g}" in msg and "test paired-t, margin 0, alpha 0.05" in msg
+    assert "over 8 seeds 0-7" in msg and "minimum detectable effect at n=8" in msg
+
+
+def test_pairs_by_seed_value_not_position() -> None:
+    rng = np.random.default_rng(1)
+    cand = BASE + rng.normal(0, 0.01, BASE.size)
+    aligned = assert_not_worse(make(cand), make(BASE))[0].comparison
+    order = list(range(BASE.size))[::-1]
+    shuffled = assert_not_worse(make(cand), make(BASE[order], seeds=order))[0].comparison
+    assert shuffled == aligned
+
+
+def test_only_shared_seeds_are_paired() -> None:
+    verdict = assert_not_worse(make(BASE[:6]), make(BASE[3:], seeds=range(3, 8)))[0]
+    assert verdict.seeds == (3, 4, 5) and verdict.comparison.n == 3
+    assert verdict.verdict == "IDENTICAL"
+
+
+def test_fewer_than_two_shared_seeds_is_refused() -> None:
+    with pytest.raises(GateRefusal, match=r"they share 1 seed\(s\) \[5\].*needs at least 2"):
+        assert_not_worse(make(BASE[:6]), make(BASE[5:], seeds=range(5, 8)))
+
+
+def test_changed_data_fingerprint_is_refused() -> None:
+    cand, base = make(BASE), make(BASE)
+    base.fingerprints = {"data": {"karate": {s: f"split-{s}" for s in range(8)}}}
+    cand.fingerprints = {"data": {"karate": {s: f"split-{s}" for s in range(8)}}}
+    cand.fingerprints["data"]["karate"][2] = "another split"
+    with pytest.raises(GateRefusal, match=r"'karate'.*differs .* same seed\(s\) \[2\].*fictional"):
+        assert_not_worse(cand, base)
+
+
+@pytest.mark.parametrize("metric", ["auc", "mae"])
+def test_metric_mismatch_is_refused(metric: str) -> None:
+    with pytest.raises(GateRefusal, match=f"reports {metric} .* has accuracy"):
+        assert_not_worse(make(BASE, metric=metric), make(BASE))
+
+
+def test_device_difference_is_noted_not_refused() -> None:
+    cand, base = make(BASE), make(BASE)
+    cand.protocol["device"] = {"kind": "cuda", "name": "H200"}
+    base.protocol["device"] = {"kind": "cpu", "name": "Xeon"}
+    (verdict,) = assert_not_worse(cand, base)
+    assert verdict.verdict == "IDENTICAL"
+    assert any(n.startswith("device differs") for n in verdict.notes)
+
+
+def test_holm_across_cells() -> None:
+    # One cell alone is REGRESSED (raw p < 0.05); with two unchanged-ish cells, Holm lifts it.
+    drop = BASE - [0.02, 0.0, 0.01, 0.02, 0.0, 0.01, 0.0, 0.0]
+    noise = BASE + [0.01, -0.01, 0.0, 0.01, -0.01, 0.0, 0.01, -0.01]
+    raw = sps.ttest_rel(drop, BASE, alternative="less").pvalue
+    assert 0.05 / 3 < raw < 0.05
+    with pytest.raises(AssertionError):
+        assert_not_worse(make(drop), make(BASE))
+    verdicts = assert_not_worse(make([drop, noise, noise], models="ABC"),
+                                make([BASE, BASE, BASE], models="ABC"))
+    p = [sps.ttest_rel(c, BASE, alternative="less").pvalue for c in (drop, noise, noise)]
+    order = np.argsort(p)
+    holm = np.maximum.accumulate([min(1.0, (3 - i) * p[j]) for i, j in enumerate(order)])
+    expected = np.empty(3)
+    expected[order] = holm
+    np.testing.assert_allclose([v.comparison.p_adjusted for v in verdicts], expected)
+    assert verdicts[0].verdict == "INCONCLUSIVE"
+
+
+def test_strict_fails_inconclusive() -> None:
+    wobble = BASE + [0.02, -0.03, 0.01, -0.02, 0.03, -0.02, 0.0, -0.01]
+    (verdict,) = assert_not_worse(make(wobble), make(BASE))
+    assert verdict.verdict == "INCONCLUSIVE" and not verdict.failed
+    with pytest.raises(AssertionError, match=r"INCONCLUSIVE[\s\S]*\d+ seeds would decide it"):
+        assert_not_worse(make(wobble), make(BASE), strict=True)
+
+
+def test_lower_is_better_flips_the_sign() -> None:
+    mae = np.array([1.0, 1.2, 0.9, 1.1, 1.05, 0.95])
+    with pytest.raises(AssertionError, match=r"mae \(lower is better\): REGRESSED"):
+        assert_not_worse(make(mae + 0.1, metric="mae"), make(mae, metric="mae"))
+    (verdict,) = assert_better(make(mae - 0.1, metric="mae"), make(mae, metric="mae"))
+    assert verdict.verdict == "BETTER" and verdict.comparison.mean_diff == pytest.approx(0.1)
+
+
+def test_better_needs_evidence_and_equivalent_needs_a_margin() -> None:
+    with pytest.raises(AssertionError, match="IDENTICAL"):
+        assert_better(make(BASE), make(BASE))
+    near = BASE + [0.001, -0.001, 0.002, 0.0, -0.002, 0.001, 0.0, -0.001]
+    (verdict,) = assert_equivalent(make(near), make(BASE), margin=0.01)
+    assert verdict.verdict == "EQUIVALENT"
+    with pytest.raises(AssertionError, match="NOT EQUIVALENT"):
+        assert_equivalent(make(BASE - 0.05), make(BASE), margin=0.01)
+    with pytest.raises(ValueError, match="margin"):
+        assert_equivalent(make(near), make(BASE), margin=0)
+
+
+def test_diverged_candidate_seed_fails() -> None:
+    cand = BASE.copy()
+    cand[3] = np.nan
+    with pytest.raises(AssertionError, match=r"REGRESSED[\s\S]*diverged .* seed\(s\) \[3\]"):
+        assert_not_worse(make(cand), make(BASE))
+
+
+def test_ci_width_against_scipy() -> None:
+    report = make(BASE)
+    ci = sps.t.interval(0.95, BASE.size - 1, loc=BASE.mean(), scale=sps.sem(BASE))
+    (ok,) = assert_ci_width(report, 0.05)
+    assert ok.width == pytest.approx(ci[1] - ci[0]) and not ok.failed
+    with pytest.raises(AssertionError, match=r"karate/GCN — accuracy: t 95% interval") as info:
+        assert_ci_width(report, 0.01)
+    needed = int(str(info.value).split("about ")[1].split()[0])
+    sd = BASE.std(ddof=1)
+
+    def width(n: int) -> float:
+        return 2 * sps.t.ppf(0.975, n - 1) * sd / np.sqrt(n)
+
+    assert width(needed) <= 0.01 < width(needed - 1)
+
+
+def test_baseline_as_path_and_missing_path(tmp_path) -> None:
+    make(BASE).to_json(tmp_path / "base.json")
+    (verdict,) = assert_not_worse(make(BASE), tmp_path / "base.json")
+    assert verdict.verdict == "IDENTICAL"
+    with pytest.raises(BaselineMissingError, match=r"no baseline at .*nope.json"):
+        assert_not_worse(make(BASE), str(tmp_path / "nope.json"))
+
+
+def test_missing_cell_names_it() -> None:
+    with pytest.raises(BaselineMissingError, match=r"cell\(s\) \['karate/GAT'\]"):
+        assert_not_worse(make([BASE, BASE], models=("GCN", "GAT")), make(BASE))
+
+
+def test_observer_supplies_defaults_and_collects_rows() -> None:
+    rows: list[dict] = []
+    drop = BASE - [0.02, 0.0, 0.01, 0.02, 0.0, 0.01, 0.0, 0.0]   # one-sided p = 0.024
+    with observing(GateObserver(alpha=0.01, strict=False, record=rows.append)):
+        (verdict,) = assert_not_worse(make(drop), make(BASE))
+    assert verdict.comparison.alpha == 0.01 and verdict.verdict == "INCONCLUSIVE"
+    assert rows == [verdict.row()] and rows[0]["verdict"] == "INCONCLUSIVE"
+    with pytest.raises(AssertionError):   # outside the block: alpha 0.05 again
+        assert_not_worse(make(drop), make(BASE))
+
+
+def test_unknown_test_is_an_error() -> None:
+    with pytest.raises(ValueError, match="`test` must be one of"):
+        assert_not_worse(make(BASE), make(BASE), test="welch")
+
+
+def test_gate_table_lists_every_cell() -> None:
+    verdicts = assert_not_worse(make([BASE, BASE + 0.01], models="AB"),
+                                make([BASE, BASE], models="AB"))
+    table = gate_table(verdicts)
+    assert "karate/A" in table and "karate/B" in table and "IDENTICAL" in table
+    assert gate_table(verdicts, markdown=True).startswith("| Cell | Metric |")

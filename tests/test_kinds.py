@@ -1,0 +1,130 @@
+"""Every task kind trains end to end on its catalogue task through ``run_benchmark``.
+
+Epochs are cut (``dataclasses.replace``) to keep the file fast; the ranges asserted are
+"learned something" (clearly above chance / the constant predictor) and "not saturated".
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from torch_geometric.nn import GCN, GIN, global_add_pool  # noqa: E402
+
+from pytest_graphnetz import Task, run_benchmark  # noqa: E402
+from pytest_graphnetz.tasks import catalogue  # noqa: E402
+from pytest_graphnetz.training import graph as graph_training  # noqa: E402
+
+SEEDS = (0, 1, 2)
+
+
+class PooledGIN(torch.nn.Module):
+    """2-layer GIN, sum readout, linear head: ``forward(x, edge_index, batch)``."""
+
+    def __init__(self, in_channels: int, out_channels: int) -> None:
+        super().__init__()
+        self.gin = GIN(in_channels, 32, 2)
+        self.head = torch.nn.Linear(32, out_channels)
+
+    def forward(self, x, edge_index, batch):
+        return self.head(global_add_pool(self.gin(x, edge_index).relu(), batch))
+
+
+def pooled_gin(in_channels: int, out_channels: int) -> torch.nn.Module:
+    return PooledGIN(in_channels, out_channels)
+
+
+def gcn(in_channels: int, out_channels: int) -> torch.nn.Module:
+    return GCN(in_channels, 32, 2, out_channels)
+
+
+def _run(name: str, factory, root, *, epochs: int, **changes):
+    task = replace(catalogue()[name](), epochs=epochs, **changes)
+    report = run_benchmark({name: task}, {"model": factory}, seeds=SEEDS, device="cpu",
+                           root=root)
+    return report, report.values(name, "model")
+
+
+def test_every_kind_is_in_the_catalogue():
+    kinds = {name: make().kind for name, make in catalogue().items()}
+    assert {kinds["motifs"], kinds["triangles"], kinds["ba_shapes"], kinds["sbm_link"]} == {
+        "graph", "graph_reg", "node", "link"}
+    assert {"cora", "cora_random", "citeseer", "pubmed_random"} <= set(kinds)
+
+
+def test_graph_classification_motifs(root):
+    report, acc = _run("motifs", pooled_gin, root, epochs=15)
+    # Three balanced classes (chance 1/3); the 5- and 6-cycles are hard to tell apart.
+    assert np.all(acc > 0.55), acc
+    assert not np.all(acc == 1.0), acc
+    hist = report.histories[("motifs", "model", 0)]
+    assert hist.n_epochs == 15 and hist.val is not None and len(hist.train_loss) == 15
+    assert hist.train_loss[-1] < hist.train_loss[0]
+
+
+def test_graph_regression_triangles(root):
+    report, mae = _run("triangles", pooled_gin, root, epochs=15)
+    train, _, test = catalogue()["triangles"]().load(root, 0)
+    target = torch.cat([g.y for g in test])
+    constant = float((target - torch.cat([g.y for g in train]).median()).abs().mean())
+    # Far better than the best constant predictor, far from exact (triangles are not countable
+    # by message passing).
+    assert np.all(mae < 0.5 * constant), (mae, constant)
+    assert np.all(mae > 0.3), mae
+    assert report.metric("triangles").higher_is_better is False
+    hist = report.histories[("triangles", "model", 0)]
+    assert set(hist.extra) == {"test_rmse", "val_rmse"}
+    assert all(r >= m for r, m in zip(hist.extra["test_rmse"], hist.test))  # RMSE >= MAE
+
+
+def test_node_roles_ba_shapes(root):
+    _, acc = _run("ba_shapes", gcn, root, epochs=100)
+    # Majority class (base nodes) is 300/700 = 0.43.
+    assert np.all(acc > 0.55), acc
+    assert not np.all(acc == 1.0), acc
+
+
+def test_link_prediction_sbm(root):
+    report, auc = _run("sbm_link", gcn, root, epochs=40)
+    assert np.all((auc > 0.65) & (auc < 0.98)), auc
+    hist = report.histories[("sbm_link", "model", 0)]
+    assert set(hist.extra) == {"test_hits@10", "test_mrr", "val_hits@10", "val_mrr"}
+    assert 0.0 < hist.extra["test_mrr"][-1] < 1.0
+
+
+def test_link_metric_hits_at_k_and_a_plain_data_loader(root):
+    """A loader returning one Data is split by the trainer from the seed (same for all models)."""
+    from pytest_graphnetz.tasks.link import sbm_link
+
+    def whole_graph(root: str, *, seed: int):
+        train, _, _ = sbm_link(root, seed=seed)
+        return train.__class__(x=train.x, edge_index=train.edge_index, num_nodes=train.num_nodes)
+
+    task = Task("plain", whole_graph, kind="link", metric="hits@5", epochs=3)
+    report = run_benchmark({"plain": task}, {"a": gcn, "b": gcn}, seeds=[0], device="cpu",
+                           root=root)
+    assert report.metric("plain").name == "hits@5" and report.metric("plain").higher_is_better
+    hist = report.histories[("plain", "a", 0)]
+    assert set(hist.extra) == {"test_auc", "test_mrr", "val_auc", "val_mrr"}
+    # Same seed, same factory: the split and the negatives are the same, so the runs are too.
+    assert hist == report.histories[("plain", "b", 0)]
+
+
+def test_pair_loader_has_no_held_out_series():
+    task = replace(catalogue()["triangles"](), epochs=2)
+    train, val, _ = task.load("unused", 0)
+    torch.manual_seed(0)
+    hist = graph_training.train(pooled_gin(*graph_training.channels(task, (train, val))),
+                                (train, val), task=task, device="cpu")
+    assert hist.val is None and hist.n_epochs == 2
+
+
+def test_wrong_metric_for_a_kind_names_the_fix():
+    task = replace(catalogue()["triangles"](), metric="accuracy", epochs=1)
+    data = task.load("unused", 0)
+    with pytest.raises(ValueError, match="computes .*'mae'.*`metric='accuracy'`"):
+        graph_training.train(pooled_gin(8, 1), data, task=task, device="cpu")
