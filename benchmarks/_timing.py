@@ -12,7 +12,8 @@ import time
 from collections.abc import Callable, Mapping
 
 
-def interleaved(variants: Mapping[str, Callable[[], object]], repeats: int) -> dict[str, list[float]]:
+def interleaved(variants: Mapping[str, Callable[[], object]],
+                repeats: int) -> dict[str, list[float]]:
     """Wall seconds of each variant, run in turn ``repeats`` times: ``{name: [seconds] * repeats}``.
 
     The order alternates every round (A B, B A, A B...) so neither variant always runs right

@@ -367,8 +367,29 @@ def findings(rates: Mapping[int, Mapping[str, Mapping[str, Rate]]]) -> list[str]
     return out
 
 
+def conclusion(plan: Plan, values: Mapping[str, Mapping[str, np.ndarray]],
+               rates: Mapping[int, Mapping[str, Mapping[str, Rate]]], S: int = 10) -> str:
+    """One line from the numbers of ``plan`` at ``S`` seeds: false alarms of the paired t-test
+    against the point-gap and single-seed checks (innocent candidates pooled), and detection of
+    the smallest regression by the paired t-test against Welch."""
+    innocent = [c.name for c in CANDIDATES if c.innocent]
+    smallest = next(c.name for c in CANDIDATES if not c.innocent)
+    delta = float(np.mean(values[smallest]["final"] - values["baseline"]["final"]))
+
+    def fa(gate: str) -> Rate:
+        return rate(sum(rates[S][c][gate].k for c in innocent),
+                    sum(rates[S][c][gate].n for c in innocent))
+
+    return (f"**Conclusion** ({plan.task}, S = {S}): innocent changes failed the paired t-test "
+            f"in {fa('paired paired-t')} of PRs, `gap > 0 pt` in {fa('gap > 0 pt')} and the "
+            f"single-seed check in {fa('single seed')}; the smallest regression ({smallest}, "
+            f"{_pts(delta)} pt) was caught by the paired t-test in "
+            f"{rates[S][smallest]['paired paired-t']} and by unpaired Welch in "
+            f"{rates[S][smallest]['Welch (unpaired)']}.")
+
+
 def analyse(plan: Plan, values: Mapping[str, Mapping[str, np.ndarray]]) -> str:
-    """The Markdown section of one plan: effects, rates per S, MDE and findings."""
+    """The Markdown section of one plan: effects, rates per S, MDE, findings, conclusion."""
     from pytest_graphnetz.stats import mde
     from pytest_graphnetz.text import markdown_table
 
@@ -412,6 +433,8 @@ def analyse(plan: Plan, values: Mapping[str, Mapping[str, np.ndarray]]) -> str:
                                   "none (no paired false-alarm rate above α beyond sampling "
                                   "error; no point-gap gate beat paired-t at no higher "
                                   "false-alarm rate)")]
+    if 10 in rates:
+        lines += ["", conclusion(plan, values, rates)]
     return "\n".join(lines)
 
 

@@ -239,10 +239,15 @@ class BenchmarkReport:
     def values(
         self, task: str, model: str, *, epoch_selection: str | None = None, strict: bool = True
     ) -> np.ndarray:
-        """The per-seed numbers of one cell, in ``seeds`` order (NaN for a diverged seed)."""
-        i = self._check_label("task", task, self.tasks)
-        j = self._check_label("model", model, self.models)
-        return self.to_array(epoch_selection, strict=strict)[i, j].copy()
+        """The per-seed numbers of one cell, in ``seeds`` order (NaN for a diverged seed).
+
+        Only this cell's task decides whether ``best_val`` is available: another task without
+        a validation series does not make this call raise.
+        """
+        self._check_label("task", task, self.tasks)
+        self._check_label("model", model, self.models)
+        cell = self.subset(tasks=[task], models=[model])
+        return cell.to_array(epoch_selection, strict=strict)[0, 0].copy()
 
     def diverged(self) -> list[Triple]:
         """Triples whose loss or metric went NaN/inf: reported, never dropped."""

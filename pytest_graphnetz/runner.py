@@ -47,11 +47,49 @@ class TripleError(RuntimeError):
         )
 
 
+class WorkerCrashError(TripleError):
+    """A worker process died abruptly (killed by the OS, a crash in native code, ``os._exit``).
+
+    The pool cannot say which triple the dead process was running: ``suspects`` are the
+    triples that were running in the pool when it broke (``task``, ``model`` and ``seed`` name
+    the first of them).
+    """
+
+    def __init__(self, suspects: list[tuple[str, str, int]], finished: int,
+                 error: BaseException) -> None:
+        self.suspects = suspects
+        self.task, self.model, self.seed = suspects[0]
+        names = "; ".join(f"task {t!r} × model {m!r} × seed {s}" for t, m, s in suspects[:5])
+        more = f" and {len(suspects) - 5} more" if len(suspects) > 5 else ""
+        RuntimeError.__init__(
+            self,
+            f"a worker process died abruptly ({type(error).__name__}: killed by the OS, e.g. "
+            f"out of memory, or a crash in native code) while training "
+            f"{'one of: ' if len(suspects) > 1 else ''}{names}{more}. The {finished} finished "
+            "triple(s) are kept in the cache; rerun with workers=1 to see which triple fails",
+        )
+
+
 class DeviceError(RuntimeError):
     """A pinned device that this machine does not have (never silently replaced)."""
 
 
-# -- seeding and device ----------------------------------------------------------------------
+# -- imports, seeding and device ----------------------------------------------------------------
+
+def _import_torch_geometric() -> None:
+    """Import torch_geometric (and torch) with their import-time DeprecationWarnings silenced.
+
+    PyG 2.8 calls ``torch.jit.script`` while importing, which torch >= 2.10 deprecates: warnings
+    that are not the user's doing would fill their pytest warnings summary and fail a
+    ``-W error`` run. Only the import is silenced; once cached, later imports cost nothing.
+    """
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import torch_geometric  # noqa: F401
+
+
 
 def _reseed(seed: int) -> None:
     """Reseed every RNG training code can reach: Python, NumPy, torch CPU and all CUDA devices."""
@@ -185,6 +223,7 @@ def _run_triple(job: _Job) -> _Outcome:
     from .training.common import to_device
 
     start = time.perf_counter()
+    _import_torch_geometric()  # a spawned or remote worker imports it here first
     task = job.task
     torch.set_num_threads(job.threads)
     # An unseeded loader is reseeded with one fixed value: its data is then the same for every
@@ -258,6 +297,7 @@ def run_benchmark(
     ``models`` and ``seeds``, every history, data/model fingerprints and the run's protocol.
     A failing triple raises :class:`TripleError` naming it (finished triples stay cached).
     """
+    _import_torch_geometric()
     task_map = resolve_tasks(tasks)
     seed_list = _check_seeds(seeds)
     if not isinstance(models, Mapping) or not models:
@@ -351,8 +391,7 @@ def _execute(jobs: list[_Job], *, workers: int, executor: Any, device: str,
                 try:
                     results[i] = future.result()
                 except BaseException as exc:
-                    job = jobs[i]
-                    raise TripleError(job.task.name, job.model, job.seed, exc) from exc
+                    raise _triple_error(jobs, results, i, exc, workers if own else None) from exc
                 _report_progress(progress, jobs[i], results[i])
         except BaseException:
             # Let running triples finish (they land in the cache), drop the queued ones.
@@ -364,6 +403,25 @@ def _execute(jobs: list[_Job], *, workers: int, executor: Any, device: str,
     finally:
         if own:
             executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _triple_error(jobs: list[_Job], results: list[_Outcome | None], i: int, exc: BaseException,
+                  pool_size: int | None) -> TripleError:
+    """The error for failed future ``i``: its triple, or the suspects of a dead worker process.
+
+    A dead process breaks the whole pool, so every unfinished future fails, not only its own.
+    The pool starts triples in submission order, so the ones running were the first
+    ``pool_size`` unfinished ones (all unfinished ones when the pool size is unknown).
+    """
+    from concurrent.futures.process import BrokenProcessPool
+
+    if not isinstance(exc, BrokenProcessPool):
+        job = jobs[i]
+        return TripleError(job.task.name, job.model, job.seed, exc)
+    unfinished = [(j.task.name, j.model, j.seed) for j, r in zip(jobs, results, strict=True)
+                  if r is None]
+    suspects = unfinished[:pool_size] if pool_size else unfinished
+    return WorkerCrashError(suspects, len(jobs) - len(unfinished), exc)
 
 
 def _guarded(job: _Job) -> _Outcome:
@@ -437,4 +495,4 @@ def _assemble(task_map: Mapping[str, Task], models: list[str], seeds: list[int],
     )
 
 
-__all__ = ["run_benchmark", "resolve_device", "DeviceError", "TripleError"]
+__all__ = ["run_benchmark", "resolve_device", "DeviceError", "TripleError", "WorkerCrashError"]

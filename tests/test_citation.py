@@ -155,7 +155,7 @@ def test_damaged_files_on_disk_are_detected(root):
 
 
 def test_retries_are_bounded(root):
-    with FileServer(FILES, damage=10, mode="short") as server:
-        with pytest.raises(CorruptDatasetError, match="still damaged after 2 attempts"):
-            load_planetoid(root, name="Cora", url=server.url, attempts=2)
+    with FileServer(FILES, damage=10, mode="short") as server, \
+            pytest.raises(CorruptDatasetError, match="still damaged after 2 attempts"):
+        load_planetoid(root, name="Cora", url=server.url, attempts=2)
     assert server.requests["ind.cora.x"] == 2

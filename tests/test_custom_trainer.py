@@ -78,6 +78,7 @@ def test_custom_trainer_report_is_bit_for_bit_reproducible(root, tmp_path):
     assert dumps(first.to_dict()) == dumps(second.subset(models=first.models).to_dict())
     # Not trivially equal: seeds give different runs (the loop draws from the torch RNG).
     assert first.histories[("blobs", "mlp", 0)] != first.histories[("blobs", "mlp", 1)]
+    assert first.histories[("blobs", "mlp", 0)] != first.histories[("blobs", "wide", 0)]
     assert first.protocol["tasks"]["blobs"]["trainer"] == "custom"
 
     statuses: list[str] = []

@@ -109,3 +109,46 @@ def test_quick_path_runs_end_to_end_on_a_tiny_plan(gq, tmp_path, monkeypatch):
     assert "### S = 5 seeds" in text and "### S = 10" not in text  # 1 trial of 10: skipped
     for gate in gq.GATE_NAMES:
         assert f"| {gate} |" in text
+
+
+def _rates(gq, paired_fa: int, gap_fa: int, paired_hits: int, gap_hits: int, n: int = 20):
+    """rates[S][candidate][gate] with chosen counts for paired-t and `gap > 1 pt`, 0 elsewhere."""
+    out = {}
+    for c in gq.CANDIDATES:
+        by_gate = {g: gq.rate(0, n) for g in gq.GATE_NAMES}
+        by_gate["paired paired-t"] = gq.rate(paired_fa if c.innocent else paired_hits, n)
+        by_gate["gap > 1 pt"] = gq.rate(gap_fa if c.innocent else gap_hits, n)
+        out[c.name] = by_gate
+    return {10: out}
+
+
+def test_findings_fire_on_excess_false_alarms_and_on_a_better_gap_gate(gq):
+    assert gq.findings(_rates(gq, paired_fa=1, gap_fa=3, paired_hits=15, gap_hits=15)) == []
+    # 2 innocent candidates x 20 trials, 9 alarms: 22% [12, 37] > alpha beyond sampling error
+    excess = gq.findings(_rates(gq, paired_fa=9, gap_fa=9, paired_hits=15, gap_hits=15))
+    assert any("paired paired-t false-alarm rate" in f for f in excess)
+    better = gq.findings(_rates(gq, paired_fa=1, gap_fa=1, paired_hits=10, gap_hits=12))
+    assert len(better) == 1 and "`gap > 1 pt`" in better[0]
+
+
+def test_analyse_states_effects_rates_and_conclusion_for_known_numbers(gq):
+    rng = np.random.default_rng(1)
+    P = 40
+    base = rng.normal(0.80, 0.03, P)
+    values = {"baseline": base}
+    for c in gq.CANDIDATES:
+        shift = 0.0 if c.innocent else -0.05
+        values[c.name] = base + shift + rng.normal(0, 0.005, P)
+    values = {k: {"final": v, "best_val": v} for k, v in values.items()}
+    text = gq.analyse(gq.Plan("toy", epochs=1, pool=P, short_epochs=1), values)
+    assert "240 training runs" in text  # 6 variants x 40 seeds
+    assert "### S = 5" in text and "### S = 10" in text and "### S = 20" in text
+    # a 5-point drop with 0.5-point paired noise: every paired-t trial catches it
+    rows = [line for line in text.splitlines() if line.startswith("| paired paired-t |")]
+    assert len(rows) == 3  # one per S
+    assert all(row.count("100% [") == 3 for row in rows)
+    assert "**Conclusion** (toy, S = 10)" in text
+    # variance reduction: (2 * 0.03²) / (2 * 0.005²) = 72 expected; innocents are pairs of noise
+    vr = [float(cell.strip().rstrip("x")) for line in text.splitlines()
+          if line.startswith("| extra draws | innocent |") for cell in line.split("|")[-2:-1]]
+    assert 40 < vr[0] < 120

@@ -156,8 +156,9 @@ def audited(
 
     A failure of a type in :data:`CORRUPTION_ERRORS` calls ``clear_on_failure(error)`` for
     the paths to delete (the step's inputs or outputs), deletes them and runs ``build`` again;
-    it may re-raise the error to stop retrying. Any other error propagates at once; so does :class:`DatasetUnavailableError`. When every
-    attempt fails, :class:`CorruptDatasetError` names ``what`` and the last error.
+    it may re-raise the error to stop retrying. Any other error propagates at once, so does
+    :class:`DatasetUnavailableError`. When every attempt fails, :class:`CorruptDatasetError`
+    names ``what`` and the last error.
     """
     if attempts < 1:
         raise ValueError(f"`attempts` must be >= 1, got {attempts}")

@@ -9,7 +9,7 @@
   only estimate from degrees and neighbourhoods). Features: one-hot degree.
 - ``ba_shapes`` (node classification): PyG's ``ExplainerDataset`` with a BA base graph and house
   motifs; the label is a node's structural role (base, house top, middle, bottom), features are
-  a constant column, split 80/10/10 per seed.
+  one-hot degree, split 80/10/10 per seed.
 
 Each loader takes ``seed`` and generates its data in a forked RNG seeded with it: the data
 depends on the seed only, never on what the caller drew from the global RNG before.
@@ -91,6 +91,7 @@ def motif_graphs(root: str, *, seed: int, num_graphs: int = 300,
 
 def triangle_graphs(root: str, *, seed: int, num_graphs: int = 300) -> tuple:
     """``(train, val, test)`` lists of random graphs whose target ``y`` is their triangle count."""
+    import numpy as np
     import torch
     from torch_geometric.data import Data
     from torch_geometric.utils import erdos_renyi_graph, to_dense_adj
@@ -101,10 +102,11 @@ def triangle_graphs(root: str, *, seed: int, num_graphs: int = 300) -> tuple:
             n = int(torch.randint(12, 25, ()))
             p = float(torch.empty(()).uniform_(0.1, 0.35))
             edge_index = erdos_renyi_graph(n, p)
-            adj = to_dense_adj(edge_index, max_num_nodes=n)[0]
-            triangles = torch.trace(adj @ adj @ adj) / 6  # each triangle: 6 closed 3-walks
+            adj = to_dense_adj(edge_index, max_num_nodes=n)[0].long().numpy()
+            # Each triangle is 6 closed walks of length 3. (Integer numpy: exact, no BLAS.)
+            triangles = float(np.trace(adj @ adj @ adj)) / 6
             graphs.append(Data(x=degree_features(edge_index, n), edge_index=edge_index,
-                               y=triangles.reshape(1)))
+                               y=torch.tensor([triangles])))
     return _split(graphs, (0.2, 0.2))
 
 
@@ -125,7 +127,7 @@ def ba_shapes(root: str, *, seed: int) -> Any:
                       ("test_mask", order[n_val:n_val + n_test])):
         masks[name] = torch.zeros(n, dtype=torch.bool)
         masks[name][idx] = True
-    return Data(x=torch.ones(n, 1), edge_index=g.edge_index, y=g.y, **masks)
+    return Data(x=degree_features(g.edge_index, n), edge_index=g.edge_index, y=g.y, **masks)
 
 
 TASKS: dict[str, Callable[[], Task]] = {

@@ -76,9 +76,10 @@ def train(model: Any, data: Any, *, task: Any, device: Any) -> History:
     shuffle = torch.Generator().manual_seed(torch.initial_seed())
     train_loader = DataLoader(train_set, batch_size=task.batch_size, shuffle=True,
                               generator=shuffle)
-    eval_loaders = {"test": DataLoader(test_set, batch_size=task.batch_size)}
+    # Evaluation batches never change: collate them once, not every epoch.
+    eval_loaders = {"test": list(DataLoader(test_set, batch_size=task.batch_size))}
     if val_set is not None:
-        eval_loaders["val"] = DataLoader(val_set, batch_size=task.batch_size)
+        eval_loaders["val"] = list(DataLoader(val_set, batch_size=task.batch_size))
     if regression:
         targets = torch.cat([g.y.reshape(-1).float().cpu() for g in train_set])
         # Standardised targets keep one learning rate sensible for counts and for fractions.
@@ -107,8 +108,8 @@ def train(model: Any, data: Any, *, task: Any, device: Any) -> History:
         values = {"train_loss": float(total) / len(train_set)}
 
         model.eval()
-        for split, loader in eval_loaders.items():
-            out, target = _predict(model, loader, device)
+        for split, batches in eval_loaders.items():
+            out, target = _predict(model, batches, device)
             rec.flag(epoch, out)
             if regression:
                 pred = out.reshape(-1) * std + mean
@@ -127,13 +128,13 @@ def train(model: Any, data: Any, *, task: Any, device: Any) -> History:
     return rec.history(val="val" if val_set is not None else None)
 
 
-def _predict(model: Any, loader: Any, device: Any) -> tuple[Any, Any]:
-    """Model outputs [num_graphs, ...] and targets [num_graphs] over ``loader``, on the CPU."""
+def _predict(model: Any, batches: list, device: Any) -> tuple[Any, Any]:
+    """Model outputs [num_graphs, ...] and targets [num_graphs] over ``batches``, on the CPU."""
     import torch
 
     outs, targets = [], []
     with torch.no_grad():
-        for batch in loader:
+        for batch in batches:
             batch = batch.to(device)
             outs.append(model(batch.x, batch.edge_index, batch.batch).float().cpu())
             targets.append(batch.y.reshape(-1).cpu())

@@ -1,0 +1,69 @@
+"""A sweep on a Dask ``distributed`` cluster: ``executor=client.get_executor()``.
+
+A real ``LocalCluster`` (two worker processes, one thread each: threads of one process would
+share torch's RNG) stands in for a remote cluster; nothing home-made imitates it. The report
+must equal the serial one bit for bit, and the Dask workers must share the triple cache with
+the local process. Skipped when the optional ``dask`` extra (``distributed``) is missing.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import gcn, sage, tiny_task
+
+from pytest_graphnetz import run_benchmark
+from pytest_graphnetz.report import dumps
+
+distributed = pytest.importorskip("distributed")
+
+MODELS = {"GCN": gcn, "SAGE": sage}
+SEEDS = [0, 1, 2]
+
+
+@pytest.fixture(scope="module")
+def client():
+    # dashboard_address=None: no web server (and no port clash with a parallel test run).
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as dask_client:
+        yield dask_client
+
+
+def test_sweep_on_a_dask_cluster_equals_the_local_one_and_shares_the_cache(
+        client, root, tmp_path):
+    local = run_benchmark({"tiny": tiny_task()}, MODELS, seeds=SEEDS, device="cpu", root=root)
+    cache = tmp_path / "cache"
+    # Warm the shared cache locally with one seed: the Dask workers must read it, not retrain.
+    run_benchmark({"tiny": tiny_task()}, MODELS, seeds=[1], device="cpu", root=root,
+                  cache_dir=cache)
+    statuses = {}
+    remote = run_benchmark(
+        {"tiny": tiny_task()}, MODELS, seeds=SEEDS, device="cpu", root=root, cache_dir=cache,
+        executor=client.get_executor(pure=False),
+        progress=lambda t, m, s, status, sec: statuses.update({(m, s): status}),
+    )
+    assert statuses == {(m, s): "cached" if s == 1 else "trained" for m in MODELS for s in SEEDS}
+    assert dumps(remote.to_dict()) == dumps(local.to_dict())
+    # ...and what the Dask workers wrote, the local process reads back: nothing is retrained.
+    again = []
+    rerun = run_benchmark({"tiny": tiny_task()}, MODELS, seeds=SEEDS, device="cpu", root=root,
+                          cache_dir=cache, progress=lambda *a: again.append(a[3]))
+    assert again == ["cached"] * len(MODELS) * len(SEEDS)
+    assert dumps(rerun.to_dict()) == dumps(local.to_dict())
+    # The work really ran in the cluster's worker processes, not in this one.
+    import os
+
+    worker_pids = set(client.run(os.getpid).values())
+    assert len(worker_pids) == 2 and os.getpid() not in worker_pids
+
+
+def test_a_failing_triple_on_the_cluster_is_named(client, root):
+    def bad_loader(data_root, *, seed):
+        raise ValueError(f"no data for seed {seed}")
+
+    from pytest_graphnetz.runner import TripleError
+
+    with pytest.raises(TripleError, match=r"task 'bad' × model 'GCN' × seed \d failed") as info:
+        run_benchmark({"bad": tiny_task("bad", loader=bad_loader)}, {"GCN": gcn}, seeds=[0, 1],
+                      device="cpu", root=root, executor=client.get_executor(pure=False))
+    assert "no data for seed" in str(info.value)
