@@ -6,8 +6,9 @@ torch, torch_geometric or scipy at import time (about 1.5 s, 3 s and 0.8 s here)
 
 Each repetition runs ``python -m pytest`` in a fresh process on a throw-away project holding
 20 trivial tests, once as is and once with ``-p no:graphnetz``, alternating (other third-party
-plugins off in both, see ``QUIET``). Printed: the median
-per-round difference (plugin − no plugin) in milliseconds and the ratio of medians. Target: a
+plugins off in both, see ``QUIET``). Printed: the median per-round difference (plugin − no
+plugin) in milliseconds and the median per-round ratio, in CPU time of the pytest process
+(robust to other users' load) and in wall time. Target: a
 difference of a few milliseconds (process start-up and pytest itself cost ~0.3-0.5 s).
 
     .venv/bin/python benchmarks/plugin_overhead.py               # 30 rounds
@@ -17,13 +18,14 @@ difference of a few milliseconds (process start-up and pytest itself cost ~0.3-0
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from _timing import describe, interleaved, median_ratio
+from _timing import describe, interleaved, paired_ratio
 
 # Other installed plugins (hypothesis alone takes ~1 s to load here) are switched off in both
 # variants: they cost the same in both, and their load-time jitter would swamp a few ms.
@@ -32,12 +34,31 @@ QUIET = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:xdist"
 TESTS = "".join(f"def test_{i}():\n    assert {i} + 1 == {i + 1}\n\n" for i in range(20))
 
 
+def user_env(pycache: Path) -> dict[str, str]:
+    """This environment as an installed user's: bytecode written (to ``pycache``, outside the
+    repository). With ``PYTHONDONTWRITEBYTECODE=1``, as on our dev machines, every run would
+    recompile the plugin's source (~15 ms) — a cost no pip-installed user pays."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(pycache)
+    return env
+
+
 def pytest_run(project: Path, *extra: str) -> None:
     """One ``pytest -q`` run of ``project`` in a fresh interpreter; fails loudly on a failure."""
     cmd = [sys.executable, "-m", "pytest", "-q", *QUIET, *extra]
-    done = subprocess.run(cmd, cwd=project, capture_output=True, text=True)
+    done = subprocess.run(cmd, cwd=project, capture_output=True, text=True,
+                          env=user_env(project / "pycache"))
     if done.returncode != 0 or "20 passed" not in done.stdout:
         raise SystemExit(f"pytest run {cmd} failed in {project}:\n{done.stdout}\n{done.stderr}")
+
+
+def import_ms(project: Path) -> float:
+    """Milliseconds to import the plugin module in a fresh interpreter where pytest is already
+    imported (what pytest pays to load it; a precise complement to the noisy run times)."""
+    code = ("import time, pytest; t = time.perf_counter(); import pytest_graphnetz.plugin; "
+            "print(1000 * (time.perf_counter() - t))")
+    return float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                check=True, env=user_env(project / "pycache")).stdout)
 
 
 def main() -> None:
@@ -50,27 +71,32 @@ def main() -> None:
         (project / "pytest.ini").write_text("[pytest]\n")  # own rootdir: no outer addopts
         (project / "test_plain.py").write_text(TESTS)
         # The plugin really is loaded in the "on" runs (and really absent in the "off" ones).
+        env = user_env(project / "pycache")
         on = subprocess.run([sys.executable, "-m", "pytest", "--help"], cwd=project,
-                            capture_output=True, text=True).stdout
+                            capture_output=True, text=True, env=env).stdout
         off = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:graphnetz", "--help"],
-                             cwd=project, capture_output=True, text=True).stdout
+                             cwd=project, capture_output=True, text=True, env=env).stdout
         if "--graphnetz-seeds" not in on or "--graphnetz-seeds" in off:
             raise SystemExit("pytest-graphnetz is not installed as a pytest11 plugin here")
-        pytest_run(project)  # warm the OS file cache for both variants
-        times = interleaved({
+        pytest_run(project)  # warm the OS file cache and write the bytecode, for both variants
+        wall, cpu = interleaved({
             "plugin loaded": lambda: pytest_run(project),
             "-p no:graphnetz": lambda: pytest_run(project, "-p", "no:graphnetz"),
         }, args.repeats)
 
-    diffs_ms = [1000 * (a - b) for a, b in zip(times["plugin loaded"], times["-p no:graphnetz"],
-                                               strict=True)]
+        imports = sorted(import_ms(project) for _ in range(5))
+
+    a, b = "plugin loaded", "-p no:graphnetz"
     print(f"plugin overhead: pytest on 20 trivial tests, fresh process each, "
           f"{args.repeats} interleaved rounds")
-    print(describe(times))
-    print(f"median difference plugin − no plugin: {statistics.median(diffs_ms):+.1f} ms per run "
-          f"(ratio of medians {median_ratio(times, 'plugin loaded', '-p no:graphnetz'):.3f}; "
-          "target: a few ms)")
-
+    print(describe(wall, "wall"))
+    print(describe(cpu, "cpu"))
+    for label, times in (("cpu", cpu), ("wall", wall)):
+        diffs_ms = [1000 * (x - y) for x, y in zip(times[a], times[b], strict=True)]
+        print(f"{label}: median difference plugin − no plugin {statistics.median(diffs_ms):+.1f} "
+              f"ms per run, ratio {paired_ratio(times, a, b):.3f} (target: a few ms)")
+    print(f"import pytest_graphnetz.plugin after pytest (median of 5 fresh processes): "
+          f"{imports[2]:.1f} ms")
 
 if __name__ == "__main__":
     main()

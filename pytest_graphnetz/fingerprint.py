@@ -95,7 +95,8 @@ def _feed_tensor(h: Any, t: Any) -> None:
 
 
 def callable_identity(fn: Any) -> dict[str, str | None]:
-    """``{"name": module.qualname, "source": sha256 of the source or None}`` of a callable.
+    """``{"name": module.qualname, "source": sha256 of the source or None}`` of a callable
+    (or of a whole module, whose every function then counts).
 
     ``functools.partial`` objects are resolved to their function plus the repr of their bound
     arguments; callables whose source cannot be read (builtins, C extensions) get ``None``.
@@ -106,9 +107,12 @@ def callable_identity(fn: Any) -> dict[str, str | None]:
     while isinstance(fn, functools.partial):
         bound += f"partial{fn.args!r}{sorted(fn.keywords.items())!r}"
         fn = fn.func
-    target = fn if (inspect.isfunction(fn) or inspect.ismethod(fn) or inspect.isclass(fn)) \
-        else type(fn)
-    name = f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', repr(target))}"
+    if inspect.ismodule(fn):
+        target, name = fn, fn.__name__
+    else:
+        target = fn if (inspect.isfunction(fn) or inspect.ismethod(fn) or inspect.isclass(fn)) \
+            else type(fn)
+        name = f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', repr(target))}"
     try:
         source = hashlib.sha256(inspect.getsource(target).encode()).hexdigest()
     except (OSError, TypeError):

@@ -204,13 +204,15 @@ class _Outcome:
 
 def _trainer_identity(task: Task) -> Any:
     """What identifies the training loop in the cache key (its code, not only its name)."""
+    from . import metrics
     from .fingerprint import callable_identity
     from .training import builtin, common
 
     if task.trainer is not None:
         return callable_identity(task.trainer)
-    return [callable_identity(builtin(task.kind).train), callable_identity(common.EpochRecorder),
-            callable_identity(common.make_optimizer)]
+    # Whole modules, not just `train`: an edit to any helper or metric of the built-in loop
+    # must invalidate cached results (a stale hit hiding a change is the worst failure).
+    return [callable_identity(module) for module in (builtin(task.kind), common, metrics)]
 
 
 def _run_triple(job: _Job) -> _Outcome:
