@@ -11,6 +11,7 @@ The report keeps the raw per-epoch histories, so every statistic can be re-deriv
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -532,7 +533,18 @@ def write_text_atomic(path: Path, text: str) -> None:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
+        # mkstemp creates the file 0600; give it the mode a plain open() would (umask applied),
+        # so a cache shared between users or CI jobs stays readable.
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+@functools.cache
+def _umask() -> int:
+    # os.umask can only be read by setting it: do that once per process, not per write.
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

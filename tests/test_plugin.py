@@ -178,24 +178,24 @@ def test_gate_rows_reach_the_summary(pytester: pytest.Pytester) -> None:
     cand = base + DROPS
     ref = stats.ttest_rel(cand, base, alternative="less")     # the independent reference
     ci = stats.ttest_rel(cand, base).confidence_interval(0.95)
-    pytester.makepyfile(test_gates=GATES)
+    pytester.makepyfile(test_session_gates=GATES)
     result = pytester.runpytest()
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([
         "*= graphnetz gates =*",
         "Test*Cell*Metric*Baseline*Candidate*Paired Δ [[]CI[]]*p*Verdict*MDE*n",
-        "test_gates.py::test_unchanged*karate/GCN*accuracy ↑*IDENTICAL*0*6",
-        f"test_gates.py::test_borderline*karate/GCN*accuracy ↑*{base.mean():.4g} [[]*"
+        "test_session_gates.py::test_unchanged*karate/GCN*accuracy ↑*IDENTICAL*0*6",
+        f"test_session_gates.py::test_borderline*karate/GCN*accuracy ↑*{base.mean():.4g} [[]*"
         f"{cand.mean():.4g} [[]*{cand.mean() - base.mean():+.4g} "
         f"[[]{ci.low:.4g}, {ci.high:.4g}[]]*{ref.pvalue:.3f}*REGRESSED*6",
     ])
 
 
 def test_session_alpha_and_strict_are_gate_defaults(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_gates=GATES)
+    pytester.makepyfile(test_session_gates=GATES)
     lenient = pytester.runpytest("--graphnetz-alpha=0.01")
     lenient.assert_outcomes(passed=2)
-    lenient.stdout.fnmatch_lines(["test_gates.py::test_borderline*INCONCLUSIVE*"])
+    lenient.stdout.fnmatch_lines(["test_session_gates.py::test_borderline*INCONCLUSIVE*"])
     strict = pytester.runpytest("--graphnetz-alpha=0.01", "--graphnetz-strict")
     strict.assert_outcomes(passed=1, failed=1)
     strict.stdout.fnmatch_lines(["*seeds would decide it (rerun with --graphnetz-seeds=*"])
