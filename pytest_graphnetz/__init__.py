@@ -23,7 +23,10 @@ _EXPORTS = {
     "assert_ci_width": "gates",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "BenchmarkReport", "History", "MetricSpec", "Task", "assert_better", "assert_ci_width",
+    "assert_equivalent", "assert_not_worse", "run_benchmark",
+]
 
 if TYPE_CHECKING:
     from .gates import assert_better, assert_ci_width, assert_equivalent, assert_not_worse

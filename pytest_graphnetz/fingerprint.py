@@ -112,7 +112,8 @@ def callable_identity(fn: Any) -> dict[str, str | None]:
     else:
         target = fn if (inspect.isfunction(fn) or inspect.ismethod(fn) or inspect.isclass(fn)) \
             else type(fn)
-        name = f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', repr(target))}"
+        qualname = getattr(target, "__qualname__", repr(target))
+        name = f"{getattr(target, '__module__', '?')}.{qualname}"
     try:
         source = hashlib.sha256(inspect.getsource(target).encode()).hexdigest()
     except (OSError, TypeError):

@@ -13,11 +13,11 @@ from .base import Task
 
 # category -> module (relative to this package)
 CATEGORIES = {
-    "social": ".social",          # Zachary's karate club (issue 2)
-    "synthetic": ".synthetic",    # contextual stochastic block models (issue 2)
-    "structure": ".structure",    # motif graph classification, graph regression, BA-Shapes (issue 5)
-    "link": ".link",              # link prediction on a seeded block model (issue 5)
-    "citation": ".citation",      # Cora, CiteSeer, PubMed through Planetoid (issue 5)
+    "social": ".social",          # Zachary's karate club
+    "synthetic": ".synthetic",    # contextual stochastic block models
+    "structure": ".structure",    # motif graph classification, graph regression, BA-Shapes
+    "link": ".link",              # link prediction on a seeded block model
+    "citation": ".citation",      # Cora, CiteSeer, PubMed through Planetoid
 }
 
 
@@ -41,7 +41,9 @@ def catalogue() -> dict[str, Callable[[], Task]]:
     return out
 
 
-def resolve_tasks(tasks: str | list[str] | tuple[str, ...] | Mapping[str, object]) -> dict[str, Task]:
+def resolve_tasks(
+    tasks: str | list[str] | tuple[str, ...] | Mapping[str, object],
+) -> dict[str, Task]:
     """Turn the ``tasks`` argument of ``run_benchmark`` into ``{name: Task}``.
 
     A category name, a list of catalogue task names, or a ``{name: Task | loader}`` dict of
@@ -59,7 +61,9 @@ def resolve_tasks(tasks: str | list[str] | tuple[str, ...] | Mapping[str, object
             elif callable(spec):
                 out[name] = Task(name, spec)
             else:
-                raise TypeError(f"task {name!r}: expected a Task or a loader callable, got {spec!r}")
+                raise TypeError(
+                    f"task {name!r}: expected a Task or a loader callable, got {spec!r}"
+                )
         return out
     known = catalogue()
     unknown = [t for t in tasks if t not in known]

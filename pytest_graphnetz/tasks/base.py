@@ -43,7 +43,9 @@ class Task:
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
-            raise ValueError(f"Task {self.name!r}: `kind` must be one of {KINDS}, got {self.kind!r}")
+            raise ValueError(
+                f"Task {self.name!r}: `kind` must be one of {KINDS}, got {self.kind!r}"
+            )
         if self.epochs < 1:
             raise ValueError(f"Task {self.name!r}: `epochs` must be >= 1, got {self.epochs}")
         if not callable(self.loader):
