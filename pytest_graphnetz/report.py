@@ -25,7 +25,9 @@ import numpy as np
 from .history import History, MetricSpec
 
 SCHEMA = "pytest-graphnetz/report"
-SCHEMA_VERSION = 1
+# 2: histories whose values are all float32 are written with their shortest float32 repr and
+# the marker `"float32": true` (version-1 files, without it, are read as before).
+SCHEMA_VERSION = 2
 CI_METHODS = ("t", "bootstrap")
 EPOCH_SELECTIONS = ("final", "best_val")
 
@@ -363,7 +365,7 @@ class BenchmarkReport:
         """The JSON-ready form: labels, metrics, protocol, fingerprints and every history."""
         cells: dict = {}
         for (t, m, s), hist in self.histories.items():
-            cells.setdefault(t, {}).setdefault(m, {})[str(s)] = hist.to_dict()
+            cells.setdefault(t, {}).setdefault(m, {})[str(s)] = _history_to_json(hist)
         return {
             "schema": SCHEMA,
             "schema_version": SCHEMA_VERSION,
@@ -402,7 +404,7 @@ class BenchmarkReport:
             metrics = {t: MetricSpec(d["name"], bool(d["higher_is_better"]))
                        for t, d in data["metrics"].items()}
             histories = {
-                (t, m, int(s)): History.from_dict(h)
+                (t, m, int(s)): _history_from_json(h)
                 for t, by_model in data["histories"].items()
                 for m, by_seed in by_model.items()
                 for s, h in by_seed.items()
@@ -474,6 +476,65 @@ class BenchmarkReport:
                 f"{len(self.seeds)} seeds, metric={self.metric_name()!r})")
 
 
+# -- histories in JSON: float32 values at float32 length -----------------------------------------
+# Trainers record float32 tensors, so a history's values are float32 numbers widened to Python
+# floats, whose shortest *double* repr is 17 digits long (0.6931471824645996). A history whose
+# values are all float32 is written with their shortest float32 repr (0.6931472, which a JSON
+# reader parses to the nearest double) and `"float32": true`; reading rounds each value back to
+# float32, recovering it exactly. Encoding checks that round trip value by value and keeps the
+# full doubles when it would not hold, so the format is lossless by construction.
+
+_FLOAT32_MARK = "float32"
+
+
+def _history_to_json(hist: History) -> dict:
+    """``hist.to_dict()``, float32 histories shortened (see above)."""
+    d = hist.to_dict()
+    series = [d["test"], d.get("val") or [], d.get("train_loss", [])]
+    series += list(d.get("extra", {}).values())
+    values = np.array([v for s in series for v in s], dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):  # out of float32 range: not float32
+        narrow = values.astype(np.float32)
+    if not np.array_equal(narrow.astype(np.float64), values, equal_nan=True):
+        return d
+    # numpy prints a float32 by its shortest repr that reads back as the same float32.
+    short = [float(str(x)) for x in narrow]
+    if not np.array_equal(np.array(short, dtype=np.float32), narrow, equal_nan=True):
+        return d  # never seen; the guard keeps the format exact if a reader rounded otherwise
+    it = iter(short)
+
+    def take(s: list) -> list[float]:
+        return [next(it) for _ in s]
+
+    out: dict = {_FLOAT32_MARK: True, "test": take(d["test"])}
+    if "val" in d:
+        out["val"] = take(d["val"])
+    if "train_loss" in d:
+        out["train_loss"] = take(d["train_loss"])
+    if "extra" in d:
+        out["extra"] = {k: take(v) for k, v in d["extra"].items()}
+    return out
+
+
+def _history_from_json(d: Mapping) -> History:
+    """Inverse of :func:`_history_to_json` (plain ``History.to_dict()`` forms too)."""
+    if not d.get(_FLOAT32_MARK):
+        return History.from_dict(d)
+
+    def widen(values: Any) -> list[float]:
+        # Strings are the non-finite values ("NaN", "Infinity"); float() reads them.
+        doubles = np.array([float(v) for v in values], dtype=np.float64)
+        return doubles.astype(np.float32).astype(np.float64).tolist()
+
+    extra = d.get("extra", {})
+    return History(
+        test=widen(d["test"]),
+        val=widen(d["val"]) if d.get("val") is not None else None,
+        train_loss=widen(d.get("train_loss", ())),
+        extra={k: widen(v) for k, v in extra.items()},
+    )
+
+
 # -- JSON encoding: non-finite floats as strings, series on one line, sorted keys ----------------
 # History series decode the strings back with float("NaN"/"Infinity"/"-Infinity").
 
@@ -507,6 +568,8 @@ def _dump(obj: Any, depth: int) -> str:
                  for k in sorted(obj, key=str)]
         return "{\n" + ",\n".join(items) + "\n" + pad + "}"
     if isinstance(obj, (list, tuple)):
+        if all(type(v) is float for v in obj):  # a history series: skip the checks below
+            return "[" + ", ".join(map(_scalar, obj)) + "]"
         if all(not isinstance(v, (Mapping, list, tuple)) for v in obj):
             return "[" + ", ".join(_scalar(v) for v in obj) + "]"
         return "[\n" + ",\n".join(inner + _dump(v, depth + 1) for v in obj) + "\n" + pad + "]"
@@ -514,6 +577,8 @@ def _dump(obj: Any, depth: int) -> str:
 
 
 def _scalar(v: Any) -> str:
+    if type(v) is float and math.isfinite(v):
+        return repr(v)  # what json.dumps writes for a finite float, without its overhead
     if isinstance(v, (float, np.floating)):
         return json.dumps(_encode_float(float(v)))
     if isinstance(v, np.integer):

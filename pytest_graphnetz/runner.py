@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import platform
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -215,8 +216,18 @@ def _trainer_identity(task: Task) -> Any:
     return [callable_identity(module) for module in (builtin(task.kind), common, metrics)]
 
 
+# Seeds and torch's thread count are process-wide: two triples in threads of one process (a
+# Dask worker with several threads, say) would interleave their RNG draws, so they take turns.
+_ONE_TRIPLE_PER_PROCESS = threading.Lock()
+
+
 def _run_triple(job: _Job) -> _Outcome:
     """Load, build, fingerprint, then fetch from the cache or train one (task, model, seed)."""
+    with _ONE_TRIPLE_PER_PROCESS:
+        return _run_triple_alone(job)
+
+
+def _run_triple_alone(job: _Job) -> _Outcome:
     import torch
 
     from . import training

@@ -9,7 +9,9 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> st
     """An aligned plain-text table: text columns left-aligned, numeric columns right-aligned."""
     cells = [[str(c) for c in row] for row in rows]
     widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
-    numeric = [bool(cells) and all(_is_number(r[i]) for r in cells) for i in range(len(headers))]
+    # A column of numbers (blank cells allowed) is right-aligned, header included.
+    numeric = [any(r[i] for r in cells) and all(not r[i] or _is_number(r[i]) for r in cells)
+               for i in range(len(headers))]
 
     def line(values: Sequence[str]) -> str:
         parts = [v.rjust(w) if num else v.ljust(w)

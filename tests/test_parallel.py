@@ -11,6 +11,8 @@ same bits as a clean serial run.
 from __future__ import annotations
 
 import os
+import threading
+from concurrent.futures import Executor, Future
 
 import pytest
 from conftest import gcn, tiny_task
@@ -57,6 +59,48 @@ def test_three_workers_and_a_half_warm_cache_give_the_serial_bits(root, tmp_path
     report = _run(root, workers=3, cache_dir=cache,
                   progress=lambda t, m, s, status, sec: statuses.update({s: status}))
     assert statuses == {0: "trained", 1: "cached", 2: "trained", 3: "cached"}
+    assert dumps(report.to_dict()) == serial
+
+
+class _TwoThreads(Executor):
+    """Runs submitted calls in two threads of this process at once — as a Dask worker with
+    ``threads_per_worker=2`` does (a ``ThreadPoolExecutor`` is refused outright)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Future, object, tuple]] = []
+        self.threads: list[threading.Thread] = []
+        self.busy = 0  # threads between start and finding no call left; guarded by `lock`
+        self.lock = threading.Lock()
+
+    def submit(self, fn, /, *args, **kwargs):
+        future: Future = Future()
+        with self.lock:
+            self.calls.append((future, fn, args))
+            if self.busy < 2:
+                self.busy += 1
+                self.threads.append(threading.Thread(target=self._work))
+                self.threads[-1].start()
+        return future
+
+    def _work(self) -> None:
+        while True:
+            with self.lock:
+                if not self.calls:
+                    self.busy -= 1
+                    return
+                future, fn, args = self.calls.pop(0)
+            try:
+                future.set_result(fn(*args))
+            except BaseException as exc:
+                future.set_exception(exc)
+
+
+def test_triples_in_threads_of_one_process_take_turns(root, serial):
+    """Seeding is process-wide: concurrent triples in one process would mix their RNG draws."""
+    executor = _TwoThreads()
+    report = _run(root, executor=executor)
+    for thread in executor.threads:
+        thread.join()
     assert dumps(report.to_dict()) == serial
 
 
