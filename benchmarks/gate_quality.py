@@ -13,7 +13,7 @@ same baseline runs (so rates of two candidates are correlated; each rate on its 
 over independent trials). Runs go through ``run_benchmark``'s per-triple cache, so a rerun or
 a resumed crash trains nothing twice.
 
-    python benchmarks/gate_quality.py --quick     # karate smoke case, a few minutes on 2 cores
+    python benchmarks/gate_quality.py --quick     # small pools: a smoke run of a few minutes
     python benchmarks/gate_quality.py             # the measurement behind the README table
 
 Writes the tables and findings to ``benchmarks/gate_quality_results.md`` (``--out``).
@@ -441,7 +441,8 @@ def analyse(plan: Plan, values: Mapping[str, Mapping[str, np.ndarray]]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
-                        help="karate only, 40 seeds: a smoke run of a few minutes")
+                        help="small pools (karate 30 seeds, csbm_homophilous 20): a smoke run of a "
+                             "few minutes whose rates are too coarse to quote")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--cache-dir", default=".graphnetz/gate_quality_cache")
     parser.add_argument("--out", default=str(Path(__file__).with_name("gate_quality_results.md")))

@@ -61,6 +61,24 @@ def import_ms(project: Path) -> float:
                                 check=True, env=user_env(project / "pycache")).stdout)
 
 
+def profiled_ms(project: Path) -> float:
+    """Milliseconds spent in the plugin during one pytest run, by cProfile: importing
+    ``pytest_graphnetz.plugin`` plus every hook it implements (cProfile inflates small calls,
+    so this is an upper bound; unlike run times it does not move with the machine's load)."""
+    import pstats
+
+    out = project / "plugin.prof"
+    cmd = [sys.executable, "-m", "cProfile", "-o", str(out), "-m", "pytest", "-q", *QUIET]
+    subprocess.run(cmd, cwd=project, capture_output=True, check=True,
+                   env=user_env(project / "pycache"))
+    seconds = 0.0
+    for (filename, _, name), row in pstats.Stats(str(out)).stats.items():  # type: ignore[attr-defined]
+        if filename.endswith(os.path.join("pytest_graphnetz", "plugin.py")) and (
+                name == "<module>" or name.startswith("pytest_")):
+            seconds += row[3]  # cumulative time
+    return 1000 * seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=30)
@@ -85,6 +103,7 @@ def main() -> None:
         }, args.repeats)
 
         imports = sorted(import_ms(project) for _ in range(5))
+        profiled = sorted(profiled_ms(project) for _ in range(5))
 
     a, b = "plugin loaded", "-p no:graphnetz"
     print(f"plugin overhead: pytest on 20 trivial tests, fresh process each, "
@@ -93,10 +112,14 @@ def main() -> None:
     print(describe(cpu, "cpu"))
     for label, times in (("cpu", cpu), ("wall", wall)):
         diffs_ms = [1000 * (x - y) for x, y in zip(times[a], times[b], strict=True)]
-        print(f"{label}: median difference plugin − no plugin {statistics.median(diffs_ms):+.1f} "
-              f"ms per run, ratio {paired_ratio(times, a, b):.3f} (target: a few ms)")
+        of_medians = 1000 * (statistics.median(times[a]) - statistics.median(times[b]))
+        print(f"{label}: plugin − no plugin per run: median of per-round differences "
+              f"{statistics.median(diffs_ms):+.1f} ms, difference of medians {of_medians:+.1f} ms, "
+              f"ratio {paired_ratio(times, a, b):.3f} (target: a few ms)")
     print(f"import pytest_graphnetz.plugin after pytest (median of 5 fresh processes): "
           f"{imports[2]:.1f} ms")
+    print(f"time inside the plugin (import + hooks) per run, cProfile, median of 5: "
+          f"{profiled[2]:.1f} ms")
 
 if __name__ == "__main__":
     main()

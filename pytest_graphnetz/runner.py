@@ -300,7 +300,8 @@ def run_benchmark(
     - ``root``: dataset directory (default ``$GRAPHNETZ_ROOT`` or ``data/benchmark``); task
       data lives in ``<root>/<category>/<task>/``, the directory its loader receives.
     - ``workers``: triples run in this many processes (fork where available, CPU only);
-      ``executor``: any ``concurrent.futures.Executor`` instead (e.g. a Dask client's).
+      ``executor``: any ``concurrent.futures.Executor`` instead (e.g. a Dask client's
+      ``client.get_executor(pure=False)``; see docs/distributed.md).
     - ``threads``: torch intra-op threads per triple (the thread count changes the bits).
     - ``cache_dir``: a :class:`~pytest_graphnetz.cache.TripleCache` directory (None: no cache).
     - ``progress``: ``progress(task, model, seed, status, seconds)``, status ``"trained"`` or
@@ -308,7 +309,8 @@ def run_benchmark(
 
     Returns a :class:`BenchmarkReport` with ``X[task, model, seed]`` in the order of ``tasks``,
     ``models`` and ``seeds``, every history, data/model fingerprints and the run's protocol.
-    A failing triple raises :class:`TripleError` naming it (finished triples stay cached).
+    A failing triple raises :class:`TripleError` naming it (finished triples stay cached); a
+    worker process that dies outright raises :class:`WorkerCrashError` naming the suspects.
     """
     _import_torch_geometric()
     task_map = resolve_tasks(tasks)
