@@ -1,6 +1,7 @@
 """The example project's CI gates: "did this change make a model worse?" on paired seeds.
 
-Run with ``pytest examples`` (5 seeds) or ``pytest examples --graphnetz-seeds=10`` (CI).
+Run with ``pytest examples`` (10 seeds, the default) or ``pytest examples --graphnetz-seeds=5``
+for a quicker, less sensitive local check.
 Baselines live in ``baselines/test_gates/``; after an intended change, refresh them with
 ``graphnetz refresh examples --graphnetz-seeds=10`` and commit the JSON diff.
 """

@@ -76,7 +76,7 @@ def test_defaults(pytester: pytest.Pytester) -> None:
     got = settings(pytester)
     root = pytester.path
     assert got == {
-        "seeds": [0, 1, 2, 3, 4], "device": "auto", "workers": 1,
+        "seeds": list(range(10)), "device": "auto", "workers": 1,
         "cache_dir": str(root / ".pytest_cache" / "d" / "graphnetz"),
         "baseline_dir": str(root / "baselines"), "update_baselines": False, "force": False,
         "alpha": 0.05, "strict": False, "summary": None,
