@@ -80,8 +80,12 @@ def best_models(report: BenchmarkReport, *, alpha: float = 0.05) -> dict[str, st
     The candidate is the best mean in the metric's direction; it counts as best only if each
     of its pairs is distinguishable (Holm-corrected within the task) in its favour.
     """
-    cells = cell_stats(report)
-    found = pair_findings(report, alpha=alpha)
+    return _best(report, cell_stats(report), pair_findings(report, alpha=alpha))
+
+
+def _best(report: BenchmarkReport, cells: dict[tuple[str, str], SummaryRow],
+          found: dict[str, list[PairFinding]]) -> dict[str, str | None]:
+    """:func:`best_models` from already computed cell stats and pair findings."""
     best: dict[str, str | None] = {}
     for task in report.tasks:
         sign = 1.0 if report.metric(task).higher_is_better else -1.0
@@ -167,7 +171,7 @@ def to_latex(
     selection. Needs ``\\usepackage{booktabs}``. Returns the LaTeX source as a string.
     """
     cells = cell_stats(report)
-    best = best_models(report, alpha=alpha)
+    best = _best(report, cells, pair_findings(report, alpha=alpha))
     header = " & ".join(["Model"] + [
         f"{latex_escape(t)} ({latex_escape(report.metric_name(t))} {_arrow(report, t, latex=True)})"
         for t in report.tasks
@@ -241,7 +245,8 @@ def to_markdown(report: BenchmarkReport, *, digits: int = 3, alpha: float = 0.05
     bold marks what :func:`best_models` finds. Returns the Markdown as a string.
     """
     cells = cell_stats(report)
-    best = best_models(report, alpha=alpha)
+    found = pair_findings(report, alpha=alpha)  # once: the bold cells and the findings view
+    best = _best(report, cells, found)
     headers = ["model"] + [
         f"{t} ({report.metric_name(t)} {_arrow(report, t, latex=False)})" for t in report.tasks
     ]
@@ -252,7 +257,7 @@ def to_markdown(report: BenchmarkReport, *, digits: int = 3, alpha: float = 0.05
     ]
     caption = _caption(report, cells, alpha, latex=False)
     return (markdown_table(headers, rows) + f"\n\n_{caption}_\n\n"
-            + findings(report, digits=digits, alpha=alpha))
+            + _findings(report, found, digits=digits, alpha=alpha))
 
 
 def findings(report: BenchmarkReport, *, digits: int = 3, alpha: float = 0.05) -> str:
@@ -263,7 +268,12 @@ def findings(report: BenchmarkReport, *, digits: int = 3, alpha: float = 0.05) -
     whose two cell intervals overlap is written in *italics*: a caution for readers who judge
     by overlap, never the verdict (the paired test decides). Returns the Markdown as a string.
     """
-    found = pair_findings(report, alpha=alpha)
+    return _findings(report, pair_findings(report, alpha=alpha), digits=digits, alpha=alpha)
+
+
+def _findings(report: BenchmarkReport, found: dict[str, list[PairFinding]], *, digits: int,
+              alpha: float) -> str:
+    """:func:`findings` from already computed pair findings."""
     level = f"{report.confidence_level * 100:g}%"
     rows = []
     for task in report.tasks:
