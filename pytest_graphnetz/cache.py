@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .history import History
-from .report import dumps, write_text_atomic
+from .report import dumps, history_from_json, history_to_json, write_text_atomic
 
 CACHE_SCHEMA = "pytest-graphnetz/triple"
 CACHE_VERSION = 1
@@ -62,7 +62,7 @@ class TripleCache:
             entry = json.loads(text)
             if entry.get("schema") != CACHE_SCHEMA or entry.get("key") != key:
                 raise ValueError("wrong schema or key")
-            return History.from_dict(entry["history"])
+            return history_from_json(entry["history"])
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             warnings.warn(
                 f"discarding corrupt graphnetz cache entry {path} ({exc}); it will be recomputed",
@@ -75,7 +75,7 @@ class TripleCache:
         """Write ``history`` under ``key`` atomically; ``fields`` are stored for inspection."""
         path = self.path(key)
         entry = {"schema": CACHE_SCHEMA, "version": CACHE_VERSION, "key": key,
-                 "history": history.to_dict()}
+                 "history": history_to_json(history)}  # the report's exact, compact form
         if fields is not None:
             entry["fields"] = json.loads(canonical_json(fields))
         write_text_atomic(path, dumps(entry))

@@ -365,7 +365,7 @@ class BenchmarkReport:
         """The JSON-ready form: labels, metrics, protocol, fingerprints and every history."""
         cells: dict = {}
         for (t, m, s), hist in self.histories.items():
-            cells.setdefault(t, {}).setdefault(m, {})[str(s)] = _history_to_json(hist)
+            cells.setdefault(t, {}).setdefault(m, {})[str(s)] = history_to_json(hist)
         return {
             "schema": SCHEMA,
             "schema_version": SCHEMA_VERSION,
@@ -404,7 +404,7 @@ class BenchmarkReport:
             metrics = {t: MetricSpec(d["name"], bool(d["higher_is_better"]))
                        for t, d in data["metrics"].items()}
             histories = {
-                (t, m, int(s)): _history_from_json(h)
+                (t, m, int(s)): history_from_json(h)
                 for t, by_model in data["histories"].items()
                 for m, by_seed in by_model.items()
                 for s, h in by_seed.items()
@@ -487,7 +487,7 @@ class BenchmarkReport:
 _FLOAT32_MARK = "float32"
 
 
-def _history_to_json(hist: History) -> dict:
+def history_to_json(hist: History) -> dict:
     """``hist.to_dict()``, float32 histories shortened (see above)."""
     d = hist.to_dict()
     series = [d["test"], d.get("val") or [], d.get("train_loss", [])]
@@ -516,8 +516,8 @@ def _history_to_json(hist: History) -> dict:
     return out
 
 
-def _history_from_json(d: Mapping) -> History:
-    """Inverse of :func:`_history_to_json` (plain ``History.to_dict()`` forms too)."""
+def history_from_json(d: Mapping) -> History:
+    """Inverse of :func:`history_to_json` (plain ``History.to_dict()`` forms too)."""
     if not d.get(_FLOAT32_MARK):
         return History.from_dict(d)
 
