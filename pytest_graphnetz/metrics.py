@@ -22,6 +22,13 @@ def _vector(values: Any, name: str) -> np.ndarray:
     return arr
 
 
+def _pair(predicted: Any, target: Any) -> tuple[np.ndarray, np.ndarray]:
+    p, t = _vector(predicted, "predicted"), _vector(target, "target")
+    if p.shape != t.shape:
+        raise ValueError(f"`predicted` has {p.size} values but `target` has {t.size}")
+    return p, t
+
+
 def roc_auc(scores: Any, labels: Any) -> float:
     """Area under the ROC curve of ``scores`` [n] for binary ``labels`` [n] (1 = positive).
 
@@ -72,23 +79,17 @@ def mrr(pos_scores: Any, neg_scores: Any) -> float:
 
 def accuracy(predicted: Any, target: Any) -> float:
     """Fraction of ``predicted`` class ids [n] equal to ``target`` [n]."""
-    p, t = _vector(predicted, "predicted"), _vector(target, "target")
-    if p.shape != t.shape:
-        raise ValueError(f"`predicted` has {p.size} values but `target` has {t.size}")
+    p, t = _pair(predicted, target)
     return float(np.mean(p == t))
 
 
 def mae(predicted: Any, target: Any) -> float:
     """Mean absolute error between ``predicted`` [n] and ``target`` [n]."""
-    p, t = _vector(predicted, "predicted"), _vector(target, "target")
-    if p.shape != t.shape:
-        raise ValueError(f"`predicted` has {p.size} values but `target` has {t.size}")
+    p, t = _pair(predicted, target)
     return float(np.mean(np.abs(p - t)))
 
 
 def rmse(predicted: Any, target: Any) -> float:
     """Root mean squared error between ``predicted`` [n] and ``target`` [n]."""
-    p, t = _vector(predicted, "predicted"), _vector(target, "target")
-    if p.shape != t.shape:
-        raise ValueError(f"`predicted` has {p.size} values but `target` has {t.size}")
+    p, t = _pair(predicted, target)
     return float(np.sqrt(np.mean((p - t) ** 2)))
