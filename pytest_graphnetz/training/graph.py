@@ -47,12 +47,13 @@ def splits(data: Any, *, task: Any) -> tuple[Sequence, Sequence | None, Sequence
 
 
 def channels(task: Any, data: Any) -> tuple[int, int]:
-    """``(in_channels, out_channels)``: node feature width and classes (``graph``) or 1."""
+    """``(in_channels, out_channels)``: node feature width and classes (``graph``) or 1.
+
+    (The runner applies ``Task.in_channels``/``out_channels`` overrides on top of this.)
+    """
     train, val, test = splits(data, task=task)
     graphs = [*train, *(val or []), *test]
-    in_channels = task.in_channels or int(graphs[0].num_node_features)
-    if task.out_channels:
-        return in_channels, task.out_channels
+    in_channels = int(graphs[0].num_node_features)
     if task.kind == "graph_reg":
         return in_channels, 1
     return in_channels, int(max(int(g.y.max()) for g in graphs)) + 1
