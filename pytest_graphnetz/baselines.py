@@ -11,12 +11,11 @@ unless the caller forces it.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .report import SCHEMA_VERSION, BenchmarkReport, ReportFormatError
+from .report import SCHEMA_VERSION, BenchmarkReport, ReportFormatError, ReportSchemaError
 
 # Characters that are not portable in file names (Windows forbids these; "/" would nest).
 _UNSAFE = re.compile(r'[\\/:*?"<>|\s]+')
@@ -98,27 +97,18 @@ def load_baseline(path: str | Path, *, update_command: str | None = None) -> Ben
         raise BaselineMissingError(f"no baseline at {path}: {_how_to_create(path, update_command)}")
     try:
         return BenchmarkReport.from_json(path)
+    except ReportSchemaError as exc:
+        raise BaselineSchemaError(
+            f"baseline {path} was written by a newer pytest-graphnetz (report schema "
+            f"version {exc.version}; this one reads up to {SCHEMA_VERSION}). Upgrade "
+            "pytest-graphnetz (`pip install -U pytest-graphnetz`); the file was left as it is."
+        ) from None
     except ReportFormatError as exc:
-        version = _schema_version(path)
-        if isinstance(version, int) and version > SCHEMA_VERSION:
-            raise BaselineSchemaError(
-                f"baseline {path} was written by a newer pytest-graphnetz (report schema "
-                f"version {version}; this one reads up to {SCHEMA_VERSION}). Upgrade "
-                "pytest-graphnetz (`pip install -U pytest-graphnetz`); the file was left as it is."
-            ) from None
         raise BaselineFormatError(
             f"baseline {path} cannot be read: {exc}. The file was left as it is: fix it from "
             f"version control (`git checkout -- {path}`), or replace it with "
             f"{_force_hint(update_command)}"
         ) from None
-
-
-def _schema_version(path: Path) -> object:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data.get("schema_version") if isinstance(data, dict) else None
 
 
 def _how_to_create(path: Path, update_command: str | None) -> str:

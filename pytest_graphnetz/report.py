@@ -38,6 +38,14 @@ class ReportFormatError(ValueError):
     """A report file that cannot be read: malformed, from a newer schema, or inconsistent."""
 
 
+class ReportSchemaError(ReportFormatError):
+    """A report written with a newer schema than this pytest-graphnetz reads (``version``)."""
+
+    def __init__(self, message: str, version: int) -> None:
+        super().__init__(message)
+        self.version = version
+
+
 class EpochSelectionError(ValueError):
     """``best_val`` asked of a task that has no held-out validation series."""
 
@@ -396,9 +404,10 @@ class BenchmarkReport:
         if not isinstance(version, int):
             raise ReportFormatError(f"{source}: missing or invalid `schema_version` ({version!r})")
         if version > SCHEMA_VERSION:
-            raise ReportFormatError(
+            raise ReportSchemaError(
                 f"{source}: written with report schema version {version}, newer than the "
-                f"{SCHEMA_VERSION} this pytest-graphnetz reads; upgrade pytest-graphnetz"
+                f"{SCHEMA_VERSION} this pytest-graphnetz reads; upgrade pytest-graphnetz",
+                version,
             )
         try:
             metrics = {t: MetricSpec(d["name"], bool(d["higher_is_better"]))
