@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .base import Task
-from .structure import fixed_rng
+from .splits import fixed_rng
 
 
 def split_links(data: Any, *, seed: int, num_val: float = 0.1, num_test: float = 0.2) -> tuple:

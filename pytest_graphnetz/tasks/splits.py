@@ -1,8 +1,10 @@
-"""Seeded node splits and seed derivation shared by catalogue loaders."""
+"""Seeded node splits, seed derivation and a seeded RNG block shared by catalogue loaders."""
 
 from __future__ import annotations
 
+import contextlib
 import zlib
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -50,3 +52,24 @@ def stratified_masks(
         masks[1][idx[n_train:n_train + n_val]] = True
         masks[2][idx[n_train + n_val:]] = True
     return masks[0], masks[1], masks[2]
+
+
+@contextlib.contextmanager
+def fixed_rng(seed: int) -> Iterator[None]:
+    """Run a block under torch's CPU RNG and Python's ``random`` seeded with ``seed``.
+
+    The caller's RNG states are restored afterwards, so generated data depends on ``seed``
+    only and drawing it shifts no later draw. (PyG's negative sampling uses ``random``.)
+    """
+    import random
+
+    import torch
+
+    state = random.getstate()
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            random.seed(seed)
+            yield
+    finally:
+        random.setstate(state)

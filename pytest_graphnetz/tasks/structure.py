@@ -17,34 +17,13 @@ depends on the seed only, never on what the caller drew from the global RNG befo
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from .base import Task
+from .splits import fixed_rng
 
 MAX_DEGREE = 8  # one-hot width of the degree features; larger degrees share the last slot
-
-
-@contextlib.contextmanager
-def fixed_rng(seed: int) -> Iterator[None]:
-    """Run a block under torch's CPU RNG and Python's ``random`` seeded with ``seed``.
-
-    The caller's RNG states are restored afterwards, so generated data depends on ``seed``
-    only and drawing it shifts no later draw. (PyG's negative sampling uses ``random``.)
-    """
-    import random
-
-    import torch
-
-    state = random.getstate()
-    try:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            random.seed(seed)
-            yield
-    finally:
-        random.setstate(state)
 
 
 def degree_features(edge_index: Any, num_nodes: int) -> Any:
