@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
 
+from ..report import write_text_atomic
+
 T = TypeVar("T")
 
 MANIFEST = "graphnetz-manifest.json"
@@ -65,10 +67,7 @@ def _manifest(folder: Path) -> dict[str, dict]:
 def _record(path: Path, size: int, digest: str) -> None:
     manifest = _manifest(path.parent)
     manifest[path.name] = {"size": size, "sha256": digest}
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{MANIFEST}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(manifest, fh, indent=2, sort_keys=True)
-    os.replace(tmp, path.parent / MANIFEST)
+    write_text_atomic(path.parent / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True))
 
 
 def verify(path: Path) -> bool:
