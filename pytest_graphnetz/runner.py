@@ -409,10 +409,11 @@ def _execute(jobs: list[_Job], *, workers: int, executor: Any, device: str,
                     raise _triple_error(jobs, results, i, exc, workers if own else None) from exc
                 _report_progress(progress, jobs[i], results[i])
         except BaseException:
-            # Let running triples finish (they land in the cache), drop the queued ones.
-            for future in futures:
-                future.cancel()
-            wait(list(futures))
+            # Let running triples finish (they land in the cache), drop the queued ones. Wait
+            # only on the futures that refused to cancel: a cancelled one counts as done for
+            # wait() only once its executor notices, and a Dask ClientExecutor whose task had
+            # already failed never does (wait() would hang for good).
+            wait([future for future in futures if not future.cancel()])
             raise
         return results  # type: ignore[return-value]
     finally:

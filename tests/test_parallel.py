@@ -104,6 +104,40 @@ def test_triples_in_threads_of_one_process_take_turns(root, serial):
     assert dumps(report.to_dict()) == serial
 
 
+class _FirstFailsRestQueued(Executor):
+    """The first call fails at once; every later one stays queued and is never run, and a
+    cancelled future is never marked notified — as a Dask ``ClientExecutor`` leaves a future
+    whose task had already failed on the cluster when it was cancelled."""
+
+    def __init__(self) -> None:
+        self.futures: list[Future] = []
+
+    def submit(self, fn, /, *args, **kwargs):
+        future: Future = Future()
+        if not self.futures:
+            future.set_exception(RuntimeError("the cluster lost this triple"))
+        self.futures.append(future)
+        return future
+
+
+def test_a_failure_cancels_the_queued_triples_without_waiting_on_them(root):
+    executor = _FirstFailsRestQueued()
+    outcome: list[BaseException] = []
+
+    def sweep() -> None:
+        try:
+            _run(root, executor=executor)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test thread below
+            outcome.append(exc)
+
+    thread = threading.Thread(target=sweep, daemon=True)
+    thread.start()
+    thread.join(timeout=60)
+    assert not thread.is_alive(), "run_benchmark hung waiting on cancelled futures"
+    assert isinstance(outcome[0], TripleError) and "cluster lost this triple" in str(outcome[0])
+    assert all(future.cancelled() for future in executor.futures[1:])
+
+
 def _resume(root, cache):
     """Rerun after the fault is gone: ``{seed: status}`` and the report."""
     statuses = {}

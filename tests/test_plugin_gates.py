@@ -109,7 +109,13 @@ def verdicts(output: str) -> list[str]:
 
 
 def _table(output: str) -> str:
-    return output.split("graphnetz gates", 1)[1] if "graphnetz gates" in output else ""
+    """The gate table alone: from its header to the next ``====`` separator line.
+
+    The failure messages also name verdicts, and under ``CI=true`` pytest prints them whole in
+    the short test summary, so the table must be cut out, not just everything after it.
+    """
+    match = re.search(r"=+ graphnetz gates =+\n(.*?)(?:^=+|\Z)", output, re.S | re.M)
+    return match.group(1) if match else ""
 
 
 def test_update_then_rerun_is_identical_and_trains_nothing(project: pytest.Pytester) -> None:
