@@ -45,3 +45,10 @@ def sage(in_channels: int, out_channels: int) -> Any:
 def root(tmp_path) -> str:
     """A fresh dataset root for one test."""
     return str(tmp_path / "data")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_from_the_ci_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sessions under test must not append their gate tables to the real job summary of the
+    GitHub Actions run that is testing this suite."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
