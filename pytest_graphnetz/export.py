@@ -63,10 +63,11 @@ def pair_findings(
     """Per task, every model pair (report order) under the paired t-test, Holm within the task.
 
     Seeds are paired by seed value; a seed that diverged in either model is left out of that
-    pair (``report.pairwise`` notes it, and refuses a pair with fewer than 2 usable seeds).
+    pair. A pair with fewer than 2 seeds finite in both models (say, a model that diverged on
+    every seed) is not compared: its row holds NaN and it is never distinguishable.
     """
     out: dict[str, list[PairFinding]] = {t: [] for t in report.tasks}
-    for row in report.pairwise(PAIRED_TEST):
+    for row in report.pairwise(PAIRED_TEST, untestable="skip"):
         better = None
         if row.p_holm <= alpha and row.mean_diff != 0:
             better = row.model_a if row.mean_diff > 0 else row.model_b
@@ -135,7 +136,7 @@ def latex_escape(text: str) -> str:
 
 def _latex_cell(c: SummaryRow, method: str, digits: int, bold: bool) -> str:
     if not math.isfinite(c.mean):
-        return "---"
+        return "---$^\\dagger$" if c.n_diverged else "---"  # diverged on every seed
     if not (math.isfinite(c.ci_low) and math.isfinite(c.ci_high)):
         body = f"{_fmt(c.mean, digits)}\\ (n={c.n_seeds})"  # one finite seed: no interval
     elif method == "t":
@@ -226,7 +227,7 @@ def _caption(report: BenchmarkReport, cells: dict, alpha: float, *, latex: bool)
 
 def _markdown_cell(c: SummaryRow, method: str, digits: int, bold: bool) -> str:
     if not math.isfinite(c.mean):
-        return "—"
+        return "— †" if c.n_diverged else "—"  # diverged on every seed
     if not (math.isfinite(c.ci_low) and math.isfinite(c.ci_high)):
         text = f"{_fmt(c.mean, digits)} (n={c.n_seeds})"  # one finite seed: no interval
     elif method == "t":
@@ -282,6 +283,10 @@ def _findings(report: BenchmarkReport, found: dict[str, list[PairFinding]], *, d
             pair = f"{r.model_a} vs {r.model_b}"
             if r.intervals_overlap:
                 pair = f"*{pair}*"
+            if not math.isfinite(r.p_value):
+                rows.append([task, pair, "—", "—", str(r.n),
+                             f"not compared: {r.n} seed(s) finite in both"])
+                continue
             diff = (f"{_signed(r.mean_diff, digits)} "
                     f"[{_signed(r.ci_low, digits)}, {_signed(r.ci_high, digits)}]")
             verdict = f"{f.better} better" if f.better else "not distinguishable"

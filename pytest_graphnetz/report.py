@@ -334,13 +334,15 @@ class BenchmarkReport:
         )
 
     def pairwise(self, test: str = "paired-t", *, confidence_level: float | None = None,
-                 epoch_selection: str | None = None, strict: bool = True, rng: Any = None):
+                 epoch_selection: str | None = None, strict: bool = True, rng: Any = None,
+                 untestable: str = "raise"):
         """Per task, every model pair on seeds paired by seed value.
 
         A :class:`~pytest_graphnetz.stats.Pairwise` of frozen rows (mean paired difference, its
         CI, p, Holm-adjusted p within the task, effect size, n, whether the cells' intervals
         overlap). Oriented so that a positive difference means ``model_a`` is better, whatever
-        the metric's direction.
+        the metric's direction. A pair with fewer than 2 seeds finite in both models raises;
+        ``untestable="skip"`` gives it a row of NaN statistics and a note instead.
         """
         from .stats import pairwise_table
 
@@ -349,7 +351,7 @@ class BenchmarkReport:
             higher_is_better=[self.metrics[t].higher_is_better for t in self.tasks], test=test,
             confidence_level=(self.confidence_level if confidence_level is None
                               else confidence_level),
-            ci_method=self.ci_method, rng=rng, seeds=self.seeds,
+            ci_method=self.ci_method, rng=rng, seeds=self.seeds, untestable=untestable,
         )
 
     def to_latex(self, **kwargs: Any) -> str:

@@ -1128,13 +1128,17 @@ def pairwise_table(X: Any, *, tasks: Sequence[str], models: Sequence[str],
                    higher_is_better: Sequence[bool], test: str = "paired-t",
                    confidence_level: float = 0.95, ci_method: str = "t",
                    n_resamples: int = 10_000, rng: RngLike = None,
-                   seeds: Sequence[Any] | None = None) -> Pairwise:
+                   seeds: Sequence[Any] | None = None, untestable: str = "raise") -> Pairwise:
     """:class:`Pairwise` over ``X[task, model, seed]`` (T, M, S): every pair i < j of models per
     task; sign convention in :class:`PairwiseRow`.
 
     All pairs of all tasks that share a pattern of diverged seeds are tested in one batch.
+    A pair with fewer than 2 seeds finite in both models raises, or with
+    ``untestable="skip"`` gets a row of NaN statistics (its ``n`` says how many seeds were
+    usable), a note, and no part in its task's Holm family.
     """
     _check_choice("test", test, PAIRED_TESTS)
+    _check_choice("untestable", untestable, ("raise", "skip"))
     level = _check_level(confidence_level)
     X = np.asarray(X, dtype=float)
     t_n, m_n, s_n = X.shape
@@ -1150,26 +1154,43 @@ def pairwise_table(X: Any, *, tasks: Sequence[str], models: Sequence[str],
     B = np.stack([V[t, j] for t, _, j in keys])
     results: list[Any] = [None] * len(keys)
     notes: list[str] = []
+    usable = np.zeros(len(keys), dtype=int)
     for mask, idx in _group_rows(np.isfinite(A) & np.isfinite(B)):
         bad = [seeds[s] for s in np.flatnonzero(~mask)]
+        usable[idx] = int(mask.sum())
         for k in idx:
             t, i, j = keys[k]
             where = f"task {tasks[t]!r}, {models[i]} vs {models[j]}"
+            if untestable == "skip" and mask.sum() < 2:
+                notes.append(f"{where}: not compared, only {int(mask.sum())} seed(s) finite in "
+                             "both models")
+                continue
             _require_pairs(int(mask.sum()), where, bad)
             if bad:
                 notes.append(f"{where}: seed(s) {bad} excluded (diverged in one model or both)")
+        if mask.sum() < 2:
+            continue  # only reached when skipping: every pair in this group is untestable
         batch = paired_tests(A[np.ix_(idx, mask)], B[np.ix_(idx, mask)], test=test,
                              confidence_level=level, n_resamples=n_resamples, rng=rng)
         for k, res in zip(idx, batch, strict=True):
             results[k] = res
             notes.extend(n for n in res.notes if n not in notes)
-    p_holm = np.empty(len(keys))
+    p_holm = np.full(len(keys), np.nan)
     for t in range(t_n):
-        in_task = [k for k, key in enumerate(keys) if key[0] == t]
-        p_holm[in_task] = holm([results[k].p_value for k in in_task]).p_adjusted
+        in_task = [k for k, key in enumerate(keys) if key[0] == t and results[k] is not None]
+        if in_task:
+            p_holm[in_task] = holm([results[k].p_value for k in in_task]).p_adjusted
     rows = []
+    nan = float("nan")
     for k, (t, i, j) in enumerate(keys):
         res, ca, cb = results[k], cells[t * m_n + i].ci, cells[t * m_n + j].ci
+        if res is None:
+            rows.append(PairwiseRow(
+                task=tasks[t], model_a=models[i], model_b=models[j], n=int(usable[k]),
+                mean_diff=nan, ci_low=nan, ci_high=nan, p_value=nan, p_holm=nan,
+                effect_size=nan, intervals_overlap=False, test=test,
+            ))
+            continue
         rows.append(PairwiseRow(
             task=tasks[t], model_a=models[i], model_b=models[j], n=res.n,
             mean_diff=res.mean_diff, ci_low=res.ci.low, ci_high=res.ci.high,

@@ -172,3 +172,23 @@ def test_single_model_has_nothing_to_compare():
                                       seeds=range(3), metric="accuracy")
     assert "Fewer than two models: nothing to compare." in rep.to_markdown()
     assert r"\mathbf" not in rep.to_latex()
+
+
+def test_a_model_diverged_on_every_seed_is_marked_and_not_compared():
+    from scipy import stats
+
+    gat = [np.nan] * 5
+    X = [[CORA["GCN"], CORA["SAGE"], gat]]
+    rep = BenchmarkReport.from_arrays(X, tasks=["cora"], models=MODELS, seeds=range(5),
+                                      metric="accuracy")
+    with pytest.raises(ValueError, match="GCN vs GAT: only 0 usable"):
+        rep.pairwise()  # the table for analysis still refuses; the views below do not
+    md = rep.to_markdown()
+    assert "| GAT | — † |" in md
+    assert "| cora | GCN vs GAT | — | — | 0 | not compared: 0 seed(s) finite in both |" in md
+    # GCN vs SAGE is the task's only testable pair: Holm over one pair is its raw p
+    p = stats.ttest_rel(CORA["GCN"], CORA["SAGE"]).pvalue
+    assert f"| {p:.3g} | 5 | GCN better |" in md
+    assert r"GAT & ---$^\dagger$ \\" in rep.to_latex()
+    # no bold: GCN cannot be shown ahead of a model it was never compared with
+    assert best_models(rep) == {"cora": None}

@@ -144,3 +144,25 @@ def test_pairwise_excludes_diverged_seeds_and_refuses_too_few():
     X[1, 1, 1:] = np.nan
     with pytest.raises(ValueError, match=r"task 'zinc', GCN vs SAGE: only 1 usable"):
         make_report(X).pairwise()
+
+
+def test_pairwise_can_skip_untestable_pairs_and_holm_the_rest():
+    from scipy import stats
+
+    X = np.random.default_rng(5).normal(0.8, 0.02, size=(2, 3, 6))
+    X[1, 1, 1:] = np.nan  # zinc/SAGE: one finite seed
+    pw = make_report(X).pairwise(untestable="skip")
+    zinc = [r for r in pw if r.task == "zinc"]
+    untested = [r for r in zinc if "SAGE" in (r.model_a, r.model_b)]
+    assert [r.n for r in untested] == [1, 1]
+    assert all(np.isnan([r.mean_diff, r.ci_low, r.ci_high, r.p_value, r.p_holm]).all()
+               for r in untested)
+    assert sum("not compared, only 1 seed(s)" in n for n in pw.notes) == 2
+    # the one testable zinc pair (GCN vs GAT, lower is better) is its own Holm family
+    (tested,) = [r for r in zinc if r not in untested]
+    ref = stats.ttest_rel(X[1, 2], X[1, 0])  # b - a: positive means GCN is better
+    assert tested.p_value == pytest.approx(ref.pvalue, rel=1e-9)
+    assert tested.mean_diff == pytest.approx(np.mean(X[1, 2] - X[1, 0]), rel=1e-12)
+    assert tested.p_holm == tested.p_value
+    with pytest.raises(ValueError, match="untestable"):
+        make_report(X).pairwise(untestable="ignore")
