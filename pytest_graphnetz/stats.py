@@ -1065,7 +1065,9 @@ class PairwiseRow:
     that a positive value means ``model_a`` is better than ``model_b``: ``a - b`` for
     higher-is-better metrics, ``b - a`` for lower-is-better ones. ``p_holm`` is Holm-adjusted
     across the pairs of the task. ``intervals_overlap`` says whether the two cells' own intervals
-    (the report's CI method) overlap: a caution for readers, never the verdict.
+    (the report's CI method) overlap: a caution for readers, never the verdict. A pair skipped
+    as untestable (``untestable="skip"``: fewer than 2 seeds finite in both models) has NaN
+    statistics, ``n`` usable seeds and ``intervals_overlap=False``.
     """
 
     task: str
@@ -1154,22 +1156,23 @@ def pairwise_table(X: Any, *, tasks: Sequence[str], models: Sequence[str],
     B = np.stack([V[t, j] for t, _, j in keys])
     results: list[Any] = [None] * len(keys)
     notes: list[str] = []
-    usable = np.zeros(len(keys), dtype=int)
-    for mask, idx in _group_rows(np.isfinite(A) & np.isfinite(B)):
+    finite = np.isfinite(A) & np.isfinite(B)
+    for mask, idx in _group_rows(finite):
         bad = [seeds[s] for s in np.flatnonzero(~mask)]
-        usable[idx] = int(mask.sum())
+        n_usable = int(mask.sum())
+        skip = untestable == "skip" and n_usable < 2
         for k in idx:
             t, i, j = keys[k]
             where = f"task {tasks[t]!r}, {models[i]} vs {models[j]}"
-            if untestable == "skip" and mask.sum() < 2:
-                notes.append(f"{where}: not compared, only {int(mask.sum())} seed(s) finite in "
-                             "both models")
+            if skip:
+                notes.append(f"{where}: not compared, only {n_usable} seed(s) finite in both "
+                             "models")
                 continue
-            _require_pairs(int(mask.sum()), where, bad)
+            _require_pairs(n_usable, where, bad)
             if bad:
                 notes.append(f"{where}: seed(s) {bad} excluded (diverged in one model or both)")
-        if mask.sum() < 2:
-            continue  # only reached when skipping: every pair in this group is untestable
+        if skip:
+            continue  # results[k] stays None for these pairs
         batch = paired_tests(A[np.ix_(idx, mask)], B[np.ix_(idx, mask)], test=test,
                              confidence_level=level, n_resamples=n_resamples, rng=rng)
         for k, res in zip(idx, batch, strict=True):
@@ -1184,17 +1187,13 @@ def pairwise_table(X: Any, *, tasks: Sequence[str], models: Sequence[str],
     nan = float("nan")
     for k, (t, i, j) in enumerate(keys):
         res, ca, cb = results[k], cells[t * m_n + i].ci, cells[t * m_n + j].ci
-        if res is None:
-            rows.append(PairwiseRow(
-                task=tasks[t], model_a=models[i], model_b=models[j], n=int(usable[k]),
-                mean_diff=nan, ci_low=nan, ci_high=nan, p_value=nan, p_holm=nan,
-                effect_size=nan, intervals_overlap=False, test=test,
-            ))
-            continue
-        rows.append(PairwiseRow(
-            task=tasks[t], model_a=models[i], model_b=models[j], n=res.n,
-            mean_diff=res.mean_diff, ci_low=res.ci.low, ci_high=res.ci.high,
-            p_value=res.p_value, p_holm=float(p_holm[k]), effect_size=res.effect_size,
-            intervals_overlap=bool(ca.low <= cb.high and cb.low <= ca.high), test=test,
-        ))
+        if res is None:  # skipped as untestable: NaN statistics (p_holm is NaN already)
+            found = dict(n=int(finite[k].sum()), mean_diff=nan, ci_low=nan, ci_high=nan,
+                         p_value=nan, effect_size=nan, intervals_overlap=False)
+        else:
+            found = dict(n=res.n, mean_diff=res.mean_diff, ci_low=res.ci.low,
+                         ci_high=res.ci.high, p_value=res.p_value, effect_size=res.effect_size,
+                         intervals_overlap=bool(ca.low <= cb.high and cb.low <= ca.high))
+        rows.append(PairwiseRow(task=tasks[t], model_a=models[i], model_b=models[j],
+                                p_holm=float(p_holm[k]), test=test, **found))
     return Pairwise(rows=tuple(rows), test=test, confidence_level=level, notes=tuple(notes))
