@@ -11,14 +11,15 @@ The report keeps the raw per-epoch histories, so every statistic can be re-deriv
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
 import os
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -597,16 +598,19 @@ def _scalar(v: Any) -> str:
     return json.dumps(v, allow_nan=False)
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temp file in the same directory and ``os.replace``.
+@contextlib.contextmanager
+def atomic_file(path: Path, *, binary: bool = False, suffix: str = ".tmp") -> Iterator[IO]:
+    """A file handle whose content replaces ``path`` only if the ``with`` block succeeds.
 
-    A reader never sees a half-written file; on failure the old file is left untouched.
+    Written to a temp file in the same directory, flushed to disk, then ``os.replace``d: a
+    reader never sees a half-written file; on any error the old file is left untouched and
+    the temp file is removed.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") as fh:
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         # mkstemp creates the file 0600; give it the mode a plain open() would (umask applied),
@@ -616,6 +620,12 @@ def write_text_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through :func:`atomic_file`."""
+    with atomic_file(path) as fh:
+        fh.write(text)
 
 
 @functools.cache

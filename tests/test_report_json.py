@@ -128,6 +128,24 @@ def test_write_is_atomic_and_leaves_the_old_file_on_failure(tmp_path, monkeypatc
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # no temp file left behind
 
 
+def test_atomic_file_replaces_only_a_finished_write(tmp_path):
+    from pytest_graphnetz.report import atomic_file
+
+    path = tmp_path / "sub" / "data.bin"
+    with atomic_file(path, binary=True, suffix=".part") as fh:
+        fh.write(b"first")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.read_bytes() == b"first"
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask  # not mkstemp's 0600
+    with pytest.raises(ValueError, match="stopped midway"), \
+            atomic_file(path, binary=True, suffix=".part") as fh:
+        fh.write(b"half")
+        raise ValueError("stopped midway")
+    assert path.read_bytes() == b"first"
+    assert [p.name for p in path.parent.iterdir()] == ["data.bin"]  # no .part left behind
+
+
 def _write(tmp_path, content) -> str:
     path = tmp_path / "bad.json"
     if isinstance(content, bytes):

@@ -17,16 +17,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import pickle
 import shutil
-import tempfile
 import zipfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
 
-from ..report import write_text_atomic
+from ..report import atomic_file, write_text_atomic
 
 T = TypeVar("T")
 
@@ -103,34 +101,28 @@ def _fetch(url: str, path: Path, *, timeout: float, fill_hint: str) -> Path:
     import urllib.error
     import urllib.request
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            try:
-                with urllib.request.urlopen(url, timeout=timeout) as response:
-                    expected = response.headers.get("Content-Length")
-                    size = 0
-                    h = hashlib.sha256()
-                    for chunk in iter(lambda: response.read(1 << 20), b""):
-                        out.write(chunk)
-                        h.update(chunk)
-                        size += len(chunk)
-            except http.client.IncompleteRead as exc:
-                raise CorruptDatasetError(
-                    f"{url}: the download stopped after {len(exc.partial)} bytes "
-                    f"({exc.expected} more expected)") from None
-            except (urllib.error.URLError, OSError) as exc:
-                reason = getattr(exc, "reason", None) or exc
-                hint = f"; {fill_hint}" if fill_hint else ""
-                raise DatasetUnavailableError(
-                    f"cannot download {url} ({reason}){hint}") from None
+    with atomic_file(path, binary=True, suffix=".part") as out:
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as response:
+                expected = response.headers.get("Content-Length")
+                size = 0
+                h = hashlib.sha256()
+                for chunk in iter(lambda: response.read(1 << 20), b""):
+                    out.write(chunk)
+                    h.update(chunk)
+                    size += len(chunk)
+        except http.client.IncompleteRead as exc:
+            raise CorruptDatasetError(
+                f"{url}: the download stopped after {len(exc.partial)} bytes "
+                f"({exc.expected} more expected)") from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", None) or exc
+            hint = f"; {fill_hint}" if fill_hint else ""
+            raise DatasetUnavailableError(
+                f"cannot download {url} ({reason}){hint}") from None
         if expected is not None and size != int(expected):
             raise CorruptDatasetError(
                 f"{url}: received {size} bytes but the server announced {expected}")
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
     _record(path, size, h.hexdigest())
     return path
 

@@ -17,8 +17,6 @@ never from the global RNG, and cached per seed under the task root as ``seed_<s>
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -90,6 +88,8 @@ def load_csbm(params: CSBM, root: str, seed: int) -> Any:
     import torch
     from torch_geometric.data import Data
 
+    from ..report import atomic_file
+
     path = Path(root) / f"seed_{seed}.pt"
     header = _header(params, seed)
     tensors = None
@@ -105,7 +105,8 @@ def load_csbm(params: CSBM, root: str, seed: int) -> Any:
             tensors = None
     if tensors is None:
         tensors = generate(params, seed)
-        _save_atomic(path, {"header": header, "tensors": tensors})
+        with atomic_file(path, binary=True) as fh:
+            torch.save({"header": header, "tensors": tensors}, fh)
     return Data(**tensors)
 
 
@@ -119,20 +120,6 @@ def _check(tensors: dict[str, Any], params: CSBM) -> None:
     ei = tensors["edge_index"]
     if ei.dim() != 2 or ei.size(0) != 2 or (ei.numel() and int(ei.max()) >= n):
         raise ValueError("`edge_index` is not a valid [2, E] index into the nodes")
-
-
-def _save_atomic(path: Path, obj: Any) -> None:
-    import torch
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        torch.save(obj, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def load_homophilous(root: str, *, seed: int) -> Any:
