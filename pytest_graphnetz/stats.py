@@ -742,15 +742,23 @@ def compare(candidate: Any, baseline: Any, *, higher_is_better: bool = True,
     verdict = _decide(kind, p_primary, p_reverse, alpha, bool(diverged))
     needed = None
     if verdict is Verdict.INCONCLUSIVE:
-        needed = seeds_to_decide(float(d.mean()), sd, margin=margin, alpha=alpha, power=power,
-                                 kind=kind)
-        if needed is not None and needed <= n:
-            # Only for non-t tests (for paired-t an undecided effect always needs more than n):
-            # the power formula is approximate there, but "fewer seeds than you have" is wrong.
-            needed = n + 1
+        needed = _seeds_needed(float(d.mean()), sd, n, margin=margin, alpha=alpha, power=power,
+                               kind=kind)
     return Comparison(verdict=verdict, ci=ConfidenceInterval(low, high), lower_bound=lower_bound,
                       p_value=p_primary, p_adjusted=p_primary, p_reverse=p_reverse, mde=effect_mde,
                       seeds_needed=needed, p_floor=ev.floor, notes=tuple(notes), **common)
+
+
+def _seeds_needed(mean_diff: float, sd_diff: float, n: int, *, margin: float, alpha: float,
+                  kind: str, power: float = 0.8) -> int | None:
+    """:func:`seeds_to_decide` for a cell that already has ``n`` seeds: never ``n`` or fewer.
+
+    For paired-t an undecided effect always needs more than ``n``; for the other tests the
+    power formula is approximate, but "fewer seeds than you have" would be wrong advice.
+    """
+    needed = seeds_to_decide(mean_diff, sd_diff, margin=margin, alpha=alpha, power=power,
+                             kind=kind)
+    return None if needed is None else max(needed, n + 1)
 
 
 def _decide(kind: str, p_adjusted: float, p_reverse: float, alpha: float,
@@ -811,11 +819,9 @@ def holm_adjust(comparisons: Sequence[Comparison]) -> list[Comparison]:
         needed = None
         if verdict is Verdict.INCONCLUSIVE:
             # Planned at alpha / m, the level Holm demands of the most significant cell, so the
-            # advice holds whichever cell ends up first; never fewer seeds than the cell has.
-            needed = seeds_to_decide(comp.mean_diff, comp.sd_diff, margin=comp.margin,
-                                     alpha=alpha / len(comparisons), kind=comp.kind)
-            if needed is not None:
-                needed = max(needed, comp.n + 1)
+            # advice holds whichever cell ends up first.
+            needed = _seeds_needed(comp.mean_diff, comp.sd_diff, comp.n, margin=comp.margin,
+                                   alpha=alpha / len(comparisons), kind=comp.kind)
         out.append(replace(comp, p_adjusted=p_adj, verdict=verdict, seeds_needed=needed,
                            notes=(*comp.notes, note)))
     return out
