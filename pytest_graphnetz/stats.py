@@ -141,11 +141,12 @@ class Comparison:
     - ``p_reverse``: raw p of the opposite one-sided test: for ``not_worse`` H1 "mean d > -margin"
       (small p = NOT WORSE, the same as ``lower_bound > -margin`` for the t test); for ``better``
       H1 "mean d < 0" (small p = REGRESSED); for ``equivalent`` equal to ``p_value``.
-    - ``mde``: minimum detectable effect at this n (one-sided α, power 0.8, noncentral t; see
-      :func:`mde`): a true shift of ``mde`` beyond the margin's boundary is caught 80% of the time.
-      ``inf`` when the test cannot reach α at this n.
+    - ``mde``: minimum detectable effect at this n (one-sided α, ``power``, noncentral t; see
+      :func:`mde`): a true shift of ``mde`` beyond the margin's boundary is caught with
+      probability ``power`` (0.8 by default). ``inf`` when the test cannot reach α at this n.
     - ``seeds_needed``: for an INCONCLUSIVE cell, the total number of seeds at which the observed
-      mean difference would be decided with power 0.8 (None when no number of seeds would).
+      mean difference would be decided with probability ``power`` (None when no number of seeds
+      would).
     - ``p_floor``: smallest one-sided p the test can produce at this n.
     - ``diverged_seeds``: seeds where the candidate diverged and the baseline did not; each counts
       as a failure of that seed and forces REGRESSED (NOT EQUIVALENT for ``equivalent``).
@@ -173,6 +174,7 @@ class Comparison:
     diverged_seeds: tuple = ()
     excluded_seeds: tuple = ()
     notes: tuple[str, ...] = ()
+    power: float = 0.8
 
 
 @dataclass(frozen=True)
@@ -712,7 +714,7 @@ def compare(candidate: Any, baseline: Any, *, higher_is_better: bool = True,
     identical = not diverged and bool(np.all(d == 0))
     common = dict(kind=kind, test=test, n=n, mean_diff=float(d.mean()), sd_diff=sd, margin=margin,
                   alpha=alpha, higher_is_better=higher_is_better, label=where,
-                  diverged_seeds=diverged, excluded_seeds=excluded)
+                  diverged_seeds=diverged, excluded_seeds=excluded, power=power)
     if identical:
         notes.append("every paired difference is exactly 0 (an unchanged model): no test run")
         return Comparison(verdict=Verdict.IDENTICAL, ci=ConfidenceInterval(0.0, 0.0),
@@ -821,7 +823,8 @@ def holm_adjust(comparisons: Sequence[Comparison]) -> list[Comparison]:
             # Planned at alpha / m, the level Holm demands of the most significant cell, so the
             # advice holds whichever cell ends up first.
             needed = _seeds_needed(comp.mean_diff, comp.sd_diff, comp.n, margin=comp.margin,
-                                   alpha=alpha / len(comparisons), kind=comp.kind)
+                                   alpha=alpha / len(comparisons), kind=comp.kind,
+                                   power=comp.power)
         out.append(replace(comp, p_adjusted=p_adj, verdict=verdict, seeds_needed=needed,
                            notes=(*comp.notes, note)))
     return out

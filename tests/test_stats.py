@@ -364,6 +364,23 @@ def test_compare_many_applies_holm_to_the_regression_verdicts():
     assert all(m.seeds_needed and m.seeds_needed > 8 for m in many[:2])
 
 
+def test_compare_many_plans_seeds_at_the_callers_power_and_holm_alpha():
+    rng = np.random.default_rng(24)
+    base = rng.normal(0.8, 0.02, (3, 8))
+    cand = base - 0.01 + rng.normal(0, 0.01, (3, 8))
+    cells = [{"candidate": c, "baseline": b, "label": f"cell{i}"}
+             for i, (c, b) in enumerate(zip(cand, base, strict=True))]
+    for power in (0.8, 0.95):
+        many = gs.compare_many(cells, power=power)
+        for m in many[:2]:  # the two INCONCLUSIVE cells, planned at alpha / 3 and this power
+            assert m.power == power
+            assert m.seeds_needed == max(
+                gs.seeds_to_decide(m.mean_diff, m.sd_diff, margin=0.0, alpha=0.05 / 3,
+                                   power=power), m.n + 1)
+    assert gs.compare_many(cells, power=0.95)[0].seeds_needed > \
+        gs.compare_many(cells)[0].seeds_needed
+
+
 # -- power and adequacy ---------------------------------------------------------------------------
 
 def test_mde_is_the_shift_caught_with_80_percent_power():
