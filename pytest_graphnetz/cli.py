@@ -23,11 +23,9 @@ EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
 
 def cmd_show(args: argparse.Namespace) -> int:
     """Print a report's per-cell summary table (mean, interval, spread, seeds)."""
-    from .report import BenchmarkReport
+    from .export import load_report
 
-    report = BenchmarkReport.from_json(args.report)
-    if args.ci is not None:
-        report.ci_method = args.ci
+    report = load_report(args.report, args.ci)
     print(f"{args.report}: {report!r}")
     print(report.summary())
     diverged = report.diverged()
