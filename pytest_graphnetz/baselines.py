@@ -65,15 +65,19 @@ class BaselineHandle:
         """The baseline report; each kind of problem raises its own :class:`BaselineError`."""
         return load_baseline(self.path, update_command=self.update_command)
 
-    def write(self, report: BenchmarkReport, *, merge: bool = True) -> Path:
+    def write(self, report: BenchmarkReport, *, merge: bool = True,
+              current: BenchmarkReport | None = None) -> Path:
         """Write ``report`` here, merged cell by cell into the existing baseline when ``merge``.
 
         Merging keeps the baseline's other cells and seeds and replaces the triples the
         candidate ran. A candidate that adds a cell without the baseline's seeds cannot be
-        merged into a full task × model × seed grid: that is an error saying so.
+        merged into a full task × model × seed grid: that is an error saying so. ``current``
+        is the baseline as the caller already loaded it (the file is then not read again).
         """
-        if merge and self.exists():
+        old = current
+        if merge and old is None and self.exists():
             old = self.load()
+        if merge and old is not None:
             try:
                 report = BenchmarkReport.merge(old, report)
             except ValueError as exc:

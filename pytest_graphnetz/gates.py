@@ -222,14 +222,11 @@ def assert_ci_width(report: BenchmarkReport, max_width: float, *,
     """
     if not max_width > 0:
         raise ValueError(f"`max_width` must be > 0, got {max_width!r}")
-    method = method or report.ci_method
     verdicts = []
     for task in report.tasks:
         spec = report.metric(task)
         for model in report.models:
-            cell = stats.describe(report.values(task, model), method=method,
-                                  confidence_level=report.confidence_level,
-                                  rng=np.random.default_rng(0))
+            cell = _describe(report.values(task, model), report, method=method)
             width = float(cell.ci.high - cell.ci.low)
             failed = not width <= max_width   # a NaN width (n < 2) fails too
             needed = None
@@ -337,7 +334,7 @@ def _refresh(gate: str, report: BenchmarkReport, handle: BaselineHandle, *, test
                else "--graphnetz-force")
         )
     try:
-        handle.write(report, merge=old is not None)
+        handle.write(report, merge=old is not None, current=old)
     except BaselineError:
         if not handle.force:
             raise
@@ -497,8 +494,11 @@ def _config(verdicts: Sequence[CellVerdict]) -> str:
     return f"{c.test}, alpha {_num(c.alpha)}, margin {_num(c.margin)}{holm}"
 
 
-def _describe(x: np.ndarray, report: BenchmarkReport) -> Any:
-    return stats.describe(x, method=report.ci_method, confidence_level=report.confidence_level,
+def _describe(x: np.ndarray, report: BenchmarkReport, *, method: str | None = None) -> Any:
+    """``x`` described by ``method`` (default the report's) at the report's level, bootstrap
+    draws from a fixed seed: the same interval every time the cell is shown."""
+    return stats.describe(x, method=method or report.ci_method,
+                          confidence_level=report.confidence_level,
                           rng=np.random.default_rng(0))
 
 
