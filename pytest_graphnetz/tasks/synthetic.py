@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .base import Task
-from .splits import derive_seed, stratified_masks
+from .splits import derive_seed, fixed_rng, stratified_masks
 
 # Bump when the generator changes in a way the parameters do not show (invalidates disk caches).
 GENERATOR_VERSION = 1
@@ -59,10 +59,9 @@ def generate(params: CSBM, seed: int) -> dict[str, Any]:
     c = params.num_classes
     probs = torch.full((c, c), params.p_out)
     probs.fill_diagonal_(params.p_in)
-    # stochastic_blockmodel_graph draws from torch's global RNG: fork it so the graph depends
-    # on the benchmark seed alone and the caller's RNG stream is left untouched.
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(derive_seed(seed, params.name, "graph"))
+    # stochastic_blockmodel_graph draws from torch's global RNG: under fixed_rng the graph
+    # depends on the benchmark seed alone and the caller's RNG stream is left untouched.
+    with fixed_rng(derive_seed(seed, params.name, "graph")):
         edge_index = stochastic_blockmodel_graph([params.nodes_per_class] * c, probs)
     gen = torch.Generator().manual_seed(derive_seed(seed, params.name, "features"))
     means = torch.randn(c, params.num_features, generator=gen)
