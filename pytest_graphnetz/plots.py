@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .export import cell_stats
+from .export import _method_phrase, _seeds_phrase, cell_stats
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -136,11 +136,7 @@ def plot_forest(
 
 
 def _forest_caption(report: BenchmarkReport) -> str:
-    from .export import _CI_NAMES
-
-    n = len(report.seeds)
-    level = f"{report.confidence_level * 100:g}%"
-    return (f"Mean and {level} {_CI_NAMES[report.ci_method]} interval over {n} seeds "
+    return (f"Mean and {_method_phrase(report)} over {_seeds_phrase(report)} "
             f"(epoch: {report.epoch_selection}); dots: single seeds")
 
 
