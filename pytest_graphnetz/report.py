@@ -256,9 +256,7 @@ class BenchmarkReport:
         Only this cell's task decides whether ``best_val`` is available: another task without
         a validation series does not make this call raise.
         """
-        self._check_label("task", task, self.tasks)
-        self._check_label("model", model, self.models)
-        cell = self.subset(tasks=[task], models=[model])
+        cell = self.subset(tasks=[task], models=[model])  # checks both labels
         return cell.to_array(epoch_selection, strict=strict)[0, 0].copy()
 
     def diverged(self) -> list[Triple]:
