@@ -74,15 +74,13 @@ class History:
         n = len(self.test)
         if n == 0:
             raise ValueError("a History needs at least one epoch of `test` values")
-        for name, series in [("val", self.val), *self.extra.items()]:
+        # An empty train_loss means "not recorded", like a None val.
+        for name, series in [("val", self.val), *self.extra.items(),
+                             ("train_loss", self.train_loss or None)]:
             if series is not None and len(series) != n:
                 raise ValueError(
                     f"History series `{name}` has {len(series)} epochs but `test` has {n}"
                 )
-        if self.train_loss and len(self.train_loss) != n:
-            raise ValueError(
-                f"History series `train_loss` has {len(self.train_loss)} epochs but `test` has {n}"
-            )
 
     @property
     def n_epochs(self) -> int:

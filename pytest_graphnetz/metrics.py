@@ -22,10 +22,11 @@ def _vector(values: Any, name: str) -> np.ndarray:
     return arr
 
 
-def _pair(predicted: Any, target: Any) -> tuple[np.ndarray, np.ndarray]:
-    p, t = _vector(predicted, "predicted"), _vector(target, "target")
+def _pair(predicted: Any, target: Any, names: tuple[str, str] = ("predicted", "target")
+          ) -> tuple[np.ndarray, np.ndarray]:
+    p, t = _vector(predicted, names[0]), _vector(target, names[1])
     if p.shape != t.shape:
-        raise ValueError(f"`predicted` has {p.size} values but `target` has {t.size}")
+        raise ValueError(f"`{names[0]}` has {p.size} values but `{names[1]}` has {t.size}")
     return p, t
 
 
@@ -37,9 +38,7 @@ def roc_auc(scores: Any, labels: Any) -> float:
     """
     from scipy.stats import rankdata
 
-    s, y = _vector(scores, "scores"), _vector(labels, "labels")
-    if s.shape != y.shape:
-        raise ValueError(f"`scores` has {s.size} values but `labels` has {y.size}")
+    s, y = _pair(scores, labels, names=("scores", "labels"))
     pos = y == 1
     n_pos, n_neg = int(pos.sum()), int((~pos).sum())
     if n_pos == 0 or n_neg == 0:
@@ -71,8 +70,9 @@ def mrr(pos_scores: Any, neg_scores: Any) -> float:
     """
     pos, neg = _vector(pos_scores, "pos_scores"), _vector(neg_scores, "neg_scores")
     neg = np.sort(neg)
-    above = neg.size - np.searchsorted(neg, pos, side="right")
-    tied = np.searchsorted(neg, pos, side="right") - np.searchsorted(neg, pos, side="left")
+    not_above = np.searchsorted(neg, pos, side="right")
+    above = neg.size - not_above
+    tied = not_above - np.searchsorted(neg, pos, side="left")
     rank = 1.0 + above + 0.5 * tied
     return float(np.mean(1.0 / rank))
 
