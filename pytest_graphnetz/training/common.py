@@ -95,10 +95,11 @@ class EpochRecorder:
         self.ran = epoch + 1
 
     def flag(self, epoch: int, tensor: Any) -> None:
-        """Mark ``epoch`` diverged when ``tensor`` (e.g. model output) holds NaN/inf."""
+        """Mark ``epoch`` diverged when ``tensor`` (e.g. model output, on any device) holds
+        NaN/inf; only the one-element answer moves to the recorder's device."""
         import torch
 
-        self.finite[epoch] &= torch.isfinite(tensor.detach()).all()
+        self.finite[epoch] &= torch.isfinite(tensor.detach()).all().to(self.finite.device)
 
     def should_stop(self, epoch: int) -> bool:
         """True once the run has diverged; syncs with the device only every ``check_every``."""

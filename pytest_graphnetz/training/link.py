@@ -104,6 +104,12 @@ def train(model: Any, data: Any, *, task: Any, device: Any) -> History:
     optimizer = make_optimizer(model, task)
     series = ["train_loss"] + [f"{split}_{n}" for split in ("val", "test") for n in names]
     rec = EpochRecorder(task.epochs, "cpu", series)
+    k = int(names[2].removeprefix("hits@"))
+    # The held-out labels never change: bring them to the CPU and split them once.
+    held_out = []
+    for split, d in (("val", val_data), ("test", test_data)):
+        label = d.edge_label.cpu()
+        held_out.append((split, d, label, label == 1, label == 0))
     for epoch in range(task.epochs):
         model.train()
         optimizer.zero_grad(set_to_none=True)
@@ -118,13 +124,11 @@ def train(model: Any, data: Any, *, task: Any, device: Any) -> History:
         model.eval()
         values: dict[str, float] = {"train_loss": float(loss.detach())}
         with torch.no_grad():
-            for split, d in (("val", val_data), ("test", test_data)):
+            for split, d, label, is_pos, is_neg in held_out:
                 z = model(d.x, d.edge_index)
-                rec.flag(epoch, z.cpu())
+                rec.flag(epoch, z)
                 score = _scores(z, d.edge_label_index).float().cpu()
-                label = d.edge_label.cpu()
-                pos, neg = score[label == 1], score[label == 0]
-                k = int(names[2].removeprefix("hits@"))
+                pos, neg = score[is_pos], score[is_neg]
                 values[f"{split}_auc"] = roc_auc(score, label)
                 values[f"{split}_mrr"] = mrr(pos, neg)
                 values[f"{split}_{names[2]}"] = hits_at_k(pos, neg, k)
