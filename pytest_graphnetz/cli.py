@@ -1,7 +1,8 @@
 """The ``graphnetz`` command: look at a report, gate one outside pytest, refresh baselines.
 
     graphnetz show REPORT [--ci t|bootstrap]
-    graphnetz compare BASELINE REPORT [--test paired] [--margin 0] [--alpha 0.05] [--strict]
+    graphnetz compare BASELINE REPORT [--test paired] [--margin 0] [--min-effect D]
+                      [--alpha 0.05] [--strict]
     graphnetz refresh [PYTEST ARGS...]
     graphnetz plot REPORT -o FILE.png [--ci t|bootstrap]
     graphnetz latex REPORT [-o FILE.tex] [--ci t|bootstrap]
@@ -42,7 +43,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     candidate = BenchmarkReport.from_json(args.report)
     verdicts = compare_reports(candidate, load_baseline(args.baseline), gate="not_worse",
-                               test=TESTS[args.test], margin=args.margin, alpha=args.alpha,
+                               test=TESTS[args.test], margin=args.margin,
+                               min_effect=args.min_effect, alpha=args.alpha,
                                strict=args.strict, source=args.baseline)
     print(gate_table(verdicts))
     failed = [v for v in verdicts if v.failed]
@@ -102,6 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
                          choices=("paired", "paired-t", "wilcoxon", "permutation", "bootstrap"))
     compare.add_argument("--margin", type=float, default=0.0,
                          help="tolerated loss, in metric units (default 0)")
+    compare.add_argument("--min-effect", type=float, default=None,
+                         help="the smallest regression that matters (default 0.01 for metrics "
+                              "in [0, 1], none for MAE/RMSE/loss)")
     compare.add_argument("--alpha", type=float, default=0.05, help="significance level")
     compare.add_argument("--strict", action="store_true", help="INCONCLUSIVE fails too")
     compare.set_defaults(func=cmd_compare)
@@ -134,6 +139,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.pytest_args = argv[argv.index("refresh") + 1:]
     elif unknown:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if args.command == "compare" and args.min_effect is not None \
+            and not args.min_effect > args.margin:
+        parser.error(f"--min-effect ({args.min_effect:g}) must be larger than --margin "
+                     f"({args.margin:g}): δ is the smallest regression that matters")
     from .baselines import BaselineError
     from .gates import GateRefusal
     from .report import ReportFormatError

@@ -65,6 +65,8 @@ _OPTIONS = (
     _Option("force", "with --graphnetz-update-baselines: replace even a regressed or unreadable "
             "baseline", flag=True),
     _Option("alpha", f"significance level of the gates (default {DEFAULT_ALPHA})", metavar="A"),
+    _Option("min-effect", "the smallest regression that matters (δ, metric units; default 0.01 "
+            "for metrics in [0, 1], none for MAE/RMSE/loss)", metavar="DELTA"),
     _Option("strict", "an INCONCLUSIVE gate fails too", flag=True),
     _Option("summary", "also write the gate table as Markdown to PATH", metavar="PATH"),
 )
@@ -109,6 +111,7 @@ class Settings:
     strict: bool
     summary: Path | None
     cli_baseline_dir: str | None  # as typed on the command line, for the commands we print
+    min_effect: float | None = None  # None: each metric's default (gates.default_min_effect)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -118,8 +121,14 @@ class Settings:
             workers = int(get("workers", "1"))
             alpha = float(get("alpha", str(DEFAULT_ALPHA)))
             seeds = parse_seeds(get("seeds", DEFAULT_SEEDS))
+            min_effect = get("min-effect", None)
+            min_effect = None if min_effect is None else float(min_effect)
         except ValueError as exc:
             raise pytest.UsageError(f"graphnetz: {exc}") from None
+        if min_effect is not None and not 0.0 < min_effect < float("inf"):
+            raise pytest.UsageError(
+                f"graphnetz: `--graphnetz-min-effect` must be a number > 0 (the smallest "
+                f"regression that matters, in metric units), got {min_effect}")
         if workers < 1:
             raise pytest.UsageError(
                 f"graphnetz: `--graphnetz-workers` must be >= 1, got {workers}")
@@ -142,7 +151,7 @@ class Settings:
             baseline_dir=baseline_dir, update_baselines=bool(get("update-baselines", False)),
             force=bool(get("force", False)), alpha=alpha, strict=bool(get("strict", False)),
             summary=_path(config, "summary") if get("summary", None) else None,
-            cli_baseline_dir=config.getoption("graphnetz_baseline_dir"),
+            cli_baseline_dir=config.getoption("graphnetz_baseline_dir"), min_effect=min_effect,
         )
 
 
@@ -239,7 +248,8 @@ class GraphnetzSession:
         def record(row: dict[str, str]) -> None:
             item.user_properties.append((GATE_PROPERTY, json.dumps({"test": item.nodeid, **row})))
 
-        return GateObserver(alpha=self.settings.alpha, strict=self.settings.strict, record=record)
+        return GateObserver(alpha=self.settings.alpha, strict=self.settings.strict, record=record,
+                            min_effect=self.settings.min_effect)
 
     # collection (reports come from this process or, on the xdist controller, from workers)
 
