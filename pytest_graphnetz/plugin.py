@@ -16,7 +16,9 @@ import json
 import os
 import shlex
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +27,7 @@ import pytest
 
 if TYPE_CHECKING:
     from .baselines import BaselineHandle
+    from .progress import TerminalProgress
     from .report import BenchmarkReport
 
 # Set from benchmarks/gate_quality_results.md: on the 1,600-node block model the paired t-test
@@ -33,7 +36,7 @@ if TYPE_CHECKING:
 DEFAULT_SEEDS = "10"
 DEFAULT_ALPHA = 0.05
 GATE_PROPERTY = "graphnetz_gate"        # user_properties entry: one gate row (JSON text)
-TRIPLES_PROPERTY = "graphnetz_triples"  # user_properties entry: {"trained": n, "cached": m}
+TRIPLES_PROPERTY = "graphnetz_triples"  # user_properties entry: {"trained", "cached", "seconds"}
 
 
 @dataclass(frozen=True)
@@ -188,6 +191,10 @@ class GraphnetzSession:
     def is_xdist_worker(self) -> bool:
         return hasattr(self.config, "workerinput")
 
+    @property
+    def is_xdist_controller(self) -> bool:
+        return self.config.pluginmanager.has_plugin("dsession")
+
     # fixtures
 
     def run(self, item: pytest.Item, tasks: Any, models: Any, **kwargs: Any) -> BenchmarkReport:
@@ -199,21 +206,45 @@ class GraphnetzSession:
         kwargs.setdefault("device", s.device)
         kwargs.setdefault("workers", s.workers)
         kwargs.setdefault("cache_dir", s.cache_dir)
-        counts = {"trained": 0, "cached": 0}
+        counts: dict[str, float] = {"trained": 0, "cached": 0}
         user_progress = kwargs.pop("progress", None)
+        live = self._live_progress(tasks, models, kwargs["seeds"])
 
         def progress(task: str, model: str, seed: int, status: str, seconds: float) -> None:
             counts[status] = counts.get(status, 0) + 1
-            if status == "trained" and self.config.get_verbosity() > 0:
-                self._write_line(
-                    f"graphnetz: trained {task}/{model} seed {seed} in {seconds:.2f} s")
+            if live is not None:
+                with self._uncaptured():
+                    live.update(task, model, seed, status)
             if user_progress is not None:
                 user_progress(task, model, seed, status, seconds)
 
+        start = time.monotonic()
         try:
             return run_benchmark(tasks, models, progress=progress, **kwargs)
         finally:
+            if live is not None:
+                with self._uncaptured():
+                    live.finish()
+            counts["seconds"] = round(time.monotonic() - start, 3)
             item.user_properties.append((TRIPLES_PROPERTY, json.dumps(counts, sort_keys=True)))
+
+    def _live_progress(self, tasks: Any, models: Any, seeds: Any) -> TerminalProgress | None:
+        """The live progress display of one run; None under ``-q``, on an xdist worker (whose
+        output nobody sees: the controller prints per-test counts) or without a terminal."""
+        from .progress import RunProgress, TerminalProgress
+
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None or self.is_xdist_worker or self.config.get_verbosity() < 0:
+            return None
+
+        def rewrite(line: str) -> None:
+            reporter.ensure_newline()
+            reporter.rewrite(line, erase=True)
+
+        return TerminalProgress(
+            RunProgress(_count_triples(tasks, models, seeds)), write=reporter.write_line,
+            rewrite=rewrite, end=lambda: reporter.line(""), tty=bool(reporter.isatty),
+            every_triple=self.config.get_verbosity() > 0)
 
     def baseline(self, item: pytest.Item, name: str | None = None) -> BaselineHandle:
         """The baseline handle of ``item``: ``<baseline dir>/<module>/<name or test>.json``
@@ -248,13 +279,17 @@ class GraphnetzSession:
         # user_properties accumulate over setup/call/teardown; the teardown report has them all.
         if report.when != "teardown":
             return
+        runs = []
         for name, value in report.user_properties:
             if name == GATE_PROPERTY:
                 self.rows.append(json.loads(value))
             elif name == TRIPLES_PROPERTY:
-                counts = json.loads(value)
-                self.trained += counts.get("trained", 0)
-                self.cached += counts.get("cached", 0)
+                runs.append(json.loads(value))
+                self.trained += runs[-1].get("trained", 0)
+                self.cached += runs[-1].get("cached", 0)
+        if runs and self.is_xdist_controller and self.config.get_verbosity() >= 0:
+            # Workers' output is not shown: their live progress becomes one line per test.
+            self._write_line(_test_counts(report.nodeid, runs))
 
     # the summary
 
@@ -302,15 +337,41 @@ class GraphnetzSession:
 
     def _write_line(self, line: str) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            with self._uncaptured():
+                reporter.write_line(line)
+
+    @contextmanager
+    def _uncaptured(self) -> Iterator[None]:
+        """Inside a test, output is captured; progress is for the person watching."""
         capture = self.config.pluginmanager.get_plugin("capturemanager")
-        if reporter is None:
-            return
         if capture is None:
-            reporter.write_line(line)
+            yield
             return
-        # Inside a test, output is captured; the progress line is for the person watching.
         with capture.global_and_fixture_disabled():
-            reporter.write_line(line)
+            yield
+
+
+def _test_counts(nodeid: str, runs: list[dict[str, float]]) -> str:
+    """``graphnetz: test_m.py::test_a: 30 triples (27 trained, 3 from cache) in 0:41``."""
+    from .progress import duration
+
+    trained = sum(int(r.get("trained", 0)) for r in runs)
+    cached = sum(int(r.get("cached", 0)) for r in runs)
+    seconds = sum(float(r.get("seconds", 0.0)) for r in runs)
+    return (f"graphnetz: {_short_test(nodeid)}: {trained + cached} triples ({trained} trained, "
+            f"{cached} from cache) in {duration(seconds)}")
+
+
+def _count_triples(tasks: Any, models: Any, seeds: Any) -> int | None:
+    """How many (task, model, seed) triples ``run_benchmark`` will run (None: it will refuse
+    the arguments itself, with its own message)."""
+    from .tasks import resolve_tasks
+
+    try:
+        return len(resolve_tasks(tasks)) * len(models) * len(seeds)
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _table(rows: Sequence[dict[str, str]]) -> tuple[Sequence[str], list[list[str]]]:
