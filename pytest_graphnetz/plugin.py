@@ -16,7 +16,9 @@ import json
 import os
 import shlex
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +27,7 @@ import pytest
 
 if TYPE_CHECKING:
     from .baselines import BaselineHandle
+    from .progress import TerminalProgress
     from .report import BenchmarkReport
 
 # Set from benchmarks/gate_quality_results.md: on the 1,600-node block model the paired t-test
@@ -33,7 +36,9 @@ if TYPE_CHECKING:
 DEFAULT_SEEDS = "10"
 DEFAULT_ALPHA = 0.05
 GATE_PROPERTY = "graphnetz_gate"        # user_properties entry: one gate row (JSON text)
-TRIPLES_PROPERTY = "graphnetz_triples"  # user_properties entry: {"trained": n, "cached": m}
+TRIPLES_PROPERTY = "graphnetz_triples"  # user_properties entry: {"trained", "cached", "seconds"}
+REPORT_PROPERTY = "graphnetz_report"    # user_properties entry: a saved candidate report's path
+FAILED_MARK = "✗ FAIL"                  # the table's Build column for rows that failed the build
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,8 @@ _OPTIONS = (
     _Option("alpha", f"significance level of the gates (default {DEFAULT_ALPHA})", metavar="A"),
     _Option("strict", "an INCONCLUSIVE gate fails too", flag=True),
     _Option("summary", "also write the gate table as Markdown to PATH", metavar="PATH"),
+    _Option("report-dir", "save each gated test's candidate report (full JSON, histories "
+            "included) under DIR, e.g. for CI artifacts", metavar="DIR"),
 )
 
 
@@ -127,6 +134,7 @@ class Settings:
     alpha: float
     strict: bool
     summary: Path | None
+    report_dir: Path | None
     cli_baseline_dir: str | None  # as typed on the command line, for the commands we print
 
     @classmethod
@@ -161,6 +169,7 @@ class Settings:
             baseline_dir=baseline_dir, update_baselines=bool(get("update-baselines", False)),
             force=bool(get("force", False)), alpha=alpha, strict=bool(get("strict", False)),
             summary=_path(config, "summary") if get("summary", None) else None,
+            report_dir=_path(config, "report-dir") if get("report-dir", None) else None,
             cli_baseline_dir=config.getoption("graphnetz_baseline_dir"),
         )
 
@@ -214,6 +223,8 @@ class GraphnetzSession:
         self.config = config
         self.settings = settings
         self.rows: list[dict[str, str]] = []
+        self.failures: dict[str, str] = {}   # nodeid -> what failed it (the crash message)
+        self.reports: list[str] = []         # candidate reports saved (--graphnetz-report-dir)
         self.trained = 0
         self.cached = 0
 
@@ -221,10 +232,15 @@ class GraphnetzSession:
     def is_xdist_worker(self) -> bool:
         return hasattr(self.config, "workerinput")
 
+    @property
+    def is_xdist_controller(self) -> bool:
+        return self.config.pluginmanager.has_plugin("dsession")
+
     # fixtures
 
     def run(self, item: pytest.Item, tasks: Any, models: Any, **kwargs: Any) -> BenchmarkReport:
         """``run_benchmark`` with the session's seeds, device, workers, cache; ``kwargs`` win."""
+        __tracebackhide__ = True
         from .runner import run_benchmark
 
         s = self.settings
@@ -232,21 +248,45 @@ class GraphnetzSession:
         kwargs.setdefault("device", s.device)
         kwargs.setdefault("workers", s.workers)
         kwargs.setdefault("cache_dir", s.cache_dir)
-        counts = {"trained": 0, "cached": 0}
+        counts: dict[str, float] = {"trained": 0, "cached": 0}
         user_progress = kwargs.pop("progress", None)
+        live = self._live_progress(tasks, models, kwargs["seeds"])
 
         def progress(task: str, model: str, seed: int, status: str, seconds: float) -> None:
             counts[status] = counts.get(status, 0) + 1
-            if status == "trained" and self.config.get_verbosity() > 0:
-                self._write_line(
-                    f"graphnetz: trained {task}/{model} seed {seed} in {seconds:.2f} s")
+            if live is not None:
+                with self._uncaptured():
+                    live.update(task, model, seed, status)
             if user_progress is not None:
                 user_progress(task, model, seed, status, seconds)
 
+        start = time.monotonic()
         try:
             return run_benchmark(tasks, models, progress=progress, **kwargs)
         finally:
+            if live is not None:
+                with self._uncaptured():
+                    live.finish()
+            counts["seconds"] = round(time.monotonic() - start, 3)
             item.user_properties.append((TRIPLES_PROPERTY, json.dumps(counts, sort_keys=True)))
+
+    def _live_progress(self, tasks: Any, models: Any, seeds: Any) -> TerminalProgress | None:
+        """The live progress display of one run; None under ``-q``, on an xdist worker (whose
+        output nobody sees: the controller prints per-test counts) or without a terminal."""
+        from .progress import RunProgress, TerminalProgress
+
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None or self.is_xdist_worker or self.config.get_verbosity() < 0:
+            return None
+
+        def rewrite(line: str) -> None:
+            reporter.ensure_newline()
+            reporter.rewrite(line, erase=True)
+
+        return TerminalProgress(
+            RunProgress(_count_triples(tasks, models, seeds)), write=reporter.write_line,
+            rewrite=rewrite, end=lambda: reporter.line(""), tty=bool(reporter.isatty),
+            every_triple=self.config.get_verbosity() > 0)
 
     def baseline(self, item: pytest.Item, name: str | None = None) -> BaselineHandle:
         """The baseline handle of ``item``: ``<baseline dir>/<module>/<name or test>.json``
@@ -254,11 +294,7 @@ class GraphnetzSession:
         from .baselines import BaselineHandle, default_path
 
         s = self.settings
-        if name is None:
-            # Two classes of one module may both have a `test_x`: keep their baselines apart.
-            cls = getattr(item, "cls", None)
-            name = f"{cls.__name__}.{item.name}" if cls is not None else item.name
-        path = default_path(s.baseline_dir, Path(str(item.path)).stem, name)
+        path = default_path(s.baseline_dir, Path(str(item.path)).stem, name or _test_name(item))
         command = ["pytest", item.nodeid, "--graphnetz-update-baselines"]
         if s.cli_baseline_dir is not None:
             command.append(f"--graphnetz-baseline-dir={s.cli_baseline_dir}")
@@ -272,46 +308,108 @@ class GraphnetzSession:
         def record(row: dict[str, str]) -> None:
             item.user_properties.append((GATE_PROPERTY, json.dumps({"test": item.nodeid, **row})))
 
-        return GateObserver(alpha=self.settings.alpha, strict=self.settings.strict, record=record)
+        saved: list[Any] = []   # the reports this test's gates saw, each written once
+
+        def candidate(report: BenchmarkReport) -> None:
+            if any(r is report for r in saved):
+                return
+            saved.append(report)
+            path = self._report_path(item, len(saved))
+            report.to_json(path)
+            item.user_properties.append((REPORT_PROPERTY, str(path)))
+
+        return GateObserver(alpha=self.settings.alpha, strict=self.settings.strict, record=record,
+                            candidate=candidate if self.settings.report_dir else None)
+
+    def _report_path(self, item: pytest.Item, k: int) -> Path:
+        """``<report dir>/<module>/<test>.json`` (laid out as the baselines are, so a CI job can
+        run ``graphnetz compare`` on the pair); a test's k-th distinct report adds ``-k``."""
+        from .baselines import default_path
+
+        assert self.settings.report_dir is not None
+        name = _test_name(item) + (f"-{k}" if k > 1 else "")
+        return default_path(self.settings.report_dir, Path(str(item.path)).stem, name)
 
     # collection (reports come from this process or, on the xdist controller, from workers)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Gather gate rows and triple counts (registered as a plugin: this is a hook)."""
+        """Gather gate rows, failures and triple counts (registered as a plugin: a hook)."""
+        if report.failed and report.nodeid not in self.failures:
+            self.failures[report.nodeid] = _crash_message(report)
         # user_properties accumulate over setup/call/teardown; the teardown report has them all.
         if report.when != "teardown":
             return
+        runs = []
         for name, value in report.user_properties:
             if name == GATE_PROPERTY:
                 self.rows.append(json.loads(value))
+            elif name == REPORT_PROPERTY:
+                self.reports.append(value)
             elif name == TRIPLES_PROPERTY:
-                counts = json.loads(value)
-                self.trained += counts.get("trained", 0)
-                self.cached += counts.get("cached", 0)
+                runs.append(json.loads(value))
+                self.trained += runs[-1].get("trained", 0)
+                self.cached += runs[-1].get("cached", 0)
+        if runs and self.is_xdist_controller and self.config.get_verbosity() >= 0:
+            # Workers' output is not shown: their live progress becomes one line per test.
+            self._write_line(_test_counts(report.nodeid, runs))
 
     # the summary
+
+    def failed_build(self, row: dict[str, str]) -> bool:
+        """Did this row fail the build: a failing cell in a test that failed?"""
+        return bool(row.get("failed")) and row.get("test", "") in self.failures
+
+    def headline(self) -> str:
+        failing = [r for r in self.rows if self.failed_build(r)]
+        if not failing:
+            return f"{len(self.rows)} gate row(s), none failed the build"
+        tests = {r.get("test") for r in failing}
+        return (f"{len(failing)} of {len(self.rows)} gate row(s) failed the build "
+                f"({FAILED_MARK}), in {len(tests)} test(s)")
 
     def summary_lines(self) -> Iterator[str]:
         """The terminal table of every gate, then the triple counts (nothing when unused)."""
         from .text import format_table
 
         if self.rows:
-            headers, rows = _table(self.rows)
-            yield from format_table(headers, rows).splitlines()
+            yield from format_table(*self._table()).splitlines()
+            yield self.headline()
         if self.trained or self.cached:
             yield f"triples: {self.trained} trained, {self.cached} from cache"
 
     def markdown(self) -> str:
+        """The Markdown summary: headline, the table, and each failing test's message."""
         from .text import markdown_table
 
         parts = ["### graphnetz gates", ""]
         if self.rows:
-            parts.append(markdown_table(*_table(self.rows)))
+            failing = [r for r in self.rows if self.failed_build(r)]
+            headline = self.headline()
+            parts += [f"**{headline}**" if failing else headline, "",
+                      markdown_table(*self._table())]
+            for test in dict.fromkeys(r["test"] for r in failing):
+                parts += ["", f"<details><summary>{FAILED_MARK} <code>{test}</code></summary>",
+                          "", "```text", _clip(self.failures[test]), "```", "", "</details>"]
         else:
             parts.append("No gates ran.")
         if self.trained or self.cached:
             parts += ["", f"Triples: {self.trained} trained, {self.cached} from cache."]
         return "\n".join(parts) + "\n"
+
+    def _table(self) -> tuple[Sequence[str], list[list[str]]]:
+        """Headers and cells of the session table: the gate table with the test in front, and
+        which rows failed the build and why (the Note: a refusal's or an error's reason)."""
+        from .gates import TABLE_COLUMNS, TABLE_HEADERS  # loaded already: the rows came from it
+
+        at = TABLE_COLUMNS.index("verdict") + 1
+        headers = ["Test", *TABLE_HEADERS]
+        headers[at + 1:at + 1] = ["Build"]
+        body = []
+        for r in self.rows:
+            cells = [_short_test(r.get("test", "")), *(r.get(c, "") for c in TABLE_COLUMNS)]
+            cells[at + 1:at + 1] = [FAILED_MARK if self.failed_build(r) else "pass"]
+            body.append([*cells, r.get("note", "")])
+        return [*headers, "Note"], body
 
     def write_markdown(self) -> list[Path]:
         """Write the Markdown summary to ``--graphnetz-summary`` and ``$GITHUB_STEP_SUMMARY``."""
@@ -335,24 +433,62 @@ class GraphnetzSession:
 
     def _write_line(self, line: str) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            with self._uncaptured():
+                reporter.write_line(line)
+
+    @contextmanager
+    def _uncaptured(self) -> Iterator[None]:
+        """Inside a test, output is captured; progress is for the person watching."""
         capture = self.config.pluginmanager.get_plugin("capturemanager")
-        if reporter is None:
-            return
         if capture is None:
-            reporter.write_line(line)
+            yield
             return
-        # Inside a test, output is captured; the progress line is for the person watching.
         with capture.global_and_fixture_disabled():
-            reporter.write_line(line)
+            yield
 
 
-def _table(rows: Sequence[dict[str, str]]) -> tuple[Sequence[str], list[list[str]]]:
-    """Headers and cells of the session table: the gate table with the test in front."""
-    from .gates import TABLE_COLUMNS, TABLE_HEADERS  # loaded already: the rows came from it
+def _test_counts(nodeid: str, runs: list[dict[str, float]]) -> str:
+    """``graphnetz: test_m.py::test_a: 30 triples (27 trained, 3 from cache) in 0:41``."""
+    from .progress import duration
 
-    body = [[_short_test(r.get("test", "")), *(r.get(c, "") for c in TABLE_COLUMNS)]
-            for r in rows]
-    return ("Test", *TABLE_HEADERS), body
+    trained = sum(int(r.get("trained", 0)) for r in runs)
+    cached = sum(int(r.get("cached", 0)) for r in runs)
+    seconds = sum(float(r.get("seconds", 0.0)) for r in runs)
+    return (f"graphnetz: {_short_test(nodeid)}: {trained + cached} triples ({trained} trained, "
+            f"{cached} from cache) in {duration(seconds)}")
+
+
+def _count_triples(tasks: Any, models: Any, seeds: Any) -> int | None:
+    """How many (task, model, seed) triples ``run_benchmark`` will run (None: it will refuse
+    the arguments itself, with its own message)."""
+    from .tasks import resolve_tasks
+
+    try:
+        return len(resolve_tasks(tasks)) * len(models) * len(seeds)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _test_name(item: pytest.Item) -> str:
+    # Two classes of one module may both have a `test_x`: keep their files apart.
+    cls = getattr(item, "cls", None)
+    return f"{cls.__name__}.{item.name}" if cls is not None else item.name
+
+
+def _crash_message(report: pytest.TestReport) -> str:
+    """What failed the test: the exception's message (the gate's verdict text), else the
+    whole failure text."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    message = getattr(crash, "message", None)
+    return str(message) if message else report.longreprtext
+
+
+def _clip(text: str, lines: int = 60) -> str:
+    kept = text.splitlines()
+    if len(kept) <= lines:
+        return "\n".join(kept)
+    return "\n".join([*kept[:lines], f"... ({len(kept) - lines} more lines)"])
 
 
 def _short_test(nodeid: str) -> str:
@@ -414,6 +550,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             terminalreporter.write_line(line)
     for path in session.write_markdown():
         terminalreporter.write_line(f"graphnetz: Markdown summary written to {path}")
+    if session.reports:
+        terminalreporter.write_line(
+            f"graphnetz: {len(session.reports)} candidate report(s) saved under "
+            f"{session.settings.report_dir}")
 
 
 # -- fixtures ------------------------------------------------------------------------------------
@@ -429,6 +569,7 @@ def graphnetz_run(request: pytest.FixtureRequest) -> Callable[..., BenchmarkRepo
     session = request.config.stash[STASH_KEY]
 
     def run(tasks: Any, models: Any, **kwargs: Any) -> BenchmarkReport:
+        __tracebackhide__ = True
         return session.run(request.node, tasks, models, **kwargs)
 
     return run
