@@ -161,7 +161,14 @@ class Settings:
             # Under pytest's cache dir; with the cacheprovider plugin off (-p no:cacheprovider),
             # the user asked for no cache on disk, so none.
             cache = getattr(config, "cache", None)
-            cache_dir = Path(cache.mkdir("graphnetz")) if cache is not None else None
+            try:
+                cache_dir = Path(cache.mkdir("graphnetz")) if cache is not None else None
+            except OSError as exc:  # a read-only checkout, say: run, but without the cache
+                config.issue_config_time_warning(pytest.PytestConfigWarning(
+                    f"graphnetz: cannot create the triple cache under pytest's cache directory "
+                    f"({exc}); training without the cache this run. Make it writable, or "
+                    "choose a directory with --graphnetz-cache-dir"), stacklevel=2)
+                cache_dir = None
         baseline_dir = (_path(config, "baseline-dir") if get("baseline-dir", None) is not None
                         else config.rootpath / "baselines")
         return cls(
