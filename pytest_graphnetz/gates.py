@@ -39,7 +39,7 @@ BaselineLike = BenchmarkReport | BaselineHandle | str | os.PathLike
 TESTS = {"paired": "paired-t", "paired-t": "paired-t", "wilcoxon": "wilcoxon",
           "permutation": "permutation", "bootstrap": "bootstrap"}
 # Protocol entries that change the last digits but not the protocol: noted, never refused.
-_ENVIRONMENT_KEYS = ("device", "threads", "versions")
+_ENVIRONMENT_KEYS = ("device", "threads", "versions", "gpu")
 
 
 class GateRefusal(ValueError):
@@ -438,6 +438,13 @@ def _environment_notes(report: BenchmarkReport, baseline: BenchmarkReport) -> tu
         if a is not None and b is not None and a != b:
             notes.append(f"{key} differs (baseline {_brief(b, a)}, candidate {_brief(a, b)}): "
                          "the protocol is the same, the last digits may not be")
+    # The determinism mode acts on CUDA only ("gpu" is None on CPU): two CPU runs in different
+    # modes computed the same thing.
+    a, b = report.protocol.get("deterministic"), baseline.protocol.get("deterministic")
+    if a and b and a != b and (report.protocol.get("gpu") or baseline.protocol.get("gpu")):
+        notes.append(f"deterministic CUDA algorithms differ (baseline {b}, candidate {a}): "
+                     "a CUDA run not in mode 'on' may vary in the last digits from rerun to "
+                     "rerun, so even an unchanged model need not be IDENTICAL")
     return tuple(notes)
 
 

@@ -67,6 +67,9 @@ _OPTIONS = (
     _Option("alpha", f"significance level of the gates (default {DEFAULT_ALPHA})", metavar="A"),
     _Option("strict", "an INCONCLUSIVE gate fails too", flag=True),
     _Option("summary", "also write the gate table as Markdown to PATH", metavar="PATH"),
+    _Option("deterministic", "deterministic CUDA algorithms per triple: on, warn (let an "
+            "operation without one run, with a warning) or off (default on)",
+            metavar="on|warn|off"),
 )
 
 
@@ -109,12 +112,16 @@ class Settings:
     strict: bool
     summary: Path | None
     cli_baseline_dir: str | None  # as typed on the command line, for the commands we print
+    deterministic: str         # on | warn | off (determinism.py)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
         """Read and validate every option; a bad value is a usage error naming the option."""
+        from .determinism import DEFAULT_MODE, check_mode  # stdlib only at import
+
         get = _getter(config)
         try:
+            deterministic = check_mode(get("deterministic", DEFAULT_MODE))
             workers = int(get("workers", "1"))
             alpha = float(get("alpha", str(DEFAULT_ALPHA)))
             seeds = parse_seeds(get("seeds", DEFAULT_SEEDS))
@@ -143,6 +150,7 @@ class Settings:
             force=bool(get("force", False)), alpha=alpha, strict=bool(get("strict", False)),
             summary=_path(config, "summary") if get("summary", None) else None,
             cli_baseline_dir=config.getoption("graphnetz_baseline_dir"),
+            deterministic=deterministic,
         )
 
 
@@ -199,6 +207,7 @@ class GraphnetzSession:
         kwargs.setdefault("device", s.device)
         kwargs.setdefault("workers", s.workers)
         kwargs.setdefault("cache_dir", s.cache_dir)
+        kwargs.setdefault("deterministic", s.deterministic)
         counts = {"trained": 0, "cached": 0}
         user_progress = kwargs.pop("progress", None)
 
