@@ -87,7 +87,10 @@ class BaselineHandle:
                     "the baseline's seeds (--graphnetz-seeds), or replace the whole file with "
                     "--graphnetz-force"
                 ) from None
-        return report.to_json(self.path)
+        try:
+            return report.to_json(self.path)
+        except OSError as exc:
+            raise BaselineError(_unwritable(self.path, exc)) from None
 
 
 def load_baseline(path: str | Path, *, update_command: str | None = None) -> BenchmarkReport:
@@ -97,6 +100,11 @@ def load_baseline(path: str | Path, *, update_command: str | None = None) -> Ben
     :class:`BaselineSchemaError` (newer schema: upgrade) or :class:`BaselineFormatError`.
     """
     path = Path(path)
+    if path.is_dir():
+        raise BaselineFormatError(
+            f"baseline {path} is a directory, not a report file; move it away or delete it, "
+            f"then {_how_to_create(path, update_command)}"
+        )
     if not path.is_file():
         raise BaselineMissingError(f"no baseline at {path}: {_how_to_create(path, update_command)}")
     try:
@@ -113,6 +121,17 @@ def load_baseline(path: str | Path, *, update_command: str | None = None) -> Ben
             f"version control (`git checkout -- {path}`), or replace it with "
             f"{_force_hint(update_command)}"
         ) from None
+
+
+def _unwritable(path: Path, exc: OSError) -> str:
+    if path.is_dir():
+        why = "it is a directory, not a report file; move it away or delete it"
+    elif isinstance(exc, PermissionError):
+        why = (f"no permission to write in {path.parent} ({exc.strerror}); make the directory "
+               "writable, or choose another with --graphnetz-baseline-dir")
+    else:
+        why = f"{type(exc).__name__}: {exc.strerror or exc}"
+    return f"cannot write baseline {path}: {why}. The old file, if any, is unchanged"
 
 
 def _how_to_create(path: Path, update_command: str | None) -> str:
