@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from . import stats
-from .baselines import BaselineError, BaselineHandle, BaselineMissingError, load_baseline
+from .baselines import BaselineHandle, BaselineMissingError, load_baseline
 from .report import BenchmarkReport
 
 BaselineLike = BenchmarkReport | BaselineHandle | str | os.PathLike
@@ -307,66 +307,37 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
 
 def _refresh(gate: str, report: BenchmarkReport, handle: BaselineHandle, *, test: str,
              margin: float, alpha: float, rng: Any) -> list[CellVerdict]:
-    """``--graphnetz-update-baselines``: write the candidate, unless the ratchet refuses.
+    """``--graphnetz-update-baselines``: :func:`pytest_graphnetz.ratchet.refresh` writes the
+    candidate unless the ratchet refuses; here its not-worse comparisons are made and reported.
+    Returns the ratchet's verdicts."""
+    from .ratchet import refresh
 
-    The ratchet compares the candidate with the baseline it would replace (a not-worse gate on
-    their shared cells): a REGRESSED cell, an unreadable baseline or a pairing that cannot be
-    made refuses the update unless ``handle.force``. Returns the ratchet's verdicts.
-    """
-    old, verdicts = None, []
-    try:
-        old = handle.load() if handle.exists() else None
-        if old is not None:
-            verdicts = _ratchet(report, old, test=test, margin=margin, alpha=alpha,
-                                source=str(handle.path), rng=rng)
-    except (BaselineError, GateRefusal):
-        if not handle.force:
-            raise
-    regressed = [v for v in verdicts if v.verdict == "REGRESSED"]
-    if regressed and not handle.force:
-        _record(verdicts, status="REFUSED")
-        raise AssertionError(
-            f"refusing to update baseline {handle.path}: the candidate is REGRESSED against it "
-            f"in {len(regressed)} cell(s) (the ratchet stops slow drift).\n\n"
-            + "\n\n".join(v.message() for v in regressed)
-            + "\n\nIf the regression is intended, rerun with "
-            + (f"`{handle.update_command} --graphnetz-force`" if handle.update_command
-               else "--graphnetz-force")
-        )
-    try:
-        handle.write(report, merge=old is not None, current=old)
-    except BaselineError:
-        if not handle.force:
-            raise
-        handle.write(report, merge=False)
-    _record(verdicts, status="UPDATED")
-    if not verdicts:
-        _record_written(report, gate)
-    return verdicts
+    def judge(candidate: BenchmarkReport, reference: BenchmarkReport,
+              source: str) -> list[CellVerdict]:
+        return compare_reports(candidate, reference, gate="not_worse", test=test, margin=margin,
+                               alpha=alpha, source=source, rng=rng)
+
+    outcome = refresh(handle, report, judge)
+    status = "UPDATED" if outcome.written else "REFUSED"
+    _record(outcome.previous, status=status)
+    _record(outcome.anchored, status=f"{status} vs anchor")
+    if not outcome.written:
+        raise AssertionError(outcome.refusal())
+    _record_written(report, gate, outcome.new_cells)
+    return [*outcome.previous, *outcome.anchored]
 
 
-def _ratchet(report: BenchmarkReport, old: BenchmarkReport, **kwargs: Any) -> list[CellVerdict]:
-    """The not-worse verdicts of ``report`` against ``old`` on the cells both have."""
-    tasks = [t for t in report.tasks if t in old.tasks]
-    models = [m for m in report.models if m in old.models]
-    if not (tasks and models):
-        return []
-    return compare_reports(report.subset(tasks=tasks, models=models),
-                           old.subset(tasks=tasks, models=models), gate="not_worse", **kwargs)
-
-
-def _record_written(report: BenchmarkReport, gate: str) -> None:
+def _record_written(report: BenchmarkReport, gate: str, cells: Sequence[tuple[str, str]]) -> None:
     observer = _OBSERVER.get()
     if observer is None:
         return
-    for task in report.tasks:
+    for task, model in cells:
         spec = report.metric(task)
-        for model in report.models:
-            cell = _describe(report.values(task, model), report)
-            observer.record({"cell": f"{task}/{model}",
-                             "metric": _metric(spec.name, spec.higher_is_better),
-                             "candidate": _mean_ci(cell, short=True), "verdict": "WRITTEN",
-                             "n": str(cell.n), "gate": gate, "baseline": "(new)"})
+        cell = _describe(report.values(task, model), report)
+        observer.record({"cell": f"{task}/{model}",
+                         "metric": _metric(spec.name, spec.higher_is_better),
+                         "candidate": _mean_ci(cell, short=True), "verdict": "WRITTEN",
+                         "n": str(cell.n), "gate": gate, "baseline": "(new)"})
 
 
 # -- checks that refuse --------------------------------------------------------------------------

@@ -201,6 +201,7 @@ class _Outcome:
     model_fp: str
     cached: bool
     seconds: float
+    model_info: dict[str, Any]    # what the model was: its repr and parameter count
 
 
 def _trainer_identity(task: Task) -> Any:
@@ -253,6 +254,7 @@ def _run_triple_alone(job: _Job) -> _Outcome:
     _reseed(job.seed)
     model = job.factory(in_channels, out_channels)
     model_fp = model_fingerprint(model, job.factory)
+    model_info = {"repr": repr(model), "parameters": sum(p.numel() for p in model.parameters())}
 
     def train() -> History:
         device = torch.device(job.device)
@@ -272,7 +274,7 @@ def _run_triple_alone(job: _Job) -> _Outcome:
             "model": model_fp, "seed": job.seed, "threads": job.threads, **job.context,
         }
         history, cached = TripleCache(job.cache_dir).get_or_compute(make_key(fields), train, fields)
-    return _Outcome(history, data_fp, model_fp, cached, time.perf_counter() - start)
+    return _Outcome(history, data_fp, model_fp, cached, time.perf_counter() - start, model_info)
 
 
 # -- the sweep ---------------------------------------------------------------------------------
@@ -485,6 +487,7 @@ def _assemble(task_map: Mapping[str, Task], models: list[str], seeds: list[int],
     histories = {}
     data_fps: dict[str, dict[int, str]] = {}
     model_fps: dict[str, dict[int, dict[str, str]]] = {}
+    model_info: dict[str, dict[str, dict]] = {}
     for job, out in zip(jobs, outcomes, strict=True):
         t = job.task.name
         histories[(t, job.model, job.seed)] = out.history
@@ -497,6 +500,7 @@ def _assemble(task_map: Mapping[str, Task], models: list[str], seeds: list[int],
                 "deterministic given `seed` — otherwise seeds cannot be paired"
             )
         model_fps.setdefault(job.model, {}).setdefault(job.seed, {})[t] = out.model_fp
+        model_info.setdefault(job.model, {}).setdefault(t, out.model_info)
     # A model is built once per task (its channels differ), so its per-seed fingerprint
     # combines the per-task ones (sorted by task name: task order never changes it).
     combined = {
@@ -505,6 +509,8 @@ def _assemble(task_map: Mapping[str, Task], models: list[str], seeds: list[int],
         for m, per_seed in model_fps.items()
     }
     metrics = {t: MetricSpec.from_name(task.metric_name) for t, task in task_map.items()}
+    # The model as a reviewer reads it (per task: its channels differ), kept in baselines.
+    protocol = {**protocol, "models": {m: model_info[m] for m in models}}
     return BenchmarkReport(
         tasks=list(task_map), models=models, seeds=seeds, metrics=metrics, histories=histories,
         protocol=protocol, fingerprints={"data": data_fps, "model": combined},
