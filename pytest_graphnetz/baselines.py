@@ -167,7 +167,10 @@ def write_baseline(path: str | Path, report: BenchmarkReport,
                    anchors: Mapping[Cell, Anchor]) -> Path:
     """Write ``report`` with ``anchors`` to ``path`` atomically (a reader never sees half)."""
     path = Path(path)
-    write_text_atomic(path, to_text(report, anchors))
+    try:
+        write_text_atomic(path, to_text(report, anchors))
+    except OSError as exc:
+        raise BaselineError(_unwritable(path, exc)) from None
     return path
 
 
@@ -180,8 +183,9 @@ def read_baseline(path: str | Path, *, update_command: str | None = None) -> Sto
     path = Path(path)
     if path.is_dir():
         raise BaselineFormatError(
-            f"baseline {path} is a directory, not a file; remove or rename it, then create the "
-            f"baseline with {_force_hint(update_command)}")
+            f"baseline {path} is a directory, not a report file; move it away or delete it, "
+            f"then {_how_to_create(path, update_command)}"
+        )
     if not path.is_file():
         raise BaselineMissingError(f"no baseline at {path}: {_how_to_create(path, update_command)}")
     try:
@@ -275,6 +279,17 @@ class BaselineHandle:
 
     def force_command(self) -> str:
         return _force_hint(self.update_command)
+
+
+def _unwritable(path: Path, exc: OSError) -> str:
+    if path.is_dir():
+        why = "it is a directory, not a report file; move it away or delete it"
+    elif isinstance(exc, PermissionError):
+        why = (f"no permission to write in {path.parent} ({exc.strerror}); make the directory "
+               "writable, or choose another with --graphnetz-baseline-dir")
+    else:
+        why = f"{type(exc).__name__}: {exc.strerror or exc}"
+    return f"cannot write baseline {path}: {why}. The old file, if any, is unchanged"
 
 
 def _how_to_create(path: Path, update_command: str | None) -> str:

@@ -3,15 +3,21 @@
 - :func:`data_fingerprint`: every tensor of the data (features, edges, labels, split masks...)
   by name, dtype, shape and bytes. Two runs pair only when this matches per seed.
 - :func:`model_fingerprint`: the *built* model (repr, parameter/buffer names, shapes, dtypes
-  and initial bytes), the source of its user-defined module classes and the factory's identity.
+  and initial bytes), the code of its user-defined module classes and the factory's identity.
   Whatever changes the built model — source, a global, an env var, a config file — changes it.
-- :func:`callable_identity`: a function's qualified name and a hash of its source.
+- :func:`callable_identity`: a function's qualified name and a hash of its *normalised* code:
+  the syntax tree without docstrings, so comments, docstrings and formatting do not count, while
+  every name, number and statement does — plus the module-level functions, classes and plain
+  constants of its own module that it names (a helper or a ``DROPOUT = 0.5`` used in ``forward``).
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import inspect
+import sys
+import textwrap
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -95,11 +101,15 @@ def _feed_tensor(h: Any, t: Any) -> None:
 
 
 def callable_identity(fn: Any) -> dict[str, str | None]:
-    """``{"name": module.qualname, "source": sha256 of the source or None}`` of a callable
+    """``{"name": module.qualname, "code": sha256 of the normalised code or None}`` of a callable
     (or of a whole module, whose every function then counts).
 
-    ``functools.partial`` objects are resolved to their function plus the repr of their bound
-    arguments; callables whose source cannot be read (builtins, C extensions) get ``None``.
+    The code is :func:`normalised_code` of the callable plus, recursively, of the module-level
+    functions and classes of its own module that it names, and the ``repr`` of the plain
+    constants (numbers, strings, tuples/lists/dicts of them) it names: an edit to a helper that
+    ``forward`` calls, or to ``HIDDEN = 16``, changes the identity. ``functools.partial``
+    objects are resolved to their function plus the repr of their bound arguments; callables
+    whose source cannot be read (builtins, C extensions) get ``None``.
     """
     import functools
 
@@ -114,11 +124,86 @@ def callable_identity(fn: Any) -> dict[str, str | None]:
             else type(fn)
         qualname = getattr(target, "__qualname__", repr(target))
         name = f"{getattr(target, '__module__', '?')}.{qualname}"
+    parts = _code_closure(target)
+    code = None if parts is None else hashlib.sha256("\n".join(parts).encode()).hexdigest()
+    return {"name": name + bound, "code": code}
+
+
+def normalised_code(obj: Any) -> str | None:
+    """The code of a function, class or module with docstrings, comments and formatting removed.
+
+    ``ast.dump`` of its syntax tree without position attributes and without the docstring of
+    each module, class and function: renaming a variable or changing a number still changes it
+    (a rename never changes a result, but telling a rename from a meaningful edit is not worth
+    a stale cache hit). None when the source cannot be read; the raw source text when it does
+    not parse alone (a lambda cut out of a larger expression).
+    """
+    source, tree = _parse(obj)
+    return ast.dump(tree) if tree is not None else source
+
+
+def _parse(obj: Any) -> tuple[str | None, ast.Module | None]:
+    """``obj``'s source and its syntax tree without docstrings (None for what is missing)."""
     try:
-        source = hashlib.sha256(inspect.getsource(target).encode()).hexdigest()
+        source = inspect.getsource(obj)
     except (OSError, TypeError):
-        source = None
-    return {"name": name + bound, "source": source}
+        return None, None
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except SyntaxError:
+        return source, None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return source, tree
+
+
+def _code_closure(target: Any) -> list[str] | None:
+    """:func:`normalised_code` of ``target`` and of the same-module globals it names, in a
+    stable order; None when ``target``'s own source cannot be read."""
+    source, tree = _parse(target)
+    if source is None:
+        return None
+    parts = [ast.dump(tree) if tree is not None else source]
+    if inspect.ismodule(target):
+        return parts  # every function of the module is in its own source already
+    seen, todo = {id(target)}, [(target, tree)]
+    while todo:
+        obj, obj_tree = todo.pop()
+        if obj_tree is None:
+            continue
+        module = sys.modules.get(getattr(obj, "__module__", None) or "")
+        namespace = vars(module) if module is not None else {}
+        names = {n.id for n in ast.walk(obj_tree) if isinstance(n, ast.Name)}
+        for ref in sorted(names & namespace.keys()):
+            value = namespace[ref]
+            if (inspect.isfunction(value) or inspect.isclass(value)) \
+                    and getattr(value, "__module__", None) == obj.__module__:
+                if id(value) not in seen:
+                    seen.add(id(value))
+                    ref_source, ref_tree = _parse(value)
+                    todo.append((value, ref_tree))
+                    parts.append(f"{ref}=" + (ast.dump(ref_tree) if ref_tree is not None
+                                              else str(ref_source)))
+            elif _is_plain(value):
+                parts.append(f"{ref}={value!r}")
+    return parts
+
+
+def _is_plain(value: Any, depth: int = 0) -> bool:
+    """Numbers, strings, None, and lists/tuples/dicts of them (a config constant)."""
+    if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
+        return True
+    if depth > 3:
+        return False
+    if isinstance(value, (list, tuple)):
+        return all(_is_plain(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return all(_is_plain(k, depth + 1) and _is_plain(v, depth + 1) for k, v in value.items())
+    return False
 
 
 def model_fingerprint(model: Any, factory: Callable[..., Any] | None = None) -> str:
@@ -126,7 +211,7 @@ def model_fingerprint(model: Any, factory: Callable[..., Any] | None = None) -> 
 
     Covers ``repr(model)``, each submodule's class, ``extra_repr()`` and plain attributes
     (numbers, strings, flags), every parameter and buffer (name, dtype, shape, initial bytes),
-    the source of each non-library module class it contains, and ``callable_identity(factory)``.
+    :func:`callable_identity` of each non-library module class it contains and of the factory.
     Lazy (uninitialised) parameters contribute their name only.
     """
     from torch.nn.parameter import UninitializedParameter

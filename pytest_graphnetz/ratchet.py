@@ -118,12 +118,12 @@ def refresh(handle: BaselineHandle, candidate: BenchmarkReport, judge: Judge) ->
 
 
 def _read(handle: BaselineHandle) -> StoredBaseline | None:
-    if not handle.path.exists():
-        return None
+    if not handle.exists():
+        return None   # nothing to compare with (a directory in the way fails at the write)
     try:
         return handle.read()
     except BaselineError:
-        if not handle.force or handle.path.is_dir():  # force replaces a file, not a directory
+        if not handle.force:
             raise
         return None
 
