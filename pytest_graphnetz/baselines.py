@@ -228,6 +228,13 @@ def is_baseline_file(path: Path) -> bool:
     return isinstance(data, dict) and data.get("schema") in (SCHEMA, VALUES_SCHEMA)
 
 
+def find_baselines(directory: Path) -> list[Path]:
+    """The baseline files under ``directory``: ``<directory>/<module>/<name>.json`` files that
+    pytest-graphnetz wrote (either schema); nothing else there is ever touched."""
+    return sorted(p for p in Path(directory).glob("*/*.json") if p.is_file()
+                  and is_baseline_file(p))
+
+
 @contextmanager
 def baseline_lock(path: Path) -> Iterator[None]:
     """Hold the inter-process lock of baseline ``path`` (pytest-xdist workers refreshing one

@@ -56,6 +56,7 @@ class GateObserver:
     alpha: float
     strict: bool
     record: Callable[[dict[str, str]], None]
+    uses: Callable[[str], None] | None = None   # told each baseline file a gate reads
 
 
 _OBSERVER: ContextVar[GateObserver | None] = ContextVar("graphnetz_gate_observer", default=None)
@@ -349,6 +350,9 @@ def _load(baseline: BaselineLike) -> tuple[str, BenchmarkReport]:
     if isinstance(baseline, BaselineHandle):
         return str(baseline.path), baseline.load()
     if isinstance(baseline, (str, os.PathLike)):
+        observer = _OBSERVER.get()
+        if observer is not None and observer.uses is not None:
+            observer.uses(str(Path(baseline).resolve()))
         return str(baseline), load_baseline(Path(baseline))
     raise TypeError(f"`baseline` must be a BenchmarkReport, a path or a baseline handle, "
                     f"got {type(baseline).__name__}")

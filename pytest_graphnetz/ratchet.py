@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .baselines import (
@@ -201,5 +202,37 @@ def _merge(stored: StoredBaseline | None, candidate: BenchmarkReport,
     return report, anchors
 
 
-__all__ = ["RULE", "RefreshOutcome", "refresh", "refuses"]
+def prune_unused(baseline_dir: Path, *, used: set[str], users: Sequence[tuple[str, str, str]],
+                 delete: bool, why_kept: str = "") -> list[str]:
+    """After a refresh session: the baselines under ``baseline_dir`` that no test used,
+    deleted when ``delete`` (a full run that passed), else listed; the summary's lines.
+
+    ``used``: the files handed to tests; ``users``: (nodeid, module stem, default name) of every
+    collected test that asks for a baseline, selected or not: its default file is never unused.
+    A partial run only looks in the module directories of the tests it collected.
+    """
+    from .baselines import default_path, find_baselines
+
+    known = {default_path(baseline_dir, stem, name).resolve() for _, stem, name in users}
+    used_paths = {Path(p).resolve() for p in used}
+    scope = {p.parent for p in known | used_paths}
+    unused = [p for p in find_baselines(baseline_dir)
+              if p.resolve() not in known | used_paths
+              and (delete or p.resolve().parent in scope)]
+    if not unused:
+        return []
+    names = [str(p) for p in unused]
+    if delete:
+        for p in unused:
+            p.unlink(missing_ok=True)
+        head = (f"graphnetz: deleted {len(unused)} baseline(s) that no test used (a full "
+                "refresh; a renamed test's old file is one; git restores them if needed):")
+    else:
+        head = (f"graphnetz: {len(unused)} baseline(s) that no test of this run used (a "
+                f"renamed test's old file, say); not deleted, the run was partial ({why_kept}); "
+                "a full `pytest --graphnetz-update-baselines` deletes them:")
+    return [head, *(f"  {name}" for name in names)]
+
+
+__all__ = ["RULE", "RefreshOutcome", "prune_unused", "refresh", "refuses"]
 
