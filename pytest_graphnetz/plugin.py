@@ -37,6 +37,8 @@ TRIPLES_PROPERTY = "graphnetz_triples"  # user_properties entry: {"trained": n, 
 # With --graphnetz-update-baselines only (what finding unused baselines needs):
 USES_PROPERTY = "graphnetz_baseline"          # user_properties entry: a baseline file used
 USER_PROPERTY = "graphnetz_baseline_user"     # on every report of a test that asks for one
+REPORT_PROPERTY = "graphnetz_report"    # user_properties entry: a saved candidate report's path
+FAILED_MARK = "✗ FAIL"                  # the table's Build column for rows that failed the build
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,8 @@ _OPTIONS = (
     _Option("alpha", f"significance level of the gates (default {DEFAULT_ALPHA})", metavar="A"),
     _Option("strict", "an INCONCLUSIVE gate fails too", flag=True),
     _Option("summary", "also write the gate table as Markdown to PATH", metavar="PATH"),
+    _Option("report-dir", "save each gated test's candidate report (full JSON, histories "
+            "included) under DIR, e.g. for CI artifacts", metavar="DIR"),
 )
 
 
@@ -111,6 +115,7 @@ class Settings:
     alpha: float
     strict: bool
     summary: Path | None
+    report_dir: Path | None
     cli_baseline_dir: str | None  # as typed on the command line, for the commands we print
 
     @classmethod
@@ -145,6 +150,7 @@ class Settings:
             baseline_dir=baseline_dir, update_baselines=bool(get("update-baselines", False)),
             force=bool(get("force", False)), alpha=alpha, strict=bool(get("strict", False)),
             summary=_path(config, "summary") if get("summary", None) else None,
+            report_dir=_path(config, "report-dir") if get("report-dir", None) else None,
             cli_baseline_dir=config.getoption("graphnetz_baseline_dir"),
         )
 
@@ -184,6 +190,8 @@ class GraphnetzSession:
         self.config = config
         self.settings = settings
         self.rows: list[dict[str, str]] = []
+        self.failures: dict[str, str] = {}   # nodeid -> what failed it (the crash message)
+        self.reports: list[str] = []         # candidate reports saved (--graphnetz-report-dir)
         self.trained = 0
         self.cached = 0
         # (nodeid, module stem, default name) of each collected test that asks for a baseline
@@ -203,6 +211,7 @@ class GraphnetzSession:
 
     def run(self, item: pytest.Item, tasks: Any, models: Any, **kwargs: Any) -> BenchmarkReport:
         """``run_benchmark`` with the session's seeds, device, workers, cache; ``kwargs`` win."""
+        __tracebackhide__ = True
         from .runner import run_benchmark
 
         s = self.settings
@@ -233,7 +242,7 @@ class GraphnetzSession:
 
         s = self.settings
         path = default_path(s.baseline_dir, Path(str(item.path)).stem,
-                            _default_name(item) if name is None else name)
+                            _test_name(item) if name is None else name)
         if name is None:
             others = self._sharing(item.nodeid)
             if others:
@@ -272,7 +281,7 @@ class GraphnetzSession:
             if isinstance(item, pytest.Item) and \
                     "graphnetz_baseline" in getattr(item, "fixturenames", ()):
                 self.baseline_users.append(
-                    (item.nodeid, Path(str(item.path)).stem, _default_name(item)))
+                    (item.nodeid, Path(str(item.path)).stem, _test_name(item)))
                 if self.settings.update_baselines:
                     item.user_properties.append((USER_PROPERTY, item.nodeid))
         return made
@@ -318,16 +327,38 @@ class GraphnetzSession:
         def record(row: dict[str, str]) -> None:
             item.user_properties.append((GATE_PROPERTY, json.dumps({"test": item.nodeid, **row})))
 
+        saved: list[Any] = []   # the reports this test's gates saw, each written once
+
+        def candidate(report: BenchmarkReport) -> None:
+            if any(r is report for r in saved):
+                return
+            saved.append(report)
+            path = self._report_path(item, len(saved))
+            report.to_json(path)
+            item.user_properties.append((REPORT_PROPERTY, str(path)))
+
         def uses(path: str) -> None:
             item.user_properties.append((USES_PROPERTY, path))
 
         return GateObserver(alpha=self.settings.alpha, strict=self.settings.strict, record=record,
-                            uses=uses if self.settings.update_baselines else None)
+                            uses=uses if self.settings.update_baselines else None,
+                            candidate=candidate if self.settings.report_dir else None)
+
+    def _report_path(self, item: pytest.Item, k: int) -> Path:
+        """``<report dir>/<module>/<test>.json`` (laid out as the baselines are, so a CI job can
+        run ``graphnetz compare`` on the pair); a test's k-th distinct report adds ``-k``."""
+        from .baselines import default_path
+
+        assert self.settings.report_dir is not None
+        name = _test_name(item) + (f"-{k}" if k > 1 else "")
+        return default_path(self.settings.report_dir, Path(str(item.path)).stem, name)
 
     # collection (reports come from this process or, on the xdist controller, from workers)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Gather gate rows and triple counts (registered as a plugin: this is a hook)."""
+        """Gather gate rows, failures and triple counts (registered as a plugin: a hook)."""
+        if report.failed and report.nodeid not in self.failures:
+            self.failures[report.nodeid] = _crash_message(report)
         for name, value in report.user_properties:
             if name == USER_PROPERTY and (report.failed or report.skipped):
                 self.unfinished.add(value)
@@ -339,6 +370,8 @@ class GraphnetzSession:
                 self.used_baselines.add(value)
             elif name == GATE_PROPERTY:
                 self.rows.append(json.loads(value))
+            elif name == REPORT_PROPERTY:
+                self.reports.append(value)
             elif name == TRIPLES_PROPERTY:
                 counts = json.loads(value)
                 self.trained += counts.get("trained", 0)
@@ -346,27 +379,61 @@ class GraphnetzSession:
 
     # the summary
 
+    def failed_build(self, row: dict[str, str]) -> bool:
+        """Did this row fail the build: a failing cell in a test that failed?"""
+        return bool(row.get("failed")) and row.get("test", "") in self.failures
+
+    def headline(self) -> str:
+        failing = [r for r in self.rows if self.failed_build(r)]
+        if not failing:
+            return f"{len(self.rows)} gate row(s), none failed the build"
+        tests = {r.get("test") for r in failing}
+        return (f"{len(failing)} of {len(self.rows)} gate row(s) failed the build "
+                f"({FAILED_MARK}), in {len(tests)} test(s)")
+
     def summary_lines(self) -> Iterator[str]:
         """The terminal table of every gate, then the triple counts (nothing when unused)."""
         from .text import format_table
 
         if self.rows:
-            headers, rows = _table(self.rows)
-            yield from format_table(headers, rows).splitlines()
+            yield from format_table(*self._table()).splitlines()
+            yield self.headline()
         if self.trained or self.cached:
             yield f"triples: {self.trained} trained, {self.cached} from cache"
 
     def markdown(self) -> str:
+        """The Markdown summary: headline, the table, and each failing test's message."""
         from .text import markdown_table
 
         parts = ["### graphnetz gates", ""]
         if self.rows:
-            parts.append(markdown_table(*_table(self.rows)))
+            failing = [r for r in self.rows if self.failed_build(r)]
+            headline = self.headline()
+            parts += [f"**{headline}**" if failing else headline, "",
+                      markdown_table(*self._table())]
+            for test in dict.fromkeys(r["test"] for r in failing):
+                parts += ["", f"<details><summary>{FAILED_MARK} <code>{test}</code></summary>",
+                          "", "```text", _clip(self.failures[test]), "```", "", "</details>"]
         else:
             parts.append("No gates ran.")
         if self.trained or self.cached:
             parts += ["", f"Triples: {self.trained} trained, {self.cached} from cache."]
         return "\n".join(parts) + "\n"
+
+    def _table(self) -> tuple[Sequence[str], list[list[str]]]:
+        """Headers and cells of the session table: the gate table with the test in front, and
+        which rows failed the build and why (the Note: a refusal's or an error's reason)."""
+        from .gates import TABLE_COLUMNS, TABLE_HEADERS  # loaded already: the rows came from it
+
+        at = TABLE_COLUMNS.index("verdict") + 1
+        headers = ["Test", *TABLE_HEADERS]
+        headers[at + 1:at + 1] = ["Build"]
+        body = []
+        for r in self.rows:
+            cells = [_short_test(r.get("test", "")), *(r.get(c, "") for c in TABLE_COLUMNS)]
+            cells[at + 1:at + 1] = [FAILED_MARK if self.failed_build(r) else "pass"]
+            body.append([*cells, r.get("note", "")])
+        return [*headers, "Note"], body
 
     def write_markdown(self) -> list[Path]:
         """Write the Markdown summary to ``--graphnetz-summary`` and ``$GITHUB_STEP_SUMMARY``."""
@@ -401,19 +468,25 @@ class GraphnetzSession:
             reporter.write_line(line)
 
 
-def _table(rows: Sequence[dict[str, str]]) -> tuple[Sequence[str], list[list[str]]]:
-    """Headers and cells of the session table: the gate table with the test in front."""
-    from .gates import TABLE_COLUMNS, TABLE_HEADERS  # loaded already: the rows came from it
-
-    body = [[_short_test(r.get("test", "")), *(r.get(c, "") for c in TABLE_COLUMNS)]
-            for r in rows]
-    return ("Test", *TABLE_HEADERS), body
-
-
-def _default_name(item: pytest.Item) -> str:
-    # Two classes of one module may both have a `test_x`: keep their baselines apart.
+def _test_name(item: pytest.Item) -> str:
+    # Two classes of one module may both have a `test_x`: keep their files apart.
     cls = getattr(item, "cls", None)
     return f"{cls.__name__}.{item.name}" if cls is not None else item.name
+
+
+def _crash_message(report: pytest.TestReport) -> str:
+    """What failed the test: the exception's message (the gate's verdict text), else the
+    whole failure text."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    message = getattr(crash, "message", None)
+    return str(message) if message else report.longreprtext
+
+
+def _clip(text: str, lines: int = 60) -> str:
+    kept = text.splitlines()
+    if len(kept) <= lines:
+        return "\n".join(kept)
+    return "\n".join([*kept[:lines], f"... ({len(kept) - lines} more lines)"])
 
 
 def _short_test(nodeid: str) -> str:
@@ -481,6 +554,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         terminalreporter.write_line(f"graphnetz: Markdown summary written to {path}")
     for line in session.unused_lines:
         terminalreporter.write_line(line)
+    if session.reports:
+        terminalreporter.write_line(
+            f"graphnetz: {len(session.reports)} candidate report(s) saved under "
+            f"{session.settings.report_dir}")
 
 
 # -- fixtures ------------------------------------------------------------------------------------
@@ -496,6 +573,7 @@ def graphnetz_run(request: pytest.FixtureRequest) -> Callable[..., BenchmarkRepo
     session = request.config.stash[STASH_KEY]
 
     def run(tasks: Any, models: Any, **kwargs: Any) -> BenchmarkReport:
+        __tracebackhide__ = True
         return session.run(request.node, tasks, models, **kwargs)
 
     return run

@@ -238,8 +238,19 @@ def test_summary_markdown_and_junit_properties(project: pytest.Pytester, shared_
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step_summary))
     project.runpytest(SEEDS, shared_cache, "--graphnetz-update-baselines").assert_outcomes(passed=1)
     result = project.runpytest(SEEDS, shared_cache, "--graphnetz-summary=gates.md",
-                               "--junitxml=junit.xml")
+                               "--junitxml=junit.xml", "--graphnetz-report-dir=reports")
     result.assert_outcomes(passed=1)
+
+    # --graphnetz-report-dir: the gated test's candidate, whole (every epoch of every history)
+    from pytest_graphnetz import BenchmarkReport
+    from pytest_graphnetz.baselines import load_baseline
+
+    saved = BenchmarkReport.from_json(project.path / "reports" / "test_model" / "test_gcn.json")
+    baseline = load_baseline(project.path / "baselines" / "test_model" / "test_gcn.json")
+    assert saved.seeds == (0, 1, 2, 3) and saved.models == ("GCN",)
+    assert all(len(h.test) == 40 for h in saved.histories.values())
+    assert (saved.X == baseline.X).all()   # the unchanged model: the same numbers
+    result.stdout.fnmatch_lines(["graphnetz: 1 candidate report(s) saved under *reports"])
 
     markdown = (project.path / "gates.md").read_text()
     assert markdown.startswith("### graphnetz gates")

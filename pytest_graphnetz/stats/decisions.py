@@ -1,0 +1,269 @@
+"""Verdicts on gated cells: :func:`compare` (one cell, candidate vs baseline on paired seeds),
+Holm across the cells of one gate call, and the result types."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from enum import Enum
+from typing import Any
+
+import numpy as np
+
+from ._common import KINDS, PAIRED_TESTS, ConfidenceInterval, RngLike, _check_choice, _vector
+from .paired import _evidence, _floor_notes, _require_pairs
+from .planning import _mde_se, _seeds_needed
+
+
+class Verdict(str, Enum):
+    """Outcome of one gated cell.
+
+    ``IDENTICAL`` (every paired difference exactly 0) passes ``not_worse`` and ``equivalent``
+    gates and fails a ``better`` gate; the others read as their names.
+    """
+
+    REGRESSED = "REGRESSED"
+    NOT_WORSE = "NOT WORSE"
+    INCONCLUSIVE = "INCONCLUSIVE"
+    IDENTICAL = "IDENTICAL"
+    BETTER = "BETTER"
+    EQUIVALENT = "EQUIVALENT"
+    NOT_EQUIVALENT = "NOT EQUIVALENT"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The verdict on one cell: candidate against baseline on paired seeds.
+
+    Differences ``d = candidate - baseline`` are sign-flipped for lower-is-better metrics, so
+    ``mean_diff > 0`` means the candidate is better. Fields:
+
+    - ``n``: usable pairs; ``sd_diff``: their sample standard deviation.
+    - ``ci``: two-sided ``1 - alpha`` interval of ``mean_diff``; ``lower_bound``: one-sided
+      ``1 - alpha`` lower confidence bound (both by ``test``'s method, see :class:`PairedResult`).
+    - ``p_value``: raw p of the kind's primary test: for ``not_worse`` H1 "mean d < -margin"
+      (small p = REGRESSED); for ``better`` H1 "mean d > margin" (small p = BETTER); for
+      ``equivalent`` the TOST p = max of the two one-sided p-values (small p = EQUIVALENT).
+      ``p_adjusted``: Holm-adjusted across the cells of one comparison (== p_value for one cell).
+    - ``p_reverse``: raw p of the opposite one-sided test: for ``not_worse`` H1 "mean d > -margin"
+      (small p = NOT WORSE, the same as ``lower_bound > -margin`` for the t test); for ``better``
+      H1 "mean d < 0" (small p = REGRESSED); for ``equivalent`` equal to ``p_value``.
+    - ``mde``: minimum detectable effect at this n (one-sided α, ``power``, noncentral t; see
+      :func:`mde`): a true shift of ``mde`` beyond the margin's boundary is caught with
+      probability ``power`` (0.8 by default). ``inf`` when the test cannot reach α at this n.
+    - ``seeds_needed``: for an INCONCLUSIVE cell, the total number of seeds at which the observed
+      mean difference would be decided with probability ``power`` (None when no number of seeds
+      would).
+    - ``p_floor``: smallest one-sided p the test can produce at this n.
+    - ``diverged_seeds``: seeds where the candidate diverged and the baseline did not; each counts
+      as a failure of that seed and forces REGRESSED (NOT EQUIVALENT for ``equivalent``).
+    - ``excluded_seeds``: seeds left out of the test: both diverged, or only the baseline did.
+    """
+
+    verdict: Verdict
+    kind: str
+    test: str
+    n: int
+    mean_diff: float
+    sd_diff: float
+    ci: ConfidenceInterval
+    lower_bound: float
+    p_value: float
+    p_adjusted: float
+    p_reverse: float
+    margin: float
+    alpha: float
+    mde: float
+    seeds_needed: int | None
+    p_floor: float
+    higher_is_better: bool
+    label: str
+    diverged_seeds: tuple = ()
+    excluded_seeds: tuple = ()
+    notes: tuple[str, ...] = ()
+    power: float = 0.8
+
+
+@dataclass(frozen=True)
+class HolmResult:
+    """Holm step-down adjustment: adjusted p-values and rejections, in the input order."""
+
+    p_adjusted: tuple[float, ...]
+    reject: tuple[bool, ...]
+    alpha: float
+
+
+def compare(candidate: Any, baseline: Any, *, higher_is_better: bool = True,
+            kind: str = "not_worse", test: str = "paired-t", margin: float = 0.0,
+            alpha: float = 0.05, power: float = 0.8, n_resamples: int = 10_000,
+            rng: RngLike = None, label: str | None = None,
+            seeds: Sequence[Any] | None = None) -> Comparison:
+    """Verdict on one cell: ``candidate`` vs ``baseline`` (n_seeds,), aligned by seed.
+
+    ``kind="not_worse"``: REGRESSED when the one-sided test rejects H0 "mean d >= -margin" at
+    ``alpha``; else NOT WORSE when the one-sided ``1 - alpha`` lower bound of mean d is above
+    ``-margin`` (for non-t tests: when the test rejects H0 "mean d <= -margin"); else INCONCLUSIVE.
+    ``kind="better"``: BETTER on one-sided evidence of mean d > margin; else REGRESSED on evidence
+    of mean d < 0 (raw one-sided p <= alpha); else INCONCLUSIVE. ``kind="equivalent"``: TOST
+    against ``±margin``.
+    All exact-zero differences give IDENTICAL for every kind (no test is run).
+
+    Diverged seeds (non-finite values): where only the candidate diverged, the seed counts as a
+    failure: the verdict is REGRESSED (NOT EQUIVALENT for ``equivalent``) whatever the test on the
+    other seeds says, with a note naming the seeds. Where both or only the baseline diverged, the
+    seed is excluded from the test with a note. Fewer than 2 usable pairs raises ``ValueError``
+    naming ``label``. ``seeds`` labels the positions in notes (default: 0, 1, ...).
+    """
+    where = label or "cell"
+    cand, base = _vector(candidate, "candidate", where), _vector(baseline, "baseline", where)
+    if cand.shape != base.shape:
+        raise ValueError(f"{where}: candidate has {cand.size} seeds but baseline has {base.size}; "
+                         "pair them by seed value first")
+    _check_choice("kind", kind, KINDS)
+    _check_choice("test", test, PAIRED_TESTS)
+    if not margin >= 0:
+        raise ValueError(f"{where}: `margin` must be >= 0 (in metric units), got {margin!r}")
+    if not 0 < alpha < 0.5:
+        raise ValueError(f"{where}: `alpha` must lie in (0, 0.5), got {alpha!r}")
+    names = list(range(cand.size)) if seeds is None else list(seeds)
+    if len(names) != cand.size:
+        raise ValueError(f"{where}: {len(names)} seed labels for {cand.size} values")
+
+    c_bad, b_bad = ~np.isfinite(cand), ~np.isfinite(base)
+    keep = ~(c_bad | b_bad)
+    diverged = tuple(names[i] for i in np.flatnonzero(c_bad & ~b_bad))
+    excluded = tuple(names[i] for i in np.flatnonzero(b_bad))
+    _require_pairs(int(keep.sum()), where, [names[i] for i in np.flatnonzero(~keep)])
+    notes: list[str] = []
+    if diverged:
+        notes.append(f"candidate diverged (non-finite metric) at seed(s) {list(diverged)} where "
+                     "the baseline did not: counted as failures, so the cell cannot pass")
+    if excluded:
+        notes.append(f"seed(s) {list(excluded)} excluded: the baseline diverged there "
+                     "(both sides, or baseline only), so there is no pair to compare")
+
+    sign = 1.0 if higher_is_better else -1.0
+    c, b = sign * cand[keep], sign * base[keep]
+    d = c - b
+    n = int(d.size)
+    sd = float(d.std(ddof=1)) if test != "welch" else float(np.sqrt(c.var(ddof=1) + b.var(ddof=1)))
+    identical = not diverged and bool(np.all(d == 0))
+    common = dict(kind=kind, test=test, n=n, mean_diff=float(d.mean()), sd_diff=sd, margin=margin,
+                  alpha=alpha, higher_is_better=higher_is_better, label=where,
+                  diverged_seeds=diverged, excluded_seeds=excluded, power=power)
+    if identical:
+        notes.append("every paired difference is exactly 0 (an unchanged model): no test run")
+        return Comparison(verdict=Verdict.IDENTICAL, ci=ConfidenceInterval(0.0, 0.0),
+                          lower_bound=0.0, p_value=1.0, p_adjusted=1.0, p_reverse=1.0, mde=0.0,
+                          seeds_needed=None, p_floor=0.0, notes=tuple(notes), **common)
+
+    ev = _evidence(test, c, b, n_resamples, rng)
+    if kind == "not_worse":
+        p_primary, p_reverse = ev.p_less(-margin), ev.p_greater(-margin)
+    elif kind == "better":
+        p_primary, p_reverse = ev.p_greater(margin), ev.p_less(0.0)
+    else:
+        p_primary = max(ev.p_greater(-margin), ev.p_less(margin))
+        p_reverse = p_primary
+    low, high = ev.bounds(1 - alpha)
+    lower_bound = ev.bounds(1 - 2 * alpha)[0]
+    notes.extend(_floor_notes(test, n, ev.floor, alpha, "one-sided"))
+    if test == "welch":
+        notes.append("welch: unpaired test; the seeds' pairing is ignored")
+    if ev.interval == "bootstrap" and n < 10:
+        notes.append(f"{test}: bootstrap bounds on n={n} seeds are unreliable (too narrow)")
+    se_for_power = sd / math.sqrt(n)
+    effect_mde = (math.inf if ev.floor > alpha
+                  else _mde_se(se_for_power, n - 1, alpha=alpha, power=power, one_sided=True))
+    if test not in ("paired-t", "welch") and math.isfinite(effect_mde):
+        notes.append(f"MDE from the paired-t power formula (approximate for {test})")
+    verdict = _decide(kind, p_primary, p_reverse, alpha, bool(diverged))
+    needed = None
+    if verdict is Verdict.INCONCLUSIVE:
+        needed = _seeds_needed(float(d.mean()), sd, n, margin=margin, alpha=alpha, power=power,
+                               kind=kind)
+    return Comparison(verdict=verdict, ci=ConfidenceInterval(low, high), lower_bound=lower_bound,
+                      p_value=p_primary, p_adjusted=p_primary, p_reverse=p_reverse, mde=effect_mde,
+                      seeds_needed=needed, p_floor=ev.floor, notes=tuple(notes), **common)
+
+
+def _decide(kind: str, p_adjusted: float, p_reverse: float, alpha: float,
+            candidate_diverged: bool) -> Verdict:
+    if kind == "not_worse":
+        if candidate_diverged or p_adjusted <= alpha:
+            return Verdict.REGRESSED
+        return Verdict.NOT_WORSE if p_reverse <= alpha else Verdict.INCONCLUSIVE
+    if kind == "better":
+        if candidate_diverged:
+            return Verdict.REGRESSED
+        if p_adjusted <= alpha:
+            return Verdict.BETTER
+        return Verdict.REGRESSED if p_reverse <= alpha else Verdict.INCONCLUSIVE
+    if candidate_diverged or p_adjusted > alpha:
+        return Verdict.NOT_EQUIVALENT
+    return Verdict.EQUIVALENT
+
+
+def holm(p_values: Sequence[float], alpha: float = 0.05) -> HolmResult:
+    """Holm's step-down adjustment of ``p_values`` (m,), controlling the family-wise error.
+
+    Sorted ascending, ``p_adj(i) = max_{j <= i} min(1, (m - j + 1) p(j))``; a hypothesis is
+    rejected when its adjusted p is ``<= alpha``. Returned in the input order.
+    """
+    p = np.asarray(p_values, dtype=float)
+    if p.ndim != 1 or np.any(~np.isfinite(p)) or np.any((p < 0) | (p > 1)):
+        raise ValueError(f"`p_values` must be a 1-D sequence of numbers in [0, 1], "
+                         f"got {p_values!r}")
+    m = p.size
+    order = np.argsort(p, kind="stable")
+    adjusted_sorted = np.maximum.accumulate(np.minimum(1.0, (m - np.arange(m)) * p[order]))
+    adjusted = np.empty(m)
+    adjusted[order] = adjusted_sorted
+    return HolmResult(p_adjusted=tuple(float(v) for v in adjusted),
+                      reject=tuple(bool(v <= alpha) for v in adjusted), alpha=alpha)
+
+
+def holm_adjust(comparisons: Sequence[Comparison]) -> list[Comparison]:
+    """The comparisons of one gate call with ``p_adjusted`` set by Holm across them and their
+    verdicts re-decided; IDENTICAL cells take part with their p of 1. Only the primary p (the
+    one that can fail a ``not_worse`` gate or pass a ``better``/``equivalent`` gate) is adjusted;
+    ``p_reverse`` decisions (NOT WORSE, and REGRESSED under ``better``) stay at raw ``alpha``."""
+    comparisons = list(comparisons)
+    if len(comparisons) < 2:
+        return comparisons
+    alphas = {c.alpha for c in comparisons}
+    if len(alphas) != 1:
+        raise ValueError(f"Holm needs one `alpha` for the whole family, got {sorted(alphas)}")
+    alpha = alphas.pop()
+    adjusted = holm([c.p_value for c in comparisons], alpha).p_adjusted
+    out = []
+    for comp, p_adj in zip(comparisons, adjusted, strict=True):
+        note = f"p Holm-adjusted across {len(comparisons)} cells"
+        verdict = comp.verdict
+        if verdict is not Verdict.IDENTICAL:
+            verdict = _decide(comp.kind, p_adj, comp.p_reverse, alpha, bool(comp.diverged_seeds))
+        needed = None
+        if verdict is Verdict.INCONCLUSIVE:
+            # Planned at alpha / m, the level Holm demands of the most significant cell, so the
+            # advice holds whichever cell ends up first.
+            needed = _seeds_needed(comp.mean_diff, comp.sd_diff, comp.n, margin=comp.margin,
+                                   alpha=alpha / len(comparisons), kind=comp.kind,
+                                   power=comp.power)
+        out.append(replace(comp, p_adjusted=p_adj, verdict=verdict, seeds_needed=needed,
+                           notes=(*comp.notes, note)))
+    return out
+
+
+def compare_many(cells: Sequence[Mapping[str, Any]], **common: Any) -> list[Comparison]:
+    """:func:`compare` per cell, then Holm across them (:func:`holm_adjust`).
+
+    Each cell is a mapping of :func:`compare`'s arguments (at least ``candidate`` and
+    ``baseline``; typically also ``label``, ``higher_is_better``, ``seeds``); ``common`` holds
+    the arguments shared by every cell (``kind``, ``test``, ``margin``, ``alpha`` ...).
+    """
+    return holm_adjust([compare(**{**common, **cell}) for cell in cells])
+

@@ -1,0 +1,114 @@
+"""Describing one cell: mean, spread and a Student-t or percentile-bootstrap interval of the
+mean over seeds. A cell is a 1-D array of per-seed values (n_seeds,); NaN/inf entries are
+diverged seeds, counted, never dropped silently."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._common import (
+    CI_METHODS,
+    ConfidenceInterval,
+    RngLike,
+    _check_choice,
+    _check_level,
+    _finite,
+    _group_rows,
+    _rng,
+    _t_moments,
+    _t_quantile,
+    _vector,
+)
+from ._resampling import _bootstrap_means, _percentile_ci
+
+
+@dataclass(frozen=True)
+class CellStats:
+    """Description of one cell's per-seed values.
+
+    ``n`` counts the finite values the statistics are computed over, ``n_diverged`` the
+    non-finite ones (diverged seeds). ``std`` is the sample standard deviation (ddof=1),
+    ``sem = std / sqrt(n)``. With ``n < 2`` the spread and the interval are NaN (undefined).
+    """
+
+    n: int
+    n_diverged: int
+    mean: float
+    std: float
+    sem: float
+    ci: ConfidenceInterval
+    method: str
+    confidence_level: float
+
+
+def t_interval(x: Any, *, confidence_level: float = 0.95) -> ConfidenceInterval:
+    """Student's t interval ``mean ± t_{1-α/2, n-1} · s / sqrt(n)`` of finite values ``x`` (n,)."""
+    arr = _finite(x, "x")
+    level = _check_level(confidence_level)
+    mean, _, se = _t_moments(arr)
+    half = _t_quantile((1 + level) / 2, arr.size - 1) * se
+    return ConfidenceInterval(float(mean - half), float(mean + half))
+
+
+def bootstrap_interval(x: Any, *, confidence_level: float = 0.95, n_resamples: int = 10_000,
+                       rng: RngLike = None) -> ConfidenceInterval:
+    """Percentile bootstrap interval of the mean of finite values ``x`` (n,).
+
+    Reported by its own endpoints, so asymmetric near a bound and never outside
+    ``[min(x), max(x)]``.
+    """
+    arr = _finite(x, "x")
+    means = _bootstrap_means(arr[None, :], n_resamples, _rng(rng))
+    low, high = _percentile_ci(means, _check_level(confidence_level), arr[None, :])
+    return ConfidenceInterval(float(low[0]), float(high[0]))
+
+
+def describe(x: Any, *, method: str = "t", confidence_level: float = 0.95,
+             n_resamples: int = 10_000, rng: RngLike = None) -> CellStats:
+    """Describe one cell ``x`` (n_seeds,): NaN/inf entries are diverged seeds, counted in
+    ``n_diverged``; the statistics are over the finite values."""
+    return describe_many(_vector(x, "x")[None, :], method=method,
+                         confidence_level=confidence_level, n_resamples=n_resamples, rng=rng)[0]
+
+
+def describe_many(X: Any, *, method: str = "t", confidence_level: float = 0.95,
+                  n_resamples: int = 10_000, rng: RngLike = None) -> list[CellStats]:
+    """:func:`describe` for every row of ``X`` (k, n_seeds), vectorised.
+
+    Rows with the same pattern of diverged seeds are computed together. With ``rng`` None or an
+    int, each pattern starts from that seed, so a row gets the interval ``describe`` would give.
+    """
+
+    _check_choice("method", method, CI_METHODS)
+    level = _check_level(confidence_level)
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2:
+        raise ValueError(f"`X` must be 2-D (cells, seeds), got shape {X.shape}")
+    out: list[CellStats | None] = [None] * X.shape[0]
+    finite = np.isfinite(X)
+    for mask, rows in _group_rows(finite):
+        D = X[np.ix_(rows, mask)]
+        n = D.shape[-1]
+        nan = np.full(len(rows), np.nan)
+        if n >= 2:
+            mean, sd, se = _t_moments(D)
+            if method == "t":
+                half = _t_quantile((1 + level) / 2, n - 1) * se
+                low, high = mean - half, mean + half
+            else:
+                means = _bootstrap_means(D, n_resamples, _rng(rng))
+                low, high = _percentile_ci(means, level, D)
+        else:
+            mean = D[:, 0] if n == 1 else nan
+            sd = se = low = high = nan
+        for i, row in enumerate(rows):
+            out[row] = CellStats(
+                n=n, n_diverged=int(X.shape[1] - n), mean=float(mean[i]), std=float(sd[i]),
+                sem=float(se[i]), ci=ConfidenceInterval(float(low[i]), float(high[i])),
+                method=method, confidence_level=level,
+            )
+    return out  # type: ignore[return-value]
+

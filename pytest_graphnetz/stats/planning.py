@@ -1,0 +1,110 @@
+"""Power and adequacy: the minimum detectable effect of a paired t test, and how many seeds
+would decide a cell or narrow an interval (exact noncentral t)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from ._common import KINDS, _check_choice, _check_level, _t_quantile
+
+
+def _power(ncp: float, df: float, alpha: float, one_sided: bool) -> float:
+    from scipy import special
+
+    crit = _t_quantile(1 - (alpha if one_sided else alpha / 2), df)
+    return float(1 - special.nctdtr(df, ncp, crit))
+
+
+def _mde_se(se: float, df: float, *, alpha: float, power: float, one_sided: bool) -> float:
+    """Smallest true mean shift detected with probability ``power`` by a t test whose standard
+    error is ``se`` with ``df`` degrees of freedom (exact noncentral t, solved for the ncp)."""
+    from scipy import optimize
+
+    if se == 0:
+        return 0.0
+    if not alpha < power < 1:
+        raise ValueError(f"`power` must lie in (alpha, 1), got {power!r}")
+    hi = 4.0
+    while _power(hi, df, alpha, one_sided) < power:
+        hi *= 2
+    ncp = optimize.brentq(lambda x: _power(x, df, alpha, one_sided) - power, 0.0, hi, xtol=1e-10)
+    return float(ncp * se)
+
+
+def mde(sd_diff: float, n: int, *, alpha: float = 0.05, power: float = 0.8,
+        one_sided: bool = True) -> float:
+    """Minimum detectable effect of a paired t test on ``n`` pairs with difference sd ``sd_diff``.
+
+    The true mean difference that a level-``alpha`` test rejects with probability ``power``,
+    from the exact noncentral t distribution (not the normal or t-quantile approximation;
+    two-sided ignores the far tail). In the units of the metric.
+    """
+    if n < 2:
+        raise ValueError(f"`n` must be at least 2 paired seeds, got {n}")
+    if not sd_diff >= 0:
+        raise ValueError(f"`sd_diff` must be >= 0, got {sd_diff!r}")
+    return _mde_se(sd_diff / math.sqrt(n), n - 1, alpha=alpha, power=power, one_sided=one_sided)
+
+
+def _smallest_n(ok: Callable[[int], bool], start: int = 2) -> int:
+    """Smallest n >= start with ok(n), for ok monotone (False ... False True ...)."""
+    if ok(start):
+        return start
+    lo, hi = start, start * 2
+    while not ok(hi):
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return hi
+
+
+def seeds_to_decide(mean_diff: float, sd_diff: float, *, margin: float = 0.0, alpha: float = 0.05,
+                    power: float = 0.8, kind: str = "not_worse") -> int | None:
+    """Total paired seeds at which a true effect equal to ``mean_diff`` would be decided with
+    probability ``power`` (one-sided paired t, noncentral t).
+
+    The distance that must be resolved is the gap between ``mean_diff`` and the verdict's
+    boundary: ``-margin`` for ``not_worse`` (either way: REGRESSED or NOT WORSE), ``+margin`` for
+    ``better`` (only above it), the nearer of ``±margin`` for ``equivalent`` (only inside).
+    None when no number of seeds would decide it (zero gap, or on the wrong side).
+    """
+    _check_choice("kind", kind, KINDS)
+    if kind == "not_worse":
+        gap = abs(mean_diff + margin)
+    elif kind == "better":
+        gap = mean_diff - margin
+    else:
+        gap = margin - abs(mean_diff)
+    if not gap > 0 or not math.isfinite(gap) or not math.isfinite(sd_diff):
+        return None
+    if sd_diff == 0:
+        return 2
+    ratio = gap / sd_diff
+    return _smallest_n(lambda n: _power(ratio * math.sqrt(n), n - 1, alpha, True) >= power)
+
+
+def seeds_for_width(sd: float, max_width: float, *, confidence_level: float = 0.95) -> int:
+    """Smallest n whose t interval ``2 · t_{1-α/2, n-1} · sd / sqrt(n)`` is at most ``max_width``
+    wide (``sd``: the per-seed standard deviation, in metric units)."""
+    level = _check_level(confidence_level)
+    if not max_width > 0:
+        raise ValueError(f"`max_width` must be > 0, got {max_width!r}")
+    if not sd >= 0 or not math.isfinite(sd):
+        raise ValueError(f"`sd` must be a finite number >= 0, got {sd!r}")
+    q = (1 + level) / 2
+    return _smallest_n(lambda n: 2 * _t_quantile(q, n - 1) * sd / math.sqrt(n) <= max_width)
+
+
+def _seeds_needed(mean_diff: float, sd_diff: float, n: int, *, margin: float, alpha: float,
+                  kind: str, power: float = 0.8) -> int | None:
+    """:func:`seeds_to_decide` for a cell that already has ``n`` seeds: never ``n`` or fewer.
+
+    For paired-t an undecided effect always needs more than ``n``; for the other tests the
+    power formula is approximate, but "fewer seeds than you have" would be wrong advice.
+    """
+    needed = seeds_to_decide(mean_diff, sd_diff, margin=margin, alpha=alpha, power=power,
+                             kind=kind)
+    return None if needed is None else max(needed, n + 1)
+

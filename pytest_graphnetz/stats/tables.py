@@ -1,0 +1,225 @@
+"""Report views: the Summary and Pairwise tables over ``X[task, model, seed]`` (T, M, S)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..text import format_table, markdown_table
+from ._common import PAIRED_TESTS, RngLike, _check_choice, _check_level, _group_rows
+from .decisions import holm
+from .intervals import describe_many
+from .paired import _require_pairs, paired_tests
+
+
+def _fmt(x: float, digits: int = 4) -> str:
+    return f"{x:.{digits}f}" if math.isfinite(x) else str(x)
+
+
+def _fmt_p(p: float) -> str:
+    return f"{p:.3g}"
+
+
+class _Table(Sequence):
+    """A tuple of frozen rows that prints as an aligned table (``str``) or Markdown."""
+
+    rows: tuple
+
+    def __getitem__(self, i: Any) -> Any:
+        return self.rows[i]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def _table(self) -> tuple[list[str], list[list[str]]]:
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return format_table(*self._table())
+
+    def to_markdown(self) -> str:
+        return markdown_table(*self._table())
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    """One (task, model) cell: ``n_seeds`` finite seeds described, ``n_diverged`` non-finite."""
+
+    task: str
+    model: str
+    metric: str
+    n_seeds: int
+    n_diverged: int
+    mean: float
+    std: float
+    sem: float
+    ci_low: float
+    ci_high: float
+    method: str
+
+
+@dataclass(frozen=True, repr=False)
+class Summary(_Table):
+    """Rows of :class:`SummaryRow` in (task, model) order; ``str()`` is an aligned table."""
+
+    rows: tuple[SummaryRow, ...]
+    method: str
+    confidence_level: float
+
+    def _table(self) -> tuple[list[str], list[list[str]]]:
+        pct = f"{100 * self.confidence_level:g}%"
+        headers = ["task", "model", "metric", "seeds", "diverged", "mean", "std", "sem",
+                   f"{pct} CI low", f"{pct} CI high", "method"]
+        return headers, [[r.task, r.model, r.metric, r.n_seeds, r.n_diverged, _fmt(r.mean),
+                          _fmt(r.std), _fmt(r.sem), _fmt(r.ci_low), _fmt(r.ci_high), r.method]
+                         for r in self.rows]
+
+    def __repr__(self) -> str:
+        return f"Summary({len(self.rows)} rows, method={self.method!r})\n{self}"
+
+
+@dataclass(frozen=True)
+class PairwiseRow:
+    """One model pair on one task, on seeds paired by seed value.
+
+    Sign convention: ``mean_diff``, ``ci_low``, ``ci_high`` and ``effect_size`` are oriented so
+    that a positive value means ``model_a`` is better than ``model_b``: ``a - b`` for
+    higher-is-better metrics, ``b - a`` for lower-is-better ones. ``p_holm`` is Holm-adjusted
+    across the pairs of the task. ``intervals_overlap`` says whether the two cells' own intervals
+    (the report's CI method) overlap: a caution for readers, never the verdict. A pair skipped
+    as untestable (``untestable="skip"``: fewer than 2 seeds finite in both models) has NaN
+    statistics, ``n`` usable seeds and ``intervals_overlap=False``.
+    """
+
+    task: str
+    model_a: str
+    model_b: str
+    n: int
+    mean_diff: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    p_holm: float
+    effect_size: float
+    intervals_overlap: bool
+    test: str
+
+
+@dataclass(frozen=True, repr=False)
+class Pairwise(_Table):
+    """Rows of :class:`PairwiseRow`; ``notes`` collects caveats (excluded seeds, p floors)."""
+
+    rows: tuple[PairwiseRow, ...]
+    test: str
+    confidence_level: float
+    notes: tuple[str, ...] = ()
+
+    def _table(self) -> tuple[list[str], list[list[str]]]:
+        pct = f"{100 * self.confidence_level:g}%"
+        headers = ["task", "A", "B", "n", "Δ (+: A better)", f"{pct} CI low", f"{pct} CI high",
+                   "p", "p (Holm)", "effect", "CIs overlap", "test"]
+        return headers, [[r.task, r.model_a, r.model_b, r.n, _fmt(r.mean_diff), _fmt(r.ci_low),
+                          _fmt(r.ci_high), _fmt_p(r.p_value), _fmt_p(r.p_holm),
+                          _fmt(r.effect_size, 2), "yes" if r.intervals_overlap else "no", r.test]
+                         for r in self.rows]
+
+    def __str__(self) -> str:
+        return "\n".join([super().__str__(), *(f"note: {n}" for n in self.notes)])
+
+    def __repr__(self) -> str:
+        return f"Pairwise({len(self.rows)} rows, test={self.test!r})\n{self}"
+
+
+def summarize(X: Any, *, tasks: Sequence[str], models: Sequence[str], metrics: Sequence[str],
+              method: str = "t", confidence_level: float = 0.95, n_resamples: int = 10_000,
+              rng: RngLike = None) -> Summary:
+    """:class:`Summary` of ``X[task, model, seed]`` (T, M, S); ``metrics``: each task's metric."""
+    X = np.asarray(X, dtype=float)
+    t, m, s = X.shape
+    cells = describe_many(X.reshape(t * m, s), method=method, confidence_level=confidence_level,
+                          n_resamples=n_resamples, rng=rng)
+    rows = tuple(
+        SummaryRow(task=tasks[i], model=models[j], metric=metrics[i], n_seeds=c.n,
+                   n_diverged=c.n_diverged, mean=c.mean, std=c.std, sem=c.sem, ci_low=c.ci.low,
+                   ci_high=c.ci.high, method=method)
+        for (i, j), c in zip(np.ndindex(t, m), cells, strict=True)
+    )
+    return Summary(rows=rows, method=method, confidence_level=_check_level(confidence_level))
+
+
+def pairwise_table(X: Any, *, tasks: Sequence[str], models: Sequence[str],
+                   higher_is_better: Sequence[bool], test: str = "paired-t",
+                   confidence_level: float = 0.95, ci_method: str = "t",
+                   n_resamples: int = 10_000, rng: RngLike = None,
+                   seeds: Sequence[Any] | None = None, untestable: str = "raise") -> Pairwise:
+    """:class:`Pairwise` over ``X[task, model, seed]`` (T, M, S): every pair i < j of models per
+    task; sign convention in :class:`PairwiseRow`.
+
+    All pairs of all tasks that share a pattern of diverged seeds are tested in one batch.
+    A pair with fewer than 2 seeds finite in both models raises, or with
+    ``untestable="skip"`` gets a row of NaN statistics (its ``n`` says how many seeds were
+    usable), a note, and no part in its task's Holm family.
+    """
+    _check_choice("test", test, PAIRED_TESTS)
+    _check_choice("untestable", untestable, ("raise", "skip"))
+    level = _check_level(confidence_level)
+    X = np.asarray(X, dtype=float)
+    t_n, m_n, s_n = X.shape
+    seeds = list(range(s_n)) if seeds is None else list(seeds)
+    # Orient every task so that larger is better: then "a - b > 0" reads "a is better".
+    V = X * np.where(np.asarray(higher_is_better, dtype=bool), 1.0, -1.0)[:, None, None]
+    cells = describe_many(V.reshape(t_n * m_n, s_n), method=ci_method, confidence_level=level,
+                          n_resamples=n_resamples, rng=rng)
+    keys = [(t, i, j) for t in range(t_n) for i in range(m_n) for j in range(i + 1, m_n)]
+    if not keys:
+        return Pairwise(rows=(), test=test, confidence_level=level)
+    A = np.stack([V[t, i] for t, i, _ in keys])
+    B = np.stack([V[t, j] for t, _, j in keys])
+    results: list[Any] = [None] * len(keys)
+    notes: list[str] = []
+    finite = np.isfinite(A) & np.isfinite(B)
+    for mask, idx in _group_rows(finite):
+        bad = [seeds[s] for s in np.flatnonzero(~mask)]
+        n_usable = int(mask.sum())
+        skip = untestable == "skip" and n_usable < 2
+        for k in idx:
+            t, i, j = keys[k]
+            where = f"task {tasks[t]!r}, {models[i]} vs {models[j]}"
+            if skip:
+                notes.append(f"{where}: not compared, only {n_usable} seed(s) finite in both "
+                             "models")
+                continue
+            _require_pairs(n_usable, where, bad)
+            if bad:
+                notes.append(f"{where}: seed(s) {bad} excluded (diverged in one model or both)")
+        if skip:
+            continue  # results[k] stays None for these pairs
+        batch = paired_tests(A[np.ix_(idx, mask)], B[np.ix_(idx, mask)], test=test,
+                             confidence_level=level, n_resamples=n_resamples, rng=rng)
+        for k, res in zip(idx, batch, strict=True):
+            results[k] = res
+            notes.extend(n for n in res.notes if n not in notes)
+    p_holm = np.full(len(keys), np.nan)
+    for t in range(t_n):
+        in_task = [k for k, key in enumerate(keys) if key[0] == t and results[k] is not None]
+        if in_task:
+            p_holm[in_task] = holm([results[k].p_value for k in in_task]).p_adjusted
+    rows = []
+    nan = float("nan")
+    for k, (t, i, j) in enumerate(keys):
+        res, ca, cb = results[k], cells[t * m_n + i].ci, cells[t * m_n + j].ci
+        if res is None:  # skipped as untestable: NaN statistics (p_holm is NaN already)
+            found = dict(n=int(finite[k].sum()), mean_diff=nan, ci_low=nan, ci_high=nan,
+                         p_value=nan, effect_size=nan, intervals_overlap=False)
+        else:
+            found = dict(n=res.n, mean_diff=res.mean_diff, ci_low=res.ci.low,
+                         ci_high=res.ci.high, p_value=res.p_value, effect_size=res.effect_size,
+                         intervals_overlap=bool(ca.low <= cb.high and cb.low <= ca.high))
+        rows.append(PairwiseRow(task=tasks[t], model_a=models[i], model_b=models[j],
+                                p_holm=float(p_holm[k]), test=test, **found))
+    return Pairwise(rows=tuple(rows), test=test, confidence_level=level, notes=tuple(notes))
+
