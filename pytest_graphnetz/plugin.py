@@ -16,7 +16,9 @@ import json
 import os
 import shlex
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +27,7 @@ import pytest
 
 if TYPE_CHECKING:
     from .baselines import BaselineHandle
+    from .progress import TerminalProgress
     from .report import BenchmarkReport
 
 # Set from benchmarks/gate_quality_results.md: on the 1,600-node block model the paired t-test
@@ -33,7 +36,7 @@ if TYPE_CHECKING:
 DEFAULT_SEEDS = "10"
 DEFAULT_ALPHA = 0.05
 GATE_PROPERTY = "graphnetz_gate"        # user_properties entry: one gate row (JSON text)
-TRIPLES_PROPERTY = "graphnetz_triples"  # user_properties entry: {"trained": n, "cached": m}
+TRIPLES_PROPERTY = "graphnetz_triples"  # user_properties entry: {"trained", "cached", "seconds"}
 # With --graphnetz-update-baselines only (what finding unused baselines needs):
 USES_PROPERTY = "graphnetz_baseline"          # user_properties entry: a baseline file used
 USER_PROPERTY = "graphnetz_baseline_user"     # on every report of a test that asks for one
@@ -80,19 +83,38 @@ _OPTIONS = (
 # -- settings ----------------------------------------------------------------------------------
 
 
+# More seeds than this is a typo, not a benchmark (each seed trains every task × model), and
+# `range(4294967296)` would exhaust memory before anything could say so.
+MAX_SEEDS = 10_000
+SEED_LIMIT = 2**32  # numpy's seed range: seeds are 0 <= seed < 2**32
+
+
 def parse_seeds(text: str) -> tuple[int, ...]:
-    """``"10"`` → 0..9; ``"3-7"`` → 3..7 (inclusive); ``"1,4,7"`` → those seeds, in that order."""
+    """``"10"`` → 0..9; ``"3-7"`` → 3..7 (inclusive); ``"1,4,7"`` → those seeds, in that order.
+
+    At most :data:`MAX_SEEDS` seeds, each in ``[0, 2**32)``: checked before a range is built.
+    """
     text = str(text).strip()
+    listed: list[int] | None = None
     try:
         if "," in text:
-            seeds = tuple(int(part) for part in text.split(",") if part.strip())
+            listed = [int(part) for part in text.split(",") if part.strip()]
+            count, high = len(listed), max(listed, default=-1)
         elif "-" in text.lstrip("-"):
             low, high = (int(part) for part in text.split("-", 1))
-            seeds = tuple(range(low, high + 1))
+            count = high - low + 1
         else:
-            seeds = tuple(range(int(text)))
+            low, high = 0, int(text) - 1
+            count = high + 1
     except ValueError:
-        seeds = ()
+        listed, count, high = [], 0, -1
+    if count > MAX_SEEDS:
+        raise ValueError(f"`--graphnetz-seeds` / `graphnetz_seeds`: {text!r} asks for {count} "
+                         f"seeds; at most {MAX_SEEDS} are allowed")
+    if high >= SEED_LIMIT:
+        raise ValueError(f"`--graphnetz-seeds` / `graphnetz_seeds`: {text!r} has seed {high}; "
+                         f"seeds must be below 2**32 = {SEED_LIMIT} (numpy's seed range)")
+    seeds = tuple(listed if listed is not None else range(low, high + 1))
     if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
         raise ValueError(
             f"`--graphnetz-seeds` / `graphnetz_seeds`: expected N (seeds 0..N-1), A-B or a list "
@@ -122,9 +144,9 @@ class Settings:
     def from_config(cls, config: pytest.Config) -> Settings:
         """Read and validate every option; a bad value is a usage error naming the option."""
         get = _getter(config)
+        workers = _convert("workers", get("workers", "1"), int, "a whole number of processes")
+        alpha = _convert("alpha", get("alpha", str(DEFAULT_ALPHA)), float, "a number")
         try:
-            workers = int(get("workers", "1"))
-            alpha = float(get("alpha", str(DEFAULT_ALPHA)))
             seeds = parse_seeds(get("seeds", DEFAULT_SEEDS))
         except ValueError as exc:
             raise pytest.UsageError(f"graphnetz: {exc}") from None
@@ -155,13 +177,27 @@ class Settings:
         )
 
 
+def _convert(name: str, text: Any, convert: Callable[[str], Any], expected: str) -> Any:
+    try:
+        return convert(str(text).strip())
+    except ValueError:
+        raise pytest.UsageError(
+            f"graphnetz: `--graphnetz-{name}` / `graphnetz_{name.replace('-', '_')}` must be "
+            f"{expected}, got {text!r}") from None
+
+
 def _getter(config: pytest.Config) -> Callable[[str, Any], Any]:
     """``get(name, default)``: the command-line value, else the ini value, else ``default``."""
     def get(name: str, default: Any) -> Any:
         option = _option(name)
         value = config.getoption(option.dest)
         if value is None:
-            value = config.getini(option.dest)
+            try:
+                value = config.getini(option.dest)
+            except (ValueError, pytest.UsageError) as exc:  # a flag's value: not a truth value
+                raise pytest.UsageError(
+                    f"graphnetz: the ini key `{option.dest}` must be true or false (also "
+                    f"1/0, yes/no, on/off): {exc}") from None
         return default if value in (None, "", False) else value
     return get
 
@@ -207,6 +243,10 @@ class GraphnetzSession:
     def is_xdist_worker(self) -> bool:
         return hasattr(self.config, "workerinput")
 
+    @property
+    def is_xdist_controller(self) -> bool:
+        return self.config.pluginmanager.has_plugin("dsession")
+
     # fixtures
 
     def run(self, item: pytest.Item, tasks: Any, models: Any, **kwargs: Any) -> BenchmarkReport:
@@ -219,21 +259,45 @@ class GraphnetzSession:
         kwargs.setdefault("device", s.device)
         kwargs.setdefault("workers", s.workers)
         kwargs.setdefault("cache_dir", s.cache_dir)
-        counts = {"trained": 0, "cached": 0}
+        counts: dict[str, float] = {"trained": 0, "cached": 0}
         user_progress = kwargs.pop("progress", None)
+        live = self._live_progress(tasks, models, kwargs["seeds"])
 
         def progress(task: str, model: str, seed: int, status: str, seconds: float) -> None:
             counts[status] = counts.get(status, 0) + 1
-            if status == "trained" and self.config.get_verbosity() > 0:
-                self._write_line(
-                    f"graphnetz: trained {task}/{model} seed {seed} in {seconds:.2f} s")
+            if live is not None:
+                with self._uncaptured():
+                    live.update(task, model, seed, status)
             if user_progress is not None:
                 user_progress(task, model, seed, status, seconds)
 
+        start = time.monotonic()
         try:
             return run_benchmark(tasks, models, progress=progress, **kwargs)
         finally:
+            if live is not None:
+                with self._uncaptured():
+                    live.finish()
+            counts["seconds"] = round(time.monotonic() - start, 3)
             item.user_properties.append((TRIPLES_PROPERTY, json.dumps(counts, sort_keys=True)))
+
+    def _live_progress(self, tasks: Any, models: Any, seeds: Any) -> TerminalProgress | None:
+        """The live progress display of one run; None under ``-q``, on an xdist worker (whose
+        output nobody sees: the controller prints per-test counts) or without a terminal."""
+        from .progress import RunProgress, TerminalProgress
+
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None or self.is_xdist_worker or self.config.get_verbosity() < 0:
+            return None
+
+        def rewrite(line: str) -> None:
+            reporter.ensure_newline()
+            reporter.rewrite(line, erase=True)
+
+        return TerminalProgress(
+            RunProgress(_count_triples(tasks, models, seeds)), write=reporter.write_line,
+            rewrite=rewrite, end=lambda: reporter.line(""), tty=bool(reporter.isatty),
+            every_triple=self.config.get_verbosity() > 0)
 
     def baseline(self, item: pytest.Item, name: str | None = None) -> BaselineHandle:
         """The baseline handle of ``item``: ``<baseline dir>/<module>/<name or test>.json``
@@ -365,6 +429,7 @@ class GraphnetzSession:
         # user_properties accumulate over setup/call/teardown; the teardown report has them all.
         if report.when != "teardown":
             return
+        runs = []
         for name, value in report.user_properties:
             if name == USES_PROPERTY:
                 self.used_baselines.add(value)
@@ -373,9 +438,12 @@ class GraphnetzSession:
             elif name == REPORT_PROPERTY:
                 self.reports.append(value)
             elif name == TRIPLES_PROPERTY:
-                counts = json.loads(value)
-                self.trained += counts.get("trained", 0)
-                self.cached += counts.get("cached", 0)
+                runs.append(json.loads(value))
+                self.trained += runs[-1].get("trained", 0)
+                self.cached += runs[-1].get("cached", 0)
+        if runs and self.is_xdist_controller and self.config.get_verbosity() >= 0:
+            # Workers' output is not shown: their live progress becomes one line per test.
+            self._write_line(_test_counts(report.nodeid, runs))
 
     # the summary
 
@@ -457,15 +525,41 @@ class GraphnetzSession:
 
     def _write_line(self, line: str) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            with self._uncaptured():
+                reporter.write_line(line)
+
+    @contextmanager
+    def _uncaptured(self) -> Iterator[None]:
+        """Inside a test, output is captured; progress is for the person watching."""
         capture = self.config.pluginmanager.get_plugin("capturemanager")
-        if reporter is None:
-            return
         if capture is None:
-            reporter.write_line(line)
+            yield
             return
-        # Inside a test, output is captured; the progress line is for the person watching.
         with capture.global_and_fixture_disabled():
-            reporter.write_line(line)
+            yield
+
+
+def _test_counts(nodeid: str, runs: list[dict[str, float]]) -> str:
+    """``graphnetz: test_m.py::test_a: 30 triples (27 trained, 3 from cache) in 0:41``."""
+    from .progress import duration
+
+    trained = sum(int(r.get("trained", 0)) for r in runs)
+    cached = sum(int(r.get("cached", 0)) for r in runs)
+    seconds = sum(float(r.get("seconds", 0.0)) for r in runs)
+    return (f"graphnetz: {_short_test(nodeid)}: {trained + cached} triples ({trained} trained, "
+            f"{cached} from cache) in {duration(seconds)}")
+
+
+def _count_triples(tasks: Any, models: Any, seeds: Any) -> int | None:
+    """How many (task, model, seed) triples ``run_benchmark`` will run (None: it will refuse
+    the arguments itself, with its own message)."""
+    from .tasks import resolve_tasks
+
+    try:
+        return len(resolve_tasks(tasks)) * len(models) * len(seeds)
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _test_name(item: pytest.Item) -> str:

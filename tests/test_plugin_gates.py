@@ -124,14 +124,15 @@ def test_update_then_rerun_is_identical_and_trains_nothing(project: pytest.Pytes
     baseline = project.path / "baselines" / "test_model" / "test_gcn.json"
     assert baseline.is_file()
     assert trained(project) == 4
-    # verbose mode: one progress line per trained triple
-    assert len(re.findall(r"graphnetz: trained toy/GCN seed \d", first.stdout.str())) == 4
+    # verbose mode: a progress line at the start and one per finished triple
+    assert re.findall(r"graphnetz: \d/4 triples \((\d) trained", first.stdout.str()) == \
+        ["0", "1", "2", "3", "4"]
     assert verdicts(first.stdout.str()) == ["WRITTEN"]
 
     rerun = project.runpytest(SEEDS, "-v")
     rerun.assert_outcomes(passed=1)
     assert trained(project) == 4, "the unchanged model must come from the cache"
-    assert "graphnetz: trained" not in rerun.stdout.str()
+    assert "graphnetz: 4/4 triples (0 trained, 4 from cache)" in rerun.stdout.str()
     assert verdicts(rerun.stdout.str()) == ["IDENTICAL"]
     rerun.stdout.fnmatch_lines(["*triples: 0 trained, 4 from cache*"])
 
