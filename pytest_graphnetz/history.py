@@ -13,15 +13,14 @@ from dataclasses import dataclass, field
 # ``hits@k`` for any k is higher-is-better.
 _HIGHER_IS_BETTER = {"accuracy", "acc", "auc", "roc_auc", "ap", "f1", "macro_f1", "mrr", "r2"}
 _LOWER_IS_BETTER = {"mae", "rmse", "mse", "loss", "nll", "cross_entropy", "error"}
-# Metrics bounded in [0, 1], where one point (0.01) is a natural smallest effect; hits@k too.
+# Metrics that are proportions or rank statistics, so every value lies in [0, 1].
 _UNIT_INTERVAL = {"accuracy", "acc", "auc", "roc_auc", "ap", "f1", "macro_f1", "mrr"}
 
 
-def _key(name: str) -> str:
-    key = name.lower()
-    for prefix in ("val_", "test_"):
-        key = key.removeprefix(prefix)
-    return key
+def in_unit_interval(name: str) -> bool:
+    """Whether metric ``name`` (``val_``/``test_`` prefix ignored) always lies in [0, 1]."""
+    key = name.lower().removeprefix("val_").removeprefix("test_")
+    return key in _UNIT_INTERVAL or key.startswith("hits@")
 
 
 @dataclass(frozen=True)
@@ -36,7 +35,9 @@ class MetricSpec:
         """Detect the direction of a known metric; an unknown one needs ``higher_is_better``."""
         if higher_is_better is not None:
             return cls(name, bool(higher_is_better))
-        key = _key(name)
+        key = name.lower()
+        for prefix in ("val_", "test_"):
+            key = key.removeprefix(prefix)
         if key in _HIGHER_IS_BETTER or key.startswith("hits@"):
             return cls(name, True)
         if key in _LOWER_IS_BETTER:
@@ -50,12 +51,6 @@ class MetricSpec:
     @property
     def direction(self) -> str:
         return "higher is better" if self.higher_is_better else "lower is better"
-
-    @property
-    def unit_interval(self) -> bool:
-        """Whether the metric is a known one bounded in [0, 1] (accuracy, AUC, F1, MRR, Hits@K)."""
-        key = _key(self.name)
-        return key in _UNIT_INTERVAL or key.startswith("hits@")
 
 
 def _floats(values: Sequence[float] | None) -> tuple[float, ...] | None:

@@ -1,0 +1,325 @@
+"""Adaptive seeds: a group-sequential paired t design that decides a cell at the first look
+where its evidence is clear and says how many more seeds it needs otherwise.
+
+A cell's paired differences ``d`` (sign-flipped so ``d > 0`` means "candidate better") are
+looked at after ``looks = (MIN, 2·MIN, 4·MIN, ..., MAX)`` seeds. Three one-sided hypotheses
+are each tested with their own α-spending boundary, so each error rate holds over the whole
+schedule, not per look:
+
+- REGRESSED rejects "mean d ≥ −margin": ``(mean + margin) / se <= −c_k``;
+- NOT WORSE rejects "mean d ≤ −δ" (δ = ``min_effect``): ``(mean + δ) / se >= c_k``;
+- BETTER rejects "mean d ≤ +margin": ``(mean − margin) / se >= c_k``.
+
+Each boundary is non-binding for the others (a cell stopped by one boundary can only cross the
+others less often), so P(REGRESSED | mean d = −margin) ≤ α and P(NOT WORSE | mean d = −δ) ≤ α.
+
+Spending: the Hwang–Shih–DeCani family (Hwang, Shih & DeCani 1990, Statistics in Medicine
+9:1439-1445), an α-spending function in the sense of Lan & DeMets (1983, Biometrika
+70:659-663): at information fraction ``t = n / MAX`` it has spent
+``α·(1 − e^{−γt}) / (1 − e^{−γ})``. ``γ = 1`` is close to Pocock's boundaries, ``γ = −4`` to
+O'Brien–Fleming's; the default ``γ = 4`` spends more at the first looks, because most cells of a
+pull request are clear after a few seeds (``benchmarks/adaptive_seeds.py`` measures the choice).
+The boundaries are not the normal-theory ones: ``c_k`` is
+calibrated for the Student t statistics themselves (at n = 5 a t has 4 degrees of freedom).
+Under normal differences at the boundary mean the joint law of the sequential t statistics does
+not depend on σ; it is simulated exactly through its sufficient statistics (per look, the new
+block's mean is normal and its within-block sum of squares is χ², independent), ``c_1`` is the
+exact t quantile, and each later ``c_k`` is the order statistic that spends exactly the
+increment ``α(t_k) − α(t_{k−1})`` among the simulated paths still running (deterministic:
+a fixed seed and :data:`CALIBRATION_PATHS` paths, Monte-Carlo error about 1e-4 on α).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from ._common import ConfidenceInterval, _t_quantile, _vector
+from .decisions import Verdict
+
+DEFAULT_GAMMA = 4.0
+CALIBRATION_PATHS = 1 << 20
+CALIBRATION_SEED = 20_231_983  # any fixed seed: the boundaries must not depend on the session
+
+# Integer codes of the vectorised core, in the order of `_VERDICTS`.
+_VERDICTS = (None, Verdict.REGRESSED, Verdict.NOT_WORSE, Verdict.BETTER, Verdict.INCONCLUSIVE,
+             Verdict.IDENTICAL)
+_CONTINUE, _REGRESSED, _NOT_WORSE, _BETTER, _INCONCLUSIVE, _IDENTICAL = range(6)
+
+
+def schedule(min_seeds: int, max_seeds: int) -> tuple[int, ...]:
+    """The looks of ``MIN..MAX``: MIN, doubling while below MAX, the last at MAX
+    (``schedule(5, 20) == (5, 10, 20)``, ``schedule(5, 30) == (5, 10, 20, 30)``)."""
+    if isinstance(min_seeds, bool) or isinstance(max_seeds, bool):
+        raise TypeError("`min_seeds` and `max_seeds` must be integers")
+    if not 2 <= int(min_seeds) <= int(max_seeds):
+        raise ValueError(f"adaptive seeds need 2 <= MIN <= MAX, got {min_seeds}..{max_seeds}")
+    looks = []
+    n = int(min_seeds)
+    while n < max_seeds:
+        looks.append(n)
+        n *= 2
+    return (*looks, int(max_seeds))
+
+
+def spent(fraction: Any, alpha: float, gamma: float = DEFAULT_GAMMA) -> np.ndarray:
+    """Cumulative one-sided α the Hwang–Shih–DeCani function spends at information fractions
+    ``fraction`` (in (0, 1]): ``α·(1 − e^{−γt}) / (1 − e^{−γ})``, ``α·t`` at ``γ = 0``."""
+    t = np.asarray(fraction, dtype=float)
+    if gamma == 0:
+        return alpha * t
+    return alpha * np.expm1(-gamma * t) / math.expm1(-gamma)
+
+
+@dataclass(frozen=True)
+class SequentialDesign:
+    """A group-sequential design for one cell's paired differences.
+
+    ``looks``: seeds at each look (increasing, the last is MAX); ``gamma``: the spending
+    function's parameter; ``critical[k]``: the one-sided t critical value at look k for level
+    ``alpha``; ``nominal[k]``: its per-look one-sided p
+    threshold (``P(T_{n_k − 1} >= critical[k])``); ``spent[k]``: the cumulative α the spending
+    function allows by look k. Build with :func:`sequential_design`.
+    """
+
+    looks: tuple[int, ...]
+    alpha: float
+    gamma: float
+    critical: tuple[float, ...]
+    nominal: tuple[float, ...]
+    spent: tuple[float, ...]
+
+    @property
+    def max_seeds(self) -> int:
+        return self.looks[-1]
+
+    def at_level(self, alpha: float) -> SequentialDesign:
+        """The same looks and spending at another level (e.g. α/m for Holm across m cells)."""
+        return sequential_design(self.looks[0], self.looks[-1], alpha=alpha, gamma=self.gamma)
+
+
+def sequential_design(min_seeds: int, max_seeds: int, *, alpha: float = 0.05,
+                      gamma: float = DEFAULT_GAMMA) -> SequentialDesign:
+    """The design of ``MIN..MAX`` (looks from :func:`schedule`) at one-sided level ``alpha`` for
+    each of the three boundaries. Deterministic and cached per process."""
+    looks = schedule(min_seeds, max_seeds)
+    if not 0 < alpha < 0.5:
+        raise ValueError(f"`alpha` must lie in (0, 0.5), got {alpha!r}")
+    if not math.isfinite(gamma):
+        raise ValueError(f"`gamma` must be a finite number, got {gamma!r}")
+    return _design(looks, float(alpha), float(gamma))
+
+
+@lru_cache(maxsize=64)
+def _design(looks: tuple[int, ...], alpha: float, gamma: float) -> SequentialDesign:
+    from scipy import special
+
+    cum = spent(np.asarray(looks, dtype=float) / looks[-1], alpha, gamma)
+    cum[-1] = alpha  # exactly α at MAX, whatever the rounding
+    critical = _calibrate(looks, cum)
+    nominal = tuple(float(special.stdtr(n - 1, -c)) for n, c in zip(looks, critical, strict=True))
+    return SequentialDesign(looks=looks, alpha=alpha, gamma=gamma, critical=critical,
+                            nominal=nominal, spent=tuple(float(a) for a in cum))
+
+
+def _calibrate(looks: tuple[int, ...], cum: np.ndarray) -> tuple[float, ...]:
+    """Per-look critical values of the sequential one-sample t statistics under the null
+    (normal differences with mean at the boundary): crossing first at look k has probability
+    ``cum[k] − cum[k−1]``."""
+    critical = [float(_t_quantile(1 - cum[0], looks[0] - 1))]
+    if len(looks) == 1:
+        return tuple(critical)
+    gen = np.random.default_rng(CALIBRATION_SEED)
+    N = CALIBRATION_PATHS
+    # Sufficient statistics per path with σ = 1: running sum S and sum of squares about the
+    # mean Q. A block of m new normals adds a sum ~ N(0, m) and within-block SS ~ χ²_{m−1}.
+    n_prev = looks[0]
+    S = gen.standard_normal(N, dtype=np.float32) * math.sqrt(n_prev)
+    Q = _chi2(gen, n_prev - 1, N)
+    running = _t_stat(S, Q, n_prev) < critical[0]
+    for k in range(1, len(looks)):
+        m = looks[k] - n_prev
+        block = gen.standard_normal(N, dtype=np.float32) * math.sqrt(m)
+        within = _chi2(gen, m - 1, N)
+        n = looks[k]
+        Q = Q + within + (n_prev * m / n) * (S / n_prev - block / m) ** 2
+        S = S + block
+        stat = _t_stat(S, Q, n)
+        target = (cum[k] - cum[k - 1]) * N  # paths that should first cross at look k
+        alive = stat[running]
+        j = int(round(target))
+        if 0 < j < alive.size:
+            top = -np.partition(-alive, (j - 1, j))[j - 1:j + 1]
+            c = float(top.mean())
+        else:  # nothing left to spend at this look
+            c = float(alive.max(initial=0.0)) + 1
+        critical.append(c)
+        running &= stat < c
+        n_prev = n
+    return tuple(critical)
+
+
+def _chi2(gen: np.random.Generator, df: int, size: int) -> np.ndarray:
+    if df == 0:
+        return np.zeros(size, dtype=np.float32)
+    return 2 * gen.standard_gamma(df / 2, size, dtype=np.float32)
+
+
+def _t_stat(S: np.ndarray, Q: np.ndarray, n: int) -> np.ndarray:
+    return (S / n) / np.sqrt(Q / (n - 1) / n)
+
+
+@dataclass(frozen=True)
+class SequentialDecision:
+    """The state of one cell after a look.
+
+    ``verdict``: REGRESSED, NOT WORSE, BETTER, IDENTICAL, INCONCLUSIVE (open at MAX), or
+    ``None`` while the cell continues; ``more_seeds``: seeds to add before the next look (0 once
+    decided); ``n``: pairs used; ``look``: 1-based index of this look of ``max_seeds``'s
+    schedule; ``ci``: the repeated two-sided ``1 − 2α`` confidence interval at this look
+    (``mean ± c_k · se``), the interval that matches the decision; ``critical``: ``c_k``
+    (REGRESSED's ``c_k`` at ``regressed_alpha``, when that differs, is ``critical_regressed``);
+    ``t_regressed``, ``t_not_worse``, ``t_better``: the three statistics.
+    """
+
+    verdict: Verdict | None
+    more_seeds: int
+    n: int
+    look: int
+    looks: tuple[int, ...]
+    mean_diff: float
+    sd_diff: float
+    ci: ConfidenceInterval
+    critical: float
+    critical_regressed: float
+    t_regressed: float
+    t_not_worse: float
+    t_better: float
+    margin: float
+    min_effect: float | None
+    alpha: float
+    regressed_alpha: float
+
+    @property
+    def stopped(self) -> bool:
+        return self.verdict is not None
+
+    @property
+    def max_seeds(self) -> int:
+        return self.looks[-1]
+
+    @property
+    def saved(self) -> int:
+        """Seeds not trained against a fixed design at MAX (0 while the cell continues)."""
+        return self.max_seeds - self.n if self.stopped else 0
+
+
+def sequential_decide(diffs: Any, design: SequentialDesign, *, margin: float = 0.0,
+                      min_effect: float | None = None, regressed_alpha: float | None = None,
+                      label: str | None = None) -> SequentialDecision:
+    """The decision on one cell at a look: ``diffs`` (n,) are its finite paired differences,
+    sign-flipped so ``+`` is better, with ``n`` one of ``design.looks``.
+
+    ``min_effect`` (δ > margin): NOT WORSE's boundary; None falls back to ``-margin``.
+    ``regressed_alpha``: the level of REGRESSED's boundary when it differs from the design's
+    (Holm across cells; NOT WORSE and BETTER stay at ``design.alpha``).
+    IDENTICAL when every difference is exactly 0 at the first look.
+    """
+    where = label or "cell"
+    d = _vector(diffs, "diffs", where)
+    if not np.all(np.isfinite(d)):
+        raise ValueError(f"{where}: `diffs` must be finite (diverged seeds are decided by the "
+                         "gate before the sequential test)")
+    if d.size not in design.looks:
+        raise ValueError(f"{where}: {d.size} paired seeds is not a look of the schedule "
+                         f"{design.looks}; train up to the next look")
+    codes, n_used, stats = _run(d[None, :], design, margin=margin, min_effect=min_effect,
+                                regressed_alpha=regressed_alpha, upto=d.size)
+    k = design.looks.index(d.size)
+    code = int(codes[0])
+    verdict = _VERDICTS[code]
+    more = design.looks[k + 1] - d.size if code == _CONTINUE else 0
+    mean, sd, se, c, c_reg, t_reg, t_nw, t_bt = (float(x[0]) for x in stats)
+    return SequentialDecision(
+        verdict=verdict, more_seeds=more, n=d.size, look=k + 1, looks=design.looks,
+        mean_diff=mean, sd_diff=sd, ci=ConfidenceInterval(mean - c * se, mean + c * se),
+        critical=c, critical_regressed=c_reg, t_regressed=t_reg, t_not_worse=t_nw,
+        t_better=t_bt, margin=float(margin), min_effect=min_effect, alpha=design.alpha,
+        regressed_alpha=design.alpha if regressed_alpha is None else float(regressed_alpha))
+
+
+def run_schedule(D: Any, design: SequentialDesign, *, margin: float = 0.0,
+                 min_effect: float | None = None,
+                 regressed_alpha: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The whole schedule on many cells at once: ``D`` (cells, MAX) holds each cell's paired
+    differences in the order seeds would be trained. Returns per cell its verdict (an object
+    array of :class:`Verdict`) and the seeds it used (int array), as if each cell had taken more
+    seeds only while :func:`sequential_decide` said so. For simulation and benchmarks."""
+    D = np.asarray(D, dtype=float)
+    if D.ndim != 2 or D.shape[1] < design.max_seeds or not np.all(np.isfinite(D)):
+        raise ValueError(f"`D` must be finite, shaped (cells, >= {design.max_seeds}), got "
+                         f"{D.shape}")
+    codes, n_used, _ = _run(D, design, margin=margin, min_effect=min_effect,
+                            regressed_alpha=regressed_alpha, upto=design.max_seeds)
+    return np.array([_VERDICTS[c] for c in codes], dtype=object), n_used
+
+
+def _run(D: np.ndarray, design: SequentialDesign, *, margin: float, min_effect: float | None,
+         regressed_alpha: float | None, upto: int) -> tuple[np.ndarray, np.ndarray, tuple]:
+    """The vectorised core behind :func:`sequential_decide` and :func:`run_schedule`: walks the
+    looks up to ``upto`` seeds; returns per row the code, the seeds used, and the statistics at
+    the row's last look (mean, sd, se, c, c_regressed, t_regressed, t_not_worse, t_better)."""
+    if not margin >= 0:
+        raise ValueError(f"`margin` must be >= 0 (in metric units), got {margin!r}")
+    if min_effect is not None and not min_effect > margin:
+        raise ValueError(f"`min_effect` (δ) must exceed `margin` ({margin}), got {min_effect!r}")
+    delta = margin if min_effect is None else float(min_effect)
+    reg = design if regressed_alpha is None else design.at_level(regressed_alpha)
+    rows = D.shape[0]
+    code = np.full(rows, _CONTINUE)
+    n_used = np.zeros(rows, dtype=int)
+    stats = tuple(np.full(rows, np.nan) for _ in range(8))
+    for k, n in enumerate(design.looks):
+        if n > upto:
+            break
+        open_ = code == _CONTINUE
+        if not open_.any():
+            break
+        X = D[open_, :n]
+        mean = X.mean(axis=1)
+        sd = X.std(axis=1, ddof=1)
+        se = sd / math.sqrt(n)
+        c, c_reg = design.critical[k], reg.critical[k]
+        t_reg, t_nw, t_bt = (_sided_t(mean, se, X, b) for b in (-margin, -delta, margin))
+        new = np.full(X.shape[0], _CONTINUE)
+        new[t_nw >= c] = _NOT_WORSE
+        new[t_bt >= c] = _BETTER
+        new[t_reg <= -c_reg] = _REGRESSED
+        if k == 0:
+            new[np.all(X == 0, axis=1)] = _IDENTICAL
+        if k == len(design.looks) - 1:
+            new[new == _CONTINUE] = _INCONCLUSIVE
+        code[open_] = new
+        n_used[open_] = n
+        for arr, val in zip(stats, (mean, sd, se, np.full_like(mean, c), np.full_like(mean, c_reg),
+                                    t_reg, t_nw, t_bt), strict=True):
+            arr[open_] = val
+    return code, n_used, stats
+
+
+def _sided_t(mean: np.ndarray, se: np.ndarray, X: np.ndarray, bound: float) -> np.ndarray:
+    """``(mean − bound) / se`` per row, exact where the spread is nil: a gap within rounding of
+    the data (a few ulps of its largest magnitude) counts as 0, a real gap with no spread is
+    ±inf, and no gap with no spread is 0 (the data sit on the boundary)."""
+    scale = np.max(np.abs(X), axis=1) + abs(bound)
+    tol = 64 * np.finfo(float).eps * np.maximum(scale, np.finfo(float).tiny)
+    gap = mean - bound
+    gap = np.where(np.abs(gap) <= tol, 0.0, gap)
+    flat = se <= tol
+    exact = np.where(gap > 0, np.inf, np.where(gap < 0, -np.inf, 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(flat, exact, gap / np.where(flat, 1.0, se))

@@ -1,0 +1,182 @@
+"""Adaptive seeds (group-sequential paired t): boundaries checked against independent references
+(scipy's t quantiles and bivariate normal, a brute-force simulation of raw samples with scipy's
+t test) and the error-rate guarantees checked by simulation with Wilson intervals."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from pytest_graphnetz import stats as gs
+from pytest_graphnetz.stats import Verdict
+from pytest_graphnetz.stats.sequential import (
+    run_schedule,
+    schedule,
+    sequential_decide,
+    sequential_design,
+    spent,
+)
+
+ALPHA = 0.05
+
+
+def test_schedule_doubles_from_min_and_ends_at_max():
+    assert schedule(5, 20) == (5, 10, 20)
+    assert schedule(5, 30) == (5, 10, 20, 30)
+    assert schedule(3, 20) == (3, 6, 12, 20)
+    assert schedule(10, 10) == (10,)
+    for bad in [(1, 10), (10, 5)]:
+        with pytest.raises(ValueError, match="2 <= MIN <= MAX"):
+            schedule(*bad)
+
+
+def test_spending_is_hwang_shih_decani():
+    t = np.array([0.25, 0.5, 1.0])
+    for gamma in (-4.0, 1.0, 4.0):
+        expected = ALPHA * (1 - np.exp(-gamma * t)) / (1 - math.exp(-gamma))
+        np.testing.assert_allclose(spent(t, ALPHA, gamma), expected, rtol=1e-12)
+    np.testing.assert_allclose(spent(t, ALPHA, 0.0), ALPHA * t)
+
+
+@pytest.mark.parametrize("gamma", [-4.0, 1.0, 4.0])
+def test_first_look_is_the_exact_t_quantile(gamma):
+    design = sequential_design(5, 20, alpha=ALPHA, gamma=gamma)
+    assert design.looks == (5, 10, 20)
+    assert design.critical[0] == pytest.approx(stats.t.isf(design.spent[0], 4), rel=1e-9)
+    assert design.spent[-1] == ALPHA
+    # a single look is the fixed-n one-sided t test
+    fixed = sequential_design(10, 10, alpha=ALPHA)
+    assert fixed.critical[0] == pytest.approx(stats.t.isf(ALPHA, 9), rel=1e-9)
+
+
+def test_large_n_boundaries_match_the_bivariate_normal():
+    # At 500 and 1000 seeds the t statistics are normal with correlation sqrt(1/2): the
+    # second-look boundary must spend exactly the increment under that law (scipy's mvn cdf).
+    from scipy.optimize import brentq
+
+    design = sequential_design(500, 1000, alpha=0.025, gamma=-4.0)
+    c1 = stats.norm.isf(design.spent[0])
+    mvn = stats.multivariate_normal(mean=[0, 0], cov=[[1, math.sqrt(0.5)], [math.sqrt(0.5), 1]])
+    increment = design.spent[1] - design.spent[0]
+    c2 = brentq(lambda c: stats.norm.cdf(c1) - mvn.cdf([c1, c]) - increment, 0.5, 5)
+    # compare per-look nominal p-values (t vs normal quantiles differ by ~1e-3 at df 999)
+    assert design.nominal[1] == pytest.approx(stats.norm.sf(c2), abs=3e-4)
+    assert design.nominal[0] == pytest.approx(stats.norm.sf(c1), rel=1e-9)
+
+
+@pytest.mark.parametrize("gamma", [1.0, 4.0])
+def test_each_look_spends_its_increment_on_raw_normal_samples(gamma):
+    # Brute force, independent of the calibration's sufficient-statistic shortcut: raw normal
+    # samples, scipy's one-sample t test at each look, crossing when p <= the look's nominal p.
+    design = sequential_design(5, 20, alpha=ALPHA, gamma=gamma)
+    trials = 40_000
+    X = np.random.default_rng(7).normal(3.0, 2.0, size=(trials, 20))
+    alive = np.ones(trials, bool)
+    first = []
+    for n, nominal in zip(design.looks, design.nominal, strict=True):
+        p = stats.ttest_1samp(X[:, :n], 3.0, axis=1, alternative="greater").pvalue
+        cross = alive & (p <= nominal)
+        first.append(cross.sum())
+        alive &= ~cross
+    increments = np.diff((0.0, *design.spent))
+    for k, (hits, inc) in enumerate(zip(first, increments, strict=True)):
+        ci = gs.wilson_interval(int(hits), trials, confidence_level=0.999)
+        assert ci.low <= inc <= ci.high, (k, hits / trials, inc)
+
+
+def _rates(D, design, *, margin, min_effect):
+    verdicts, n_used = run_schedule(D, design, margin=margin, min_effect=min_effect)
+    return verdicts, n_used
+
+
+@pytest.mark.parametrize("noise", ["normal", "t3"])
+def test_error_rates_hold_over_the_whole_schedule(noise):
+    # P(REGRESSED | mean d = -margin) <= α and P(NOT WORSE | mean d = -δ) <= α, within the
+    # Wilson interval of 4,000 trials each, for normal and heavy-tailed (t, 3 df) differences.
+    design = sequential_design(5, 20, alpha=ALPHA)
+    rng = np.random.default_rng(11)
+    margin, delta, sd = 0.002, 0.01, 0.008
+
+    def draw(mean):
+        z = rng.standard_normal((4000, 20)) if noise == "normal" else \
+            rng.standard_t(3, (4000, 20)) / math.sqrt(3)
+        return mean + sd * z
+
+    regressed = (_rates(draw(-margin), design, margin=margin, min_effect=delta)[0]
+                 == Verdict.REGRESSED).sum()
+    not_worse = (_rates(draw(-delta), design, margin=margin, min_effect=delta)[0]
+                 == Verdict.NOT_WORSE).sum()
+    for k in (regressed, not_worse):
+        assert gs.wilson_interval(int(k), 4000).low <= ALPHA, k / 4000
+
+
+def test_peeking_without_spending_would_break_the_guarantee():
+    # The check above can fail: the same looks at the fixed-n threshold (α per look) exceed α.
+    naive = sequential_design(5, 20, alpha=ALPHA)
+    naive = type(naive)(looks=naive.looks, alpha=ALPHA, gamma=naive.gamma,
+                        critical=tuple(stats.t.isf(ALPHA, n - 1) for n in naive.looks),
+                        nominal=(ALPHA,) * 3, spent=(ALPHA,) * 3)
+    D = np.random.default_rng(3).normal(0.0, 1.0, size=(4000, 20))
+    k = (run_schedule(D, naive, margin=0.0)[0] == Verdict.REGRESSED).sum()
+    assert gs.wilson_interval(int(k), 4000).low > ALPHA
+
+
+def test_a_single_look_decides_like_the_fixed_paired_t_gate():
+    design = sequential_design(10, 10, alpha=ALPHA)
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        base = rng.normal(0.8, 0.02, 10)
+        cand = base + rng.normal(rng.uniform(-0.02, 0.02), 0.01, 10)
+        decision = sequential_decide(cand - base, design, margin=0.0)
+        p_less = stats.ttest_rel(cand, base, alternative="less").pvalue
+        p_greater = stats.ttest_rel(cand, base, alternative="greater").pvalue
+        expected = (Verdict.REGRESSED if p_less <= ALPHA else
+                    Verdict.BETTER if p_greater <= ALPHA else Verdict.INCONCLUSIVE)
+        assert decision.verdict is expected
+
+
+def test_decisions_at_each_look():
+    design = sequential_design(5, 20, alpha=ALPHA)
+    identical = sequential_decide(np.zeros(5), design, min_effect=0.01)
+    assert identical.verdict is Verdict.IDENTICAL and identical.saved == 15
+    broken = sequential_decide([-0.10, -0.12, -0.09, -0.11, -0.10], design, min_effect=0.01)
+    assert broken.verdict is Verdict.REGRESSED and broken.n == 5 and broken.look == 1
+    assert broken.ci.high < 0
+    # a borderline cell: neither boundary at 5 seeds, so 5 more before the next look
+    border = sequential_decide([-0.004, 0.003, -0.012, 0.001, -0.008], design, min_effect=0.01)
+    assert border.verdict is None and border.more_seeds == 5 and not border.stopped
+    assert border.saved == 0
+    same = sequential_decide([0.001, -0.001, 0.0005, 0.0, -0.0005], design, min_effect=0.01)
+    assert same.verdict is Verdict.NOT_WORSE
+    better = sequential_decide([0.05, 0.06, 0.055, 0.05, 0.06], design, min_effect=0.01)
+    assert better.verdict is Verdict.BETTER
+    # still open at MAX: INCONCLUSIVE
+    d = np.random.default_rng(0).normal(-0.005, 0.02, 20)
+    last = sequential_decide(d, design, min_effect=0.01)
+    assert last.verdict in (Verdict.INCONCLUSIVE, Verdict.REGRESSED, Verdict.NOT_WORSE)
+    assert last.more_seeds == 0 and last.look == 3
+
+
+def test_rounding_at_the_margin_is_not_a_regression():
+    # every seed drops by exactly the margin in two-decimal accuracies: the data sit on the
+    # boundary (d + margin = -8.7e-18 with no spread): no evidence of a drop beyond it, and
+    # clear evidence that the drop is within δ = 2 points
+    base = np.array([0.81, 0.79, 0.83, 0.80, 0.82])
+    decision = sequential_decide((base - 0.01) - base, sequential_design(5, 20), margin=0.01,
+                                 min_effect=0.02)
+    assert decision.t_regressed == 0 and decision.verdict is Verdict.NOT_WORSE
+
+
+def test_refusals_name_the_problem():
+    design = sequential_design(5, 20)
+    with pytest.raises(ValueError, match=r"7 paired seeds is not a look .*\(5, 10, 20\)"):
+        sequential_decide(np.zeros(7), design)
+    with pytest.raises(ValueError, match="finite"):
+        sequential_decide([0.1, np.nan, 0, 0, 0], design)
+    with pytest.raises(ValueError, match="must exceed `margin`"):
+        sequential_decide(np.ones(5), design, margin=0.01, min_effect=0.01)
+    with pytest.raises(ValueError, match="alpha"):
+        sequential_design(5, 20, alpha=0.7)
