@@ -45,7 +45,9 @@ PAIRED_TESTS = ("paired-t", "wilcoxon", "permutation")
 POINT_GAPS = (0, 1, 2)  # point-gap gates: fail when the mean drops by more than this many points
 MIN_EFFECT = POINT  # δ of assert_not_worse's verdict table: one accuracy point
 VERDICT_S = 10  # seeds per side of the verdict table
-RESAMPLED_TRIALS = 2000  # random S-seed subsets of the pool, for the verdict shares it implies
+# Random S-seed subsets of the pool, for the verdict shares it implies: 100 per disjoint block,
+# at most 2,000 (each is a real gate call, ~2 ms).
+RESAMPLED_TRIALS = 2000
 VERDICTS = ("REGRESSED", "NOT WORSE", "BETTER", "INCONCLUSIVE")
 
 # The gates compared on every trial, in table order.
@@ -437,7 +439,7 @@ def verdict_section(plan: Plan, values: Mapping[str, Mapping[str, np.ndarray]],
                     S: int = VERDICT_S) -> list[str]:
     """Markdown lines: the verdicts of ``assert_not_worse`` with δ = 1 point at S seeds per
     candidate, over the disjoint S-seed blocks (independent trials, Wilson intervals) and over
-    ``RESAMPLED_TRIALS`` random S-seed subsets (the shares the pool implies), and the checks:
+    up to ``RESAMPLED_TRIALS`` random S-seed subsets (the shares the pool implies), and the checks:
     innocent changes NOT WORSE (or BETTER) in >= 90%, REGRESSED in <= α; regressions beyond δ
     NOT WORSE (or BETTER) in <= α."""
     from pytest_graphnetz.stats import seeds_for_min_effect
@@ -448,7 +450,7 @@ def verdict_section(plan: Plan, values: Mapping[str, Mapping[str, np.ndarray]],
         return []
     base = values["baseline"]["final"]
     disjoint = seed_blocks(P, S)
-    resampled = resampled_trials(P, S, RESAMPLED_TRIALS)
+    resampled = resampled_trials(P, S, min(RESAMPLED_TRIALS, 100 * len(disjoint)))
     counts = {}
     for c in CANDIDATES:
         cand = values[c.name]["final"]
