@@ -50,8 +50,10 @@ class _Option:
 
 _OPTIONS = (
     _Option("seeds",
-            f"seeds to run: N (0..N-1), A-B (inclusive) or 1,4,7 (default {DEFAULT_SEEDS})",
-            metavar="N|A-B|LIST"),
+            f"seeds to run: N (0..N-1), A-B (inclusive), 1,4,7, or adaptive MIN..MAX (each cell "
+            f"starts with MIN seeds and takes more, up to MAX, only while undecided) "
+            f"(default {DEFAULT_SEEDS})",
+            metavar="N|A-B|LIST|MIN..MAX"),
     _Option("device", "device for training: auto, cpu, cuda, cuda:i or mps (default auto)",
             metavar="DEVICE"),
     _Option("workers", "processes training triples in parallel (default 1)", metavar="N"),
@@ -73,9 +75,31 @@ _OPTIONS = (
 # -- settings ----------------------------------------------------------------------------------
 
 
-def parse_seeds(text: str) -> tuple[int, ...]:
-    """``"10"`` → 0..9; ``"3-7"`` → 3..7 (inclusive); ``"1,4,7"`` → those seeds, in that order."""
+def parse_adaptive(text: str) -> tuple[int, int] | None:
+    """``"5..20"`` → ``(5, 20)`` (adaptive seeds: MIN..MAX, seeds 0..MAX-1); None for a fixed
+    seed spec."""
     text = str(text).strip()
+    if ".." not in text:
+        return None
+    low, _, high = text.partition("..")
+    try:
+        bounds = (int(low), int(high))
+    except ValueError:
+        bounds = (0, 0)
+    if not 2 <= bounds[0] < bounds[1]:
+        raise ValueError(
+            f"`--graphnetz-seeds` / `graphnetz_seeds`: adaptive seeds are MIN..MAX with "
+            f"2 <= MIN < MAX (e.g. 5..20), got {text!r}")
+    return bounds
+
+
+def parse_seeds(text: str) -> tuple[int, ...]:
+    """``"10"`` → 0..9; ``"3-7"`` → 3..7 (inclusive); ``"1,4,7"`` → those seeds, in that order;
+    ``"5..20"`` (adaptive) → 0..19, all the seeds the schedule may use."""
+    text = str(text).strip()
+    adaptive = parse_adaptive(text)
+    if adaptive is not None:
+        return tuple(range(adaptive[1]))
     try:
         if "," in text:
             seeds = tuple(int(part) for part in text.split(",") if part.strip())
@@ -99,6 +123,7 @@ class Settings:
     """The session's graphnetz settings: each option from the command line, else the ini file."""
 
     seeds: tuple[int, ...]
+    min_seeds: int | None      # adaptive seeds (MIN..MAX): MIN; None for fixed seeds
     device: str
     workers: int
     cache_dir: Path | None     # None: no cache (--graphnetz-no-cache)
@@ -118,6 +143,7 @@ class Settings:
             workers = int(get("workers", "1"))
             alpha = float(get("alpha", str(DEFAULT_ALPHA)))
             seeds = parse_seeds(get("seeds", DEFAULT_SEEDS))
+            adaptive = parse_adaptive(get("seeds", DEFAULT_SEEDS))
         except ValueError as exc:
             raise pytest.UsageError(f"graphnetz: {exc}") from None
         if workers < 1:
@@ -138,7 +164,8 @@ class Settings:
         baseline_dir = (_path(config, "baseline-dir") if get("baseline-dir", None) is not None
                         else config.rootpath / "baselines")
         return cls(
-            seeds=seeds, device=str(get("device", "auto")), workers=workers, cache_dir=cache_dir,
+            seeds=seeds, min_seeds=adaptive[0] if adaptive else None,
+            device=str(get("device", "auto")), workers=workers, cache_dir=cache_dir,
             baseline_dir=baseline_dir, update_baselines=bool(get("update-baselines", False)),
             force=bool(get("force", False)), alpha=alpha, strict=bool(get("strict", False)),
             summary=_path(config, "summary") if get("summary", None) else None,
@@ -183,6 +210,7 @@ class GraphnetzSession:
         self.rows: list[dict[str, str]] = []
         self.trained = 0
         self.cached = 0
+        self.saved = 0  # adaptive seeds: seed-trainings not needed against fixed MAX
 
     @property
     def is_xdist_worker(self) -> bool:
@@ -191,10 +219,20 @@ class GraphnetzSession:
     # fixtures
 
     def run(self, item: pytest.Item, tasks: Any, models: Any, **kwargs: Any) -> BenchmarkReport:
-        """``run_benchmark`` with the session's seeds, device, workers, cache; ``kwargs`` win."""
+        """``run_benchmark`` with the session's seeds, device, workers, cache; ``kwargs`` win.
+        With adaptive seeds (and no ``seeds`` given), the first look of the schedule, as a
+        report the gates extend through this same method."""
         from .runner import run_benchmark
 
         s = self.settings
+        if s.min_seeds is not None and "seeds" not in kwargs:
+            from .adaptive import run_adaptive
+
+            def runner(tasks: Any, models: Any, **more: Any) -> BenchmarkReport:
+                return self.run(item, tasks, models, **{**kwargs, **more})
+
+            return run_adaptive(tasks, models, seeds=s.seeds, min_seeds=s.min_seeds,
+                                runner=runner)
         kwargs.setdefault("seeds", s.seeds)
         kwargs.setdefault("device", s.device)
         kwargs.setdefault("workers", s.workers)
@@ -251,6 +289,7 @@ class GraphnetzSession:
         for name, value in report.user_properties:
             if name == GATE_PROPERTY:
                 self.rows.append(json.loads(value))
+                self.saved += int(self.rows[-1].get("saved", 0))
             elif name == TRIPLES_PROPERTY:
                 counts = json.loads(value)
                 self.trained += counts.get("trained", 0)
@@ -267,6 +306,8 @@ class GraphnetzSession:
             yield from format_table(headers, rows).splitlines()
         if self.trained or self.cached:
             yield f"triples: {self.trained} trained, {self.cached} from cache"
+        if self.saved:
+            yield f"adaptive seeds: {self.saved} seed-trainings saved against fixed MAX"
 
     def markdown(self) -> str:
         from .text import markdown_table
@@ -278,6 +319,8 @@ class GraphnetzSession:
             parts.append("No gates ran.")
         if self.trained or self.cached:
             parts += ["", f"Triples: {self.trained} trained, {self.cached} from cache."]
+        if self.saved:
+            parts += ["", f"Adaptive seeds: {self.saved} seed-trainings saved against fixed MAX."]
         return "\n".join(parts) + "\n"
 
     def write_markdown(self) -> list[Path]:
