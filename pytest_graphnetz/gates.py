@@ -279,21 +279,25 @@ def assert_ci_width(report: BenchmarkReport, max_width: float, *,
     """
     __tracebackhide__ = True
     _announce(report)
-    if not max_width > 0:
-        raise ValueError(f"`max_width` must be > 0, got {max_width!r}")
-    verdicts = []
-    for task in report.tasks:
-        spec = report.metric(task)
-        for model in report.models:
-            cell = _describe(report.values(task, model), report, method=method)
-            width = float(cell.ci.high - cell.ci.low)
-            failed = not width <= max_width   # a NaN width (n < 2) fails too
-            needed = None
-            if failed and math.isfinite(cell.std) and cell.std > 0:
-                needed = stats.seeds_for_width(cell.std, max_width,
-                                               confidence_level=report.confidence_level)
-            verdicts.append(WidthVerdict(task, model, spec.name, spec.higher_is_better, cell,
-                                         width, float(max_width), needed, failed))
+    try:
+        if not max_width > 0:
+            raise ValueError(f"`max_width` must be > 0, got {max_width!r}")
+        verdicts = []
+        for task in report.tasks:
+            spec = report.metric(task)
+            for model in report.models:
+                cell = _describe(report.values(task, model), report, method=method)
+                width = float(cell.ci.high - cell.ci.low)
+                failed = not width <= max_width   # a NaN width (n < 2) fails too
+                needed = None
+                if failed and math.isfinite(cell.std) and cell.std > 0:
+                    needed = stats.seeds_for_width(cell.std, max_width,
+                                                   confidence_level=report.confidence_level)
+                verdicts.append(WidthVerdict(task, model, spec.name, spec.higher_is_better, cell,
+                                             width, float(max_width), needed, failed))
+    except Exception as exc:
+        _record_stopped("ci_width", report, None, exc)
+        raise
     _finish("assert_ci_width", verdicts, header=f"interval wider than {_num(max_width)}")
     return verdicts
 
