@@ -40,11 +40,24 @@ BaselineLike = BenchmarkReport | BaselineHandle | str | os.PathLike
 TESTS = {"paired": "paired-t", "paired-t": "paired-t", "wilcoxon": "wilcoxon",
           "permutation": "permutation", "bootstrap": "bootstrap"}
 # Protocol entries that change the last digits but not the protocol: noted, never refused.
-_ENVIRONMENT_KEYS = ("device", "threads", "versions")
+_ENVIRONMENT_KEYS = ("device", "threads", "versions", "gpu")
 
 
 class GateRefusal(ValueError):
-    """The comparison cannot be made honestly (the message says which cell and why)."""
+    """The comparison cannot be made honestly (the message says which cell and why).
+
+    ``reason`` is the one-line reason for the summary table; ``cells`` the (task, model) cells
+    it concerns (None: every cell of the call); ``unpaired`` the before/after numbers of those
+    cells (:class:`UnpairedCell`) when they can still be shown, unpaired, without a verdict.
+    """
+
+    def __init__(self, message: str, *, reason: str | None = None,
+                 cells: Sequence[tuple[str, str]] | None = None,
+                 unpaired: Sequence[UnpairedCell] = ()) -> None:
+        super().__init__(message)
+        self.reason = reason or message.split("\n", 1)[0]
+        self.cells = None if cells is None else list(cells)
+        self.unpaired = tuple(unpaired)
 
 
 # -- the observer: how the pytest plugin hears about gates ------------------------------------
@@ -57,6 +70,9 @@ class GateObserver:
     alpha: float
     strict: bool
     record: Callable[[dict[str, str]], None]
+    uses: Callable[[str], None] | None = None   # told each baseline file a gate reads
+    # Called with each gate's candidate report before it is compared (--graphnetz-report-dir).
+    candidate: Callable[[BenchmarkReport], None] | None = None
 
 
 _OBSERVER: ContextVar[GateObserver | None] = ContextVar("graphnetz_gate_observer", default=None)
@@ -144,7 +160,8 @@ class CellVerdict:
                "baseline": _mean_ci(self.baseline, short=True),
                "candidate": _mean_ci(self.candidate, short=True),
                "delta": f"{_signed(c.mean_diff)} {_ci(c.ci)}", "p": _p(p),
-               "verdict": self.verdict, "mde": _num(c.mde), "n": str(c.n), "gate": self.gate}
+               "verdict": self.verdict, "mde": _num(c.mde), "n": str(c.n), "gate": self.gate,
+               "failed": "yes" if self.failed else ""}
         if self.stop is not None:  # adaptive: n used / MAX, and what stopping early saved
             row.update(n=f"{c.n}/{self.stop.planned_max}", saved=str(self.stop.saved))
         return row
@@ -174,9 +191,14 @@ class WidthVerdict:
 
     def message(self) -> str:
         s = self.stats
-        more = (f"about {self.seeds_needed} seeds would bring it under "
-                f"(rerun with --graphnetz-seeds={self.seeds_needed})" if self.seeds_needed
-                else "more seeds would not help (no spread estimate)")
+        if self.seeds_needed:
+            more = (f"about {self.seeds_needed} seeds would bring it under "
+                    f"(rerun with --graphnetz-seeds={self.seeds_needed})")
+        else:  # n < 2: no spread to plan from, and more seeds are exactly what it needs
+            diverged = f" ({s.n_diverged} diverged)" if s.n_diverged else ""
+            more = (f"an interval needs at least 2 finished seeds and this cell has "
+                    f"{s.n}{diverged}: run more seeds (e.g. --graphnetz-seeds=10), then this "
+                    "gate says how many bring it under")
         return (f"{self.cell} — {self.metric}: {s.method} {s.confidence_level:.0%} interval "
                 f"{_ci(s.ci)} is {_num(self.width)} wide, over the maximum "
                 f"{_num(self.max_width)} (n={s.n}, mean {_num(s.mean)}); {more}")
@@ -185,7 +207,45 @@ class WidthVerdict:
         return {"cell": self.cell, "metric": _metric(self.metric, self.higher_is_better),
                 "baseline": "", "candidate": _mean_ci(self.stats, short=True),
                 "delta": f"width {_num(self.width)} (max {_num(self.max_width)})", "p": "",
-                "verdict": self.verdict, "mde": "", "n": str(self.stats.n), "gate": "ci_width"}
+                "verdict": self.verdict, "mde": "", "n": str(self.stats.n), "gate": "ci_width",
+                "failed": "yes" if self.failed else ""}
+
+
+@dataclass(frozen=True)
+class UnpairedCell:
+    """One cell's before/after numbers when seeds cannot be paired (data or split changed).
+
+    ``baseline`` / ``candidate``: :class:`~pytest_graphnetz.stats.CellStats` of each side;
+    ``welch``: Welch's unpaired t comparison (a :class:`~pytest_graphnetz.stats.PairedResult`,
+    Δ = candidate − baseline, sign flipped for lower-is-better so + = better), or None when a
+    side has fewer than 2 finite values. Shown beside a refusal; never a verdict.
+    """
+
+    task: str
+    model: str
+    metric: str
+    higher_is_better: bool
+    baseline: Any
+    candidate: Any
+    welch: Any
+
+    @property
+    def cell(self) -> str:
+        return f"{self.task}/{self.model}"
+
+    def delta(self) -> str:
+        w = self.welch
+        if w is None:
+            return "unpaired: n/a"
+        return f"unpaired {_signed(w.mean_diff)} {_ci(w.ci)}"
+
+    def line(self) -> str:
+        w = self.welch
+        welch = ("Welch Δ n/a (fewer than 2 finite values on a side)" if w is None else
+                 f"Welch Δ {_signed(w.mean_diff)} ({w.confidence_level:.0%} CI {_ci(w.ci)}, "
+                 f"p = {_p(w.p_value)})")
+        return (f"  {self.cell}: baseline {_mean_ci(self.baseline)}; candidate "
+                f"{_mean_ci(self.candidate)}; {welch}")
 
 
 # -- the gates -----------------------------------------------------------------------------------
@@ -202,6 +262,7 @@ def assert_not_worse(report: BenchmarkReport, baseline: BaselineLike, *, test: s
     too). ``alpha`` / ``strict`` default to 0.05 / False, or the session's options in pytest.
     Returns one :class:`CellVerdict` per candidate cell.
     """
+    __tracebackhide__ = True
     return _comparison_gate("not_worse", report, baseline, test=test, margin=margin,
                             alpha=alpha, strict=strict, rng=rng)
 
@@ -210,6 +271,7 @@ def assert_better(report: BenchmarkReport, baseline: BaselineLike, *, test: str 
                   margin: float = 0.0, alpha: float | None = None, strict: bool | None = None,
                   rng: Any = None) -> list[CellVerdict]:
     """Pass only on paired evidence that every cell improved on ``baseline`` by over ``margin``."""
+    __tracebackhide__ = True
     return _comparison_gate("better", report, baseline, test=test, margin=margin,
                             alpha=alpha, strict=strict, rng=rng)
 
@@ -218,6 +280,7 @@ def assert_equivalent(report: BenchmarkReport, baseline: BaselineLike, *, margin
                       test: str = "paired", alpha: float | None = None,
                       strict: bool | None = None, rng: Any = None) -> list[CellVerdict]:
     """Pass only when every cell's paired mean difference lies within ±``margin`` (TOST)."""
+    __tracebackhide__ = True
     if not margin > 0:
         raise ValueError(f"assert_equivalent needs `margin` > 0 (the equivalence bound), "
                          f"got {margin!r}")
@@ -232,21 +295,27 @@ def assert_ci_width(report: BenchmarkReport, max_width: float, *,
     The message says how many seeds would bring each wide interval under ``max_width``.
     Returns one :class:`WidthVerdict` per cell.
     """
-    if not max_width > 0:
-        raise ValueError(f"`max_width` must be > 0, got {max_width!r}")
-    verdicts = []
-    for task in report.tasks:
-        spec = report.metric(task)
-        for model in report.models:
-            cell = _describe(report.values(task, model), report, method=method)
-            width = float(cell.ci.high - cell.ci.low)
-            failed = not width <= max_width   # a NaN width (n < 2) fails too
-            needed = None
-            if failed and math.isfinite(cell.std) and cell.std > 0:
-                needed = stats.seeds_for_width(cell.std, max_width,
-                                               confidence_level=report.confidence_level)
-            verdicts.append(WidthVerdict(task, model, spec.name, spec.higher_is_better, cell,
-                                         width, float(max_width), needed, failed))
+    __tracebackhide__ = True
+    _announce(report)
+    try:
+        if not max_width > 0:
+            raise ValueError(f"`max_width` must be > 0, got {max_width!r}")
+        verdicts = []
+        for task in report.tasks:
+            spec = report.metric(task)
+            for model in report.models:
+                cell = _describe(report.values(task, model), report, method=method)
+                width = float(cell.ci.high - cell.ci.low)
+                failed = not width <= max_width   # a NaN width (n < 2) fails too
+                needed = None
+                if failed and math.isfinite(cell.std) and cell.std > 0:
+                    needed = stats.seeds_for_width(cell.std, max_width,
+                                                   confidence_level=report.confidence_level)
+                verdicts.append(WidthVerdict(task, model, spec.name, spec.higher_is_better, cell,
+                                             width, float(max_width), needed, failed))
+    except Exception as exc:
+        _record_stopped("ci_width", report, None, exc)
+        raise
     _finish("assert_ci_width", verdicts, header=f"interval wider than {_num(max_width)}")
     return verdicts
 
@@ -257,25 +326,40 @@ def assert_ci_width(report: BenchmarkReport, max_width: float, *,
 def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike, *, test: str,
                      margin: float, alpha: float | None, strict: bool | None,
                      rng: Any) -> list[CellVerdict]:
+    # Hidden from pytest's traceback (as are the helpers below): a failing gate shows the test's
+    # own line and the verdict message, not the plugin's frames and their locals.
+    __tracebackhide__ = True
     observer = _OBSERVER.get()
     alpha = alpha if alpha is not None else (observer.alpha if observer else 0.05)
     strict = strict if strict is not None else (observer.strict if observer else False)
-    if test not in TESTS:
-        raise ValueError(f"`test` must be one of {sorted(TESTS)} (every gate test is paired by "
-                         f"seed), got {test!r}")
-    test = TESTS[test]
-    if isinstance(report, AdaptiveReport) and (
-            gate != "not_worse" or (isinstance(baseline, BaselineHandle) and baseline.update)):
-        # Only the not-worse gate is sequential; the others, and refreshed baselines, use MAX.
-        report = report.complete()
-    if isinstance(baseline, BaselineHandle) and baseline.update:
-        return _refresh(gate, report, baseline, test=test, margin=margin, alpha=alpha, rng=rng)
-    source, base = _load(baseline)
-    if isinstance(report, AdaptiveReport):
-        return _adaptive_gate(report, base, test=test, margin=margin, alpha=alpha,
-                              strict=strict, source=source, baseline=baseline)
-    verdicts = compare_reports(report, base, gate=gate, test=test, margin=margin, alpha=alpha,
-                               strict=strict, source=source, rng=rng)
+    _announce(report)
+    try:
+        if test not in TESTS:
+            raise ValueError(f"`test` must be one of {sorted(TESTS)} (every gate test is paired "
+                             f"by seed), got {test!r}")
+        test = TESTS[test]
+        if isinstance(report, AdaptiveReport) and (
+                gate != "not_worse" or (isinstance(baseline, BaselineHandle) and baseline.update)):
+            # Only the not-worse gate is sequential; the others, and refreshes, use MAX seeds.
+            report = report.complete()
+        if isinstance(baseline, BaselineHandle) and baseline.update:
+            return _refresh(gate, report, baseline, test=test, margin=margin, alpha=alpha,
+                            rng=rng)
+        source, base = _load(baseline)
+        if isinstance(report, AdaptiveReport):
+            return _adaptive_gate(report, base, test=test, margin=margin, alpha=alpha,
+                                  strict=strict, source=source, baseline=baseline)
+        verdicts = compare_reports(report, base, gate=gate, test=test, margin=margin,
+                                   alpha=alpha, strict=strict, source=source, rng=rng)
+    except AssertionError:
+        raise  # a refused refresh: its rows are recorded already
+    except (GateRefusal, BaselineError) as exc:
+        _record_stopped(gate, report, baseline, exc)
+        # The message says all there is; the frames inside the baseline store add nothing.
+        raise exc.with_traceback(None) from None
+    except Exception as exc:
+        _record_stopped(gate, report, baseline, exc)
+        raise
     name = f"assert_{gate}"
     _finish(name, verdicts, header=f"{_TITLE[gate]} against {source} ({_config(verdicts)})")
     return verdicts
@@ -317,6 +401,7 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
     """Every candidate cell of ``report`` against ``baseline``, Holm-corrected; raises nothing
     but :class:`GateRefusal` / :class:`BaselineMissingError` (the gates decide what fails).
     """
+    __tracebackhide__ = True
     _check_cells(report, baseline, source)
     seeds = _shared_seeds(report, baseline, source)
     _check_metrics(report, baseline, source)
@@ -348,77 +433,64 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
 
 def _refresh(gate: str, report: BenchmarkReport, handle: BaselineHandle, *, test: str,
              margin: float, alpha: float, rng: Any) -> list[CellVerdict]:
-    """``--graphnetz-update-baselines``: write the candidate, unless the ratchet refuses.
+    """``--graphnetz-update-baselines``: :func:`pytest_graphnetz.ratchet.refresh` writes the
+    candidate unless the ratchet refuses; here its not-worse comparisons are made and reported.
+    Returns the ratchet's verdicts."""
+    __tracebackhide__ = True
+    from .ratchet import refresh
 
-    The ratchet compares the candidate with the baseline it would replace (a not-worse gate on
-    their shared cells): a REGRESSED cell, an unreadable baseline or a pairing that cannot be
-    made refuses the update unless ``handle.force``. Returns the ratchet's verdicts.
-    """
-    old, verdicts = None, []
-    try:
-        old = handle.load() if handle.exists() else None
-        if old is not None:
-            verdicts = _ratchet(report, old, test=test, margin=margin, alpha=alpha,
-                                source=str(handle.path), rng=rng)
-    except (BaselineError, GateRefusal):
-        if not handle.force:
-            raise
-    regressed = [v for v in verdicts if v.verdict == "REGRESSED"]
-    if regressed and not handle.force:
-        _record(verdicts, status="REFUSED")
-        raise AssertionError(
-            f"refusing to update baseline {handle.path}: the candidate is REGRESSED against it "
-            f"in {len(regressed)} cell(s) (the ratchet stops slow drift).\n\n"
-            + "\n\n".join(v.message() for v in regressed)
-            + "\n\nIf the regression is intended, rerun with "
-            + (f"`{handle.update_command} --graphnetz-force`" if handle.update_command
-               else "--graphnetz-force")
-        )
-    try:
-        handle.write(report, merge=old is not None, current=old)
-    except BaselineError:
-        if not handle.force:
-            raise
-        handle.write(report, merge=False)
-    _record(verdicts, status="UPDATED")
-    if not verdicts:
-        _record_written(report, gate)
-    return verdicts
+    def judge(candidate: BenchmarkReport, reference: BenchmarkReport,
+              source: str) -> list[CellVerdict]:
+        return compare_reports(candidate, reference, gate="not_worse", test=test, margin=margin,
+                               alpha=alpha, source=source, rng=rng)
+
+    outcome = refresh(handle, report, judge)
+    status = "UPDATED" if outcome.written else "REFUSED"
+    _record(outcome.previous, status=status)
+    _record(outcome.anchored, status=f"{status} vs anchor")
+    if not outcome.written:
+        raise AssertionError(outcome.refusal())
+    judged = {(v.task, v.model) for v in outcome.previous}
+    _record_written(report, gate, [(t, m) for t in report.tasks for m in report.models
+                                   if (t, m) not in judged], outcome.replaced)
+    return [*outcome.previous, *outcome.anchored]
 
 
-def _ratchet(report: BenchmarkReport, old: BenchmarkReport, **kwargs: Any) -> list[CellVerdict]:
-    """The not-worse verdicts of ``report`` against ``old`` on the cells both have."""
-    tasks = [t for t in report.tasks if t in old.tasks]
-    models = [m for m in report.models if m in old.models]
-    if not (tasks and models):
-        return []
-    return compare_reports(report.subset(tasks=tasks, models=models),
-                           old.subset(tasks=tasks, models=models), gate="not_worse", **kwargs)
-
-
-def _record_written(report: BenchmarkReport, gate: str) -> None:
+def _record_written(report: BenchmarkReport, gate: str, cells: Sequence[tuple[str, str]],
+                    old: BenchmarkReport | None = None) -> None:
+    """Rows for cells written without a paired ratchet verdict: new cells, or cells forced over
+    a baseline that could not be paired (then old is shown against new, unpaired)."""
     observer = _OBSERVER.get()
     if observer is None:
         return
-    for task in report.tasks:
+    for task, model in cells:
         spec = report.metric(task)
-        for model in report.models:
-            cell = _describe(report.values(task, model), report)
-            observer.record({"cell": f"{task}/{model}",
-                             "metric": _metric(spec.name, spec.higher_is_better),
-                             "candidate": _mean_ci(cell, short=True), "verdict": "WRITTEN",
-                             "n": str(cell.n), "gate": gate, "baseline": "(new)"})
+        cell = _describe(report.values(task, model), report)
+        row = {"cell": f"{task}/{model}", "metric": _metric(spec.name, spec.higher_is_better),
+               "candidate": _mean_ci(cell, short=True), "verdict": "WRITTEN",
+               "n": str(cell.n), "gate": gate, "baseline": "(new)"}
+        if old is not None and task in old.tasks and model in old.models:
+            before = _unpaired(report, old, task, model)
+            row.update(baseline=_mean_ci(before.baseline, short=True),
+                       delta=before.delta(), verdict="WRITTEN (forced)",
+                       note="replaced a baseline it could not be paired with; "
+                            "Δ is unpaired (Welch), not a verdict")
+        observer.record(row)
 
 
 # -- checks that refuse --------------------------------------------------------------------------
 
 
 def _load(baseline: BaselineLike) -> tuple[str, BenchmarkReport]:
+    __tracebackhide__ = True
     if isinstance(baseline, BenchmarkReport):
         return "the baseline report", baseline
     if isinstance(baseline, BaselineHandle):
         return str(baseline.path), baseline.load()
     if isinstance(baseline, (str, os.PathLike)):
+        observer = _OBSERVER.get()
+        if observer is not None and observer.uses is not None:
+            observer.uses(str(Path(baseline).resolve()))
         return str(baseline), load_baseline(Path(baseline))
     raise TypeError(f"`baseline` must be a BenchmarkReport, a path or a baseline handle, "
                     f"got {type(baseline).__name__}")
@@ -437,14 +509,16 @@ def _shared_seeds(report: BenchmarkReport, baseline: BenchmarkReport, source: st
 
 
 def _check_cells(report: BenchmarkReport, baseline: BenchmarkReport, source: str) -> None:
-    missing = [f"{t}/{m}" for t in report.tasks for m in report.models
+    missing = [(t, m) for t in report.tasks for m in report.models
                if t not in baseline.tasks or m not in baseline.models]
     if missing:
-        raise BaselineMissingError(
-            f"{source} has no baseline for cell(s) {missing} (it has tasks "
-            f"{list(baseline.tasks)}, models {list(baseline.models)}); add them with "
+        exc = BaselineMissingError(
+            f"{source} has no baseline for cell(s) {[f'{t}/{m}' for t, m in missing]} (it has "
+            f"tasks {list(baseline.tasks)}, models {list(baseline.models)}); add them with "
             "`pytest --graphnetz-update-baselines` (merges cell by cell)"
         )
+        exc.cells = missing   # for the summary rows: only these cells are missing
+        raise exc
 
 
 def _check_metrics(report: BenchmarkReport, baseline: BenchmarkReport, source: str) -> None:
@@ -460,16 +534,50 @@ def _check_metrics(report: BenchmarkReport, baseline: BenchmarkReport, source: s
 
 def _check_fingerprints(report: BenchmarkReport, baseline: BenchmarkReport, seeds: Sequence[int],
                         source: str) -> None:
+    changed = {}
     for task in report.tasks:
-        changed = [s for s in seeds
-                   if None not in (fa := report.data_fingerprint(task, s),
-                                   fb := baseline.data_fingerprint(task, s)) and fa != fb]
-        if changed:
-            raise GateRefusal(
-                f"task {task!r}: its data or split differs from {source} for the same seed(s) "
-                f"{changed}, so a per-seed pairing would be fictional. If the data change is "
-                "intended, refresh the baseline (--graphnetz-update-baselines --graphnetz-force)."
-            )
+        seeds_changed = [s for s in seeds
+                         if None not in (fa := report.data_fingerprint(task, s),
+                                         fb := baseline.data_fingerprint(task, s)) and fa != fb]
+        if seeds_changed:
+            changed[task] = seeds_changed
+    if not changed:
+        return
+    unpaired = [_unpaired(report, baseline, task, model, seeds)
+                for task in changed for model in report.models]
+    which = "; ".join(f"task {task!r}: its data or split differs from {source} for the same "
+                      f"seed(s) {s}" for task, s in changed.items())
+    raise GateRefusal(
+        f"{which}, so a per-seed pairing would be fictional: no verdict. If the data change is "
+        "intended, refresh the baseline (--graphnetz-update-baselines --graphnetz-force).\n\n"
+        f"What the change did, UNPAIRED (Welch's t on seeds {_seed_list(seeds)} of each side; "
+        "not a verdict: the data differ, so model and data effects cannot be told apart):\n"
+        + "\n".join(u.line() for u in unpaired),
+        reason=f"data/split of {', '.join(changed)} changed: no paired verdict; "
+               "Δ shown is unpaired (Welch), not a verdict",
+        cells=[(u.task, u.model) for u in unpaired], unpaired=unpaired,
+    )
+
+
+def _unpaired(report: BenchmarkReport, baseline: BenchmarkReport, task: str, model: str,
+              seeds: Sequence[int] | None = None) -> UnpairedCell:
+    """Before/after of one cell without pairing: each side's mean and interval over all its
+    seeds, and Welch's unpaired t on ``seeds`` (default: the seeds both sides ran)."""
+    spec = report.metric(task)
+    cand, base = report.values(task, model), baseline.values(task, model)
+    if seeds is None:
+        seeds = [s for s in report.seeds if s in baseline.seeds]
+    c = cand[[report.seeds.index(s) for s in seeds]]
+    b = base[[baseline.seeds.index(s) for s in seeds]]
+    better, worse = (c, b) if spec.higher_is_better else (b, c)
+    try:
+        # A seed diverged on either side is left out (and noted), as in every comparison.
+        welch = stats.paired_test(better, worse, test="welch",
+                                  confidence_level=report.confidence_level)
+    except ValueError:
+        welch = None   # fewer than 2 usable seeds
+    return UnpairedCell(task, model, spec.name, spec.higher_is_better, _describe(base, baseline),
+                        _describe(cand, report), welch)
 
 
 def _environment_notes(report: BenchmarkReport, baseline: BenchmarkReport) -> tuple[str, ...]:
@@ -479,6 +587,13 @@ def _environment_notes(report: BenchmarkReport, baseline: BenchmarkReport) -> tu
         if a is not None and b is not None and a != b:
             notes.append(f"{key} differs (baseline {_brief(b, a)}, candidate {_brief(a, b)}): "
                          "the protocol is the same, the last digits may not be")
+    # The determinism mode acts on CUDA only ("gpu" is None on CPU): two CPU runs in different
+    # modes computed the same thing.
+    a, b = report.protocol.get("deterministic"), baseline.protocol.get("deterministic")
+    if a and b and a != b and (report.protocol.get("gpu") or baseline.protocol.get("gpu")):
+        notes.append(f"deterministic CUDA algorithms differ (baseline {b}, candidate {a}): "
+                     "a CUDA run not in mode 'on' may vary in the last digits from rerun to "
+                     "rerun, so even an unchanged model need not be IDENTICAL")
     return tuple(notes)
 
 
@@ -509,6 +624,7 @@ TABLE_HEADERS = ("Cell", "Metric", "Baseline", "Candidate", "Paired Δ [CI]", "p
 
 
 def _finish(name: str, verdicts: Sequence[CellVerdict | WidthVerdict], *, header: str) -> None:
+    __tracebackhide__ = True
     _record(verdicts)
     failed = [v for v in verdicts if v.failed]
     if failed:
@@ -516,6 +632,60 @@ def _finish(name: str, verdicts: Sequence[CellVerdict | WidthVerdict], *, header
             f"{name}: {len(failed)} of {len(verdicts)} cell(s) failed ({header})\n\n"
             + "\n\n".join(v.message() for v in failed)
         )
+
+
+def _announce(report: Any) -> None:
+    """Hand the candidate to the observer (the plugin keeps it for --graphnetz-report-dir)."""
+    observer = _OBSERVER.get()
+    if observer is not None and observer.candidate is not None and isinstance(
+            report, BenchmarkReport):
+        observer.candidate(report)
+
+
+def _record_stopped(gate: str, report: Any, baseline: Any, exc: Exception) -> None:
+    """Rows for a gate call that ended without verdicts: REFUSED, MISSING BASELINE or ERROR,
+    each with its one-line reason, so that no gate call is missing from the summary."""
+    observer = _OBSERVER.get()
+    if observer is None:
+        return
+    if isinstance(exc, BaselineMissingError):
+        status = "MISSING BASELINE"
+        command = getattr(baseline, "update_command", None)
+        if getattr(exc, "cells", None) is not None:
+            reason = "no baseline for this cell"
+        else:
+            reason = "no baseline file" if command else _first_line(exc, 100)
+        if command:
+            reason += f"; create it: `{command}`"
+    elif isinstance(exc, GateRefusal):
+        status, reason = "REFUSED", exc.reason
+    else:
+        status, reason = "ERROR", f"{type(exc).__name__}: {_first_line(exc)}"
+    if not isinstance(report, BenchmarkReport):
+        observer.record({"cell": "?", "verdict": status, "gate": gate, "failed": "yes",
+                         "note": reason})
+        return
+    concerned = getattr(exc, "cells", None)
+    unpaired = {(u.task, u.model): u for u in getattr(exc, "unpaired", ())}
+    for task in report.tasks:
+        spec = report.metric(task)
+        for model in report.models:
+            mine = concerned is None or (task, model) in concerned
+            row = {"cell": f"{task}/{model}", "metric": _metric(spec.name, spec.higher_is_better),
+                   "candidate": _mean_ci(_describe(report.values(task, model), report),
+                                         short=True),
+                   "verdict": status if mine else "NOT COMPARED", "gate": gate,
+                   "failed": "yes" if mine else "",
+                   "note": reason if mine else f"the gate stopped on another cell ({status})"}
+            if (task, model) in unpaired:
+                u = unpaired[(task, model)]
+                row.update(baseline=_mean_ci(u.baseline, short=True), delta=u.delta())
+            observer.record(row)
+
+
+def _first_line(exc: BaseException, limit: int = 160) -> str:
+    line = str(exc).strip().split("\n", 1)[0]
+    return line if len(line) <= limit else line[:limit - 1] + "…"
 
 
 def _record(verdicts: Sequence[CellVerdict | WidthVerdict], status: str | None = None) -> None:

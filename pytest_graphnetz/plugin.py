@@ -16,7 +16,9 @@ import json
 import os
 import shlex
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +27,7 @@ import pytest
 
 if TYPE_CHECKING:
     from .baselines import BaselineHandle
+    from .progress import TerminalProgress
     from .report import BenchmarkReport
 
 # Set from benchmarks/gate_quality_results.md: on the 1,600-node block model the paired t-test
@@ -33,7 +36,12 @@ if TYPE_CHECKING:
 DEFAULT_SEEDS = "10"
 DEFAULT_ALPHA = 0.05
 GATE_PROPERTY = "graphnetz_gate"        # user_properties entry: one gate row (JSON text)
-TRIPLES_PROPERTY = "graphnetz_triples"  # user_properties entry: {"trained": n, "cached": m}
+TRIPLES_PROPERTY = "graphnetz_triples"  # user_properties entry: {"trained", "cached", "seconds"}
+# With --graphnetz-update-baselines only (what finding unused baselines needs):
+USES_PROPERTY = "graphnetz_baseline"          # user_properties entry: a baseline file used
+USER_PROPERTY = "graphnetz_baseline_user"     # on every report of a test that asks for one
+REPORT_PROPERTY = "graphnetz_report"    # user_properties entry: a saved candidate report's path
+FAILED_MARK = "✗ FAIL"                  # the table's Build column for rows that failed the build
 
 
 @dataclass(frozen=True)
@@ -69,6 +77,11 @@ _OPTIONS = (
     _Option("alpha", f"significance level of the gates (default {DEFAULT_ALPHA})", metavar="A"),
     _Option("strict", "an INCONCLUSIVE gate fails too", flag=True),
     _Option("summary", "also write the gate table as Markdown to PATH", metavar="PATH"),
+    _Option("report-dir", "save each gated test's candidate report (full JSON, histories "
+            "included) under DIR, e.g. for CI artifacts", metavar="DIR"),
+    _Option("deterministic", "deterministic CUDA algorithms per triple: on, warn (let an "
+            "operation without one run, with a warning) or off (default on)",
+            metavar="on|warn|off"),
 )
 
 
@@ -93,23 +106,42 @@ def parse_adaptive(text: str) -> tuple[int, int] | None:
     return bounds
 
 
+# More seeds than this is a typo, not a benchmark (each seed trains every task × model), and
+# `range(4294967296)` would exhaust memory before anything could say so.
+MAX_SEEDS = 10_000
+SEED_LIMIT = 2**32  # numpy's seed range: seeds are 0 <= seed < 2**32
+
+
 def parse_seeds(text: str) -> tuple[int, ...]:
     """``"10"`` → 0..9; ``"3-7"`` → 3..7 (inclusive); ``"1,4,7"`` → those seeds, in that order;
-    ``"5..20"`` (adaptive) → 0..19, all the seeds the schedule may use."""
+    ``"5..20"`` (adaptive) → 0..19, every seed the schedule may use.
+
+    At most :data:`MAX_SEEDS` seeds, each in ``[0, 2**32)``: checked before a range is built.
+    """
     text = str(text).strip()
     adaptive = parse_adaptive(text)
     if adaptive is not None:
-        return tuple(range(adaptive[1]))
+        text = str(adaptive[1])  # every seed the schedule may use: 0..MAX-1
+    listed: list[int] | None = None
     try:
         if "," in text:
-            seeds = tuple(int(part) for part in text.split(",") if part.strip())
+            listed = [int(part) for part in text.split(",") if part.strip()]
+            count, high = len(listed), max(listed, default=-1)
         elif "-" in text.lstrip("-"):
             low, high = (int(part) for part in text.split("-", 1))
-            seeds = tuple(range(low, high + 1))
+            count = high - low + 1
         else:
-            seeds = tuple(range(int(text)))
+            low, high = 0, int(text) - 1
+            count = high + 1
     except ValueError:
-        seeds = ()
+        listed, count, high = [], 0, -1
+    if count > MAX_SEEDS:
+        raise ValueError(f"`--graphnetz-seeds` / `graphnetz_seeds`: {text!r} asks for {count} "
+                         f"seeds; at most {MAX_SEEDS} are allowed")
+    if high >= SEED_LIMIT:
+        raise ValueError(f"`--graphnetz-seeds` / `graphnetz_seeds`: {text!r} has seed {high}; "
+                         f"seeds must be below 2**32 = {SEED_LIMIT} (numpy's seed range)")
+    seeds = tuple(listed if listed is not None else range(low, high + 1))
     if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
         raise ValueError(
             f"`--graphnetz-seeds` / `graphnetz_seeds`: expected N (seeds 0..N-1), A-B or a list "
@@ -133,15 +165,20 @@ class Settings:
     alpha: float
     strict: bool
     summary: Path | None
+    report_dir: Path | None
     cli_baseline_dir: str | None  # as typed on the command line, for the commands we print
+    deterministic: str         # on | warn | off (determinism.py)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
         """Read and validate every option; a bad value is a usage error naming the option."""
+        from .determinism import DEFAULT_MODE, check_mode  # stdlib only at import
+
         get = _getter(config)
+        workers = _convert("workers", get("workers", "1"), int, "a whole number of processes")
+        alpha = _convert("alpha", get("alpha", str(DEFAULT_ALPHA)), float, "a number")
         try:
-            workers = int(get("workers", "1"))
-            alpha = float(get("alpha", str(DEFAULT_ALPHA)))
+            deterministic = check_mode(get("deterministic", DEFAULT_MODE))
             seeds = parse_seeds(get("seeds", DEFAULT_SEEDS))
             adaptive = parse_adaptive(get("seeds", DEFAULT_SEEDS))
         except ValueError as exc:
@@ -160,7 +197,14 @@ class Settings:
             # Under pytest's cache dir; with the cacheprovider plugin off (-p no:cacheprovider),
             # the user asked for no cache on disk, so none.
             cache = getattr(config, "cache", None)
-            cache_dir = Path(cache.mkdir("graphnetz")) if cache is not None else None
+            try:
+                cache_dir = Path(cache.mkdir("graphnetz")) if cache is not None else None
+            except OSError as exc:  # a read-only checkout, say: run, but without the cache
+                config.issue_config_time_warning(pytest.PytestConfigWarning(
+                    f"graphnetz: cannot create the triple cache under pytest's cache directory "
+                    f"({exc}); training without the cache this run. Make it writable, or "
+                    "choose a directory with --graphnetz-cache-dir"), stacklevel=2)
+                cache_dir = None
         baseline_dir = (_path(config, "baseline-dir") if get("baseline-dir", None) is not None
                         else config.rootpath / "baselines")
         return cls(
@@ -169,8 +213,19 @@ class Settings:
             baseline_dir=baseline_dir, update_baselines=bool(get("update-baselines", False)),
             force=bool(get("force", False)), alpha=alpha, strict=bool(get("strict", False)),
             summary=_path(config, "summary") if get("summary", None) else None,
+            report_dir=_path(config, "report-dir") if get("report-dir", None) else None,
             cli_baseline_dir=config.getoption("graphnetz_baseline_dir"),
+            deterministic=deterministic,
         )
+
+
+def _convert(name: str, text: Any, convert: Callable[[str], Any], expected: str) -> Any:
+    try:
+        return convert(str(text).strip())
+    except ValueError:
+        raise pytest.UsageError(
+            f"graphnetz: `--graphnetz-{name}` / `graphnetz_{name.replace('-', '_')}` must be "
+            f"{expected}, got {text!r}") from None
 
 
 def _getter(config: pytest.Config) -> Callable[[str, Any], Any]:
@@ -179,7 +234,12 @@ def _getter(config: pytest.Config) -> Callable[[str, Any], Any]:
         option = _option(name)
         value = config.getoption(option.dest)
         if value is None:
-            value = config.getini(option.dest)
+            try:
+                value = config.getini(option.dest)
+            except (ValueError, pytest.UsageError) as exc:  # a flag's value: not a truth value
+                raise pytest.UsageError(
+                    f"graphnetz: the ini key `{option.dest}` must be true or false (also "
+                    f"1/0, yes/no, on/off): {exc}") from None
         return default if value in (None, "", False) else value
     return get
 
@@ -208,13 +268,27 @@ class GraphnetzSession:
         self.config = config
         self.settings = settings
         self.rows: list[dict[str, str]] = []
+        self.failures: dict[str, str] = {}   # nodeid -> what failed it (the crash message)
+        self.reports: list[str] = []         # candidate reports saved (--graphnetz-report-dir)
         self.trained = 0
         self.cached = 0
         self.saved = 0  # adaptive seeds: seed-trainings not needed against fixed MAX
+        # (nodeid, module stem, default name) of each collected test that asks for a baseline
+        # (on the xdist controller: gathered from the workers).
+        self.baseline_users: list[tuple[str, str, str]] = []
+        self.used_baselines: set[str] = set()
+        self.unfinished: set[str] = set()   # baseline users that failed or were skipped
+        self.unused_lines: list[str] = []
+        if self.is_xdist_worker:  # sent to the controller when the worker finishes
+            config.workeroutput[USER_PROPERTY] = self.baseline_users  # type: ignore[attr-defined]
 
     @property
     def is_xdist_worker(self) -> bool:
         return hasattr(self.config, "workerinput")
+
+    @property
+    def is_xdist_controller(self) -> bool:
+        return self.config.pluginmanager.has_plugin("dsession")
 
     # fixtures
 
@@ -222,6 +296,7 @@ class GraphnetzSession:
         """``run_benchmark`` with the session's seeds, device, workers, cache; ``kwargs`` win.
         With adaptive seeds (and no ``seeds`` given), the first look of the schedule, as a
         report the gates extend through this same method."""
+        __tracebackhide__ = True
         from .runner import run_benchmark
 
         s = self.settings
@@ -237,38 +312,131 @@ class GraphnetzSession:
         kwargs.setdefault("device", s.device)
         kwargs.setdefault("workers", s.workers)
         kwargs.setdefault("cache_dir", s.cache_dir)
-        counts = {"trained": 0, "cached": 0}
+        kwargs.setdefault("deterministic", s.deterministic)
+        counts: dict[str, float] = {"trained": 0, "cached": 0}
         user_progress = kwargs.pop("progress", None)
+        live = self._live_progress(tasks, models, kwargs["seeds"])
 
         def progress(task: str, model: str, seed: int, status: str, seconds: float) -> None:
             counts[status] = counts.get(status, 0) + 1
-            if status == "trained" and self.config.get_verbosity() > 0:
-                self._write_line(
-                    f"graphnetz: trained {task}/{model} seed {seed} in {seconds:.2f} s")
+            if live is not None:
+                with self._uncaptured():
+                    live.update(task, model, seed, status)
             if user_progress is not None:
                 user_progress(task, model, seed, status, seconds)
 
+        start = time.monotonic()
         try:
             return run_benchmark(tasks, models, progress=progress, **kwargs)
         finally:
+            if live is not None:
+                with self._uncaptured():
+                    live.finish()
+            counts["seconds"] = round(time.monotonic() - start, 3)
             item.user_properties.append((TRIPLES_PROPERTY, json.dumps(counts, sort_keys=True)))
+
+    def _live_progress(self, tasks: Any, models: Any, seeds: Any) -> TerminalProgress | None:
+        """The live progress display of one run; None under ``-q``, on an xdist worker (whose
+        output nobody sees: the controller prints per-test counts) or without a terminal."""
+        from .progress import RunProgress, TerminalProgress
+
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None or self.is_xdist_worker or self.config.get_verbosity() < 0:
+            return None
+
+        def rewrite(line: str) -> None:
+            reporter.ensure_newline()
+            reporter.rewrite(line, erase=True)
+
+        return TerminalProgress(
+            RunProgress(_count_triples(tasks, models, seeds)), write=reporter.write_line,
+            rewrite=rewrite, end=lambda: reporter.line(""), tty=bool(reporter.isatty),
+            every_triple=self.config.get_verbosity() > 0)
 
     def baseline(self, item: pytest.Item, name: str | None = None) -> BaselineHandle:
         """The baseline handle of ``item``: ``<baseline dir>/<module>/<name or test>.json``
         (``<Class>.<test>`` for a test in a class)."""
-        from .baselines import BaselineHandle, default_path
+        from .baselines import BaselineError, BaselineHandle, default_path
 
         s = self.settings
+        path = default_path(s.baseline_dir, Path(str(item.path)).stem,
+                            _test_name(item) if name is None else name)
         if name is None:
-            # Two classes of one module may both have a `test_x`: keep their baselines apart.
-            cls = getattr(item, "cls", None)
-            name = f"{cls.__name__}.{item.name}" if cls is not None else item.name
-        path = default_path(s.baseline_dir, Path(str(item.path)).stem, name)
+            others = self._sharing(item.nodeid)
+            if others:
+                raise BaselineError(
+                    f"tests {item.nodeid} and {', '.join(others)} would share the baseline file "
+                    f"{path} (a file name keeps only the module's name, and some file systems "
+                    "ignore case), so one would be compared with the other's numbers. Give "
+                    "each its own baseline: graphnetz_baseline(\"<unique name>\")"
+                )
+        if s.update_baselines:
+            item.user_properties.append((USES_PROPERTY, str(path)))
         command = ["pytest", item.nodeid, "--graphnetz-update-baselines"]
         if s.cli_baseline_dir is not None:
             command.append(f"--graphnetz-baseline-dir={s.cli_baseline_dir}")
         return BaselineHandle(path, update=s.update_baselines, force=s.force,
                               update_command=shlex.join(command))
+
+    def _sharing(self, nodeid: str) -> list[str]:
+        """Other collected tests whose default baseline is the same file as ``nodeid``'s."""
+        from .baselines import default_path
+
+        keys = {n: str(default_path(self.settings.baseline_dir, stem, name)).casefold()
+                for n, stem, name in self.baseline_users}
+        mine = keys.get(nodeid)
+        return [n for n, key in keys.items() if key == mine and n != nodeid]
+
+    # baselines no test used (--graphnetz-update-baselines)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_pycollect_makeitem(self, collector: Any, name: str, obj: Any) -> Any:
+        """Note every test that asks for ``graphnetz_baseline`` as its module is collected:
+        a module makes all its tests, also those that ``-k``, ``-m`` or a node id then leave
+        out (their baselines are not unused). A hook: the session is registered as a plugin."""
+        made = yield
+        for item in made if isinstance(made, list) else [made]:
+            if isinstance(item, pytest.Item) and \
+                    "graphnetz_baseline" in getattr(item, "fixturenames", ()):
+                self.baseline_users.append(
+                    (item.nodeid, Path(str(item.path)).stem, _test_name(item)))
+                if self.settings.update_baselines:
+                    item.user_properties.append((USER_PROPERTY, item.nodeid))
+        return made
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """xdist controller: every worker collected the same tests; take one worker's list."""
+        users = getattr(node, "workeroutput", {}).get(USER_PROPERTY)
+        if users and not self.baseline_users:
+            self.baseline_users = [tuple(u) for u in users]
+
+    def partial_reasons(self, exitstatus: int) -> list[str]:
+        """Why this run cannot tell which baselines are unused (empty: a full, passing run)."""
+        config, option = self.config, self.config.option
+        reasons = [flag for flag, used in (
+            ("-k", getattr(option, "keyword", "")), ("-m", getattr(option, "markexpr", "")),
+            ("--deselect", getattr(option, "deselect", None)),
+            ("--lf", getattr(option, "lf", False)), ("--sw", getattr(option, "stepwise", False)),
+            ("paths or node ids", config.args_source == pytest.Config.ArgsSource.ARGS),
+        ) if used]
+        if exitstatus != 0:
+            reasons.append("the run did not pass")
+        elif self.unfinished:
+            reasons.append(f"tests that use baselines were skipped: "
+                           f"{', '.join(sorted(self.unfinished))}")
+        return reasons
+
+    def find_unused(self, exitstatus: int) -> None:
+        """After a refresh: delete the baselines no test used, or (a partial run) list them."""
+        if not self.settings.update_baselines or self.is_xdist_worker:
+            return
+        from .ratchet import prune_unused
+
+        reasons = self.partial_reasons(exitstatus)
+        self.unused_lines = prune_unused(
+            self.settings.baseline_dir, used=self.used_baselines, users=self.baseline_users,
+            delete=not reasons, why_kept=", ".join(reasons))
 
     def observer(self, item: pytest.Item) -> Any:
         """What the gates called inside ``item`` report to (session alpha/strict, the rows)."""
@@ -277,44 +445,100 @@ class GraphnetzSession:
         def record(row: dict[str, str]) -> None:
             item.user_properties.append((GATE_PROPERTY, json.dumps({"test": item.nodeid, **row})))
 
-        return GateObserver(alpha=self.settings.alpha, strict=self.settings.strict, record=record)
+        saved: list[Any] = []   # the reports this test's gates saw, each written once
+
+        def candidate(report: BenchmarkReport) -> None:
+            if any(r is report for r in saved):
+                return
+            saved.append(report)
+            path = self._report_path(item, len(saved))
+            report.to_json(path)
+            item.user_properties.append((REPORT_PROPERTY, str(path)))
+
+        def uses(path: str) -> None:
+            item.user_properties.append((USES_PROPERTY, path))
+
+        return GateObserver(alpha=self.settings.alpha, strict=self.settings.strict, record=record,
+                            uses=uses if self.settings.update_baselines else None,
+                            candidate=candidate if self.settings.report_dir else None)
+
+    def _report_path(self, item: pytest.Item, k: int) -> Path:
+        """``<report dir>/<module>/<test>.json`` (laid out as the baselines are, so a CI job can
+        run ``graphnetz compare`` on the pair); a test's k-th distinct report adds ``-k``."""
+        from .baselines import default_path
+
+        assert self.settings.report_dir is not None
+        name = _test_name(item) + (f"-{k}" if k > 1 else "")
+        return default_path(self.settings.report_dir, Path(str(item.path)).stem, name)
 
     # collection (reports come from this process or, on the xdist controller, from workers)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Gather gate rows and triple counts (registered as a plugin: this is a hook)."""
+        """Gather gate rows, failures and triple counts (registered as a plugin: a hook)."""
+        if report.failed and report.nodeid not in self.failures:
+            self.failures[report.nodeid] = _crash_message(report)
+        for name, value in report.user_properties:
+            if name == USER_PROPERTY and (report.failed or report.skipped):
+                self.unfinished.add(value)
         # user_properties accumulate over setup/call/teardown; the teardown report has them all.
         if report.when != "teardown":
             return
+        runs = []
         for name, value in report.user_properties:
-            if name == GATE_PROPERTY:
+            if name == USES_PROPERTY:
+                self.used_baselines.add(value)
+            elif name == GATE_PROPERTY:
                 self.rows.append(json.loads(value))
                 self.saved += int(self.rows[-1].get("saved", 0))
+            elif name == REPORT_PROPERTY:
+                self.reports.append(value)
             elif name == TRIPLES_PROPERTY:
-                counts = json.loads(value)
-                self.trained += counts.get("trained", 0)
-                self.cached += counts.get("cached", 0)
+                runs.append(json.loads(value))
+                self.trained += runs[-1].get("trained", 0)
+                self.cached += runs[-1].get("cached", 0)
+        if runs and self.is_xdist_controller and self.config.get_verbosity() >= 0:
+            # Workers' output is not shown: their live progress becomes one line per test.
+            self._write_line(_test_counts(report.nodeid, runs))
 
     # the summary
+
+    def failed_build(self, row: dict[str, str]) -> bool:
+        """Did this row fail the build: a failing cell in a test that failed?"""
+        return bool(row.get("failed")) and row.get("test", "") in self.failures
+
+    def headline(self) -> str:
+        failing = [r for r in self.rows if self.failed_build(r)]
+        if not failing:
+            return f"{len(self.rows)} gate row(s), none failed the build"
+        tests = {r.get("test") for r in failing}
+        return (f"{len(failing)} of {len(self.rows)} gate row(s) failed the build "
+                f"({FAILED_MARK}), in {len(tests)} test(s)")
 
     def summary_lines(self) -> Iterator[str]:
         """The terminal table of every gate, then the triple counts (nothing when unused)."""
         from .text import format_table
 
         if self.rows:
-            headers, rows = _table(self.rows)
-            yield from format_table(headers, rows).splitlines()
+            yield from format_table(*self._table()).splitlines()
+            yield self.headline()
         if self.trained or self.cached:
             yield f"triples: {self.trained} trained, {self.cached} from cache"
         if self.saved:
             yield f"adaptive seeds: {self.saved} seed-trainings saved against fixed MAX"
 
     def markdown(self) -> str:
+        """The Markdown summary: headline, the table, and each failing test's message."""
         from .text import markdown_table
 
         parts = ["### graphnetz gates", ""]
         if self.rows:
-            parts.append(markdown_table(*_table(self.rows)))
+            failing = [r for r in self.rows if self.failed_build(r)]
+            headline = self.headline()
+            parts += [f"**{headline}**" if failing else headline, "",
+                      markdown_table(*self._table())]
+            for test in dict.fromkeys(r["test"] for r in failing):
+                parts += ["", f"<details><summary>{FAILED_MARK} <code>{test}</code></summary>",
+                          "", "```text", _clip(self.failures[test]), "```", "", "</details>"]
         else:
             parts.append("No gates ran.")
         if self.trained or self.cached:
@@ -322,6 +546,21 @@ class GraphnetzSession:
         if self.saved:
             parts += ["", f"Adaptive seeds: {self.saved} seed-trainings saved against fixed MAX."]
         return "\n".join(parts) + "\n"
+
+    def _table(self) -> tuple[Sequence[str], list[list[str]]]:
+        """Headers and cells of the session table: the gate table with the test in front, and
+        which rows failed the build and why (the Note: a refusal's or an error's reason)."""
+        from .gates import TABLE_COLUMNS, TABLE_HEADERS  # loaded already: the rows came from it
+
+        at = TABLE_COLUMNS.index("verdict") + 1
+        headers = ["Test", *TABLE_HEADERS]
+        headers[at + 1:at + 1] = ["Build"]
+        body = []
+        for r in self.rows:
+            cells = [_short_test(r.get("test", "")), *(r.get(c, "") for c in TABLE_COLUMNS)]
+            cells[at + 1:at + 1] = [FAILED_MARK if self.failed_build(r) else "pass"]
+            body.append([*cells, r.get("note", "")])
+        return [*headers, "Note"], body
 
     def write_markdown(self) -> list[Path]:
         """Write the Markdown summary to ``--graphnetz-summary`` and ``$GITHUB_STEP_SUMMARY``."""
@@ -345,24 +584,62 @@ class GraphnetzSession:
 
     def _write_line(self, line: str) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            with self._uncaptured():
+                reporter.write_line(line)
+
+    @contextmanager
+    def _uncaptured(self) -> Iterator[None]:
+        """Inside a test, output is captured; progress is for the person watching."""
         capture = self.config.pluginmanager.get_plugin("capturemanager")
-        if reporter is None:
-            return
         if capture is None:
-            reporter.write_line(line)
+            yield
             return
-        # Inside a test, output is captured; the progress line is for the person watching.
         with capture.global_and_fixture_disabled():
-            reporter.write_line(line)
+            yield
 
 
-def _table(rows: Sequence[dict[str, str]]) -> tuple[Sequence[str], list[list[str]]]:
-    """Headers and cells of the session table: the gate table with the test in front."""
-    from .gates import TABLE_COLUMNS, TABLE_HEADERS  # loaded already: the rows came from it
+def _test_counts(nodeid: str, runs: list[dict[str, float]]) -> str:
+    """``graphnetz: test_m.py::test_a: 30 triples (27 trained, 3 from cache) in 0:41``."""
+    from .progress import duration
 
-    body = [[_short_test(r.get("test", "")), *(r.get(c, "") for c in TABLE_COLUMNS)]
-            for r in rows]
-    return ("Test", *TABLE_HEADERS), body
+    trained = sum(int(r.get("trained", 0)) for r in runs)
+    cached = sum(int(r.get("cached", 0)) for r in runs)
+    seconds = sum(float(r.get("seconds", 0.0)) for r in runs)
+    return (f"graphnetz: {_short_test(nodeid)}: {trained + cached} triples ({trained} trained, "
+            f"{cached} from cache) in {duration(seconds)}")
+
+
+def _count_triples(tasks: Any, models: Any, seeds: Any) -> int | None:
+    """How many (task, model, seed) triples ``run_benchmark`` will run (None: it will refuse
+    the arguments itself, with its own message)."""
+    from .tasks import resolve_tasks
+
+    try:
+        return len(resolve_tasks(tasks)) * len(models) * len(seeds)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _test_name(item: pytest.Item) -> str:
+    # Two classes of one module may both have a `test_x`: keep their files apart.
+    cls = getattr(item, "cls", None)
+    return f"{cls.__name__}.{item.name}" if cls is not None else item.name
+
+
+def _crash_message(report: pytest.TestReport) -> str:
+    """What failed the test: the exception's message (the gate's verdict text), else the
+    whole failure text."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    message = getattr(crash, "message", None)
+    return str(message) if message else report.longreprtext
+
+
+def _clip(text: str, lines: int = 60) -> str:
+    kept = text.splitlines()
+    if len(kept) <= lines:
+        return "\n".join(kept)
+    return "\n".join([*kept[:lines], f"... ({len(kept) - lines} more lines)"])
 
 
 def _short_test(nodeid: str) -> str:
@@ -399,6 +676,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(session, "graphnetz-session")
 
 
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    session.config.stash[STASH_KEY].find_unused(int(exitstatus))
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     # Gates report to an observer set for the test body. Only when the gates module is already
@@ -424,6 +705,12 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             terminalreporter.write_line(line)
     for path in session.write_markdown():
         terminalreporter.write_line(f"graphnetz: Markdown summary written to {path}")
+    for line in session.unused_lines:
+        terminalreporter.write_line(line)
+    if session.reports:
+        terminalreporter.write_line(
+            f"graphnetz: {len(session.reports)} candidate report(s) saved under "
+            f"{session.settings.report_dir}")
 
 
 # -- fixtures ------------------------------------------------------------------------------------
@@ -439,6 +726,7 @@ def graphnetz_run(request: pytest.FixtureRequest) -> Callable[..., BenchmarkRepo
     session = request.config.stash[STASH_KEY]
 
     def run(tasks: Any, models: Any, **kwargs: Any) -> BenchmarkReport:
+        __tracebackhide__ = True
         return session.run(request.node, tasks, models, **kwargs)
 
     return run

@@ -16,7 +16,9 @@ import functools
 import json
 import math
 import os
+import re
 import tempfile
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -29,6 +31,9 @@ SCHEMA = "pytest-graphnetz/report"
 # 2: histories whose values are all float32 are written with their shortest float32 repr and
 # the marker `"float32": true` (version-1 files, without it, are read as before).
 SCHEMA_VERSION = 2
+# The values-only form committed baselines use (BenchmarkReport.to_values_dict).
+VALUES_SCHEMA = "pytest-graphnetz/baseline"
+VALUES_SCHEMA_VERSION = 1
 CI_METHODS = ("t", "bootstrap")
 EPOCH_SELECTIONS = ("final", "best_val")
 
@@ -306,9 +311,18 @@ class BenchmarkReport:
             for kind, by_name in report.fingerprints.items():
                 for name, per_seed in by_name.items():
                     fingerprints.setdefault(kind, {}).setdefault(name, {}).update(per_seed)
+        # The run's environment is the update's; what the protocol says per task and per
+        # (model, task) is kept for the cells the update did not run.
+        protocol = {**base.protocol, **update.protocol}
+        per_task = {**base.protocol.get("tasks", {}), **update.protocol.get("tasks", {})}
+        per_model = {m: {**base.protocol.get("models", {}).get(m, {}),
+                         **update.protocol.get("models", {}).get(m, {})} for m in models}
+        for key, entries in (("tasks", per_task), ("models", per_model)):
+            if any(entries.values()):
+                protocol[key] = {k: v for k, v in entries.items() if v}
         return cls(
             tasks=tasks, models=models, seeds=seeds, metrics={**base.metrics, **update.metrics},
-            histories=histories, protocol=update.protocol or base.protocol,
+            histories=histories, protocol=protocol,
             fingerprints=fingerprints, **update._settings(),
         )
 
@@ -397,24 +411,31 @@ class BenchmarkReport:
     def from_dict(cls, data: Mapping, *, source: str = "<dict>") -> BenchmarkReport:
         """Inverse of :meth:`to_dict`; a problem raises :class:`ReportFormatError` naming
         ``source``."""
-        if not isinstance(data, Mapping) or data.get("schema") != SCHEMA:
+        schema = data.get("schema") if isinstance(data, Mapping) else None
+        if schema not in (SCHEMA, VALUES_SCHEMA):
             raise ReportFormatError(
-                f"{source}: not a pytest-graphnetz report (no `schema: {SCHEMA}`)"
+                f"{source}: not a pytest-graphnetz report (no `schema: {SCHEMA}` or "
+                f"`schema: {VALUES_SCHEMA}`)"
             )
+        newest = SCHEMA_VERSION if schema == SCHEMA else VALUES_SCHEMA_VERSION
         version = data.get("schema_version")
-        if not isinstance(version, int):
-            raise ReportFormatError(f"{source}: missing or invalid `schema_version` ({version!r})")
-        if version > SCHEMA_VERSION:
+        if type(version) is not int or version < 1:
+            raise ReportFormatError(f"{source}: missing or invalid `schema_version` ({version!r}); "
+                                    "it must be a positive integer")
+        if version > newest:
             raise ReportSchemaError(
-                f"{source}: written with report schema version {version}, newer than the "
-                f"{SCHEMA_VERSION} this pytest-graphnetz reads; upgrade pytest-graphnetz",
+                f"{source}: written with {schema} schema version {version}, newer than the "
+                f"{newest} this pytest-graphnetz reads; upgrade pytest-graphnetz",
                 version,
             )
+        if schema == VALUES_SCHEMA:
+            return _from_values_dict(cls, data, source)
+        _check_report_dict(data, source)
         try:
-            metrics = {t: MetricSpec(d["name"], bool(d["higher_is_better"]))
+            metrics = {t: MetricSpec(d["name"], d["higher_is_better"])
                        for t, d in data["metrics"].items()}
             histories = {
-                (t, m, int(s)): history_from_json(h)
+                (t, m, int(s)): _cell_history(t, m, s, h)
                 for t, by_model in data["histories"].items()
                 for m, by_seed in by_model.items()
                 for s, h in by_seed.items()
@@ -431,6 +452,55 @@ class BenchmarkReport:
             detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
             raise ReportFormatError(f"{source}: malformed report: {detail}") from exc
 
+    def to_values_dict(self) -> dict:
+        """The values-only JSON form that committed baselines use (no per-epoch histories).
+
+        Per (model, task) cell: the per-seed values under both epoch rules (``best_val`` is
+        null where the task has no validation series), mean and interval (``summary``, under
+        the report's settings), the model's repr and parameter count when the runner recorded
+        them; per model its per-seed fingerprints; per task its metric, protocol and per-seed
+        data fingerprints. Per-seed lists follow ``seeds``. Everything of one model sits in
+        that model's block, so a change to one model changes only its lines. Read back by
+        :meth:`from_dict`, it is a report whose history per triple is just the two selected
+        values (see :func:`_from_values_dict`).
+        """
+        support = self.epoch_selection_support()
+        X = {rule: self.to_array(rule, strict=False) for rule in EPOCH_SELECTIONS}
+        rows = {(r.task, r.model): r for r in self.summary()}
+        info = self.protocol.get("models", {})
+        models: dict = {}
+        for j, m in enumerate(self.models):
+            block: dict = {"tasks": {}}
+            fps = [self.fingerprints.get("model", {}).get(m, {}).get(s) for s in self.seeds]
+            if any(fp is not None for fp in fps):
+                block["fingerprints"] = fps
+            for i, t in enumerate(self.tasks):
+                cell = values_to_json({"final": X["final"][i, j],
+                                       "best_val": X["best_val"][i, j] if support[t] else None})
+                described = info.get(m, {}).get(t, {})
+                row = rows[(t, m)]
+                cell.update({
+                    "model": described.get("repr"), "parameters": described.get("parameters"),
+                    # For the reader only (never read back): six digits are plenty.
+                    "summary": {"mean": _round(row.mean), "n": row.n_seeds,
+                                "ci": [_round(row.ci_low), _round(row.ci_high)],
+                                "n_diverged": row.n_diverged},
+                })
+                block["tasks"][t] = cell
+            models[m] = block
+        tasks = {}
+        for t in self.tasks:
+            spec = self.metrics[t]
+            tasks[t] = {"metric": {"name": spec.name, "higher_is_better": spec.higher_is_better},
+                        "protocol": self.protocol.get("tasks", {}).get(t)}
+            fps = [self.data_fingerprint(t, s) for s in self.seeds]
+            if any(fp is not None for fp in fps):
+                tasks[t]["data_fingerprints"] = fps
+        environment = {k: v for k, v in self.protocol.items() if k not in _PER_CELL_PROTOCOL}
+        return {"schema": VALUES_SCHEMA, "schema_version": VALUES_SCHEMA_VERSION,
+                "seeds": list(self.seeds), "settings": self._settings(),
+                "environment": environment, "tasks": tasks, "models": models}
+
     def to_json(self, path: str | os.PathLike) -> Path:
         """Write the report as JSON (atomically: a temp file renamed over ``path``)."""
         path = Path(path)
@@ -441,17 +511,7 @@ class BenchmarkReport:
     def from_json(cls, path: str | os.PathLike) -> BenchmarkReport:
         """Load a report written by :meth:`to_json`; errors name the file and the problem."""
         path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise FileNotFoundError(f"no report at {path}") from None
-        except UnicodeDecodeError as exc:
-            raise ReportFormatError(f"{path}: not a UTF-8 text file ({exc})") from exc
-        try:
-            data = json.loads(text, parse_constant=_reject_constant)
-        except ValueError as exc:  # JSONDecodeError, or a bare NaN/Infinity (_reject_constant)
-            raise ReportFormatError(f"{path}: not valid JSON ({exc})") from exc
-        return cls.from_dict(data, source=str(path))
+        return cls.from_dict(read_json(path), source=str(path))
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -486,6 +546,247 @@ class BenchmarkReport:
                 f"{len(self.seeds)} seeds, metric={self.metric_name()!r})")
 
 
+def read_json(path: Path) -> Any:
+    """The JSON document in ``path``; :class:`ReportFormatError` if it is not UTF-8 JSON."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no report at {path}") from None
+    except IsADirectoryError:
+        raise ReportFormatError(f"{path}: is a directory, not a report file") from None
+    except UnicodeDecodeError as exc:
+        raise ReportFormatError(f"{path}: not a UTF-8 text file ({exc})") from exc
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except ValueError as exc:  # JSONDecodeError, or a bare NaN/Infinity (_reject_constant)
+        raise ReportFormatError(f"{path}: not valid JSON ({exc})") from exc
+    except RecursionError:
+        raise ReportFormatError(
+            f"{path}: JSON nested too deeply to read (a report is a few levels deep)"
+        ) from None
+
+
+# -- the values-only form (committed baselines) -------------------------------------------------
+# Protocol entries kept per task or per model in the values form (the rest is "environment").
+_PER_CELL_PROTOCOL = ("tasks", "models", "source")
+_VALUES_SOURCE = "values only: each history holds the best_val and final selections"
+
+
+def values_to_json(vectors: Mapping[str, Any]) -> dict:
+    """Per-seed vectors (``None`` kept as null) for JSON, float32 ones at float32 length.
+
+    Adds ``"float32": true`` when every value is exactly a float32 (what trainers record):
+    they are then written with their shortest float32 repr, as histories are (see below).
+    """
+    present = {k: np.asarray(v, dtype=np.float64) for k, v in vectors.items() if v is not None}
+    out: dict = {k: None for k, v in vectors.items() if v is None}
+    flat = np.concatenate(list(present.values())) if present else np.empty(0)
+    short = _float32_short(flat)
+    if short is None:
+        out.update({k: [float(x) for x in v] for k, v in present.items()})
+        return out
+    it = iter(short)
+    out.update({k: [next(it) for _ in v] for k, v in present.items()})
+    out[_FLOAT32_MARK] = True
+    return out
+
+
+def values_from_json(d: Mapping, keys: Sequence[str]) -> dict[str, np.ndarray | None]:
+    """Inverse of :func:`values_to_json` for ``keys`` (a null or absent vector is None)."""
+    out: dict[str, np.ndarray | None] = {}
+    for k in keys:
+        if d.get(k) is None:
+            out[k] = None
+            continue
+        if not isinstance(d[k], list) or any(isinstance(v, (bool, list, dict)) for v in d[k]):
+            raise ValueError(f"`{k}` must be a list of numbers, got {d[k]!r}")
+        doubles = np.array([float(v) for v in d[k]], dtype=np.float64)
+        out[k] = doubles.astype(np.float32).astype(np.float64) if d.get(_FLOAT32_MARK) \
+            else doubles
+    return out
+
+
+def _from_values_dict(cls: type[BenchmarkReport], data: Mapping, source: str) -> BenchmarkReport:
+    """A report from :meth:`BenchmarkReport.to_values_dict`.
+
+    With no per-epoch record to keep, each triple's history is the two selected values:
+    epoch 0 the ``best_val`` pick, epoch 1 the final epoch, and a two-point validation series
+    that makes ``best_val`` choose epoch 0; so ``values()`` under either rule, and every
+    statistic, gate and view built on it, gives back exactly the stored numbers. A task
+    without a validation series gets a one-epoch history (``best_val`` unsupported, as before).
+    ``protocol["source"]`` says the histories are selections, not training curves.
+    """
+    try:
+        seeds = [int(s) for s in data["seeds"]]
+        if any(isinstance(s, bool) for s in data["seeds"]) or \
+                [float(s) for s in data["seeds"]] != seeds:
+            raise ValueError(f"`seeds` must be integers, got {data['seeds']}")
+        tasks, models = list(data["tasks"]), list(data["models"])
+        metrics, task_protocol, data_fps = {}, {}, {}
+        for t, block in data["tasks"].items():
+            m = block["metric"]
+            if not isinstance(m["higher_is_better"], bool):
+                raise ValueError(f"task {t!r}: `higher_is_better` must be true or false")
+            metrics[t] = MetricSpec(str(m["name"]), m["higher_is_better"])
+            if block.get("protocol") is not None:
+                task_protocol[t] = block["protocol"]
+            if block.get("data_fingerprints") is not None:
+                data_fps[t] = _per_seed(block["data_fingerprints"], seeds, f"task {t!r}")
+        histories, model_fps, model_info = {}, {}, {}
+        for m, block in data["models"].items():
+            if block.get("fingerprints") is not None:
+                model_fps[m] = _per_seed(block["fingerprints"], seeds, f"model {m!r}")
+            missing = [t for t in tasks if t not in block["tasks"]]
+            if missing:
+                raise ValueError(f"model {m!r} has no cell for task(s) {missing}")
+            for t, cell in block["tasks"].items():
+                if t not in metrics:
+                    raise ValueError(f"cell {t}/{m}: task {t!r} is not among `tasks`")
+                v = values_from_json(cell, ("final", "best_val"))
+                for rule, vec in v.items():
+                    if vec is not None and len(vec) != len(seeds):
+                        raise ValueError(f"cell {t}/{m}: `{rule}` has {len(vec)} values for "
+                                         f"{len(seeds)} seeds")
+                if v["final"] is None:
+                    raise ValueError(f"cell {t}/{m}: no `final` values")
+                up = metrics[t].higher_is_better
+                for k, s in enumerate(seeds):
+                    final = float(v["final"][k])
+                    best = v["best_val"]
+                    histories[(t, m, s)] = (History(test=[final]) if best is None else History(
+                        test=[float(best[k]), final], val=[1.0, 0.0] if up else [0.0, 1.0]))
+                if cell.get("model") is not None or cell.get("parameters") is not None:
+                    model_info.setdefault(m, {})[t] = {"repr": cell.get("model"),
+                                                       "parameters": cell.get("parameters")}
+        protocol = {**data.get("environment", {}), "source": _VALUES_SOURCE,
+                    "tasks": task_protocol, "models": model_info}
+        return cls(tasks=tasks, models=models, seeds=seeds, metrics=metrics,
+                   histories=histories, protocol=protocol,
+                   fingerprints={"data": data_fps, "model": model_fps},
+                   **data.get("settings", {}))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise ReportFormatError(f"{source}: malformed baseline: {detail}") from exc
+
+
+def _round(x: float) -> float:
+    return float(f"{x:.6g}")
+
+
+def _per_seed(values: Any, seeds: Sequence[int], what: str) -> dict[int, str]:
+    if not isinstance(values, list) or len(values) != len(seeds):
+        raise ValueError(f"{what}: fingerprints must be a list with one entry per seed")
+    return {s: str(fp) for s, fp in zip(seeds, values, strict=True) if fp is not None}
+
+
+# -- validating a report's JSON before building anything ----------------------------------------
+# A hostile or damaged file must fail with a message, not coerce ("false" read as true, 1.5 read
+# as seed 1) nor allocate what it declares (a 157 KB file can declare 2000 × 2000 × 2000 cells).
+
+
+def _check_report_dict(data: Mapping, source: str) -> None:
+    """Refuse wrong types and a declared grid the histories do not fill, naming ``source``."""
+
+    def fail(where: str, problem: str) -> None:
+        raise ReportFormatError(f"{source}: malformed report: `{where}` {problem}")
+
+    def mapping(where: str, value: Any) -> Mapping:
+        if not isinstance(value, Mapping):
+            fail(where, f"must be an object, got {_json_type(value)}")
+        return value
+
+    for key in ("tasks", "models", "seeds", "metrics", "histories"):
+        if key not in data:
+            raise ReportFormatError(f"{source}: malformed report: missing key {key!r}")
+    axes: dict[str, list] = {}
+    for axis, kind in (("tasks", str), ("models", str), ("seeds", int)):
+        labels = data[axis]
+        if not isinstance(labels, list):
+            fail(axis, f"must be a list, got {_json_type(labels)}")
+        for i, label in enumerate(labels):
+            if type(label) is not kind:
+                fail(f"{axis}[{i}]", f"must be {'a string' if kind is str else 'an integer'}, "
+                     f"got {label!r}")
+        if len(set(labels)) != len(labels):
+            fail(axis, f"has duplicate labels: {labels[:20]}")
+        axes[axis] = labels
+    known = {axis: {str(v) for v in labels} for axis, labels in axes.items()}
+
+    metrics = mapping("metrics", data.get("metrics"))
+    for task in axes["tasks"]:
+        spec = mapping(f"metrics.{task}", metrics.get(task, {}))
+        if not isinstance(spec.get("name"), str):
+            fail(f"metrics.{task}.name", f"must be a string, got {spec.get('name')!r}")
+        if type(spec.get("higher_is_better")) is not bool:
+            fail(f"metrics.{task}.higher_is_better",
+                 f"must be true or false, got {spec.get('higher_is_better')!r}")
+
+    count = 0
+    for task, by_model in mapping("histories", data.get("histories")).items():
+        if task not in known["tasks"]:
+            fail(f"histories.{task}", "is not one of `tasks`")
+        for model, by_seed in mapping(f"histories.{task}", by_model).items():
+            if model not in known["models"]:
+                fail(f"histories.{task}.{model}", "is not one of `models`")
+            for seed in mapping(f"histories.{task}.{model}", by_seed):
+                if seed not in known["seeds"]:
+                    fail(f"histories.{task}.{model}.{seed}", "is not one of `seeds`")
+                count += 1
+    cells = len(axes["tasks"]) * len(axes["models"]) * len(axes["seeds"])
+    if count != cells:  # every history is of a declared cell, so some cells have none
+        fail("histories", f"has no history for {cells - count} of the {len(axes['tasks'])} × "
+             f"{len(axes['models'])} × {len(axes['seeds'])} = {cells} cells that `tasks`, "
+             "`models` and `seeds` declare")
+
+    settings = mapping("settings", data.get("settings", {}))
+    for name, value in settings.items():
+        kind = {"ci_method": str, "epoch_selection": str, "confidence_level": float}.get(name)
+        if kind is None:
+            fail(f"settings.{name}", "is not a report setting")
+        if not (isinstance(value, str) if kind is str else _is_number(value)):
+            fail(f"settings.{name}", f"must be a {'string' if kind is str else 'number'}, "
+                 f"got {value!r}")
+    mapping("protocol", data.get("protocol", {}))
+    for kind, by_name in mapping("fingerprints", data.get("fingerprints", {})).items():
+        for name, per_seed in mapping(f"fingerprints.{kind}", by_name).items():
+            for seed, fp in mapping(f"fingerprints.{kind}.{name}", per_seed).items():
+                if not _INT_TEXT.fullmatch(seed) or not isinstance(fp, str):
+                    fail(f"fingerprints.{kind}.{name}.{seed}",
+                         f"must map an integer seed to a string, got {fp!r}")
+
+
+_INT_TEXT = re.compile(r"-?(0|[1-9][0-9]*)")
+_NON_FINITE = ("NaN", "Infinity", "-Infinity")
+
+
+def _is_number(value: Any) -> bool:
+    return type(value) in (int, float)
+
+
+def _json_type(value: Any) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+             int: "a number", float: "a number", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _cell_history(task: str, model: str, seed: str, d: Any) -> History:
+    try:
+        return history_from_json(d)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ValueError(f"history of task {task!r} × model {model!r} × seed {seed}: "
+                         f"{exc}") from exc
+
+
+def _check_series(where: str, values: Any) -> None:
+    if not isinstance(values, list):
+        raise ValueError(f"history series `{where}` must be a list of numbers, got "
+                         f"{_json_type(values)}")
+    for i, v in enumerate(values):
+        if not (_is_number(v) or v in _NON_FINITE):
+            raise ValueError(f"history series `{where}`[{i}] must be a number (or \"NaN\", "
+                             f"\"Infinity\", \"-Infinity\"), got {v!r}")
+
+
 # -- histories in JSON: float32 values at float32 length -----------------------------------------
 # Trainers record float32 tensors, so a history's values are float32 numbers widened to Python
 # floats, whose shortest *double* repr is 17 digits long (0.6931471824645996). A history whose
@@ -497,20 +798,27 @@ class BenchmarkReport:
 _FLOAT32_MARK = "float32"
 
 
+def _float32_short(values: np.ndarray) -> list[float] | None:
+    """``values`` at their shortest float32 repr, or None when they are not all float32."""
+    with np.errstate(over="ignore", invalid="ignore"):  # out of float32 range: not float32
+        narrow = values.astype(np.float32)
+    if not np.array_equal(narrow.astype(np.float64), values, equal_nan=True):
+        return None
+    # numpy prints a float32 by its shortest repr that reads back as the same float32.
+    short = [float(str(x)) for x in narrow]
+    if not np.array_equal(np.array(short, dtype=np.float32), narrow, equal_nan=True):
+        return None  # never seen; the guard keeps the format exact if a reader rounded otherwise
+    return short
+
+
 def history_to_json(hist: History) -> dict:
     """``hist.to_dict()``, float32 histories shortened (see above)."""
     d = hist.to_dict()
     series = [d["test"], d.get("val") or [], d.get("train_loss", [])]
     series += list(d.get("extra", {}).values())
-    values = np.array([v for s in series for v in s], dtype=np.float64)
-    with np.errstate(over="ignore", invalid="ignore"):  # out of float32 range: not float32
-        narrow = values.astype(np.float32)
-    if not np.array_equal(narrow.astype(np.float64), values, equal_nan=True):
+    short = _float32_short(np.array([v for s in series for v in s], dtype=np.float64))
+    if short is None:
         return d
-    # numpy prints a float32 by its shortest repr that reads back as the same float32.
-    short = [float(str(x)) for x in narrow]
-    if not np.array_equal(np.array(short, dtype=np.float32), narrow, equal_nan=True):
-        return d  # never seen; the guard keeps the format exact if a reader rounded otherwise
     it = iter(short)
 
     def take(s: list) -> list[float]:
@@ -527,7 +835,24 @@ def history_to_json(hist: History) -> dict:
 
 
 def history_from_json(d: Mapping) -> History:
-    """Inverse of :func:`history_to_json` (plain ``History.to_dict()`` forms too)."""
+    """Inverse of :func:`history_to_json` (plain ``History.to_dict()`` forms too).
+
+    Values must be numbers or the strings of the non-finite ones: a boolean or any other
+    string is a ValueError, never coerced.
+    """
+    if not isinstance(d, Mapping):
+        raise ValueError(f"a history must be an object, got {_json_type(d)}")
+    for name in ("test", "val", "train_loss"):
+        if d.get(name) is not None or name == "test":
+            _check_series(name, d.get(name))
+    extra = d.get("extra", {})
+    if not isinstance(extra, Mapping):
+        raise ValueError(f"history `extra` must be an object, got {_json_type(extra)}")
+    for name, values in extra.items():
+        _check_series(f"extra.{name}", values)
+    if type(d.get(_FLOAT32_MARK, False)) is not bool:
+        raise ValueError(f"history `{_FLOAT32_MARK}` must be true or false, "
+                         f"got {d[_FLOAT32_MARK]!r}")
     if not d.get(_FLOAT32_MARK):
         return History.from_dict(d)
 
@@ -605,6 +930,7 @@ def atomic_file(path: Path, *, binary: bool = False, suffix: str = ".tmp") -> It
     the temp file is removed.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temp_files(path.parent, target=path.name, suffix=suffix)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
     try:
         with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") as fh:
@@ -618,6 +944,26 @@ def atomic_file(path: Path, *, binary: bool = False, suffix: str = ".tmp") -> It
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+# A temp file is written in one go and renamed at once, so one this old was left by a process
+# killed mid-write (kill -9, a power cut): no live writer can still own it.
+STALE_TEMP_SECONDS = 15 * 60
+
+
+def remove_stale_temp_files(directory: Path, *, target: str | None = None,
+                            suffix: str = ".tmp") -> list[Path]:
+    """Delete the temp files :func:`atomic_file` left in ``directory`` (of ``target`` only,
+    when given) that are older than :data:`STALE_TEMP_SECONDS`; returns those deleted."""
+    pattern = f".{target}.*{suffix}" if target is not None else f".*{suffix}"
+    cutoff = time.time() - STALE_TEMP_SECONDS
+    removed = []
+    for leftover in Path(directory).glob(pattern):
+        with contextlib.suppress(OSError):  # gone already, or not ours to delete
+            if leftover.is_file() and leftover.stat().st_mtime < cutoff:
+                leftover.unlink()
+                removed.append(leftover)
+    return removed
 
 
 def write_text_atomic(path: Path, text: str) -> None:

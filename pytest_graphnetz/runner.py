@@ -12,13 +12,16 @@ One triple (:func:`_run_triple`, a picklable top-level function so any executor 
 2. reseed again, build the model (so loading — from disk or freshly generated — never shifts
    the initialisation draws);
 3. fingerprint data and model; look the triple up in the cache, else move model and data to
-   the device and train with the task's trainer (custom) or the built-in one of its kind.
+   the device and train with the task's trainer (custom) or the built-in one of its kind —
+   on CUDA under the run's determinism mode (:mod:`~pytest_graphnetz.determinism`).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import platform
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -26,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import determinism
+from .cache import TripleCache
 from .history import History, MetricSpec
 from .report import BenchmarkReport
 from .tasks import resolve_tasks
@@ -191,7 +196,8 @@ class _Job:
     threads: int
     root: str
     cache_dir: str | None
-    context: Mapping[str, Any]  # device info and versions: part of the cache key
+    context: Mapping[str, Any]  # device info and versions (+ GPU and mode): part of the cache key
+    deterministic: str = determinism.DEFAULT_MODE
 
 
 @dataclass(frozen=True)
@@ -201,6 +207,7 @@ class _Outcome:
     model_fp: str
     cached: bool
     seconds: float
+    model_info: dict[str, Any]    # what the model was: its repr and parameter count
 
 
 def _trainer_identity(task: Task) -> Any:
@@ -253,15 +260,17 @@ def _run_triple_alone(job: _Job) -> _Outcome:
     _reseed(job.seed)
     model = job.factory(in_channels, out_channels)
     model_fp = model_fingerprint(model, job.factory)
+    model_info = {"repr": repr(model), "parameters": sum(p.numel() for p in model.parameters())}
 
     def train() -> History:
         device = torch.device(job.device)
-        moved = model.to(device)
-        on_device = to_device(data, device)
-        if task.trainer is not None:
-            result = task.trainer(moved, on_device, task=task, device=device)
-            return training.as_history(result, where=f"trainer of task {task.name!r}")
-        return training.builtin(task.kind).train(moved, on_device, task=task, device=device)
+        with determinism.deterministic_scope(job.deterministic, job.device):
+            moved = model.to(device)
+            on_device = to_device(data, device)
+            if task.trainer is not None:
+                result = task.trainer(moved, on_device, task=task, device=device)
+                return training.as_history(result, where=f"trainer of task {task.name!r}")
+            return training.builtin(task.kind).train(moved, on_device, task=task, device=device)
 
     if job.cache_dir is None:
         history, cached = train(), False
@@ -271,8 +280,33 @@ def _run_triple_alone(job: _Job) -> _Outcome:
                      "channels": [in_channels, out_channels]},
             "model": model_fp, "seed": job.seed, "threads": job.threads, **job.context,
         }
-        history, cached = TripleCache(job.cache_dir).get_or_compute(make_key(fields), train, fields)
-    return _Outcome(history, data_fp, model_fp, cached, time.perf_counter() - start)
+        history, cached = TripleCache(job.cache_dir).get_or_compute(
+            make_key(fields), train, fields, check=_entry_check(task))
+    return _Outcome(history, data_fp, model_fp, cached, time.perf_counter() - start, model_info)
+
+
+def _entry_check(task: Task) -> Callable[[History], str | None]:
+    """What a cached history must satisfy to stand for a run of ``task`` (else it is retrained).
+
+    A built-in trainer records exactly ``task.epochs`` epochs (NaN after a divergence); a
+    metric bounded in [0, 1] (accuracy, AUC...) has its test and validation values there.
+    """
+    from .history import in_unit_interval
+
+    epochs = task.epochs if task.trainer is None else None
+    bounded = in_unit_interval(task.metric_name)
+
+    def check(history: History) -> str | None:
+        if epochs is not None and history.n_epochs != epochs:
+            return f"{history.n_epochs} epoch(s) recorded, the task trains {epochs}"
+        if bounded:
+            for name, series in (("test", history.test), ("val", history.val or ())):
+                outside = [v for v in series if not (0.0 <= v <= 1.0 or math.isnan(v))]
+                if outside:
+                    return (f"{task.metric_name} {outside[0]!r} in `{name}` lies outside [0, 1]")
+        return None
+
+    return check
 
 
 # -- the sweep ---------------------------------------------------------------------------------
@@ -289,6 +323,7 @@ def run_benchmark(
     threads: int = 1,
     cache_dir: str | os.PathLike | None = None,
     progress: Progress | None = None,
+    deterministic: str = determinism.DEFAULT_MODE,
 ) -> BenchmarkReport:
     """Train every model on every task under every seed; the per-seed, per-epoch report.
 
@@ -306,6 +341,8 @@ def run_benchmark(
     - ``cache_dir``: a :class:`~pytest_graphnetz.cache.TripleCache` directory (None: no cache).
     - ``progress``: ``progress(task, model, seed, status, seconds)``, status ``"trained"`` or
       ``"cached"``, called in this process as each triple finishes.
+    - ``deterministic``: ``on`` (default), ``warn`` or ``off``: deterministic CUDA algorithms
+      per triple (see :mod:`~pytest_graphnetz.determinism`; no effect on CPU and MPS).
 
     Returns a :class:`BenchmarkReport` with ``X[task, model, seed]`` in the order of ``tasks``,
     ``models`` and ``seeds``, every history, data/model fingerprints and the run's protocol.
@@ -325,23 +362,32 @@ def run_benchmark(
         raise ValueError(f"`threads` must be >= 1, got {threads!r}")
     if int(workers) < 1:
         raise ValueError(f"`workers` must be >= 1, got {workers!r}")
+    mode = determinism.check_mode(deterministic)
     device_str = resolve_device(device)
+    if determinism.applies(device_str):
+        determinism.prepare_cublas(mode)  # before _device_info starts CUDA
     info = _device_info(device_str)
+    gpu = determinism.gpu_protocol(device_str)
     versions = _versions()
     base = Path(root if root is not None else os.environ.get(ROOT_ENV) or DEFAULT_ROOT)
-    cache = None if cache_dir is None else str(Path(cache_dir).resolve())
-    context = {"device": info, "versions": versions}
+    opened = None if cache_dir is None else TripleCache.open(Path(cache_dir).resolve())
+    cache = None if opened is None else str(opened.directory)
+    context: dict[str, Any] = {"device": info, "versions": versions}
+    if gpu is not None:
+        # CPU keys stay as they were: there the mode changes no number (see determinism.py).
+        context.update(gpu=gpu, deterministic=mode)
 
     jobs = [
         _Job(task=task, model=model, factory=models[model], seed=seed, device=device_str,
              threads=int(threads), root=str((base / task.category / task.name).resolve()),
-             cache_dir=cache, context=context)
+             cache_dir=cache, context=context, deterministic=mode)
         for task in task_map.values() for model in models for seed in seed_list
     ]
     outcomes = _execute(jobs, workers=int(workers), executor=executor, device=device_str,
                         progress=progress)
     return _assemble(task_map, list(models), seed_list, jobs, outcomes,
                      protocol={"device": info, "threads": int(threads), "versions": versions,
+                               "deterministic": mode, "gpu": gpu,
                                "platform": platform.platform(),
                                "tasks": {t.name: _task_protocol(t) for t in task_map.values()}})
 
@@ -475,7 +521,36 @@ def _process_pool(workers: int, device: str, jobs: list[_Job]) -> Any:
             ) from exc
     method = "fork" if (device == "cpu" and "fork" in multiprocessing.get_all_start_methods()) \
         else "spawn"
-    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method))
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method),
+                               initializer=_exit_with_parent, initargs=(os.getpid(),))
+
+
+def _exit_with_parent(parent: int) -> None:
+    """Pool worker initializer: end this worker when ``parent`` dies (even by ``kill -9``).
+
+    Otherwise an orphaned worker (hundreds of MB) waits for work forever. On Linux the kernel
+    sends SIGKILL when the parent goes (``PR_SET_PDEATHSIG``); everywhere, a daemon thread
+    checks once a second whether the process was re-parented.
+    """
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        pr_set_pdeathsig = 1
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass  # the thread below still covers it
+    if os.getppid() != parent:  # the parent died before the line above took effect
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="graphnetz-parent-watch", daemon=True).start()
 
 
 def _assemble(task_map: Mapping[str, Task], models: list[str], seeds: list[int],
@@ -485,6 +560,7 @@ def _assemble(task_map: Mapping[str, Task], models: list[str], seeds: list[int],
     histories = {}
     data_fps: dict[str, dict[int, str]] = {}
     model_fps: dict[str, dict[int, dict[str, str]]] = {}
+    model_info: dict[str, dict[str, dict]] = {}
     for job, out in zip(jobs, outcomes, strict=True):
         t = job.task.name
         histories[(t, job.model, job.seed)] = out.history
@@ -497,6 +573,7 @@ def _assemble(task_map: Mapping[str, Task], models: list[str], seeds: list[int],
                 "deterministic given `seed` — otherwise seeds cannot be paired"
             )
         model_fps.setdefault(job.model, {}).setdefault(job.seed, {})[t] = out.model_fp
+        model_info.setdefault(job.model, {}).setdefault(t, out.model_info)
     # A model is built once per task (its channels differ), so its per-seed fingerprint
     # combines the per-task ones (sorted by task name: task order never changes it).
     combined = {
@@ -505,6 +582,8 @@ def _assemble(task_map: Mapping[str, Task], models: list[str], seeds: list[int],
         for m, per_seed in model_fps.items()
     }
     metrics = {t: MetricSpec.from_name(task.metric_name) for t, task in task_map.items()}
+    # The model as a reviewer reads it (per task: its channels differ), kept in baselines.
+    protocol = {**protocol, "models": {m: model_info[m] for m in models}}
     return BenchmarkReport(
         tasks=list(task_map), models=models, seeds=seeds, metrics=metrics, histories=histories,
         protocol=protocol, fingerprints={"data": data_fps, "model": combined},

@@ -183,11 +183,11 @@ def test_gate_rows_reach_the_summary(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([
         "*= graphnetz gates =*",
-        "Test*Cell*Metric*Baseline*Candidate*Paired Δ [[]CI[]]*p*Verdict*MDE*n",
-        "test_session_gates.py::test_unchanged*karate/GCN*accuracy ↑*IDENTICAL*0*6",
+        "Test*Cell*Metric*Baseline*Candidate*Paired Δ [[]CI[]]*p*Verdict*Build*MDE*n*Note",
+        "test_session_gates.py::test_unchanged*karate/GCN*accuracy ↑*IDENTICAL*pass*0*6",
         f"test_session_gates.py::test_borderline*karate/GCN*accuracy ↑*{base.mean():.4g} [[]*"
         f"{cand.mean():.4g} [[]*{cand.mean() - base.mean():+.4g} "
-        f"[[]{ci.low:.4g}, {ci.high:.4g}[]]*{ref.pvalue:.3f}*REGRESSED*6",
+        f"[[]{ci.low:.4g}, {ci.high:.4g}[]]*{ref.pvalue:.3f}*REGRESSED*✗ FAIL*6",
     ])
 
 

@@ -124,14 +124,15 @@ def test_update_then_rerun_is_identical_and_trains_nothing(project: pytest.Pytes
     baseline = project.path / "baselines" / "test_model" / "test_gcn.json"
     assert baseline.is_file()
     assert trained(project) == 4
-    # verbose mode: one progress line per trained triple
-    assert len(re.findall(r"graphnetz: trained toy/GCN seed \d", first.stdout.str())) == 4
+    # verbose mode: a progress line at the start and one per finished triple
+    assert re.findall(r"graphnetz: \d/4 triples \((\d) trained", first.stdout.str()) == \
+        ["0", "1", "2", "3", "4"]
     assert verdicts(first.stdout.str()) == ["WRITTEN"]
 
     rerun = project.runpytest(SEEDS, "-v")
     rerun.assert_outcomes(passed=1)
     assert trained(project) == 4, "the unchanged model must come from the cache"
-    assert "graphnetz: trained" not in rerun.stdout.str()
+    assert "graphnetz: 4/4 triples (0 trained, 4 from cache)" in rerun.stdout.str()
     assert verdicts(rerun.stdout.str()) == ["IDENTICAL"]
     rerun.stdout.fnmatch_lines(["*triples: 0 trained, 4 from cache*"])
 
@@ -163,7 +164,9 @@ def test_ratchet_refuses_a_regressed_refresh_unless_forced(project: pytest.Pytes
     refused = project.runpytest(SEEDS, "--graphnetz-update-baselines")
     refused.assert_outcomes(failed=1)
     refused.stdout.fnmatch_lines([
-        "*refusing to update baseline*test_gcn.json: the candidate is REGRESSED*",
+        "*refusing to update baseline*test_gcn.json: the ratchet refuses*",
+        "*against the baseline it replaces:*",
+        "*toy/GCN — accuracy (higher is better): REGRESSED*",
         "*pytest test_model.py::test_gcn --graphnetz-update-baselines --graphnetz-force*",
     ])
     assert baseline.read_bytes() == good
@@ -238,8 +241,19 @@ def test_summary_markdown_and_junit_properties(project: pytest.Pytester, shared_
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step_summary))
     project.runpytest(SEEDS, shared_cache, "--graphnetz-update-baselines").assert_outcomes(passed=1)
     result = project.runpytest(SEEDS, shared_cache, "--graphnetz-summary=gates.md",
-                               "--junitxml=junit.xml")
+                               "--junitxml=junit.xml", "--graphnetz-report-dir=reports")
     result.assert_outcomes(passed=1)
+
+    # --graphnetz-report-dir: the gated test's candidate, whole (every epoch of every history)
+    from pytest_graphnetz import BenchmarkReport
+    from pytest_graphnetz.baselines import load_baseline
+
+    saved = BenchmarkReport.from_json(project.path / "reports" / "test_model" / "test_gcn.json")
+    baseline = load_baseline(project.path / "baselines" / "test_model" / "test_gcn.json")
+    assert saved.seeds == (0, 1, 2, 3) and saved.models == ("GCN",)
+    assert all(len(h.test) == 40 for h in saved.histories.values())
+    assert (saved.X == baseline.X).all()   # the unchanged model: the same numbers
+    result.stdout.fnmatch_lines(["graphnetz: 1 candidate report(s) saved under *reports"])
 
     markdown = (project.path / "gates.md").read_text()
     assert markdown.startswith("### graphnetz gates")

@@ -1,0 +1,244 @@
+"""Every gate call visible: the session table, the Markdown summary and the JUnit properties list
+each call (REFUSED, MISSING BASELINE and ERROR included, with their reason), mark the rows that
+failed the build, and a failing test shows the verdict first, without the plugin's frames.
+
+Nothing here trains: the gates run on ``BenchmarkReport.from_arrays`` numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+# In-process pytester runs drop modules first imported inside them; scipy's extensions do not
+# survive a second import: load the gates (and the scipy they use) here, once.
+sps = pytest.importorskip("scipy.stats")
+pytest.importorskip("scipy.optimize")
+import pytest_graphnetz.gates  # noqa: E402,F401
+
+BASE = np.array([0.80, 0.82, 0.78, 0.81, 0.79, 0.83])
+DROPS = np.array([-0.02, -0.01, -0.01, -0.02, -0.015, -0.01])
+SHIFT = np.array([0.01, 0.03, 0.0, 0.02, 0.01, 0.02])
+
+COMMON = f"""
+import os
+
+import numpy as np
+import pytest
+
+from pytest_graphnetz import BenchmarkReport, assert_ci_width, assert_not_worse
+
+BASE = np.array({BASE.tolist()})
+DROPS = np.array({DROPS.tolist()})
+SHIFT = np.array({SHIFT.tolist()})
+
+
+def report(values, data="a"):
+    # `data` stands for the task's data/split fingerprint: a data-pipeline change alters it.
+    return BenchmarkReport.from_arrays(
+        np.asarray(values, dtype=float)[None, None, :], tasks=["karate"], models=["GCN"],
+        seeds=range(6), metric="accuracy",
+        fingerprints={{"data": {{"karate": {{s: data for s in range(6)}}}}}})
+"""
+
+SCENARIOS = COMMON + """
+
+def test_unchanged():
+    assert_not_worse(report(BASE), report(BASE))
+
+
+def test_regressed():
+    assert_not_worse(report(BASE + DROPS), report(BASE))
+
+
+def test_data_changed():
+    assert_not_worse(report(BASE + SHIFT, data="b"), report(BASE))
+
+
+def test_missing(graphnetz_baseline):
+    assert_not_worse(report(BASE), graphnetz_baseline())
+
+
+def test_error(tmp_path):
+    (tmp_path / "bad.json").write_text("[]")
+    assert_not_worse(report(BASE), tmp_path / "bad.json")
+
+
+def test_ci_width_bad_bound():
+    assert_ci_width(report(BASE), 0.0)
+
+
+def test_refusal_expected():
+    with pytest.raises(ValueError, match="fictional"):
+        assert_not_worse(report(BASE, data="b"), report(BASE))
+"""
+
+# test -> (verdict, does the row fail the build)
+EXPECTED = {
+    "test_unchanged": ("IDENTICAL", False),
+    "test_regressed": ("REGRESSED", True),
+    "test_data_changed": ("REFUSED", True),
+    "test_missing": ("MISSING BASELINE", True),
+    "test_error": ("ERROR", True),
+    "test_ci_width_bad_bound": ("ERROR", True),
+    "test_refusal_expected": ("REFUSED", False),   # the test expected it: the build passes
+}
+
+
+def table(output: str) -> list[str]:
+    """The lines of the session's gate table."""
+    match = re.search(r"=+ graphnetz gates =+\n(.*?)(?:^=+|\Z)", output, re.S | re.M)
+    assert match, output
+    return match.group(1).splitlines()
+
+
+def run_scenarios(pytester: pytest.Pytester, mode: str) -> pytest.RunResult:
+    pytester.makepyfile(test_scen=SCENARIOS)
+    args = ("--graphnetz-summary=gates.md", "--junitxml=junit.xml", "-p", "no:cacheprovider")
+    if mode == "xdist":
+        pytest.importorskip("xdist")
+        return pytester.runpytest_subprocess("-n", "2", *args)
+    return pytester.runpytest("-p", "no:xdist", *args)
+
+
+@pytest.mark.parametrize("mode", ["serial", "xdist"])
+def test_every_gate_call_has_a_row(pytester: pytest.Pytester, mode: str) -> None:
+    result = run_scenarios(pytester, mode)
+    result.assert_outcomes(passed=2, failed=5)
+    lines = table(result.stdout.str())
+    header = lines[0].split()
+    assert header[:2] == ["Test", "Cell"] and "Build" in header and header[-1] == "Note"
+
+    # the terminal table: one row per gate call, its verdict, and whether it failed the build
+    for test, (verdict, fails) in EXPECTED.items():
+        (row,) = [line for line in lines if line.startswith(f"test_scen.py::{test} ")]
+        assert f"  {verdict}  " in row, row
+        assert ("✗ FAIL" in row) is fails, row
+    assert "5 of 7 gate row(s) failed the build (✗ FAIL), in 5 test(s)" in lines
+    notes = {test: line for line in lines for test in EXPECTED
+             if line.startswith(f"test_scen.py::{test} ")}
+    assert "no baseline file; create it: `pytest test_scen.py::test_missing " \
+           "--graphnetz-update-baselines`" in notes["test_missing"]
+    assert "BaselineFormatError: baseline" in notes["test_error"]
+    assert "ValueError: `max_width` must be > 0, got 0.0" in notes["test_ci_width_bad_bound"]
+    assert "no paired verdict; Δ shown is unpaired (Welch), not a verdict" in \
+        notes["test_data_changed"]
+
+    # the Markdown: the same rows, the headline, and each failing test's message
+    markdown = (pytester.path / "gates.md").read_text()
+    assert "**5 of 7 gate row(s) failed the build" in markdown
+    md_rows = {cells[0]: cells for line in markdown.splitlines() if line.startswith("| test_")
+               for cells in [[c.strip() for c in line.strip("|").split(" | ")]]}
+    headers = [c.strip() for c in markdown.split("\n| Test |")[1].split("\n")[0].split(" | ")]
+    headers = ["Test", *[h.strip("| ") for h in headers]]
+    for test, (verdict, fails) in EXPECTED.items():
+        cells = dict(zip(headers, md_rows[f"test_scen.py::{test}"], strict=True))
+        assert cells["Verdict"] == verdict
+        assert cells["Build"] == ("✗ FAIL" if fails else "pass")
+    for test in ("test_regressed", "test_data_changed", "test_missing", "test_error"):
+        assert f"<code>test_scen.py::{test}</code></summary>" in markdown
+    assert "karate/GCN — accuracy (higher is better): REGRESSED" in markdown
+
+    # JUnit: every gate call's row is a property of its test case, failed tests included
+    cases = {case.get("name"): case for case in ET.parse(pytester.path / "junit.xml").iter(
+        "testcase")}
+    for test, (verdict, _) in EXPECTED.items():
+        props = [json.loads(p.get("value")) for p in cases[test].iter("property")
+                 if p.get("name") == "graphnetz_gate"]
+        assert [p["verdict"] for p in props] == [verdict], test
+    data_row = [json.loads(p.get("value")) for p in cases["test_data_changed"].iter("property")
+                if p.get("name") == "graphnetz_gate"][0]
+    assert data_row["delta"].startswith("unpaired +0.015 [") and data_row["failed"] == "yes"
+
+
+def test_failure_first_without_plugin_frames(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_scen=SCENARIOS)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-k",
+                                "regressed or missing or data_changed or error")
+    result.assert_outcomes(failed=4)
+    out = result.stdout.str()
+    # the test's own line, then straight away the verdict message
+    result.stdout.fnmatch_lines([
+        ">       assert_not_worse(report(BASE + DROPS), report(BASE))",
+        "E       AssertionError: assert_not_worse: 1 of 1 cell(s) failed*",
+        "E       ",
+        "E       karate/GCN — accuracy (higher is better): REGRESSED",
+    ])
+    result.stdout.fnmatch_lines([
+        ">       assert_not_worse(report(BASE), graphnetz_baseline())",
+        "E       pytest_graphnetz.baselines.BaselineMissingError: no baseline at *",
+    ])
+    for internal in ("gates.py", "baselines.py", "plugin.py", "CellVerdict(", "_comparison_gate",
+                     "verdicts = [", "def _finish"):
+        assert internal not in out, internal
+
+
+def test_data_change_refusal_shows_the_unpaired_comparison(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_scen=SCENARIOS)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-k", "data_changed")
+    result.assert_outcomes(failed=1)
+    cand = BASE + SHIFT
+    ref = sps.ttest_ind(cand, BASE, equal_var=False)   # the independent reference
+    ci = ref.confidence_interval(0.95)
+    base_ci = sps.t.interval(0.95, 5, loc=BASE.mean(), scale=sps.sem(BASE))
+    cand_ci = sps.t.interval(0.95, 5, loc=cand.mean(), scale=sps.sem(cand))
+    result.stdout.fnmatch_lines([
+        "E       *GateRefusal: task 'karate': its data or split differs from the baseline "
+        "report for the same seed(s) [[]0, 1, 2, 3, 4, 5[]], so a per-seed pairing would be "
+        "fictional: no verdict.*",
+        "E       What the change did, UNPAIRED (Welch's t on seeds 0-5 of each side; not a "
+        "verdict*",
+        f"E         karate/GCN: baseline {BASE.mean():.4g} [[]{base_ci[0]:.4g}, "
+        f"{base_ci[1]:.4g}[]] (t 95% CI, n=6); candidate {cand.mean():.4g} [[]{cand_ci[0]:.4g}, "
+        f"{cand_ci[1]:.4g}[]] (t 95% CI, n=6); Welch Δ {cand.mean() - BASE.mean():+.4g} "
+        f"(95% CI [[]{ci.low:.4g}, {ci.high:.4g}[]], p = {ref.pvalue:.3f})",
+    ])
+    (row,) = [line for line in table(result.stdout.str()) if "test_data_changed" in line]
+    assert f"unpaired {cand.mean() - BASE.mean():+.4g} [{ci.low:.4g}, {ci.high:.4g}]" in row
+
+
+REFRESH = COMMON + """
+
+def test_gcn(graphnetz_baseline):
+    data, shift = os.environ["GNZ_DATA"], float(os.environ["GNZ_SHIFT"])
+    assert_not_worse(report(BASE + shift, data=data), graphnetz_baseline())
+"""
+
+
+def test_forced_refresh_shows_old_against_new(pytester: pytest.Pytester,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_refresh=REFRESH)
+    update = ("-p", "no:cacheprovider", "--graphnetz-update-baselines")
+    monkeypatch.setenv("GNZ_DATA", "a")
+    monkeypatch.setenv("GNZ_SHIFT", "0")
+    first = pytester.runpytest(*update)
+    first.assert_outcomes(passed=1)
+    (row,) = table(first.stdout.str())[2:3]
+    assert "(new)" in row and "WRITTEN" in row
+
+    # the data pipeline changed: a refresh cannot pair, so it is refused, with the numbers
+    monkeypatch.setenv("GNZ_DATA", "b")
+    monkeypatch.setenv("GNZ_SHIFT", "0.02")
+    refused = pytester.runpytest(*update)
+    refused.assert_outcomes(failed=1)
+    (row,) = table(refused.stdout.str())[2:3]
+    assert "REFUSED" in row and "unpaired +0.02 [" in row and "✗ FAIL" in row
+
+    forced = pytester.runpytest(*update, "--graphnetz-force")
+    forced.assert_outcomes(passed=1)
+    (row,) = table(forced.stdout.str())[2:3]
+    ci = sps.ttest_ind(BASE + 0.02, BASE, equal_var=False).confidence_interval(0.95)
+    base_ci = sps.t.interval(0.95, 5, loc=BASE.mean(), scale=sps.sem(BASE))
+    assert "WRITTEN (forced)" in row and "(new)" not in row
+    assert f"{BASE.mean():.4g} [{base_ci[0]:.4g}, {base_ci[1]:.4g}]" in row   # the old baseline
+    assert f"{BASE.mean() + 0.02:.4g} [" in row                                # the new one
+    assert f"unpaired +0.02 [{ci.low:.4g}, {ci.high:.4g}]" in row
+    assert "Δ is unpaired (Welch), not a verdict" in row
+
+    plain = pytester.runpytest("-p", "no:cacheprovider")
+    plain.assert_outcomes(passed=1)
+    assert "IDENTICAL" in table(plain.stdout.str())[2]
