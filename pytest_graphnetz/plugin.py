@@ -485,11 +485,29 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "graphnetz: a multi-seed GNN benchmark gate (select with -m graphnetz)"
     )
-    session = GraphnetzSession(config, Settings.from_config(config))
+    settings = Settings.from_config(config)
+    _check_device(settings.device)
+    session = GraphnetzSession(config, settings)
     config.stash[STASH_KEY] = session
     # Registered as a plugin so it receives every test report, on the controller those that
     # xdist workers send over too.
     config.pluginmanager.register(session, "graphnetz-session")
+
+
+def _check_device(device: str) -> None:
+    """A pinned device this machine lacks is one usage error now, not a failure in every test.
+
+    ``auto`` and ``cpu`` always exist, so only a pinned accelerator pays for importing torch.
+    """
+    if device.strip().lower() in ("auto", "cpu"):
+        return
+    from .runner import DeviceError, resolve_device
+
+    try:
+        resolve_device(device)
+    except DeviceError as exc:
+        raise pytest.UsageError(f"graphnetz: `--graphnetz-device` / `graphnetz_device`: {exc}")\
+            from None
 
 
 @pytest.hookimpl(wrapper=True)
