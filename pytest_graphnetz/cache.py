@@ -8,10 +8,12 @@ ever read. A corrupt entry is discarded with a warning naming the file, and reco
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
+import tempfile
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -19,7 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from .history import History
-from .report import dumps, history_from_json, history_to_json, write_text_atomic
+from .report import (
+    dumps,
+    history_from_json,
+    history_to_json,
+    remove_stale_temp_files,
+    write_text_atomic,
+)
 
 CACHE_SCHEMA = "pytest-graphnetz/triple"
 CACHE_VERSION = 1
@@ -36,11 +44,42 @@ def make_key(fields: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical_json(fields).encode()).hexdigest()
 
 
+Check = Callable[[History], "str | None"]
+
+
 class TripleCache:
     """Histories on disk under ``directory``, one ``<key>.json`` per key from :func:`make_key`."""
 
     def __init__(self, directory: str | os.PathLike) -> None:
         self.directory = Path(directory)
+
+    @classmethod
+    def open(cls, directory: str | os.PathLike) -> TripleCache | None:
+        """The cache at ``directory``, created if needed and swept of stale temp files.
+
+        A cache that cannot be used (the path is a file, the directory is read-only) is not an
+        error: one warning says why, and None means "train without the cache this run".
+        """
+        cache = cls(directory)
+        try:
+            cache.directory.mkdir(parents=True, exist_ok=True)
+            fd, probe = tempfile.mkstemp(dir=cache.directory, prefix=".probe.", suffix=".tmp")
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as exc:
+            if cache.directory.exists() and not cache.directory.is_dir():
+                why = "it is a file, not a directory"
+            else:
+                why = f"it cannot be written ({type(exc).__name__}: {exc.strerror or exc})"
+            warnings.warn(
+                f"graphnetz cache directory {cache.directory} is unusable: {why}; training "
+                "without the cache this run. Fix the directory, or choose another with "
+                "--graphnetz-cache-dir (run_benchmark(cache_dir=...))",
+                CacheWarning, stacklevel=2,
+            )
+            return None
+        remove_stale_temp_files(cache.directory)
+        return cache
 
     def path(self, key: str) -> Path:
         """The entry file of ``key``; a key that is not a sha256 hex digest is refused."""
@@ -51,25 +90,33 @@ class TripleCache:
             )
         return self.directory / f"{key}.json"
 
-    def get(self, key: str) -> History | None:
-        """The cached History of ``key``, or None (missing, or corrupt: warned and deleted)."""
+    def get(self, key: str, check: Check | None = None) -> History | None:
+        """The cached History of ``key``, or None: missing, or unusable (warned and deleted).
+
+        Unusable: unreadable (not UTF-8, not JSON, nested too deep, truncated), another schema,
+        version or key, values that are not numbers, or a history ``check`` rejects (it returns
+        the problem, e.g. the wrong number of epochs for the triple).
+        """
         path = self.path(key)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = path.read_bytes().decode("utf-8")
+            entry = json.loads(text)
+            problem = _entry_problem(entry, key)
+            history = history_from_json(entry["history"]) if problem is None else None
+            if problem is None and check is not None:
+                problem = check(history)
         except FileNotFoundError:
             return None
-        try:
-            entry = json.loads(text)
-            if entry.get("schema") != CACHE_SCHEMA or entry.get("key") != key:
-                raise ValueError("wrong schema or key")
-            return history_from_json(entry["history"])
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            warnings.warn(
-                f"discarding corrupt graphnetz cache entry {path} ({exc}); it will be recomputed",
-                stacklevel=2,
-            )
-            path.unlink(missing_ok=True)
-            return None
+        except (OSError, ValueError, RecursionError, KeyError, TypeError) as exc:
+            # ValueError covers UnicodeDecodeError, JSONDecodeError and a malformed history.
+            problem = f"{type(exc).__name__}: {str(exc)[:200]}"
+        if problem is None:
+            return history
+        warnings.warn(f"discarding corrupt graphnetz cache entry {path} ({problem}); it will be "
+                      "recomputed", CacheWarning, stacklevel=2)
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return None
 
     def put(self, key: str, history: History, fields: Mapping[str, Any] | None = None) -> Path:
         """Write ``history`` under ``key`` atomically; ``fields`` are stored for inspection."""
@@ -92,15 +139,31 @@ class TripleCache:
             yield
 
     def get_or_compute(
-        self, key: str, compute: Callable[[], History], fields: Mapping[str, Any] | None = None
+        self, key: str, compute: Callable[[], History], fields: Mapping[str, Any] | None = None,
+        check: Check | None = None,
     ) -> tuple[History, bool]:
         """``(history, cached)``: the entry of ``key``, computing and storing it when absent.
 
-        The lock is held across check, compute and write, so concurrent callers with the same
-        key compute it once; the others wait and then read the stored entry.
+        A hit is read without locking (entries appear whole, by rename). On a miss the lock is
+        held across check, compute and write, so concurrent callers with the same key compute
+        it once; the others wait and then read the stored entry. The lock file is removed once
+        the entry exists (late waiters then find the entry), so locks do not pile up.
         """
-        with self.lock(key):
-            hit = self.get(key)
+        path = self.path(key)
+        hit = self.get(key, check) if path.exists() else None
+        if hit is not None:
+            return hit, True
+        with contextlib.ExitStack() as held:
+            try:
+                held.enter_context(self.lock(key))
+            except OSError as exc:
+                # The directory became unusable after TripleCache.open checked it.
+                warnings.warn(f"could not lock graphnetz cache entry {path} ({exc}); training "
+                              "without the cache", CacheWarning, stacklevel=2)
+                return compute(), False
+            # Runs while the lock is still held (callbacks run last in, first out).
+            held.callback(self._drop_lock_file, key)
+            hit = self.get(key, check)
             if hit is not None:
                 return hit, True
             history = compute()
@@ -108,6 +171,34 @@ class TripleCache:
                 self.put(key, history, fields)
             except OSError as exc:
                 # A read-only or full cache directory costs a retrain next time, not this run.
-                warnings.warn(f"could not write graphnetz cache entry {self.path(key)}: {exc}",
-                              stacklevel=2)
+                warnings.warn(f"could not write graphnetz cache entry {path}: {exc}",
+                              CacheWarning, stacklevel=2)
             return history, False
+
+    def _drop_lock_file(self, key: str) -> None:
+        """Remove ``key``'s lock file, held by this process, once its entry exists.
+
+        A process still waiting on the removed file finds the entry when it gets the lock
+        (filelock also notices the unlinked file and retries on a fresh one).
+        """
+        if self.path(key).exists():
+            with contextlib.suppress(OSError):
+                Path(str(self.path(key)) + ".lock").unlink()
+
+
+class CacheWarning(UserWarning):
+    """A cache entry or directory that could not be used (the run goes on without it)."""
+
+
+def _entry_problem(entry: Any, key: str) -> str | None:
+    """What makes a decoded entry unusable for ``key`` (None: nothing)."""
+    if not isinstance(entry, dict) or entry.get("schema") != CACHE_SCHEMA:
+        return f"not a {CACHE_SCHEMA} entry"
+    version = entry.get("version")
+    if type(version) is not int or version != CACHE_VERSION:
+        return f"cache version {version!r}, this pytest-graphnetz writes {CACHE_VERSION}"
+    if entry.get("key") != key:
+        return "wrong schema or key: the entry belongs to another key"
+    if not isinstance(entry.get("history"), dict):
+        return "no history"
+    return None

@@ -13,6 +13,14 @@ from dataclasses import dataclass, field
 # ``hits@k`` for any k is higher-is-better.
 _HIGHER_IS_BETTER = {"accuracy", "acc", "auc", "roc_auc", "ap", "f1", "macro_f1", "mrr", "r2"}
 _LOWER_IS_BETTER = {"mae", "rmse", "mse", "loss", "nll", "cross_entropy", "error"}
+# Metrics that are proportions or rank statistics, so every value lies in [0, 1].
+_UNIT_INTERVAL = {"accuracy", "acc", "auc", "roc_auc", "ap", "f1", "macro_f1", "mrr"}
+
+
+def in_unit_interval(name: str) -> bool:
+    """Whether metric ``name`` (``val_``/``test_`` prefix ignored) always lies in [0, 1]."""
+    key = name.lower().removeprefix("val_").removeprefix("test_")
+    return key in _UNIT_INTERVAL or key.startswith("hits@")
 
 
 @dataclass(frozen=True)

@@ -80,19 +80,38 @@ _OPTIONS = (
 # -- settings ----------------------------------------------------------------------------------
 
 
+# More seeds than this is a typo, not a benchmark (each seed trains every task × model), and
+# `range(4294967296)` would exhaust memory before anything could say so.
+MAX_SEEDS = 10_000
+SEED_LIMIT = 2**32  # numpy's seed range: seeds are 0 <= seed < 2**32
+
+
 def parse_seeds(text: str) -> tuple[int, ...]:
-    """``"10"`` → 0..9; ``"3-7"`` → 3..7 (inclusive); ``"1,4,7"`` → those seeds, in that order."""
+    """``"10"`` → 0..9; ``"3-7"`` → 3..7 (inclusive); ``"1,4,7"`` → those seeds, in that order.
+
+    At most :data:`MAX_SEEDS` seeds, each in ``[0, 2**32)``: checked before a range is built.
+    """
     text = str(text).strip()
+    listed: list[int] | None = None
     try:
         if "," in text:
-            seeds = tuple(int(part) for part in text.split(",") if part.strip())
+            listed = [int(part) for part in text.split(",") if part.strip()]
+            count, high = len(listed), max(listed, default=-1)
         elif "-" in text.lstrip("-"):
             low, high = (int(part) for part in text.split("-", 1))
-            seeds = tuple(range(low, high + 1))
+            count = high - low + 1
         else:
-            seeds = tuple(range(int(text)))
+            low, high = 0, int(text) - 1
+            count = high + 1
     except ValueError:
-        seeds = ()
+        listed, count, high = [], 0, -1
+    if count > MAX_SEEDS:
+        raise ValueError(f"`--graphnetz-seeds` / `graphnetz_seeds`: {text!r} asks for {count} "
+                         f"seeds; at most {MAX_SEEDS} are allowed")
+    if high >= SEED_LIMIT:
+        raise ValueError(f"`--graphnetz-seeds` / `graphnetz_seeds`: {text!r} has seed {high}; "
+                         f"seeds must be below 2**32 = {SEED_LIMIT} (numpy's seed range)")
+    seeds = tuple(listed if listed is not None else range(low, high + 1))
     if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
         raise ValueError(
             f"`--graphnetz-seeds` / `graphnetz_seeds`: expected N (seeds 0..N-1), A-B or a list "
@@ -122,9 +141,9 @@ class Settings:
     def from_config(cls, config: pytest.Config) -> Settings:
         """Read and validate every option; a bad value is a usage error naming the option."""
         get = _getter(config)
+        workers = _convert("workers", get("workers", "1"), int, "a whole number of processes")
+        alpha = _convert("alpha", get("alpha", str(DEFAULT_ALPHA)), float, "a number")
         try:
-            workers = int(get("workers", "1"))
-            alpha = float(get("alpha", str(DEFAULT_ALPHA)))
             seeds = parse_seeds(get("seeds", DEFAULT_SEEDS))
         except ValueError as exc:
             raise pytest.UsageError(f"graphnetz: {exc}") from None
@@ -155,13 +174,27 @@ class Settings:
         )
 
 
+def _convert(name: str, text: Any, convert: Callable[[str], Any], expected: str) -> Any:
+    try:
+        return convert(str(text).strip())
+    except ValueError:
+        raise pytest.UsageError(
+            f"graphnetz: `--graphnetz-{name}` / `graphnetz_{name.replace('-', '_')}` must be "
+            f"{expected}, got {text!r}") from None
+
+
 def _getter(config: pytest.Config) -> Callable[[str, Any], Any]:
     """``get(name, default)``: the command-line value, else the ini value, else ``default``."""
     def get(name: str, default: Any) -> Any:
         option = _option(name)
         value = config.getoption(option.dest)
         if value is None:
-            value = config.getini(option.dest)
+            try:
+                value = config.getini(option.dest)
+            except (ValueError, pytest.UsageError) as exc:  # a flag's value: not a truth value
+                raise pytest.UsageError(
+                    f"graphnetz: the ini key `{option.dest}` must be true or false (also "
+                    f"1/0, yes/no, on/off): {exc}") from None
         return default if value in (None, "", False) else value
     return get
 

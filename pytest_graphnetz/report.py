@@ -16,7 +16,9 @@ import functools
 import json
 import math
 import os
+import re
 import tempfile
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -402,19 +404,21 @@ class BenchmarkReport:
                 f"{source}: not a pytest-graphnetz report (no `schema: {SCHEMA}`)"
             )
         version = data.get("schema_version")
-        if not isinstance(version, int):
-            raise ReportFormatError(f"{source}: missing or invalid `schema_version` ({version!r})")
+        if type(version) is not int or version < 1:
+            raise ReportFormatError(f"{source}: missing or invalid `schema_version` ({version!r}); "
+                                    "it must be a positive integer")
         if version > SCHEMA_VERSION:
             raise ReportSchemaError(
                 f"{source}: written with report schema version {version}, newer than the "
                 f"{SCHEMA_VERSION} this pytest-graphnetz reads; upgrade pytest-graphnetz",
                 version,
             )
+        _check_report_dict(data, source)
         try:
-            metrics = {t: MetricSpec(d["name"], bool(d["higher_is_better"]))
+            metrics = {t: MetricSpec(d["name"], d["higher_is_better"])
                        for t, d in data["metrics"].items()}
             histories = {
-                (t, m, int(s)): history_from_json(h)
+                (t, m, int(s)): _cell_history(t, m, s, h)
                 for t, by_model in data["histories"].items()
                 for m, by_seed in by_model.items()
                 for s, h in by_seed.items()
@@ -445,12 +449,18 @@ class BenchmarkReport:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise FileNotFoundError(f"no report at {path}") from None
+        except IsADirectoryError:
+            raise ReportFormatError(f"{path}: is a directory, not a report file") from None
         except UnicodeDecodeError as exc:
             raise ReportFormatError(f"{path}: not a UTF-8 text file ({exc})") from exc
         try:
             data = json.loads(text, parse_constant=_reject_constant)
         except ValueError as exc:  # JSONDecodeError, or a bare NaN/Infinity (_reject_constant)
             raise ReportFormatError(f"{path}: not valid JSON ({exc})") from exc
+        except RecursionError:
+            raise ReportFormatError(
+                f"{path}: JSON nested too deeply to read (a report is a few levels deep)"
+            ) from None
         return cls.from_dict(data, source=str(path))
 
     # -- helpers -------------------------------------------------------------------------------
@@ -484,6 +494,114 @@ class BenchmarkReport:
     def __repr__(self) -> str:
         return (f"BenchmarkReport({len(self.tasks)} tasks × {len(self.models)} models × "
                 f"{len(self.seeds)} seeds, metric={self.metric_name()!r})")
+
+
+# -- validating a report's JSON before building anything ----------------------------------------
+# A hostile or damaged file must fail with a message, not coerce ("false" read as true, 1.5 read
+# as seed 1) nor allocate what it declares (a 157 KB file can declare 2000 × 2000 × 2000 cells).
+
+
+def _check_report_dict(data: Mapping, source: str) -> None:
+    """Refuse wrong types and a declared grid the histories do not fill, naming ``source``."""
+
+    def fail(where: str, problem: str) -> None:
+        raise ReportFormatError(f"{source}: malformed report: `{where}` {problem}")
+
+    def mapping(where: str, value: Any) -> Mapping:
+        if not isinstance(value, Mapping):
+            fail(where, f"must be an object, got {_json_type(value)}")
+        return value
+
+    for key in ("tasks", "models", "seeds", "metrics", "histories"):
+        if key not in data:
+            raise ReportFormatError(f"{source}: malformed report: missing key {key!r}")
+    axes: dict[str, list] = {}
+    for axis, kind in (("tasks", str), ("models", str), ("seeds", int)):
+        labels = data[axis]
+        if not isinstance(labels, list):
+            fail(axis, f"must be a list, got {_json_type(labels)}")
+        for i, label in enumerate(labels):
+            if type(label) is not kind:
+                fail(f"{axis}[{i}]", f"must be {'a string' if kind is str else 'an integer'}, "
+                     f"got {label!r}")
+        if len(set(labels)) != len(labels):
+            fail(axis, f"has duplicate labels: {labels[:20]}")
+        axes[axis] = labels
+    known = {axis: {str(v) for v in labels} for axis, labels in axes.items()}
+
+    metrics = mapping("metrics", data.get("metrics"))
+    for task in axes["tasks"]:
+        spec = mapping(f"metrics.{task}", metrics.get(task, {}))
+        if not isinstance(spec.get("name"), str):
+            fail(f"metrics.{task}.name", f"must be a string, got {spec.get('name')!r}")
+        if type(spec.get("higher_is_better")) is not bool:
+            fail(f"metrics.{task}.higher_is_better",
+                 f"must be true or false, got {spec.get('higher_is_better')!r}")
+
+    count = 0
+    for task, by_model in mapping("histories", data.get("histories")).items():
+        if task not in known["tasks"]:
+            fail(f"histories.{task}", "is not one of `tasks`")
+        for model, by_seed in mapping(f"histories.{task}", by_model).items():
+            if model not in known["models"]:
+                fail(f"histories.{task}.{model}", "is not one of `models`")
+            for seed in mapping(f"histories.{task}.{model}", by_seed):
+                if seed not in known["seeds"]:
+                    fail(f"histories.{task}.{model}.{seed}", "is not one of `seeds`")
+                count += 1
+    cells = len(axes["tasks"]) * len(axes["models"]) * len(axes["seeds"])
+    if count != cells:  # every history is of a declared cell, so some cells have none
+        fail("histories", f"has no history for {cells - count} of the {len(axes['tasks'])} × "
+             f"{len(axes['models'])} × {len(axes['seeds'])} = {cells} cells that `tasks`, "
+             "`models` and `seeds` declare")
+
+    settings = mapping("settings", data.get("settings", {}))
+    for name, value in settings.items():
+        kind = {"ci_method": str, "epoch_selection": str, "confidence_level": float}.get(name)
+        if kind is None:
+            fail(f"settings.{name}", "is not a report setting")
+        if not (isinstance(value, str) if kind is str else _is_number(value)):
+            fail(f"settings.{name}", f"must be a {'string' if kind is str else 'number'}, "
+                 f"got {value!r}")
+    mapping("protocol", data.get("protocol", {}))
+    for kind, by_name in mapping("fingerprints", data.get("fingerprints", {})).items():
+        for name, per_seed in mapping(f"fingerprints.{kind}", by_name).items():
+            for seed, fp in mapping(f"fingerprints.{kind}.{name}", per_seed).items():
+                if not _INT_TEXT.fullmatch(seed) or not isinstance(fp, str):
+                    fail(f"fingerprints.{kind}.{name}.{seed}",
+                         f"must map an integer seed to a string, got {fp!r}")
+
+
+_INT_TEXT = re.compile(r"-?(0|[1-9][0-9]*)")
+_NON_FINITE = ("NaN", "Infinity", "-Infinity")
+
+
+def _is_number(value: Any) -> bool:
+    return type(value) in (int, float)
+
+
+def _json_type(value: Any) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+             int: "a number", float: "a number", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _cell_history(task: str, model: str, seed: str, d: Any) -> History:
+    try:
+        return history_from_json(d)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ValueError(f"history of task {task!r} × model {model!r} × seed {seed}: "
+                         f"{exc}") from exc
+
+
+def _check_series(where: str, values: Any) -> None:
+    if not isinstance(values, list):
+        raise ValueError(f"history series `{where}` must be a list of numbers, got "
+                         f"{_json_type(values)}")
+    for i, v in enumerate(values):
+        if not (_is_number(v) or v in _NON_FINITE):
+            raise ValueError(f"history series `{where}`[{i}] must be a number (or \"NaN\", "
+                             f"\"Infinity\", \"-Infinity\"), got {v!r}")
 
 
 # -- histories in JSON: float32 values at float32 length -----------------------------------------
@@ -527,7 +645,24 @@ def history_to_json(hist: History) -> dict:
 
 
 def history_from_json(d: Mapping) -> History:
-    """Inverse of :func:`history_to_json` (plain ``History.to_dict()`` forms too)."""
+    """Inverse of :func:`history_to_json` (plain ``History.to_dict()`` forms too).
+
+    Values must be numbers or the strings of the non-finite ones: a boolean or any other
+    string is a ValueError, never coerced.
+    """
+    if not isinstance(d, Mapping):
+        raise ValueError(f"a history must be an object, got {_json_type(d)}")
+    for name in ("test", "val", "train_loss"):
+        if d.get(name) is not None or name == "test":
+            _check_series(name, d.get(name))
+    extra = d.get("extra", {})
+    if not isinstance(extra, Mapping):
+        raise ValueError(f"history `extra` must be an object, got {_json_type(extra)}")
+    for name, values in extra.items():
+        _check_series(f"extra.{name}", values)
+    if type(d.get(_FLOAT32_MARK, False)) is not bool:
+        raise ValueError(f"history `{_FLOAT32_MARK}` must be true or false, "
+                         f"got {d[_FLOAT32_MARK]!r}")
     if not d.get(_FLOAT32_MARK):
         return History.from_dict(d)
 
@@ -605,6 +740,7 @@ def atomic_file(path: Path, *, binary: bool = False, suffix: str = ".tmp") -> It
     the temp file is removed.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temp_files(path.parent, target=path.name, suffix=suffix)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
     try:
         with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") as fh:
@@ -618,6 +754,26 @@ def atomic_file(path: Path, *, binary: bool = False, suffix: str = ".tmp") -> It
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+# A temp file is written in one go and renamed at once, so one this old was left by a process
+# killed mid-write (kill -9, a power cut): no live writer can still own it.
+STALE_TEMP_SECONDS = 15 * 60
+
+
+def remove_stale_temp_files(directory: Path, *, target: str | None = None,
+                            suffix: str = ".tmp") -> list[Path]:
+    """Delete the temp files :func:`atomic_file` left in ``directory`` (of ``target`` only,
+    when given) that are older than :data:`STALE_TEMP_SECONDS`; returns those deleted."""
+    pattern = f".{target}.*{suffix}" if target is not None else f".*{suffix}"
+    cutoff = time.time() - STALE_TEMP_SECONDS
+    removed = []
+    for leftover in Path(directory).glob(pattern):
+        with contextlib.suppress(OSError):  # gone already, or not ours to delete
+            if leftover.is_file() and leftover.stat().st_mtime < cutoff:
+                leftover.unlink()
+                removed.append(leftover)
+    return removed
 
 
 def write_text_atomic(path: Path, text: str) -> None:

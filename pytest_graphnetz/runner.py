@@ -17,8 +17,10 @@ One triple (:func:`_run_triple`, a picklable top-level function so any executor 
 
 from __future__ import annotations
 
+import math
 import os
 import platform
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .cache import TripleCache
 from .history import History, MetricSpec
 from .report import BenchmarkReport
 from .tasks import resolve_tasks
@@ -271,8 +274,33 @@ def _run_triple_alone(job: _Job) -> _Outcome:
                      "channels": [in_channels, out_channels]},
             "model": model_fp, "seed": job.seed, "threads": job.threads, **job.context,
         }
-        history, cached = TripleCache(job.cache_dir).get_or_compute(make_key(fields), train, fields)
+        history, cached = TripleCache(job.cache_dir).get_or_compute(
+            make_key(fields), train, fields, check=_entry_check(task))
     return _Outcome(history, data_fp, model_fp, cached, time.perf_counter() - start)
+
+
+def _entry_check(task: Task) -> Callable[[History], str | None]:
+    """What a cached history must satisfy to stand for a run of ``task`` (else it is retrained).
+
+    A built-in trainer records exactly ``task.epochs`` epochs (NaN after a divergence); a
+    metric bounded in [0, 1] (accuracy, AUC...) has its test and validation values there.
+    """
+    from .history import in_unit_interval
+
+    epochs = task.epochs if task.trainer is None else None
+    bounded = in_unit_interval(task.metric_name)
+
+    def check(history: History) -> str | None:
+        if epochs is not None and history.n_epochs != epochs:
+            return f"{history.n_epochs} epoch(s) recorded, the task trains {epochs}"
+        if bounded:
+            for name, series in (("test", history.test), ("val", history.val or ())):
+                outside = [v for v in series if not (0.0 <= v <= 1.0 or math.isnan(v))]
+                if outside:
+                    return (f"{task.metric_name} {outside[0]!r} in `{name}` lies outside [0, 1]")
+        return None
+
+    return check
 
 
 # -- the sweep ---------------------------------------------------------------------------------
@@ -329,7 +357,8 @@ def run_benchmark(
     info = _device_info(device_str)
     versions = _versions()
     base = Path(root if root is not None else os.environ.get(ROOT_ENV) or DEFAULT_ROOT)
-    cache = None if cache_dir is None else str(Path(cache_dir).resolve())
+    opened = None if cache_dir is None else TripleCache.open(Path(cache_dir).resolve())
+    cache = None if opened is None else str(opened.directory)
     context = {"device": info, "versions": versions}
 
     jobs = [
@@ -475,7 +504,36 @@ def _process_pool(workers: int, device: str, jobs: list[_Job]) -> Any:
             ) from exc
     method = "fork" if (device == "cpu" and "fork" in multiprocessing.get_all_start_methods()) \
         else "spawn"
-    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method))
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method),
+                               initializer=_exit_with_parent, initargs=(os.getpid(),))
+
+
+def _exit_with_parent(parent: int) -> None:
+    """Pool worker initializer: end this worker when ``parent`` dies (even by ``kill -9``).
+
+    Otherwise an orphaned worker (hundreds of MB) waits for work forever. On Linux the kernel
+    sends SIGKILL when the parent goes (``PR_SET_PDEATHSIG``); everywhere, a daemon thread
+    checks once a second whether the process was re-parented.
+    """
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        pr_set_pdeathsig = 1
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass  # the thread below still covers it
+    if os.getppid() != parent:  # the parent died before the line above took effect
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="graphnetz-parent-watch", daemon=True).start()
 
 
 def _assemble(task_map: Mapping[str, Task], models: list[str], seeds: list[int],

@@ -7,10 +7,15 @@ anywhere (``setpriv``), so the permission bits apply.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
+import signal
 import stat
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy  # noqa: F401  (in-process pytester runs must not import numpy a second time)
@@ -84,3 +89,285 @@ def test_a_read_only_baseline_directory_names_itself(pytester: pytest.Pytester) 
                                  f"to write in {folder}*--graphnetz-baseline-dir*"])
     result.stdout.no_fnmatch_line("*.tmp*")
     assert list(folder.iterdir()) == []
+
+
+# -- the triple cache ----------------------------------------------------------------------------
+
+
+def _sweep(root, cache, seeds=(0,), **kwargs):
+    """``(report, statuses)`` of the tiny task × GCN, statuses in seed order."""
+    from conftest import gcn, tiny_task
+
+    from pytest_graphnetz import run_benchmark
+
+    statuses = []
+    report = run_benchmark({"tiny": tiny_task()}, {"GCN": gcn}, seeds=list(seeds), device="cpu",
+                           root=root, cache_dir=cache,
+                           progress=lambda *a: statuses.append(a[3]), **kwargs)
+    return report, statuses
+
+
+def _entry(directory: Path) -> Path:
+    (entry,) = directory.glob("*.json")
+    return entry
+
+
+def _replace_history(entry: Path, **changes) -> str:
+    data = json.loads(entry.read_text())
+    data["history"].update(changes)
+    return json.dumps(data)
+
+
+def _nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+# Each makes the one entry of a trained triple unusable; the second string says how.
+BAD_ENTRIES = {
+    "not UTF-8": lambda e: b"\xff\xfe" + e.read_bytes(),
+    "nested 200,000 deep": lambda e: _nested(200_000),
+    "truncated": lambda e: e.read_text()[: len(e.read_text()) // 2],
+    "version 99": lambda e: e.read_text().replace('"version": 1', '"version": 99'),
+    "version true": lambda e: e.read_text().replace('"version": 1', '"version": true'),
+    "1 epoch for a 5-epoch task": lambda e: _replace_history(
+        e, test=[0.5], val=[0.5], train_loss=[1.0]),
+    "accuracy 7.5": lambda e: _replace_history(
+        e, test=[7.5] * len(json.loads(e.read_text())["history"]["test"])),
+    "booleans": lambda e: _replace_history(
+        e, test=[True] * len(json.loads(e.read_text())["history"]["test"])),
+    "a string value": lambda e: _replace_history(
+        e, test=["0.5"] * len(json.loads(e.read_text())["history"]["test"])),
+}
+
+
+@pytest.mark.parametrize("damage", list(BAD_ENTRIES))
+def test_an_unusable_cache_entry_is_named_discarded_and_recomputed(root, tmp_path, damage):
+    from pytest_graphnetz.cache import CacheWarning
+    from pytest_graphnetz.report import dumps
+
+    cache = tmp_path / "cache"
+    first, _ = _sweep(root, cache)
+    entry = _entry(cache)
+    bad = BAD_ENTRIES[damage](entry)
+    (entry.write_bytes if isinstance(bad, bytes) else entry.write_text)(bad)
+    named = f"discarding corrupt graphnetz cache entry .*{entry.name}"
+    with pytest.warns(CacheWarning, match=named):
+        second, statuses = _sweep(root, cache)
+    assert statuses == ["trained"]
+    assert dumps(second.to_dict()) == dumps(first.to_dict())
+    # rewritten whole, and used from then on
+    _, statuses = _sweep(root, cache)
+    assert statuses == ["cached"]
+
+
+def test_a_custom_trainer_may_record_any_number_of_epochs(root, tmp_path):
+    from conftest import gcn, tiny_task
+
+    from pytest_graphnetz import run_benchmark
+
+    task = tiny_task(trainer=_three_epoch_trainer)  # epochs=5 is the built-in loop's setting
+    statuses = []
+    for _ in range(2):
+        run_benchmark({"tiny": task}, {"GCN": gcn}, seeds=[0], device="cpu", root=root,
+                      cache_dir=tmp_path / "cache", progress=lambda *a: statuses.append(a[3]))
+    assert statuses == ["trained", "cached"]
+
+
+def _three_epoch_trainer(model, data, *, task, device):
+    from pytest_graphnetz import History
+
+    return History(test=[0.5, 0.6, 0.7])
+
+
+def test_a_cache_dir_that_is_a_file_warns_once_and_trains(root, tmp_path):
+    from pytest_graphnetz.cache import CacheWarning
+
+    occupied = tmp_path / "cache"
+    occupied.write_text("not a directory")
+    with pytest.warns(CacheWarning) as caught:
+        report, statuses = _sweep(root, occupied, seeds=(0, 1))
+    assert statuses == ["trained", "trained"]
+    assert [str(w.message) for w in caught if w.category is CacheWarning] == [
+        f"graphnetz cache directory {occupied} is unusable: it is a file, not a directory; "
+        "training without the cache this run. Fix the directory, or choose another with "
+        "--graphnetz-cache-dir (run_benchmark(cache_dir=...))"]
+    assert occupied.read_text() == "not a directory"
+
+
+READ_ONLY_RUN = """
+import sys, warnings
+sys.path.insert(0, {tests!r})
+from conftest import gcn, tiny_task
+from pytest_graphnetz import run_benchmark
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    statuses = []
+    run_benchmark({{"tiny": tiny_task()}}, {{"GCN": gcn}}, seeds=[0, 1, 2], device="cpu",
+                  root={root!r}, cache_dir={cache!r}, workers={workers},
+                  progress=lambda *a: statuses.append(a[3]))
+print("STATUSES", statuses)
+for w in caught:
+    if w.category.__name__ == "CacheWarning":
+        print("WARNING", w.message)
+"""
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_read_only_cache_directory_warns_once_and_trains(pytester, tmp_path, workers):
+    cache, root = tmp_path / "cache", tmp_path / "data"
+    read_only(cache)
+    root.mkdir()
+    script = READ_ONLY_RUN.format(tests=str(Path(__file__).parent), root=str(root),
+                                  cache=str(cache), workers=workers)
+    try:
+        result = pytester.run(*unprivileged(sys.executable, "-c", script))
+    finally:
+        cache.chmod(0o755)
+    assert result.ret == 0, result.stderr.str()
+    result.stdout.fnmatch_lines(["STATUSES ['trained', 'trained', 'trained']"])
+    warnings = [line for line in result.stdout.lines if line.startswith("WARNING")]
+    assert len(warnings) == 1, result.stdout.str()
+    assert f"graphnetz cache directory {cache} is unusable: it cannot be written" in warnings[0]
+    assert list(cache.iterdir()) == []
+
+
+# -- processes that die --------------------------------------------------------------------------
+
+ORPHAN_RUN = """
+import os, sys, time
+sys.path.insert(0, {tests!r})
+from conftest import gcn, tiny_task
+from pytest_graphnetz import History, run_benchmark
+
+def stuck(model, data, *, task, device):
+    open(os.path.join({pids!r}, str(os.getpid())), "w").close()
+    time.sleep(600)
+    return History(test=[0.5])
+
+if __name__ == "__main__":
+    run_benchmark({{"tiny": tiny_task(trainer=stuck)}}, {{"GCN": gcn}}, seeds=[0, 1],
+                  device="cpu", root={root!r}, workers=2)
+"""
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped by its new parent, does not)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    return "\nState:\tZ" not in status
+
+
+def _wait_for(condition, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return condition()
+
+
+def test_pool_workers_exit_when_their_parent_is_killed(tmp_path):
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    script = tmp_path / "sweep.py"
+    script.write_text(ORPHAN_RUN.format(tests=str(Path(__file__).parent), pids=str(pids),
+                                        root=str(tmp_path / "data")))
+    parent = subprocess.Popen([sys.executable, str(script)])
+    try:
+        assert _wait_for(lambda: len(list(pids.iterdir())) == 2, timeout=120), \
+            "the two workers never started training"
+        workers = [int(p.name) for p in pids.iterdir()]
+        assert all(_alive(pid) for pid in workers)
+    finally:
+        parent.kill()  # SIGKILL: no cleanup code of the parent runs
+        parent.wait()
+    try:
+        assert _wait_for(lambda: not any(_alive(pid) for pid in workers), timeout=5), \
+            f"orphaned workers still alive: {[pid for pid in workers if _alive(pid)]}"
+    finally:
+        for pid in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+KILLED_WRITE = """
+import os, sys, time
+sys.path.insert(0, {tests!r})
+
+fsync = os.fsync
+
+def hang(fd):  # a temp file under the target is written, not yet renamed: wait for the kill
+    if not os.readlink(f"/proc/self/fd/{{fd}}").startswith({watch!r}):
+        return fsync(fd)  # the dataset cache, say
+    print("WRITING", flush=True)
+    time.sleep(600)
+
+os.fsync = hang
+if {what!r} == "cache":
+    from conftest import gcn, tiny_task
+    from pytest_graphnetz import run_benchmark
+    run_benchmark({{"tiny": tiny_task()}}, {{"GCN": gcn}}, seeds=[0], device="cpu",
+                  root={root!r}, cache_dir={target!r})
+else:
+    from pytest_graphnetz import BenchmarkReport
+    BenchmarkReport.from_arrays([[[0.5, 0.6]]], tasks=["t"], models=["m"], seeds=[0, 1],
+                                metric="accuracy").to_json({target!r})
+"""
+
+
+def _kill_during_write(tmp_path: Path, what: str, target: Path) -> None:
+    """Run a write of ``what`` in a fresh interpreter and ``kill -9`` it before the rename."""
+    script = KILLED_WRITE.format(tests=str(Path(__file__).parent), what=what,
+                                 root=str(tmp_path / "data"), target=str(target),
+                                 watch=str(target if what == "cache" else target.parent))
+    writer = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline().strip() == "WRITING"
+    finally:
+        writer.kill()
+        writer.wait()
+        writer.stdout.close()
+
+
+def _age(path: Path, seconds: float) -> None:
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="finds the file written via /proc")
+def test_temp_files_of_a_killed_cache_write_are_cleaned_and_no_lock_files_stay(root, tmp_path):
+    from pytest_graphnetz.report import STALE_TEMP_SECONDS
+
+    cache = tmp_path / "cache"
+    _kill_during_write(tmp_path, "cache", cache)
+    (leftover,) = cache.glob(".*.json.*.tmp")
+    _age(leftover, STALE_TEMP_SECONDS + 60)
+    in_flight = cache / ".0123.json.abcdefgh.tmp"  # another process's write, in progress
+    in_flight.write_text("{")
+    _, statuses = _sweep(root, cache, seeds=(0, 1))
+    assert statuses == ["trained", "trained"]
+    assert sorted(p.name for p in cache.iterdir() if p.suffix != ".json") == [in_flight.name]
+    assert len(list(cache.glob("*.json"))) == 2
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="finds the file written via /proc")
+def test_temp_files_of_a_killed_baseline_write_are_cleaned_by_the_next_write(tmp_path):
+    from pytest_graphnetz import BenchmarkReport
+    from pytest_graphnetz.report import STALE_TEMP_SECONDS
+
+    target = tmp_path / "baselines" / "test_model" / "test_gcn.json"
+    _kill_during_write(tmp_path, "baseline", target)
+    (leftover,) = target.parent.glob(".test_gcn.json.*.tmp")
+    _age(leftover, STALE_TEMP_SECONDS + 60)
+    other = target.parent / ".test_other.json.abcdefgh.tmp"  # not this file's: left alone
+    other.write_text("{")
+    _age(other, STALE_TEMP_SECONDS + 60)
+    BenchmarkReport.from_arrays([[[0.5, 0.6]]], tasks=["t"], models=["m"], seeds=[0, 1],
+                                metric="accuracy").to_json(target)
+    assert sorted(p.name for p in target.parent.iterdir()) == [other.name, target.name]

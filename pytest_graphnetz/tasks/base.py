@@ -42,6 +42,8 @@ class Task:
     options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        for what in ("name", "category"):
+            _check_directory_name(self.name, what, getattr(self, what))
         if self.kind not in KINDS:
             raise ValueError(
                 f"Task {self.name!r}: `kind` must be one of {KINDS}, got {self.kind!r}"
@@ -74,3 +76,21 @@ class Task:
             "weight_decay": self.weight_decay, "batch_size": self.batch_size,
             "options": dict(sorted(self.options.items())),
         }
+
+
+def _check_directory_name(task: Any, what: str, value: Any) -> None:
+    """``value`` names a directory under the data root (``<root>/<category>/<name>``): it must
+    be one plain path component, so a task can never read or write outside that root."""
+    if (not isinstance(value, str) or value.strip() in ("", ".", "..")
+            or any(c in value for c in "/\\\0") or (len(value) > 1 and value[1] == ":")):
+        raise ValueError(
+            f"Task {task!r}: `{what}` {value!r} cannot name a directory under the data root (it "
+            "must be one plain file name: no '/', '\\', drive letter, '.' or '..'); rename it, "
+            "e.g. to " + repr(_plain(value))
+        )
+
+
+def _plain(value: Any) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_.+=@-]+", "_", str(value)).strip("._") or "task"
