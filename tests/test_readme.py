@@ -14,7 +14,8 @@ The convention (for everyone editing the README):
   signature or a sketch) is marked on the line right above its fence with
   ``<!-- fragment -->`` (a reason may follow: ``<!-- fragment: installs packages -->``).
 - The scratch project has what a user's project would have: ``mypkg/models.py`` with ``gcn``
-  and ``sage`` factories (PyG's GCN and GraphSAGE, 16 hidden channels), and a ``pytest.ini``
+  and ``sage`` factories (PyG's GCN and GraphSAGE, 16 hidden channels) and ``gin`` (a GIN
+  pooled per graph, for graph tasks), and a ``pytest.ini``
   with ``pythonpath = .`` and ``graphnetz_seeds = 5``: the smallest seed count at which the
   README's gates and interval widths still mean what the text says. Datasets are shared
   through ``$GRAPHNETZ_ROOT``; ``python``, ``pytest`` and ``graphnetz`` are this interpreter's.
@@ -38,7 +39,8 @@ FRAGMENT = re.compile(r"^\s*<!--\s*fragment\b")
 FILE_BLOCK = re.compile(r"^#\s*([\w./-]+\.py)\s*$")
 
 MYPKG = '''
-from torch_geometric.nn import GCN, GraphSAGE
+import torch
+from torch_geometric.nn import GCN, GIN, GraphSAGE, global_mean_pool
 
 
 def gcn(in_channels, out_channels):
@@ -47,6 +49,20 @@ def gcn(in_channels, out_channels):
 
 def sage(in_channels, out_channels):
     return GraphSAGE(in_channels, 16, 2, out_channels, dropout=0.5)
+
+
+class PooledGIN(torch.nn.Module):
+    def __init__(self, in_channels, out_channels):
+        super().__init__()
+        self.gin = GIN(in_channels, 32, 3, 32)
+        self.head = torch.nn.Linear(32, out_channels)
+
+    def forward(self, x, edge_index, batch):
+        return self.head(global_mean_pool(self.gin(x, edge_index), batch))
+
+
+def gin(in_channels, out_channels):
+    return PooledGIN(in_channels, out_channels)
 '''
 
 PYTEST_INI = """[pytest]
