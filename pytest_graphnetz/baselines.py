@@ -1,24 +1,54 @@
-"""The baseline store: committed JSON reports that the gates compare a candidate against.
+"""The baseline store: committed files that the gates compare a candidate against.
 
-A baseline is an ordinary :class:`~pytest_graphnetz.report.BenchmarkReport` file (stable,
-diffable JSON: sorted keys, shortest round-trip floats), by default at
-``baselines/<test module>/<test name>.json``. A :class:`BaselineHandle` names the file and
-carries what a gate needs to refresh it (``--graphnetz-update-baselines``, ``--graphnetz-force``)
-and the exact command that creates it. Reading never guesses: a missing file, a malformed one
-and one from a newer schema each raise their own error, and none of them is ever overwritten
-unless the caller forces it.
+A baseline file, by default ``baselines/<test module>/<test name>.json``, is a report in its
+values-only form (:meth:`~pytest_graphnetz.report.BenchmarkReport.to_values_dict`): per
+(model, task) cell the per-seed values under both epoch rules, mean and interval, n, the
+model's repr and parameter count, per-seed fingerprints, and the cell's **anchor** (the
+per-seed values of the cell's first baseline, which the ratchet in :mod:`.ratchet` also
+compares a refresh with). Per-epoch histories stay in the triple cache and in saved reports.
+Keys are sorted and every per-seed vector is one line inside its model's block, so a refresh
+of one model changes only that model's lines and two branches that refresh different models
+of one test merge in git without a conflict.
+
+Files written before this format (full reports with histories, schema
+``pytest-graphnetz/report``) still load; their cells have no anchor until the next refresh,
+which takes the old values as the anchor.
+
+Reading never guesses: a missing file, a malformed one and one from a newer schema each raise
+their own error, and none of them is ever overwritten unless the caller forces it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
-from dataclasses import dataclass
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from .report import SCHEMA_VERSION, BenchmarkReport, ReportFormatError, ReportSchemaError
+import numpy as np
 
-# Characters that are not portable in file names (Windows forbids these; "/" would nest).
-_UNSAFE = re.compile(r'[\\/:*?"<>|\s]+')
+from .report import (
+    SCHEMA,
+    VALUES_SCHEMA,
+    VALUES_SCHEMA_VERSION,
+    BenchmarkReport,
+    ReportFormatError,
+    ReportSchemaError,
+    dumps,
+    read_json,
+    values_from_json,
+    values_to_json,
+    write_text_atomic,
+)
+
+# Characters that are not portable in file names (Windows forbids these; "/" would nest), and
+# "%" itself: each is written as %XX (its UTF-8 bytes), so distinct names stay distinct files.
+_UNSAFE = re.compile(r'[%\\/:*?"<>|\s\x00-\x1f\x7f]')
+Cell = tuple[str, str]  # (task, model)
 
 
 class BaselineError(Exception):
@@ -37,64 +67,115 @@ class BaselineSchemaError(BaselineFormatError):
     """A baseline written by a newer pytest-graphnetz (a newer report schema version)."""
 
 
+def file_name(name: str) -> str:
+    """``name`` as a portable file-name stem; injective (``a/b`` → ``a%2Fb``, ``a b`` →
+    ``a%20b``, ``%`` → ``%25``), so two test ids never share a file."""
+    return _UNSAFE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), name)
+
+
 def default_path(baseline_dir: str | Path, module: str, name: str) -> Path:
-    """``<baseline_dir>/<module>/<name>.json``, with unportable characters replaced by ``_``."""
-    return Path(baseline_dir) / _UNSAFE.sub("_", module) / f"{_UNSAFE.sub('_', name)}.json"
+    """``<baseline_dir>/<module>/<name>.json``, unportable characters escaped
+    (:func:`file_name`)."""
+    return Path(baseline_dir) / file_name(module) / f"{file_name(name)}.json"
+
+
+# -- what a file holds ------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class BaselineHandle:
-    """Where one gate's baseline lives and how the session treats it.
+class Anchor:
+    """The per-seed values of a cell's first baseline (``final`` / ``best_val``, seeds order)."""
 
-    - ``update``: a gate given this handle writes the candidate here (after the ratchet check)
-      instead of comparing against it.
-    - ``force``: with ``update``, replace even a baseline the candidate regressed against, or
-      one that cannot be read.
-    - ``update_command``: the shell command that (re)creates this baseline, quoted in errors.
+    seeds: tuple[int, ...]
+    final: np.ndarray
+    best_val: np.ndarray | None
+
+    @classmethod
+    def of(cls, report: BenchmarkReport, task: str, model: str) -> Anchor:
+        """The cell's current values in ``report`` as an anchor."""
+        supported = report.epoch_selection_support()[task]
+        return cls(report.seeds, report.values(task, model, epoch_selection="final"),
+                   report.values(task, model, epoch_selection="best_val") if supported else None)
+
+    def to_json(self) -> dict:
+        return {"seeds": list(self.seeds),
+                **values_to_json({"final": self.final, "best_val": self.best_val})}
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> Anchor:
+        seeds = d["seeds"]
+        if not isinstance(seeds, list) or any(type(s) is not int for s in seeds):
+            raise ValueError(f"anchor `seeds` must be a list of integers, got {seeds!r}")
+        v = values_from_json(d, ("final", "best_val"))
+        for rule, vec in v.items():
+            if (vec is None and rule == "final") or (vec is not None and len(vec) != len(seeds)):
+                raise ValueError(f"anchor `{rule}` must hold one value per anchor seed")
+        return cls(tuple(seeds), v["final"], v["best_val"])
+
+    def same_as(self, report: BenchmarkReport, task: str, model: str) -> bool:
+        """Whether ``report``'s cell holds exactly these seeds and values (a redundant check)."""
+        other = Anchor.of(report, task, model)
+        return self.seeds == other.seeds and all(
+            (a is None and b is None) or (a is not None and b is not None
+                                          and np.array_equal(a, b, equal_nan=True))
+            for a, b in ((self.final, other.final), (self.best_val, other.best_val)))
+
+
+@dataclass(frozen=True)
+class StoredBaseline:
+    """A baseline file's content: the report (values only) and each cell's anchor.
+
+    ``anchors`` lacks the cells of a file written before anchors existed (``legacy``).
     """
 
-    path: Path
-    update: bool = False
-    force: bool = False
-    update_command: str | None = None
+    report: BenchmarkReport
+    anchors: Mapping[Cell, Anchor] = field(default_factory=dict)
+    legacy: bool = False
 
-    def exists(self) -> bool:
-        return self.path.is_file()
+    def anchor_report(self, cells: list[Cell]) -> BenchmarkReport:
+        """The anchors of ``cells`` (one anchor seed set, a full task × model grid) as a report.
 
-    def load(self) -> BenchmarkReport:
-        """The baseline report; each kind of problem raises its own :class:`BaselineError`."""
-        return load_baseline(self.path, update_command=self.update_command)
-
-    def write(self, report: BenchmarkReport, *, merge: bool = True,
-              current: BenchmarkReport | None = None) -> Path:
-        """Write ``report`` here, merged cell by cell into the existing baseline when ``merge``.
-
-        Merging keeps the baseline's other cells and seeds and replaces the triples the
-        candidate ran. A candidate that adds a cell without the baseline's seeds cannot be
-        merged into a full task × model × seed grid: that is an error saying so. ``current``
-        is the baseline as the caller already loaded it (the file is then not read again).
+        Metric and data fingerprints come from the file (an anchor survives only refreshes
+        whose data matched it; a forced one resets it); no environment, so no notes.
         """
-        old = current
-        if merge and old is None and self.exists():
-            old = self.load()
-        if merge and old is not None:
-            try:
-                report = BenchmarkReport.merge(old, report)
-            except ValueError as exc:
-                raise BaselineError(
-                    f"cannot merge the candidate into {self.path}: {exc}. The candidate ran "
-                    f"seeds {list(report.seeds)}, the baseline has {list(old.seeds)}; rerun with "
-                    "the baseline's seeds (--graphnetz-seeds), or replace the whole file with "
-                    "--graphnetz-force"
-                ) from None
-        try:
-            return report.to_json(self.path)
-        except OSError as exc:
-            raise BaselineError(_unwritable(self.path, exc)) from None
+        tasks = list(dict.fromkeys(t for t, _ in cells))
+        models = list(dict.fromkeys(m for _, m in cells))
+        seeds = self.anchors[cells[0]].seeds
+        base = self.report
+        data = {
+            "schema": VALUES_SCHEMA, "schema_version": VALUES_SCHEMA_VERSION,
+            "seeds": list(seeds), "settings": base._settings(), "environment": {},
+            "tasks": {t: {"metric": {"name": base.metric(t).name,
+                                     "higher_is_better": base.metric(t).higher_is_better},
+                          "data_fingerprints": [base.data_fingerprint(t, s) for s in seeds]}
+                      for t in tasks},
+            "models": {m: {"tasks": {t: self.anchors[(t, m)].to_json() for t in tasks}}
+                       for m in models},
+        }
+        return BenchmarkReport.from_dict(data, source="the anchors")
 
 
-def load_baseline(path: str | Path, *, update_command: str | None = None) -> BenchmarkReport:
-    """Read a baseline report from ``path``.
+def to_text(report: BenchmarkReport, anchors: Mapping[Cell, Anchor]) -> str:
+    """The file text of a baseline: ``report``'s values-only form with each cell's anchor."""
+    data = report.to_values_dict()
+    for (task, model), anchor in anchors.items():
+        data["models"][model]["tasks"][task]["anchor"] = anchor.to_json()
+    return dumps(data)
+
+
+def write_baseline(path: str | Path, report: BenchmarkReport,
+                   anchors: Mapping[Cell, Anchor]) -> Path:
+    """Write ``report`` with ``anchors`` to ``path`` atomically (a reader never sees half)."""
+    path = Path(path)
+    try:
+        write_text_atomic(path, to_text(report, anchors))
+    except OSError as exc:
+        raise BaselineError(_unwritable(path, exc)) from None
+    return path
+
+
+def read_baseline(path: str | Path, *, update_command: str | None = None) -> StoredBaseline:
+    """Read a baseline file (either format).
 
     Raises :class:`BaselineMissingError` (with the command that creates it),
     :class:`BaselineSchemaError` (newer schema: upgrade) or :class:`BaselineFormatError`.
@@ -108,19 +189,103 @@ def load_baseline(path: str | Path, *, update_command: str | None = None) -> Ben
     if not path.is_file():
         raise BaselineMissingError(f"no baseline at {path}: {_how_to_create(path, update_command)}")
     try:
-        return BenchmarkReport.from_json(path)
+        data = read_json(path)
+        report = BenchmarkReport.from_dict(data, source=str(path))
+        if data["schema"] == SCHEMA:
+            return StoredBaseline(report, legacy=True)
+        anchors = {}
+        for model, block in data["models"].items():
+            for task, cell in block["tasks"].items():
+                if cell.get("anchor") is not None:
+                    anchors[(task, model)] = Anchor.from_json(cell["anchor"])
+        return StoredBaseline(report, anchors)
     except ReportSchemaError as exc:
         raise BaselineSchemaError(
-            f"baseline {path} was written by a newer pytest-graphnetz (report schema "
-            f"version {exc.version}; this one reads up to {SCHEMA_VERSION}). Upgrade "
+            f"baseline {path} was written by a newer pytest-graphnetz (schema version "
+            f"{exc.version}; this one reads up to {VALUES_SCHEMA_VERSION}). Upgrade "
             "pytest-graphnetz (`pip install -U pytest-graphnetz`); the file was left as it is."
         ) from None
-    except ReportFormatError as exc:
+    except (ReportFormatError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
         raise BaselineFormatError(
-            f"baseline {path} cannot be read: {exc}. The file was left as it is: fix it from "
+            f"baseline {path} cannot be read: {detail}. The file was left as it is: fix it from "
             f"version control (`git checkout -- {path}`), or replace it with "
             f"{_force_hint(update_command)}"
         ) from None
+
+
+def load_baseline(path: str | Path, *, update_command: str | None = None) -> BenchmarkReport:
+    """The report of a baseline file (see :func:`read_baseline` for the errors)."""
+    return read_baseline(path, update_command=update_command).report
+
+
+def is_baseline_file(path: Path) -> bool:
+    """Whether ``path`` is a JSON file that pytest-graphnetz wrote (either schema)."""
+    try:
+        data = read_json(path)
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("schema") in (SCHEMA, VALUES_SCHEMA)
+
+
+def find_baselines(directory: Path) -> list[Path]:
+    """The baseline files under ``directory``: ``<directory>/<module>/<name>.json`` files that
+    pytest-graphnetz wrote (either schema); nothing else there is ever touched."""
+    return sorted(p for p in Path(directory).glob("*/*.json") if p.is_file()
+                  and is_baseline_file(p))
+
+
+@contextmanager
+def baseline_lock(path: Path) -> Iterator[None]:
+    """Hold the inter-process lock of baseline ``path`` (pytest-xdist workers refreshing one
+    shared baseline take turns at its read-merge-write).
+
+    The lock file lives in a per-user directory of the system temp dir, keyed by the file's
+    resolved path, so no ``.lock`` file appears beside the baselines (where it would be
+    committed).
+    """
+    from filelock import FileLock
+
+    uid = os.getuid() if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
+    directory = Path(tempfile.gettempdir()) / f"pytest-graphnetz-{uid}"
+    directory.mkdir(mode=0o700, exist_ok=True)
+    key = hashlib.sha256(str(Path(path).resolve()).encode()).hexdigest()[:32]
+    with FileLock(str(directory / f"baseline-{key}.lock")):
+        yield
+
+
+# -- the handle a test gets -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BaselineHandle:
+    """Where one gate's baseline lives and how the session treats it.
+
+    - ``update``: a gate given this handle refreshes the baseline with the candidate (through
+      the ratchet, :func:`pytest_graphnetz.ratchet.refresh`) instead of comparing against it.
+    - ``force``: with ``update``, replace even a baseline the ratchet refuses, or one that
+      cannot be read; the cells written get new anchors.
+    - ``update_command``: the shell command that (re)creates this baseline, quoted in errors.
+    """
+
+    path: Path
+    update: bool = False
+    force: bool = False
+    update_command: str | None = None
+
+    def exists(self) -> bool:
+        return self.path.is_file()
+
+    def read(self) -> StoredBaseline:
+        """The file's content; each kind of problem raises its own :class:`BaselineError`."""
+        return read_baseline(self.path, update_command=self.update_command)
+
+    def load(self) -> BenchmarkReport:
+        """The baseline report; each kind of problem raises its own :class:`BaselineError`."""
+        return self.read().report
+
+    def force_command(self) -> str:
+        return _force_hint(self.update_command)
 
 
 def _unwritable(path: Path, exc: OSError) -> str:
@@ -145,3 +310,8 @@ def _force_hint(update_command: str | None) -> str:
     if update_command:
         return f"`{update_command} --graphnetz-force`"
     return "`pytest --graphnetz-update-baselines --graphnetz-force`"
+
+
+__all__ = ["Anchor", "BaselineError", "BaselineFormatError", "BaselineHandle",
+           "BaselineMissingError", "BaselineSchemaError", "StoredBaseline", "baseline_lock",
+           "default_path", "file_name", "load_baseline", "read_baseline", "write_baseline"]

@@ -1,25 +1,83 @@
 """The ``graphnetz`` command: look at a report, gate one outside pytest, refresh baselines.
 
     graphnetz show REPORT [--ci t|bootstrap]
-    graphnetz compare BASELINE REPORT [--test paired] [--margin 0] [--alpha 0.05] [--strict]
+    graphnetz compare BASELINE REPORT [--gate not-worse|better|equivalent] [--test paired]
+                      [--margin 0] [--alpha 0.05] [--strict] [--markdown]
     graphnetz refresh [PYTEST ARGS...]
-    graphnetz plot REPORT -o FILE.png [--ci t|bootstrap]
+    graphnetz plot REPORT [CANDIDATE] -o FILE.png [--ci t|bootstrap] [--gate ...] [--margin]
     graphnetz latex REPORT [-o FILE.tex] [--ci t|bootstrap]
     graphnetz markdown REPORT [-o FILE.md] [--ci t|bootstrap]
 
 One small function per subcommand, registered in :func:`build_parser`. Exit codes: 0 success,
-1 a gate failed (``compare``: a REGRESSED cell), 2 a file or a comparison that cannot be used
-(missing, malformed, newer schema, a refused pairing). Heavy imports stay inside the functions.
+1 a gate failed (``compare``: a failing cell) and nothing else, 2 a usage or input error (a bad
+argument, a file that is missing, malformed or a directory, a refused pairing), said in one
+line. Heavy imports stay inside the functions.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+import traceback
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
+GATES = {"not-worse": "not_worse", "better": "better", "equivalent": "equivalent"}
 
+
+# -- argument types: a bad value is a usage error (exit 2) naming the argument -------------------
+
+def _alpha(text: str) -> float:
+    alpha = _float(text)
+    if not 0.0 < alpha < 0.5:
+        raise argparse.ArgumentTypeError(f"must lie in (0, 0.5), got {text}")
+    return alpha
+
+
+def _margin(text: str) -> float:
+    margin = _float(text)
+    if not margin >= 0.0:
+        raise argparse.ArgumentTypeError(
+            f"must be >= 0 (a tolerated loss in metric units), got {text}")
+    return margin
+
+
+def _positive(text: str) -> float:
+    value = _float(text)
+    if not value > 0.0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def _float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text}")
+    return value
+
+
+def _report_file(text: str) -> str:
+    if Path(text).is_dir():
+        raise argparse.ArgumentTypeError(
+            f"{text} is a directory; give a report JSON file (e.g. one that "
+            "--graphnetz-report-dir or report.to_json wrote)")
+    return text
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (and exit code 2), not the usage block."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_UNUSABLE, f"{self.prog}: error: {message} (see `{self.prog} -h`)\n")
+
+
+# -- subcommands ---------------------------------------------------------------------------------
 
 def cmd_show(args: argparse.Namespace) -> int:
     """Print a report's per-cell summary table (mean, interval, spread, seeds)."""
@@ -34,22 +92,53 @@ def cmd_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_compare(args: argparse.Namespace) -> int:
-    """The not-worse gate of REPORT against BASELINE: every cell's verdict; exit 1 on a failure."""
+def _verdicts(args: argparse.Namespace, baseline: Any, candidate: Any) -> list:
+    from .gates import TESTS, compare_reports
+
+    return compare_reports(candidate, baseline, gate=GATES[args.gate], test=TESTS[args.test],
+                           margin=args.margin, alpha=args.alpha,
+                           strict=getattr(args, "strict", False), source=args.baseline)
+
+
+def _load_pair(args: argparse.Namespace) -> tuple[Any, Any]:
     from .baselines import load_baseline
-    from .gates import TESTS, compare_reports, gate_table
     from .report import BenchmarkReport
 
-    candidate = BenchmarkReport.from_json(args.report)
-    verdicts = compare_reports(candidate, load_baseline(args.baseline), gate="not_worse",
-                               test=TESTS[args.test], margin=args.margin, alpha=args.alpha,
-                               strict=args.strict, source=args.baseline)
-    print(gate_table(verdicts))
+    return load_baseline(args.baseline), BenchmarkReport.from_json(args.report)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """The chosen gate of REPORT against BASELINE: every cell's verdict; exit 1 on a failure."""
+    from .gates import gate_table
+
+    baseline, candidate = _load_pair(args)
+    verdicts = _verdicts(args, baseline, candidate)
     failed = [v for v in verdicts if v.failed]
-    for verdict in failed:
-        print()
-        print(verdict.message())
+    if args.markdown:
+        print(compare_markdown(verdicts, args), end="")
+    else:
+        print(gate_table(verdicts))
+        for verdict in failed:
+            print()
+            print(verdict.message())
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def compare_markdown(verdicts: Sequence[Any], args: argparse.Namespace) -> str:
+    """``compare --markdown``: a headline, the verdict table and each failing cell's message."""
+    from .gates import gate_table
+
+    failed = [v for v in verdicts if v.failed]
+    gate = f"{args.gate} gate ({verdicts[0].comparison.test}, alpha {args.alpha:g}, margin " \
+           f"{args.margin:g})"
+    headline = (f"**{len(failed)} of {len(verdicts)} cell(s) failed the {gate}**" if failed
+                else f"All {len(verdicts)} cell(s) pass the {gate}.")
+    parts = [f"### graphnetz compare: `{args.report}` against `{args.baseline}`", "",
+             headline, "", gate_table(verdicts, markdown=True)]
+    if failed:
+        parts += ["", "<details><summary>Why it failed</summary>", "", "```text",
+                  "\n\n".join(v.message() for v in failed), "```", "", "</details>"]
+    return "\n".join(parts) + "\n"
 
 
 def cmd_refresh(args: argparse.Namespace) -> int:
@@ -60,14 +149,17 @@ def cmd_refresh(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    """Write a report's forest plot (PNG, or any format matplotlib infers from the suffix)."""
-    from .plots import plot_command
+    """REPORT: its forest plot. REPORT CANDIDATE: the paired comparison of CANDIDATE against
+    REPORT as the baseline (per-cell Δ with its interval, per-seed dots, verdicts marked)."""
+    from .plots import plot_command, plot_comparison
 
-    try:
+    if args.candidate is None:
         return plot_command(args.report, args.output, ci_method=args.ci)
-    except ImportError as exc:  # matplotlib is the optional `plot` extra
-        print(f"graphnetz plot: {exc}", file=sys.stderr)
-        return EXIT_UNUSABLE
+    args.baseline, args.report = args.report, args.candidate
+    baseline, candidate = _load_pair(args)
+    plot_comparison(_verdicts(args, baseline, candidate), path=args.output,
+                    reports=(baseline, candidate))
+    return EXIT_OK
 
 
 def cmd_latex(args: argparse.Namespace) -> int:
@@ -84,35 +176,54 @@ def cmd_markdown(args: argparse.Namespace) -> int:
     return markdown_command(args.report, ci_method=args.ci, output=args.output)
 
 
+def _gate_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--gate", choices=tuple(GATES), default="not-worse",
+                        help="not-worse (fails on REGRESSED), better (passes only on BETTER) or "
+                             "equivalent (TOST within ±margin); default not-worse")
+    parser.add_argument("--test", default="paired",
+                        choices=("paired", "paired-t", "wilcoxon", "permutation", "bootstrap"))
+    parser.add_argument("--margin", type=_margin, default=0.0,
+                        help="tolerated loss (equivalent: the ±bound), metric units; default 0")
+    parser.add_argument("--alpha", type=_alpha, default=0.05,
+                        help="one-sided significance level, in (0, 0.5); default 0.05")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="graphnetz", description="Statistically aware regression testing of GNNs.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     show = sub.add_parser("show", help="summary table of a report")
-    show.add_argument("report", help="a report JSON file")
+    show.add_argument("report", type=_report_file, help="a report JSON file")
     show.add_argument("--ci", choices=("t", "bootstrap"), default=None,
                       help="interval method (default: the report's)")
     show.set_defaults(func=cmd_show)
 
-    compare = sub.add_parser("compare", help="gate REPORT against BASELINE (exit 1 on REGRESSED)")
-    compare.add_argument("baseline", help="the baseline report JSON file")
-    compare.add_argument("report", help="the candidate report JSON file")
-    compare.add_argument("--test", default="paired",
-                         choices=("paired", "paired-t", "wilcoxon", "permutation", "bootstrap"))
-    compare.add_argument("--margin", type=float, default=0.0,
-                         help="tolerated loss, in metric units (default 0)")
-    compare.add_argument("--alpha", type=float, default=0.05, help="significance level")
+    compare = sub.add_parser("compare", help="gate REPORT against BASELINE (exit 1 on a failure)")
+    compare.add_argument("baseline", type=_report_file, help="the baseline report JSON file")
+    compare.add_argument("report", type=_report_file, help="the candidate report JSON file")
+    _gate_arguments(compare)
     compare.add_argument("--strict", action="store_true", help="INCONCLUSIVE fails too")
+    compare.add_argument("--markdown", action="store_true",
+                         help="print GitHub Markdown (e.g. for a pull-request comment)")
     compare.set_defaults(func=cmd_compare)
 
-    for name, func, text in (("plot", cmd_plot, "forest plot of a report"),
-                             ("latex", cmd_latex, "booktabs LaTeX table of a report"),
+    plot = sub.add_parser("plot", help="forest plot of REPORT, or the paired comparison of "
+                                       "CANDIDATE against REPORT")
+    plot.add_argument("report", type=_report_file, help="a report (the baseline, with CANDIDATE)")
+    plot.add_argument("candidate", type=_report_file, nargs="?", default=None,
+                      help="a candidate report: draw the paired comparison")
+    plot.add_argument("-o", "--output", required=True, help="file to write (PNG, SVG, PDF...)")
+    plot.add_argument("--ci", choices=("t", "bootstrap"), default=None,
+                      help="forest plot: interval method (default: the report's)")
+    _gate_arguments(plot)
+    plot.set_defaults(func=cmd_plot)
+
+    for name, func, text in (("latex", cmd_latex, "booktabs LaTeX table of a report"),
                              ("markdown", cmd_markdown, "Markdown table and findings")):
         view = sub.add_parser(name, help=text)
-        view.add_argument("report", help="a report JSON file")
-        view.add_argument("-o", "--output", required=name == "plot",
-                          help="file to write" + ("" if name == "plot" else " (default: stdout)"))
+        view.add_argument("report", type=_report_file, help="a report JSON file")
+        view.add_argument("-o", "--output", help="file to write (default: stdout)")
         view.add_argument("--ci", choices=("t", "bootstrap"), default=None,
                           help="interval method (default: the report's)")
         view.set_defaults(func=func)
@@ -134,15 +245,41 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.pytest_args = argv[argv.index("refresh") + 1:]
     elif unknown:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if getattr(args, "gate", None) == "equivalent" and not args.margin > 0:
+        parser.error("argument --margin: --gate equivalent needs the equivalence bound "
+                     "--margin > 0")
     from .baselines import BaselineError
     from .gates import GateRefusal
-    from .report import ReportFormatError
 
     try:
         return args.func(args)
-    except (FileNotFoundError, ReportFormatError, BaselineError, GateRefusal) as exc:
-        print(f"graphnetz {args.command}: {exc}", file=sys.stderr)
+    except GateRefusal as exc:
+        # Not a verdict but not a bare error either: the refusal says why, and for a data
+        # change what it did, unpaired.
+        print(f"graphnetz {args.command}: refused: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
+    except (OSError, ValueError, BaselineError, ImportError) as exc:
+        # A missing, unreadable or malformed file (ReportFormatError is a ValueError), or the
+        # optional matplotlib: one line, never a traceback, never exit 1 (a failed gate).
+        print(f"graphnetz {args.command}: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    except (RecursionError, MemoryError) as exc:
+        print(f"graphnetz {args.command}: the input is too large or too deeply nested to read "
+              f"({type(exc).__name__})", file=sys.stderr)
+        return EXIT_UNUSABLE
+    except Exception:
+        # A bug of ours: the traceback helps the report, and exit 1 would read as a failed gate.
+        traceback.print_exc()
+        print(f"graphnetz {args.command}: internal error (please report it with the traceback "
+              "above)", file=sys.stderr)
+        return EXIT_UNUSABLE
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        text = f"{exc.filename}: {exc.strerror}"
+    return text or type(exc).__name__
 
 
 if __name__ == "__main__":

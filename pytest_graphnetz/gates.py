@@ -39,7 +39,7 @@ BaselineLike = BenchmarkReport | BaselineHandle | str | os.PathLike
 TESTS = {"paired": "paired-t", "paired-t": "paired-t", "wilcoxon": "wilcoxon",
           "permutation": "permutation", "bootstrap": "bootstrap"}
 # Protocol entries that change the last digits but not the protocol: noted, never refused.
-_ENVIRONMENT_KEYS = ("device", "threads", "versions")
+_ENVIRONMENT_KEYS = ("device", "threads", "versions", "gpu")
 
 
 class GateRefusal(ValueError):
@@ -69,6 +69,7 @@ class GateObserver:
     alpha: float
     strict: bool
     record: Callable[[dict[str, str]], None]
+    uses: Callable[[str], None] | None = None   # told each baseline file a gate reads
     # Called with each gate's candidate report before it is compared (--graphnetz-report-dir).
     candidate: Callable[[BenchmarkReport], None] | None = None
 
@@ -382,76 +383,49 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
 
 def _refresh(gate: str, report: BenchmarkReport, handle: BaselineHandle, *, test: str,
              margin: float, alpha: float, rng: Any) -> list[CellVerdict]:
-    """``--graphnetz-update-baselines``: write the candidate, unless the ratchet refuses.
-
-    The ratchet compares the candidate with the baseline it would replace (a not-worse gate on
-    their shared cells): a REGRESSED cell, an unreadable baseline or a pairing that cannot be
-    made refuses the update unless ``handle.force``. Returns the ratchet's verdicts.
-    """
+    """``--graphnetz-update-baselines``: :func:`pytest_graphnetz.ratchet.refresh` writes the
+    candidate unless the ratchet refuses; here its not-worse comparisons are made and reported.
+    Returns the ratchet's verdicts."""
     __tracebackhide__ = True
-    old, verdicts = None, []
-    try:
-        old = handle.load() if handle.exists() else None
-        if old is not None:
-            verdicts = _ratchet(report, old, test=test, margin=margin, alpha=alpha,
-                                source=str(handle.path), rng=rng)
-    except (BaselineError, GateRefusal):
-        if not handle.force:
-            raise
-    regressed = [v for v in verdicts if v.verdict == "REGRESSED"]
-    if regressed and not handle.force:
-        _record(verdicts, status="REFUSED")
-        raise AssertionError(
-            f"refusing to update baseline {handle.path}: the candidate is REGRESSED against it "
-            f"in {len(regressed)} cell(s) (the ratchet stops slow drift).\n\n"
-            + "\n\n".join(v.message() for v in regressed)
-            + "\n\nIf the regression is intended, rerun with "
-            + (f"`{handle.update_command} --graphnetz-force`" if handle.update_command
-               else "--graphnetz-force")
-        )
-    try:
-        handle.write(report, merge=old is not None, current=old)
-    except BaselineError:
-        if not handle.force:
-            raise
-        handle.write(report, merge=False)
-    _record(verdicts, status="UPDATED")
-    if not verdicts:
-        _record_written(report, gate, old)
-    return verdicts
+    from .ratchet import refresh
+
+    def judge(candidate: BenchmarkReport, reference: BenchmarkReport,
+              source: str) -> list[CellVerdict]:
+        return compare_reports(candidate, reference, gate="not_worse", test=test, margin=margin,
+                               alpha=alpha, source=source, rng=rng)
+
+    outcome = refresh(handle, report, judge)
+    status = "UPDATED" if outcome.written else "REFUSED"
+    _record(outcome.previous, status=status)
+    _record(outcome.anchored, status=f"{status} vs anchor")
+    if not outcome.written:
+        raise AssertionError(outcome.refusal())
+    judged = {(v.task, v.model) for v in outcome.previous}
+    _record_written(report, gate, [(t, m) for t in report.tasks for m in report.models
+                                   if (t, m) not in judged], outcome.replaced)
+    return [*outcome.previous, *outcome.anchored]
 
 
-def _ratchet(report: BenchmarkReport, old: BenchmarkReport, **kwargs: Any) -> list[CellVerdict]:
-    """The not-worse verdicts of ``report`` against ``old`` on the cells both have."""
-    tasks = [t for t in report.tasks if t in old.tasks]
-    models = [m for m in report.models if m in old.models]
-    if not (tasks and models):
-        return []
-    return compare_reports(report.subset(tasks=tasks, models=models),
-                           old.subset(tasks=tasks, models=models), gate="not_worse", **kwargs)
-
-
-def _record_written(report: BenchmarkReport, gate: str,
+def _record_written(report: BenchmarkReport, gate: str, cells: Sequence[tuple[str, str]],
                     old: BenchmarkReport | None = None) -> None:
-    """Rows for a baseline written without a paired ratchet verdict: a new baseline, or one
-    forced over a baseline that could not be paired (then old is shown against new, unpaired)."""
+    """Rows for cells written without a paired ratchet verdict: new cells, or cells forced over
+    a baseline that could not be paired (then old is shown against new, unpaired)."""
     observer = _OBSERVER.get()
     if observer is None:
         return
-    for task in report.tasks:
+    for task, model in cells:
         spec = report.metric(task)
-        for model in report.models:
-            cell = _describe(report.values(task, model), report)
-            row = {"cell": f"{task}/{model}", "metric": _metric(spec.name, spec.higher_is_better),
-                   "candidate": _mean_ci(cell, short=True), "verdict": "WRITTEN",
-                   "n": str(cell.n), "gate": gate, "baseline": "(new)"}
-            if old is not None and task in old.tasks and model in old.models:
-                before = _unpaired(report, old, task, model)
-                row.update(baseline=_mean_ci(before.baseline, short=True),
-                           delta=before.delta(), verdict="WRITTEN (forced)",
-                           note="replaced a baseline it could not be paired with; "
-                                "Δ is unpaired (Welch), not a verdict")
-            observer.record(row)
+        cell = _describe(report.values(task, model), report)
+        row = {"cell": f"{task}/{model}", "metric": _metric(spec.name, spec.higher_is_better),
+               "candidate": _mean_ci(cell, short=True), "verdict": "WRITTEN",
+               "n": str(cell.n), "gate": gate, "baseline": "(new)"}
+        if old is not None and task in old.tasks and model in old.models:
+            before = _unpaired(report, old, task, model)
+            row.update(baseline=_mean_ci(before.baseline, short=True),
+                       delta=before.delta(), verdict="WRITTEN (forced)",
+                       note="replaced a baseline it could not be paired with; "
+                            "Δ is unpaired (Welch), not a verdict")
+        observer.record(row)
 
 
 # -- checks that refuse --------------------------------------------------------------------------
@@ -464,6 +438,9 @@ def _load(baseline: BaselineLike) -> tuple[str, BenchmarkReport]:
     if isinstance(baseline, BaselineHandle):
         return str(baseline.path), baseline.load()
     if isinstance(baseline, (str, os.PathLike)):
+        observer = _OBSERVER.get()
+        if observer is not None and observer.uses is not None:
+            observer.uses(str(Path(baseline).resolve()))
         return str(baseline), load_baseline(Path(baseline))
     raise TypeError(f"`baseline` must be a BenchmarkReport, a path or a baseline handle, "
                     f"got {type(baseline).__name__}")
@@ -560,6 +537,13 @@ def _environment_notes(report: BenchmarkReport, baseline: BenchmarkReport) -> tu
         if a is not None and b is not None and a != b:
             notes.append(f"{key} differs (baseline {_brief(b, a)}, candidate {_brief(a, b)}): "
                          "the protocol is the same, the last digits may not be")
+    # The determinism mode acts on CUDA only ("gpu" is None on CPU): two CPU runs in different
+    # modes computed the same thing.
+    a, b = report.protocol.get("deterministic"), baseline.protocol.get("deterministic")
+    if a and b and a != b and (report.protocol.get("gpu") or baseline.protocol.get("gpu")):
+        notes.append(f"deterministic CUDA algorithms differ (baseline {b}, candidate {a}): "
+                     "a CUDA run not in mode 'on' may vary in the last digits from rerun to "
+                     "rerun, so even an unchanged model need not be IDENTICAL")
     return tuple(notes)
 
 

@@ -145,6 +145,7 @@ def plot_comparison(
     path: str | os.PathLike | None = None,
     ax: Axes | None = None,
     margin: float | None = None,
+    reports: tuple[BenchmarkReport, BenchmarkReport] | None = None,
 ) -> Figure:
     """Paired differences of a gate, one row per (task, model) cell, coloured by verdict.
 
@@ -154,6 +155,8 @@ def plot_comparison(
     baseline with the sign flipped for lower-is-better metrics, so right is always better.
     Lines mark 0 and the gate's bound: −margin (``not_worse``), +margin (``better``), ±margin
     (``equivalent``); ``margin`` overrides the comparisons' own. Tasks are separated by rules.
+    ``reports``: the ``(baseline, candidate)`` the verdicts came from; each seed's own paired
+    difference is then drawn as a light dot on its row. Each row's label names its verdict.
     Writes the figure to ``path`` when given; returns the Figure.
     """
     _require_matplotlib()
@@ -172,11 +175,15 @@ def plot_comparison(
     bounds: set[float] = set()
     for y, v in zip(ys, verdicts, strict=True):
         c = v.comparison
-        name = str(getattr(c.verdict, "value", c.verdict))
+        name = _verdict_name(v)
         colour = VERDICT_COLOURS.get(name, "#000000")
         seen.setdefault(name, colour)
         m = float(c.margin if margin is None else margin)
         bounds.update({"not_worse": [-m], "better": [m]}.get(c.kind, [-m, m]))
+        if reports is not None:
+            d = _paired_differences(v, *reports)
+            jitter = np.linspace(-0.18, 0.18, d.size) if d.size > 1 else np.zeros(d.size)
+            ax.scatter(d, y + jitter, s=14, color=colour, alpha=0.35, linewidths=0, zorder=1)
         xerr = [[c.mean_diff - c.ci.low], [c.ci.high - c.mean_diff]]
         ax.errorbar([c.mean_diff], [y], xerr=xerr, fmt="o", color=colour, ms=5, capsize=3,
                     elinewidth=1.6, zorder=3)
@@ -192,9 +199,10 @@ def plot_comparison(
     if bounds - {0.0}:
         text = ", ".join(f"{b:+g}" for b in sorted(bounds - {0.0}))
         handles.append(Line2D([], [], label=f"margin ({text})", **style))
-    ax.set_yticks(ys, [f"{v.task} · {v.model}" for v in verdicts])
+    ax.set_yticks(ys, [f"{v.task} · {v.model}\n{_verdict_name(v)}" for v in verdicts])
     ax.set_ylim(-0.6, n - 0.4)
-    ax.set_xlabel("mean paired Δ with its CI: candidate − baseline (positive = better)",
+    dots = "; dots: single seeds" if reports is not None else ""
+    ax.set_xlabel(f"mean paired Δ with its CI: candidate − baseline (positive = better){dots}",
                   fontsize=9)
     ax.grid(axis="x", alpha=0.3)
     ax.tick_params(labelsize=9)
@@ -203,6 +211,21 @@ def plot_comparison(
               frameon=False)
     _save(fig, path)
     return fig
+
+
+def _verdict_name(verdict: Any) -> str:
+    v = verdict.comparison.verdict
+    return str(getattr(v, "value", v))
+
+
+def _paired_differences(verdict: Any, baseline: BenchmarkReport,
+                        candidate: BenchmarkReport) -> np.ndarray:
+    """The per-seed d_s of one verdict's cell over its paired seeds (+ = better)."""
+    task, model = verdict.task, verdict.model
+    cand = candidate.values(task, model)[[candidate.seeds.index(s) for s in verdict.seeds]]
+    base = baseline.values(task, model)[[baseline.seeds.index(s) for s in verdict.seeds]]
+    d = cand - base
+    return d if candidate.metric(task).higher_is_better else -d
 
 
 def plot_command(report_path: str | os.PathLike, output: str | os.PathLike, *,

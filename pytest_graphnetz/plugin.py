@@ -38,6 +38,9 @@ MARKER = "graphnetz"                    # the marker of gate tests (-m graphnetz
 DEFAULT_ALPHA = 0.05
 GATE_PROPERTY = "graphnetz_gate"        # user_properties entry: one gate row (JSON text)
 TRIPLES_PROPERTY = "graphnetz_triples"  # user_properties entry: {"trained", "cached", "seconds"}
+# With --graphnetz-update-baselines only (what finding unused baselines needs):
+USES_PROPERTY = "graphnetz_baseline"          # user_properties entry: a baseline file used
+USER_PROPERTY = "graphnetz_baseline_user"     # on every report of a test that asks for one
 REPORT_PROPERTY = "graphnetz_report"    # user_properties entry: a saved candidate report's path
 FAILED_MARK = "✗ FAIL"                  # the table's Build column for rows that failed the build
 
@@ -75,6 +78,9 @@ _OPTIONS = (
     _Option("summary", "also write the gate table as Markdown to PATH", metavar="PATH"),
     _Option("report-dir", "save each gated test's candidate report (full JSON, histories "
             "included) under DIR, e.g. for CI artifacts", metavar="DIR"),
+    _Option("deterministic", "deterministic CUDA algorithms per triple: on, warn (let an "
+            "operation without one run, with a warning) or off (default on)",
+            metavar="on|warn|off"),
 )
 
 
@@ -137,14 +143,18 @@ class Settings:
     summary: Path | None
     report_dir: Path | None
     cli_baseline_dir: str | None  # as typed on the command line, for the commands we print
+    deterministic: str         # on | warn | off (determinism.py)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
         """Read and validate every option; a bad value is a usage error naming the option."""
+        from .determinism import DEFAULT_MODE, check_mode  # stdlib only at import
+
         get = _getter(config)
         workers = _convert("workers", get("workers", "1"), int, "a whole number of processes")
         alpha = _convert("alpha", get("alpha", str(DEFAULT_ALPHA)), float, "a number")
         try:
+            deterministic = check_mode(get("deterministic", DEFAULT_MODE))
             seeds = parse_seeds(get("seeds", DEFAULT_SEEDS))
         except ValueError as exc:
             raise pytest.UsageError(f"graphnetz: {exc}") from None
@@ -172,6 +182,7 @@ class Settings:
             summary=_path(config, "summary") if get("summary", None) else None,
             report_dir=_path(config, "report-dir") if get("report-dir", None) else None,
             cli_baseline_dir=config.getoption("graphnetz_baseline_dir"),
+            deterministic=deterministic,
         )
 
 
@@ -228,6 +239,14 @@ class GraphnetzSession:
         self.reports: list[str] = []         # candidate reports saved (--graphnetz-report-dir)
         self.trained = 0
         self.cached = 0
+        # (nodeid, module stem, default name) of each collected test that asks for a baseline
+        # (on the xdist controller: gathered from the workers).
+        self.baseline_users: list[tuple[str, str, str]] = []
+        self.used_baselines: set[str] = set()
+        self.unfinished: set[str] = set()   # baseline users that failed or were skipped
+        self.unused_lines: list[str] = []
+        if self.is_xdist_worker:  # sent to the controller when the worker finishes
+            config.workeroutput[USER_PROPERTY] = self.baseline_users  # type: ignore[attr-defined]
 
     @property
     def is_xdist_worker(self) -> bool:
@@ -249,6 +268,7 @@ class GraphnetzSession:
         kwargs.setdefault("device", s.device)
         kwargs.setdefault("workers", s.workers)
         kwargs.setdefault("cache_dir", s.cache_dir)
+        kwargs.setdefault("deterministic", s.deterministic)
         counts: dict[str, float] = {"trained": 0, "cached": 0}
         user_progress = kwargs.pop("progress", None)
         live = self._live_progress(tasks, models, kwargs["seeds"])
@@ -292,15 +312,87 @@ class GraphnetzSession:
     def baseline(self, item: pytest.Item, name: str | None = None) -> BaselineHandle:
         """The baseline handle of ``item``: ``<baseline dir>/<module>/<name or test>.json``
         (``<Class>.<test>`` for a test in a class)."""
-        from .baselines import BaselineHandle, default_path
+        from .baselines import BaselineError, BaselineHandle, default_path
 
         s = self.settings
-        path = default_path(s.baseline_dir, Path(str(item.path)).stem, name or _test_name(item))
+        path = default_path(s.baseline_dir, Path(str(item.path)).stem,
+                            _test_name(item) if name is None else name)
+        if name is None:
+            others = self._sharing(item.nodeid)
+            if others:
+                raise BaselineError(
+                    f"tests {item.nodeid} and {', '.join(others)} would share the baseline file "
+                    f"{path} (a file name keeps only the module's name, and some file systems "
+                    "ignore case), so one would be compared with the other's numbers. Give "
+                    "each its own baseline: graphnetz_baseline(\"<unique name>\")"
+                )
+        if s.update_baselines:
+            item.user_properties.append((USES_PROPERTY, str(path)))
         command = ["pytest", item.nodeid, "--graphnetz-update-baselines"]
         if s.cli_baseline_dir is not None:
             command.append(f"--graphnetz-baseline-dir={s.cli_baseline_dir}")
         return BaselineHandle(path, update=s.update_baselines, force=s.force,
                               update_command=shlex.join(command))
+
+    def _sharing(self, nodeid: str) -> list[str]:
+        """Other collected tests whose default baseline is the same file as ``nodeid``'s."""
+        from .baselines import default_path
+
+        keys = {n: str(default_path(self.settings.baseline_dir, stem, name)).casefold()
+                for n, stem, name in self.baseline_users}
+        mine = keys.get(nodeid)
+        return [n for n, key in keys.items() if key == mine and n != nodeid]
+
+    # baselines no test used (--graphnetz-update-baselines)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_pycollect_makeitem(self, collector: Any, name: str, obj: Any) -> Any:
+        """Note every test that asks for ``graphnetz_baseline`` as its module is collected:
+        a module makes all its tests, also those that ``-k``, ``-m`` or a node id then leave
+        out (their baselines are not unused). A hook: the session is registered as a plugin."""
+        made = yield
+        for item in made if isinstance(made, list) else [made]:
+            if isinstance(item, pytest.Item) and \
+                    "graphnetz_baseline" in getattr(item, "fixturenames", ()):
+                self.baseline_users.append(
+                    (item.nodeid, Path(str(item.path)).stem, _test_name(item)))
+                if self.settings.update_baselines:
+                    item.user_properties.append((USER_PROPERTY, item.nodeid))
+        return made
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """xdist controller: every worker collected the same tests; take one worker's list."""
+        users = getattr(node, "workeroutput", {}).get(USER_PROPERTY)
+        if users and not self.baseline_users:
+            self.baseline_users = [tuple(u) for u in users]
+
+    def partial_reasons(self, exitstatus: int) -> list[str]:
+        """Why this run cannot tell which baselines are unused (empty: a full, passing run)."""
+        config, option = self.config, self.config.option
+        reasons = [flag for flag, used in (
+            ("-k", getattr(option, "keyword", "")), ("-m", getattr(option, "markexpr", "")),
+            ("--deselect", getattr(option, "deselect", None)),
+            ("--lf", getattr(option, "lf", False)), ("--sw", getattr(option, "stepwise", False)),
+            ("paths or node ids", config.args_source == pytest.Config.ArgsSource.ARGS),
+        ) if used]
+        if exitstatus != 0:
+            reasons.append("the run did not pass")
+        elif self.unfinished:
+            reasons.append(f"tests that use baselines were skipped: "
+                           f"{', '.join(sorted(self.unfinished))}")
+        return reasons
+
+    def find_unused(self, exitstatus: int) -> None:
+        """After a refresh: delete the baselines no test used, or (a partial run) list them."""
+        if not self.settings.update_baselines or self.is_xdist_worker:
+            return
+        from .ratchet import prune_unused
+
+        reasons = self.partial_reasons(exitstatus)
+        self.unused_lines = prune_unused(
+            self.settings.baseline_dir, used=self.used_baselines, users=self.baseline_users,
+            delete=not reasons, why_kept=", ".join(reasons))
 
     def observer(self, item: pytest.Item) -> Any:
         """What the gates called inside ``item`` report to (session alpha/strict, the rows)."""
@@ -319,7 +411,11 @@ class GraphnetzSession:
             report.to_json(path)
             item.user_properties.append((REPORT_PROPERTY, str(path)))
 
+        def uses(path: str) -> None:
+            item.user_properties.append((USES_PROPERTY, path))
+
         return GateObserver(alpha=self.settings.alpha, strict=self.settings.strict, record=record,
+                            uses=uses if self.settings.update_baselines else None,
                             candidate=candidate if self.settings.report_dir else None)
 
     def _report_path(self, item: pytest.Item, k: int) -> Path:
@@ -337,12 +433,17 @@ class GraphnetzSession:
         """Gather gate rows, failures and triple counts (registered as a plugin: a hook)."""
         if report.failed and report.nodeid not in self.failures:
             self.failures[report.nodeid] = _crash_message(report)
+        for name, value in report.user_properties:
+            if name == USER_PROPERTY and (report.failed or report.skipped):
+                self.unfinished.add(value)
         # user_properties accumulate over setup/call/teardown; the teardown report has them all.
         if report.when != "teardown":
             return
         runs = []
         for name, value in report.user_properties:
-            if name == GATE_PROPERTY:
+            if name == USES_PROPERTY:
+                self.used_baselines.add(value)
+            elif name == GATE_PROPERTY:
                 self.rows.append(json.loads(value))
             elif name == REPORT_PROPERTY:
                 self.reports.append(value)
@@ -589,6 +690,10 @@ def _hide_marker(items: list[pytest.Item]) -> list[tuple[pytest.Item | pytest.Co
     return hidden
 
 
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    session.config.stash[STASH_KEY].find_unused(int(exitstatus))
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     # Gates report to an observer set for the test body. Only when the gates module is already
@@ -614,6 +719,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             terminalreporter.write_line(line)
     for path in session.write_markdown():
         terminalreporter.write_line(f"graphnetz: Markdown summary written to {path}")
+    for line in session.unused_lines:
+        terminalreporter.write_line(line)
     if session.reports:
         terminalreporter.write_line(
             f"graphnetz: {len(session.reports)} candidate report(s) saved under "

@@ -31,6 +31,9 @@ SCHEMA = "pytest-graphnetz/report"
 # 2: histories whose values are all float32 are written with their shortest float32 repr and
 # the marker `"float32": true` (version-1 files, without it, are read as before).
 SCHEMA_VERSION = 2
+# The values-only form committed baselines use (BenchmarkReport.to_values_dict).
+VALUES_SCHEMA = "pytest-graphnetz/baseline"
+VALUES_SCHEMA_VERSION = 1
 CI_METHODS = ("t", "bootstrap")
 EPOCH_SELECTIONS = ("final", "best_val")
 
@@ -308,9 +311,18 @@ class BenchmarkReport:
             for kind, by_name in report.fingerprints.items():
                 for name, per_seed in by_name.items():
                     fingerprints.setdefault(kind, {}).setdefault(name, {}).update(per_seed)
+        # The run's environment is the update's; what the protocol says per task and per
+        # (model, task) is kept for the cells the update did not run.
+        protocol = {**base.protocol, **update.protocol}
+        per_task = {**base.protocol.get("tasks", {}), **update.protocol.get("tasks", {})}
+        per_model = {m: {**base.protocol.get("models", {}).get(m, {}),
+                         **update.protocol.get("models", {}).get(m, {})} for m in models}
+        for key, entries in (("tasks", per_task), ("models", per_model)):
+            if any(entries.values()):
+                protocol[key] = {k: v for k, v in entries.items() if v}
         return cls(
             tasks=tasks, models=models, seeds=seeds, metrics={**base.metrics, **update.metrics},
-            histories=histories, protocol=update.protocol or base.protocol,
+            histories=histories, protocol=protocol,
             fingerprints=fingerprints, **update._settings(),
         )
 
@@ -404,20 +416,25 @@ class BenchmarkReport:
     def from_dict(cls, data: Mapping, *, source: str = "<dict>") -> BenchmarkReport:
         """Inverse of :meth:`to_dict`; a problem raises :class:`ReportFormatError` naming
         ``source``."""
-        if not isinstance(data, Mapping) or data.get("schema") != SCHEMA:
+        schema = data.get("schema") if isinstance(data, Mapping) else None
+        if schema not in (SCHEMA, VALUES_SCHEMA):
             raise ReportFormatError(
-                f"{source}: not a pytest-graphnetz report (no `schema: {SCHEMA}`)"
+                f"{source}: not a pytest-graphnetz report (no `schema: {SCHEMA}` or "
+                f"`schema: {VALUES_SCHEMA}`)"
             )
+        newest = SCHEMA_VERSION if schema == SCHEMA else VALUES_SCHEMA_VERSION
         version = data.get("schema_version")
         if type(version) is not int or version < 1:
             raise ReportFormatError(f"{source}: missing or invalid `schema_version` ({version!r}); "
                                     "it must be a positive integer")
-        if version > SCHEMA_VERSION:
+        if version > newest:
             raise ReportSchemaError(
-                f"{source}: written with report schema version {version}, newer than the "
-                f"{SCHEMA_VERSION} this pytest-graphnetz reads; upgrade pytest-graphnetz",
+                f"{source}: written with {schema} schema version {version}, newer than the "
+                f"{newest} this pytest-graphnetz reads; upgrade pytest-graphnetz",
                 version,
             )
+        if schema == VALUES_SCHEMA:
+            return _from_values_dict(cls, data, source)
         _check_report_dict(data, source)
         try:
             metrics = {t: MetricSpec(d["name"], d["higher_is_better"])
@@ -440,6 +457,55 @@ class BenchmarkReport:
             detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
             raise ReportFormatError(f"{source}: malformed report: {detail}") from exc
 
+    def to_values_dict(self) -> dict:
+        """The values-only JSON form that committed baselines use (no per-epoch histories).
+
+        Per (model, task) cell: the per-seed values under both epoch rules (``best_val`` is
+        null where the task has no validation series), mean and interval (``summary``, under
+        the report's settings), the model's repr and parameter count when the runner recorded
+        them; per model its per-seed fingerprints; per task its metric, protocol and per-seed
+        data fingerprints. Per-seed lists follow ``seeds``. Everything of one model sits in
+        that model's block, so a change to one model changes only its lines. Read back by
+        :meth:`from_dict`, it is a report whose history per triple is just the two selected
+        values (see :func:`_from_values_dict`).
+        """
+        support = self.epoch_selection_support()
+        X = {rule: self.to_array(rule, strict=False) for rule in EPOCH_SELECTIONS}
+        rows = {(r.task, r.model): r for r in self.summary()}
+        info = self.protocol.get("models", {})
+        models: dict = {}
+        for j, m in enumerate(self.models):
+            block: dict = {"tasks": {}}
+            fps = [self.fingerprints.get("model", {}).get(m, {}).get(s) for s in self.seeds]
+            if any(fp is not None for fp in fps):
+                block["fingerprints"] = fps
+            for i, t in enumerate(self.tasks):
+                cell = values_to_json({"final": X["final"][i, j],
+                                       "best_val": X["best_val"][i, j] if support[t] else None})
+                described = info.get(m, {}).get(t, {})
+                row = rows[(t, m)]
+                cell.update({
+                    "model": described.get("repr"), "parameters": described.get("parameters"),
+                    # For the reader only (never read back): six digits are plenty.
+                    "summary": {"mean": _round(row.mean), "n": row.n_seeds,
+                                "ci": [_round(row.ci_low), _round(row.ci_high)],
+                                "n_diverged": row.n_diverged},
+                })
+                block["tasks"][t] = cell
+            models[m] = block
+        tasks = {}
+        for t in self.tasks:
+            spec = self.metrics[t]
+            tasks[t] = {"metric": {"name": spec.name, "higher_is_better": spec.higher_is_better},
+                        "protocol": self.protocol.get("tasks", {}).get(t)}
+            fps = [self.data_fingerprint(t, s) for s in self.seeds]
+            if any(fp is not None for fp in fps):
+                tasks[t]["data_fingerprints"] = fps
+        environment = {k: v for k, v in self.protocol.items() if k not in _PER_CELL_PROTOCOL}
+        return {"schema": VALUES_SCHEMA, "schema_version": VALUES_SCHEMA_VERSION,
+                "seeds": list(self.seeds), "settings": self._settings(),
+                "environment": environment, "tasks": tasks, "models": models}
+
     def to_json(self, path: str | os.PathLike) -> Path:
         """Write the report as JSON (atomically: a temp file renamed over ``path``)."""
         path = Path(path)
@@ -450,23 +516,7 @@ class BenchmarkReport:
     def from_json(cls, path: str | os.PathLike) -> BenchmarkReport:
         """Load a report written by :meth:`to_json`; errors name the file and the problem."""
         path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise FileNotFoundError(f"no report at {path}") from None
-        except IsADirectoryError:
-            raise ReportFormatError(f"{path}: is a directory, not a report file") from None
-        except UnicodeDecodeError as exc:
-            raise ReportFormatError(f"{path}: not a UTF-8 text file ({exc})") from exc
-        try:
-            data = json.loads(text, parse_constant=_reject_constant)
-        except ValueError as exc:  # JSONDecodeError, or a bare NaN/Infinity (_reject_constant)
-            raise ReportFormatError(f"{path}: not valid JSON ({exc})") from exc
-        except RecursionError:
-            raise ReportFormatError(
-                f"{path}: JSON nested too deeply to read (a report is a few levels deep)"
-            ) from None
-        return cls.from_dict(data, source=str(path))
+        return cls.from_dict(read_json(path), source=str(path))
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -499,6 +549,139 @@ class BenchmarkReport:
     def __repr__(self) -> str:
         return (f"BenchmarkReport({len(self.tasks)} tasks × {len(self.models)} models × "
                 f"{len(self.seeds)} seeds, metric={self.metric_name()!r})")
+
+
+def read_json(path: Path) -> Any:
+    """The JSON document in ``path``; :class:`ReportFormatError` if it is not UTF-8 JSON."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no report at {path}") from None
+    except IsADirectoryError:
+        raise ReportFormatError(f"{path}: is a directory, not a report file") from None
+    except UnicodeDecodeError as exc:
+        raise ReportFormatError(f"{path}: not a UTF-8 text file ({exc})") from exc
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except ValueError as exc:  # JSONDecodeError, or a bare NaN/Infinity (_reject_constant)
+        raise ReportFormatError(f"{path}: not valid JSON ({exc})") from exc
+    except RecursionError:
+        raise ReportFormatError(
+            f"{path}: JSON nested too deeply to read (a report is a few levels deep)"
+        ) from None
+
+
+# -- the values-only form (committed baselines) -------------------------------------------------
+# Protocol entries kept per task or per model in the values form (the rest is "environment").
+_PER_CELL_PROTOCOL = ("tasks", "models", "source")
+_VALUES_SOURCE = "values only: each history holds the best_val and final selections"
+
+
+def values_to_json(vectors: Mapping[str, Any]) -> dict:
+    """Per-seed vectors (``None`` kept as null) for JSON, float32 ones at float32 length.
+
+    Adds ``"float32": true`` when every value is exactly a float32 (what trainers record):
+    they are then written with their shortest float32 repr, as histories are (see below).
+    """
+    present = {k: np.asarray(v, dtype=np.float64) for k, v in vectors.items() if v is not None}
+    out: dict = {k: None for k, v in vectors.items() if v is None}
+    flat = np.concatenate(list(present.values())) if present else np.empty(0)
+    short = _float32_short(flat)
+    if short is None:
+        out.update({k: [float(x) for x in v] for k, v in present.items()})
+        return out
+    it = iter(short)
+    out.update({k: [next(it) for _ in v] for k, v in present.items()})
+    out[_FLOAT32_MARK] = True
+    return out
+
+
+def values_from_json(d: Mapping, keys: Sequence[str]) -> dict[str, np.ndarray | None]:
+    """Inverse of :func:`values_to_json` for ``keys`` (a null or absent vector is None)."""
+    out: dict[str, np.ndarray | None] = {}
+    for k in keys:
+        if d.get(k) is None:
+            out[k] = None
+            continue
+        if not isinstance(d[k], list) or any(isinstance(v, (bool, list, dict)) for v in d[k]):
+            raise ValueError(f"`{k}` must be a list of numbers, got {d[k]!r}")
+        doubles = np.array([float(v) for v in d[k]], dtype=np.float64)
+        out[k] = doubles.astype(np.float32).astype(np.float64) if d.get(_FLOAT32_MARK) \
+            else doubles
+    return out
+
+
+def _from_values_dict(cls: type[BenchmarkReport], data: Mapping, source: str) -> BenchmarkReport:
+    """A report from :meth:`BenchmarkReport.to_values_dict`.
+
+    With no per-epoch record to keep, each triple's history is the two selected values:
+    epoch 0 the ``best_val`` pick, epoch 1 the final epoch, and a two-point validation series
+    that makes ``best_val`` choose epoch 0; so ``values()`` under either rule, and every
+    statistic, gate and view built on it, gives back exactly the stored numbers. A task
+    without a validation series gets a one-epoch history (``best_val`` unsupported, as before).
+    ``protocol["source"]`` says the histories are selections, not training curves.
+    """
+    try:
+        seeds = [int(s) for s in data["seeds"]]
+        if any(isinstance(s, bool) for s in data["seeds"]) or \
+                [float(s) for s in data["seeds"]] != seeds:
+            raise ValueError(f"`seeds` must be integers, got {data['seeds']}")
+        tasks, models = list(data["tasks"]), list(data["models"])
+        metrics, task_protocol, data_fps = {}, {}, {}
+        for t, block in data["tasks"].items():
+            m = block["metric"]
+            if not isinstance(m["higher_is_better"], bool):
+                raise ValueError(f"task {t!r}: `higher_is_better` must be true or false")
+            metrics[t] = MetricSpec(str(m["name"]), m["higher_is_better"])
+            if block.get("protocol") is not None:
+                task_protocol[t] = block["protocol"]
+            if block.get("data_fingerprints") is not None:
+                data_fps[t] = _per_seed(block["data_fingerprints"], seeds, f"task {t!r}")
+        histories, model_fps, model_info = {}, {}, {}
+        for m, block in data["models"].items():
+            if block.get("fingerprints") is not None:
+                model_fps[m] = _per_seed(block["fingerprints"], seeds, f"model {m!r}")
+            missing = [t for t in tasks if t not in block["tasks"]]
+            if missing:
+                raise ValueError(f"model {m!r} has no cell for task(s) {missing}")
+            for t, cell in block["tasks"].items():
+                if t not in metrics:
+                    raise ValueError(f"cell {t}/{m}: task {t!r} is not among `tasks`")
+                v = values_from_json(cell, ("final", "best_val"))
+                for rule, vec in v.items():
+                    if vec is not None and len(vec) != len(seeds):
+                        raise ValueError(f"cell {t}/{m}: `{rule}` has {len(vec)} values for "
+                                         f"{len(seeds)} seeds")
+                if v["final"] is None:
+                    raise ValueError(f"cell {t}/{m}: no `final` values")
+                up = metrics[t].higher_is_better
+                for k, s in enumerate(seeds):
+                    final = float(v["final"][k])
+                    best = v["best_val"]
+                    histories[(t, m, s)] = (History(test=[final]) if best is None else History(
+                        test=[float(best[k]), final], val=[1.0, 0.0] if up else [0.0, 1.0]))
+                if cell.get("model") is not None or cell.get("parameters") is not None:
+                    model_info.setdefault(m, {})[t] = {"repr": cell.get("model"),
+                                                       "parameters": cell.get("parameters")}
+        protocol = {**data.get("environment", {}), "source": _VALUES_SOURCE,
+                    "tasks": task_protocol, "models": model_info}
+        return cls(tasks=tasks, models=models, seeds=seeds, metrics=metrics,
+                   histories=histories, protocol=protocol,
+                   fingerprints={"data": data_fps, "model": model_fps},
+                   **data.get("settings", {}))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise ReportFormatError(f"{source}: malformed baseline: {detail}") from exc
+
+
+def _round(x: float) -> float:
+    return float(f"{x:.6g}")
+
+
+def _per_seed(values: Any, seeds: Sequence[int], what: str) -> dict[int, str]:
+    if not isinstance(values, list) or len(values) != len(seeds):
+        raise ValueError(f"{what}: fingerprints must be a list with one entry per seed")
+    return {s: str(fp) for s, fp in zip(seeds, values, strict=True) if fp is not None}
 
 
 # -- validating a report's JSON before building anything ----------------------------------------
@@ -633,20 +816,27 @@ def _check_series(where: str, values: Any) -> None:
 _FLOAT32_MARK = "float32"
 
 
+def _float32_short(values: np.ndarray) -> list[float] | None:
+    """``values`` at their shortest float32 repr, or None when they are not all float32."""
+    with np.errstate(over="ignore", invalid="ignore"):  # out of float32 range: not float32
+        narrow = values.astype(np.float32)
+    if not np.array_equal(narrow.astype(np.float64), values, equal_nan=True):
+        return None
+    # numpy prints a float32 by its shortest repr that reads back as the same float32.
+    short = [float(str(x)) for x in narrow]
+    if not np.array_equal(np.array(short, dtype=np.float32), narrow, equal_nan=True):
+        return None  # never seen; the guard keeps the format exact if a reader rounded otherwise
+    return short
+
+
 def history_to_json(hist: History) -> dict:
     """``hist.to_dict()``, float32 histories shortened (see above)."""
     d = hist.to_dict()
     series = [d["test"], d.get("val") or [], d.get("train_loss", [])]
     series += list(d.get("extra", {}).values())
-    values = np.array([v for s in series for v in s], dtype=np.float64)
-    with np.errstate(over="ignore", invalid="ignore"):  # out of float32 range: not float32
-        narrow = values.astype(np.float32)
-    if not np.array_equal(narrow.astype(np.float64), values, equal_nan=True):
+    short = _float32_short(np.array([v for s in series for v in s], dtype=np.float64))
+    if short is None:
         return d
-    # numpy prints a float32 by its shortest repr that reads back as the same float32.
-    short = [float(str(x)) for x in narrow]
-    if not np.array_equal(np.array(short, dtype=np.float32), narrow, equal_nan=True):
-        return d  # never seen; the guard keeps the format exact if a reader rounded otherwise
     it = iter(short)
 
     def take(s: list) -> list[float]:

@@ -12,7 +12,8 @@ One triple (:func:`_run_triple`, a picklable top-level function so any executor 
 2. reseed again, build the model (so loading — from disk or freshly generated — never shifts
    the initialisation draws);
 3. fingerprint data and model; look the triple up in the cache, else move model and data to
-   the device and train with the task's trainer (custom) or the built-in one of its kind.
+   the device and train with the task's trainer (custom) or the built-in one of its kind —
+   on CUDA under the run's determinism mode (:mod:`~pytest_graphnetz.determinism`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import determinism
 from .cache import TripleCache
 from .history import History, MetricSpec
 from .report import BenchmarkReport
@@ -194,7 +196,8 @@ class _Job:
     threads: int
     root: str
     cache_dir: str | None
-    context: Mapping[str, Any]  # device info and versions: part of the cache key
+    context: Mapping[str, Any]  # device info and versions (+ GPU and mode): part of the cache key
+    deterministic: str = determinism.DEFAULT_MODE
 
 
 @dataclass(frozen=True)
@@ -204,6 +207,7 @@ class _Outcome:
     model_fp: str
     cached: bool
     seconds: float
+    model_info: dict[str, Any]    # what the model was: its repr and parameter count
 
 
 def _trainer_identity(task: Task) -> Any:
@@ -258,15 +262,17 @@ def _run_triple_alone(job: _Job) -> _Outcome:
     if task.trainer is None:
         training.check_fits(model, kind=task.kind, task=task.name, model_name=job.model)
     model_fp = model_fingerprint(model, job.factory)
+    model_info = {"repr": repr(model), "parameters": sum(p.numel() for p in model.parameters())}
 
     def train() -> History:
         device = torch.device(job.device)
-        moved = model.to(device)
-        on_device = to_device(data, device)
-        if task.trainer is not None:
-            result = task.trainer(moved, on_device, task=task, device=device)
-            return training.as_history(result, where=f"trainer of task {task.name!r}")
-        return training.builtin(task.kind).train(moved, on_device, task=task, device=device)
+        with determinism.deterministic_scope(job.deterministic, job.device):
+            moved = model.to(device)
+            on_device = to_device(data, device)
+            if task.trainer is not None:
+                result = task.trainer(moved, on_device, task=task, device=device)
+                return training.as_history(result, where=f"trainer of task {task.name!r}")
+            return training.builtin(task.kind).train(moved, on_device, task=task, device=device)
 
     if job.cache_dir is None:
         history, cached = train(), False
@@ -278,7 +284,7 @@ def _run_triple_alone(job: _Job) -> _Outcome:
         }
         history, cached = TripleCache(job.cache_dir).get_or_compute(
             make_key(fields), train, fields, check=_entry_check(task))
-    return _Outcome(history, data_fp, model_fp, cached, time.perf_counter() - start)
+    return _Outcome(history, data_fp, model_fp, cached, time.perf_counter() - start, model_info)
 
 
 def _entry_check(task: Task) -> Callable[[History], str | None]:
@@ -324,6 +330,7 @@ def run_benchmark(
     weight_decay: float | None = None,
     batch_size: int | None = None,
     options: Mapping[str, Any] | None = None,
+    deterministic: str = determinism.DEFAULT_MODE,
 ) -> BenchmarkReport:
     """Train every model on every task under every seed; the per-seed, per-epoch report.
 
@@ -346,6 +353,8 @@ def run_benchmark(
       (``hidden``, ``hits_k``...). They are part of each task's config, so of the cache key
       and the report's protocol. For one task only, pass ``{name: dataclasses.replace(task,
       epochs=...)}`` with ``task = pytest_graphnetz.tasks.get_task(name)``.
+    - ``deterministic``: ``on`` (default), ``warn`` or ``off``: deterministic CUDA algorithms
+      per triple (see :mod:`~pytest_graphnetz.determinism`; no effect on CPU and MPS).
 
     Returns a :class:`BenchmarkReport` with ``X[task, model, seed]`` in the order of ``tasks``,
     ``models`` and ``seeds``, every history, data/model fingerprints and the run's protocol.
@@ -366,24 +375,32 @@ def run_benchmark(
         raise ValueError(f"`threads` must be >= 1, got {threads!r}")
     if int(workers) < 1:
         raise ValueError(f"`workers` must be >= 1, got {workers!r}")
+    mode = determinism.check_mode(deterministic)
     device_str = resolve_device(device)
+    if determinism.applies(device_str):
+        determinism.prepare_cublas(mode)  # before _device_info starts CUDA
     info = _device_info(device_str)
+    gpu = determinism.gpu_protocol(device_str)
     versions = _versions()
     base = Path(root if root is not None else os.environ.get(ROOT_ENV) or DEFAULT_ROOT)
     opened = None if cache_dir is None else TripleCache.open(Path(cache_dir).resolve())
     cache = None if opened is None else str(opened.directory)
-    context = {"device": info, "versions": versions}
+    context: dict[str, Any] = {"device": info, "versions": versions}
+    if gpu is not None:
+        # CPU keys stay as they were: there the mode changes no number (see determinism.py).
+        context.update(gpu=gpu, deterministic=mode)
 
     jobs = [
         _Job(task=task, model=model, factory=models[model], seed=seed, device=device_str,
              threads=int(threads), root=str((base / task.category / task.name).resolve()),
-             cache_dir=cache, context=context)
+             cache_dir=cache, context=context, deterministic=mode)
         for task in task_map.values() for model in models for seed in seed_list
     ]
     outcomes = _execute(jobs, workers=int(workers), executor=executor, device=device_str,
                         progress=progress)
     return _assemble(task_map, list(models), seed_list, jobs, outcomes,
                      protocol={"device": info, "threads": int(threads), "versions": versions,
+                               "deterministic": mode, "gpu": gpu,
                                "platform": platform.platform(),
                                "tasks": {t.name: _task_protocol(t) for t in task_map.values()}})
 
@@ -570,6 +587,7 @@ def _assemble(task_map: Mapping[str, Task], models: list[str], seeds: list[int],
     histories = {}
     data_fps: dict[str, dict[int, str]] = {}
     model_fps: dict[str, dict[int, dict[str, str]]] = {}
+    model_info: dict[str, dict[str, dict]] = {}
     for job, out in zip(jobs, outcomes, strict=True):
         t = job.task.name
         histories[(t, job.model, job.seed)] = out.history
@@ -582,6 +600,7 @@ def _assemble(task_map: Mapping[str, Task], models: list[str], seeds: list[int],
                 "deterministic given `seed` — otherwise seeds cannot be paired"
             )
         model_fps.setdefault(job.model, {}).setdefault(job.seed, {})[t] = out.model_fp
+        model_info.setdefault(job.model, {}).setdefault(t, out.model_info)
     # A model is built once per task (its channels differ), so its per-seed fingerprint
     # combines the per-task ones (sorted by task name: task order never changes it).
     combined = {
@@ -590,6 +609,8 @@ def _assemble(task_map: Mapping[str, Task], models: list[str], seeds: list[int],
         for m, per_seed in model_fps.items()
     }
     metrics = {t: MetricSpec.from_name(task.metric_name) for t, task in task_map.items()}
+    # The model as a reviewer reads it (per task: its channels differ), kept in baselines.
+    protocol = {**protocol, "models": {m: model_info[m] for m in models}}
     return BenchmarkReport(
         tasks=list(task_map), models=models, seeds=seeds, metrics=metrics, histories=histories,
         protocol=protocol, fingerprints={"data": data_fps, "model": combined},

@@ -1,13 +1,17 @@
-"""The baseline store: paths, distinct errors, merging, stable files; then through pytest."""
+"""The baseline store and the ratchet: paths, errors, the reviewable file format and its
+migration, merging (in git too), locking, unused baselines; most of it through real pytest."""
 
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from pytest_graphnetz import BenchmarkReport
+from pytest_graphnetz import BenchmarkReport, History
 from pytest_graphnetz.baselines import (
     BaselineError,
     BaselineFormatError,
@@ -16,25 +20,57 @@ from pytest_graphnetz.baselines import (
     BaselineSchemaError,
     default_path,
     load_baseline,
+    read_baseline,
+    write_baseline,
 )
-from pytest_graphnetz.report import SCHEMA_VERSION
+from pytest_graphnetz.report import VALUES_SCHEMA_VERSION
 
 pytest.importorskip("scipy.stats")
-import pytest_graphnetz.gates  # noqa: E402,F401  (loaded once: see test_plugin.py)
+import pytest_graphnetz.gates as gates  # noqa: E402  (loaded once: see test_plugin.py)
+from pytest_graphnetz.ratchet import refresh  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+LEGACY = Path(__file__).parent / "data" / "legacy_test_social_models_not_worse.json"
+
+
+SHIFT = {"GCN": 0.0, "SAGE": 0.02, "GAT": 0.04}   # a model's numbers do not depend on its company
 
 
 def report(models=("GCN",), seeds=range(4), offset=0.0) -> BenchmarkReport:
-    X = 0.8 + offset + 0.01 * np.arange(len(models) * len(seeds)).reshape(1, len(models), -1)
+    X = [[[0.8 + offset + SHIFT[m] + 0.01 * (s % 4) + 0.001 * (s % 3) for s in seeds]
+          for m in models]]
     return BenchmarkReport.from_arrays(X, tasks=["karate"], models=list(models), seeds=seeds,
                                        metric="accuracy")
 
 
-def test_default_path_is_module_and_test(tmp_path) -> None:
+def judge(candidate, reference, source):
+    return gates.compare_reports(candidate, reference, gate="not_worse", source=source)
+
+
+def same_values(a: BenchmarkReport, b: BenchmarkReport) -> bool:
+    return all(np.array_equal(a.values(t, m, epoch_selection=rule, strict=False),
+                              b.values(t, m, epoch_selection=rule, strict=False), equal_nan=True)
+               for t in a.tasks for m in a.models for rule in ("final", "best_val"))
+
+
+# -- paths ----------------------------------------------------------------------------------------
+
+
+def test_default_path_is_injective_and_stays_in_its_directory(tmp_path) -> None:
     assert default_path(tmp_path, "test_models", "test_gcn") == \
         tmp_path / "test_models" / "test_gcn.json"
-    # parametrised ids keep their brackets; path separators and spaces cannot escape the dir
-    assert default_path(tmp_path, "m", "test_x[a/b c]").name == "test_x[a_b_c].json"
-    assert default_path(tmp_path, "m", "../up").parent == tmp_path / "m"
+    # ids that used to collapse onto one file (test_cfg[a_b].json) now have one each
+    names = ["test_cfg[a/b]", "test_cfg[a b]", "test_cfg[a_b]", "test_cfg[a%2Fb]",
+             "test_cfg[a\tb]", "test_cfg[a:b]", "test_cfg[ä b]"]
+    paths = [default_path(tmp_path, "m", n) for n in names]
+    assert len(set(paths)) == len(names)
+    assert paths[0].name == "test_cfg[a%2Fb].json" and paths[1].name == "test_cfg[a%20b].json"
+    assert paths[3].name == "test_cfg[a%252Fb].json"
+    for name in ("../up", "/abs", "a\\b", ".."):
+        assert default_path(tmp_path, "m", name).parent == tmp_path / "m"
+
+
+# -- reading: each problem its own error -----------------------------------------------------------
 
 
 def test_each_problem_has_its_own_error(tmp_path) -> None:
@@ -45,46 +81,188 @@ def test_each_problem_has_its_own_error(tmp_path) -> None:
     with pytest.raises(BaselineFormatError, match="cannot be read: .*not valid JSON") as info:
         load_baseline(path)
     assert not isinstance(info.value, BaselineSchemaError)
-    data = report().to_dict()
-    data["schema_version"] = SCHEMA_VERSION + 1
+    data = report().to_values_dict()
+    data["schema_version"] = VALUES_SCHEMA_VERSION + 1
     path.write_text(json.dumps(data))
     with pytest.raises(BaselineSchemaError, match=f"newer pytest-graphnetz .*version "
-                                                  f"{SCHEMA_VERSION + 1}.*Upgrade"):
+                                                  f"{VALUES_SCHEMA_VERSION + 1}.*Upgrade"):
+        load_baseline(path)
+    data["schema_version"] = VALUES_SCHEMA_VERSION
+    del data["models"]["GCN"]["tasks"]["karate"]["final"][0]
+    path.write_text(json.dumps(data))
+    with pytest.raises(BaselineFormatError, match="karate/GCN: `final` has 3 values for 4 seeds"):
         load_baseline(path)
 
 
-def test_write_merges_cell_by_cell(tmp_path) -> None:
-    handle = BaselineHandle(tmp_path / "b.json")
+# -- the reviewable format -------------------------------------------------------------------------
+
+
+def two_rule_report() -> BenchmarkReport:
+    """Histories with a validation series, float32 values, a diverged seed, an MAE task."""
+    rng = np.random.default_rng(0)
+    histories = {}
+    for t in ("karate", "zinc"):
+        for m in ("GCN", "GAT"):
+            for s in range(5):
+                test = rng.random(6).astype(np.float32).tolist()
+                if (t, m, s) == ("karate", "GAT", 3):
+                    test[-1] = float("nan")
+                histories[(t, m, s)] = History(test=test, val=rng.random(6).tolist(),
+                                               train_loss=rng.random(6).tolist())
+    from pytest_graphnetz import MetricSpec
+
+    return BenchmarkReport(
+        tasks=["karate", "zinc"], models=["GCN", "GAT"], seeds=range(5),
+        metrics={"karate": MetricSpec("accuracy", True), "zinc": MetricSpec("mae", False)},
+        histories=histories, protocol={"device": {"kind": "cpu"}, "tasks": {"zinc": {"e": 6}},
+                                       "models": {"GCN": {"zinc": {"repr": "GCN()",
+                                                                   "parameters": 7}}}},
+        fingerprints={"data": {"karate": {s: f"d{s}" for s in range(5)}},
+                      "model": {"GCN": {s: f"m{s}" for s in range(5)}}})
+
+
+def test_values_form_keeps_every_number_of_both_epoch_rules(tmp_path) -> None:
+    original = two_rule_report()
+    path = write_baseline(tmp_path / "b.json", original, {})
+    back = load_baseline(path)
+    assert same_values(back, original)
+    assert back.metric("zinc").higher_is_better is False
+    assert back.data_fingerprint("karate", 3) == "d3"
+    assert back.fingerprints["model"]["GCN"][4] == "m4"
+    assert back.protocol["device"] == {"kind": "cpu"}
+    assert back.protocol["models"]["GCN"]["zinc"] == {"repr": "GCN()", "parameters": 7}
+    assert back.protocol["tasks"]["zinc"] == {"e": 6}
+    # a values-only baseline written again is the same file (stable, diffable)
+    again = write_baseline(tmp_path / "c.json", back, {})
+    assert again.read_bytes() == path.read_bytes()
+    # every statistic works on it: the gate reads IDENTICAL against the original
+    assert {v.verdict for v in judge(original, back, "b")} == {"IDENTICAL"}
+
+
+def test_a_task_without_validation_series_keeps_best_val_unsupported(tmp_path) -> None:
+    back = load_baseline(write_baseline(tmp_path / "b.json", report(), {}))
+    assert back.epoch_selection_support() == {"karate": False}
+    data = json.loads((tmp_path / "b.json").read_text())
+    assert data["models"]["GCN"]["tasks"]["karate"]["best_val"] is None
+
+
+def test_todays_baseline_files_still_load_and_migrate_bit_for_bit(tmp_path) -> None:
+    """The file committed before this format (a full report, 206 KB for 3 models × 10 seeds)."""
+    legacy = read_baseline(LEGACY)
+    assert legacy.legacy and legacy.anchors == {}
+    old = BenchmarkReport.from_json(LEGACY)
+    assert same_values(legacy.report, old)
+    # a refresh with the same numbers migrates it: ≤ 10 KB, anchors = the old values
+    handle = BaselineHandle(tmp_path / "b.json", update=True)
+    shutil.copy(LEGACY, handle.path)
+    outcome = refresh(handle, old, judge)
+    assert outcome.written and {v.verdict for v in outcome.previous} == {"IDENTICAL"}
+    size = handle.path.stat().st_size
+    assert size <= 10_000 < LEGACY.stat().st_size, size
+    stored = read_baseline(handle.path)
+    assert not stored.legacy and same_values(stored.report, old)
+    assert stored.report.fingerprints == old.fingerprints
+    for (t, m), anchor in stored.anchors.items():
+        np.testing.assert_array_equal(anchor.final, old.values(t, m, epoch_selection="final"))
+
+
+def test_committed_example_baselines_are_reviewable_and_hold_todays_numbers() -> None:
+    files = sorted((ROOT / "baselines").glob("*/*.json"))
+    assert files, "the example baselines are committed"
+    for path in files:
+        text = path.read_text()
+        stored = read_baseline(path)
+        assert not stored.legacy, f"{path} is in the old format"
+        assert "histories" not in json.loads(text)
+        assert len(text) <= 10_000, (path, len(text))
+        for task in stored.report.tasks:
+            for model in stored.report.models:
+                info = stored.report.protocol["models"][model][task]
+                assert info["repr"].startswith(model[:3]) or "(" in info["repr"]
+                assert info["parameters"] > 0
+                assert (task, model) in stored.anchors
+    # the social gate's numbers are exactly those of the file they replace
+    social = load_baseline(ROOT / "baselines" / "test_gates" / "test_social_models_not_worse.json")
+    assert same_values(social, BenchmarkReport.from_json(LEGACY))
+
+
+def test_a_change_to_one_model_changes_only_its_lines(tmp_path) -> None:
+    handle = BaselineHandle(tmp_path / "b.json", update=True, force=True)
+    refresh(handle, report(models=("GAT", "GCN", "SAGE"), seeds=range(10)), judge)
+    before = handle.path.read_text().splitlines()
+    better = report(models=("GCN",), seeds=range(10), offset=0.1)
+    refresh(BaselineHandle(handle.path, update=True), better, judge)
+    after = handle.path.read_text().splitlines()
+    changed = [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
+    assert changed, "the GCN values changed"
+    start = before.index('    "GCN": {')
+    end = before.index('    "SAGE": {')
+    assert all(start < i < end for i in changed), [before[i] for i in changed]
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                          text=True).stdout
+
+
+def test_two_branches_refreshing_different_models_merge_without_conflict(tmp_path) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "t@example.com")
+    git(repo, "config", "user.name", "t")
+    path = repo / "baselines" / "test_m" / "test_gates.json"
+    refresh(BaselineHandle(path, update=True),
+            report(models=("GAT", "GCN", "SAGE"), seeds=range(10)), judge)
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "baseline")
+    for branch, model in (("gcn", "GCN"), ("sage", "SAGE")):
+        git(repo, "checkout", "-qb", branch, "main")
+        # an improvement the ratchet accepts, different in each branch
+        refresh(BaselineHandle(path, update=True),
+                report(models=(model,), seeds=range(10), offset=0.05), judge)
+        git(repo, "commit", "-qam", f"refresh {model}")
+    git(repo, "checkout", "-q", "gcn")
+    merge = subprocess.run(["git", "merge", "--no-edit", "sage"], cwd=repo, capture_output=True,
+                           text=True)
+    assert merge.returncode == 0, merge.stdout + merge.stderr
+    merged = load_baseline(path)
+    for model in ("GCN", "SAGE"):
+        np.testing.assert_array_equal(
+            merged.values("karate", model),
+            report(models=(model,), seeds=range(10), offset=0.05).values("karate", model))
+    np.testing.assert_array_equal(merged.values("karate", "GAT"),
+                                  report(models=("GAT",), seeds=range(10)).values("karate", "GAT"))
+
+
+# -- refreshing: merge cell by cell, refuse what cannot merge --------------------------------------
+
+
+def test_refresh_merges_cell_by_cell(tmp_path) -> None:
+    handle = BaselineHandle(tmp_path / "b.json", update=True)
     first = report(models=("GCN", "SAGE"), seeds=range(4))
-    handle.write(first)
+    refresh(handle, first, judge)
     update = report(models=("GCN", "GAT"), seeds=range(4), offset=0.1)
-    merged = BenchmarkReport.from_json(handle.write(update))
-    assert merged.models == ("GCN", "SAGE", "GAT") and merged.seeds == (0, 1, 2, 3)
+    outcome = refresh(handle, update, judge)
+    assert outcome.new_cells == [("karate", "GAT")]
+    merged = load_baseline(handle.path)
+    assert set(merged.models) == {"GCN", "SAGE", "GAT"} and merged.seeds == (0, 1, 2, 3)
     for model, source in (("GCN", update), ("SAGE", first), ("GAT", update)):
         np.testing.assert_array_equal(merged.values("karate", model),
                                       source.values("karate", model))
-    more = BenchmarkReport.from_json(handle.write(report(models=merged.models, seeds=[4, 5])))
-    assert more.seeds == (0, 1, 2, 3, 4, 5)
+    refresh(handle, report(models=merged.models, seeds=range(6), offset=0.2), judge)
+    assert load_baseline(handle.path).seeds == (0, 1, 2, 3, 4, 5)
 
 
 def test_unmergeable_update_is_an_error(tmp_path) -> None:
-    handle = BaselineHandle(tmp_path / "b.json")
-    handle.write(report(models=("GCN",), seeds=range(4)))
+    handle = BaselineHandle(tmp_path / "b.json", update=True)
+    refresh(handle, report(models=("GCN",), seeds=range(4)), judge)
     before = handle.path.read_bytes()
     with pytest.raises(BaselineError, match="cannot merge .*--graphnetz-force"):
-        handle.write(report(models=("GAT",), seeds=range(2)))
+        refresh(handle, report(models=("GAT",), seeds=range(2)), judge)
     assert handle.path.read_bytes() == before
-
-
-def test_files_are_stable_and_diffable(tmp_path) -> None:
-    a, b = tmp_path / "a.json", tmp_path / "b.json"
-    report().to_json(a)
-    BenchmarkReport.from_json(a).to_json(b)
-    assert a.read_bytes() == b.read_bytes()
-    text = a.read_text()
-    keys = list(json.loads(text))
-    assert keys == sorted(keys)
-    assert "0.81" in text   # shortest round-trip floats, not 0.8100000000000001
 
 
 # -- the same through real pytest sessions (numbers from from_arrays: nothing trains) -------------
@@ -93,24 +271,30 @@ GATE = """
 import numpy as np
 from pytest_graphnetz import BenchmarkReport, assert_not_worse
 
-SHIFT = {shift}
+VALUES = {values}
 
 
 def test_gcn(graphnetz_baseline):
-    X = 0.8 + SHIFT + np.array([[[0.01, 0.03, 0.0, 0.02, 0.01, 0.04]]])
-    report = BenchmarkReport.from_arrays(X, tasks=["karate"], models=["GCN"], seeds=range(6),
-                                         metric="accuracy")
-    assert_not_worse(report, graphnetz_baseline())
+    X = np.array(VALUES, dtype=float).reshape(1, 1, -1)
+    report = BenchmarkReport.from_arrays(X, tasks=["{task}"], models=["GCN"],
+                                         seeds=range(len(VALUES)), metric="{metric}")
+    assert_not_worse(report, graphnetz_baseline(), margin={margin})
 """
+BASE = [0.81, 0.83, 0.80, 0.82, 0.81, 0.84]
+
+
+def gate(values, *, metric="accuracy", margin=0.0, task="karate") -> str:
+    return GATE.format(values=[round(v, 6) for v in values], metric=metric, margin=margin,
+                       task=task)
 
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makepyfile(test_model=GATE.format(shift="0.0"))
+    pytester.makepyfile(test_model=gate(BASE))
     return pytester
 
 
-def baseline_file(pytester: pytest.Pytester):
+def baseline_file(pytester: pytest.Pytester) -> Path:
     return pytester.path / "baselines" / "test_model" / "test_gcn.json"
 
 
@@ -127,7 +311,7 @@ def test_missing_baseline_names_the_command(project: pytest.Pytester) -> None:
     ("{not json", "*BaselineFormatError: baseline *test_gcn.json cannot be read: *not valid JSON*"),
     ('{"schema": "pytest-graphnetz/report", "schema_version": 99}',
      "*BaselineSchemaError: baseline *test_gcn.json was written by a newer pytest-graphnetz "
-     "(report schema version 99*"),
+     "(schema version 99*"),
     ('{"schema": "pytest-graphnetz/report", "schema_version": 1, "tasks": []}',
      "*BaselineFormatError: baseline *test_gcn.json cannot be read: *malformed report*"),
 ])
@@ -143,23 +327,265 @@ def test_unreadable_baseline_is_never_overwritten(project: pytest.Pytester, cont
         assert path.read_text() == content
     # only --graphnetz-force replaces it
     project.runpytest("--graphnetz-update-baselines", "--graphnetz-force").assert_outcomes(passed=1)
-    assert BenchmarkReport.from_json(path).seeds == tuple(range(6))
+    assert load_baseline(path).seeds == tuple(range(6))
 
 
-def test_ratchet_through_pytest(project: pytest.Pytester) -> None:
+def test_ratchet_refuses_a_regressed_refresh(project: pytest.Pytester) -> None:
     project.runpytest("--graphnetz-update-baselines").assert_outcomes(passed=1)
     path = baseline_file(project)
     good = path.read_bytes()
-    project.makepyfile(test_model=GATE.format(shift="-0.05"))
+    project.makepyfile(test_model=gate([v - 0.05 for v in BASE]))
     refused = project.runpytest("--graphnetz-update-baselines")
     refused.assert_outcomes(failed=1)
-    refused.stdout.fnmatch_lines(["*refusing to update baseline*REGRESSED*",
+    refused.stdout.fnmatch_lines(["*refusing to update baseline*the ratchet refuses*",
+                                  "*against the baseline it replaces:*",
                                   "*REFUSED (REGRESSED)*"])
     assert path.read_bytes() == good
     # a better candidate refreshes without force
-    project.makepyfile(test_model=GATE.format(shift="0.05"))
+    project.makepyfile(test_model=gate([v + 0.05 for v in BASE]))
     project.runpytest("--graphnetz-update-baselines").assert_outcomes(passed=1)
     assert path.read_bytes() != good
+
+
+def test_ratchet_refuses_an_inconclusive_loss(project: pytest.Pytester) -> None:
+    """Issue 13: triangles MAE 3.60 → 4.44 at p = 0.063 (INCONCLUSIVE) was accepted."""
+    base = [3.2, 4.1, 3.0, 3.9, 3.3, 4.1]
+    loss = [-0.2, -2.5, 0.3, -1.9, 0.4, -1.14]   # + = better; one-sided p = 0.074 (scipy)
+    project.makepyfile(test_model=gate(base, metric="mae", task="triangles"))
+    project.runpytest("--graphnetz-update-baselines").assert_outcomes(passed=1)
+    good = baseline_file(project).read_bytes()
+    project.makepyfile(test_model=gate([b - d for b, d in zip(base, loss, strict=True)],
+                                       metric="mae", task="triangles"))
+    refused = project.runpytest("--graphnetz-update-baselines")
+    refused.assert_outcomes(failed=1)
+    refused.stdout.fnmatch_lines([
+        "*refusing to update baseline*INCONCLUSIVE with a negative mean*",
+        "*triangles/GCN — mae (lower is better): INCONCLUSIVE*",
+        "*paired Δ -0.84 *",
+        "*REFUSED (INCONCLUSIVE)*"])
+    assert baseline_file(project).read_bytes() == good
+
+
+# Each step loses 0.005 on every seed (plus a little noise): NOT WORSE than its predecessor at a
+# margin of 0.01, but two steps are a full margin below the first baseline.
+JITTER = [[0.0004, -0.0003, 0.0002, -0.0001, 0.0003, -0.0004],
+          [-0.0002, 0.0004, -0.0003, 0.0001, -0.0004, 0.0002],
+          [0.0003, -0.0001, 0.0004, -0.0002, 0.0001, -0.0003]]
+
+
+def step(k: int) -> list[float]:
+    return [v - 0.005 * k + JITTER[k - 1][i] if k else v for i, v in enumerate(BASE)]
+
+
+def test_ratchet_stops_drift_against_the_anchor(project: pytest.Pytester) -> None:
+    project.makepyfile(test_model=gate(step(0), margin=0.01))
+    project.runpytest("--graphnetz-update-baselines").assert_outcomes(passed=1)
+    project.makepyfile(test_model=gate(step(1), margin=0.01))
+    first = project.runpytest("--graphnetz-update-baselines")
+    first.assert_outcomes(passed=1)
+    first.stdout.fnmatch_lines(["*UPDATED (NOT WORSE)*"])
+    after_one = baseline_file(project).read_bytes()
+
+    project.makepyfile(test_model=gate(step(2), margin=0.01))
+    second = project.runpytest("--graphnetz-update-baselines")
+    second.assert_outcomes(failed=1)
+    second.stdout.fnmatch_lines([
+        "*against the cell's anchor (its first baseline):*",
+        "*karate/GCN — accuracy (higher is better): *",
+        "*paired Δ -0.01*",
+        "*REFUSED vs anchor*"])
+    # against its predecessor alone the step is fine: the anchor is what refused it
+    assert "against the baseline it replaces:" not in second.stdout.str()
+    assert baseline_file(project).read_bytes() == after_one
+    stored = read_baseline(baseline_file(project))
+    np.testing.assert_allclose(stored.anchors[("karate", "GCN")].final, step(0))
+
+    # forcing writes it and resets the anchor: the next small step is judged from there
+    project.runpytest("--graphnetz-update-baselines", "--graphnetz-force").assert_outcomes(passed=1)
+    stored = read_baseline(baseline_file(project))
+    np.testing.assert_allclose(stored.anchors[("karate", "GCN")].final, step(2))
+    project.makepyfile(test_model=gate(step(3), margin=0.01))
+    project.runpytest("--graphnetz-update-baselines").assert_outcomes(passed=1)
+
+
+# -- unused baselines ------------------------------------------------------------------------------
+
+TWO_GATES = """
+import numpy as np
+from pytest_graphnetz import BenchmarkReport, assert_not_worse
+
+
+def run(offset):
+    X = 0.8 + offset + np.array([[[0.01, 0.03, 0.0, 0.02]]])
+    return BenchmarkReport.from_arrays(X, tasks=["karate"], models=["GCN"], seeds=range(4),
+                                       metric="accuracy")
+
+
+def test_{a}(graphnetz_baseline):
+    assert_not_worse(run(0.0), graphnetz_baseline())
+
+
+def test_b(graphnetz_baseline):
+    assert_not_worse(run(0.1), graphnetz_baseline())
+"""
+
+
+def test_unused_baselines_are_reported_and_deleted_only_by_a_full_refresh(
+        pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\ntestpaths = .\n")
+    pytester.makepyfile(test_model=TWO_GATES.format(a="a"))
+    pytester.runpytest("--graphnetz-update-baselines").assert_outcomes(passed=2)
+    folder = pytester.path / "baselines" / "test_model"
+    old = folder / "test_a.json"
+    assert old.is_file()
+    keep = pytester.path / "baselines" / "notes.json"   # not a baseline file: never touched
+    keep.write_text('{"not": "ours"}')
+
+    pytester.makepyfile(test_model=TWO_GATES.format(a="renamed"))   # a renamed test
+    for partial in (["-k", "renamed"], ["test_model.py"], ["test_model.py::test_renamed"]):
+        result = pytester.runpytest("--graphnetz-update-baselines", *partial)
+        result.stdout.fnmatch_lines([
+            "*graphnetz: 1 baseline(s) that no test of this run used*not deleted, the run was "
+            "partial*", f"  {old}"])
+        assert old.is_file(), partial
+    # -k deselected test_b: its baseline is known, so it is not reported
+    assert str(folder / "test_b.json") not in result.stdout.str()
+
+    full = pytester.runpytest("--graphnetz-update-baselines")
+    full.assert_outcomes(passed=2)
+    full.stdout.fnmatch_lines(["*graphnetz: deleted 1 baseline(s) that no test used*",
+                               f"  {old}"])
+    assert not old.exists()
+    assert {p.name for p in folder.iterdir()} == {"test_renamed.json", "test_b.json"}
+    assert keep.is_file()
+    # without the refresh option nothing is looked for
+    assert "baseline(s)" not in pytester.runpytest().stdout.str()
+
+
+def test_a_failing_full_refresh_deletes_nothing(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\ntestpaths = .\n")
+    pytester.makepyfile(test_model=TWO_GATES.format(a="a"))
+    pytester.runpytest("--graphnetz-update-baselines").assert_outcomes(passed=2)
+    pytester.makepyfile(test_model=TWO_GATES.format(a="renamed") + """
+
+def test_fails_before_asking(graphnetz_baseline):
+    raise RuntimeError("training broke")
+""")
+    result = pytester.runpytest("--graphnetz-update-baselines")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*not deleted, the run was partial (the run did not pass)*"])
+    assert (pytester.path / "baselines" / "test_model" / "test_a.json").is_file()
+
+
+# -- xdist and test ids ----------------------------------------------------------------------------
+
+SHARED = """
+import os
+import time
+
+import numpy as np
+from pytest_graphnetz import BenchmarkReport, assert_not_worse
+
+
+def barrier(name):
+    # both tests reach the refresh together, so their read-merge-writes overlap
+    open(name, "w").close()
+    deadline = time.time() + 30
+    while not all(os.path.exists(n) for n in ("ready_a", "ready_b")) and time.time() < deadline:
+        time.sleep(0.05)
+
+
+def refresh(model, name, graphnetz_baseline):
+    X = np.array([[[0.8, 0.82, 0.81, 0.83]]])
+    report = BenchmarkReport.from_arrays(X, tasks=["karate"], models=[model], seeds=range(4),
+                                         metric="accuracy")
+    barrier(name)
+    assert_not_worse(report, graphnetz_baseline("shared"))
+
+
+def test_a(graphnetz_baseline):
+    refresh("GCN", "ready_a", graphnetz_baseline)
+
+
+def test_b(graphnetz_baseline):
+    refresh("GAT", "ready_b", graphnetz_baseline)
+"""
+SLOW_WRITES = """
+import os
+import time
+
+_replace = os.replace
+
+
+def slow_replace(src, dst, *args, **kwargs):
+    # widen the window between reading a baseline and writing it back
+    if str(dst).endswith("shared.json"):
+        time.sleep(0.5)
+    return _replace(src, dst, *args, **kwargs)
+
+
+os.replace = slow_replace
+"""
+
+
+def test_two_xdist_workers_refreshing_one_baseline_both_keep_their_cells(
+        pytester: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    pytester.makepyfile(test_shared=SHARED)
+    pytester.makeconftest(SLOW_WRITES)
+    result = pytester.runpytest_subprocess("-n", "2", "--graphnetz-update-baselines")
+    result.assert_outcomes(passed=2)
+    shared = load_baseline(pytester.path / "baselines" / "test_shared" / "shared.json")
+    assert sorted(shared.models) == ["GAT", "GCN"]
+
+
+IDS = """
+import numpy as np
+import pytest
+from pytest_graphnetz import BenchmarkReport, assert_not_worse
+
+
+@pytest.mark.parametrize("cfg", ["a/b", "a b"])
+def test_cfg(cfg, graphnetz_baseline):
+    offset = 0.0 if cfg == "a/b" else 0.1
+    X = 0.8 + offset + np.array([[[0.01, 0.03, 0.0, 0.02]]])
+    report = BenchmarkReport.from_arrays(X, tasks=["karate"], models=["GCN"], seeds=range(4),
+                                         metric="accuracy")
+    assert_not_worse(report, graphnetz_baseline())
+"""
+
+
+def test_parametrize_ids_that_differ_only_in_unsafe_characters_get_their_own_files(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_ids=IDS)
+    pytester.runpytest("--graphnetz-update-baselines").assert_outcomes(passed=2)
+    folder = pytester.path / "baselines" / "test_ids"
+    assert sorted(p.name for p in folder.iterdir()) == ["test_cfg[a%20b].json",
+                                                       "test_cfg[a%2Fb].json"]
+    # each is compared with its own numbers (one shared file made the other REGRESSED)
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=2)
+    assert result.stdout.str().count("IDENTICAL") >= 2
+
+
+def test_two_modules_of_one_name_refuse_to_share_a_baseline(pytester: pytest.Pytester) -> None:
+    body = """
+def test_x(graphnetz_baseline):
+    graphnetz_baseline()
+"""
+    for folder in ("a", "b"):
+        (pytester.path / folder).mkdir()
+        (pytester.path / folder / "test_cfg.py").write_text(body)
+    result = pytester.runpytest("--import-mode=importlib")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*BaselineError: tests a/test_cfg.py::test_x and "
+                                 "b/test_cfg.py::test_x would share the baseline file *"
+                                 "test_cfg/test_x.json*graphnetz_baseline(\"<unique name>\")*"])
+    # names of their own resolve it
+    for folder in ("a", "b"):
+        (pytester.path / folder / "test_cfg.py").write_text(
+            body.replace("graphnetz_baseline()", f'graphnetz_baseline("{folder}_x")'))
+    pytester.runpytest("--import-mode=importlib").assert_outcomes(passed=2)
 
 
 def test_handle_paths_inside_pytest(pytester: pytest.Pytester) -> None:

@@ -164,7 +164,9 @@ def test_ratchet_refuses_a_regressed_refresh_unless_forced(project: pytest.Pytes
     refused = project.runpytest(SEEDS, "--graphnetz-update-baselines")
     refused.assert_outcomes(failed=1)
     refused.stdout.fnmatch_lines([
-        "*refusing to update baseline*test_gcn.json: the candidate is REGRESSED*",
+        "*refusing to update baseline*test_gcn.json: the ratchet refuses*",
+        "*against the baseline it replaces:*",
+        "*toy/GCN — accuracy (higher is better): REGRESSED*",
         "*pytest test_model.py::test_gcn --graphnetz-update-baselines --graphnetz-force*",
     ])
     assert baseline.read_bytes() == good

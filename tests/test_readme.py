@@ -34,7 +34,7 @@ import pytest
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 RUN = {"python", "py", "bash", "sh", "shell", "console"}
-FENCE = re.compile(r"^(```|~~~)\s*([\w+-]*)")
+FENCE = re.compile(r"^(`{3,}|~{3,})\s*([\w+-]*)")
 FRAGMENT = re.compile(r"^\s*<!--\s*fragment\b")
 FILE_BLOCK = re.compile(r"^#\s*([\w./-]+\.py)\s*$")
 
@@ -95,7 +95,10 @@ def blocks(text: str) -> list[Block]:
         above = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip()), "")
         i += 1
         body = []
-        while i < len(lines) and not lines[i].startswith(fence):
+        # A fence closes on a line of its own character, at least as long (CommonMark): a
+        # ```` block may hold ``` blocks.
+        closing = re.compile(re.escape(fence[0]) + "{" + str(len(fence)) + r",}\s*")
+        while i < len(lines) and not closing.fullmatch(lines[i].strip()):
             body.append(lines[i])
             i += 1
         out.append(Block(lang, start + 1, "\n".join(body) + "\n", bool(FRAGMENT.match(above))))
@@ -121,9 +124,11 @@ def commands(text: str) -> list[str]:
 
 def test_blocks_are_found_and_fragments_are_marked():
     found = blocks("intro\n<!-- fragment: a sketch -->\n```python\nx\n```\n\n```bash\na \\\n"
-                   "  b  # why\n$ c\n```\n```\nout\n```\n")
+                   "  b  # why\n$ c\n```\n```\nout\n```\n````markdown\n```python\ny\n```\n````\n")
     assert [(b.lang, b.line, b.fragment, b.runs) for b in found] == [
-        ("python", 3, True, False), ("bash", 7, False, True), ("", 12, False, False)]
+        ("python", 3, True, False), ("bash", 7, False, True), ("", 12, False, False),
+        ("markdown", 15, False, False)]
+    assert found[3].text == "```python\ny\n```\n"
     assert commands(found[1].text) == ["a    b  # why", "c"]
 
 

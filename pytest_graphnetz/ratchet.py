@@ -1,0 +1,238 @@
+"""Refreshing a baseline (``--graphnetz-update-baselines``): the ratchet, then the write.
+
+**The ratchet.** A refresh is refused, unless forced (``--graphnetz-force``), when a cell of
+the candidate is REGRESSED, or INCONCLUSIVE with a negative mean Δ (+ = better), against
+
+1. the baseline it replaces (on the cells and seeds both have), or
+2. the cell's **anchor**: the per-seed values of the cell's first baseline, kept in the file.
+
+The second comparison is what stops drift: refreshes that each lose a little pass against
+their predecessor, but their losses add up against the anchor, which an unforced refresh never
+moves, until the anchor comparison stops reading NOT WORSE (no better than δ, or no longer
+above −margin) and refuses. A forced refresh writes anyway and resets the anchors of the cells
+it writes to the candidate's values. A cell new to the file gets its first values as anchor;
+a file written before anchors existed takes the values it held before the refresh.
+
+The comparisons themselves are the gates' (``judge``, given by :mod:`.gates`): this module
+decides and writes, the gates compare and report. Read, compare and write happen under the
+baseline's lock (:func:`~pytest_graphnetz.baselines.baseline_lock`), so two pytest-xdist
+workers refreshing one shared baseline each merge into what the other wrote.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .baselines import (
+    Anchor,
+    BaselineError,
+    BaselineHandle,
+    Cell,
+    StoredBaseline,
+    baseline_lock,
+    write_baseline,
+)
+from .report import BenchmarkReport
+
+# judge(candidate, reference, source) -> the not-worse verdicts of every candidate cell.
+Judge = Callable[[BenchmarkReport, BenchmarkReport, str], list[Any]]
+
+RULE = ("the ratchet refuses a refresh in which a cell is REGRESSED, or INCONCLUSIVE with a "
+        "negative mean Δ, against the baseline it replaces or against the cell's anchor (the "
+        "per-seed values of its first baseline, kept in the file), so refreshes that each lose "
+        "a little cannot add up")
+
+
+def refuses(verdict: Any) -> bool:
+    """Whether the ratchet refuses on ``verdict`` (a gate's not-worse cell verdict)."""
+    return verdict.verdict == "REGRESSED" or (
+        verdict.verdict == "INCONCLUSIVE" and verdict.comparison.mean_diff < 0)
+
+
+@dataclass(frozen=True)
+class RefreshOutcome:
+    """What a refresh did.
+
+    - ``previous``: verdicts against the baseline it replaces (cells both have);
+    - ``anchored``: verdicts against anchors, for cells whose anchor is not simply the baseline
+      being replaced (that comparison would be the same one again);
+    - ``refused``: the verdicts of both that the ratchet refuses on;
+    - ``new_cells``: cells the file did not have; ``replaced``: the report before (None for
+      a new file, or an unreadable one replaced by force).
+    """
+
+    handle: BaselineHandle
+    written: bool
+    previous: list[Any]
+    anchored: list[Any]
+    refused: list[Any]
+    new_cells: list[Cell]
+    replaced: BenchmarkReport | None
+
+    def refusal(self) -> str:
+        """The message of a refused refresh: the rule, each refusing cell's evidence, the fix."""
+        parts = [f"refusing to update baseline {self.handle.path}: {RULE}. "
+                 f"{len(self.refused)} comparison(s) refuse:"]
+        for label, verdicts in (("against the baseline it replaces", self.previous),
+                                ("against the cell's anchor (its first baseline)", self.anchored)):
+            refused = [v for v in verdicts if refuses(v)]
+            if refused:
+                parts.append(f"{label}:\n\n" + "\n\n".join(v.message() for v in refused))
+        parts.append(f"If the loss is intended, rerun with {self.handle.force_command()} "
+                     "(the cells it writes get new anchors).")
+        return "\n\n".join(parts)
+
+
+def refresh(handle: BaselineHandle, candidate: BenchmarkReport, judge: Judge) -> RefreshOutcome:
+    """Write ``candidate`` into ``handle``'s baseline, cell by cell, unless the ratchet refuses.
+
+    An unreadable baseline, a pairing that cannot be made (GateRefusal) or a candidate that
+    cannot be merged into the file's seed grid raise, unless ``handle.force``: then the file
+    is replaced by the candidate alone.
+    """
+    with baseline_lock(handle.path):
+        stored = _read(handle)
+        previous: list[Any] = []
+        anchored: list[Any] = []
+        if stored is not None:
+            try:
+                previous = _against_previous(candidate, stored, judge, str(handle.path))
+                anchored = _against_anchors(candidate, stored, judge,
+                                            f"the anchors in {handle.path}")
+            except ValueError:  # a GateRefusal: data/split, metric or seeds do not pair
+                if not handle.force:
+                    raise
+        refused = [v for v in (*previous, *anchored) if refuses(v)]
+        old_cells = set() if stored is None else set(_cells(stored.report))
+        new_cells = [c for c in _cells(candidate) if c not in old_cells]
+        outcome = RefreshOutcome(handle, False, previous, anchored, refused, new_cells,
+                                 None if stored is None else stored.report)
+        if refused and not handle.force:
+            return outcome
+        report, anchors = _merge(stored, candidate, handle)
+        write_baseline(handle.path, report, anchors)
+        return RefreshOutcome(handle, True, previous, anchored, refused, new_cells,
+                              outcome.replaced)
+
+
+def _read(handle: BaselineHandle) -> StoredBaseline | None:
+    if not handle.exists():
+        return None   # nothing to compare with (a directory in the way fails at the write)
+    try:
+        return handle.read()
+    except BaselineError:
+        if not handle.force:
+            raise
+        return None
+
+
+def _cells(report: BenchmarkReport) -> list[Cell]:
+    return [(t, m) for t in report.tasks for m in report.models]
+
+
+def _against_previous(candidate: BenchmarkReport, stored: StoredBaseline, judge: Judge,
+                      source: str) -> list[Any]:
+    old = stored.report
+    tasks = [t for t in candidate.tasks if t in old.tasks]
+    models = [m for m in candidate.models if m in old.models]
+    if not (tasks and models):
+        return []
+    return judge(candidate.subset(tasks=tasks, models=models),
+                 old.subset(tasks=tasks, models=models), source)
+
+
+def _against_anchors(candidate: BenchmarkReport, stored: StoredBaseline, judge: Judge,
+                     source: str) -> list[Any]:
+    """The candidate against the anchors that differ from the replaced baseline: one call per
+    anchor seed set that forms a task × model grid (Holm across its cells, as in a gate),
+    else one call per cell."""
+    cells = [c for c in _cells(candidate)
+             if c in stored.anchors and not stored.anchors[c].same_as(stored.report, *c)]
+    groups: dict[tuple[int, ...], list[Cell]] = {}
+    for cell in cells:
+        groups.setdefault(stored.anchors[cell].seeds, []).append(cell)
+    verdicts = []
+    for group in groups.values():
+        tasks = list(dict.fromkeys(t for t, _ in group))
+        models = list(dict.fromkeys(m for _, m in group))
+        calls = [group] if len(group) == len(tasks) * len(models) else [[c] for c in group]
+        for part in calls:
+            grid = _grid(part)
+            verdicts += judge(candidate.subset(**grid), stored.anchor_report(part), source)
+    return verdicts
+
+
+def _grid(cells: Sequence[Cell]) -> dict[str, list[str]]:
+    return {"tasks": list(dict.fromkeys(t for t, _ in cells)),
+            "models": list(dict.fromkeys(m for _, m in cells))}
+
+
+def _merge(stored: StoredBaseline | None, candidate: BenchmarkReport,
+           handle: BaselineHandle) -> tuple[BenchmarkReport, dict[Cell, Anchor]]:
+    """The file's next content: ``candidate`` merged into ``stored``, and every cell's anchor."""
+    if stored is not None:
+        try:
+            report = BenchmarkReport.merge(stored.report, candidate)
+        except ValueError as exc:
+            if not handle.force:
+                old = stored.report
+                raise BaselineError(
+                    f"cannot merge the candidate into {handle.path}: {exc}. The candidate ran "
+                    f"seeds {list(candidate.seeds)}, the baseline has {list(old.seeds)}; rerun "
+                    "with the baseline's seeds (--graphnetz-seeds), or replace the whole file "
+                    f"with {handle.force_command()}"
+                ) from None
+            stored = None
+    if stored is None:
+        return candidate, {c: Anchor.of(candidate, *c) for c in _cells(candidate)}
+    anchors = dict(stored.anchors)
+    for cell in _cells(candidate):
+        if handle.force:
+            anchors[cell] = Anchor.of(candidate, *cell)
+        elif cell not in anchors:
+            # A cell new to the file starts at its own values; a cell of a file written before
+            # anchors existed starts at the values that file held.
+            source = stored.report if cell in set(_cells(stored.report)) else candidate
+            anchors[cell] = Anchor.of(source, *cell)
+    for cell in _cells(report):
+        anchors.setdefault(cell, Anchor.of(report, *cell))  # untouched cells of an old file
+    return report, anchors
+
+
+def prune_unused(baseline_dir: Path, *, used: set[str], users: Sequence[tuple[str, str, str]],
+                 delete: bool, why_kept: str = "") -> list[str]:
+    """After a refresh session: the baselines under ``baseline_dir`` that no test used,
+    deleted when ``delete`` (a full run that passed), else listed; the summary's lines.
+
+    ``used``: the files handed to tests; ``users``: (nodeid, module stem, default name) of every
+    collected test that asks for a baseline, selected or not: its default file is never unused.
+    A partial run only looks in the module directories of the tests it collected.
+    """
+    from .baselines import default_path, find_baselines
+
+    known = {default_path(baseline_dir, stem, name).resolve() for _, stem, name in users}
+    used_paths = {Path(p).resolve() for p in used}
+    scope = {p.parent for p in known | used_paths}
+    unused = [p for p in find_baselines(baseline_dir)
+              if p.resolve() not in known | used_paths
+              and (delete or p.resolve().parent in scope)]
+    if not unused:
+        return []
+    names = [str(p) for p in unused]
+    if delete:
+        for p in unused:
+            p.unlink(missing_ok=True)
+        head = (f"graphnetz: deleted {len(unused)} baseline(s) that no test used (a full "
+                "refresh; a renamed test's old file is one; git restores them if needed):")
+    else:
+        head = (f"graphnetz: {len(unused)} baseline(s) that no test of this run used (a "
+                f"renamed test's old file, say); not deleted, the run was partial ({why_kept}); "
+                "a full `pytest --graphnetz-update-baselines` deletes them:")
+    return [head, *(f"  {name}" for name in names)]
+
+
+__all__ = ["RULE", "RefreshOutcome", "prune_unused", "refresh", "refuses"]
+
