@@ -12,8 +12,10 @@ the controller in the test reports' ``user_properties``, which xdist serialises.
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 import shlex
 import sys
 import time
@@ -496,8 +498,12 @@ class GraphnetzSession:
             parts += [f"**{headline}**" if failing else headline, "",
                       markdown_table(*self._table())]
             for test in dict.fromkeys(r["test"] for r in failing):
-                parts += ["", f"<details><summary>{FAILED_MARK} <code>{test}</code></summary>",
-                          "", "```text", _clip(self.failures[test]), "```", "", "</details>"]
+                message = _clip(self.failures[test])
+                # A fence longer than any backtick run inside, so a message cannot end it.
+                fence = "`" * max(3, 1 + max(map(len, re.findall("`+", message)), default=0))
+                parts += ["", f"<details><summary>{FAILED_MARK} <code>{html.escape(test)}"
+                              "</code></summary>", "", f"{fence}text", message, fence, "",
+                          "</details>"]
         else:
             parts.append("No gates ran.")
         if self.trained or self.cached:

@@ -242,3 +242,23 @@ def test_forced_refresh_shows_old_against_new(pytester: pytest.Pytester,
     plain = pytester.runpytest("-p", "no:cacheprovider")
     plain.assert_outcomes(passed=1)
     assert "IDENTICAL" in table(plain.stdout.str())[2]
+
+
+def test_markdown_survives_odd_names(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_odd=COMMON + """
+
+@pytest.mark.parametrize("name", ["<b>"])
+def test_odd(name):
+    weird = BenchmarkReport.from_arrays(
+        np.array([[BASE + DROPS]]), tasks=["a```b"], models=["GCN"], seeds=range(6),
+        metric="accuracy")
+    assert_not_worse(weird, BenchmarkReport.from_arrays(
+        np.array([[BASE]]), tasks=["a```b"], models=["GCN"], seeds=range(6), metric="accuracy"))
+""")
+    pytester.runpytest("-p", "no:cacheprovider", "--graphnetz-summary=gates.md").assert_outcomes(
+        failed=1)
+    markdown = (pytester.path / "gates.md").read_text()
+    assert "<code>test_odd.py::test_odd[&lt;b&gt;]</code>" in markdown
+    # the message's own ``` cannot close the block early
+    block = markdown.split("````text\n", 1)[1].split("\n````\n", 1)[0]
+    assert "a```b/GCN — accuracy (higher is better): REGRESSED" in block
