@@ -52,15 +52,16 @@ def _percentile_ci(means: np.ndarray, confidence_level: float,
     return np.clip(low, lowest, highest), np.clip(high, lowest, highest)
 
 
-def _bootstrap_p_greater(means: np.ndarray, c: float = 0.0) -> np.ndarray:
-    """Bootstrap p for H1 "mean > c": share of resampled means at or below c (+1 smoothing)."""
+def _bootstrap_p_greater(means: np.ndarray, c: float = 0.0, tol: float = 0.0) -> np.ndarray:
+    """Bootstrap p for H1 "mean > c": share of resampled means at or below c (+1 smoothing);
+    a mean within ``tol`` (rounding) of c counts as sitting on it."""
     b = means.shape[-1]
-    return (np.count_nonzero(means <= c, axis=-1) + 1) / (b + 1)
+    return (np.count_nonzero(means <= c + tol, axis=-1) + 1) / (b + 1)
 
 
-def _bootstrap_p_less(means: np.ndarray, c: float = 0.0) -> np.ndarray:
+def _bootstrap_p_less(means: np.ndarray, c: float = 0.0, tol: float = 0.0) -> np.ndarray:
     b = means.shape[-1]
-    return (np.count_nonzero(means >= c, axis=-1) + 1) / (b + 1)
+    return (np.count_nonzero(means >= c - tol, axis=-1) + 1) / (b + 1)
 
 
 def _sign_matrix(n: int, n_resamples: int, gen: np.random.Generator) -> tuple[np.ndarray, bool]:

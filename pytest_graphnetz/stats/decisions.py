@@ -161,7 +161,8 @@ def compare(candidate: Any, baseline: Any, *, higher_is_better: bool = True,
                           lower_bound=0.0, p_value=1.0, p_adjusted=1.0, p_reverse=1.0, mde=0.0,
                           seeds_needed=None, p_floor=0.0, notes=tuple(notes), **common)
 
-    ev = _evidence(test, c, b, n_resamples, rng)
+    boundaries = {"not_worse": (-margin,), "better": (margin,)}.get(kind, (-margin, margin))
+    ev = _evidence(test, c, b, n_resamples, rng, at=boundaries)
     if kind == "not_worse":
         p_primary, p_reverse = ev.p_less(-margin), ev.p_greater(-margin)
     elif kind == "better":

@@ -123,7 +123,7 @@ def paired_tests(A: Any, B: Any, *, test: str = "paired-t", confidence_level: fl
     k, n = A.shape
     if n < 2:
         raise ValueError(f"a paired comparison needs at least 2 seeds, got {n}")
-    D = A - B
+    D = _snap(A - B, _tolerance(A, B))
     mean, sd, se = _t_moments(D)
     effect = _effect(mean, sd)
     floor = np.zeros(k)
@@ -148,7 +148,9 @@ def paired_tests(A: Any, B: Any, *, test: str = "paired-t", confidence_level: fl
         elif test == "permutation":
             signs, exact = _sign_matrix(n, n_resamples, _rng(rng))
             p = _signflip_p(D, signs, exact, alternative="two-sided")
-            floor[:] = 2 / signs.shape[0] if exact else 2 / (n_resamples + 1)
+            # Flipping a zero changes nothing: only the non-zero differences' signs count.
+            floor[:] = (np.minimum(1.0, 2.0 ** (1 - np.count_nonzero(D, axis=-1))) if exact
+                        else 2 / (n_resamples + 1))
         else:
             p = _wilcoxon_p(D, "two-sided")
             floor = np.minimum(1.0, 2.0 ** (1 - np.count_nonzero(D, axis=-1)))
@@ -164,14 +166,73 @@ def paired_tests(A: Any, B: Any, *, test: str = "paired-t", confidence_level: fl
 
 
 def _wilcoxon_p(D: np.ndarray, alternative: str) -> np.ndarray:
-    """Wilcoxon signed-rank p per row (scipy); a row of exact zeros carries no evidence: p = 1."""
+    """Wilcoxon signed-rank p per row of snapped differences ``D`` (k, n) (see :func:`_snap`).
+
+    scipy's test with ``zero_method="pratt"``: a zero difference (a seed the change did not
+    move) keeps its place in the ranking and its rank then drops out of the statistic, so the
+    seeds that did not move still count as seeds, yet the null distribution is over the signs
+    of the non-zero differences only (its floor is ``2**-nonzero`` one-sided). "wilcox" would
+    re-rank as if the unmoved seeds had never run; "zsplit" lets them vote half for each side.
+    As scipy's default method does: the exact distribution without zeros or ties (up to 50
+    pairs); with them, the exact permutation distribution up to 13 pairs, which is enumerated
+    here (the sign-flip test on the signed midranks, the same numbers as scipy's
+    ``permutation_test`` path at a thousandth of its cost), and the tie-corrected normal
+    approximation beyond. A row of zeros carries no evidence: p = 1.
+    """
     from scipy import stats
 
     p = np.ones(D.shape[0])
-    live = np.any(D != 0, axis=-1)
-    if live.any():
-        p[live] = stats.wilcoxon(D[live], alternative=alternative, axis=-1).pvalue
+    for i, row in enumerate(D):
+        if not np.any(row != 0):
+            continue
+        mag = np.abs(row)
+        if row.size <= _WILCOXON_ENUMERATE_MAX_N and np.unique(mag).size < row.size:
+            signed = np.sign(row) * stats.rankdata(mag)  # Pratt: zeros ranked, then dropped
+            signs, _ = _sign_matrix(row.size, 0, np.random.default_rng(0))
+            p[i] = _signflip_p(signed[None, :], signs, True, 0.0, alternative)[0]
+        else:
+            p[i] = stats.wilcoxon(row, zero_method="pratt", alternative=alternative).pvalue
     return p
+
+
+# scipy's wilcoxon enumerates sign flips for tied/zero data up to this many pairs.
+_WILCOXON_ENUMERATE_MAX_N = 13
+
+
+# Rounding noise is not a difference: two-decimal accuracies that each drop by exactly the
+# margin give d + margin = -8.7e-18, which a test with zero spread would call significant.
+# Differences are compared at the precision the values were stored at: within a few ulps of
+# the data's magnitude they are equal. Values that survive a float32 round trip are taken to
+# be float32 data (a GPU metric widened to float64 keeps float32's rounding).
+_ULPS = 4
+
+
+def _tolerance(*arrays: Any, shift: float = 0.0) -> np.ndarray:
+    """Per row of the (k, n) ``arrays`` (the values a difference is taken of, and the ``shift``
+    it is compared with): how far apart two such differences may be and still be equal."""
+    X = np.concatenate([np.atleast_2d(np.asarray(a, dtype=float)) for a in arrays], axis=-1)
+    X = np.where(np.isfinite(X), X, 0.0)
+    with np.errstate(over="ignore"):
+        single = np.all(X.astype(np.float32).astype(float) == X, axis=-1)
+    eps = np.where(single, np.finfo(np.float32).eps, np.finfo(float).eps)
+    return _ULPS * eps * np.maximum(np.abs(X).max(axis=-1), abs(shift))
+
+
+def _snap(D: np.ndarray, tol: np.ndarray) -> np.ndarray:
+    """Differences ``D`` (k, n) with rounding noise removed, per row at ``tol`` (k,): entries
+    within ``tol`` of 0 become exact zeros, and magnitudes within ``tol`` of the next smaller
+    one take its value, so the tests see the zeros and ties the data really have."""
+    D = np.array(D, dtype=float)
+    for row, t in zip(D, tol, strict=True):
+        row[np.abs(row) <= t] = 0.0
+        mag = np.abs(row)
+        order = np.argsort(mag, kind="stable")
+        sorted_mag = mag[order]
+        starts = np.diff(sorted_mag, prepend=-np.inf) > t
+        head = np.maximum.accumulate(np.where(starts, np.arange(mag.size), 0))
+        mag[order] = sorted_mag[head]
+        row[:] = np.sign(row) * mag
+    return D
 
 
 def _floor_notes(test: str, n: int, floor: float, alpha: float, sides: str) -> tuple[str, ...]:
@@ -182,10 +243,26 @@ def _floor_notes(test: str, n: int, floor: float, alpha: float, sides: str) -> t
 
 
 class _Evidence:
-    """One-sided p-values and bounds for the mean difference of one cell under one test."""
+    """One-sided p-values and bounds for the mean difference of one cell under one test.
 
-    floor: float = 0.0  # smallest one-sided p the test can produce
+    Every hypothesis "mean d vs c" is tested on ``d - c`` snapped to the data's precision
+    (:func:`_snap`), so rounding never decides a verdict at the boundary.
+    """
+
     interval: str = "t"
+
+    def __init__(self, cand: np.ndarray, base: np.ndarray) -> None:
+        self.cand, self.base = cand, base
+        self.d = self.shifted(0.0)
+        self.floor = 0.0  # smallest one-sided p, at the boundaries the verdict is decided at
+
+    def shifted(self, c: float) -> np.ndarray:
+        """``d - c``, with differences within rounding of each other (or of 0) made equal."""
+        tol = _tolerance(self.cand, self.base, shift=c)
+        return _snap((self.cand - self.base - c)[None, :], tol)[0]
+
+    def floor_at(self, c: float) -> float:  # smallest one-sided p of a test against c
+        return 0.0
 
     def p_greater(self, c: float) -> float:  # H1: mean difference > c
         raise NotImplementedError
@@ -198,14 +275,37 @@ class _Evidence:
 
 
 class _TEvidence(_Evidence):
-    def __init__(self, mean: float, se: float, df: float) -> None:
-        self.mean, self.se, self.df = mean, se, df
-
     def p_greater(self, c: float) -> float:
-        return float(_t_p_greater(self.mean, self.se, self.df, c))
+        mean, _, se = _t_moments(self.shifted(c))
+        return float(_t_p_greater(mean, se, self.d.size - 1))
 
     def p_less(self, c: float) -> float:
-        return float(_t_p_greater(-self.mean, self.se, self.df, -c))
+        mean, _, se = _t_moments(self.shifted(c))
+        return float(_t_p_greater(-mean, se, self.d.size - 1))
+
+    def bounds(self, level: float) -> tuple[float, float]:
+        mean, _, se = _t_moments(self.d)
+        half = float(_t_quantile((1 + level) / 2, self.d.size - 1)) * se
+        return float(mean - half), float(mean + half)
+
+
+class _WelchEvidence(_Evidence):
+    interval = "welch"
+
+    def __init__(self, cand: np.ndarray, base: np.ndarray) -> None:
+        super().__init__(cand, base)
+        mean, se, df, _ = _welch_moments(cand[None, :], base[None, :])
+        self.mean, self.se, self.df = float(mean[0]), float(se[0]), float(df[0])
+
+    def _gap(self, c: float) -> float:  # mean - c, zero within rounding
+        gap = self.mean - c
+        return 0.0 if abs(gap) <= _tolerance(self.cand, self.base, shift=c)[0] else gap
+
+    def p_greater(self, c: float) -> float:
+        return float(_t_p_greater(self._gap(c), self.se, self.df))
+
+    def p_less(self, c: float) -> float:
+        return float(_t_p_greater(-self._gap(c), self.se, self.df))
 
     def bounds(self, level: float) -> tuple[float, float]:
         half = float(_t_quantile((1 + level) / 2, self.df)) * self.se
@@ -215,16 +315,23 @@ class _TEvidence(_Evidence):
 class _BootstrapEvidence(_Evidence):
     interval = "bootstrap"
 
-    def __init__(self, d: np.ndarray, n_resamples: int, gen: np.random.Generator) -> None:
-        self.d = d
-        self.means = _bootstrap_means(d[None, :], n_resamples, gen)
-        self.floor = 1 / (n_resamples + 1)
+    def __init__(self, cand: np.ndarray, base: np.ndarray, n_resamples: int,
+                 gen: np.random.Generator) -> None:
+        super().__init__(cand, base)
+        self.n_resamples = n_resamples
+        self.means = _bootstrap_means(self.d[None, :], n_resamples, gen)
+
+    def floor_at(self, c: float) -> float:
+        return 1 / (self.n_resamples + 1)
+
+    def _tol(self, c: float) -> float:
+        return float(_tolerance(self.cand, self.base, shift=c)[0])
 
     def p_greater(self, c: float) -> float:
-        return float(_bootstrap_p_greater(self.means, c)[0])
+        return float(_bootstrap_p_greater(self.means, c, self._tol(c))[0])
 
     def p_less(self, c: float) -> float:
-        return float(_bootstrap_p_less(self.means, c)[0])
+        return float(_bootstrap_p_less(self.means, c, self._tol(c))[0])
 
     def bounds(self, level: float) -> tuple[float, float]:
         low, high = _percentile_ci(self.means, level, self.d[None, :])
@@ -232,42 +339,49 @@ class _BootstrapEvidence(_Evidence):
 
 
 class _SignFlipEvidence(_BootstrapEvidence):
-    def __init__(self, d: np.ndarray, n_resamples: int, gen: np.random.Generator) -> None:
-        super().__init__(d, n_resamples, gen)
-        self.signs, self.exact = _sign_matrix(d.size, n_resamples, gen)
-        self.floor = 1 / self.signs.shape[0] if self.exact else 1 / (n_resamples + 1)
+    def __init__(self, cand: np.ndarray, base: np.ndarray, n_resamples: int,
+                 gen: np.random.Generator) -> None:
+        super().__init__(cand, base, n_resamples, gen)
+        self.signs, self.exact = _sign_matrix(self.d.size, n_resamples, gen)
+
+    def floor_at(self, c: float) -> float:
+        # Flipping a zero changes nothing: only the non-zero differences' signs count.
+        if self.exact:
+            return 2.0 ** -np.count_nonzero(self.shifted(c))
+        return 1 / (self.n_resamples + 1)
 
     def p_greater(self, c: float) -> float:
-        return float(_signflip_p(self.d[None, :], self.signs, self.exact, c, "greater")[0])
+        return float(_signflip_p(self.shifted(c)[None, :], self.signs, self.exact, 0.0,
+                                 "greater")[0])
 
     def p_less(self, c: float) -> float:
-        return float(_signflip_p(self.d[None, :], self.signs, self.exact, c, "less")[0])
+        return float(_signflip_p(self.shifted(c)[None, :], self.signs, self.exact, 0.0,
+                                 "less")[0])
 
 
 class _WilcoxonEvidence(_BootstrapEvidence):
-    def __init__(self, d: np.ndarray, n_resamples: int, gen: np.random.Generator) -> None:
-        super().__init__(d, n_resamples, gen)
-        self.floor = 2.0 ** -d.size
+    def floor_at(self, c: float) -> float:
+        return 2.0 ** -np.count_nonzero(self.shifted(c))
 
     def p_greater(self, c: float) -> float:
-        return float(_wilcoxon_p((self.d - c)[None, :], "greater")[0])
+        return float(_wilcoxon_p(self.shifted(c)[None, :], "greater")[0])
 
     def p_less(self, c: float) -> float:
-        return float(_wilcoxon_p((self.d - c)[None, :], "less")[0])
+        return float(_wilcoxon_p(self.shifted(c)[None, :], "less")[0])
 
 
 def _evidence(test: str, cand: np.ndarray, base: np.ndarray, n_resamples: int,
-              rng: RngLike) -> _Evidence:
-    d = cand - base
+              rng: RngLike, at: Sequence[float] = (0.0,)) -> _Evidence:
+    """The evidence of ``test`` on one cell; its ``floor`` is the largest one-sided floor of
+    the tests against the boundaries in ``at`` (those the verdict is decided at)."""
+    ev: _Evidence
     if test == "paired-t":
-        mean, _, se = _t_moments(d)
-        return _TEvidence(float(mean), float(se), d.size - 1)
-    if test == "welch":
-        mean, se, df, _ = _welch_moments(cand[None, :], base[None, :])
-        ev = _TEvidence(float(mean[0]), float(se[0]), float(df[0]))
-        ev.interval = "welch"
-        return ev
-    cls = {"bootstrap": _BootstrapEvidence, "permutation": _SignFlipEvidence,
-           "wilcoxon": _WilcoxonEvidence}[test]
-    return cls(d, n_resamples, _rng(rng))
-
+        ev = _TEvidence(cand, base)
+    elif test == "welch":
+        ev = _WelchEvidence(cand, base)
+    else:
+        cls = {"bootstrap": _BootstrapEvidence, "permutation": _SignFlipEvidence,
+               "wilcoxon": _WilcoxonEvidence}[test]
+        ev = cls(cand, base, n_resamples, _rng(rng))
+    ev.floor = max(ev.floor_at(c) for c in at)
+    return ev

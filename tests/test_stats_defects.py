@@ -1,0 +1,122 @@
+"""Defects found in the review of the statistics (issue 11, item 3), each pinned by a test that
+failed before its fix, checked against scipy / statsmodels or by simulation."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from pytest_graphnetz import stats as gs
+from pytest_graphnetz.stats import Verdict
+
+
+@pytest.fixture(autouse=True)
+def _no_warnings():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        yield
+
+
+# -- rounding never decides a verdict at the boundary ------------------------------------------
+
+BASE = np.array([0.91, 0.88, 0.90, 0.87, 0.92, 0.89, 0.90, 0.86, 0.93, 0.88])
+# Every seed drops by exactly one point, in two-decimal accuracies.
+CAND = np.round(BASE - 0.01, 2)
+
+
+def test_the_boundary_case_really_carries_rounding_noise():
+    # The defect needs this: in binary, d + margin is not 0 but about -1e-17 on every seed.
+    assert np.all(CAND - BASE + 0.01 != 0)
+    assert np.abs(CAND - BASE + 0.01).max() < 1e-15
+
+
+@pytest.mark.parametrize("test", ["paired-t", "permutation", "wilcoxon", "bootstrap"])
+def test_dropping_by_exactly_the_margin_is_not_a_regression(test):
+    # The true differences sit exactly on -margin: "mean d >= -margin" holds, nothing to reject.
+    c = gs.compare(CAND, BASE, margin=0.01, test=test)
+    assert c.verdict is not Verdict.REGRESSED
+    assert c.p_value >= 0.5
+
+
+@pytest.mark.parametrize("test", ["paired-t", "permutation", "wilcoxon"])
+def test_the_same_boundary_in_float32_metrics(test):
+    # A GPU metric is float32, widened to float64: 0.89f - 0.90f + 0.01 is ~1e-8, not 0.
+    base, cand = BASE.astype(np.float32).astype(float), CAND.astype(np.float32).astype(float)
+    assert np.all(cand - base + 0.01 != 0)
+    c = gs.compare(cand, base, margin=0.01, test=test)
+    assert c.verdict is not Verdict.REGRESSED and c.p_value >= 0.5
+
+
+def test_a_real_drop_just_past_the_margin_still_regresses():
+    # The tolerance is a few ulps of the data, not a fudge factor: 1e-9 beyond the margin on
+    # every seed is a regression past the margin (zero spread, so certain).
+    c = gs.compare(BASE - 0.010000001, BASE, margin=0.01)
+    assert c.verdict is Verdict.REGRESSED and c.p_value < 1e-6
+    # and at margin 0 the one-point drop itself is certain
+    assert gs.compare(CAND, BASE).verdict is Verdict.REGRESSED
+
+
+def test_a_two_sided_paired_test_on_rounded_equal_differences():
+    # Ten seeds, each +0.01 in two decimals: the snapped differences are exactly equal, so the
+    # t statistic is infinite (p = 0), not a ratio of two rounding errors.
+    res = gs.paired_test(np.round(BASE + 0.01, 2), BASE)
+    assert res.p_value == 0.0 and res.mean_diff == pytest.approx(0.01)
+
+
+# -- Wilcoxon sees the zeros and ties of the data -----------------------------------------------
+
+def _float32_accuracies(rng, n, total=250):
+    """Per-seed accuracies as a GPU computes them: correct / total in float32, widened."""
+    base = rng.binomial(total, 0.8, size=n)
+    cand = base + rng.integers(-3, 4, size=n)          # small changes: many zeros and ties
+    acc = lambda k: (np.float32(k) / np.float32(total)).astype(np.float32).astype(float)  # noqa: E731
+    return acc(cand), acc(base), cand - base
+
+
+def test_wilcoxon_matches_scipy_on_the_exact_differences_of_float32_accuracies():
+    # Reference: scipy's Wilcoxon (zero_method="pratt") on the exact integer differences of
+    # correct counts (ranks are scale-free). Before the fix, raw float differences hid zeros and
+    # ties and gave another p in most of these cases.
+    # (scipy enumerates 2^n sign flips slowly for tied data: small n there, then its normal
+    # approximation beyond 13 pairs.)
+    rng = np.random.default_rng(11)
+    old_differs = 0
+    for n in [5, 6, 7, 8] * 5 + [14, 17, 20] * 6:
+        cand, base, k = _float32_accuracies(rng, n)
+        if not np.any(k):
+            continue
+        ref = stats.wilcoxon(k, zero_method="pratt").pvalue
+        assert gs.paired_test(cand, base, test="wilcoxon").p_value == pytest.approx(ref, rel=1e-9)
+        ref_less = stats.wilcoxon(k, zero_method="pratt", alternative="less").pvalue
+        assert gs.compare(cand, base, test="wilcoxon").p_value == pytest.approx(ref_less, rel=1e-9)
+        old_differs += not math.isclose(stats.wilcoxon(cand - base).pvalue, ref, rel_tol=1e-9)
+    assert old_differs > 15  # the cases do exercise zeros and ties
+
+
+def test_wilcoxon_floor_counts_only_the_non_zero_differences():
+    base = np.array([0.80, 0.81, 0.79, 0.82, 0.83])
+    cand = base - np.array([0.05, 0.04, 0.06, 0.03, 0.0])  # 4 seeds worse, 1 unchanged
+    c = gs.compare(cand, base, test="wilcoxon")
+    # 4 non-zero signs: the smallest one-sided p is 1/16 > 0.05, and scipy agrees it is reached
+    assert c.p_floor == pytest.approx(1 / 16)
+    ref = stats.wilcoxon(cand - base, zero_method="pratt", alternative="less").pvalue
+    assert c.p_value == pytest.approx(ref) == pytest.approx(1 / 16)
+    assert c.verdict is Verdict.INCONCLUSIVE
+    assert math.isinf(c.mde)  # no effect is detectable at α = 0.05 with this test
+    assert any("cannot reach α=0.05" in note and "0.0625" in note for note in c.notes)
+    two = gs.paired_test(cand, base, test="wilcoxon")
+    assert two.p_floor == pytest.approx(1 / 8) and any("cannot reach" in n for n in two.notes)
+
+
+def test_permutation_floor_counts_only_the_non_zero_differences():
+    base = np.array([0.80, 0.81, 0.79, 0.82, 0.83])
+    cand = base - np.array([0.05, 0.04, 0.06, 0.03, 0.0])
+    c = gs.compare(cand, base, test="permutation")
+    ref = stats.permutation_test((cand - base,), np.mean, permutation_type="samples",
+                                 n_resamples=np.inf, alternative="less").pvalue
+    assert c.p_value == pytest.approx(ref) == pytest.approx(1 / 16) == c.p_floor
+    assert math.isinf(c.mde) and c.verdict is Verdict.INCONCLUSIVE
