@@ -77,6 +77,9 @@ _OPTIONS = (
     _Option("summary", "also write the gate table as Markdown to PATH", metavar="PATH"),
     _Option("report-dir", "save each gated test's candidate report (full JSON, histories "
             "included) under DIR, e.g. for CI artifacts", metavar="DIR"),
+    _Option("deterministic", "deterministic CUDA algorithms per triple: on, warn (let an "
+            "operation without one run, with a warning) or off (default on)",
+            metavar="on|warn|off"),
 )
 
 
@@ -139,14 +142,18 @@ class Settings:
     summary: Path | None
     report_dir: Path | None
     cli_baseline_dir: str | None  # as typed on the command line, for the commands we print
+    deterministic: str         # on | warn | off (determinism.py)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
         """Read and validate every option; a bad value is a usage error naming the option."""
+        from .determinism import DEFAULT_MODE, check_mode  # stdlib only at import
+
         get = _getter(config)
         workers = _convert("workers", get("workers", "1"), int, "a whole number of processes")
         alpha = _convert("alpha", get("alpha", str(DEFAULT_ALPHA)), float, "a number")
         try:
+            deterministic = check_mode(get("deterministic", DEFAULT_MODE))
             seeds = parse_seeds(get("seeds", DEFAULT_SEEDS))
         except ValueError as exc:
             raise pytest.UsageError(f"graphnetz: {exc}") from None
@@ -164,7 +171,14 @@ class Settings:
             # Under pytest's cache dir; with the cacheprovider plugin off (-p no:cacheprovider),
             # the user asked for no cache on disk, so none.
             cache = getattr(config, "cache", None)
-            cache_dir = Path(cache.mkdir("graphnetz")) if cache is not None else None
+            try:
+                cache_dir = Path(cache.mkdir("graphnetz")) if cache is not None else None
+            except OSError as exc:  # a read-only checkout, say: run, but without the cache
+                config.issue_config_time_warning(pytest.PytestConfigWarning(
+                    f"graphnetz: cannot create the triple cache under pytest's cache directory "
+                    f"({exc}); training without the cache this run. Make it writable, or "
+                    "choose a directory with --graphnetz-cache-dir"), stacklevel=2)
+                cache_dir = None
         baseline_dir = (_path(config, "baseline-dir") if get("baseline-dir", None) is not None
                         else config.rootpath / "baselines")
         return cls(
@@ -174,6 +188,7 @@ class Settings:
             summary=_path(config, "summary") if get("summary", None) else None,
             report_dir=_path(config, "report-dir") if get("report-dir", None) else None,
             cli_baseline_dir=config.getoption("graphnetz_baseline_dir"),
+            deterministic=deterministic,
         )
 
 
@@ -259,6 +274,7 @@ class GraphnetzSession:
         kwargs.setdefault("device", s.device)
         kwargs.setdefault("workers", s.workers)
         kwargs.setdefault("cache_dir", s.cache_dir)
+        kwargs.setdefault("deterministic", s.deterministic)
         counts: dict[str, float] = {"trained": 0, "cached": 0}
         user_progress = kwargs.pop("progress", None)
         live = self._live_progress(tasks, models, kwargs["seeds"])

@@ -12,7 +12,8 @@ One triple (:func:`_run_triple`, a picklable top-level function so any executor 
 2. reseed again, build the model (so loading — from disk or freshly generated — never shifts
    the initialisation draws);
 3. fingerprint data and model; look the triple up in the cache, else move model and data to
-   the device and train with the task's trainer (custom) or the built-in one of its kind.
+   the device and train with the task's trainer (custom) or the built-in one of its kind —
+   on CUDA under the run's determinism mode (:mod:`~pytest_graphnetz.determinism`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import determinism
 from .cache import TripleCache
 from .history import History, MetricSpec
 from .report import BenchmarkReport
@@ -194,7 +196,8 @@ class _Job:
     threads: int
     root: str
     cache_dir: str | None
-    context: Mapping[str, Any]  # device info and versions: part of the cache key
+    context: Mapping[str, Any]  # device info and versions (+ GPU and mode): part of the cache key
+    deterministic: str = determinism.DEFAULT_MODE
 
 
 @dataclass(frozen=True)
@@ -261,12 +264,13 @@ def _run_triple_alone(job: _Job) -> _Outcome:
 
     def train() -> History:
         device = torch.device(job.device)
-        moved = model.to(device)
-        on_device = to_device(data, device)
-        if task.trainer is not None:
-            result = task.trainer(moved, on_device, task=task, device=device)
-            return training.as_history(result, where=f"trainer of task {task.name!r}")
-        return training.builtin(task.kind).train(moved, on_device, task=task, device=device)
+        with determinism.deterministic_scope(job.deterministic, job.device):
+            moved = model.to(device)
+            on_device = to_device(data, device)
+            if task.trainer is not None:
+                result = task.trainer(moved, on_device, task=task, device=device)
+                return training.as_history(result, where=f"trainer of task {task.name!r}")
+            return training.builtin(task.kind).train(moved, on_device, task=task, device=device)
 
     if job.cache_dir is None:
         history, cached = train(), False
@@ -319,6 +323,7 @@ def run_benchmark(
     threads: int = 1,
     cache_dir: str | os.PathLike | None = None,
     progress: Progress | None = None,
+    deterministic: str = determinism.DEFAULT_MODE,
 ) -> BenchmarkReport:
     """Train every model on every task under every seed; the per-seed, per-epoch report.
 
@@ -336,6 +341,8 @@ def run_benchmark(
     - ``cache_dir``: a :class:`~pytest_graphnetz.cache.TripleCache` directory (None: no cache).
     - ``progress``: ``progress(task, model, seed, status, seconds)``, status ``"trained"`` or
       ``"cached"``, called in this process as each triple finishes.
+    - ``deterministic``: ``on`` (default), ``warn`` or ``off``: deterministic CUDA algorithms
+      per triple (see :mod:`~pytest_graphnetz.determinism`; no effect on CPU and MPS).
 
     Returns a :class:`BenchmarkReport` with ``X[task, model, seed]`` in the order of ``tasks``,
     ``models`` and ``seeds``, every history, data/model fingerprints and the run's protocol.
@@ -355,24 +362,32 @@ def run_benchmark(
         raise ValueError(f"`threads` must be >= 1, got {threads!r}")
     if int(workers) < 1:
         raise ValueError(f"`workers` must be >= 1, got {workers!r}")
+    mode = determinism.check_mode(deterministic)
     device_str = resolve_device(device)
+    if determinism.applies(device_str):
+        determinism.prepare_cublas(mode)  # before _device_info starts CUDA
     info = _device_info(device_str)
+    gpu = determinism.gpu_protocol(device_str)
     versions = _versions()
     base = Path(root if root is not None else os.environ.get(ROOT_ENV) or DEFAULT_ROOT)
     opened = None if cache_dir is None else TripleCache.open(Path(cache_dir).resolve())
     cache = None if opened is None else str(opened.directory)
-    context = {"device": info, "versions": versions}
+    context: dict[str, Any] = {"device": info, "versions": versions}
+    if gpu is not None:
+        # CPU keys stay as they were: there the mode changes no number (see determinism.py).
+        context.update(gpu=gpu, deterministic=mode)
 
     jobs = [
         _Job(task=task, model=model, factory=models[model], seed=seed, device=device_str,
              threads=int(threads), root=str((base / task.category / task.name).resolve()),
-             cache_dir=cache, context=context)
+             cache_dir=cache, context=context, deterministic=mode)
         for task in task_map.values() for model in models for seed in seed_list
     ]
     outcomes = _execute(jobs, workers=int(workers), executor=executor, device=device_str,
                         progress=progress)
     return _assemble(task_map, list(models), seed_list, jobs, outcomes,
                      protocol={"device": info, "threads": int(threads), "versions": versions,
+                               "deterministic": mode, "gpu": gpu,
                                "platform": platform.platform(),
                                "tasks": {t.name: _task_protocol(t) for t in task_map.values()}})
 

@@ -371,3 +371,46 @@ def test_temp_files_of_a_killed_baseline_write_are_cleaned_by_the_next_write(tmp
     BenchmarkReport.from_arrays([[[0.5, 0.6]]], tasks=["t"], models=["m"], seeds=[0, 1],
                                 metric="accuracy").to_json(target)
     assert sorted(p.name for p in target.parent.iterdir()) == [other.name, target.name]
+
+
+def test_a_read_only_pytest_cache_runs_without_the_cache(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_x(graphnetz_run): pass")
+    locked = pytester.path / "locked"
+    read_only(locked)
+    try:
+        result = run_pytest(pytester, "-o", f"cache_dir={locked / '.pytest_cache'}")
+    finally:
+        locked.chmod(0o755)
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["*graphnetz: cannot create the triple cache under pytest's cache "
+                                 "directory (*Permission denied*); training without the cache*"])
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
+def _compute_once(args: tuple[str, str, int]) -> bool:
+    """In a worker process: get_or_compute one of two keys; computing appends to ``log``."""
+    from pytest_graphnetz.cache import TripleCache, make_key
+    from pytest_graphnetz.history import History
+
+    directory, log, which = args
+
+    def compute() -> History:
+        with open(log, "a") as fh:
+            fh.write(f"computed {which}\n")
+        time.sleep(0.3)
+        return History(test=[0.25])
+
+    return TripleCache(directory).get_or_compute(make_key({"key": which}), compute)[1]
+
+
+def test_concurrent_processes_compute_each_key_once_and_leave_no_lock_files(tmp_path):
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    cache, log = tmp_path / "cache", tmp_path / "log.txt"
+    jobs = [(str(cache), str(log), i % 2) for i in range(6)]
+    with ProcessPoolExecutor(3, mp_context=multiprocessing.get_context("fork")) as pool:
+        cached = list(pool.map(_compute_once, jobs))
+    assert sorted(log.read_text().splitlines()) == ["computed 0", "computed 1"]
+    assert sorted(cached) == [False, False, True, True, True, True]
+    assert sorted(p.suffix for p in cache.iterdir()) == [".json", ".json"]
