@@ -179,9 +179,14 @@ class WidthVerdict:
 
     def message(self) -> str:
         s = self.stats
-        more = (f"about {self.seeds_needed} seeds would bring it under "
-                f"(rerun with --graphnetz-seeds={self.seeds_needed})" if self.seeds_needed
-                else "more seeds would not help (no spread estimate)")
+        if self.seeds_needed:
+            more = (f"about {self.seeds_needed} seeds would bring it under "
+                    f"(rerun with --graphnetz-seeds={self.seeds_needed})")
+        else:  # n < 2: no spread to plan from, and more seeds are exactly what it needs
+            diverged = f" ({s.n_diverged} diverged)" if s.n_diverged else ""
+            more = (f"an interval needs at least 2 finished seeds and this cell has "
+                    f"{s.n}{diverged}: run more seeds (e.g. --graphnetz-seeds=10), then this "
+                    "gate says how many bring it under")
         return (f"{self.cell} — {self.metric}: {s.method} {s.confidence_level:.0%} interval "
                 f"{_ci(s.ci)} is {_num(self.width)} wide, over the maximum "
                 f"{_num(self.max_width)} (n={s.n}, mean {_num(s.mean)}); {more}")
