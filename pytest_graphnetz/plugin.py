@@ -68,10 +68,10 @@ _OPTIONS = (
     _Option("no-cache", "train every triple, reading and writing no cache", flag=True),
     _Option("baseline-dir", "where baselines live (default: baselines/ under the rootdir)",
             metavar="DIR"),
-    _Option("update-baselines", "gates given a baseline write the candidate there and pass",
-            flag=True),
-    _Option("force", "with --graphnetz-update-baselines: replace even a regressed or unreadable "
-            "baseline", flag=True),
+    _Option("update-baselines", "gates given a baseline write the candidate there and pass, "
+            "unless the ratchet refuses; a full run deletes baselines no test used", flag=True),
+    _Option("force", "with --graphnetz-update-baselines: write even what the ratchet refuses, "
+            "or over an unreadable baseline; resets the anchors of the cells written", flag=True),
     _Option("alpha", f"significance level of the gates (default {DEFAULT_ALPHA})", metavar="A"),
     _Option("strict", "an INCONCLUSIVE gate fails too", flag=True),
     _Option("summary", "also write the gate table as Markdown to PATH", metavar="PATH"),
