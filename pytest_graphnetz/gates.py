@@ -179,9 +179,14 @@ class WidthVerdict:
 
     def message(self) -> str:
         s = self.stats
-        more = (f"about {self.seeds_needed} seeds would bring it under "
-                f"(rerun with --graphnetz-seeds={self.seeds_needed})" if self.seeds_needed
-                else "more seeds would not help (no spread estimate)")
+        if self.seeds_needed:
+            more = (f"about {self.seeds_needed} seeds would bring it under "
+                    f"(rerun with --graphnetz-seeds={self.seeds_needed})")
+        else:  # n < 2: no spread to plan from, and more seeds are exactly what it needs
+            diverged = f" ({s.n_diverged} diverged)" if s.n_diverged else ""
+            more = (f"an interval needs at least 2 finished seeds and this cell has "
+                    f"{s.n}{diverged}: run more seeds (e.g. --graphnetz-seeds=10), then this "
+                    "gate says how many bring it under")
         return (f"{self.cell} — {self.metric}: {s.method} {s.confidence_level:.0%} interval "
                 f"{_ci(s.ci)} is {_num(self.width)} wide, over the maximum "
                 f"{_num(self.max_width)} (n={s.n}, mean {_num(s.mean)}); {more}")
@@ -280,21 +285,25 @@ def assert_ci_width(report: BenchmarkReport, max_width: float, *,
     """
     __tracebackhide__ = True
     _announce(report)
-    if not max_width > 0:
-        raise ValueError(f"`max_width` must be > 0, got {max_width!r}")
-    verdicts = []
-    for task in report.tasks:
-        spec = report.metric(task)
-        for model in report.models:
-            cell = _describe(report.values(task, model), report, method=method)
-            width = float(cell.ci.high - cell.ci.low)
-            failed = not width <= max_width   # a NaN width (n < 2) fails too
-            needed = None
-            if failed and math.isfinite(cell.std) and cell.std > 0:
-                needed = stats.seeds_for_width(cell.std, max_width,
-                                               confidence_level=report.confidence_level)
-            verdicts.append(WidthVerdict(task, model, spec.name, spec.higher_is_better, cell,
-                                         width, float(max_width), needed, failed))
+    try:
+        if not max_width > 0:
+            raise ValueError(f"`max_width` must be > 0, got {max_width!r}")
+        verdicts = []
+        for task in report.tasks:
+            spec = report.metric(task)
+            for model in report.models:
+                cell = _describe(report.values(task, model), report, method=method)
+                width = float(cell.ci.high - cell.ci.low)
+                failed = not width <= max_width   # a NaN width (n < 2) fails too
+                needed = None
+                if failed and math.isfinite(cell.std) and cell.std > 0:
+                    needed = stats.seeds_for_width(cell.std, max_width,
+                                                   confidence_level=report.confidence_level)
+                verdicts.append(WidthVerdict(task, model, spec.name, spec.higher_is_better, cell,
+                                             width, float(max_width), needed, failed))
+    except Exception as exc:
+        _record_stopped("ci_width", report, None, exc)
+        raise
     _finish("assert_ci_width", verdicts, header=f"interval wider than {_num(max_width)}")
     return verdicts
 
@@ -396,8 +405,9 @@ def _refresh(gate: str, report: BenchmarkReport, handle: BaselineHandle, *, test
 
     outcome = refresh(handle, report, judge)
     status = "UPDATED" if outcome.written else "REFUSED"
-    _record(outcome.previous, status=status)
-    _record(outcome.anchored, status=f"{status} vs anchor")
+    failing = () if outcome.written else outcome.refused
+    _record(outcome.previous, status=status, failing=failing)
+    _record(outcome.anchored, status=f"{status} vs anchor", failing=failing)
     if not outcome.written:
         raise AssertionError(outcome.refusal())
     judged = {(v.task, v.model) for v in outcome.previous}
@@ -638,7 +648,10 @@ def _first_line(exc: BaseException, limit: int = 160) -> str:
     return line if len(line) <= limit else line[:limit - 1] + "…"
 
 
-def _record(verdicts: Sequence[CellVerdict | WidthVerdict], status: str | None = None) -> None:
+def _record(verdicts: Sequence[CellVerdict | WidthVerdict], status: str | None = None,
+            failing: Sequence[Any] = ()) -> None:
+    """Report rows to the observer; ``failing``: verdicts that fail the call although their
+    own cell passes (a refresh the ratchet refuses on an INCONCLUSIVE loss)."""
     observer = _OBSERVER.get()
     if observer is None:
         return
@@ -646,6 +659,8 @@ def _record(verdicts: Sequence[CellVerdict | WidthVerdict], status: str | None =
         row = v.row()
         if status:
             row["verdict"] = f"{status} ({row['verdict']})"
+        if any(v is f for f in failing):
+            row["failed"] = "yes"
         observer.record(row)
 
 

@@ -12,8 +12,10 @@ the controller in the test reports' ``user_properties``, which xdist serialises.
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 import shlex
 import sys
 import time
@@ -69,10 +71,10 @@ _OPTIONS = (
     _Option("no-cache", "train every triple, reading and writing no cache", flag=True),
     _Option("baseline-dir", "where baselines live (default: baselines/ under the rootdir)",
             metavar="DIR"),
-    _Option("update-baselines", "gates given a baseline write the candidate there and pass",
-            flag=True),
-    _Option("force", "with --graphnetz-update-baselines: replace even a regressed or unreadable "
-            "baseline", flag=True),
+    _Option("update-baselines", "gates given a baseline write the candidate there and pass, "
+            "unless the ratchet refuses; a full run deletes baselines no test used", flag=True),
+    _Option("force", "with --graphnetz-update-baselines: write even what the ratchet refuses, "
+            "or over an unreadable baseline; resets the anchors of the cells written", flag=True),
     _Option("alpha", f"significance level of the gates (default {DEFAULT_ALPHA})", metavar="A"),
     _Option("strict", "an INCONCLUSIVE gate fails too", flag=True),
     _Option("summary", "also write the gate table as Markdown to PATH", metavar="PATH"),
@@ -172,7 +174,14 @@ class Settings:
             # Under pytest's cache dir; with the cacheprovider plugin off (-p no:cacheprovider),
             # the user asked for no cache on disk, so none.
             cache = getattr(config, "cache", None)
-            cache_dir = Path(cache.mkdir("graphnetz")) if cache is not None else None
+            try:
+                cache_dir = Path(cache.mkdir("graphnetz")) if cache is not None else None
+            except OSError as exc:  # a read-only checkout, say: run, but without the cache
+                config.issue_config_time_warning(pytest.PytestConfigWarning(
+                    f"graphnetz: cannot create the triple cache under pytest's cache directory "
+                    f"({exc}); training without the cache this run. Make it writable, or "
+                    "choose a directory with --graphnetz-cache-dir"), stacklevel=2)
+                cache_dir = None
         baseline_dir = (_path(config, "baseline-dir") if get("baseline-dir", None) is not None
                         else config.rootpath / "baselines")
         return cls(
@@ -490,8 +499,12 @@ class GraphnetzSession:
             parts += [f"**{headline}**" if failing else headline, "",
                       markdown_table(*self._table())]
             for test in dict.fromkeys(r["test"] for r in failing):
-                parts += ["", f"<details><summary>{FAILED_MARK} <code>{test}</code></summary>",
-                          "", "```text", _clip(self.failures[test]), "```", "", "</details>"]
+                message = _clip(self.failures[test])
+                # A fence longer than any backtick run inside, so a message cannot end it.
+                fence = "`" * max(3, 1 + max(map(len, re.findall("`+", message)), default=0))
+                parts += ["", f"<details><summary>{FAILED_MARK} <code>{html.escape(test)}"
+                              "</code></summary>", "", f"{fence}text", message, fence, "",
+                          "</details>"]
         else:
             parts.append("No gates ran.")
         if self.trained or self.cached:

@@ -287,19 +287,22 @@ def _run_triple_alone(job: _Job) -> _Outcome:
     return _Outcome(history, data_fp, model_fp, cached, time.perf_counter() - start, model_info)
 
 
-def _entry_check(task: Task) -> Callable[[History], str | None]:
+def _entry_check(task: Task) -> Callable[[History], str | None] | None:
     """What a cached history must satisfy to stand for a run of ``task`` (else it is retrained).
 
-    A built-in trainer records exactly ``task.epochs`` epochs (NaN after a divergence); a
-    metric bounded in [0, 1] (accuracy, AUC...) has its test and validation values there.
+    A built-in trainer records exactly ``task.epochs`` epochs (NaN after a divergence) and its
+    metrics bounded in [0, 1] (accuracy, AUC...) lie there. A custom trainer's history is only
+    checked for its value types (it may record any epochs, and in any units).
     """
     from .history import in_unit_interval
 
-    epochs = task.epochs if task.trainer is None else None
+    if task.trainer is not None:
+        return None
+    epochs = task.epochs
     bounded = in_unit_interval(task.metric_name)
 
     def check(history: History) -> str | None:
-        if epochs is not None and history.n_epochs != epochs:
+        if history.n_epochs != epochs:
             return f"{history.n_epochs} epoch(s) recorded, the task trains {epochs}"
         if bounded:
             for name, series in (("test", history.test), ("val", history.val or ())):

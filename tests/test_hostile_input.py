@@ -179,3 +179,17 @@ def test_a_small_file_declaring_a_huge_grid_is_refused_before_allocating(tmp_pat
     assert path.stat().st_size < 200_000
     assert ("`histories` has no history for 7999999999 of the 2000 × 2000 × 2000 = 8000000000 "
             "cells") in run.stdout
+
+
+@pytest.mark.parametrize("content", [
+    '{"schema": ' + "[" * 200_000 + "]" * 200_000 + "}",
+    json.dumps(_with(metrics__t__higher_is_better="false")),
+])
+def test_the_cli_says_what_is_wrong_with_a_hostile_report(tmp_path, capsys, content) -> None:
+    from pytest_graphnetz.cli import main
+
+    path = tmp_path / "hostile.json"
+    path.write_text(content)
+    assert main(["show", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"graphnetz show: {path}: ") and err.count("\n") == 1
