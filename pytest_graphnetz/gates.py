@@ -405,8 +405,9 @@ def _refresh(gate: str, report: BenchmarkReport, handle: BaselineHandle, *, test
 
     outcome = refresh(handle, report, judge)
     status = "UPDATED" if outcome.written else "REFUSED"
-    _record(outcome.previous, status=status)
-    _record(outcome.anchored, status=f"{status} vs anchor")
+    failing = () if outcome.written else outcome.refused
+    _record(outcome.previous, status=status, failing=failing)
+    _record(outcome.anchored, status=f"{status} vs anchor", failing=failing)
     if not outcome.written:
         raise AssertionError(outcome.refusal())
     judged = {(v.task, v.model) for v in outcome.previous}
@@ -647,7 +648,10 @@ def _first_line(exc: BaseException, limit: int = 160) -> str:
     return line if len(line) <= limit else line[:limit - 1] + "…"
 
 
-def _record(verdicts: Sequence[CellVerdict | WidthVerdict], status: str | None = None) -> None:
+def _record(verdicts: Sequence[CellVerdict | WidthVerdict], status: str | None = None,
+            failing: Sequence[Any] = ()) -> None:
+    """Report rows to the observer; ``failing``: verdicts that fail the call although their
+    own cell passes (a refresh the ratchet refuses on an INCONCLUSIVE loss)."""
     observer = _OBSERVER.get()
     if observer is None:
         return
@@ -655,6 +659,8 @@ def _record(verdicts: Sequence[CellVerdict | WidthVerdict], status: str | None =
         row = v.row()
         if status:
             row["verdict"] = f"{status} ({row['verdict']})"
+        if any(v is f for f in failing):
+            row["failed"] = "yes"
         observer.record(row)
 
 

@@ -12,8 +12,10 @@ the controller in the test reports' ``user_properties``, which xdist serialises.
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 import shlex
 import sys
 import time
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
 # at 10 seeds detects a 0.7-point regression 75% of the time (45% at 5 seeds) with no false
 # alarms on innocent changes; its minimum detectable effect is 0.67 points (1.07 at 5 seeds).
 DEFAULT_SEEDS = "10"
+MARKER = "graphnetz"                    # the marker of gate tests (-m graphnetz)
 DEFAULT_ALPHA = 0.05
 GATE_PROPERTY = "graphnetz_gate"        # user_properties entry: one gate row (JSON text)
 TRIPLES_PROPERTY = "graphnetz_triples"  # user_properties entry: {"trained", "cached", "seconds"}
@@ -496,8 +499,12 @@ class GraphnetzSession:
             parts += [f"**{headline}**" if failing else headline, "",
                       markdown_table(*self._table())]
             for test in dict.fromkeys(r["test"] for r in failing):
-                parts += ["", f"<details><summary>{FAILED_MARK} <code>{test}</code></summary>",
-                          "", "```text", _clip(self.failures[test]), "```", "", "</details>"]
+                message = _clip(self.failures[test])
+                # A fence longer than any backtick run inside, so a message cannot end it.
+                fence = "`" * max(3, 1 + max(map(len, re.findall("`+", message)), default=0))
+                parts += ["", f"<details><summary>{FAILED_MARK} <code>{html.escape(test)}"
+                              "</code></summary>", "", f"{fence}text", message, fence, "",
+                          "</details>"]
         else:
             parts.append("No gates ran.")
         if self.trained or self.cached:
@@ -624,13 +631,76 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "graphnetz: a multi-seed GNN benchmark gate (select with -m graphnetz)"
+        "markers", f"{MARKER}: a multi-seed GNN benchmark gate (select with -m {MARKER})"
     )
-    session = GraphnetzSession(config, Settings.from_config(config))
+    # PyG calls torch.jit.script while importing, which torch >= 2.10 deprecates: noise in every
+    # session that imports PyG (a user's model module does, before our runner can silence it),
+    # and a failure under -W error. The warning is raised inside torch, whoever called.
+    config.addinivalue_line(
+        "filterwarnings", r"ignore:`torch\.jit\.script` is deprecated:DeprecationWarning")
+    settings = Settings.from_config(config)
+    _check_device(settings.device)
+    session = GraphnetzSession(config, settings)
     config.stash[STASH_KEY] = session
     # Registered as a plugin so it receives every test report, on the controller those that
     # xdist workers send over too.
     config.pluginmanager.register(session, "graphnetz-session")
+
+
+def _check_device(device: str) -> None:
+    """A pinned device this machine lacks is one usage error now, not a failure in every test.
+
+    ``auto`` and ``cpu`` always exist, so only a pinned accelerator pays for importing torch.
+    """
+    if device.strip().lower() in ("auto", "cpu"):
+        return
+    from .runner import DeviceError, resolve_device
+
+    try:
+        resolve_device(device)
+    except DeviceError as exc:
+        raise pytest.UsageError(f"graphnetz: `--graphnetz-device` / `graphnetz_device`: {exc}")\
+            from None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]
+                                  ) -> Iterator[None]:
+    """``-k`` matches marker names as keywords, so ``-k graph`` selected every test marked
+    ``graphnetz`` (and ``-k "not graph"`` none of them). Here ``-k`` is applied without our
+    marker's name, ``-m graphnetz`` still with it; ``-k graphnetz`` keeps pytest's meaning."""
+    keyword = config.option.keyword or ""
+    mark_plugin = config.pluginmanager.get_plugin("mark")
+    select = getattr(mark_plugin, "pytest_collection_modifyitems", None)
+    if not keyword.strip() or MARKER in keyword.lower() or select is None:
+        return (yield)
+    markexpr = config.option.markexpr
+    hidden = _hide_marker(items)
+    config.option.markexpr = ""
+    try:
+        select(items=items, config=config)  # pytest's own -k, blind to our marker
+    finally:
+        config.option.markexpr = markexpr
+        for node, marks in hidden:
+            node.own_markers[:] = marks
+    config.option.keyword = ""  # already applied: pytest's pass below applies -m only
+    try:
+        return (yield)
+    finally:
+        config.option.keyword = keyword
+
+
+def _hide_marker(items: list[pytest.Item]) -> list[tuple[pytest.Item | pytest.Collector, list]]:
+    """Remove our marker from every node above ``items``; what to put back."""
+    hidden, seen = [], set()
+    for item in items:
+        for node in item.listchain():
+            if id(node) in seen or not any(m.name == MARKER for m in node.own_markers):
+                continue
+            seen.add(id(node))
+            hidden.append((node, list(node.own_markers)))
+            node.own_markers[:] = [m for m in node.own_markers if m.name != MARKER]
+    return hidden
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
