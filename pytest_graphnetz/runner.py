@@ -269,7 +269,8 @@ def _run_triple_alone(job: _Job) -> _Outcome:
             on_device = to_device(data, device)
             if task.trainer is not None:
                 result = task.trainer(moved, on_device, task=task, device=device)
-                return training.as_history(result, where=f"trainer of task {task.name!r}")
+                return training.as_history(result, where=f"trainer of task {task.name!r}",
+                                           metric=task.metric_name)
             return training.builtin(task.kind).train(moved, on_device, task=task, device=device)
 
     if job.cache_dir is None:
@@ -289,9 +290,11 @@ def _entry_check(task: Task) -> Callable[[History], str | None]:
     """What a cached history must satisfy to stand for a run of ``task`` (else it is retrained).
 
     A built-in trainer records exactly ``task.epochs`` epochs (NaN after a divergence); a
-    metric bounded in [0, 1] (accuracy, AUC...) has its test and validation values there.
+    metric bounded in [0, 1] (accuracy, AUC...) has its test and validation values there;
+    per-example outcomes recompute the test value recorded at their epoch.
     """
     from .history import in_unit_interval
+    from .outcomes import outcomes_problem
 
     epochs = task.epochs if task.trainer is None else None
     bounded = in_unit_interval(task.metric_name)
@@ -299,6 +302,10 @@ def _entry_check(task: Task) -> Callable[[History], str | None]:
     def check(history: History) -> str | None:
         if epochs is not None and history.n_epochs != epochs:
             return f"{history.n_epochs} epoch(s) recorded, the task trains {epochs}"
+        if history.outcomes:
+            problem = outcomes_problem(history, task.metric_name)
+            if problem is not None:
+                return problem
         if bounded:
             for name, series in (("test", history.test), ("val", history.val or ())):
                 outside = [v for v in series if not (0.0 <= v <= 1.0 or math.isnan(v))]
