@@ -25,7 +25,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from .history import History, MetricSpec
+from .history import History, MetricSpec, in_unit_interval
 
 SCHEMA = "pytest-graphnetz/report"
 # 2: histories whose values are all float32 are written with their shortest float32 repr and
@@ -334,17 +334,22 @@ class BenchmarkReport:
 
         ``method`` defaults to :attr:`ci_method`, ``confidence_level`` to the report's; a
         :class:`~pytest_graphnetz.stats.Summary` of frozen rows. ``n_seeds`` counts the finite
-        seeds the statistics use; diverged seeds are counted in ``n_diverged``.
+        seeds the statistics use; diverged seeds are counted in ``n_diverged``. A t interval
+        reaching beyond the range of a metric bounded in [0, 1] (accuracy, AUC...) is clipped
+        to it, and the row's ``method`` says so (``"t, clipped to [0, 1]"``).
         """
+        from dataclasses import replace
+
         from .stats import summarize
 
-        return summarize(
+        summary = summarize(
             self.to_array(epoch_selection, strict=strict), tasks=self.tasks, models=self.models,
             metrics=[self.metrics[t].name for t in self.tasks],
             method=self.ci_method if method is None else method,
             confidence_level=(self.confidence_level if confidence_level is None
                               else confidence_level),
         )
+        return replace(summary, rows=tuple(_clip_to_metric(row) for row in summary.rows))
 
     def pairwise(self, test: str = "paired-t", *, confidence_level: float | None = None,
                  epoch_selection: str | None = None, strict: bool = True, rng: Any = None,
@@ -682,6 +687,19 @@ def _per_seed(values: Any, seeds: Sequence[int], what: str) -> dict[int, str]:
 # -- validating a report's JSON before building anything ----------------------------------------
 # A hostile or damaged file must fail with a message, not coerce ("false" read as true, 1.5 read
 # as seed 1) nor allocate what it declares (a 157 KB file can declare 2000 × 2000 × 2000 cells).
+
+
+def _clip_to_metric(row: Any) -> Any:
+    """A summary row whose interval leaves [0, 1] for a metric that cannot (t intervals are
+    symmetric and can), clipped to [0, 1] with ``method`` saying so; any other row as it is."""
+    from dataclasses import replace
+
+    low, high = row.ci_low, row.ci_high
+    if not (in_unit_interval(row.metric) and math.isfinite(low) and math.isfinite(high)) \
+            or (low >= 0.0 and high <= 1.0):
+        return row
+    return replace(row, ci_low=max(low, 0.0), ci_high=min(high, 1.0),
+                   method=f"{row.method}, clipped to [0, 1]")
 
 
 def _check_report_dict(data: Mapping, source: str) -> None:
