@@ -16,7 +16,9 @@ a resumed crash trains nothing twice.
     python benchmarks/gate_quality.py --quick     # small pools: a smoke run of a few minutes
     python benchmarks/gate_quality.py             # the measurement behind the README table
 
-Writes the tables and findings to ``benchmarks/gate_quality_results.md`` (``--out``).
+Writes the tables and findings to ``benchmarks/gate_quality_results.md`` (``--out``); a
+``--quick`` run writes ``.graphnetz/gate_quality_quick.md`` instead, so a smoke run never
+overwrites the committed results.
 """
 
 from __future__ import annotations
@@ -438,6 +440,10 @@ def analyse(plan: Plan, values: Mapping[str, Mapping[str, np.ndarray]]) -> str:
     return "\n".join(lines)
 
 
+RESULTS = Path(__file__).with_name("gate_quality_results.md")
+QUICK_OUT = Path(".graphnetz/gate_quality_quick.md")  # relative to where it runs, like the cache
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
@@ -445,8 +451,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "few minutes whose rates are too coarse to quote")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--cache-dir", default=".graphnetz/gate_quality_cache")
-    parser.add_argument("--out", default=str(Path(__file__).with_name("gate_quality_results.md")))
+    parser.add_argument("--out", default=None,
+                        help="where to write the results (default: gate_quality_results.md "
+                             "beside this script; with --quick, .graphnetz/gate_quality_quick.md)")
     args = parser.parse_args(argv)
+    out = Path(args.out) if args.out else QUICK_OUT if args.quick else RESULTS
 
     plans = QUICK if args.quick else FULL
     command = "python benchmarks/gate_quality.py" + (" --quick" if args.quick else "")
@@ -467,7 +476,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{spent.cached} read from the cache).",
         *sections,
     ])
-    Path(args.out).write_text(text + "\n", encoding="utf-8")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text + "\n", encoding="utf-8")
+    print(f"written to {out}")
     print(f"{total} training runs ({spent.trained} trained, {spent.cached} cached) in "
           f"{elapsed:.0f} s; wrote {args.out}")
     return 0

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from . import stats
+from .adaptive import AdaptiveReport
 from .baselines import BaselineError, BaselineHandle, BaselineMissingError, load_baseline
 from .report import BenchmarkReport
 
@@ -97,6 +98,8 @@ class CellVerdict:
     ``comparison`` is the :class:`~pytest_graphnetz.stats.Comparison` (paired Δ, CI, p, Holm
     p, MDE, seeds needed); ``baseline`` / ``candidate`` describe each side on the paired seeds
     (mean and interval, :class:`~pytest_graphnetz.stats.CellStats`); ``seeds`` are those seeds.
+    ``stop``: for an adaptive report, where the cell's schedule stopped
+    (:class:`~pytest_graphnetz.adaptive.Stop`); None for fixed seeds.
     """
 
     task: str
@@ -110,6 +113,7 @@ class CellVerdict:
     seeds: tuple[int, ...]
     failed: bool
     notes: tuple[str, ...] = ()
+    stop: Any = None
 
     @property
     def verdict(self) -> str:
@@ -134,8 +138,13 @@ class CellVerdict:
             f"alpha {_num(c.alpha)}",
             f"  minimum detectable effect at n={c.n}: {_num(c.mde)}",
         ]
+        if self.stop is not None:
+            lines.append(f"  {self.stop.describe()}")
         if self.verdict == "INCONCLUSIVE":
-            if c.seeds_needed:
+            if c.seeds_needed and self.stop is not None:
+                lines.append(f"  {c.seeds_needed} seeds would decide it (rerun with "
+                             f"--graphnetz-seeds={self.stop.min_seeds}..{c.seeds_needed})")
+            elif c.seeds_needed:
                 lines.append(f"  {c.seeds_needed} seeds would decide it "
                              f"(rerun with --graphnetz-seeds={c.seeds_needed})")
             else:
@@ -147,12 +156,15 @@ class CellVerdict:
         """The summary-table row (plain strings: it travels through xdist and JUnit XML)."""
         c = self.comparison
         p = c.p_adjusted if c.p_adjusted is not None else c.p_value
-        return {"cell": self.cell, "metric": _metric(self.metric, self.higher_is_better),
-                "baseline": _mean_ci(self.baseline, short=True),
-                "candidate": _mean_ci(self.candidate, short=True),
-                "delta": f"{_signed(c.mean_diff)} {_ci(c.ci)}", "p": _p(p),
-                "verdict": self.verdict, "mde": _num(c.mde), "n": str(c.n), "gate": self.gate,
-                "failed": "yes" if self.failed else ""}
+        row = {"cell": self.cell, "metric": _metric(self.metric, self.higher_is_better),
+               "baseline": _mean_ci(self.baseline, short=True),
+               "candidate": _mean_ci(self.candidate, short=True),
+               "delta": f"{_signed(c.mean_diff)} {_ci(c.ci)}", "p": _p(p),
+               "verdict": self.verdict, "mde": _num(c.mde), "n": str(c.n), "gate": self.gate,
+               "failed": "yes" if self.failed else ""}
+        if self.stop is not None:  # adaptive: n used / MAX, and what stopping early saved
+            row.update(n=f"{c.n}/{self.stop.planned_max}", saved=str(self.stop.saved))
+        return row
 
 
 @dataclass(frozen=True)
@@ -326,10 +338,17 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
             raise ValueError(f"`test` must be one of {sorted(TESTS)} (every gate test is paired "
                              f"by seed), got {test!r}")
         test = TESTS[test]
+        if isinstance(report, AdaptiveReport) and (
+                gate != "not_worse" or (isinstance(baseline, BaselineHandle) and baseline.update)):
+            # Only the not-worse gate is sequential; the others, and refreshes, use MAX seeds.
+            report = report.complete()
         if isinstance(baseline, BaselineHandle) and baseline.update:
             return _refresh(gate, report, baseline, test=test, margin=margin, alpha=alpha,
                             rng=rng)
         source, base = _load(baseline)
+        if isinstance(report, AdaptiveReport):
+            return _adaptive_gate(report, base, test=test, margin=margin, alpha=alpha,
+                                  strict=strict, source=source, baseline=baseline)
         verdicts = compare_reports(report, base, gate=gate, test=test, margin=margin,
                                    alpha=alpha, strict=strict, source=source, rng=rng)
     except AssertionError:
@@ -343,6 +362,28 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
         raise
     name = f"assert_{gate}"
     _finish(name, verdicts, header=f"{_TITLE[gate]} against {source} ({_config(verdicts)})")
+    return verdicts
+
+
+def _adaptive_gate(report: AdaptiveReport, base: BenchmarkReport, *, test: str, margin: float,
+                   alpha: float, strict: bool, source: str,
+                   baseline: BaselineLike) -> list[CellVerdict]:
+    """``assert_not_worse`` on an adaptive report: each cell stops at its look (see
+    :mod:`pytest_graphnetz.adaptive`); the header says what the schedule saved."""
+    from .adaptive import saved, sequential_gate
+
+    if test != "paired-t":
+        raise ValueError(f"adaptive seeds (--graphnetz-seeds={report.seeds_option}) decide with "
+                         f"the paired t test's sequential boundaries; got test={test!r}: use "
+                         "test='paired', or fixed seeds (e.g. --graphnetz-seeds=20)")
+    command = baseline.update_command if isinstance(baseline, BaselineHandle) else None
+    verdicts = sequential_gate(report, base, margin=margin, min_effect=None, alpha=alpha,
+                               strict=strict, source=source, refresh_command=command)
+    used, fixed = saved(verdicts)
+    _finish("assert_not_worse", verdicts, header=(
+        f"{_TITLE['not_worse']} against {source} ({_config(verdicts)}; adaptive seeds "
+        f"{report.seeds_option}: {used} seed-trainings, {fixed - used} saved against fixed "
+        f"{report.max_seeds})"))
     return verdicts
 
 
@@ -405,8 +446,9 @@ def _refresh(gate: str, report: BenchmarkReport, handle: BaselineHandle, *, test
 
     outcome = refresh(handle, report, judge)
     status = "UPDATED" if outcome.written else "REFUSED"
-    _record(outcome.previous, status=status)
-    _record(outcome.anchored, status=f"{status} vs anchor")
+    failing = () if outcome.written else outcome.refused
+    _record(outcome.previous, status=status, failing=failing)
+    _record(outcome.anchored, status=f"{status} vs anchor", failing=failing)
     if not outcome.written:
         raise AssertionError(outcome.refusal())
     judged = {(v.task, v.model) for v in outcome.previous}
@@ -647,7 +689,10 @@ def _first_line(exc: BaseException, limit: int = 160) -> str:
     return line if len(line) <= limit else line[:limit - 1] + "…"
 
 
-def _record(verdicts: Sequence[CellVerdict | WidthVerdict], status: str | None = None) -> None:
+def _record(verdicts: Sequence[CellVerdict | WidthVerdict], status: str | None = None,
+            failing: Sequence[Any] = ()) -> None:
+    """Report rows to the observer; ``failing``: verdicts that fail the call although their
+    own cell passes (a refresh the ratchet refuses on an INCONCLUSIVE loss)."""
     observer = _OBSERVER.get()
     if observer is None:
         return
@@ -655,6 +700,8 @@ def _record(verdicts: Sequence[CellVerdict | WidthVerdict], status: str | None =
         row = v.row()
         if status:
             row["verdict"] = f"{status} ({row['verdict']})"
+        if any(v is f for f in failing):
+            row["failed"] = "yes"
         observer.record(row)
 
 

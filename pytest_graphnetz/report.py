@@ -25,7 +25,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from .history import History, MetricSpec
+from .history import History, MetricSpec, in_unit_interval
 
 SCHEMA = "pytest-graphnetz/report"
 # 2: histories whose values are all float32 are written with their shortest float32 repr and
@@ -348,18 +348,24 @@ class BenchmarkReport:
         them). A :class:`~pytest_graphnetz.stats.Summary` of frozen rows whose ``source`` and
         notes say what the intervals cover; ``mean``/``std``/``sem`` stay the seed statistics.
         ``n_seeds`` counts the finite seeds; diverged seeds are counted in ``n_diverged``.
+        A t interval (``source="seeds"``) reaching beyond the range of a metric bounded in
+        [0, 1] (accuracy, AUC...) is clipped to it, and the row's ``method`` says so
+        (``"t, clipped to [0, 1]"``).
         """
+        from dataclasses import replace
+
         from .stats import summarize
 
         level = self.confidence_level if confidence_level is None else confidence_level
         X = self.to_array(epoch_selection, strict=strict)
         if source != "seeds":
             return self._example_summary(X, source, method, level, epoch_selection, strict, rng)
-        return summarize(
+        summary = summarize(
             X, tasks=self.tasks, models=self.models,
             metrics=[self.metrics[t].name for t in self.tasks],
             method=self.ci_method if method is None else method, confidence_level=level,
         )
+        return replace(summary, rows=tuple(_clip_to_metric(row) for row in summary.rows))
 
     def _example_pairwise(self, test: str, confidence_level: float | None,
                           epoch_selection: str | None, strict: bool, rng: Any):
@@ -806,6 +812,19 @@ def _per_seed(values: Any, seeds: Sequence[int], what: str) -> dict[int, str]:
 # as seed 1) nor allocate what it declares (a 157 KB file can declare 2000 × 2000 × 2000 cells).
 
 
+def _clip_to_metric(row: Any) -> Any:
+    """A summary row whose interval leaves [0, 1] for a metric that cannot (t intervals are
+    symmetric and can), clipped to [0, 1] with ``method`` saying so; any other row as it is."""
+    from dataclasses import replace
+
+    low, high = row.ci_low, row.ci_high
+    if not (in_unit_interval(row.metric) and math.isfinite(low) and math.isfinite(high)) \
+            or (low >= 0.0 and high <= 1.0):
+        return row
+    return replace(row, ci_low=max(low, 0.0), ci_high=min(high, 1.0),
+                   method=f"{row.method}, clipped to [0, 1]")
+
+
 def _check_report_dict(data: Mapping, source: str) -> None:
     """Refuse wrong types and a declared grid the histories do not fill, naming ``source``."""
 
@@ -864,7 +883,7 @@ def _check_report_dict(data: Mapping, source: str) -> None:
     for name, value in settings.items():
         kind = {"ci_method": str, "epoch_selection": str, "confidence_level": float}.get(name)
         if kind is None:
-            fail(f"settings.{name}", "is not a report setting")
+            continue  # the constructor refuses a setting it does not take
         if not (isinstance(value, str) if kind is str else _is_number(value)):
             fail(f"settings.{name}", f"must be a {'string' if kind is str else 'number'}, "
                  f"got {value!r}")

@@ -19,6 +19,7 @@ recompute must equal the ``test`` value of their epoch, else the run is refused.
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,6 +32,59 @@ _MODULES = {"node": ".node", "graph": ".graph", "graph_reg": ".graph", "link": "
 def builtin(kind: str):
     """The module implementing the built-in trainer of ``kind``."""
     return importlib.import_module(_MODULES[kind], __name__)
+
+
+# What each built-in trainer passes to the model, and what it expects back.
+CALLS = {
+    "node": (("x", "edge_index"), "logits [num_nodes, num_classes]"),
+    "link": (("x", "edge_index"), "node embeddings [num_nodes, dim] (an encoder)"),
+    "graph": (("x", "edge_index", "batch"),
+              "one row of logits per graph [num_graphs, num_classes], pooled over `batch`"),
+    "graph_reg": (("x", "edge_index", "batch"),
+                  "one prediction per graph [num_graphs, 1], pooled over `batch`"),
+}
+
+
+class KindMismatchError(TypeError):
+    """A model whose ``forward`` cannot take what the built-in trainer of a task's kind passes."""
+
+
+def check_fits(model: Any, *, kind: str, task: str, model_name: str) -> None:
+    """Refuse, before any training, a model whose ``forward`` does not fit the call the built-in
+    trainer of ``kind`` makes (a graph-level model on a node task, PyG's node-level ``GCN`` on
+    a graph task, where ``batch`` would land in ``edge_weight``).
+
+    Only the signature is checked: a forward that takes ``*args`` or whose signature cannot be
+    read passes (and fails, if it must, inside training as before).
+    """
+    args, returns = CALLS[kind]
+    try:
+        signature = inspect.signature(model.forward)
+    except (AttributeError, TypeError, ValueError):
+        return
+    try:
+        bound = signature.bind(*args)
+    except TypeError as exc:
+        problem = f"cannot be called that way ({exc})"
+    else:
+        if "batch" not in args or "batch" not in signature.parameters:
+            return
+        receiver = next(name for name, value in bound.arguments.items()
+                        if value == "batch" or (isinstance(value, tuple) and "batch" in value))
+        if receiver == "batch":
+            return
+        problem = (f"would receive the batch vector in `{receiver}` (its `batch` is not the "
+                   "third parameter): it is a node-level model")
+    other = "graph or graph_reg" if kind in ("node", "link") else "node or link"
+    params = ", ".join(("*" if p.kind is p.VAR_POSITIONAL else "**" if p.kind is p.VAR_KEYWORD
+                        else "") + name for name, p in signature.parameters.items())
+    raise KindMismatchError(
+        f"model {model_name!r} does not fit task {task!r} (kind {kind!r}): the {kind} trainer "
+        f"calls model({', '.join(args)}) and expects {returns}, but "
+        f"{type(model).__name__}.forward({params}) {problem}. Run it on {other} tasks only: "
+        "group models with the tasks they fit, one graphnetz_run per group (README: 'Models "
+        "for node and graph tasks'), or give the task your own `trainer`"
+    )
 
 
 def as_history(result: Any, *, where: str, metric: str | None = None) -> History:
