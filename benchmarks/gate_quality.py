@@ -20,9 +20,9 @@ Besides the REGRESSED rates of each gate, it measures the verdicts of ``assert_n
 δ = ``min_effect`` = 1 point at S = 10 seeds: how often innocent changes read NOT WORSE, each
 regression REGRESSED, and regressions larger than δ (wrongly) NOT WORSE.
 
-Writes the tables and findings to ``benchmarks/gate_quality_results.md``; ``--quick`` writes
-``.graphnetz/gate_quality_quick.md`` instead, so a smoke run never replaces the committed
-figures (``--out`` for either).
+Writes the tables and findings to ``benchmarks/gate_quality_results.md`` (``--out``); a
+``--quick`` run writes ``.graphnetz/gate_quality_quick.md`` instead, so a smoke run never
+overwrites the committed results.
 """
 
 from __future__ import annotations
@@ -552,6 +552,10 @@ def analyse(plan: Plan, values: Mapping[str, Mapping[str, np.ndarray]]) -> str:
     return "\n".join(lines)
 
 
+RESULTS = Path(__file__).with_name("gate_quality_results.md")
+QUICK_OUT = Path(".graphnetz/gate_quality_quick.md")  # relative to where it runs, like the cache
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
@@ -560,12 +564,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--cache-dir", default=".graphnetz/gate_quality_cache")
     parser.add_argument("--out", default=None,
-                        help="results file (default: gate_quality_results.md next to this "
-                             "script; with --quick, .graphnetz/gate_quality_quick.md)")
+                        help="where to write the results (default: gate_quality_results.md "
+                             "beside this script; with --quick, .graphnetz/gate_quality_quick.md)")
     args = parser.parse_args(argv)
-    if args.out is None:
-        args.out = (str(Path(".graphnetz") / "gate_quality_quick.md") if args.quick
-                    else str(Path(__file__).with_name("gate_quality_results.md")))
+    out = Path(args.out) if args.out else QUICK_OUT if args.quick else RESULTS
 
     plans = QUICK if args.quick else FULL
     command = "python benchmarks/gate_quality.py" + (" --quick" if args.quick else "")
@@ -586,10 +588,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{spent.cached} read from the cache).",
         *sections,
     ])
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(text + "\n", encoding="utf-8")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text + "\n", encoding="utf-8")
+    print(f"written to {out}")
     print(f"{total} training runs ({spent.trained} trained, {spent.cached} cached) in "
-          f"{elapsed:.0f} s; wrote {args.out}")
+          f"{elapsed:.0f} s; wrote {out}")
     return 0
 
 

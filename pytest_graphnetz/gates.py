@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from . import stats
+from .adaptive import AdaptiveReport
 from .baselines import BaselineError, BaselineHandle, BaselineMissingError, load_baseline
 from .history import MetricSpec, in_unit_interval
 from .report import BenchmarkReport
@@ -105,6 +106,8 @@ class CellVerdict:
     ``comparison`` is the :class:`~pytest_graphnetz.stats.Comparison` (paired Δ, CI, p, Holm
     p, MDE, seeds needed); ``baseline`` / ``candidate`` describe each side on the paired seeds
     (mean and interval, :class:`~pytest_graphnetz.stats.CellStats`); ``seeds`` are those seeds.
+    ``stop``: for an adaptive report, where the cell's schedule stopped
+    (:class:`~pytest_graphnetz.adaptive.Stop`); None for fixed seeds.
     """
 
     task: str
@@ -120,6 +123,7 @@ class CellVerdict:
     notes: tuple[str, ...] = ()
     baseline_seeds: tuple[int, ...] = ()   # every seed the baseline holds
     refresh_command: str | None = None      # the command that rewrites this baseline
+    stop: Any = None                        # adaptive seeds: where the cell stopped
 
     @property
     def verdict(self) -> str:
@@ -151,8 +155,10 @@ class CellVerdict:
             f"{c.n} seeds {_seed_list(self.seeds)}; {p}; test {c.test}, margin "
             f"{_num(c.margin)}{delta}, alpha {_num(c.alpha)}",
             f"  minimum detectable effect at n={c.n}: {_num(c.mde)}{level}",
-            *self._advice(),
         ]
+        if self.stop is not None:   # adaptive seeds: where the schedule stopped this cell
+            lines.append(f"  {self.stop.describe()}")
+        lines += self._advice()
         lines += [f"  note: {n}" for n in (*self.notes, *c.notes)]
         return "\n".join(lines)
 
@@ -173,7 +179,8 @@ class CellVerdict:
             if not c.seeds_needed:
                 return ["  no feasible number of seeds would decide it at this margin"]
             return [f"  {c.seeds_needed} seeds would decide it "
-                    f"(rerun with --graphnetz-seeds={c.seeds_needed})", *self._unpaired_advice()]
+                    f"(rerun with {self._seeds_option(c.seeds_needed)})",
+                    *self._unpaired_advice()]
         if c.min_effect is None:
             return [f"  no min_effect for {self.metric}, so NOT WORSE means the lower bound lies "
                     f"above −margin and no seeds can be planned: set `min_effect` (δ, the "
@@ -188,9 +195,15 @@ class CellVerdict:
                 f"  about {n} paired seeds would decide it: at the observed sd of Δ "
                 f"({_num(c.sd_diff)}), {n} seeds read no change as NOT WORSE and a drop of "
                 f"{_num(c.min_effect)} as REGRESSED, each with probability ≥ {c.power:g} "
-                f"(rerun with --graphnetz-seeds={n})")
+                f"(rerun with {self._seeds_option(n)})")
             lines += self._unpaired_advice()
         return lines
+
+    def _seeds_option(self, n: int) -> str:
+        """The option that runs ``n`` seeds (adaptive runs keep their MIN: ``MIN..n``)."""
+        if self.stop is not None:
+            return f"--graphnetz-seeds={self.stop.min_seeds}..{n}"
+        return f"--graphnetz-seeds={n}"
 
     def _unpaired_advice(self) -> list[str]:
         """When the planned seeds 0..n-1 are not all in the baseline, more candidate seeds
@@ -210,12 +223,15 @@ class CellVerdict:
         c = self.comparison
         p = c.p_adjusted if c.p_adjusted is not None else c.p_value
         verdict = self.verdict + (": refresh baseline" if self.verdict == "BETTER" else "")
-        return {"cell": self.cell, "metric": _metric(self.metric, self.higher_is_better),
+        row = {"cell": self.cell, "metric": _metric(self.metric, self.higher_is_better),
                 "baseline": _mean_ci(self.baseline, short=True),
                 "candidate": _mean_ci(self.candidate, short=True),
                 "delta": f"{_signed(c.mean_diff)} {_ci(c.ci)} ({_level(c)})", "p": _p(p),
                 "verdict": verdict, "mde": _num(c.mde), "n": str(c.n), "gate": self.gate,
                 "failed": "yes" if self.failed else ""}
+        if self.stop is not None:  # adaptive: n used / MAX, and what stopping early saved
+            row.update(n=f"{c.n}/{self.stop.planned_max}", saved=str(self.stop.saved))
+        return row
 
 
 @dataclass(frozen=True)
@@ -242,9 +258,14 @@ class WidthVerdict:
 
     def message(self) -> str:
         s = self.stats
-        more = (f"about {self.seeds_needed} seeds would bring it under "
-                f"(rerun with --graphnetz-seeds={self.seeds_needed})" if self.seeds_needed
-                else "more seeds would not help (no spread estimate)")
+        if self.seeds_needed:
+            more = (f"about {self.seeds_needed} seeds would bring it under "
+                    f"(rerun with --graphnetz-seeds={self.seeds_needed})")
+        else:  # n < 2: no spread to plan from, and more seeds are exactly what it needs
+            diverged = f" ({s.n_diverged} diverged)" if s.n_diverged else ""
+            more = (f"an interval needs at least 2 finished seeds and this cell has "
+                    f"{s.n}{diverged}: run more seeds (e.g. --graphnetz-seeds=10), then this "
+                    "gate says how many bring it under")
         return (f"{self.cell} — {self.metric}: {s.method} {s.confidence_level:.0%} interval "
                 f"{_ci(s.ci)} is {_num(self.width)} wide, over the maximum "
                 f"{_num(self.max_width)} (n={s.n}, mean {_num(s.mean)}); {more}")
@@ -358,21 +379,25 @@ def assert_ci_width(report: BenchmarkReport, max_width: float, *,
     """
     __tracebackhide__ = True
     _announce(report)
-    if not max_width > 0:
-        raise ValueError(f"`max_width` must be > 0, got {max_width!r}")
-    verdicts = []
-    for task in report.tasks:
-        spec = report.metric(task)
-        for model in report.models:
-            cell = _describe(report.values(task, model), report, method=method)
-            width = float(cell.ci.high - cell.ci.low)
-            failed = not width <= max_width   # a NaN width (n < 2) fails too
-            needed = None
-            if failed and math.isfinite(cell.std) and cell.std > 0:
-                needed = stats.seeds_for_width(cell.std, max_width,
-                                               confidence_level=report.confidence_level)
-            verdicts.append(WidthVerdict(task, model, spec.name, spec.higher_is_better, cell,
-                                         width, float(max_width), needed, failed))
+    try:
+        if not max_width > 0:
+            raise ValueError(f"`max_width` must be > 0, got {max_width!r}")
+        verdicts = []
+        for task in report.tasks:
+            spec = report.metric(task)
+            for model in report.models:
+                cell = _describe(report.values(task, model), report, method=method)
+                width = float(cell.ci.high - cell.ci.low)
+                failed = not width <= max_width   # a NaN width (n < 2) fails too
+                needed = None
+                if failed and math.isfinite(cell.std) and cell.std > 0:
+                    needed = stats.seeds_for_width(cell.std, max_width,
+                                                   confidence_level=report.confidence_level)
+                verdicts.append(WidthVerdict(task, model, spec.name, spec.higher_is_better, cell,
+                                             width, float(max_width), needed, failed))
+    except Exception as exc:
+        _record_stopped("ci_width", report, None, exc)
+        raise
     _finish("assert_ci_width", verdicts, header=f"interval wider than {_num(max_width)}")
     return verdicts
 
@@ -397,11 +422,19 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
             raise ValueError(f"`test` must be one of {sorted(TESTS)} (every gate test is paired "
                              f"by seed), got {test!r}")
         test = TESTS[test]
+        if isinstance(report, AdaptiveReport) and (
+                gate != "not_worse" or (isinstance(baseline, BaselineHandle) and baseline.update)):
+            # Only the not-worse gate is sequential; the others, and refreshes, use MAX seeds.
+            report = report.complete()
         if isinstance(baseline, BaselineHandle) and baseline.update:
             return _refresh(gate, report, baseline, test=test, margin=margin, alpha=alpha,
                             rng=rng)
         source, base = _load(baseline)
         command = baseline.update_command if isinstance(baseline, BaselineHandle) else None
+        if isinstance(report, AdaptiveReport):
+            return _adaptive_gate(report, base, test=test, margin=margin, alpha=alpha,
+                                  strict=strict, source=source, baseline=baseline,
+                                  min_effect=min_effect)
         verdicts = compare_reports(report, base, gate=gate, test=test, margin=margin,
                                    min_effect=min_effect, alpha=alpha, strict=strict,
                                    source=source, rng=rng, refresh_command=command)
@@ -416,6 +449,28 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
         raise
     name = f"assert_{gate}"
     _finish(name, verdicts, header=f"{_TITLE[gate]} against {source} ({_config(verdicts)})")
+    return verdicts
+
+
+def _adaptive_gate(report: AdaptiveReport, base: BenchmarkReport, *, test: str, margin: float,
+                   alpha: float, strict: bool, source: str, baseline: BaselineLike,
+                   min_effect: float | None = None) -> list[CellVerdict]:
+    """``assert_not_worse`` on an adaptive report: each cell stops at its look (see
+    :mod:`pytest_graphnetz.adaptive`); the header says what the schedule saved."""
+    from .adaptive import saved, sequential_gate
+
+    if test != "paired-t":
+        raise ValueError(f"adaptive seeds (--graphnetz-seeds={report.seeds_option}) decide with "
+                         f"the paired t test's sequential boundaries; got test={test!r}: use "
+                         "test='paired', or fixed seeds (e.g. --graphnetz-seeds=20)")
+    command = baseline.update_command if isinstance(baseline, BaselineHandle) else None
+    verdicts = sequential_gate(report, base, margin=margin, min_effect=min_effect, alpha=alpha,
+                               strict=strict, source=source, refresh_command=command)
+    used, fixed = saved(verdicts)
+    _finish("assert_not_worse", verdicts, header=(
+        f"{_TITLE['not_worse']} against {source} ({_config(verdicts)}; adaptive seeds "
+        f"{report.seeds_option}: {used} seed-trainings, {fixed - used} saved against fixed "
+        f"{report.max_seeds})"))
     return verdicts
 
 
@@ -499,8 +554,9 @@ def _refresh(gate: str, report: BenchmarkReport, handle: BaselineHandle, *, test
 
     outcome = refresh(handle, report, judge)
     status = "UPDATED" if outcome.written else "REFUSED"
-    _record(outcome.previous, status=status)
-    _record(outcome.anchored, status=f"{status} vs anchor")
+    failing = () if outcome.written else outcome.refused
+    _record(outcome.previous, status=status, failing=failing)
+    _record(outcome.anchored, status=f"{status} vs anchor", failing=failing)
     if not outcome.written:
         raise AssertionError(outcome.refusal())
     judged = {(v.task, v.model) for v in outcome.previous}
@@ -753,7 +809,10 @@ def _first_line(exc: BaseException, limit: int = 160) -> str:
     return line if len(line) <= limit else line[:limit - 1] + "…"
 
 
-def _record(verdicts: Sequence[CellVerdict | WidthVerdict], status: str | None = None) -> None:
+def _record(verdicts: Sequence[CellVerdict | WidthVerdict], status: str | None = None,
+            failing: Sequence[Any] = ()) -> None:
+    """Report rows to the observer; ``failing``: verdicts that fail the call although their
+    own cell passes (a refresh the ratchet refuses on an INCONCLUSIVE loss)."""
     observer = _OBSERVER.get()
     if observer is None:
         return
@@ -761,6 +820,8 @@ def _record(verdicts: Sequence[CellVerdict | WidthVerdict], status: str | None =
         row = v.row()
         if status:
             row["verdict"] = f"{status} ({v.verdict})"
+        if any(v is f for f in failing):
+            row["failed"] = "yes"
         observer.record(row)
 
 

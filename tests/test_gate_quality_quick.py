@@ -100,10 +100,11 @@ def test_variance_reduction_is_unpaired_over_paired_variance(gq):
 def test_quick_path_runs_end_to_end_on_a_tiny_plan(gq, tmp_path, monkeypatch):
     tiny = gq.Plan("karate", epochs=5, pool=10, short_epochs=2)
     monkeypatch.setattr(gq, "QUICK", (tiny,))
-    out = tmp_path / "results.md"
-    assert gq.main(["--quick", "--workers", "1", "--cache-dir", str(tmp_path / "cache"),
-                    "--out", str(out)]) == 0
-    text = out.read_text()
+    monkeypatch.chdir(tmp_path)
+    committed = gq.RESULTS.read_bytes()
+    assert gq.main(["--quick", "--workers", "1", "--cache-dir", str(tmp_path / "cache")]) == 0
+    assert gq.RESULTS.read_bytes() == committed  # a smoke run never overwrites the results
+    text = (tmp_path / ".graphnetz" / "gate_quality_quick.md").read_text()
     assert "QUICK MODE" in text
     assert "60 training runs" in text  # 6 variants x 10 seeds
     assert "### S = 5 seeds" in text and "### S = 10" not in text  # 1 trial of 10: skipped

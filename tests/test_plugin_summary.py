@@ -30,7 +30,7 @@ import os
 import numpy as np
 import pytest
 
-from pytest_graphnetz import BenchmarkReport, assert_not_worse
+from pytest_graphnetz import BenchmarkReport, assert_ci_width, assert_not_worse
 
 BASE = np.array({BASE.tolist()})
 DROPS = np.array({DROPS.tolist()})
@@ -68,6 +68,10 @@ def test_error(tmp_path):
     assert_not_worse(report(BASE), tmp_path / "bad.json")
 
 
+def test_ci_width_bad_bound():
+    assert_ci_width(report(BASE), 0.0)
+
+
 def test_refusal_expected():
     with pytest.raises(ValueError, match="fictional"):
         assert_not_worse(report(BASE, data="b"), report(BASE))
@@ -80,6 +84,7 @@ EXPECTED = {
     "test_data_changed": ("REFUSED", True),
     "test_missing": ("MISSING BASELINE", True),
     "test_error": ("ERROR", True),
+    "test_ci_width_bad_bound": ("ERROR", True),
     "test_refusal_expected": ("REFUSED", False),   # the test expected it: the build passes
 }
 
@@ -103,7 +108,7 @@ def run_scenarios(pytester: pytest.Pytester, mode: str) -> pytest.RunResult:
 @pytest.mark.parametrize("mode", ["serial", "xdist"])
 def test_every_gate_call_has_a_row(pytester: pytest.Pytester, mode: str) -> None:
     result = run_scenarios(pytester, mode)
-    result.assert_outcomes(passed=2, failed=4)
+    result.assert_outcomes(passed=2, failed=5)
     lines = table(result.stdout.str())
     header = lines[0].split()
     assert header[:2] == ["Test", "Cell"] and "Build" in header and header[-1] == "Note"
@@ -113,18 +118,19 @@ def test_every_gate_call_has_a_row(pytester: pytest.Pytester, mode: str) -> None
         (row,) = [line for line in lines if line.startswith(f"test_scen.py::{test} ")]
         assert f"  {verdict}  " in row, row
         assert ("✗ FAIL" in row) is fails, row
-    assert "4 of 6 gate row(s) failed the build (✗ FAIL), in 4 test(s)" in lines
+    assert "5 of 7 gate row(s) failed the build (✗ FAIL), in 5 test(s)" in lines
     notes = {test: line for line in lines for test in EXPECTED
              if line.startswith(f"test_scen.py::{test} ")}
     assert "no baseline file; create it: `pytest test_scen.py::test_missing " \
            "--graphnetz-update-baselines`" in notes["test_missing"]
     assert "BaselineFormatError: baseline" in notes["test_error"]
+    assert "ValueError: `max_width` must be > 0, got 0.0" in notes["test_ci_width_bad_bound"]
     assert "no paired verdict; Δ shown is unpaired (Welch), not a verdict" in \
         notes["test_data_changed"]
 
     # the Markdown: the same rows, the headline, and each failing test's message
     markdown = (pytester.path / "gates.md").read_text()
-    assert "**4 of 6 gate row(s) failed the build" in markdown
+    assert "**5 of 7 gate row(s) failed the build" in markdown
     md_rows = {cells[0]: cells for line in markdown.splitlines() if line.startswith("| test_")
                for cells in [[c.strip() for c in line.strip("|").split(" | ")]]}
     headers = [c.strip() for c in markdown.split("\n| Test |")[1].split("\n")[0].split(" | ")]
@@ -198,7 +204,8 @@ def test_data_change_refusal_shows_the_unpaired_comparison(pytester: pytest.Pyte
 REFRESH = COMMON + """
 
 def test_gcn(graphnetz_baseline):
-    data, shift = os.environ["GNZ_DATA"], float(os.environ["GNZ_SHIFT"])
+    data = os.environ["GNZ_DATA"]
+    shift = np.array([float(x) for x in os.environ["GNZ_SHIFT"].split(",")])
     assert_not_worse(report(BASE + shift, data=data), graphnetz_baseline())
 """
 
@@ -236,3 +243,39 @@ def test_forced_refresh_shows_old_against_new(pytester: pytest.Pytester,
     plain = pytester.runpytest("-p", "no:cacheprovider")
     plain.assert_outcomes(passed=1)
     assert "IDENTICAL" in table(plain.stdout.str())[2]
+
+
+def test_markdown_survives_odd_names(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_odd=COMMON + """
+
+@pytest.mark.parametrize("name", ["<b>"])
+def test_odd(name):
+    weird = BenchmarkReport.from_arrays(
+        np.array([[BASE + DROPS]]), tasks=["a```b"], models=["GCN"], seeds=range(6),
+        metric="accuracy")
+    assert_not_worse(weird, BenchmarkReport.from_arrays(
+        np.array([[BASE]]), tasks=["a```b"], models=["GCN"], seeds=range(6), metric="accuracy"))
+""")
+    pytester.runpytest("-p", "no:cacheprovider", "--graphnetz-summary=gates.md").assert_outcomes(
+        failed=1)
+    markdown = (pytester.path / "gates.md").read_text()
+    assert "<code>test_odd.py::test_odd[&lt;b&gt;]</code>" in markdown
+    # the message's own ``` cannot close the block early
+    block = markdown.split("````text\n", 1)[1].split("\n````\n", 1)[0]
+    assert "a```b/GCN — accuracy (higher is better): REGRESSED" in block
+
+
+def test_a_refused_refresh_marks_the_cells_that_refused_it(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_refresh=REFRESH)
+    update = ("-p", "no:cacheprovider", "--graphnetz-update-baselines")
+    monkeypatch.setenv("GNZ_DATA", "a")
+    monkeypatch.setenv("GNZ_SHIFT", "0")
+    pytester.runpytest(*update).assert_outcomes(passed=1)
+    # a loss the paired test cannot call (one-sided p = 0.074): INCONCLUSIVE, negative mean Δ.
+    # The cell passes as a gate, but the ratchet refuses the refresh on it: the row fails.
+    monkeypatch.setenv("GNZ_SHIFT", "-0.002,-0.025,0.003,-0.019,0.004,-0.0114")
+    refused = pytester.runpytest(*update)
+    refused.assert_outcomes(failed=1)
+    (row,) = table(refused.stdout.str())[2:3]
+    assert "REFUSED (INCONCLUSIVE)" in row and "✗ FAIL" in row

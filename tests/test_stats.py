@@ -296,7 +296,7 @@ def test_both_or_baseline_diverged_seeds_are_excluded_with_a_note():
 
 def test_fewer_than_two_pairs_names_the_cell():
     with pytest.raises(ValueError, match=r"zinc/GIN: only 1 usable paired seed"):
-        gs.compare([0.5, np.nan], [0.4, 0.4], label="zinc/GIN")
+        gs.compare([0.5, 0.4], [0.4, np.nan], label="zinc/GIN")  # the baseline lacks a seed
     with pytest.raises(ValueError, match="zinc/GIN: only 1"):
         gs.compare([0.5], [0.4], label="zinc/GIN")
 

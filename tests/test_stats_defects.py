@@ -120,3 +120,77 @@ def test_permutation_floor_counts_only_the_non_zero_differences():
                                  n_resamples=np.inf, alternative="less").pvalue
     assert c.p_value == pytest.approx(ref) == pytest.approx(1 / 16) == c.p_floor
     assert math.isinf(c.mde) and c.verdict is Verdict.INCONCLUSIVE
+
+
+# -- a diverged candidate is REGRESSED, never an error, and other cells keep their verdicts ----
+
+def test_candidate_diverged_on_most_seeds_is_regressed_not_an_error():
+    base = np.array([0.80, 0.81, 0.79, 0.82, 0.80])
+    cand = np.array([np.nan, np.nan, np.nan, np.nan, 0.81])  # the worse, the more it diverges
+    for kind, expected in [("not_worse", Verdict.REGRESSED), ("better", Verdict.REGRESSED),
+                           ("equivalent", Verdict.NOT_EQUIVALENT)]:
+        c = gs.compare(cand, base, kind=kind, margin=0.01, label="cora/GCN")
+        assert c.verdict is expected
+        assert c.diverged_seeds == (0, 1, 2, 3) and c.n == 1
+        assert any("no paired test can run" in n and "diverged on 4" in n for n in c.notes)
+    every = gs.compare([np.nan] * 5, base)
+    assert every.verdict is Verdict.REGRESSED and every.n == 0 and math.isnan(every.mean_diff)
+    # a baseline without two usable seeds is still an error: there is nothing to compare with
+    with pytest.raises(ValueError, match="only 1 usable"):
+        gs.compare(base, [np.nan] * 4 + [0.8])
+
+
+def test_a_diverged_cell_leaves_the_other_cells_verdicts_alone():
+    from pytest_graphnetz import BenchmarkReport
+    from pytest_graphnetz.gates import assert_not_worse, compare_reports
+
+    base = np.array([0.80, 0.81, 0.79, 0.82, 0.80, 0.83])
+    good = base + np.array([0.01, 0.012, 0.009, 0.011, 0.010, 0.013])  # clearly not worse
+    bad = np.array([np.nan] * 5 + [0.8])
+    seeds = list(range(6))
+    baseline = BenchmarkReport.from_arrays([[base, base]], tasks=["cora"], models=["A", "B"],
+                                           seeds=seeds, metric="accuracy")
+    cand = BenchmarkReport.from_arrays([[good, bad]], tasks=["cora"], models=["A", "B"],
+                                       seeds=seeds, metric="accuracy")
+    alone = compare_reports(cand.subset(models=["A"]), baseline.subset(models=["A"]))[0]
+    both = compare_reports(cand, baseline)
+    assert [v.verdict for v in both] == [alone.verdict, "REGRESSED"]
+    assert alone.verdict != "REGRESSED"
+    with pytest.raises(AssertionError, match=r"(?s)cora/B.*REGRESSED.*no paired test can run"):
+        assert_not_worse(cand, baseline)
+
+
+# -- seeds to show equivalence are planned with the power of the TOST --------------------------
+
+def test_seeds_to_decide_equivalence_has_tost_power():
+    from statsmodels.stats.weightstats import ttost_paired
+
+    mean, sd, margin = 0.0, 0.01, 0.01
+    n = gs.seeds_to_decide(mean, sd, margin=margin, kind="equivalent")
+    rng = np.random.default_rng(5)
+
+    def tost_power(n: int, trials: int) -> float:  # statsmodels' TOST on simulated cells
+        d = rng.normal(mean, sd, size=(trials, n))
+        return np.mean([ttost_paired(row, np.zeros(n), -margin, margin)[0] <= 0.05
+                        for row in d])
+
+    # Monte-Carlo sd at 0.8 over 1,500 trials is 0.010: the planned n has the power it claims,
+    # one seed fewer does not (the one-sided plan gave an n with TOST power 0.63).
+    assert tost_power(n, 1500) >= 0.78
+    assert tost_power(n - 1, 1500) < 0.82
+    from pytest_graphnetz.stats.planning import _tost_power
+    assert _tost_power(mean, sd, margin, n, 0.05) == pytest.approx(tost_power(n, 1500), abs=0.035)
+
+
+# -- assert_ci_width at one seed asks for seeds ----------------------------------------------------
+
+def test_ci_width_at_one_seed_asks_for_more_seeds():
+    from pytest_graphnetz import BenchmarkReport, assert_ci_width
+
+    rep = BenchmarkReport.from_arrays([[[0.8]]], tasks=["cora"], models=["GCN"], seeds=[0],
+                                      metric="accuracy")
+    with pytest.raises(AssertionError) as info:
+        assert_ci_width(rep, max_width=0.05)
+    message = str(info.value)
+    assert "would not help" not in message
+    assert "cora/GCN" in message and "at least 2" in message and "--graphnetz-seeds=" in message

@@ -147,8 +147,10 @@ def compare(candidate: Any, baseline: Any, *, higher_is_better: bool = True,
     Diverged seeds (non-finite values): where only the candidate diverged, the seed counts as a
     failure: the verdict is REGRESSED (NOT EQUIVALENT for ``equivalent``) whatever the test on the
     other seeds says, with a note naming the seeds. Where both or only the baseline diverged, the
-    seed is excluded from the test with a note. Fewer than 2 usable pairs raises ``ValueError``
-    naming ``label``. ``seeds`` labels the positions in notes (default: 0, 1, ...).
+    seed is excluded from the test with a note. A candidate diverged on so many seeds that
+    fewer than 2 pairs remain is still REGRESSED, never an error. Otherwise fewer than 2 usable
+    pairs raises ``ValueError`` naming ``label``. ``seeds`` labels the positions in notes
+    (default: 0, 1, ...).
     """
     where = label or "cell"
     cand, base = _vector(candidate, "candidate", where), _vector(baseline, "baseline", where)
@@ -174,7 +176,8 @@ def compare(candidate: Any, baseline: Any, *, higher_is_better: bool = True,
     keep = ~(c_bad | b_bad)
     diverged = tuple(names[i] for i in np.flatnonzero(c_bad & ~b_bad))
     excluded = tuple(names[i] for i in np.flatnonzero(b_bad))
-    _require_pairs(int(keep.sum()), where, [names[i] for i in np.flatnonzero(~keep)])
+    if not diverged:  # a diverged candidate is decided below, however few pairs remain
+        _require_pairs(int(keep.sum()), where, [names[i] for i in np.flatnonzero(~keep)])
     notes: list[str] = []
     if diverged:
         notes.append(f"candidate diverged (non-finite metric) at seed(s) {list(diverged)} where "
@@ -187,6 +190,10 @@ def compare(candidate: Any, baseline: Any, *, higher_is_better: bool = True,
     c, b = sign * cand[keep], sign * base[keep]
     d = c - b
     n = int(d.size)
+    if n < 2:
+        return _diverged_untested(d, kind=kind, test=test, margin=margin, alpha=alpha,
+                                  power=power, higher_is_better=higher_is_better, label=where,
+                                  diverged=diverged, excluded=excluded, notes=notes)
     sd = float(d.std(ddof=1)) if test != "welch" else float(np.sqrt(c.var(ddof=1) + b.var(ddof=1)))
     identical = not diverged and bool(np.all(d == 0))
     common = dict(kind=kind, test=test, n=n, mean_diff=float(d.mean()), sd_diff=sd, margin=margin,
@@ -331,3 +338,27 @@ def compare_many(cells: Sequence[Mapping[str, Any]], **common: Any) -> list[Comp
     """
     return holm_adjust([compare(**{**common, **cell}) for cell in cells])
 
+
+def _diverged_untested(d: np.ndarray, *, kind: str, test: str, margin: float, alpha: float,
+                       power: float, higher_is_better: bool, label: str, diverged: tuple,
+                       excluded: tuple, notes: list[str]) -> Comparison:
+    """A cell whose candidate diverged on so many seeds that fewer than 2 pairs ``d`` remain.
+
+    No test can run; the divergence rule decides: REGRESSED (NOT EQUIVALENT for
+    ``equivalent``), never an error, so the other cells of the call keep their verdicts. The
+    p-values read a diverged seed as the worst possible value (mean d = -inf): certain
+    regression, no chance of better or equivalent. Mean Δ is over the pairs that remain.
+    """
+    nan = math.nan
+    regressed = 0.0 if kind == "not_worse" else 1.0  # p of the kind's primary test
+    note = (f"only {d.size} seed(s) trained on both sides, so no paired test can run: the "
+            f"candidate diverged on {len(diverged)} seed(s) the baseline trained on, which "
+            "decides the cell (each counts as the worst possible value)")
+    return Comparison(
+        verdict=Verdict.NOT_EQUIVALENT if kind == "equivalent" else Verdict.REGRESSED,
+        kind=kind, test=test, n=int(d.size), mean_diff=float(d.mean()) if d.size else nan,
+        sd_diff=nan, ci=ConfidenceInterval(nan, nan), lower_bound=nan, p_value=regressed,
+        p_adjusted=regressed, p_reverse=1.0 - regressed, margin=margin, alpha=alpha,
+        mde=math.inf, seeds_needed=None, p_floor=0.0, higher_is_better=higher_is_better,
+        label=label, diverged_seeds=diverged, excluded_seeds=excluded,
+        notes=(*notes, note), power=power)

@@ -65,7 +65,8 @@ def _smallest_n(ok: Callable[[int], bool], start: int = 2) -> int:
 def seeds_to_decide(mean_diff: float, sd_diff: float, *, margin: float = 0.0, alpha: float = 0.05,
                     power: float = 0.8, kind: str = "not_worse") -> int | None:
     """Total paired seeds at which a true effect equal to ``mean_diff`` would be decided with
-    probability ``power`` (one-sided paired t, noncentral t).
+    probability ``power`` (one-sided paired t, noncentral t; for ``equivalent`` the power of
+    the TOST, both one-sided tests rejecting, see :func:`_tost_power`).
 
     The distance that must be resolved is the gap between ``mean_diff`` and the verdict's
     boundary: ``-margin`` for ``not_worse`` (either way: REGRESSED or NOT WORSE), ``+margin`` for
@@ -83,8 +84,32 @@ def seeds_to_decide(mean_diff: float, sd_diff: float, *, margin: float = 0.0, al
         return None
     if sd_diff == 0:
         return 2
+    if kind == "equivalent":  # both one-sided tests must reject: TOST power, not one side's
+        return _smallest_n(
+            lambda n: _tost_power(mean_diff, sd_diff, margin, n, alpha) >= power)
     ratio = gap / sd_diff
     return _smallest_n(lambda n: _power(ratio * math.sqrt(n), n - 1, alpha, True) >= power)
+
+
+def _tost_power(mean_diff: float, sd_diff: float, margin: float, n: int, alpha: float) -> float:
+    """Power of the paired TOST at ``n`` pairs: the chance that both one-sided t tests at
+    ``alpha`` reject (``-margin`` below, ``+margin`` above) when the differences have true mean
+    ``mean_diff`` and sd ``sd_diff``. Exact: given the sample sd s, TOST passes when the sample
+    mean lies within ``±(margin - t_{1-α} s / sqrt(n))``; that normal probability is integrated
+    over the distribution of s (Phillips 1990)."""
+    from scipy import integrate, special, stats
+
+    df = n - 1
+    crit = float(_t_quantile(1 - alpha, df))
+    a, m = margin * math.sqrt(n) / sd_diff, mean_diff * math.sqrt(n) / sd_diff
+    # v = s / sd_diff, distributed as chi_df / sqrt(df); past a / crit the bounds cross.
+    root = math.sqrt(df)
+
+    def passes(v: float) -> float:
+        inside = special.ndtr(a - m - crit * v) - special.ndtr(-a - m + crit * v)
+        return float(inside * root * stats.chi.pdf(root * v, df))
+
+    return integrate.quad(passes, 0.0, a / crit, limit=200)[0]
 
 
 def seeds_for_width(sd: float, max_width: float, *, confidence_level: float = 0.95) -> int:
