@@ -40,6 +40,7 @@ from .report import (
     ReportSchemaError,
     dumps,
     read_json,
+    remove_stale_temp_files,
     values_from_json,
     values_to_json,
     write_text_atomic,
@@ -167,6 +168,8 @@ def write_baseline(path: str | Path, report: BenchmarkReport,
                    anchors: Mapping[Cell, Anchor]) -> Path:
     """Write ``report`` with ``anchors`` to ``path`` atomically (a reader never sees half)."""
     path = Path(path)
+    # A refresh killed mid-write left a temp file here, where it could get committed.
+    remove_stale_temp_files(path.parent)
     try:
         write_text_atomic(path, to_text(report, anchors))
     except OSError as exc:

@@ -139,7 +139,7 @@ def _latex_cell(c: SummaryRow, method: str, digits: int, bold: bool) -> str:
         return "---$^\\dagger$" if c.n_diverged else "---"  # diverged on every seed
     if not (math.isfinite(c.ci_low) and math.isfinite(c.ci_high)):
         body = f"{_fmt(c.mean, digits)}\\ (n={c.n_seeds})"  # one finite seed: no interval
-    elif method == "t":
+    elif method == "t" and c.method == "t":  # a clipped t interval is no longer symmetric
         body = f"{_fmt(c.mean, digits)} \\pm {_fmt((c.ci_high - c.ci_low) / 2, digits)}"
     else:
         # Bootstrap: the interval's own endpoints, printed as offsets from the mean.
@@ -220,6 +220,10 @@ def _caption(report: BenchmarkReport, cells: dict, alpha: float, *, latex: bool)
         dagger = r"$^\dagger$" if latex else "†"
         text += (f" {dagger} {n_div} cell(s) with diverged seeds (NaN), counted and left out of "
                  "the mean and interval.")
+    n_clipped = sum(1 for c in cells.values() if "clipped" in c.method)
+    if n_clipped:
+        text += (f" {n_clipped} interval(s) reaching beyond [0, 1] clipped to it (shown by their "
+                 "endpoints).")
     return text
 
 
@@ -230,7 +234,7 @@ def _markdown_cell(c: SummaryRow, method: str, digits: int, bold: bool) -> str:
         return "— †" if c.n_diverged else "—"  # diverged on every seed
     if not (math.isfinite(c.ci_low) and math.isfinite(c.ci_high)):
         text = f"{_fmt(c.mean, digits)} (n={c.n_seeds})"  # one finite seed: no interval
-    elif method == "t":
+    elif method == "t" and c.method == "t":  # a clipped t interval is no longer symmetric
         text = f"{_fmt(c.mean, digits)} ± {_fmt((c.ci_high - c.ci_low) / 2, digits)}"
     else:
         text = f"{_fmt(c.mean, digits)} [{_fmt(c.ci_low, digits)}, {_fmt(c.ci_high, digits)}]"

@@ -12,8 +12,10 @@ the controller in the test reports' ``user_properties``, which xdist serialises.
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 import shlex
 import sys
 import time
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
 # at 10 seeds detects a 0.7-point regression 75% of the time (45% at 5 seeds) with no false
 # alarms on innocent changes; its minimum detectable effect is 0.67 points (1.07 at 5 seeds).
 DEFAULT_SEEDS = "10"
+MARKER = "graphnetz"                    # the marker of gate tests (-m graphnetz)
 DEFAULT_ALPHA = 0.05
 GATE_PROPERTY = "graphnetz_gate"        # user_properties entry: one gate row (JSON text)
 TRIPLES_PROPERTY = "graphnetz_triples"  # user_properties entry: {"trained", "cached", "seconds"}
@@ -58,8 +61,10 @@ class _Option:
 
 _OPTIONS = (
     _Option("seeds",
-            f"seeds to run: N (0..N-1), A-B (inclusive) or 1,4,7 (default {DEFAULT_SEEDS})",
-            metavar="N|A-B|LIST"),
+            f"seeds to run: N (0..N-1), A-B (inclusive), 1,4,7, or adaptive MIN..MAX (each cell "
+            f"starts with MIN seeds and takes more, up to MAX, only while undecided) "
+            f"(default {DEFAULT_SEEDS})",
+            metavar="N|A-B|LIST|MIN..MAX"),
     _Option("device", "device for training: auto, cpu, cuda, cuda:i or mps (default auto)",
             metavar="DEVICE"),
     _Option("workers", "processes training triples in parallel (default 1)", metavar="N"),
@@ -68,11 +73,13 @@ _OPTIONS = (
     _Option("no-cache", "train every triple, reading and writing no cache", flag=True),
     _Option("baseline-dir", "where baselines live (default: baselines/ under the rootdir)",
             metavar="DIR"),
-    _Option("update-baselines", "gates given a baseline write the candidate there and pass",
-            flag=True),
-    _Option("force", "with --graphnetz-update-baselines: replace even a regressed or unreadable "
-            "baseline", flag=True),
+    _Option("update-baselines", "gates given a baseline write the candidate there and pass, "
+            "unless the ratchet refuses; a full run deletes baselines no test used", flag=True),
+    _Option("force", "with --graphnetz-update-baselines: write even what the ratchet refuses, "
+            "or over an unreadable baseline; resets the anchors of the cells written", flag=True),
     _Option("alpha", f"significance level of the gates (default {DEFAULT_ALPHA})", metavar="A"),
+    _Option("min-effect", "the smallest regression that matters (δ, metric units; default 0.01 "
+            "for metrics in [0, 1], none for MAE/RMSE/loss)", metavar="DELTA"),
     _Option("strict", "an INCONCLUSIVE gate fails too", flag=True),
     _Option("summary", "also write the gate table as Markdown to PATH", metavar="PATH"),
     _Option("report-dir", "save each gated test's candidate report (full JSON, histories "
@@ -86,6 +93,24 @@ _OPTIONS = (
 # -- settings ----------------------------------------------------------------------------------
 
 
+def parse_adaptive(text: str) -> tuple[int, int] | None:
+    """``"5..20"`` → ``(5, 20)`` (adaptive seeds: MIN..MAX, seeds 0..MAX-1); None for a fixed
+    seed spec."""
+    text = str(text).strip()
+    if ".." not in text:
+        return None
+    low, _, high = text.partition("..")
+    try:
+        bounds = (int(low), int(high))
+    except ValueError:
+        bounds = (0, 0)
+    if not 2 <= bounds[0] < bounds[1]:
+        raise ValueError(
+            f"`--graphnetz-seeds` / `graphnetz_seeds`: adaptive seeds are MIN..MAX with "
+            f"2 <= MIN < MAX (e.g. 5..20), got {text!r}")
+    return bounds
+
+
 # More seeds than this is a typo, not a benchmark (each seed trains every task × model), and
 # `range(4294967296)` would exhaust memory before anything could say so.
 MAX_SEEDS = 10_000
@@ -93,11 +118,15 @@ SEED_LIMIT = 2**32  # numpy's seed range: seeds are 0 <= seed < 2**32
 
 
 def parse_seeds(text: str) -> tuple[int, ...]:
-    """``"10"`` → 0..9; ``"3-7"`` → 3..7 (inclusive); ``"1,4,7"`` → those seeds, in that order.
+    """``"10"`` → 0..9; ``"3-7"`` → 3..7 (inclusive); ``"1,4,7"`` → those seeds, in that order;
+    ``"5..20"`` (adaptive) → 0..19, every seed the schedule may use.
 
     At most :data:`MAX_SEEDS` seeds, each in ``[0, 2**32)``: checked before a range is built.
     """
     text = str(text).strip()
+    adaptive = parse_adaptive(text)
+    if adaptive is not None:
+        text = str(adaptive[1])  # every seed the schedule may use: 0..MAX-1
     listed: list[int] | None = None
     try:
         if "," in text:
@@ -131,6 +160,7 @@ class Settings:
     """The session's graphnetz settings: each option from the command line, else the ini file."""
 
     seeds: tuple[int, ...]
+    min_seeds: int | None      # adaptive seeds (MIN..MAX): MIN; None for fixed seeds
     device: str
     workers: int
     cache_dir: Path | None     # None: no cache (--graphnetz-no-cache)
@@ -143,6 +173,7 @@ class Settings:
     report_dir: Path | None
     cli_baseline_dir: str | None  # as typed on the command line, for the commands we print
     deterministic: str         # on | warn | off (determinism.py)
+    min_effect: float | None = None  # None: each metric's default (gates.default_min_effect)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -152,11 +183,19 @@ class Settings:
         get = _getter(config)
         workers = _convert("workers", get("workers", "1"), int, "a whole number of processes")
         alpha = _convert("alpha", get("alpha", str(DEFAULT_ALPHA)), float, "a number")
+        min_effect = get("min-effect", None)
+        if min_effect is not None:
+            min_effect = _convert("min-effect", min_effect, float, "a number")
         try:
             deterministic = check_mode(get("deterministic", DEFAULT_MODE))
             seeds = parse_seeds(get("seeds", DEFAULT_SEEDS))
+            adaptive = parse_adaptive(get("seeds", DEFAULT_SEEDS))
         except ValueError as exc:
             raise pytest.UsageError(f"graphnetz: {exc}") from None
+        if min_effect is not None and not 0.0 < min_effect < float("inf"):
+            raise pytest.UsageError(
+                f"graphnetz: `--graphnetz-min-effect` must be a number > 0 (the smallest "
+                f"regression that matters, in metric units), got {min_effect}")
         if workers < 1:
             raise pytest.UsageError(
                 f"graphnetz: `--graphnetz-workers` must be >= 1, got {workers}")
@@ -182,13 +221,14 @@ class Settings:
         baseline_dir = (_path(config, "baseline-dir") if get("baseline-dir", None) is not None
                         else config.rootpath / "baselines")
         return cls(
-            seeds=seeds, device=str(get("device", "auto")), workers=workers, cache_dir=cache_dir,
+            seeds=seeds, min_seeds=adaptive[0] if adaptive else None,
+            device=str(get("device", "auto")), workers=workers, cache_dir=cache_dir,
             baseline_dir=baseline_dir, update_baselines=bool(get("update-baselines", False)),
             force=bool(get("force", False)), alpha=alpha, strict=bool(get("strict", False)),
             summary=_path(config, "summary") if get("summary", None) else None,
             report_dir=_path(config, "report-dir") if get("report-dir", None) else None,
             cli_baseline_dir=config.getoption("graphnetz_baseline_dir"),
-            deterministic=deterministic,
+            deterministic=deterministic, min_effect=min_effect,
         )
 
 
@@ -245,6 +285,7 @@ class GraphnetzSession:
         self.reports: list[str] = []         # candidate reports saved (--graphnetz-report-dir)
         self.trained = 0
         self.cached = 0
+        self.saved = 0  # adaptive seeds: seed-trainings not needed against fixed MAX
         # (nodeid, module stem, default name) of each collected test that asks for a baseline
         # (on the xdist controller: gathered from the workers).
         self.baseline_users: list[tuple[str, str, str]] = []
@@ -265,11 +306,21 @@ class GraphnetzSession:
     # fixtures
 
     def run(self, item: pytest.Item, tasks: Any, models: Any, **kwargs: Any) -> BenchmarkReport:
-        """``run_benchmark`` with the session's seeds, device, workers, cache; ``kwargs`` win."""
+        """``run_benchmark`` with the session's seeds, device, workers, cache; ``kwargs`` win.
+        With adaptive seeds (and no ``seeds`` given), the first look of the schedule, as a
+        report the gates extend through this same method."""
         __tracebackhide__ = True
         from .runner import run_benchmark
 
         s = self.settings
+        if s.min_seeds is not None and "seeds" not in kwargs:
+            from .adaptive import run_adaptive
+
+            def runner(tasks: Any, models: Any, **more: Any) -> BenchmarkReport:
+                return self.run(item, tasks, models, **{**kwargs, **more})
+
+            return run_adaptive(tasks, models, seeds=s.seeds, min_seeds=s.min_seeds,
+                                runner=runner)
         kwargs.setdefault("seeds", s.seeds)
         kwargs.setdefault("device", s.device)
         kwargs.setdefault("workers", s.workers)
@@ -421,6 +472,7 @@ class GraphnetzSession:
             item.user_properties.append((USES_PROPERTY, path))
 
         return GateObserver(alpha=self.settings.alpha, strict=self.settings.strict, record=record,
+                            min_effect=self.settings.min_effect,
                             uses=uses if self.settings.update_baselines else None,
                             candidate=candidate if self.settings.report_dir else None)
 
@@ -451,6 +503,7 @@ class GraphnetzSession:
                 self.used_baselines.add(value)
             elif name == GATE_PROPERTY:
                 self.rows.append(json.loads(value))
+                self.saved += int(self.rows[-1].get("saved", 0))
             elif name == REPORT_PROPERTY:
                 self.reports.append(value)
             elif name == TRIPLES_PROPERTY:
@@ -484,6 +537,8 @@ class GraphnetzSession:
             yield self.headline()
         if self.trained or self.cached:
             yield f"triples: {self.trained} trained, {self.cached} from cache"
+        if self.saved:
+            yield f"adaptive seeds: {self.saved} seed-trainings saved against fixed MAX"
 
     def markdown(self) -> str:
         """The Markdown summary: headline, the table, and each failing test's message."""
@@ -496,12 +551,18 @@ class GraphnetzSession:
             parts += [f"**{headline}**" if failing else headline, "",
                       markdown_table(*self._table())]
             for test in dict.fromkeys(r["test"] for r in failing):
-                parts += ["", f"<details><summary>{FAILED_MARK} <code>{test}</code></summary>",
-                          "", "```text", _clip(self.failures[test]), "```", "", "</details>"]
+                message = _clip(self.failures[test])
+                # A fence longer than any backtick run inside, so a message cannot end it.
+                fence = "`" * max(3, 1 + max(map(len, re.findall("`+", message)), default=0))
+                parts += ["", f"<details><summary>{FAILED_MARK} <code>{html.escape(test)}"
+                              "</code></summary>", "", f"{fence}text", message, fence, "",
+                          "</details>"]
         else:
             parts.append("No gates ran.")
         if self.trained or self.cached:
             parts += ["", f"Triples: {self.trained} trained, {self.cached} from cache."]
+        if self.saved:
+            parts += ["", f"Adaptive seeds: {self.saved} seed-trainings saved against fixed MAX."]
         return "\n".join(parts) + "\n"
 
     def _table(self) -> tuple[Sequence[str], list[list[str]]]:
@@ -624,13 +685,76 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "graphnetz: a multi-seed GNN benchmark gate (select with -m graphnetz)"
+        "markers", f"{MARKER}: a multi-seed GNN benchmark gate (select with -m {MARKER})"
     )
-    session = GraphnetzSession(config, Settings.from_config(config))
+    # PyG calls torch.jit.script while importing, which torch >= 2.10 deprecates: noise in every
+    # session that imports PyG (a user's model module does, before our runner can silence it),
+    # and a failure under -W error. The warning is raised inside torch, whoever called.
+    config.addinivalue_line(
+        "filterwarnings", r"ignore:`torch\.jit\.script` is deprecated:DeprecationWarning")
+    settings = Settings.from_config(config)
+    _check_device(settings.device)
+    session = GraphnetzSession(config, settings)
     config.stash[STASH_KEY] = session
     # Registered as a plugin so it receives every test report, on the controller those that
     # xdist workers send over too.
     config.pluginmanager.register(session, "graphnetz-session")
+
+
+def _check_device(device: str) -> None:
+    """A pinned device this machine lacks is one usage error now, not a failure in every test.
+
+    ``auto`` and ``cpu`` always exist, so only a pinned accelerator pays for importing torch.
+    """
+    if device.strip().lower() in ("auto", "cpu"):
+        return
+    from .runner import DeviceError, resolve_device
+
+    try:
+        resolve_device(device)
+    except DeviceError as exc:
+        raise pytest.UsageError(f"graphnetz: `--graphnetz-device` / `graphnetz_device`: {exc}")\
+            from None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]
+                                  ) -> Iterator[None]:
+    """``-k`` matches marker names as keywords, so ``-k graph`` selected every test marked
+    ``graphnetz`` (and ``-k "not graph"`` none of them). Here ``-k`` is applied without our
+    marker's name, ``-m graphnetz`` still with it; ``-k graphnetz`` keeps pytest's meaning."""
+    keyword = config.option.keyword or ""
+    mark_plugin = config.pluginmanager.get_plugin("mark")
+    select = getattr(mark_plugin, "pytest_collection_modifyitems", None)
+    if not keyword.strip() or MARKER in keyword.lower() or select is None:
+        return (yield)
+    markexpr = config.option.markexpr
+    hidden = _hide_marker(items)
+    config.option.markexpr = ""
+    try:
+        select(items=items, config=config)  # pytest's own -k, blind to our marker
+    finally:
+        config.option.markexpr = markexpr
+        for node, marks in hidden:
+            node.own_markers[:] = marks
+    config.option.keyword = ""  # already applied: pytest's pass below applies -m only
+    try:
+        return (yield)
+    finally:
+        config.option.keyword = keyword
+
+
+def _hide_marker(items: list[pytest.Item]) -> list[tuple[pytest.Item | pytest.Collector, list]]:
+    """Remove our marker from every node above ``items``; what to put back."""
+    hidden, seen = [], set()
+    for item in items:
+        for node in item.listchain():
+            if id(node) in seen or not any(m.name == MARKER for m in node.own_markers):
+                continue
+            seen.add(id(node))
+            hidden.append((node, list(node.own_markers)))
+            node.own_markers[:] = [m for m in node.own_markers if m.name != MARKER]
+    return hidden
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

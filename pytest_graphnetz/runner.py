@@ -259,6 +259,8 @@ def _run_triple_alone(job: _Job) -> _Outcome:
         out_channels = task.out_channels if task.out_channels is not None else inferred[1]
     _reseed(job.seed)
     model = job.factory(in_channels, out_channels)
+    if task.trainer is None:
+        training.check_fits(model, kind=task.kind, task=task.name, model_name=job.model)
     model_fp = model_fingerprint(model, job.factory)
     model_info = {"repr": repr(model), "parameters": sum(p.numel() for p in model.parameters())}
 
@@ -269,7 +271,8 @@ def _run_triple_alone(job: _Job) -> _Outcome:
             on_device = to_device(data, device)
             if task.trainer is not None:
                 result = task.trainer(moved, on_device, task=task, device=device)
-                return training.as_history(result, where=f"trainer of task {task.name!r}")
+                return training.as_history(result, where=f"trainer of task {task.name!r}",
+                                           metric=task.metric_name)
             return training.builtin(task.kind).train(moved, on_device, task=task, device=device)
 
     if job.cache_dir is None:
@@ -285,20 +288,29 @@ def _run_triple_alone(job: _Job) -> _Outcome:
     return _Outcome(history, data_fp, model_fp, cached, time.perf_counter() - start, model_info)
 
 
-def _entry_check(task: Task) -> Callable[[History], str | None]:
+def _entry_check(task: Task) -> Callable[[History], str | None] | None:
     """What a cached history must satisfy to stand for a run of ``task`` (else it is retrained).
 
-    A built-in trainer records exactly ``task.epochs`` epochs (NaN after a divergence); a
-    metric bounded in [0, 1] (accuracy, AUC...) has its test and validation values there.
+    A built-in trainer records exactly ``task.epochs`` epochs (NaN after a divergence), its
+    metrics bounded in [0, 1] (accuracy, AUC...) lie there and its per-example outcomes
+    recompute the test value recorded at their epoch. A custom trainer's history is only
+    checked for its value types (it may record any epochs, and in any units).
     """
     from .history import in_unit_interval
+    from .outcomes import outcomes_problem
 
-    epochs = task.epochs if task.trainer is None else None
+    if task.trainer is not None:
+        return None
+    epochs = task.epochs
     bounded = in_unit_interval(task.metric_name)
 
     def check(history: History) -> str | None:
-        if epochs is not None and history.n_epochs != epochs:
+        if history.n_epochs != epochs:
             return f"{history.n_epochs} epoch(s) recorded, the task trains {epochs}"
+        if history.outcomes:
+            problem = outcomes_problem(history, task.metric_name)
+            if problem is not None:
+                return problem
         if bounded:
             for name, series in (("test", history.test), ("val", history.val or ())):
                 outside = [v for v in series if not (0.0 <= v <= 1.0 or math.isnan(v))]
@@ -323,6 +335,11 @@ def run_benchmark(
     threads: int = 1,
     cache_dir: str | os.PathLike | None = None,
     progress: Progress | None = None,
+    epochs: int | None = None,
+    lr: float | None = None,
+    weight_decay: float | None = None,
+    batch_size: int | None = None,
+    options: Mapping[str, Any] | None = None,
     deterministic: str = determinism.DEFAULT_MODE,
 ) -> BenchmarkReport:
     """Train every model on every task under every seed; the per-seed, per-epoch report.
@@ -341,6 +358,11 @@ def run_benchmark(
     - ``cache_dir``: a :class:`~pytest_graphnetz.cache.TripleCache` directory (None: no cache).
     - ``progress``: ``progress(task, model, seed, status, seconds)``, status ``"trained"`` or
       ``"cached"``, called in this process as each triple finishes.
+    - ``epochs``, ``lr``, ``weight_decay``, ``batch_size``: replace that setting of every task
+      of this run (catalogue or custom); ``options``: merged into each task's ``options``
+      (``hidden``, ``hits_k``...). They are part of each task's config, so of the cache key
+      and the report's protocol. For one task only, pass ``{name: dataclasses.replace(task,
+      epochs=...)}`` with ``task = pytest_graphnetz.tasks.get_task(name)``.
     - ``deterministic``: ``on`` (default), ``warn`` or ``off``: deterministic CUDA algorithms
       per triple (see :mod:`~pytest_graphnetz.determinism`; no effect on CPU and MPS).
 
@@ -350,7 +372,8 @@ def run_benchmark(
     worker process that dies outright raises :class:`WorkerCrashError` naming the suspects.
     """
     _import_torch_geometric()
-    task_map = resolve_tasks(tasks)
+    task_map = _tuned(resolve_tasks(tasks), epochs=epochs, lr=lr, weight_decay=weight_decay,
+                      batch_size=batch_size, options=options)
     seed_list = _check_seeds(seeds)
     if not isinstance(models, Mapping) or not models:
         raise TypeError("`models` must be a non-empty dict {name: factory(in_channels, "
@@ -390,6 +413,20 @@ def run_benchmark(
                                "deterministic": mode, "gpu": gpu,
                                "platform": platform.platform(),
                                "tasks": {t.name: _task_protocol(t) for t in task_map.values()}})
+
+
+def _tuned(task_map: dict[str, Task], *, options: Mapping[str, Any] | None,
+           **settings: Any) -> dict[str, Task]:
+    """Every task with the run's overrides (``None``: keep the task's own setting)."""
+    from dataclasses import replace
+
+    changes = {name: value for name, value in settings.items() if value is not None}
+    if not changes and not options:
+        return task_map
+    if options is not None and not isinstance(options, Mapping):
+        raise TypeError(f"`options` must be a dict of trainer settings, got {options!r}")
+    return {name: replace(task, **changes, options={**task.options, **(options or {})})
+            for name, task in task_map.items()}
 
 
 def _check_seeds(seeds: Iterable[int]) -> list[int]:

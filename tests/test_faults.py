@@ -18,10 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-import numpy  # noqa: F401  (in-process pytester runs must not import numpy a second time)
 import pytest
-
-import pytest_graphnetz.gates  # noqa: F401  (loaded once: see test_plugin.py)
 
 BASELINE_GATE = """
 import numpy as np
@@ -64,12 +61,12 @@ def test_a_baseline_path_that_is_a_directory_says_so(pytester: pytest.Pytester) 
     pytester.makepyfile(test_model=BASELINE_GATE)
     occupied = pytester.path / "baselines" / "test_model" / "test_gcn.json"
     occupied.mkdir(parents=True)
-    result = pytester.runpytest()
+    result = pytester.runpytest_subprocess()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*baseline *test_gcn.json is a directory, not a report file*"])
     result.stdout.no_fnmatch_line("*no baseline at*")
     # the suggested refresh fails with the same clear reason, not an IsADirectoryError
-    refresh = pytester.runpytest("--graphnetz-update-baselines")
+    refresh = pytester.runpytest_subprocess("--graphnetz-update-baselines")
     refresh.assert_outcomes(failed=1)
     refresh.stdout.fnmatch_lines(["*cannot write baseline *test_gcn.json: it is a directory*"])
     refresh.stdout.no_fnmatch_line("*IsADirectoryError*")
@@ -176,7 +173,7 @@ def test_a_custom_trainer_may_record_any_number_of_epochs(root, tmp_path):
 def _three_epoch_trainer(model, data, *, task, device):
     from pytest_graphnetz import History
 
-    return History(test=[0.5, 0.6, 0.7])
+    return History(test=[50.0, 60.0, 70.0])  # 3 epochs, accuracy in percent: its business
 
 
 def test_a_cache_dir_that_is_a_file_warns_once_and_trains(root, tmp_path):
@@ -357,11 +354,12 @@ def test_temp_files_of_a_killed_cache_write_are_cleaned_and_no_lock_files_stay(r
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="finds the file written via /proc")
-def test_temp_files_of_a_killed_baseline_write_are_cleaned_by_the_next_write(tmp_path):
+def test_temp_files_of_a_killed_baseline_write_are_cleaned_by_the_next_write(
+        pytester: pytest.Pytester, tmp_path: Path) -> None:
     from pytest_graphnetz import BenchmarkReport
     from pytest_graphnetz.report import STALE_TEMP_SECONDS
 
-    target = tmp_path / "baselines" / "test_model" / "test_gcn.json"
+    target = pytester.path / "baselines" / "test_model" / "test_gcn.json"
     _kill_during_write(tmp_path, "baseline", target)
     (leftover,) = target.parent.glob(".test_gcn.json.*.tmp")
     _age(leftover, STALE_TEMP_SECONDS + 60)
@@ -371,6 +369,11 @@ def test_temp_files_of_a_killed_baseline_write_are_cleaned_by_the_next_write(tmp
     BenchmarkReport.from_arrays([[[0.5, 0.6]]], tasks=["t"], models=["m"], seeds=[0, 1],
                                 metric="accuracy").to_json(target)
     assert sorted(p.name for p in target.parent.iterdir()) == [other.name, target.name]
+    # a refresh sweeps every stale temp file of its baseline directory
+    target.unlink()
+    pytester.makepyfile(test_model=BASELINE_GATE)
+    pytester.runpytest_subprocess("--graphnetz-update-baselines").assert_outcomes(passed=1)
+    assert sorted(p.name for p in target.parent.iterdir()) == [target.name]
 
 
 def test_a_read_only_pytest_cache_runs_without_the_cache(pytester: pytest.Pytester) -> None:

@@ -100,10 +100,11 @@ def test_variance_reduction_is_unpaired_over_paired_variance(gq):
 def test_quick_path_runs_end_to_end_on_a_tiny_plan(gq, tmp_path, monkeypatch):
     tiny = gq.Plan("karate", epochs=5, pool=10, short_epochs=2)
     monkeypatch.setattr(gq, "QUICK", (tiny,))
-    out = tmp_path / "results.md"
-    assert gq.main(["--quick", "--workers", "1", "--cache-dir", str(tmp_path / "cache"),
-                    "--out", str(out)]) == 0
-    text = out.read_text()
+    monkeypatch.chdir(tmp_path)
+    committed = gq.RESULTS.read_bytes()
+    assert gq.main(["--quick", "--workers", "1", "--cache-dir", str(tmp_path / "cache")]) == 0
+    assert gq.RESULTS.read_bytes() == committed  # a smoke run never overwrites the results
+    text = (tmp_path / ".graphnetz" / "gate_quality_quick.md").read_text()
     assert "QUICK MODE" in text
     assert "60 training runs" in text  # 6 variants x 10 seeds
     assert "### S = 5 seeds" in text and "### S = 10" not in text  # 1 trial of 10: skipped
@@ -152,3 +153,33 @@ def test_analyse_states_effects_rates_and_conclusion_for_known_numbers(gq):
     vr = [float(cell.strip().rstrip("x")) for line in text.splitlines()
           if line.startswith("| extra draws | innocent |") for cell in line.split("|")[-2:-1]]
     assert 40 < vr[0] < 120
+
+
+def test_verdict_counts_use_the_gate_and_a_regression_beyond_delta_never_passes(gq):
+    from scipy.stats import ttest_rel
+
+    rng = np.random.default_rng(3)
+    base = rng.normal(0.80, 0.02, 60)
+    innocent = base + rng.normal(0.0, 0.004, 60)
+    regressed = base - 0.03 + rng.normal(0.0, 0.004, 60)   # 3 points: far beyond δ
+    blocks = gq.seed_blocks(60, 10)
+    c_inn = gq.verdict_counts(innocent, base, blocks)
+    c_reg = gq.verdict_counts(regressed, base, blocks)
+    assert sum(c_inn.values()) == sum(c_reg.values()) == 6
+    assert c_reg["REGRESSED"] == 6 and gq.passes_as_safe(c_reg) == 0
+    # an innocent block is REGRESSED exactly when scipy's one-sided paired t rejects
+    rejected = sum(ttest_rel(innocent[b], base[b], alternative="less").pvalue <= gq.ALPHA
+                   for b in blocks)
+    assert c_inn["REGRESSED"] == rejected
+    assert gq.passes_as_safe(c_inn) >= 5
+    trials = gq.resampled_trials(60, 10, 50)
+    assert len(trials) == 50 and all(len(set(t.tolist())) == 10 for t in trials)
+
+
+def test_quick_mode_never_writes_the_committed_results(gq, monkeypatch, tmp_path):
+    written = []
+    monkeypatch.setattr(gq, "QUICK", ())
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(gq.Path, "write_text", lambda self, *a, **k: written.append(self))
+    assert gq.main(["--quick"]) == 0
+    assert written == [gq.Path(".graphnetz") / "gate_quality_quick.md"]

@@ -204,7 +204,8 @@ def test_data_change_refusal_shows_the_unpaired_comparison(pytester: pytest.Pyte
 REFRESH = COMMON + """
 
 def test_gcn(graphnetz_baseline):
-    data, shift = os.environ["GNZ_DATA"], float(os.environ["GNZ_SHIFT"])
+    data = os.environ["GNZ_DATA"]
+    shift = np.array([float(x) for x in os.environ["GNZ_SHIFT"].split(",")])
     assert_not_worse(report(BASE + shift, data=data), graphnetz_baseline())
 """
 
@@ -242,3 +243,39 @@ def test_forced_refresh_shows_old_against_new(pytester: pytest.Pytester,
     plain = pytester.runpytest("-p", "no:cacheprovider")
     plain.assert_outcomes(passed=1)
     assert "IDENTICAL" in table(plain.stdout.str())[2]
+
+
+def test_markdown_survives_odd_names(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_odd=COMMON + """
+
+@pytest.mark.parametrize("name", ["<b>"])
+def test_odd(name):
+    weird = BenchmarkReport.from_arrays(
+        np.array([[BASE + DROPS]]), tasks=["a```b"], models=["GCN"], seeds=range(6),
+        metric="accuracy")
+    assert_not_worse(weird, BenchmarkReport.from_arrays(
+        np.array([[BASE]]), tasks=["a```b"], models=["GCN"], seeds=range(6), metric="accuracy"))
+""")
+    pytester.runpytest("-p", "no:cacheprovider", "--graphnetz-summary=gates.md").assert_outcomes(
+        failed=1)
+    markdown = (pytester.path / "gates.md").read_text()
+    assert "<code>test_odd.py::test_odd[&lt;b&gt;]</code>" in markdown
+    # the message's own ``` cannot close the block early
+    block = markdown.split("````text\n", 1)[1].split("\n````\n", 1)[0]
+    assert "a```b/GCN — accuracy (higher is better): REGRESSED" in block
+
+
+def test_a_refused_refresh_marks_the_cells_that_refused_it(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_refresh=REFRESH)
+    update = ("-p", "no:cacheprovider", "--graphnetz-update-baselines")
+    monkeypatch.setenv("GNZ_DATA", "a")
+    monkeypatch.setenv("GNZ_SHIFT", "0")
+    pytester.runpytest(*update).assert_outcomes(passed=1)
+    # a loss the paired test cannot call (one-sided p = 0.074): INCONCLUSIVE, negative mean Δ.
+    # The cell passes as a gate, but the ratchet refuses the refresh on it: the row fails.
+    monkeypatch.setenv("GNZ_SHIFT", "-0.002,-0.025,0.003,-0.019,0.004,-0.0114")
+    refused = pytester.runpytest(*update)
+    refused.assert_outcomes(failed=1)
+    (row,) = table(refused.stdout.str())[2:3]
+    assert "REFUSED (INCONCLUSIVE)" in row and "✗ FAIL" in row

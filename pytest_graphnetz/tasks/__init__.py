@@ -41,6 +41,30 @@ def catalogue() -> dict[str, Callable[[], Task]]:
     return out
 
 
+def get_task(name: str) -> Task:
+    """The catalogue task ``name`` (a frozen ``Task``: derive a variant with
+    ``dataclasses.replace(get_task("karate"), epochs=50)``)."""
+    known = catalogue()
+    if name not in known:
+        raise KeyError(f"no catalogue task {name!r}; catalogue tasks: {sorted(known)}")
+    return known[name]()
+
+
+def tasks_of_kind(tasks: str | list[str] | tuple[str, ...] | Mapping[str, object],
+                  *kinds: str) -> dict[str, Task]:
+    """The tasks of ``tasks`` (anything ``run_benchmark`` takes) whose kind is one of ``kinds``.
+
+    Pairs models with the tasks they fit: node-level models on ``"node"`` (and ``"link"``)
+    tasks, graph-level models on ``"graph"`` and ``"graph_reg"`` tasks, one run per group.
+    """
+    from .base import KINDS
+
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown or not kinds:
+        raise ValueError(f"`kinds` must be some of {KINDS}, got {kinds!r}")
+    return {name: task for name, task in resolve_tasks(tasks).items() if task.kind in kinds}
+
+
 def resolve_tasks(
     tasks: str | list[str] | tuple[str, ...] | Mapping[str, object],
 ) -> dict[str, Task]:
