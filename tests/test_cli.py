@@ -202,3 +202,15 @@ def test_plot_two_reports_draws_the_paired_comparison(tmp_path) -> None:
     assert labels == ["karate · GCN\nREGRESSED", "karate · GAT\nBETTER"]
     # a single report is still its forest plot
     assert run(["plot", base, "-o", str(tmp_path / "forest.png")]) == 0
+
+
+def test_compare_min_effect_sets_delta_and_is_validated(tmp_path, capsys) -> None:
+    wobble = np.array([0.004, -0.003, 0.002, -0.002, 0.003, -0.001])
+    base = write(tmp_path / "base.json", BASE)
+    cand = write(tmp_path / "cand.json", BASE + wobble)
+    assert run(["compare", base, cand]) == 0            # default δ: one point
+    assert "NOT WORSE" in capsys.readouterr().out
+    assert run(["compare", base, cand, "--min-effect", "0.001", "--strict"]) == 1
+    assert "INCONCLUSIVE" in capsys.readouterr().out     # a tenth of a point is not ruled out
+    assert run(["compare", base, cand, "--margin", "0.01", "--min-effect", "0.005"]) == 2
+    assert "--min-effect: δ (0.005) must be larger than --margin (0.01)" in capsys.readouterr().err
