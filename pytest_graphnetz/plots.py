@@ -207,9 +207,11 @@ def plot_comparison(
         handles.append(Line2D([], [], label=f"margin ({text})", **style))
     ax.set_yticks(ys, [f"{v.task} · {v.model}\n{_verdict_name(v)}" for v in verdicts])
     ax.set_ylim(-0.6, n - 0.4)
+    # Comparisons print the two-sided (1 - 2 alpha) interval that matches their one-sided tests.
+    levels = sorted({f"{100 * (1 - 2 * v.comparison.alpha):.3g}%" for v in verdicts})
     dots = "; dots: single seeds" if reports is not None else ""
-    ax.set_xlabel(f"mean paired Δ with its CI: candidate − baseline (positive = better){dots}",
-                  fontsize=9)
+    ax.set_xlabel(f"mean paired Δ with its {'/'.join(levels)} CI: candidate − baseline "
+                  f"(positive = better){dots}", fontsize=9)
     ax.grid(axis="x", alpha=0.3)
     ax.tick_params(labelsize=9)
     # Outside the axes, so it never hides a row.

@@ -78,6 +78,8 @@ _OPTIONS = (
     _Option("force", "with --graphnetz-update-baselines: write even what the ratchet refuses, "
             "or over an unreadable baseline; resets the anchors of the cells written", flag=True),
     _Option("alpha", f"significance level of the gates (default {DEFAULT_ALPHA})", metavar="A"),
+    _Option("min-effect", "the smallest regression that matters (δ, metric units; default 0.01 "
+            "for metrics in [0, 1], none for MAE/RMSE/loss)", metavar="DELTA"),
     _Option("strict", "an INCONCLUSIVE gate fails too", flag=True),
     _Option("summary", "also write the gate table as Markdown to PATH", metavar="PATH"),
     _Option("report-dir", "save each gated test's candidate report (full JSON, histories "
@@ -171,6 +173,7 @@ class Settings:
     report_dir: Path | None
     cli_baseline_dir: str | None  # as typed on the command line, for the commands we print
     deterministic: str         # on | warn | off (determinism.py)
+    min_effect: float | None = None  # None: each metric's default (gates.default_min_effect)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -180,12 +183,19 @@ class Settings:
         get = _getter(config)
         workers = _convert("workers", get("workers", "1"), int, "a whole number of processes")
         alpha = _convert("alpha", get("alpha", str(DEFAULT_ALPHA)), float, "a number")
+        min_effect = get("min-effect", None)
+        if min_effect is not None:
+            min_effect = _convert("min-effect", min_effect, float, "a number")
         try:
             deterministic = check_mode(get("deterministic", DEFAULT_MODE))
             seeds = parse_seeds(get("seeds", DEFAULT_SEEDS))
             adaptive = parse_adaptive(get("seeds", DEFAULT_SEEDS))
         except ValueError as exc:
             raise pytest.UsageError(f"graphnetz: {exc}") from None
+        if min_effect is not None and not 0.0 < min_effect < float("inf"):
+            raise pytest.UsageError(
+                f"graphnetz: `--graphnetz-min-effect` must be a number > 0 (the smallest "
+                f"regression that matters, in metric units), got {min_effect}")
         if workers < 1:
             raise pytest.UsageError(
                 f"graphnetz: `--graphnetz-workers` must be >= 1, got {workers}")
@@ -218,7 +228,7 @@ class Settings:
             summary=_path(config, "summary") if get("summary", None) else None,
             report_dir=_path(config, "report-dir") if get("report-dir", None) else None,
             cli_baseline_dir=config.getoption("graphnetz_baseline_dir"),
-            deterministic=deterministic,
+            deterministic=deterministic, min_effect=min_effect,
         )
 
 
@@ -462,6 +472,7 @@ class GraphnetzSession:
             item.user_properties.append((USES_PROPERTY, path))
 
         return GateObserver(alpha=self.settings.alpha, strict=self.settings.strict, record=record,
+                            min_effect=self.settings.min_effect,
                             uses=uses if self.settings.update_baselines else None,
                             candidate=candidate if self.settings.report_dir else None)
 
