@@ -222,8 +222,6 @@ def compare(candidate: Any, baseline: Any, *, higher_is_better: bool = True,
     notes.extend(_floor_notes(test, n, ev.floor, alpha, "one-sided"))
     if test == "welch":
         notes.append("welch: unpaired test; the seeds' pairing is ignored")
-    if ev.interval == "bootstrap" and n < 10:
-        notes.append(f"{test}: bootstrap bounds on n={n} seeds are unreliable (too narrow)")
     se_for_power = sd / math.sqrt(n)
     effect_mde = (math.inf if ev.floor > alpha
                   else _mde_se(se_for_power, n - 1, alpha=alpha, power=power, one_sided=True))
