@@ -122,3 +122,24 @@ def test_a_terminal_line_is_rewritten_in_place():
                                            (3725, "1:02:05")])
 def test_duration(seconds, text):
     assert duration(seconds) == text
+
+
+def test_the_first_progress_line_is_not_captured_into_a_failing_tests_report(pytester):
+    """The opening ``0/N`` line goes to the terminal like the others, never into the test's
+    captured stdout (where it showed up under "Captured stdout call" of a failing gate)."""
+    import conftest
+
+    pytester.makepyfile(conftest_tiny=Path(conftest.__file__).read_text(), test_f='''
+from conftest_tiny import gcn, tiny_task
+
+
+def test_fails(graphnetz_run):
+    graphnetz_run({"tiny": tiny_task(epochs=2)}, {"GCN": gcn})
+    raise AssertionError("the gate failed")
+''')
+    # a subprocess: in-process pytester sessions do not capture the terminal reporter's output
+    result = pytester.runpytest_subprocess("--graphnetz-seeds=2")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert live_lines(out)[0] == (0, 2, 0, 0)          # still shown, on the terminal
+    assert "Captured stdout call" not in out, out
