@@ -85,6 +85,19 @@ def test_other_gates_complete_the_report_to_max():
     assert verdicts[0].comparison.n == 20 and runner.count("better") == 20
 
 
+def test_the_width_gate_measures_max_seeds_too():
+    """assert_ci_width measured an adaptive report at its first look (MIN seeds) and advised a
+    fixed seed count, although the README says every gate but the sequential one uses MAX."""
+    from pytest_graphnetz import assert_ci_width
+
+    runner = CountingRunner({"m": lambda s: 0.01 * np.sin(5.0 * s)})
+    report = run_adaptive({"toy": lambda root: None}, {"m": object}, seeds=SEEDS, min_seeds=5,
+                          runner=runner)
+    (verdict,) = assert_ci_width(report, 1.0)
+    assert verdict.stats.n == 20 and runner.count("m") == 20
+    assert len(runner.triples) == len(set(runner.triples)), "no triple is asked for twice"
+
+
 def test_refusals():
     with pytest.raises(ValueError, match="2 <= MIN <= MAX"):
         run_adaptive({"toy": lambda root: None}, {"m": object}, seeds=range(4), min_seeds=5,
