@@ -253,8 +253,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     design = DESIGNS[0].build()
     text = "\n\n".join([
         "# Adaptive seeds: error rates, detection and seed-trainings",
-        f"Reproduce: `python benchmarks/adaptive_seeds.py --trials {args.trials} --seed "
-        f"{args.seed}` (pool: `{args.pool}`; {time.perf_counter() - start:.0f} s). α = {ALPHA}, "
+        f"Reproduce: `python benchmarks/adaptive_seeds.py --pool {args.pool} --trials "
+        f"{args.trials} --seed {args.seed}` ({time.perf_counter() - start:.0f} s; without the "
+        f"pool file it is trained through gate_quality's cache first). α = {ALPHA}, "
         f"margin = {MARGIN}, δ = {DELTA / 0.01:g} point, {EPOCHS}-epoch accuracy. Default design "
         f"looks {design.looks}, t critical values "
         f"{', '.join(f'{c:.3f}' for c in design.critical)} (per-look one-sided nominal p "

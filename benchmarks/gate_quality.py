@@ -16,6 +16,10 @@ a resumed crash trains nothing twice.
     python benchmarks/gate_quality.py --quick     # small pools: a smoke run of a few minutes
     python benchmarks/gate_quality.py             # the measurement behind the README table
 
+Besides the REGRESSED rates of each gate, it measures the verdicts of ``assert_not_worse`` with
+δ = ``min_effect`` = 1 point at S = 10 seeds: how often innocent changes read NOT WORSE, each
+regression REGRESSED, and regressions larger than δ (wrongly) NOT WORSE.
+
 Writes the tables and findings to ``benchmarks/gate_quality_results.md`` (``--out``); a
 ``--quick`` run writes ``.graphnetz/gate_quality_quick.md`` instead, so a smoke run never
 overwrites the committed results.
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import math
 import sys
 import time
@@ -39,6 +44,12 @@ SEED_COUNTS = (5, 10, 20)
 POINT = 0.01  # one accuracy point: metrics are fractions in [0, 1]
 PAIRED_TESTS = ("paired-t", "wilcoxon", "permutation")
 POINT_GAPS = (0, 1, 2)  # point-gap gates: fail when the mean drops by more than this many points
+MIN_EFFECT = POINT  # δ of assert_not_worse's verdict table: one accuracy point
+VERDICT_S = 10  # seeds per side of the verdict table
+# Random S-seed subsets of the pool, for the verdict shares it implies: 100 per disjoint block,
+# at most 2,000 (each is a real gate call, ~2 ms).
+RESAMPLED_TRIALS = 2000
+VERDICTS = ("REGRESSED", "NOT WORSE", "BETTER", "INCONCLUSIVE")
 
 # The gates compared on every trial, in table order.
 GATE_NAMES = (
@@ -244,6 +255,41 @@ def variance_reduction(candidate: np.ndarray, baseline: np.ndarray) -> float:
     return float(unpaired / paired) if paired > 0 else math.inf
 
 
+def verdict(candidate: np.ndarray, baseline: np.ndarray, *,
+            min_effect: float = MIN_EFFECT) -> str:
+    """The verdict of ``assert_not_worse`` (paired t, margin 0, δ = ``min_effect``, α) on one
+    PR whose per-seed values are ``candidate`` and ``baseline`` (shape [S], paired by position,
+    higher is better)."""
+    from pytest_graphnetz import stats
+
+    return stats.compare(candidate, baseline, higher_is_better=True, kind="not_worse",
+                         test="paired-t", margin=0.0, min_effect=min_effect, alpha=ALPHA,
+                         rng=0).verdict.value
+
+
+def resampled_trials(n_pool: int, S: int, n: int, seed: int = 0) -> list[np.ndarray]:
+    """``n`` random S-seed subsets (without replacement within a subset) of a pool of ``n_pool``:
+    overlapping trials, for the verdict shares the pool implies (no independence, so no CI)."""
+    rng = np.random.default_rng(seed)
+    return [rng.choice(n_pool, size=S, replace=False) for _ in range(n)]
+
+
+def verdict_counts(candidate: np.ndarray, baseline: np.ndarray,
+                   trials: Sequence[np.ndarray | slice]) -> dict[str, int]:
+    """How many of ``trials`` (index arrays or slices into the pools ``candidate`` and
+    ``baseline``, shape [P]) end in each verdict."""
+    counts = dict.fromkeys(VERDICTS, 0)
+    for idx in trials:
+        name = verdict(candidate[idx], baseline[idx])
+        counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def passes_as_safe(counts: Mapping[str, int]) -> int:
+    """Trials read as "not worse by δ": NOT WORSE, or BETTER (which implies it)."""
+    return counts["NOT WORSE"] + counts["BETTER"]
+
+
 # -- training: every (variant, seed) once, through the runner and its cache ----------------
 
 
@@ -390,6 +436,72 @@ def conclusion(plan: Plan, values: Mapping[str, Mapping[str, np.ndarray]],
             f"{rates[S][smallest]['Welch (unpaired)']}.")
 
 
+def verdict_section(plan: Plan, values: Mapping[str, Mapping[str, np.ndarray]],
+                    S: int = VERDICT_S) -> list[str]:
+    """Markdown lines: the verdicts of ``assert_not_worse`` with δ = 1 point at S seeds per
+    candidate, over the disjoint S-seed blocks (independent trials, Wilson intervals) and over
+    up to ``RESAMPLED_TRIALS`` random S-seed subsets (the shares the pool implies), and the checks:
+    innocent changes NOT WORSE (or BETTER) in >= 90%, REGRESSED in <= α; regressions beyond δ
+    NOT WORSE (or BETTER) in <= α."""
+    from pytest_graphnetz.stats import seeds_for_min_effect
+    from pytest_graphnetz.text import markdown_table
+
+    P = len(values["baseline"]["final"])
+    if P // S < 2:
+        return []
+    base = values["baseline"]["final"]
+    disjoint = seed_blocks(P, S)
+    resampled = resampled_trials(P, S, min(RESAMPLED_TRIALS, 100 * len(disjoint)))
+    counts = {}
+    for c in CANDIDATES:
+        cand = values[c.name]["final"]
+        counts[c.name] = (verdict_counts(cand, base, disjoint),
+                          verdict_counts(cand, base, resampled))
+    true = {c.name: float(np.mean(values[c.name]["final"] - base)) for c in CANDIDATES}
+    headers = ["candidate", "true Δ (pt)", *VERDICTS, "NOT WORSE or BETTER"]
+    tables = []
+    for which, n in ((0, len(disjoint)), (1, len(resampled))):
+        rows = []
+        for c in CANDIDATES:
+            k = counts[c.name][which]
+            cells = [rate(k[v], n) if which == 0 else f"{100 * k[v] / n:.1f}%" for v in VERDICTS]
+            safe = passes_as_safe(k)
+            rows.append([c.name, _pts(true[c.name]), *map(str, cells),
+                         str(rate(safe, n)) if which == 0 else f"{100 * safe / n:.1f}%"])
+        tables.append(markdown_table(headers, rows))
+
+    innocent = [c.name for c in CANDIDATES if c.innocent]
+    beyond = [c.name for c in CANDIDATES if not c.innocent and true[c.name] <= -MIN_EFFECT]
+
+    def pooled(names: Sequence[str], count: Callable[[Mapping[str, int]], int]) -> str:
+        k = sum(count(counts[m][0]) for m in names)
+        share = sum(count(counts[m][1]) for m in names) / (len(names) * len(resampled))
+        return f"{rate(k, len(names) * len(disjoint))} over disjoint blocks, {100 * share:.1f}% " \
+               "resampled"
+
+    sd = innocent_sd(values, "final")
+    lines = [
+        "", f"### Verdicts of `assert_not_worse` with δ = `min_effect` = 1 point, S = {S} seeds "
+        f"(paired t, margin 0, α = {ALPHA}; final epoch)", "",
+        f"Independent trials: the {len(disjoint)} disjoint {S}-seed blocks of the pool (rate "
+        "[95% Wilson]):", "", tables[0], "",
+        f"Resampled: {len(resampled)} random {S}-seed subsets of the {P}-seed pool (they overlap, "
+        "so these are the shares the pool implies, without an interval):", "", tables[1], "",
+        "Checks (innocent changes pooled):", "",
+        f"- innocent changes read NOT WORSE or BETTER (target ≥ 90%): "
+        f"{pooled(innocent, passes_as_safe)}",
+        f"- innocent changes read REGRESSED (must stay ≤ α = {ALPHA}): "
+        f"{pooled(innocent, lambda k: k['REGRESSED'])}",
+    ]
+    for name in beyond:
+        lines.append(f"- {name} ({_pts(true[name])} pt, beyond δ) reads NOT WORSE or BETTER "
+                     f"(must stay ≤ α): {pooled([name], passes_as_safe)}")
+    lines.append(f"- seeds planned for δ at the innocent pairs' sd of Δ ({sd / POINT:.2f} pt): "
+                 f"{seeds_for_min_effect(sd, MIN_EFFECT, alpha=ALPHA)} (no change reads NOT "
+                 "WORSE and a 1-point drop REGRESSED, each with probability ≥ 0.8)")
+    return lines
+
+
 def analyse(plan: Plan, values: Mapping[str, Mapping[str, np.ndarray]]) -> str:
     """The Markdown section of one plan: effects, rates per S, MDE, findings, conclusion."""
     from pytest_graphnetz.stats import mde
@@ -430,6 +542,7 @@ def analyse(plan: Plan, values: Mapping[str, Mapping[str, np.ndarray]]) -> str:
         [[sel, f"{sd[sel] / POINT:.2f}",
           *(f"{mde(sd[sel], S, alpha=ALPHA) / POINT:.2f}" for S in SEED_COUNTS)]
          for sel in sd]))
+    lines += verdict_section(plan, values)
     found = findings(rates)
     lines += ["", "Findings: " + ("; ".join(found) if found else
                                   "none (no paired false-alarm rate above α beyond sampling "
@@ -444,6 +557,27 @@ RESULTS = Path(__file__).with_name("gate_quality_results.md")
 QUICK_OUT = Path(".graphnetz/gate_quality_quick.md")  # relative to where it runs, like the cache
 
 
+VALUES_SELECTIONS = ("final", "best_val")
+
+
+def save_values(path: Path, pools: Mapping[str, Mapping[str, Mapping[str, np.ndarray]]]) -> None:
+    """Write ``pools[task][variant][selection]`` (per-seed values, pool order) as JSON."""
+    data = {task: {"values": {variant: {sel: [float(x) for x in by_sel[sel]]
+                                        for sel in VALUES_SELECTIONS}
+                              for variant, by_sel in pool.items()}}
+            for task, pool in pools.items()}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+
+
+def load_values(path: Path) -> dict[str, dict[str, dict[str, np.ndarray]]]:
+    """The pools :func:`save_values` wrote: ``[task][variant][selection]`` -> array [P]."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {task: {variant: {sel: np.asarray(v, dtype=float) for sel, v in by_sel.items()}
+                   for variant, by_sel in entry["values"].items()}
+            for task, entry in data.items()}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
@@ -454,33 +588,52 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", default=None,
                         help="where to write the results (default: gate_quality_results.md "
                              "beside this script; with --quick, .graphnetz/gate_quality_quick.md)")
+    parser.add_argument("--values", default=None,
+                        help="analyse the per-seed values a run saved (its VALUES file) instead "
+                             "of training: the statistics are re-derived, nothing trains")
     args = parser.parse_args(argv)
     out = Path(args.out) if args.out else QUICK_OUT if args.quick else RESULTS
 
     plans = QUICK if args.quick else FULL
     command = "python benchmarks/gate_quality.py" + (" --quick" if args.quick else "")
-    sections = []
+    saved = load_values(Path(args.values)) if args.values else None
+    sections, pools = [], {}
     spent = Spent()
     start = time.perf_counter()
     for plan in plans:
-        values = train_pool(plan, workers=args.workers, cache_dir=args.cache_dir, spent=spent)
+        if saved is not None:
+            values = saved[plan.task]
+        else:
+            values = train_pool(plan, workers=args.workers, cache_dir=args.cache_dir, spent=spent)
+        pools[plan.task] = values
         sections.append(analyse(plan, values))
         print(sections[-1], "\n", flush=True)
     elapsed = time.perf_counter() - start
     total = spent.trained + spent.cached
+    values_file = out.with_name(out.stem.removesuffix("_results") + "_values.json")
+    if saved is None:
+        save_values(values_file, pools)
+        origin = (f"Reproduce: `{command}` ({total} training runs, {spent.trained} of them "
+                  f"trained by the invocation that wrote this file in {elapsed:.0f} s with "
+                  f"{args.workers} workers, {spent.cached} read from the cache). The per-seed "
+                  f"values are saved in `{values_file.name}`.")
+    else:
+        runs = sum((1 + len(CANDIDATES)) * plan.pool for plan in plans)
+        origin = (f"Reproduce: `{command}` ({runs} training runs; it saves their per-seed values "
+                  f"in `{values_file.name}`). This file was written by `{command} --values "
+                  f"{args.values}`, which re-derives every statistic from such a file without "
+                  "training.")
     text = "\n\n".join([
         "# Gate quality: false alarms and detection power"
         + (" (QUICK MODE: smoke figures)" if args.quick else ""),
-        f"Reproduce: `{command}` ({total} training runs, {spent.trained} of them trained by "
-        f"the invocation that wrote this file in {elapsed:.0f} s with {args.workers} workers, "
-        f"{spent.cached} read from the cache).",
+        origin,
         *sections,
     ])
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text + "\n", encoding="utf-8")
     print(f"written to {out}")
     print(f"{total} training runs ({spent.trained} trained, {spent.cached} cached) in "
-          f"{elapsed:.0f} s; wrote {args.out}")
+          f"{elapsed:.0f} s; wrote {out}")
     return 0
 
 

@@ -13,6 +13,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "run_benchmark": "runner",
+    "run_adaptive": "adaptive",
     "BenchmarkReport": "report",
     "MetricSpec": "history",
     "History": "history",
@@ -25,10 +26,11 @@ _EXPORTS = {
 
 __all__ = [
     "BenchmarkReport", "History", "MetricSpec", "Task", "assert_better", "assert_ci_width",
-    "assert_equivalent", "assert_not_worse", "run_benchmark",
+    "assert_equivalent", "assert_not_worse", "run_adaptive", "run_benchmark",
 ]
 
 if TYPE_CHECKING:
+    from .adaptive import run_adaptive
     from .gates import assert_better, assert_ci_width, assert_equivalent, assert_not_worse
     from .history import History, MetricSpec
     from .report import BenchmarkReport

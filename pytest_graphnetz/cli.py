@@ -2,7 +2,7 @@
 
     graphnetz show REPORT [--ci t|bootstrap]
     graphnetz compare BASELINE REPORT [--gate not-worse|better|equivalent] [--test paired]
-                      [--margin 0] [--alpha 0.05] [--strict] [--markdown]
+                      [--margin 0] [--min-effect D] [--alpha 0.05] [--strict] [--markdown]
     graphnetz refresh [PYTEST ARGS...]
     graphnetz plot REPORT [CANDIDATE] -o FILE.png [--ci t|bootstrap] [--gate ...] [--margin]
     graphnetz latex REPORT [-o FILE.tex] [--ci t|bootstrap]
@@ -96,7 +96,7 @@ def _verdicts(args: argparse.Namespace, baseline: Any, candidate: Any) -> list:
     from .gates import TESTS, compare_reports
 
     return compare_reports(candidate, baseline, gate=GATES[args.gate], test=TESTS[args.test],
-                           margin=args.margin, alpha=args.alpha,
+                           margin=args.margin, min_effect=args.min_effect, alpha=args.alpha,
                            strict=getattr(args, "strict", False), source=args.baseline)
 
 
@@ -184,6 +184,9 @@ def _gate_arguments(parser: argparse.ArgumentParser) -> None:
                         choices=("paired", "paired-t", "wilcoxon", "permutation", "bootstrap"))
     parser.add_argument("--margin", type=_margin, default=0.0,
                         help="tolerated loss (equivalent: the ±bound), metric units; default 0")
+    parser.add_argument("--min-effect", type=_positive, default=None,
+                        help="not-worse: the smallest regression that matters (δ > margin, metric "
+                             "units); default 0.01 for metrics in [0, 1], none for MAE/RMSE/loss")
     parser.add_argument("--alpha", type=_alpha, default=0.05,
                         help="one-sided significance level, in (0, 0.5); default 0.05")
 
@@ -248,6 +251,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "gate", None) == "equivalent" and not args.margin > 0:
         parser.error("argument --margin: --gate equivalent needs the equivalence bound "
                      "--margin > 0")
+    if getattr(args, "min_effect", None) is not None and not args.min_effect > args.margin:
+        parser.error(f"argument --min-effect: δ ({args.min_effect:g}) must be larger than "
+                     f"--margin ({args.margin:g}): it is the smallest regression that matters")
     from .baselines import BaselineError
     from .gates import GateRefusal
 

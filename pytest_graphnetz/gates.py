@@ -4,16 +4,20 @@ Each gate works on every (task, model) cell of the candidate: the seeds both rep
 paired **by seed value** (seed 3 with seed 3, whatever their order), the differences
 ``d_s = candidate − baseline`` (sign flipped for lower-is-better metrics) go to
 :func:`pytest_graphnetz.stats.compare`, and the p-values of one call are Holm-corrected across
-its cells. A gate returns its verdicts and raises ``AssertionError`` when one fails; the message
-carries what a reviewer needs (cell, metric and direction, both means with intervals, paired Δ
-with its CI, p, test, margin, n, MDE, and the seeds that would decide an INCONCLUSIVE cell).
+its tested cells (``assert_not_worse`` only: ``assert_better``/``assert_equivalent`` pass only
+when every cell passes, an intersection-union test that needs no correction). A gate returns its
+verdicts and raises ``AssertionError`` when one fails; the message carries what a reviewer needs
+(cell, metric and direction, both means with intervals, paired Δ with the (1 − 2α) interval that
+matches the one-sided decisions, p, test, margin, δ, n, MDE, and for an INCONCLUSIVE cell the
+seeds that would decide it, planned for δ).
 
 Pairing that would be fictional is refused (:class:`GateRefusal`): fewer than two shared
 seeds, a task whose data or split fingerprint differs for the same seed, a metric mismatch.
 
 Inside pytest, the plugin sets a :class:`GateObserver` for each test body: it supplies the
-session's ``--graphnetz-alpha`` / ``--graphnetz-strict`` defaults and collects every verdict
-for the terminal summary. Outside pytest the defaults are ``alpha=0.05``, ``strict=False``.
+session's ``--graphnetz-alpha`` / ``--graphnetz-strict`` / ``--graphnetz-min-effect`` defaults
+and collects every verdict for the terminal summary. Outside pytest the defaults are
+``alpha=0.05``, ``strict=False`` and δ from the metric (:func:`default_min_effect`).
 """
 
 from __future__ import annotations
@@ -30,7 +34,9 @@ from typing import Any
 import numpy as np
 
 from . import stats
+from .adaptive import AdaptiveReport
 from .baselines import BaselineError, BaselineHandle, BaselineMissingError, load_baseline
+from .history import MetricSpec, in_unit_interval
 from .report import BenchmarkReport
 
 BaselineLike = BenchmarkReport | BaselineHandle | str | os.PathLike
@@ -40,6 +46,8 @@ TESTS = {"paired": "paired-t", "paired-t": "paired-t", "wilcoxon": "wilcoxon",
           "permutation": "permutation", "bootstrap": "bootstrap"}
 # Protocol entries that change the last digits but not the protocol: noted, never refused.
 _ENVIRONMENT_KEYS = ("device", "threads", "versions", "gpu")
+# δ for metrics bounded in [0, 1] (accuracy, AUC, F1, MRR, Hits@K): one point.
+DEFAULT_MIN_EFFECT = 0.01
 
 
 class GateRefusal(ValueError):
@@ -69,6 +77,7 @@ class GateObserver:
     alpha: float
     strict: bool
     record: Callable[[dict[str, str]], None]
+    min_effect: float | None = None
     uses: Callable[[str], None] | None = None   # told each baseline file a gate reads
     # Called with each gate's candidate report before it is compared (--graphnetz-report-dir).
     candidate: Callable[[BenchmarkReport], None] | None = None
@@ -97,6 +106,8 @@ class CellVerdict:
     ``comparison`` is the :class:`~pytest_graphnetz.stats.Comparison` (paired Δ, CI, p, Holm
     p, MDE, seeds needed); ``baseline`` / ``candidate`` describe each side on the paired seeds
     (mean and interval, :class:`~pytest_graphnetz.stats.CellStats`); ``seeds`` are those seeds.
+    ``stop``: for an adaptive report, where the cell's schedule stopped
+    (:class:`~pytest_graphnetz.adaptive.Stop`); None for fixed seeds.
     """
 
     task: str
@@ -110,6 +121,9 @@ class CellVerdict:
     seeds: tuple[int, ...]
     failed: bool
     notes: tuple[str, ...] = ()
+    baseline_seeds: tuple[int, ...] = ()   # every seed the baseline holds
+    refresh_command: str | None = None      # the command that rewrites this baseline
+    stop: Any = None                        # adaptive seeds: where the cell stopped
 
     @property
     def verdict(self) -> str:
@@ -125,34 +139,99 @@ class CellVerdict:
         p = f"p = {_p(c.p_value)}"
         if c.p_adjusted is not None and c.p_adjusted != c.p_value:
             p += f" (Holm-adjusted {_p(c.p_adjusted)})"
+        flipped = ""
+        if not self.higher_is_better:
+            flipped = (f" (+ = better: the sign is flipped, {self.metric} candidate − baseline "
+                       f"is {_signed(-c.mean_diff)})")
+        delta = f", min_effect {_num(c.min_effect)}" if self.gate == "not_worse" else ""
+        level = ""
+        if c.mde_alpha is not None and c.mde_alpha < c.alpha:
+            level = f" (at the Holm level {_num(c.mde_alpha)})"
         lines = [
             f"{self.cell} — {self.metric} ({direction} is better): {self.verdict}",
             f"  baseline  {_mean_ci(self.baseline)}",
             f"  candidate {_mean_ci(self.candidate)}",
-            f"  paired Δ {_signed(c.mean_diff)} ({1 - c.alpha:.0%} CI {_ci(c.ci)}) over {c.n} "
-            f"seeds {_seed_list(self.seeds)}; {p}; test {c.test}, margin {_num(c.margin)}, "
-            f"alpha {_num(c.alpha)}",
-            f"  minimum detectable effect at n={c.n}: {_num(c.mde)}",
+            f"  paired Δ {_signed(c.mean_diff)}{flipped} ({_level(c)} CI {_ci(c.ci)}) over "
+            f"{c.n} seeds {_seed_list(self.seeds)}; {p}; test {c.test}, margin "
+            f"{_num(c.margin)}{delta}, alpha {_num(c.alpha)}",
+            f"  minimum detectable effect at n={c.n}: {_num(c.mde)}{level}",
         ]
-        if self.verdict == "INCONCLUSIVE":
-            if c.seeds_needed:
-                lines.append(f"  {c.seeds_needed} seeds would decide it "
-                             f"(rerun with --graphnetz-seeds={c.seeds_needed})")
-            else:
-                lines.append("  no feasible number of seeds would decide it at this margin")
+        if self.stop is not None:   # adaptive seeds: where the schedule stopped this cell
+            lines.append(f"  {self.stop.describe()}")
+        lines += self._advice()
         lines += [f"  note: {n}" for n in (*self.notes, *c.notes)]
         return "\n".join(lines)
+
+    def _advice(self) -> list[str]:
+        """What the reviewer can do about this verdict (lines of the message)."""
+        c = self.comparison
+        if c.below_min_effect:
+            return [f"  the drop is significant but smaller than min_effect {_num(c.min_effect)} "
+                    f"(the {_level(c)} CI lies above {_num(-c.min_effect)}); if a drop this "
+                    f"size is acceptable, accept it with margin={_accepting_margin(c)} (margin "
+                    "must stay below min_effect)"]
+        if self.verdict == "BETTER":
+            return [f"  the candidate is better than the baseline: refresh the baseline to keep "
+                    f"the gain ({_refresh_hint(self.refresh_command)})"]
+        if self.verdict != "INCONCLUSIVE":
+            return []
+        if self.gate != "not_worse":
+            if not c.seeds_needed:
+                return ["  no feasible number of seeds would decide it at this margin"]
+            return [f"  {c.seeds_needed} seeds would decide it "
+                    f"(rerun with {self._seeds_option(c.seeds_needed)})",
+                    *self._unpaired_advice()]
+        if c.min_effect is None:
+            return [f"  no min_effect for {self.metric}, so NOT WORSE means the lower bound lies "
+                    f"above −margin and no seeds can be planned: set `min_effect` (δ, the "
+                    f"smallest regression that matters, in {self.metric} units; "
+                    "--graphnetz-min-effect)"]
+        n = c.seeds_needed
+        lines = [f"  the {_level(c)} CI {_ci(c.ci)} reaches below {_num(-c.min_effect)} (a drop "
+                 f"that matters is not ruled out) and above {_num(0.0 - c.margin)} (no "
+                 "significant drop either)"]
+        if n:
+            lines.append(
+                f"  about {n} paired seeds would decide it: at the observed sd of Δ "
+                f"({_num(c.sd_diff)}), {n} seeds read no change as NOT WORSE and a drop of "
+                f"{_num(c.min_effect)} as REGRESSED, each with probability ≥ {c.power:g} "
+                f"(rerun with {self._seeds_option(n)})")
+            lines += self._unpaired_advice()
+        return lines
+
+    def _seeds_option(self, n: int) -> str:
+        """The option that runs ``n`` seeds (adaptive runs keep their MIN: ``MIN..n``)."""
+        if self.stop is not None:
+            return f"--graphnetz-seeds={self.stop.min_seeds}..{n}"
+        return f"--graphnetz-seeds={n}"
+
+    def _unpaired_advice(self) -> list[str]:
+        """When the planned seeds 0..n-1 are not all in the baseline, more candidate seeds
+        cannot pair: the baseline must be refreshed with them first."""
+        n = self.comparison.seeds_needed
+        if not n or not self.baseline_seeds:
+            return []
+        missing = [s for s in range(n) if s not in self.baseline_seeds]
+        if not missing:
+            return []
+        return [f"  but the baseline has only seeds {_seed_list(self.baseline_seeds)}: candidate "
+                f"seeds beyond them cannot pair. Refresh the baseline with {n} seeds first, from "
+                f"the baseline's code ({_refresh_hint(self.refresh_command, n)})"]
 
     def row(self) -> dict[str, str]:
         """The summary-table row (plain strings: it travels through xdist and JUnit XML)."""
         c = self.comparison
         p = c.p_adjusted if c.p_adjusted is not None else c.p_value
-        return {"cell": self.cell, "metric": _metric(self.metric, self.higher_is_better),
+        verdict = self.verdict + (": refresh baseline" if self.verdict == "BETTER" else "")
+        row = {"cell": self.cell, "metric": _metric(self.metric, self.higher_is_better),
                 "baseline": _mean_ci(self.baseline, short=True),
                 "candidate": _mean_ci(self.candidate, short=True),
-                "delta": f"{_signed(c.mean_diff)} {_ci(c.ci)}", "p": _p(p),
-                "verdict": self.verdict, "mde": _num(c.mde), "n": str(c.n), "gate": self.gate,
+                "delta": f"{_signed(c.mean_diff)} {_ci(c.ci)} ({_level(c)})", "p": _p(p),
+                "verdict": verdict, "mde": _num(c.mde), "n": str(c.n), "gate": self.gate,
                 "failed": "yes" if self.failed else ""}
+        if self.stop is not None:  # adaptive: n used / MAX, and what stopping early saved
+            row.update(n=f"{c.n}/{self.stop.planned_max}", saved=str(self.stop.saved))
+        return row
 
 
 @dataclass(frozen=True)
@@ -240,25 +319,38 @@ class UnpairedCell:
 
 
 def assert_not_worse(report: BenchmarkReport, baseline: BaselineLike, *, test: str = "paired",
-                     margin: float = 0.0, alpha: float | None = None, strict: bool | None = None,
+                     margin: float = 0.0, min_effect: float | None = None,
+                     alpha: float | None = None, strict: bool | None = None,
                      rng: Any = None) -> list[CellVerdict]:
     """Fail on paired evidence that ``report`` is worse than ``baseline`` by more than ``margin``.
 
-    Per cell: REGRESSED (the one-sided test rejects "mean d ≥ −margin", Holm across cells),
-    NOT WORSE (the one-sided lower bound of mean d is above −margin), INCONCLUSIVE (neither)
-    or IDENTICAL (every d_s exactly 0). Only REGRESSED fails, unless ``strict`` (INCONCLUSIVE
-    too). ``alpha`` / ``strict`` default to 0.05 / False, or the session's options in pytest.
+    Per cell, d = candidate − baseline (sign flipped for lower-is-better metrics), the first of:
+
+    - REGRESSED (fails): the one-sided test rejects "mean d ≥ −margin" (Holm across the cells
+      actually tested; IDENTICAL cells are not in the family). A significant drop smaller than
+      δ is REGRESSED too; the message says how to accept it (``margin``);
+    - BETTER (passes): the one-sided test rejects "mean d ≤ +margin"; a refresh keeps the gain;
+    - NOT WORSE (passes): the one-sided (1 − α) lower bound of mean d lies above −δ;
+    - INCONCLUSIVE (passes, fails with ``strict``); IDENTICAL: every d_s exactly 0.
+
+    δ = ``min_effect``, the smallest regression that matters, in metric units, > ``margin``;
+    default the session's ``--graphnetz-min-effect``, else :func:`default_min_effect` (0.01 for
+    metrics bounded in [0, 1]; none for MAE/RMSE/loss, where NOT WORSE falls back to −margin).
+    ``alpha`` / ``strict`` default to 0.05 / False, or the session's options in pytest.
     Returns one :class:`CellVerdict` per candidate cell.
     """
     __tracebackhide__ = True
     return _comparison_gate("not_worse", report, baseline, test=test, margin=margin,
-                            alpha=alpha, strict=strict, rng=rng)
+                            min_effect=min_effect, alpha=alpha, strict=strict, rng=rng)
 
 
 def assert_better(report: BenchmarkReport, baseline: BaselineLike, *, test: str = "paired",
                   margin: float = 0.0, alpha: float | None = None, strict: bool | None = None,
                   rng: Any = None) -> list[CellVerdict]:
-    """Pass only on paired evidence that every cell improved on ``baseline`` by over ``margin``."""
+    """Pass only on paired evidence that every cell improved on ``baseline`` by over ``margin``.
+
+    Each cell is tested at ``alpha``, without Holm: the gate passes only when every cell passes
+    (an intersection-union test, whose level is ``alpha`` as it stands)."""
     __tracebackhide__ = True
     return _comparison_gate("better", report, baseline, test=test, margin=margin,
                             alpha=alpha, strict=strict, rng=rng)
@@ -267,7 +359,9 @@ def assert_better(report: BenchmarkReport, baseline: BaselineLike, *, test: str 
 def assert_equivalent(report: BenchmarkReport, baseline: BaselineLike, *, margin: float,
                       test: str = "paired", alpha: float | None = None,
                       strict: bool | None = None, rng: Any = None) -> list[CellVerdict]:
-    """Pass only when every cell's paired mean difference lies within ±``margin`` (TOST)."""
+    """Pass only when every cell's paired mean difference lies within ±``margin`` (TOST).
+
+    Like :func:`assert_better`, an intersection-union test: every cell at ``alpha``, no Holm."""
     __tracebackhide__ = True
     if not margin > 0:
         raise ValueError(f"assert_equivalent needs `margin` > 0 (the equivalence bound), "
@@ -313,25 +407,37 @@ def assert_ci_width(report: BenchmarkReport, max_width: float, *,
 
 def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike, *, test: str,
                      margin: float, alpha: float | None, strict: bool | None,
-                     rng: Any) -> list[CellVerdict]:
+                     rng: Any, min_effect: float | None = None) -> list[CellVerdict]:
     # Hidden from pytest's traceback (as are the helpers below): a failing gate shows the test's
     # own line and the verdict message, not the plugin's frames and their locals.
     __tracebackhide__ = True
     observer = _OBSERVER.get()
     alpha = alpha if alpha is not None else (observer.alpha if observer else 0.05)
     strict = strict if strict is not None else (observer.strict if observer else False)
+    if min_effect is None and observer is not None:
+        min_effect = observer.min_effect
     _announce(report)
     try:
         if test not in TESTS:
             raise ValueError(f"`test` must be one of {sorted(TESTS)} (every gate test is paired "
                              f"by seed), got {test!r}")
         test = TESTS[test]
+        if isinstance(report, AdaptiveReport) and (
+                gate != "not_worse" or (isinstance(baseline, BaselineHandle) and baseline.update)):
+            # Only the not-worse gate is sequential; the others, and refreshes, use MAX seeds.
+            report = report.complete()
         if isinstance(baseline, BaselineHandle) and baseline.update:
             return _refresh(gate, report, baseline, test=test, margin=margin, alpha=alpha,
                             rng=rng)
         source, base = _load(baseline)
+        command = baseline.update_command if isinstance(baseline, BaselineHandle) else None
+        if isinstance(report, AdaptiveReport):
+            return _adaptive_gate(report, base, test=test, margin=margin, alpha=alpha,
+                                  strict=strict, source=source, baseline=baseline,
+                                  min_effect=min_effect)
         verdicts = compare_reports(report, base, gate=gate, test=test, margin=margin,
-                                   alpha=alpha, strict=strict, source=source, rng=rng)
+                                   min_effect=min_effect, alpha=alpha, strict=strict,
+                                   source=source, rng=rng, refresh_command=command)
     except AssertionError:
         raise  # a refused refresh: its rows are recorded already
     except (GateRefusal, BaselineError) as exc:
@@ -346,48 +452,111 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
     return verdicts
 
 
+def _adaptive_gate(report: AdaptiveReport, base: BenchmarkReport, *, test: str, margin: float,
+                   alpha: float, strict: bool, source: str, baseline: BaselineLike,
+                   min_effect: float | None = None) -> list[CellVerdict]:
+    """``assert_not_worse`` on an adaptive report: each cell stops at its look (see
+    :mod:`pytest_graphnetz.adaptive`); the header says what the schedule saved."""
+    from .adaptive import saved, sequential_gate
+
+    if test != "paired-t":
+        raise ValueError(f"adaptive seeds (--graphnetz-seeds={report.seeds_option}) decide with "
+                         f"the paired t test's sequential boundaries; got test={test!r}: use "
+                         "test='paired', or fixed seeds (e.g. --graphnetz-seeds=20)")
+    command = baseline.update_command if isinstance(baseline, BaselineHandle) else None
+    verdicts = sequential_gate(report, base, margin=margin, min_effect=min_effect, alpha=alpha,
+                               strict=strict, source=source, refresh_command=command)
+    used, fixed = saved(verdicts)
+    _finish("assert_not_worse", verdicts, header=(
+        f"{_TITLE['not_worse']} against {source} ({_config(verdicts)}; adaptive seeds "
+        f"{report.seeds_option}: {used} seed-trainings, {fixed - used} saved against fixed "
+        f"{report.max_seeds})"))
+    return verdicts
+
+
 _TITLE = {"not_worse": "paired regression gate", "better": "paired improvement gate",
           "equivalent": "paired equivalence gate (TOST)"}
 # What each gate lets through (``strict`` also fails INCONCLUSIVE).
-_PASSES = {"not_worse": {"NOT WORSE", "IDENTICAL", "INCONCLUSIVE"}, "better": {"BETTER"},
+_PASSES = {"not_worse": {"NOT WORSE", "BETTER", "IDENTICAL", "INCONCLUSIVE"}, "better": {"BETTER"},
            "equivalent": {"EQUIVALENT", "IDENTICAL"}}
 
 
 def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate: str = "not_worse",
-                    test: str = "paired-t", margin: float = 0.0, alpha: float = 0.05,
-                    strict: bool = False, source: str = "the baseline",
-                    rng: Any = None) -> list[CellVerdict]:
-    """Every candidate cell of ``report`` against ``baseline``, Holm-corrected; raises nothing
-    but :class:`GateRefusal` / :class:`BaselineMissingError` (the gates decide what fails).
+                    test: str = "paired-t", margin: float = 0.0, min_effect: float | None = None,
+                    alpha: float = 0.05, strict: bool = False, source: str = "the baseline",
+                    rng: Any = None, refresh_command: str | None = None) -> list[CellVerdict]:
+    """Every candidate cell of ``report`` against ``baseline`` (``not_worse``: Holm across the
+    tested cells); raises nothing but :class:`GateRefusal` / :class:`BaselineMissingError` (the
+    gates decide what fails), and ``ValueError`` for a ``min_effect`` not above ``margin``.
+    ``min_effect`` None: each task's :func:`default_min_effect`.
     """
     __tracebackhide__ = True
+    if gate == "not_worse" and min_effect is not None and not min_effect > margin:
+        raise ValueError(
+            f"`min_effect` ({min_effect!r}) must be larger than `margin` ({margin!r}): δ is the "
+            "smallest regression that matters, margin the drop that is tolerated; raise "
+            "min_effect (--graphnetz-min-effect) or lower the margin"
+        )
     _check_cells(report, baseline, source)
     seeds = _shared_seeds(report, baseline, source)
     _check_metrics(report, baseline, source)
     _check_fingerprints(report, baseline, seeds, source)
-    notes = _environment_notes(report, baseline)
+    notes = _environment_notes(report, baseline) + _unpaired_notes(report, baseline, seeds,
+                                                                    refresh_command)
     cand_idx = [report.seeds.index(s) for s in seeds]
     base_idx = [baseline.seeds.index(s) for s in seeds]
-    cells, specs = [], []
+    cells, specs, tested = [], [], []
     for task in report.tasks:
         spec = report.metric(task)
         for model in report.models:
             specs.append((task, model, spec))
-            cells.append({"candidate": report.values(task, model)[cand_idx],
-                          "baseline": baseline.values(task, model)[base_idx],
-                          "higher_is_better": spec.higher_is_better,
-                          "label": f"{task}/{model}", "seeds": seeds})
-    comparisons = stats.compare_many(cells, kind=gate, test=test, margin=margin, alpha=alpha,
+            cell = {"candidate": report.values(task, model)[cand_idx],
+                    "baseline": baseline.values(task, model)[base_idx],
+                    "higher_is_better": spec.higher_is_better,
+                    "label": f"{task}/{model}", "seeds": seeds}
+            if gate == "not_worse":
+                cell["min_effect"] = (min_effect if min_effect is not None
+                                      else default_min_effect(spec, margin))
+            cells.append(cell)
+            tested.append(_fold_cell(cell, report.folds(task), test))
+    comparisons = stats.compare_many(tested, kind=gate, test=test, margin=margin, alpha=alpha,
                                      rng=rng)
     verdicts = []
     for (task, model, spec), cell, comp in zip(specs, cells, comparisons, strict=True):
+        if report.folds(task) is not None:
+            from dataclasses import replace
+
+            from .stats.heldout import FOLD_NOTE
+
+            comp = replace(comp, notes=(*comp.notes, FOLD_NOTE.format(
+                task=task, k=report.folds(task), test=test)))
         name = _verdict_name(comp.verdict)
         failed = name not in _PASSES[gate] or (strict and name == "INCONCLUSIVE")
         verdicts.append(CellVerdict(
             task, model, spec.name, spec.higher_is_better, gate, comp,
             _describe(cell["baseline"], baseline), _describe(cell["candidate"], report),
-            tuple(seeds), failed, notes))
+            tuple(seeds), failed, notes, tuple(baseline.seeds), refresh_command))
     return verdicts
+
+
+def _fold_cell(cell: dict, k: int | None, test: str) -> dict:
+    """``cell`` as compared: on a k-fold CV task, the paired t on candidate values that make it
+    the corrected resampled t test (:func:`~pytest_graphnetz.stats.heldout.fold_corrected`),
+    whatever ``test`` was asked for (the plain tests are invalid on folds)."""
+    if k is None:
+        return cell
+    from .stats.heldout import fold_corrected
+
+    return {**cell, "test": "paired-t",
+            "candidate": fold_corrected(cell["candidate"], cell["baseline"], k=k)}
+
+
+def default_min_effect(spec: MetricSpec, margin: float = 0.0) -> float | None:
+    """δ when none is given: :data:`DEFAULT_MIN_EFFECT` (one point) for a metric bounded in
+    [0, 1] whose ``margin`` is below it; None otherwise (MAE, RMSE, loss have no natural
+    scale: NOT WORSE then falls back to −margin and the message asks for ``min_effect``)."""
+    return (DEFAULT_MIN_EFFECT if in_unit_interval(spec.name) and margin < DEFAULT_MIN_EFFECT
+            else None)
 
 
 def _refresh(gate: str, report: BenchmarkReport, handle: BaselineHandle, *, test: str,
@@ -540,6 +709,18 @@ def _unpaired(report: BenchmarkReport, baseline: BenchmarkReport, task: str, mod
                         _describe(cand, report), welch)
 
 
+def _unpaired_notes(report: BenchmarkReport, baseline: BenchmarkReport, seeds: Sequence[int],
+                    refresh_command: str | None) -> tuple[str, ...]:
+    """Candidate seeds the baseline lacks are left out: say so, and how to pair them."""
+    extra = [s for s in report.seeds if s not in seeds]
+    if not extra:
+        return ()
+    return (f"candidate seed(s) {_seed_list(extra)} have no baseline counterpart (the baseline "
+            f"holds {_seed_list(baseline.seeds)}) and are not used; to pair them, refresh the "
+            f"baseline with those seeds from the baseline's code "
+            f"({_refresh_hint(refresh_command, max(report.seeds) + 1)})",)
+
+
 def _environment_notes(report: BenchmarkReport, baseline: BenchmarkReport) -> tuple[str, ...]:
     notes = []
     for key in _ENVIRONMENT_KEYS:
@@ -576,8 +757,8 @@ def gate_table(verdicts: Sequence[CellVerdict | WidthVerdict], *, markdown: bool
 
 # Row keys and headers of the gate table (the plugin's session summary adds the test).
 TABLE_COLUMNS = ("cell", "metric", "baseline", "candidate", "delta", "p", "verdict", "mde", "n")
-TABLE_HEADERS = ("Cell", "Metric", "Baseline", "Candidate", "Paired Δ [CI]", "p", "Verdict",
-                 "MDE", "n")
+TABLE_HEADERS = ("Cell", "Metric", "Baseline", "Candidate", "Paired Δ (+ = better) [CI]", "p",
+                 "Verdict", "MDE", "n")
 
 
 # -- failing, recording, formatting --------------------------------------------------------------
@@ -658,7 +839,7 @@ def _record(verdicts: Sequence[CellVerdict | WidthVerdict], status: str | None =
     for v in verdicts:
         row = v.row()
         if status:
-            row["verdict"] = f"{status} ({row['verdict']})"
+            row["verdict"] = f"{status} ({v.verdict})"
         if any(v is f for f in failing):
             row["failed"] = "yes"
         observer.record(row)
@@ -666,8 +847,13 @@ def _record(verdicts: Sequence[CellVerdict | WidthVerdict], status: str | None =
 
 def _config(verdicts: Sequence[CellVerdict]) -> str:
     c = verdicts[0].comparison
-    holm = f", Holm across {len(verdicts)} cells" if len(verdicts) > 1 else ""
-    return f"{c.test}, alpha {_num(c.alpha)}, margin {_num(c.margin)}{holm}"
+    text = f"{c.test}, alpha {_num(c.alpha)}, margin {_num(c.margin)}"
+    if c.kind != "not_worse":
+        return text + (", every cell must pass (no Holm needed)" if len(verdicts) > 1 else "")
+    effects = sorted({_num(v.comparison.min_effect) for v in verdicts})
+    text += f", min_effect {'/'.join(effects)}"
+    tested = sum(v.verdict != "IDENTICAL" for v in verdicts)
+    return text + (f", Holm across the {tested} tested cells" if tested > 1 else "")
 
 
 def _describe(x: np.ndarray, report: BenchmarkReport, *, method: str | None = None) -> Any:
@@ -690,6 +876,27 @@ def _num(x: float | None) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "n/a"
     return f"{float(x):.4g}"
+
+
+def _level(c: Any) -> str:
+    """The label of a comparison's interval: "90%" at alpha 0.05."""
+    return f"{100 * c.confidence_level:.3g}%"
+
+
+def _accepting_margin(c: Any) -> str:
+    """A margin that accepts a drop smaller than δ: the magnitude of the interval's lower end,
+    rounded up to two significant digits while that stays below δ."""
+    x = -c.ci.low
+    exponent = math.floor(math.log10(x)) - 1 if x > 0 else 0
+    up = math.ceil(x / 10.0**exponent) * 10.0**exponent
+    return _num(up if up < c.min_effect else x)
+
+
+def _refresh_hint(command: str | None, n_seeds: int | None = None) -> str:
+    seeds = f" --graphnetz-seeds={n_seeds}" if n_seeds else ""
+    if command:
+        return f"`{command}{seeds}`"
+    return f"`pytest --graphnetz-update-baselines{seeds}` on the gate's test"
 
 
 def _signed(x: float) -> str:

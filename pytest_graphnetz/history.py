@@ -8,6 +8,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .outcomes import TestOutcomes
 
 # Metric names are matched case-insensitively after stripping a ``val_``/``test_`` prefix;
 # ``hits@k`` for any k is higher-is-better.
@@ -66,12 +70,16 @@ class History:
       no held-out series (then ``best_val`` epoch selection is not available for it).
     - ``train_loss``: the training loss (may be empty, e.g. for numbers given by ``from_arrays``).
     - ``extra``: further per-epoch series (``test_rmse``, ``test_hits@50``...), same length.
+    - ``outcomes``: per-example test outcomes (:class:`~pytest_graphnetz.outcomes.TestOutcomes`)
+      keyed by 0-based epoch; built-in trainers record them at the final epoch and at the
+      ``best_val`` epoch (a mapping of their JSON form is accepted too). May be empty.
     """
 
     test: tuple[float, ...]
     val: tuple[float, ...] | None = None
     train_loss: tuple[float, ...] = ()
     extra: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    outcomes: Mapping[int, TestOutcomes] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "test", _floats(self.test))
@@ -79,6 +87,7 @@ class History:
         object.__setattr__(self, "train_loss", _floats(self.train_loss))
         extra = {str(k): _floats(v) for k, v in dict(self.extra).items()}
         object.__setattr__(self, "extra", dict(sorted(extra.items())))
+        object.__setattr__(self, "outcomes", _outcomes(self.outcomes))
         n = len(self.test)
         if n == 0:
             raise ValueError("a History needs at least one epoch of `test` values")
@@ -89,6 +98,10 @@ class History:
                 raise ValueError(
                     f"History series `{name}` has {len(series)} epochs but `test` has {n}"
                 )
+        outside = [e for e in self.outcomes if not 0 <= e < n]
+        if outside:
+            raise ValueError(f"History `outcomes` for epoch(s) {outside}, but the run has {n} "
+                             "epochs (0-based)")
 
     @property
     def n_epochs(self) -> int:
@@ -108,6 +121,8 @@ class History:
             out["train_loss"] = list(self.train_loss)
         if self.extra:
             out["extra"] = {k: list(v) for k, v in self.extra.items()}
+        if self.outcomes:
+            out["outcomes"] = {str(e): o.to_json() for e, o in self.outcomes.items()}
         return out
 
     @classmethod
@@ -117,4 +132,23 @@ class History:
             val=d.get("val"),
             train_loss=d.get("train_loss", ()),
             extra=d.get("extra", {}),
+            outcomes=d.get("outcomes") or {},
         )
+
+
+def _outcomes(raw: Any) -> dict[int, TestOutcomes]:
+    """``{epoch: TestOutcomes}`` from TestOutcomes or their JSON form, keyed by int epochs."""
+    if not raw:
+        return {}
+    from .outcomes import TestOutcomes
+
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"History `outcomes` must map epochs to outcomes, got "
+                         f"{type(raw).__name__}")
+    out = {}
+    for epoch, value in raw.items():
+        if isinstance(epoch, bool) or not str(epoch).lstrip("-").isdigit():
+            raise ValueError(f"History `outcomes` keys are epochs (integers), got {epoch!r}")
+        out[int(epoch)] = value if isinstance(value, TestOutcomes) \
+            else TestOutcomes.from_json(value)
+    return dict(sorted(out.items()))

@@ -61,8 +61,10 @@ class _Option:
 
 _OPTIONS = (
     _Option("seeds",
-            f"seeds to run: N (0..N-1), A-B (inclusive) or 1,4,7 (default {DEFAULT_SEEDS})",
-            metavar="N|A-B|LIST"),
+            f"seeds to run: N (0..N-1), A-B (inclusive), 1,4,7, or adaptive MIN..MAX (each cell "
+            f"starts with MIN seeds and takes more, up to MAX, only while undecided) "
+            f"(default {DEFAULT_SEEDS})",
+            metavar="N|A-B|LIST|MIN..MAX"),
     _Option("device", "device for training: auto, cpu, cuda, cuda:i or mps (default auto)",
             metavar="DEVICE"),
     _Option("workers", "processes training triples in parallel (default 1)", metavar="N"),
@@ -76,6 +78,8 @@ _OPTIONS = (
     _Option("force", "with --graphnetz-update-baselines: write even what the ratchet refuses, "
             "or over an unreadable baseline; resets the anchors of the cells written", flag=True),
     _Option("alpha", f"significance level of the gates (default {DEFAULT_ALPHA})", metavar="A"),
+    _Option("min-effect", "the smallest regression that matters (δ, metric units; default 0.01 "
+            "for metrics in [0, 1], none for MAE/RMSE/loss)", metavar="DELTA"),
     _Option("strict", "an INCONCLUSIVE gate fails too", flag=True),
     _Option("summary", "also write the gate table as Markdown to PATH", metavar="PATH"),
     _Option("report-dir", "save each gated test's candidate report (full JSON, histories "
@@ -89,6 +93,24 @@ _OPTIONS = (
 # -- settings ----------------------------------------------------------------------------------
 
 
+def parse_adaptive(text: str) -> tuple[int, int] | None:
+    """``"5..20"`` → ``(5, 20)`` (adaptive seeds: MIN..MAX, seeds 0..MAX-1); None for a fixed
+    seed spec."""
+    text = str(text).strip()
+    if ".." not in text:
+        return None
+    low, _, high = text.partition("..")
+    try:
+        bounds = (int(low), int(high))
+    except ValueError:
+        bounds = (0, 0)
+    if not 2 <= bounds[0] < bounds[1]:
+        raise ValueError(
+            f"`--graphnetz-seeds` / `graphnetz_seeds`: adaptive seeds are MIN..MAX with "
+            f"2 <= MIN < MAX (e.g. 5..20), got {text!r}")
+    return bounds
+
+
 # More seeds than this is a typo, not a benchmark (each seed trains every task × model), and
 # `range(4294967296)` would exhaust memory before anything could say so.
 MAX_SEEDS = 10_000
@@ -96,11 +118,15 @@ SEED_LIMIT = 2**32  # numpy's seed range: seeds are 0 <= seed < 2**32
 
 
 def parse_seeds(text: str) -> tuple[int, ...]:
-    """``"10"`` → 0..9; ``"3-7"`` → 3..7 (inclusive); ``"1,4,7"`` → those seeds, in that order.
+    """``"10"`` → 0..9; ``"3-7"`` → 3..7 (inclusive); ``"1,4,7"`` → those seeds, in that order;
+    ``"5..20"`` (adaptive) → 0..19, every seed the schedule may use.
 
     At most :data:`MAX_SEEDS` seeds, each in ``[0, 2**32)``: checked before a range is built.
     """
     text = str(text).strip()
+    adaptive = parse_adaptive(text)
+    if adaptive is not None:
+        text = str(adaptive[1])  # every seed the schedule may use: 0..MAX-1
     listed: list[int] | None = None
     try:
         if "," in text:
@@ -134,6 +160,7 @@ class Settings:
     """The session's graphnetz settings: each option from the command line, else the ini file."""
 
     seeds: tuple[int, ...]
+    min_seeds: int | None      # adaptive seeds (MIN..MAX): MIN; None for fixed seeds
     device: str
     workers: int
     cache_dir: Path | None     # None: no cache (--graphnetz-no-cache)
@@ -146,6 +173,7 @@ class Settings:
     report_dir: Path | None
     cli_baseline_dir: str | None  # as typed on the command line, for the commands we print
     deterministic: str         # on | warn | off (determinism.py)
+    min_effect: float | None = None  # None: each metric's default (gates.default_min_effect)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -155,11 +183,19 @@ class Settings:
         get = _getter(config)
         workers = _convert("workers", get("workers", "1"), int, "a whole number of processes")
         alpha = _convert("alpha", get("alpha", str(DEFAULT_ALPHA)), float, "a number")
+        min_effect = get("min-effect", None)
+        if min_effect is not None:
+            min_effect = _convert("min-effect", min_effect, float, "a number")
         try:
             deterministic = check_mode(get("deterministic", DEFAULT_MODE))
             seeds = parse_seeds(get("seeds", DEFAULT_SEEDS))
+            adaptive = parse_adaptive(get("seeds", DEFAULT_SEEDS))
         except ValueError as exc:
             raise pytest.UsageError(f"graphnetz: {exc}") from None
+        if min_effect is not None and not 0.0 < min_effect < float("inf"):
+            raise pytest.UsageError(
+                f"graphnetz: `--graphnetz-min-effect` must be a number > 0 (the smallest "
+                f"regression that matters, in metric units), got {min_effect}")
         if workers < 1:
             raise pytest.UsageError(
                 f"graphnetz: `--graphnetz-workers` must be >= 1, got {workers}")
@@ -185,13 +221,14 @@ class Settings:
         baseline_dir = (_path(config, "baseline-dir") if get("baseline-dir", None) is not None
                         else config.rootpath / "baselines")
         return cls(
-            seeds=seeds, device=str(get("device", "auto")), workers=workers, cache_dir=cache_dir,
+            seeds=seeds, min_seeds=adaptive[0] if adaptive else None,
+            device=str(get("device", "auto")), workers=workers, cache_dir=cache_dir,
             baseline_dir=baseline_dir, update_baselines=bool(get("update-baselines", False)),
             force=bool(get("force", False)), alpha=alpha, strict=bool(get("strict", False)),
             summary=_path(config, "summary") if get("summary", None) else None,
             report_dir=_path(config, "report-dir") if get("report-dir", None) else None,
             cli_baseline_dir=config.getoption("graphnetz_baseline_dir"),
-            deterministic=deterministic,
+            deterministic=deterministic, min_effect=min_effect,
         )
 
 
@@ -248,6 +285,7 @@ class GraphnetzSession:
         self.reports: list[str] = []         # candidate reports saved (--graphnetz-report-dir)
         self.trained = 0
         self.cached = 0
+        self.saved = 0  # adaptive seeds: seed-trainings not needed against fixed MAX
         # (nodeid, module stem, default name) of each collected test that asks for a baseline
         # (on the xdist controller: gathered from the workers).
         self.baseline_users: list[tuple[str, str, str]] = []
@@ -268,11 +306,21 @@ class GraphnetzSession:
     # fixtures
 
     def run(self, item: pytest.Item, tasks: Any, models: Any, **kwargs: Any) -> BenchmarkReport:
-        """``run_benchmark`` with the session's seeds, device, workers, cache; ``kwargs`` win."""
+        """``run_benchmark`` with the session's seeds, device, workers, cache; ``kwargs`` win.
+        With adaptive seeds (and no ``seeds`` given), the first look of the schedule, as a
+        report the gates extend through this same method."""
         __tracebackhide__ = True
         from .runner import run_benchmark
 
         s = self.settings
+        if s.min_seeds is not None and "seeds" not in kwargs:
+            from .adaptive import run_adaptive
+
+            def runner(tasks: Any, models: Any, **more: Any) -> BenchmarkReport:
+                return self.run(item, tasks, models, **{**kwargs, **more})
+
+            return run_adaptive(tasks, models, seeds=s.seeds, min_seeds=s.min_seeds,
+                                runner=runner)
         kwargs.setdefault("seeds", s.seeds)
         kwargs.setdefault("device", s.device)
         kwargs.setdefault("workers", s.workers)
@@ -433,6 +481,7 @@ class GraphnetzSession:
             item.user_properties.append((USES_PROPERTY, path))
 
         return GateObserver(alpha=self.settings.alpha, strict=self.settings.strict, record=record,
+                            min_effect=self.settings.min_effect,
                             uses=uses if self.settings.update_baselines else None,
                             candidate=candidate if self.settings.report_dir else None)
 
@@ -463,6 +512,7 @@ class GraphnetzSession:
                 self.used_baselines.add(value)
             elif name == GATE_PROPERTY:
                 self.rows.append(json.loads(value))
+                self.saved += int(self.rows[-1].get("saved", 0))
             elif name == REPORT_PROPERTY:
                 self.reports.append(value)
             elif name == TRIPLES_PROPERTY:
@@ -496,6 +546,8 @@ class GraphnetzSession:
             yield self.headline()
         if self.trained or self.cached:
             yield f"triples: {self.trained} trained, {self.cached} from cache"
+        if self.saved:
+            yield f"adaptive seeds: {self.saved} seed-trainings saved against fixed MAX"
 
     def markdown(self) -> str:
         """The Markdown summary: headline, the table, and each failing test's message."""
@@ -518,6 +570,8 @@ class GraphnetzSession:
             parts.append("No gates ran.")
         if self.trained or self.cached:
             parts += ["", f"Triples: {self.trained} trained, {self.cached} from cache."]
+        if self.saved:
+            parts += ["", f"Adaptive seeds: {self.saved} seed-trainings saved against fixed MAX."]
         return "\n".join(parts) + "\n"
 
     def _table(self) -> tuple[Sequence[str], list[list[str]]]:

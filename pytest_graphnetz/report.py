@@ -30,7 +30,9 @@ from .history import History, MetricSpec, in_unit_interval
 SCHEMA = "pytest-graphnetz/report"
 # 2: histories whose values are all float32 are written with their shortest float32 repr and
 # the marker `"float32": true` (version-1 files, without it, are read as before).
-SCHEMA_VERSION = 2
+# 3: a history may carry `outcomes`, per-example test outcomes keyed by epoch (base64, see
+# pytest_graphnetz.outcomes); version-1 and -2 files have none and are read as before.
+SCHEMA_VERSION = 3
 # The values-only form committed baselines use (BenchmarkReport.to_values_dict).
 VALUES_SCHEMA = "pytest-graphnetz/baseline"
 VALUES_SCHEMA_VERSION = 1
@@ -328,28 +330,150 @@ class BenchmarkReport:
 
     # -- statistics and views (thin: the work lives in stats / export / plots) ----------------
 
-    def summary(self, method: str | None = None, *, confidence_level: float | None = None,
-                epoch_selection: str | None = None, strict: bool = True):
+    def summary(self, method: str | None = None, *, source: str = "seeds",
+                confidence_level: float | None = None, epoch_selection: str | None = None,
+                strict: bool = True, rng: Any = None):
         """Per (task, model): n_seeds, mean, std, sem, ci_low, ci_high (prints as a table).
 
-        ``method`` defaults to :attr:`ci_method`, ``confidence_level`` to the report's; a
-        :class:`~pytest_graphnetz.stats.Summary` of frozen rows. ``n_seeds`` counts the finite
-        seeds the statistics use; diverged seeds are counted in ``n_diverged``. A t interval
-        reaching beyond the range of a metric bounded in [0, 1] (accuracy, AUC...) is clipped
-        to it, and the row's ``method`` says so (``"t, clipped to [0, 1]"``).
+        ``source`` picks the uncertainty the interval covers:
+
+        - ``"seeds"`` (default): training randomness, the spread over seeds; ``method``
+          (``"t"``/``"bootstrap"``) defaults to :attr:`ci_method`.
+        - ``"test_set"``: the finite test set's sampling error with the trained models held
+          fixed: Wilson for a proportion (accuracy), else a percentile bootstrap over test
+          examples (``method="bootstrap"`` forces it for accuracy too).
+        - ``"total"``: both, a two-level bootstrap (seeds, then test examples).
+
+        The last two need per-example outcomes (:meth:`outcomes`; built-in trainers record
+        them). A :class:`~pytest_graphnetz.stats.Summary` of frozen rows whose ``source`` and
+        notes say what the intervals cover; ``mean``/``std``/``sem`` stay the seed statistics.
+        ``n_seeds`` counts the finite seeds; diverged seeds are counted in ``n_diverged``.
+        A t interval (``source="seeds"``) reaching beyond the range of a metric bounded in
+        [0, 1] (accuracy, AUC...) is clipped to it, and the row's ``method`` says so
+        (``"t, clipped to [0, 1]"``).
         """
         from dataclasses import replace
 
         from .stats import summarize
 
+        level = self.confidence_level if confidence_level is None else confidence_level
+        X = self.to_array(epoch_selection, strict=strict)
+        if source != "seeds":
+            return self._example_summary(X, source, method, level, epoch_selection, strict, rng)
         summary = summarize(
-            self.to_array(epoch_selection, strict=strict), tasks=self.tasks, models=self.models,
+            X, tasks=self.tasks, models=self.models,
             metrics=[self.metrics[t].name for t in self.tasks],
-            method=self.ci_method if method is None else method,
-            confidence_level=(self.confidence_level if confidence_level is None
-                              else confidence_level),
+            method=self.ci_method if method is None else method, confidence_level=level,
         )
-        return replace(summary, rows=tuple(_clip_to_metric(row) for row in summary.rows))
+        rows = [_clip_to_metric(row) for row in summary.rows]
+        fold_tasks = [t for t in self.tasks if self.folds(t) is not None]
+        if not fold_tasks:
+            return replace(summary, rows=tuple(rows))
+        # Fold scores share training data: no valid CI from their spread (Bengio & Grangier).
+        rows = [replace(r, ci_low=r.mean - r.std, ci_high=r.mean + r.std,
+                        method="fold spread: mean ± std, not a CI")
+                if r.task in fold_tasks else r for r in rows]
+        notes = tuple(f"task {t!r} is {self.folds(t)}-fold cross-validation: its row shows "
+                      "mean ± std over folds, a description of fold variability, not a "
+                      "confidence interval" for t in fold_tasks)
+        return replace(summary, rows=tuple(rows), notes=notes)
+
+    def _example_pairwise(self, test: str, confidence_level: float | None,
+                          epoch_selection: str | None, strict: bool, rng: Any):
+        from .stats._common import _rng
+        from .stats.heldout import EXAMPLE_NOTES, ExamplePairwise, example_pair_rows
+
+        level = self.confidence_level if confidence_level is None else confidence_level
+        gen = _rng(rng)
+        rows, notes = [], list(EXAMPLE_NOTES)
+        for t in self.tasks:
+            found = {m: self.outcomes(t, m, epoch_selection=epoch_selection, strict=strict)
+                     for m in self.models}
+            for i, a in enumerate(self.models):
+                for b in self.models[i + 1:]:
+                    pairs = [(s, oa, ob) for s, oa, ob in zip(self.seeds, found[a], found[b],
+                                                               strict=True)
+                             if oa is not None and ob is not None]
+                    lacking = [s for s, oa, ob in zip(self.seeds, found[a], found[b],
+                                                      strict=True) if oa is None or ob is None]
+                    if not pairs:
+                        raise ValueError(
+                            f"task {t!r}, {a} vs {b}: no seed has per-example test outcomes "
+                            f"for both models, which test={test!r} needs (built-in trainers "
+                            "record them; rerun without the cache if the runs predate that, "
+                            "or return `outcomes` from a custom trainer)")
+                    if lacking:
+                        notes.append(f"task {t!r}, {a} vs {b}: seed(s) {lacking} left out "
+                                     "(no outcomes: diverged or not recorded)")
+                    rows += example_pair_rows(t, a, b, pairs, test=test,
+                                              higher_is_better=self.metrics[t].higher_is_better,
+                                              confidence_level=level, rng=gen)
+        if all(r.seed is not None for r in rows):
+            notes[1] = ("one seed per pair: no combined test across seeds, so nothing here "
+                        "speaks to seed variance")
+        return ExamplePairwise(rows=tuple(rows), test=test, confidence_level=level,
+                               notes=tuple(notes))
+
+    def outcomes(self, task: str, model: str, *, epoch_selection: str | None = None,
+                 strict: bool = True) -> list:
+        """Per seed (``seeds`` order), the per-example test outcomes at the selected epoch:
+        a :class:`~pytest_graphnetz.outcomes.TestOutcomes`, or None where none were recorded
+        (a diverged seed, a custom trainer that returns none, a report read from a baseline)."""
+        self._check_label("task", task, self.tasks)
+        self._check_label("model", model, self.models)
+        epochs = self.subset(tasks=[task], models=[model]).selected_epochs(
+            epoch_selection, strict=strict)
+        return [self.histories[(task, model, s)].outcomes.get(epochs[(task, model, s)])
+                for s in self.seeds]
+
+    def shares_test_set(self, task: str) -> bool:
+        """Whether every seed of ``task`` evaluated on the same test examples: its recorded
+        data fingerprints (data and split) are equal; without fingerprints, assumed so."""
+        fps = {self.data_fingerprint(task, s) for s in self.seeds} - {None}
+        return len(fps) <= 1
+
+    def _example_summary(self, X: np.ndarray, source: str, method: str | None, level: float,
+                         epoch_selection: str | None, strict: bool, rng: Any):
+        from .stats import SummaryRow, describe_many
+        from .stats._common import _rng
+        from .stats.heldout import COVERS, SOURCES, example_interval
+        from .stats.tables import Summary
+
+        if source not in SOURCES:
+            raise ValueError(f"`source` must be one of {list(SOURCES)}, got {source!r}")
+        gen = _rng(rng)
+        t_n, m_n, s_n = X.shape
+        cells = describe_many(X.reshape(t_n * m_n, s_n), method="t", confidence_level=level)
+        rows, methods = [], set()
+        for (i, j), cell in zip(np.ndindex(t_n, m_n), cells, strict=True):
+            t, m = self.tasks[i], self.models[j]
+            found = self.outcomes(t, m, epoch_selection=epoch_selection, strict=strict)
+            usable = [o for o, x in zip(found, X[i, j], strict=True)
+                      if o is not None and math.isfinite(x)]
+            missing = [s for s, o, x in zip(self.seeds, found, X[i, j], strict=True)
+                       if o is None and math.isfinite(x)]
+            if missing or not usable:
+                raise ValueError(
+                    f"task {t!r} × model {m!r}: seed(s) {missing or list(self.seeds)} have no "
+                    f"per-example test outcomes, which source={source!r} needs. Built-in "
+                    "trainers record them; rerun without the cache "
+                    "(--graphnetz-no-cache) if the runs predate that, or return `outcomes` "
+                    "from a custom trainer (see pytest_graphnetz.training). A baseline file "
+                    "keeps no outcomes: compare on a fresh run."
+                )
+            est = example_interval(usable, source=source, method=method,
+                                   shared_test_set=self.shares_test_set(t),
+                                   confidence_level=level, rng=gen)
+            methods.add(est.method)
+            rows.append(SummaryRow(
+                task=t, model=m, metric=self.metrics[t].name, n_seeds=cell.n,
+                n_diverged=cell.n_diverged, mean=cell.mean, std=cell.std, sem=cell.sem,
+                ci_low=est.ci.low, ci_high=est.ci.high,
+                method=f"{est.method}, n={est.n_examples}", source=source))
+        notes = (f"intervals cover {COVERS[source]}",)
+        rows = [_clip_to_metric(r) for r in rows]
+        return Summary(rows=tuple(rows), method=" / ".join(sorted(methods)),
+                       confidence_level=level, source=source, notes=notes)
 
     def pairwise(self, test: str = "paired-t", *, confidence_level: float | None = None,
                  epoch_selection: str | None = None, strict: bool = True, rng: Any = None,
@@ -361,16 +485,72 @@ class BenchmarkReport:
         overlap). Oriented so that a positive difference means ``model_a`` is better, whatever
         the metric's direction. A pair with fewer than 2 seeds finite in both models raises;
         ``untestable="skip"`` gives it a row of NaN statistics and a note instead.
+
+        ``test="mcnemar"`` (accuracy) and ``test="bootstrap-examples"`` (any metric with
+        per-example outcomes) pair the two models on the same test examples instead, and work
+        at one seed: an :class:`~pytest_graphnetz.stats.heldout.ExamplePairwise` with one row
+        per seed (exact McNemar, or a paired bootstrap over examples) and, with 2+ seeds, a
+        combined row that keeps the seed as the unit (sign-flip test over seeds). Its notes say
+        that the per-seed rows do not cover seed variance.
         """
         from .stats import pairwise_table
+        from .stats.heldout import EXAMPLE_TESTS
 
-        return pairwise_table(
-            self.to_array(epoch_selection, strict=strict), tasks=self.tasks, models=self.models,
+        if test in EXAMPLE_TESTS:
+            return self._example_pairwise(test, confidence_level, epoch_selection, strict, rng)
+
+        X = self.to_array(epoch_selection, strict=strict)
+        table = pairwise_table(
+            X, tasks=self.tasks, models=self.models,
             higher_is_better=[self.metrics[t].higher_is_better for t in self.tasks], test=test,
             confidence_level=(self.confidence_level if confidence_level is None
                               else confidence_level),
             ci_method=self.ci_method, rng=rng, seeds=self.seeds, untestable=untestable,
         )
+        return self._fold_corrected_pairwise(table, X) if any(map(self.folds, self.tasks)) \
+            else table
+
+    def folds(self, task: str) -> int | None:
+        """k when ``task`` was run as k-fold cross-validation (``Task(folds=k)``): its seeds
+        are folds (seed s = fold s mod k of repeat s // k), else None."""
+        self._check_label("task", task, self.tasks)
+        config = self.protocol.get("tasks", {}).get(task) or {}
+        k = (config.get("config") or {}).get("folds")
+        return int(k) if isinstance(k, int) and not isinstance(k, bool) else None
+
+    def _fold_corrected_pairwise(self, table: Any, X: np.ndarray):
+        """``table`` with every row of a fold task redone as the corrected resampled t test
+        (on the pairs finite in both models), Holm re-adjusted within the task."""
+        from dataclasses import replace
+
+        from .stats import holm
+        from .stats.heldout import FOLD_NOTE, corrected_resampled_ttest
+
+        rows = list(table.rows)
+        notes = list(table.notes)
+        for t_i, task in enumerate(self.tasks):
+            k = self.folds(task)
+            if k is None:
+                continue
+            sign = 1.0 if self.metrics[task].higher_is_better else -1.0
+            mine = [i for i, r in enumerate(rows) if r.task == task and math.isfinite(r.p_value)]
+            for i in mine:
+                r = rows[i]
+                a = sign * X[t_i, self.models.index(r.model_a)]
+                b = sign * X[t_i, self.models.index(r.model_b)]
+                keep = np.isfinite(a) & np.isfinite(b)
+                # n_test / n_train of one fold: 1 / (k - 2) (stats.heldout.fold_ratio)
+                res = corrected_resampled_ttest(a[keep], b[keep], n_train=k - 2, n_test=1,
+                                                confidence_level=table.confidence_level)
+                rows[i] = replace(r, n=res.n, mean_diff=res.mean_diff, ci_low=res.ci.low,
+                                  ci_high=res.ci.high, p_value=res.p_value,
+                                  effect_size=res.effect_size, test="corrected-t (folds)")
+            if mine:
+                adjusted = holm([rows[i].p_value for i in mine]).p_adjusted
+                for i, p in zip(mine, adjusted, strict=True):
+                    rows[i] = replace(rows[i], p_holm=float(p))
+            notes.append(FOLD_NOTE.format(task=task, k=k, test=table.test))
+        return replace(table, rows=tuple(rows), notes=tuple(notes))
 
     def to_latex(self, **kwargs: Any) -> str:
         from .export import to_latex
@@ -760,7 +940,7 @@ def _check_report_dict(data: Mapping, source: str) -> None:
     for name, value in settings.items():
         kind = {"ci_method": str, "epoch_selection": str, "confidence_level": float}.get(name)
         if kind is None:
-            fail(f"settings.{name}", "is not a report setting")
+            continue  # the constructor refuses a setting it does not take
         if not (isinstance(value, str) if kind is str else _is_number(value)):
             fail(f"settings.{name}", f"must be a {'string' if kind is str else 'number'}, "
                  f"got {value!r}")
@@ -849,6 +1029,8 @@ def history_to_json(hist: History) -> dict:
         out["train_loss"] = take(d["train_loss"])
     if "extra" in d:
         out["extra"] = {k: take(v) for k, v in d["extra"].items()}
+    if "outcomes" in d:
+        out["outcomes"] = d["outcomes"]
     return out
 
 
@@ -885,6 +1067,7 @@ def history_from_json(d: Mapping) -> History:
         val=widen(d["val"]) if d.get("val") is not None else None,
         train_loss=widen(d.get("train_loss", ())),
         extra={k: widen(v) for k, v in extra.items()},
+        outcomes=d.get("outcomes") or {},
     )
 
 

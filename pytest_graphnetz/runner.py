@@ -271,7 +271,8 @@ def _run_triple_alone(job: _Job) -> _Outcome:
             on_device = to_device(data, device)
             if task.trainer is not None:
                 result = task.trainer(moved, on_device, task=task, device=device)
-                return training.as_history(result, where=f"trainer of task {task.name!r}")
+                return training.as_history(result, where=f"trainer of task {task.name!r}",
+                                           metric=task.metric_name)
             return training.builtin(task.kind).train(moved, on_device, task=task, device=device)
 
     if job.cache_dir is None:
@@ -290,11 +291,13 @@ def _run_triple_alone(job: _Job) -> _Outcome:
 def _entry_check(task: Task) -> Callable[[History], str | None] | None:
     """What a cached history must satisfy to stand for a run of ``task`` (else it is retrained).
 
-    A built-in trainer records exactly ``task.epochs`` epochs (NaN after a divergence) and its
-    metrics bounded in [0, 1] (accuracy, AUC...) lie there. A custom trainer's history is only
+    A built-in trainer records exactly ``task.epochs`` epochs (NaN after a divergence), its
+    metrics bounded in [0, 1] (accuracy, AUC...) lie there and its per-example outcomes
+    recompute the test value recorded at their epoch. A custom trainer's history is only
     checked for its value types (it may record any epochs, and in any units).
     """
     from .history import in_unit_interval
+    from .outcomes import outcomes_problem
 
     if task.trainer is not None:
         return None
@@ -304,6 +307,10 @@ def _entry_check(task: Task) -> Callable[[History], str | None] | None:
     def check(history: History) -> str | None:
         if history.n_epochs != epochs:
             return f"{history.n_epochs} epoch(s) recorded, the task trains {epochs}"
+        if history.outcomes:
+            problem = outcomes_problem(history, task.metric_name)
+            if problem is not None:
+                return problem
         if bounded:
             for name, series in (("test", history.test), ("val", history.val or ())):
                 outside = [v for v in series if not (0.0 <= v <= 1.0 or math.isnan(v))]

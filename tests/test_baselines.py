@@ -475,6 +475,20 @@ def test_fails_before_asking(graphnetz_baseline):
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*not deleted, the run was partial (the run did not pass)*"])
     assert (pytester.path / "baselines" / "test_model" / "test_a.json").is_file()
+    # a skipped test might use a named baseline this run cannot see: nothing is deleted either
+    pytester.makepyfile(test_model=TWO_GATES.format(a="renamed") + """
+import pytest
+
+
+@pytest.mark.skip(reason="no GPU here")
+def test_on_gpu(graphnetz_baseline):
+    graphnetz_baseline("gpu")
+""")
+    result = pytester.runpytest("--graphnetz-update-baselines")
+    result.assert_outcomes(passed=2, skipped=1)
+    result.stdout.fnmatch_lines(["*partial (tests that use baselines were skipped: "
+                                 "test_model.py::test_on_gpu)*"])
+    assert (pytester.path / "baselines" / "test_model" / "test_a.json").is_file()
 
 
 # -- xdist and test ids ----------------------------------------------------------------------------
@@ -533,10 +547,17 @@ def test_two_xdist_workers_refreshing_one_baseline_both_keep_their_cells(
     pytest.importorskip("xdist")
     pytester.makepyfile(test_shared=SHARED)
     pytester.makeconftest(SLOW_WRITES)
+    # an old file no test uses: the workers tell the controller what they used, so this full
+    # refresh deletes it and only it
+    orphan = write_baseline(pytester.path / "baselines" / "test_shared" / "old_name.json",
+                            report(), {})
     result = pytester.runpytest_subprocess("-n", "2", "--graphnetz-update-baselines")
     result.assert_outcomes(passed=2)
     shared = load_baseline(pytester.path / "baselines" / "test_shared" / "shared.json")
     assert sorted(shared.models) == ["GAT", "GCN"]
+    result.stdout.fnmatch_lines(["*graphnetz: deleted 1 baseline(s) that no test used*",
+                                 f"  {orphan}"])
+    assert not orphan.exists()
 
 
 IDS = """

@@ -153,3 +153,49 @@ def test_analyse_states_effects_rates_and_conclusion_for_known_numbers(gq):
     vr = [float(cell.strip().rstrip("x")) for line in text.splitlines()
           if line.startswith("| extra draws | innocent |") for cell in line.split("|")[-2:-1]]
     assert 40 < vr[0] < 120
+
+
+def test_verdict_counts_use_the_gate_and_a_regression_beyond_delta_never_passes(gq):
+    from scipy.stats import ttest_rel
+
+    rng = np.random.default_rng(3)
+    base = rng.normal(0.80, 0.02, 60)
+    innocent = base + rng.normal(0.0, 0.004, 60)
+    regressed = base - 0.03 + rng.normal(0.0, 0.004, 60)   # 3 points: far beyond δ
+    blocks = gq.seed_blocks(60, 10)
+    c_inn = gq.verdict_counts(innocent, base, blocks)
+    c_reg = gq.verdict_counts(regressed, base, blocks)
+    assert sum(c_inn.values()) == sum(c_reg.values()) == 6
+    assert c_reg["REGRESSED"] == 6 and gq.passes_as_safe(c_reg) == 0
+    # an innocent block is REGRESSED exactly when scipy's one-sided paired t rejects
+    rejected = sum(ttest_rel(innocent[b], base[b], alternative="less").pvalue <= gq.ALPHA
+                   for b in blocks)
+    assert c_inn["REGRESSED"] == rejected
+    assert gq.passes_as_safe(c_inn) >= 5
+    trials = gq.resampled_trials(60, 10, 50)
+    assert len(trials) == 50 and all(len(set(t.tolist())) == 10 for t in trials)
+
+
+def test_quick_mode_never_writes_the_committed_results(gq, monkeypatch, tmp_path):
+    written = []
+    monkeypatch.setattr(gq, "QUICK", ())
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(gq.Path, "write_text", lambda self, *a, **k: written.append(self))
+    assert gq.main(["--quick"]) == 0
+    assert written == [gq.Path(".graphnetz") / "gate_quality_quick_values.json",
+                       gq.Path(".graphnetz") / "gate_quality_quick.md"]
+
+
+def test_saved_values_round_trip_and_are_analysed_without_training(gq, tmp_path, monkeypatch):
+    rng = np.random.default_rng(2)
+    pools = {"karate": {v: {sel: rng.normal(0.8, 0.02, 20) for sel in gq.VALUES_SELECTIONS}
+                        for v in ["baseline", *(c.name for c in gq.CANDIDATES)]}}
+    path = tmp_path / "values.json"
+    gq.save_values(path, pools)
+    back = gq.load_values(path)
+    assert np.array_equal(back["karate"]["baseline"]["final"], pools["karate"]["baseline"]["final"])
+    monkeypatch.setattr(gq, "QUICK", (gq.Plan("karate", epochs=5, pool=20, short_epochs=2),))
+    monkeypatch.setattr(gq, "train_pool", lambda *a, **k: pytest.fail("trained"))
+    out = tmp_path / "results.md"
+    assert gq.main(["--quick", "--values", str(path), "--out", str(out)]) == 0
+    assert "without training" in out.read_text() and "### S = 5 seeds" in out.read_text()

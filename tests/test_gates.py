@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from scipy import stats as sps
@@ -32,12 +34,14 @@ def test_regressed_matches_scipy_paired_t() -> None:
     with pytest.raises(AssertionError) as info:
         assert_not_worse(make(cand), make(BASE))
     ref = sps.ttest_rel(cand, BASE, alternative="less")
-    ci = sps.ttest_rel(cand, BASE).confidence_interval(0.95)
+    # the two-sided 90% interval: its ends are the one-sided 95% bounds the decision uses
+    ci = sps.ttest_rel(cand, BASE).confidence_interval(0.90)
     msg = str(info.value)
     assert "karate/GCN — accuracy (higher is better): REGRESSED" in msg
     delta = cand.mean() - BASE.mean()
-    assert f"paired Δ {delta:+.4g} (95% CI [{ci.low:.4g}, {ci.high:.4g}])" in msg
-    assert f"p = {ref.pvalue:.2g}" in msg and "test paired-t, margin 0, alpha 0.05" in msg
+    assert f"paired Δ {delta:+.4g} (90% CI [{ci.low:.4g}, {ci.high:.4g}])" in msg
+    assert f"p = {ref.pvalue:.2g}" in msg
+    assert "test paired-t, margin 0, min_effect 0.01, alpha 0.05" in msg
     assert "over 8 seeds 0-7" in msg and "minimum detectable effect at n=8" in msg
 
 
@@ -108,7 +112,8 @@ def test_strict_fails_inconclusive() -> None:
     wobble = BASE + [0.02, -0.03, 0.01, -0.02, 0.03, -0.02, 0.0, -0.01]
     (verdict,) = assert_not_worse(make(wobble), make(BASE))
     assert verdict.verdict == "INCONCLUSIVE" and not verdict.failed
-    with pytest.raises(AssertionError, match=r"INCONCLUSIVE[\s\S]*\d+ seeds would decide it"):
+    with pytest.raises(AssertionError, match=r"INCONCLUSIVE[\s\S]*\d+ paired seeds would "
+                                             r"decide it"):
         assert_not_worse(make(wobble), make(BASE), strict=True)
 
 
@@ -190,3 +195,87 @@ def test_gate_table_lists_every_cell() -> None:
     table = gate_table(verdicts)
     assert "karate/A" in table and "karate/B" in table and "IDENTICAL" in table
     assert gate_table(verdicts, markdown=True).startswith("| Cell | Metric |")
+
+
+# -- verdicts a PR can act on: δ, BETTER, the interval printed, seeds that can pair ----------------
+
+
+def test_default_min_effect_is_one_point_for_unit_metrics_and_none_for_mae() -> None:
+    wobble = BASE + [0.004, -0.003, 0.002, -0.002, 0.003, -0.001, 0.0, -0.001]
+    (acc,) = assert_not_worse(make(wobble), make(BASE))
+    assert acc.comparison.min_effect == 0.01 and acc.verdict == "NOT WORSE"
+    (mae,) = assert_not_worse(make(wobble, metric="mae"), make(BASE, metric="mae"))
+    assert mae.comparison.min_effect is None and mae.verdict == "INCONCLUSIVE"
+    with pytest.raises(AssertionError) as info:
+        assert_not_worse(make(wobble, metric="mae"), make(BASE, metric="mae"), strict=True)
+    msg = str(info.value)
+    assert "no min_effect for mae" in msg and "set `min_effect`" in msg
+    # lower-is-better: the printed Δ is sign-flipped, and the message says so
+    delta = -(wobble - BASE).mean()
+    assert f"paired Δ {delta:+.4g} (+ = better: the sign is flipped, mae candidate − " \
+           f"baseline is {-delta:+.4g})" in msg
+    (given,) = assert_not_worse(make(wobble, metric="mae"), make(BASE, metric="mae"),
+                                min_effect=0.01)
+    assert given.verdict == "NOT WORSE"
+
+
+def test_min_effect_not_above_margin_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match=r"`min_effect` \(0\.01\) must be larger than `margin` "
+                                         r"\(0\.02\)"):
+        assert_not_worse(make(BASE), make(BASE), margin=0.02, min_effect=0.01)
+
+
+def test_better_passes_and_suggests_a_refresh() -> None:
+    gain = BASE + 0.037 + np.array([0.01, -0.01, 0.005, 0.0, -0.005, 0.01, 0.0, -0.01])
+    rows = []
+    with observing(GateObserver(alpha=0.05, strict=False, record=rows.append)):
+        (verdict,) = assert_not_worse(make(gain), make(BASE))
+    assert verdict.verdict == "BETTER" and not verdict.failed
+    assert rows[0]["verdict"] == "BETTER: refresh baseline"
+    assert "refresh the baseline to keep the gain" in verdict.message()
+
+
+def test_drop_below_min_effect_fails_and_says_how_to_accept_it() -> None:
+    small = BASE - 0.003 + np.array([0.001, -0.001, 0.0, 0.001, -0.001, 0.0, 0.001, -0.001])
+    with pytest.raises(AssertionError) as info:
+        assert_not_worse(make(small), make(BASE))
+    msg = str(info.value)
+    hint = re.search(r"significant but smaller than min_effect 0\.01 .* accept it with "
+                     r"margin=([0-9.]+)", msg)
+    assert hint, msg
+    margin = float(hint.group(1))
+    assert 0 < margin < 0.01
+    (verdict,) = assert_not_worse(make(small), make(BASE), margin=margin)
+    assert verdict.verdict == "NOT WORSE"
+
+
+def test_interval_in_the_table_matches_the_decision() -> None:
+    cand = BASE - [0.03, 0.01, 0.02, 0.04, 0.0, 0.02, 0.03, 0.01]
+    rows = []
+    with observing(GateObserver(alpha=0.10, strict=False, record=rows.append)), \
+            pytest.raises(AssertionError, match=r"80% CI"):
+        assert_not_worse(make(cand), make(BASE))
+    ci = sps.ttest_rel(cand, BASE).confidence_interval(0.80)
+    assert rows[0]["delta"].endswith(f"[{ci.low:.4g}, {ci.high:.4g}] (80%)")
+
+
+def test_seeds_the_baseline_lacks_are_named_with_the_refresh_command(tmp_path) -> None:
+    from pytest_graphnetz.baselines import BaselineHandle
+
+    rng = np.random.default_rng(3)
+    base = rng.normal(0.8, 0.02, 8)
+    cand = np.concatenate([base + rng.normal(-0.002, 0.012, 8), rng.normal(0.8, 0.02, 4)])
+    path = tmp_path / "base.json"
+    make(base).to_json(path)
+    handle = BaselineHandle(path, update_command="pytest t.py::test_x --graphnetz-update-baselines")
+    with pytest.raises(AssertionError) as info:
+        assert_not_worse(make(cand), handle, strict=True)
+    msg = str(info.value)
+    (verdict,) = assert_not_worse(make(cand), handle)
+    n = verdict.comparison.seeds_needed
+    assert verdict.verdict == "INCONCLUSIVE" and n > 12
+    assert "candidate seed(s) 8-11 have no baseline counterpart" in msg
+    assert f"about {n} paired seeds would decide it" in msg
+    assert (f"the baseline has only seeds 0-7: candidate seeds beyond them cannot pair. Refresh "
+            f"the baseline with {n} seeds first") in msg
+    assert f"`pytest t.py::test_x --graphnetz-update-baselines --graphnetz-seeds={n}`" in msg

@@ -177,17 +177,18 @@ def test_gate_rows_reach_the_summary(pytester: pytest.Pytester) -> None:
     base = np.array([0.80, 0.82, 0.78, 0.81, 0.79, 0.83])
     cand = base + DROPS
     ref = stats.ttest_rel(cand, base, alternative="less")     # the independent reference
-    ci = stats.ttest_rel(cand, base).confidence_interval(0.95)
+    ci = stats.ttest_rel(cand, base).confidence_interval(0.90)  # matches the one-sided test
     pytester.makepyfile(test_session_gates=GATES)
     result = pytester.runpytest()
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([
         "*= graphnetz gates =*",
-        "Test*Cell*Metric*Baseline*Candidate*Paired Δ [[]CI[]]*p*Verdict*Build*MDE*n*Note",
+        "Test*Cell*Metric*Baseline*Candidate*Paired Δ (+ = better) [[]CI[]]*p*Verdict*Build*MDE*n"
+        "*Note",
         "test_session_gates.py::test_unchanged*karate/GCN*accuracy ↑*IDENTICAL*pass*0*6",
         f"test_session_gates.py::test_borderline*karate/GCN*accuracy ↑*{base.mean():.4g} [[]*"
         f"{cand.mean():.4g} [[]*{cand.mean() - base.mean():+.4g} "
-        f"[[]{ci.low:.4g}, {ci.high:.4g}[]]*{ref.pvalue:.3f}*REGRESSED*✗ FAIL*6",
+        f"[[]{ci.low:.4g}, {ci.high:.4g}[]] (90%)*{ref.pvalue:.3f}*REGRESSED*✗ FAIL*6",
     ])
 
 
@@ -198,7 +199,8 @@ def test_session_alpha_and_strict_are_gate_defaults(pytester: pytest.Pytester) -
     lenient.stdout.fnmatch_lines(["test_session_gates.py::test_borderline*INCONCLUSIVE*"])
     strict = pytester.runpytest("--graphnetz-alpha=0.01", "--graphnetz-strict")
     strict.assert_outcomes(passed=1, failed=1)
-    strict.stdout.fnmatch_lines(["*seeds would decide it (rerun with --graphnetz-seeds=*"])
+    strict.stdout.fnmatch_lines(["*paired seeds would decide it: *"
+                                 "(rerun with --graphnetz-seeds=*"])
 
 
 def test_no_gates_no_summary(pytester: pytest.Pytester) -> None:

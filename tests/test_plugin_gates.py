@@ -105,7 +105,8 @@ def trained(pytester: pytest.Pytester) -> int:
 
 def verdicts(output: str) -> list[str]:
     """The Verdict column of the session's gate table."""
-    return re.findall(r"(IDENTICAL|NOT WORSE|INCONCLUSIVE|REGRESSED|WRITTEN)", _table(output))
+    return re.findall(r"(IDENTICAL|NOT WORSE|BETTER|INCONCLUSIVE|REGRESSED|WRITTEN)",
+                      _table(output))
 
 
 def _table(output: str) -> str:
@@ -149,8 +150,9 @@ def test_worse_model_fails_as_regressed_with_paired_evidence(project: pytest.Pyt
     for evidence in (r"toy/GCN — accuracy \(higher is better\): REGRESSED",
                      r"baseline  0\.\d+ \[0\.\d+, [01]\.\d+\] \(t 95% CI, n=4\)",
                      r"candidate 0\.\d+ \[0\.\d+, [01]\.\d+\] \(t 95% CI, n=4\)",
-                     r"paired Δ -0\.\d+ \(95% CI \[-0\.\d+, -?0\.\d+\]\) over 4 seeds 0-3; "
-                     r"p = 0\.0\d+; test paired-t, margin 0, alpha 0\.05",
+                     # the 90% interval matches the one-sided decision: it excludes 0
+                     r"paired Δ -0\.\d+ \(90% CI \[-0\.\d+, -0\.\d+\]\) over 4 seeds 0-3; "
+                     r"p = 0\.0\d+; test paired-t, margin 0, min_effect 0\.01, alpha 0\.05",
                      r"minimum detectable effect at n=4: 0\.\d+"):
         assert re.search(evidence, out), evidence
 
@@ -295,3 +297,82 @@ def test_baseline_name_and_dir(project: pytest.Pytester, shared_cache: str,
     project.runpytest(SEEDS, shared_cache, "--graphnetz-update-baselines",
                       f"--graphnetz-baseline-dir={tmp_path}").assert_outcomes(passed=1)
     assert (tmp_path / "test_model" / "shared.json").is_file()
+
+
+# -- verdict semantics in a session: δ from the option or ini, BETTER, the interval printed -------
+# These gate per-seed numbers given with `from_arrays`: nothing trains.
+
+SEMANTICS = """
+import numpy as np
+
+from pytest_graphnetz import BenchmarkReport, assert_not_worse
+
+BASE = np.array([0.80, 0.82, 0.78, 0.81, 0.79, 0.83, 0.80, 0.84, 0.81, 0.82])
+WOBBLE = np.array([0.004, -0.003, 0.002, -0.002, 0.003, -0.001, 0.0, -0.001, 0.002, -0.003])
+
+
+def report(values):
+    return BenchmarkReport.from_arrays(np.asarray(values)[None, None, :], tasks=["karate"],
+                                       models=["GCN"], seeds=range(10), metric="accuracy")
+
+
+def test_wobble():        # an innocent change: no seed moves by more than 0.4 points
+    assert_not_worse(report(BASE + WOBBLE), report(BASE))
+
+
+def test_gain():          # +3 points on every seed
+    assert_not_worse(report(BASE + 0.03 + WOBBLE), report(BASE))
+
+
+def test_small_drop():    # a steady 0.3-point drop: significant, but below one point
+    assert_not_worse(report(BASE - 0.003 + WOBBLE / 10), report(BASE))
+"""
+
+
+def _row(output: str, test: str) -> str:
+    return next(line for line in _table(output).splitlines() if f"::{test} " in line)
+
+
+def test_verdicts_in_a_session_default_min_effect(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_semantics=SEMANTICS)
+    result = pytester.runpytest("--graphnetz-summary=gates.md")
+    result.assert_outcomes(passed=2, failed=1)
+    out = result.stdout.str()
+    assert "NOT WORSE" in _row(out, "test_wobble")
+    assert "BETTER: refresh baseline" in _row(out, "test_gain")
+    assert "REGRESSED" in _row(out, "test_small_drop")
+    assert all("(90%)" in _row(out, t) for t in ("test_wobble", "test_gain", "test_small_drop"))
+    result.stdout.fnmatch_lines([
+        "*karate/GCN — accuracy (higher is better): REGRESSED",
+        "*paired Δ -0.0029* (90% CI [[]*]) over 10 seeds 0-9; p = *; test paired-t, margin 0, "
+        "min_effect 0.01, alpha 0.05",
+        "*the drop is significant but smaller than min_effect 0.01 *accept it with margin=0.00*",
+    ])
+    markdown = (pytester.path / "gates.md").read_text()
+    assert "| BETTER: refresh baseline |" in markdown and "(90%)" in markdown
+
+
+@pytest.mark.parametrize("how", ["option", "ini"])
+def test_min_effect_from_the_option_or_the_ini(pytester: pytest.Pytester, how: str) -> None:
+    pytester.makepyfile(test_semantics=SEMANTICS)
+    if how == "ini":
+        pytester.makeini("[pytest]\ngraphnetz_min_effect = 0.001\n")
+        result = pytester.runpytest()
+    else:
+        result = pytester.runpytest("--graphnetz-min-effect=0.001")
+    # δ = 0.1 point: the wobble's interval reaches below it, and a 0.3-point drop matters now
+    result.assert_outcomes(passed=2, failed=1)
+    out = result.stdout.str()
+    assert "INCONCLUSIVE" in _row(out, "test_wobble")
+    assert "REGRESSED" in _row(out, "test_small_drop")
+    assert "smaller than min_effect" not in out
+    assert "min_effect 0.001" in out
+
+
+def test_min_effect_option_is_validated(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_semantics=SEMANTICS)
+    result = pytester.runpytest("--graphnetz-min-effect=0")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*`--graphnetz-min-effect` must be a number > 0*got 0.0*"])
+    result = pytester.runpytest("--graphnetz-min-effect=one point")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR

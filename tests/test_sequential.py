@@ -19,6 +19,7 @@ from pytest_graphnetz.stats.sequential import (
     sequential_design,
     spent,
 )
+from pytest_graphnetz.stats.sequential import sequential_holm as gs_holm
 
 ALPHA = 0.05
 
@@ -180,3 +181,28 @@ def test_refusals_name_the_problem():
         sequential_decide(np.ones(5), design, margin=0.01, min_effect=0.01)
     with pytest.raises(ValueError, match="alpha"):
         sequential_design(5, 20, alpha=0.7)
+
+
+def test_holm_across_cells_steps_down_and_retests_earlier_looks():
+    design = sequential_design(5, 20, alpha=ALPHA)
+    c3, c2 = (design.at_level(ALPHA / k).critical[0] for k in (3, 2))
+    between = -(c3 + c2) / 2  # crosses at α/2 but not at α/3
+    designs = [design] * 3
+    assert gs_holm([[-50.0], [between], [0.0]], designs) == (True, True, False)
+    assert gs_holm([[0.0], [between], [0.0]], designs) == (False, False, False)
+    # a cell whose first look crossed only at the new level is rejected at that look, even
+    # though it has since moved on (its later statistic is ordinary)
+    assert gs_holm([[-1.0, -50.0], [between, 0.5], [0.0, 0.0]], designs) == (True, True, False)
+
+
+def test_holm_across_cells_keeps_the_familywise_rate():
+    # three cells, all at the boundary, full schedules: P(any REGRESSED) <= α
+    design = sequential_design(5, 20, alpha=ALPHA)
+    rng = np.random.default_rng(21)
+    trials, hits = 3000, 0
+    X = rng.standard_normal((trials, 3, 20))
+    T = np.stack([X[..., :n].mean(-1) / (X[..., :n].std(-1, ddof=1) / math.sqrt(n))
+                  for n in design.looks], axis=-1)
+    for t in T:
+        hits += any(gs_holm(t.tolist(), [design] * 3))
+    assert gs.wilson_interval(hits, trials).low <= ALPHA

@@ -59,7 +59,7 @@ def test_bootstrap_interval_agrees_with_scipy_percentile_bootstrap(seed):
 
 
 def test_bootstrap_rng_is_deterministic_by_default_and_accepts_int_or_generator():
-    x = np.random.default_rng(7).normal(size=8)
+    x = np.random.default_rng(7).normal(size=10)
     assert gs.bootstrap_interval(x) == gs.bootstrap_interval(x)
     assert gs.bootstrap_interval(x, rng=3) == gs.bootstrap_interval(
         x, rng=np.random.default_rng(3))
@@ -75,11 +75,15 @@ def test_describe_counts_diverged_seeds_and_describes_the_rest():
     assert cell.std == pytest.approx(finite.std(ddof=1))
     assert cell.sem == pytest.approx(stats.sem(finite))
     assert cell.ci == gs.t_interval(finite)
-    assert gs.describe(x, method="bootstrap").ci == gs.bootstrap_interval(finite)
+    with pytest.raises(ValueError, match="bootstrap interval over 4 seeds refused"):
+        gs.describe(x, method="bootstrap")  # 4 finished seeds: too few to bootstrap
+    y = [*x, 0.82, 0.78, 0.81, 0.80, 0.79, 0.83]
+    assert gs.describe(y, method="bootstrap").ci == gs.bootstrap_interval(
+        np.asarray(y)[np.isfinite(y)])
 
 
 def test_describe_many_rows_equal_describe():
-    X = np.random.default_rng(1).normal(size=(4, 6))
+    X = np.random.default_rng(1).normal(size=(4, 11))
     X[2, 3] = np.nan
     for method in gs.CI_METHODS:
         rows = gs.describe_many(X, method=method)
@@ -172,7 +176,7 @@ def _same(got, expected) -> bool:
 
 def test_paired_tests_batch_equals_one_at_a_time():
     rng = np.random.default_rng(2)
-    A, B = rng.normal(size=(5, 9)), rng.normal(size=(5, 9))
+    A, B = rng.normal(size=(5, 10)), rng.normal(size=(5, 10))
     for test in gs.PAIRED_TESTS:
         batch = gs.paired_tests(A, B, test=test)
         # Same resamples either way; only BLAS summation order may differ (last bits).
@@ -198,7 +202,7 @@ def test_paired_test_excludes_diverged_pairs_with_a_note_and_needs_two():
 
 
 def test_all_zero_differences_give_clean_numbers():
-    a = np.array([0.8, 0.81, 0.79])
+    a = np.array([0.8, 0.81, 0.79, 0.82, 0.83, 0.78, 0.8, 0.81, 0.79, 0.84])
     for test in gs.PAIRED_TESTS:
         res = gs.paired_test(a, a.copy(), test=test)
         assert res.mean_diff == 0 and res.effect_size == 0
@@ -235,18 +239,23 @@ def test_not_worse_uses_the_one_sided_lower_bound():
     lower = d.mean() - stats.t.ppf(0.95, 9) * stats.sem(d)
     assert c.lower_bound == pytest.approx(lower, rel=1e-9)
     assert lower > -margin and c.verdict is Verdict.NOT_WORSE
-    two_sided = stats.t.interval(0.95, 9, loc=d.mean(), scale=stats.sem(d))
+    # The printed interval is the two-sided 90% one whose ends are the one-sided bounds.
+    two_sided = stats.t.interval(0.90, 9, loc=d.mean(), scale=stats.sem(d))
     assert (c.ci.low, c.ci.high) == pytest.approx(two_sided, rel=1e-9)
+    assert c.confidence_level == pytest.approx(0.90) and c.lower_bound == c.ci.low
 
 
 def test_inconclusive_says_how_many_seeds_would_decide_it():
     rng = np.random.default_rng(5)
     base = rng.normal(0.8, 0.02, 4)
     cand = base - 0.004 + rng.normal(0, 0.01, 4)
-    c = gs.compare(cand, base)
+    c = gs.compare(cand, base, min_effect=0.01)
     assert c.verdict is Verdict.INCONCLUSIVE
     assert c.seeds_needed is not None and c.seeds_needed > c.n
-    assert c.seeds_needed == gs.seeds_to_decide(c.mean_diff, c.sd_diff, margin=0.0)
+    # planned for δ, not for the observed mean difference
+    assert c.seeds_needed == max(gs.seeds_for_min_effect(c.sd_diff, 0.01), c.n + 1)
+    # without δ there is nothing to plan for
+    assert gs.compare(cand, base).seeds_needed is None
 
 
 def test_direction_lower_is_better_flips_the_sign():
@@ -254,12 +263,15 @@ def test_direction_lower_is_better_flips_the_sign():
     cand = base + 0.05  # higher MAE: worse
     c = gs.compare(cand, base, higher_is_better=False)
     assert c.mean_diff == pytest.approx(-0.05) and c.verdict is Verdict.REGRESSED
-    assert gs.compare(base - 0.05, base, higher_is_better=False).verdict is Verdict.NOT_WORSE
+    assert gs.compare(base - 0.05, base, higher_is_better=False).verdict is Verdict.BETTER
+    noisy = base + np.array([0.01, -0.01, 0.0, 0.005, -0.005, 0.0])
+    assert gs.compare(noisy, base, higher_is_better=False,
+                      min_effect=0.02).verdict is Verdict.NOT_WORSE
 
 
 def test_zero_variance_nonzero_mean_is_decisive_not_nan():
     base = np.array([0.5, 0.75, 0.25, 1.0])  # dyadic: every difference is exactly ±0.125
-    for shift, verdict in [(-0.125, Verdict.REGRESSED), (0.125, Verdict.NOT_WORSE)]:
+    for shift, verdict in [(-0.125, Verdict.REGRESSED), (0.125, Verdict.BETTER)]:
         c = gs.compare(base + shift, base)  # exactly representable: sd of d is exactly 0
         assert c.sd_diff == 0 and c.verdict is verdict
         assert np.isfinite([c.p_value, c.lower_bound, c.ci.low, c.mde]).all()
@@ -336,6 +348,147 @@ def test_equivalence_is_tost():
             for m in (0.002, 0.02)} == {Verdict.EQUIVALENT, Verdict.NOT_EQUIVALENT}
 
 
+# -- the smallest regression that matters (min_effect, δ) ----------------------------------------
+
+def test_not_worse_at_min_effect_is_statsmodels_non_inferiority_test():
+    from statsmodels.stats.weightstats import ttost_paired
+
+    delta = 0.01
+    rng = np.random.default_rng(11)
+    seen = set()
+    for _ in range(60):
+        base = rng.normal(0.8, 0.03, 10)
+        cand = base + rng.normal(rng.uniform(-0.015, 0.01), 0.008, 10)
+        c = gs.compare(cand, base, min_effect=delta)
+        # ttost_paired's first test: H0 mean(cand - base) <= -δ (non-inferiority at δ)
+        _, (_, p_low, _), _ = ttost_paired(cand, base, -delta, delta)
+        assert c.p_reverse == pytest.approx(p_low, rel=1e-9, abs=1e-15)
+        regressed = stats.ttest_rel(cand, base, alternative="less").pvalue <= 0.05
+        better = stats.ttest_rel(cand, base, alternative="greater").pvalue <= 0.05
+        expected = (Verdict.REGRESSED if regressed else Verdict.BETTER if better
+                    else Verdict.NOT_WORSE if p_low <= 0.05 else Verdict.INCONCLUSIVE)
+        assert c.verdict is expected
+        seen.add(expected)
+    assert seen == {Verdict.REGRESSED, Verdict.BETTER, Verdict.NOT_WORSE, Verdict.INCONCLUSIVE}
+
+
+def test_a_significant_drop_below_min_effect_is_regressed_and_says_so():
+    base = np.array([0.80, 0.82, 0.78, 0.81, 0.79, 0.83, 0.80, 0.84, 0.81, 0.82])
+    cand = base - 0.003 + np.array([1, -1, 0, 1, -1, 0, 1, -1, 0, 0]) * 0.001
+    c = gs.compare(cand, base, min_effect=0.01)
+    assert c.verdict is Verdict.REGRESSED and c.below_min_effect
+    assert c.p_reverse <= 0.05 and c.ci.high < 0 and c.ci.low > -0.01
+    # accepting the drop is a margin decision: at margin = -ci.low it no longer fails
+    accepted = gs.compare(cand, base, margin=-c.ci.low, min_effect=0.01)
+    assert accepted.verdict is Verdict.NOT_WORSE
+    # a drop that matters is REGRESSED without that remark
+    assert not gs.compare(cand - 0.02, base, min_effect=0.01).below_min_effect
+
+
+def test_an_improvement_reads_better_not_not_worse():
+    # the issue's example: +3.7 points read "NOT WORSE, p = 1.000"
+    rng = np.random.default_rng(3)
+    base = rng.normal(0.78, 0.02, 10)
+    cand = base + 0.037 + rng.normal(0, 0.012, 10)
+    c = gs.compare(cand, base, min_effect=0.01)
+    assert c.verdict is Verdict.BETTER
+    assert c.p_better == pytest.approx(
+        stats.ttest_rel(cand, base, alternative="greater").pvalue, rel=1e-9)
+    # with a margin, BETTER needs the improvement beyond it
+    assert gs.compare(cand, base, margin=0.005, min_effect=0.01).p_better == pytest.approx(
+        stats.ttest_1samp(cand - base - 0.005, 0.0, alternative="greater").pvalue, rel=1e-9)
+
+
+@pytest.mark.parametrize("min_effect", [0.0, 0.01, -0.01, float("nan"), float("inf")])
+def test_min_effect_must_exceed_the_margin(min_effect):
+    a, b = _pair(0)
+    with pytest.raises(ValueError, match=r"cellX: `min_effect` .* larger than `margin` \(0\.01"):
+        gs.compare(a, b, margin=0.01, min_effect=min_effect, label="cellX")
+
+
+@pytest.mark.parametrize("sd, delta, margin, alpha_reg", [
+    (0.008, 0.01, 0.0, 0.05), (0.012, 0.01, 0.0, 0.05), (0.01, 0.02, 0.005, 0.05),
+    (0.008, 0.01, 0.0, 0.05 / 4)])
+def test_seeds_for_min_effect_against_statsmodels_and_simulation(sd, delta, margin, alpha_reg):
+    from statsmodels.stats.power import TTestPower
+
+    n = gs.seeds_for_min_effect(sd, delta, margin=margin, alpha_regressed=alpha_reg)
+    # REGRESSED at a true -δ: the one-sample t power statsmodels solves for
+    n_reg = TTestPower().solve_power(effect_size=(delta - margin) / sd, alpha=alpha_reg,
+                                     power=0.8, alternative="larger")
+    assert n >= math.ceil(n_reg)
+    rng = np.random.default_rng(0)
+
+    def rates(k):
+        reps = 20_000
+        t_nw, t_reg = stats.t.ppf(0.95, k - 1), stats.t.ppf(1 - alpha_reg, k - 1)
+        out = []
+        for true in (0.0, -delta):
+            d = rng.normal(true, sd, (reps, k))
+            m, se = d.mean(1), d.std(1, ddof=1) / math.sqrt(k)
+            regressed = m + t_reg * se < -margin
+            out.append(((m - t_nw * se > -delta) & ~regressed).mean() if true == 0
+                       else regressed.mean())
+        return out
+
+    ok_nw, ok_reg = rates(n)
+    assert ok_nw >= 0.8 - 0.01 and ok_reg >= 0.8 - 0.01
+    if n > 2:
+        low_nw, low_reg = rates(n - 1)
+        assert min(low_nw, low_reg) < 0.8 + 0.01   # n is the smallest such n
+
+
+def test_an_inconclusive_cell_plans_seeds_for_min_effect_not_the_observed_delta():
+    # the issue: planning for the observed Δ (here ~0) gives absurd counts
+    rng = np.random.default_rng(0)
+    base = rng.normal(0.8, 0.02, 5)
+    cand = base + rng.normal(0, 0.012, 5)
+    c = gs.compare(cand, base, min_effect=0.01)
+    assert c.verdict is Verdict.INCONCLUSIVE and abs(c.mean_diff) < 0.002
+    observed = gs.seeds_to_decide(c.mean_diff, c.sd_diff)   # 444 seeds for a Δ of +0.15 pt
+    assert c.seeds_needed == gs.seeds_for_min_effect(c.sd_diff, 0.01) == 13 < observed
+
+
+def test_holm_family_is_the_tested_cells_only():
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(15)
+    base = rng.normal(0.8, 0.02, (5, 8))
+    cand = base.copy()
+    cand[0] = base[0] - 0.01 + rng.normal(0, 0.01, 8)   # the one changed cell
+    cells = [{"candidate": c, "baseline": b, "label": f"cell{i}"}
+             for i, (c, b) in enumerate(zip(cand, base, strict=True))]
+    many = gs.compare_many(cells, min_effect=0.01)
+    assert [m.verdict for m in many[1:]] == [Verdict.IDENTICAL] * 4
+    # the issue's example: raw p 0.017 alone in the family stays REGRESSED
+    assert many[0].p_value == pytest.approx(0.017, abs=0.003)
+    assert many[0].p_adjusted == many[0].p_value and many[0].verdict is Verdict.REGRESSED
+    # two changed cells: Holm over those two, as statsmodels computes it
+    cand[1] = base[1] - 0.004 + rng.normal(0, 0.01, 8)
+    cells[1]["candidate"] = cand[1]
+    many = gs.compare_many(cells, min_effect=0.01)
+    raw = [m.p_value for m in many[:2]]
+    reject, adjusted, _, _ = multipletests(raw, alpha=0.05, method="holm")
+    assert [m.p_adjusted for m in many[:2]] == pytest.approx(adjusted)
+    assert [m.verdict is Verdict.REGRESSED for m in many[:2]] == list(reject)
+    # the MDE is stated at the Holm level α/m used for the family of 2
+    for m in many[:2]:
+        assert m.mde_alpha == pytest.approx(0.025)
+        assert m.mde == pytest.approx(gs.mde(m.sd_diff, m.n, alpha=0.025), rel=1e-6)
+
+
+@pytest.mark.parametrize("kind, margin", [("better", 0.0), ("equivalent", 0.02)])
+def test_better_and_equivalent_gates_are_intersection_union_without_holm(kind, margin):
+    rng = np.random.default_rng(4)
+    base = rng.normal(0.8, 0.02, (3, 8))
+    cand = base + 0.012 + rng.normal(0, 0.01, (3, 8))
+    cells = [{"candidate": c, "baseline": b} for c, b in zip(cand, base, strict=True)]
+    many = gs.compare_many(cells, kind=kind, margin=margin)
+    single = [gs.compare(c, b, kind=kind, margin=margin) for c, b in zip(cand, base, strict=True)]
+    assert many == single
+    assert all(m.p_adjusted == m.p_value for m in many)
+
+
 # -- multiplicity ---------------------------------------------------------------------------------
 
 def test_holm_against_a_hand_worked_example():
@@ -350,9 +503,10 @@ def test_compare_many_applies_holm_to_the_regression_verdicts():
     rng = np.random.default_rng(24)
     base = rng.normal(0.8, 0.02, (3, 8))
     cand = base - 0.01 + rng.normal(0, 0.01, (3, 8))
-    single = [gs.compare(c, b) for c, b in zip(cand, base, strict=True)]
+    single = [gs.compare(c, b, min_effect=0.01) for c, b in zip(cand, base, strict=True)]
     many = gs.compare_many([{"candidate": c, "baseline": b, "label": f"cell{i}"}
-                            for i, (c, b) in enumerate(zip(cand, base, strict=True))])
+                            for i, (c, b) in enumerate(zip(cand, base, strict=True))],
+                           min_effect=0.01)
     expected = gs.holm([s.p_value for s in single]).p_adjusted
     assert [m.p_adjusted for m in many] == pytest.approx(expected)
     for s, m in zip(single, many, strict=True):
@@ -371,14 +525,14 @@ def test_compare_many_plans_seeds_at_the_callers_power_and_holm_alpha():
     cells = [{"candidate": c, "baseline": b, "label": f"cell{i}"}
              for i, (c, b) in enumerate(zip(cand, base, strict=True))]
     for power in (0.8, 0.95):
-        many = gs.compare_many(cells, power=power)
-        for m in many[:2]:  # the two INCONCLUSIVE cells, planned at alpha / 3 and this power
-            assert m.power == power
+        many = gs.compare_many(cells, power=power, min_effect=0.01)
+        for m in many[:2]:  # the two INCONCLUSIVE cells, REGRESSED planned at alpha / 3
+            assert m.power == power and m.mde_alpha == pytest.approx(0.05 / 3)
             assert m.seeds_needed == max(
-                gs.seeds_to_decide(m.mean_diff, m.sd_diff, margin=0.0, alpha=0.05 / 3,
-                                   power=power), m.n + 1)
-    assert gs.compare_many(cells, power=0.95)[0].seeds_needed > \
-        gs.compare_many(cells)[0].seeds_needed
+                gs.seeds_for_min_effect(m.sd_diff, 0.01, alpha=0.05, alpha_regressed=0.05 / 3,
+                                        power=power), m.n + 1)
+    assert gs.compare_many(cells, power=0.95, min_effect=0.01)[0].seeds_needed > \
+        gs.compare_many(cells, min_effect=0.01)[0].seeds_needed
 
 
 # -- power and adequacy ---------------------------------------------------------------------------

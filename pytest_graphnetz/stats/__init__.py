@@ -42,7 +42,7 @@ from .heldout import (
 )
 from .intervals import CellStats, bootstrap_interval, describe, describe_many, t_interval
 from .paired import PairedResult, paired_test, paired_tests
-from .planning import mde, seeds_for_width, seeds_to_decide
+from .planning import mde, seeds_for_min_effect, seeds_for_width, seeds_to_decide
 from .tables import Pairwise, PairwiseRow, Summary, SummaryRow, pairwise_table, summarize
 
 __all__ = [
@@ -51,6 +51,6 @@ __all__ = [
     "PairedResult", "Pairwise", "PairwiseRow", "RngLike", "Summary", "SummaryRow", "Verdict",
     "bootstrap_interval", "bootstrap_metric", "compare", "compare_many",
     "corrected_resampled_ttest", "describe", "describe_folds", "describe_many", "holm",
-    "holm_adjust", "mde", "paired_test", "paired_tests", "pairwise_table", "seeds_for_width",
-    "seeds_to_decide", "summarize", "t_interval", "wilson_interval",
+    "holm_adjust", "mde", "paired_test", "paired_tests", "pairwise_table", "seeds_for_min_effect",
+    "seeds_for_width", "seeds_to_decide", "summarize", "t_interval", "wilson_interval",
 ]

@@ -13,7 +13,7 @@ import numpy as np
 
 from ._common import KINDS, PAIRED_TESTS, ConfidenceInterval, RngLike, _check_choice, _vector
 from .paired import _evidence, _floor_notes, _require_pairs
-from .planning import _mde_se, _seeds_needed
+from .planning import _mde_se, _seeds_needed, seeds_for_min_effect
 
 
 class Verdict(str, Enum):
@@ -43,21 +43,29 @@ class Comparison:
     ``mean_diff > 0`` means the candidate is better. Fields:
 
     - ``n``: usable pairs; ``sd_diff``: their sample standard deviation.
-    - ``ci``: two-sided ``1 - alpha`` interval of ``mean_diff``; ``lower_bound``: one-sided
-      ``1 - alpha`` lower confidence bound (both by ``test``'s method, see :class:`PairedResult`).
+    - ``ci``: two-sided ``1 - 2·alpha`` interval of ``mean_diff`` (90% at α = 0.05), the one
+      that matches the one-sided decisions at ``alpha``: its ends are the one-sided ``1 - alpha``
+      bounds. ``lower_bound`` is ``ci.low`` (by ``test``'s method, see :class:`PairedResult`).
     - ``p_value``: raw p of the kind's primary test: for ``not_worse`` H1 "mean d < -margin"
       (small p = REGRESSED); for ``better`` H1 "mean d > margin" (small p = BETTER); for
       ``equivalent`` the TOST p = max of the two one-sided p-values (small p = EQUIVALENT).
-      ``p_adjusted``: Holm-adjusted across the cells of one comparison (== p_value for one cell).
-    - ``p_reverse``: raw p of the opposite one-sided test: for ``not_worse`` H1 "mean d > -margin"
-      (small p = NOT WORSE, the same as ``lower_bound > -margin`` for the t test); for ``better``
-      H1 "mean d < 0" (small p = REGRESSED); for ``equivalent`` equal to ``p_value``.
-    - ``mde``: minimum detectable effect at this n (one-sided α, ``power``, noncentral t; see
-      :func:`mde`): a true shift of ``mde`` beyond the margin's boundary is caught with
-      probability ``power`` (0.8 by default). ``inf`` when the test cannot reach α at this n.
-    - ``seeds_needed``: for an INCONCLUSIVE cell, the total number of seeds at which the observed
-      mean difference would be decided with probability ``power`` (None when no number of seeds
-      would).
+      ``p_adjusted``: Holm-adjusted across the tested cells of one ``not_worse`` call
+      (== p_value for one cell, and for ``better``/``equivalent``: intersection-union tests).
+    - ``p_reverse``: raw p of the opposite one-sided test: for ``not_worse`` H1 "mean d >
+      -min_effect" (small p = NOT WORSE, the non-inferiority test at δ; the same as
+      ``lower_bound > -min_effect`` for the t test; at ``-margin`` when ``min_effect`` is None);
+      for ``better`` H1 "mean d < 0" (small p = REGRESSED); for ``equivalent`` equal to
+      ``p_value``.
+    - ``p_better``: raw p of H1 "mean d > margin" (small p = BETTER).
+    - ``min_effect``: δ, the smallest regression that matters (``not_worse`` only), or None.
+    - ``mde``: minimum detectable effect at this n (one-sided, at ``mde_alpha``, ``power``,
+      noncentral t; see :func:`mde`): a true shift of ``mde`` beyond the margin's boundary is
+      caught with probability ``power`` (0.8 by default). ``inf`` when the test cannot reach the
+      level at this n. ``mde_alpha``: ``alpha``, or ``alpha / m`` after Holm over m cells.
+    - ``seeds_needed``: for an INCONCLUSIVE cell, the total number of paired seeds that would
+      decide it with probability ``power``. For ``not_worse`` it is planned for δ (see
+      :func:`seeds_for_min_effect`) and None without ``min_effect``; for the other kinds it is
+      planned for the observed mean difference (None when no number of seeds would decide it).
     - ``p_floor``: smallest one-sided p the test can produce at this n.
     - ``diverged_seeds``: seeds where the candidate diverged and the baseline did not; each counts
       as a failure of that seed and forces REGRESSED (NOT EQUIVALENT for ``equivalent``).
@@ -86,6 +94,21 @@ class Comparison:
     excluded_seeds: tuple = ()
     notes: tuple[str, ...] = ()
     power: float = 0.8
+    min_effect: float | None = None
+    p_better: float = 1.0
+    mde_alpha: float | None = None
+
+    @property
+    def confidence_level(self) -> float:
+        """Level of ``ci``: ``1 - 2·alpha``, the two-sided interval of the one-sided tests."""
+        return 1 - 2 * self.alpha
+
+    @property
+    def below_min_effect(self) -> bool:
+        """A significant drop smaller than δ: REGRESSED (which wins), yet the non-inferiority
+        test at δ also passed. Accepting such a drop is a ``margin`` decision."""
+        return (self.verdict is Verdict.REGRESSED and self.min_effect is not None
+                and not self.diverged_seeds and self.p_reverse <= self.alpha)
 
 
 @dataclass(frozen=True)
@@ -99,14 +122,23 @@ class HolmResult:
 
 def compare(candidate: Any, baseline: Any, *, higher_is_better: bool = True,
             kind: str = "not_worse", test: str = "paired-t", margin: float = 0.0,
-            alpha: float = 0.05, power: float = 0.8, n_resamples: int = 10_000,
-            rng: RngLike = None, label: str | None = None,
+            min_effect: float | None = None, alpha: float = 0.05, power: float = 0.8,
+            n_resamples: int = 10_000, rng: RngLike = None, label: str | None = None,
             seeds: Sequence[Any] | None = None) -> Comparison:
     """Verdict on one cell: ``candidate`` vs ``baseline`` (n_seeds,), aligned by seed.
 
-    ``kind="not_worse"``: REGRESSED when the one-sided test rejects H0 "mean d >= -margin" at
-    ``alpha``; else NOT WORSE when the one-sided ``1 - alpha`` lower bound of mean d is above
-    ``-margin`` (for non-t tests: when the test rejects H0 "mean d <= -margin"); else INCONCLUSIVE.
+    ``kind="not_worse"``, in order (the first that holds):
+
+    - REGRESSED: the one-sided test rejects H0 "mean d >= -margin" at ``alpha``;
+    - BETTER: the one-sided test rejects H0 "mean d <= +margin" (passes; a refresh would keep it);
+    - NOT WORSE: the one-sided ``1 - alpha`` lower bound of mean d lies above ``-min_effect``
+      (for non-t tests: the test rejects H0 "mean d <= -min_effect"): non-inferiority at δ,
+      wrong with probability <= ``alpha`` when the true mean is -δ or worse. Without
+      ``min_effect`` (None) the bound is ``-margin``;
+    - INCONCLUSIVE otherwise.
+
+    ``min_effect`` (δ, metric units) must exceed ``margin``. A drop that is significant but
+    smaller than δ is REGRESSED (:attr:`Comparison.below_min_effect` says so).
     ``kind="better"``: BETTER on one-sided evidence of mean d > margin; else REGRESSED on evidence
     of mean d < 0 (raw one-sided p <= alpha); else INCONCLUSIVE. ``kind="equivalent"``: TOST
     against ``±margin``.
@@ -131,6 +163,11 @@ def compare(candidate: Any, baseline: Any, *, higher_is_better: bool = True,
         raise ValueError(f"{where}: `margin` must be >= 0 (in metric units), got {margin!r}")
     if not 0 < alpha < 0.5:
         raise ValueError(f"{where}: `alpha` must lie in (0, 0.5), got {alpha!r}")
+    if min_effect is not None and not (math.isfinite(min_effect) and min_effect > margin):
+        raise ValueError(
+            f"{where}: `min_effect` (δ, the smallest regression that matters) must be a number "
+            f"larger than `margin` ({margin:g}, the drop that is tolerated), got {min_effect!r}"
+        )
     names = list(range(cand.size)) if seeds is None else list(seeds)
     if len(names) != cand.size:
         raise ValueError(f"{where}: {len(names)} seed labels for {cand.size} values")
@@ -161,7 +198,8 @@ def compare(candidate: Any, baseline: Any, *, higher_is_better: bool = True,
     identical = not diverged and bool(np.all(d == 0))
     common = dict(kind=kind, test=test, n=n, mean_diff=float(d.mean()), sd_diff=sd, margin=margin,
                   alpha=alpha, higher_is_better=higher_is_better, label=where,
-                  diverged_seeds=diverged, excluded_seeds=excluded, power=power)
+                  diverged_seeds=diverged, excluded_seeds=excluded, power=power,
+                  min_effect=min_effect if kind == "not_worse" else None, mde_alpha=alpha)
     if identical:
         notes.append("every paired difference is exactly 0 (an unchanged model): no test run")
         return Comparison(verdict=Verdict.IDENTICAL, ci=ConfidenceInterval(0.0, 0.0),
@@ -170,40 +208,56 @@ def compare(candidate: Any, baseline: Any, *, higher_is_better: bool = True,
 
     boundaries = {"not_worse": (-margin,), "better": (margin,)}.get(kind, (-margin, margin))
     ev = _evidence(test, c, b, n_resamples, rng, at=boundaries)
+    p_better = ev.p_greater(margin)
     if kind == "not_worse":
-        p_primary, p_reverse = ev.p_less(-margin), ev.p_greater(-margin)
+        bound = margin if min_effect is None else min_effect
+        p_primary, p_reverse = ev.p_less(-margin), ev.p_greater(-bound)
     elif kind == "better":
-        p_primary, p_reverse = ev.p_greater(margin), ev.p_less(0.0)
+        p_primary, p_reverse = p_better, ev.p_less(0.0)
     else:
         p_primary = max(ev.p_greater(-margin), ev.p_less(margin))
         p_reverse = p_primary
-    low, high = ev.bounds(1 - alpha)
-    lower_bound = ev.bounds(1 - 2 * alpha)[0]
+    # The (1 - 2 alpha) two-sided interval: its ends are the one-sided bounds the tests use.
+    low, high = ev.bounds(1 - 2 * alpha)
     notes.extend(_floor_notes(test, n, ev.floor, alpha, "one-sided"))
     if test == "welch":
         notes.append("welch: unpaired test; the seeds' pairing is ignored")
-    if ev.interval == "bootstrap" and n < 10:
-        notes.append(f"{test}: bootstrap bounds on n={n} seeds are unreliable (too narrow)")
     se_for_power = sd / math.sqrt(n)
     effect_mde = (math.inf if ev.floor > alpha
                   else _mde_se(se_for_power, n - 1, alpha=alpha, power=power, one_sided=True))
     if test not in ("paired-t", "welch") and math.isfinite(effect_mde):
         notes.append(f"MDE from the paired-t power formula (approximate for {test})")
-    verdict = _decide(kind, p_primary, p_reverse, alpha, bool(diverged))
-    needed = None
-    if verdict is Verdict.INCONCLUSIVE:
-        needed = _seeds_needed(float(d.mean()), sd, n, margin=margin, alpha=alpha, power=power,
-                               kind=kind)
-    return Comparison(verdict=verdict, ci=ConfidenceInterval(low, high), lower_bound=lower_bound,
-                      p_value=p_primary, p_adjusted=p_primary, p_reverse=p_reverse, mde=effect_mde,
-                      seeds_needed=needed, p_floor=ev.floor, notes=tuple(notes), **common)
+    verdict = _decide(kind, p_primary, p_reverse, p_better, alpha, bool(diverged))
+    comp = Comparison(verdict=verdict, ci=ConfidenceInterval(low, high), lower_bound=low,
+                      p_value=p_primary, p_adjusted=p_primary, p_reverse=p_reverse,
+                      p_better=p_better, mde=effect_mde, seeds_needed=None, p_floor=ev.floor,
+                      notes=tuple(notes), **common)
+    return replace(comp, seeds_needed=_plan(comp, alpha))
 
 
-def _decide(kind: str, p_adjusted: float, p_reverse: float, alpha: float,
+def _plan(comp: Comparison, alpha_regressed: float) -> int | None:
+    """Seeds that would decide an INCONCLUSIVE cell (None for the other verdicts): for
+    ``not_worse`` planned for δ, with REGRESSED at ``alpha_regressed`` (the Holm level)."""
+    if comp.verdict is not Verdict.INCONCLUSIVE:
+        return None
+    if comp.kind != "not_worse":
+        return _seeds_needed(comp.mean_diff, comp.sd_diff, comp.n, margin=comp.margin,
+                             alpha=comp.alpha, power=comp.power, kind=comp.kind)
+    if comp.min_effect is None or not math.isfinite(comp.sd_diff):
+        return None
+    needed = seeds_for_min_effect(comp.sd_diff, comp.min_effect, margin=comp.margin,
+                                  alpha=comp.alpha, alpha_regressed=alpha_regressed,
+                                  power=comp.power)
+    return max(needed, comp.n + 1)
+
+
+def _decide(kind: str, p_adjusted: float, p_reverse: float, p_better: float, alpha: float,
             candidate_diverged: bool) -> Verdict:
     if kind == "not_worse":
         if candidate_diverged or p_adjusted <= alpha:
             return Verdict.REGRESSED
+        if p_better <= alpha:
+            return Verdict.BETTER
         return Verdict.NOT_WORSE if p_reverse <= alpha else Verdict.INCONCLUSIVE
     if kind == "better":
         if candidate_diverged:
@@ -236,33 +290,40 @@ def holm(p_values: Sequence[float], alpha: float = 0.05) -> HolmResult:
 
 
 def holm_adjust(comparisons: Sequence[Comparison]) -> list[Comparison]:
-    """The comparisons of one gate call with ``p_adjusted`` set by Holm across them and their
-    verdicts re-decided; IDENTICAL cells take part with their p of 1. Only the primary p (the
-    one that can fail a ``not_worse`` gate or pass a ``better``/``equivalent`` gate) is adjusted;
-    ``p_reverse`` decisions (NOT WORSE, and REGRESSED under ``better``) stay at raw ``alpha``."""
+    """The ``not_worse`` comparisons of one gate call with ``p_adjusted`` set by Holm across the
+    cells actually tested, and their verdicts re-decided.
+
+    The family is the cells a test ran on: IDENTICAL cells (no test) are not in it. Only the
+    primary p, the one that fails the gate (REGRESSED), is adjusted; the passing decisions
+    (NOT WORSE, BETTER) stay at raw ``alpha``. The MDE and the seeds plan of each tested cell
+    are recomputed at ``alpha / m``, the level Holm demands of the most significant cell.
+    ``better`` and ``equivalent`` comparisons are returned unchanged: those gates pass only
+    when every cell passes (an intersection-union test), which holds its level without Holm.
+    """
     comparisons = list(comparisons)
-    if len(comparisons) < 2:
+    tested = [i for i, c in enumerate(comparisons)
+              if c.kind == "not_worse" and c.verdict is not Verdict.IDENTICAL]
+    if len(tested) < 2:
         return comparisons
-    alphas = {c.alpha for c in comparisons}
+    alphas = {comparisons[i].alpha for i in tested}
     if len(alphas) != 1:
         raise ValueError(f"Holm needs one `alpha` for the whole family, got {sorted(alphas)}")
     alpha = alphas.pop()
-    adjusted = holm([c.p_value for c in comparisons], alpha).p_adjusted
-    out = []
-    for comp, p_adj in zip(comparisons, adjusted, strict=True):
-        note = f"p Holm-adjusted across {len(comparisons)} cells"
-        verdict = comp.verdict
-        if verdict is not Verdict.IDENTICAL:
-            verdict = _decide(comp.kind, p_adj, comp.p_reverse, alpha, bool(comp.diverged_seeds))
-        needed = None
-        if verdict is Verdict.INCONCLUSIVE:
-            # Planned at alpha / m, the level Holm demands of the most significant cell, so the
-            # advice holds whichever cell ends up first.
-            needed = _seeds_needed(comp.mean_diff, comp.sd_diff, comp.n, margin=comp.margin,
-                                   alpha=alpha / len(comparisons), kind=comp.kind,
-                                   power=comp.power)
-        out.append(replace(comp, p_adjusted=p_adj, verdict=verdict, seeds_needed=needed,
-                           notes=(*comp.notes, note)))
+    m = len(tested)
+    adjusted = holm([comparisons[i].p_value for i in tested], alpha).p_adjusted
+    out = list(comparisons)
+    for i, p_adj in zip(tested, adjusted, strict=True):
+        comp = comparisons[i]
+        verdict = _decide(comp.kind, p_adj, comp.p_reverse, comp.p_better, alpha,
+                          bool(comp.diverged_seeds))
+        level = alpha / m
+        mde_holm = math.inf
+        if comp.p_floor <= level and math.isfinite(comp.sd_diff):
+            mde_holm = _mde_se(comp.sd_diff / math.sqrt(comp.n), comp.n - 1, alpha=level,
+                               power=comp.power, one_sided=True)
+        comp = replace(comp, p_adjusted=p_adj, verdict=verdict, mde=mde_holm, mde_alpha=level,
+                       notes=(*comp.notes, f"p Holm-adjusted across the {m} tested cells"))
+        out[i] = replace(comp, seeds_needed=_plan(comp, level))
     return out
 
 

@@ -4,7 +4,7 @@ corrected resampled t test, Wilson intervals and the bootstrap over test example
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +21,7 @@ from ._common import (
     _t_quantile,
 )
 from .paired import PairedResult
+from .tables import _Table
 
 
 @dataclass(frozen=True)
@@ -72,8 +73,11 @@ def corrected_resampled_ttest(a: Any, b: Any, *, n_train: int, n_test: int,
                         confidence_level=level, interval="corrected-t")
 
 
-def wilson_interval(k: int, n: int, *, confidence_level: float = 0.95) -> ConfidenceInterval:
-    """Wilson score interval for a proportion: ``k`` successes (e.g. correct answers) of ``n``."""
+def wilson_interval(k: float, n: int, *, confidence_level: float = 0.95) -> ConfidenceInterval:
+    """Wilson score interval for a proportion: ``k`` successes (e.g. correct answers) of ``n``.
+
+    ``k`` may be fractional (a mean count over seeds); the interval depends on ``k / n``.
+    """
     from scipy import special
 
     if n <= 0 or not 0 <= k <= n:
@@ -104,3 +108,307 @@ def bootstrap_metric(y_true: Any, y_pred: Any, metric: Callable[[np.ndarray, np.
     low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
     return ConfidenceInterval(float(low), float(high))
 
+
+
+# -- per-example outcomes: the test set's sampling error, and both sources together ------------
+# An outcome is any object with ``n`` (examples), ``proportion`` (bool: Wilson applies),
+# ``value()`` (the metric on all examples) and ``resampled(weights)`` ((B, n) example counts ->
+# (B,) metric values), such as :class:`pytest_graphnetz.outcomes.TestOutcomes`.
+
+SOURCES = ("seeds", "test_set", "total")
+COVERS = {
+    "seeds": "training randomness only (spread over seeds; the test set is held fixed)",
+    "test_set": "the finite test set's sampling error only (training randomness not covered)",
+    "total": "both: a two-level bootstrap over seeds, then test examples",
+}
+
+
+@dataclass(frozen=True)
+class ExampleInterval:
+    """An interval for a cell's mean from per-example outcomes; ``method`` and ``covers`` say
+    how it was made and which source of uncertainty it covers."""
+
+    mean: float
+    ci: ConfidenceInterval
+    method: str
+    source: str
+    n_seeds: int
+    n_examples: int
+    shared_test_set: bool
+
+    @property
+    def covers(self) -> str:
+        return COVERS[self.source]
+
+
+def example_interval(outcomes: Sequence[Any], *, source: str = "test_set",
+                     method: str | None = None, shared_test_set: bool = True,
+                     confidence_level: float = 0.95, n_resamples: int = 2000,
+                     rng: RngLike = None) -> ExampleInterval:
+    """Interval for the mean over seeds of a cell's metric, from each seed's outcomes (S,).
+
+    ``source="test_set"``: sampling error of the finite test set with the trained models held
+    fixed. Proportions (accuracy) get the Wilson interval at the cell mean ``p`` with ``n`` the
+    test-set size (one model's sampling error at that accuracy; ``method="bootstrap"`` asks for
+    the bootstrap instead); other metrics a percentile bootstrap over test examples of the
+    seed-mean metric. ``source="total"``: two-level percentile bootstrap, seeds drawn with
+    replacement, then test examples. ``shared_test_set``: the seeds were evaluated on the same
+    examples (one resample of example indices serves every seed, keeping their correlation);
+    else each seed's examples are resampled on their own (folds, seeded splits).
+    """
+    _choice("source", source, ("test_set", "total"))
+    _choice("method", method, (None, "wilson", "bootstrap"))
+    level = _check_level(confidence_level)
+    outcomes = list(outcomes)
+    if not outcomes:
+        raise ValueError("no seed has per-example outcomes")
+    sizes = {o.n for o in outcomes}
+    shared = shared_test_set and len(sizes) == 1
+    values = np.array([o.value() for o in outcomes])
+    mean = float(np.mean(values))
+    proportion = all(o.proportion for o in outcomes)
+    n_examples = int(round(float(np.mean([o.n for o in outcomes]))))
+    if method == "wilson" and (source != "test_set" or not proportion):
+        raise ValueError("`method='wilson'` needs source='test_set' and a proportion metric "
+                         "(accuracy); use method='bootstrap'")
+    if source == "test_set" and proportion and method != "bootstrap":
+        ci = wilson_interval(mean * n_examples, n_examples, confidence_level=level)
+        return ExampleInterval(mean, ci, "wilson", source, len(outcomes), n_examples, shared)
+    gen = _rng(rng)
+    M = np.empty((len(outcomes), n_resamples))
+    if shared:
+        weights = _resample_counts(gen, n_examples, n_resamples)
+        for s, o in enumerate(outcomes):
+            M[s] = o.resampled(weights)
+    else:
+        for s, o in enumerate(outcomes):
+            M[s] = o.resampled(_resample_counts(gen, o.n, n_resamples))
+    if source == "test_set":
+        stats = np.nanmean(M, axis=0)
+        label = "bootstrap over test examples"
+    else:
+        k = len(outcomes)
+        seed_counts = _resample_counts(gen, k, n_resamples)  # (B, S)
+        stats = np.nansum(seed_counts.T * M, axis=0) / np.sum(seed_counts.T * np.isfinite(M),
+                                                                axis=0)
+        label = "two-level bootstrap (seeds, then test examples)"
+    if source == "total":
+        # A percentile bootstrap over few seeds is too narrow (the resampled spread of S
+        # values is (S-1)/S of theirs, and a normal tail is not a t tail): the interval is the
+        # mean ± t(S-1) × the bootstrap's standard error × sqrt(S/(S-1)). Coverage checked by
+        # simulation (tests/test_uncertainty.py).
+        k = len(outcomes)
+        se = float(np.nanstd(stats, ddof=1)) * math.sqrt(k / max(k - 1, 1))
+        half = float(_t_quantile((1 + level) / 2, max(k - 1, 1))) * se
+        return ExampleInterval(mean, ConfidenceInterval(mean - half, mean + half), label,
+                               source, k, n_examples, shared)
+    low, high = np.nanquantile(stats, [(1 - level) / 2, (1 + level) / 2])
+    return ExampleInterval(mean, ConfidenceInterval(float(low), float(high)), label, source,
+                           len(outcomes), n_examples, shared)
+
+
+def _resample_counts(gen: np.random.Generator, n: int, n_resamples: int) -> np.ndarray:
+    """(B, n) counts: how often each of n items is drawn in each of B resamples of size n."""
+    idx = gen.integers(0, n, size=(n_resamples, n)) + n * np.arange(n_resamples)[:, None]
+    counts = np.bincount(idx.ravel(), minlength=n * n_resamples).reshape(n_resamples, n)
+    return counts.astype(float)
+
+
+def _choice(name: str, value: Any, allowed: Sequence[Any]) -> None:
+    if value not in allowed:
+        raise ValueError(f"`{name}` must be one of {list(allowed)}, got {value!r}")
+
+
+# -- paired on the same test examples: McNemar and the paired bootstrap over examples ----------
+
+@dataclass(frozen=True)
+class McNemarResult:
+    """Exact McNemar test of two classifiers on the same n examples.
+
+    ``a_only``: examples only A got right, ``b_only``: only B; the two-sided p is the exact
+    binomial test of ``a_only`` among the ``a_only + b_only`` discordant examples at 1/2.
+    """
+
+    n: int
+    a_only: int
+    b_only: int
+    statistic: int
+    p_value: float
+
+
+def mcnemar_exact(a_correct: Any, b_correct: Any) -> McNemarResult:
+    """Exact McNemar test on per-example correctness bits ``a_correct``, ``b_correct`` (n,)."""
+    from scipy.stats import binom
+
+    a, b = np.asarray(a_correct, dtype=bool), np.asarray(b_correct, dtype=bool)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"`a_correct` {a.shape} and `b_correct` {b.shape} must be 1-D bits "
+                         "of the same test examples")
+    a_only, b_only = int(np.sum(a & ~b)), int(np.sum(~a & b))
+    low = min(a_only, b_only)
+    p = min(1.0, 2 * float(binom.cdf(low, a_only + b_only, 0.5)))
+    return McNemarResult(n=int(a.size), a_only=a_only, b_only=b_only, statistic=low, p_value=p)
+
+
+def paired_example_bootstrap(a: Any, b: Any, *, higher_is_better: bool = True,
+                             confidence_level: float = 0.95, n_resamples: int = 2000,
+                             rng: RngLike = None) -> tuple[float, ConfidenceInterval, float]:
+    """Paired percentile bootstrap over test examples of ``metric(a) - metric(b)``.
+
+    ``a``, ``b``: outcomes of two models on the same n examples (see :func:`example_interval`);
+    each resample draws one set of example indices for both. Oriented so that > 0 means A is
+    better. Returns ``(difference, interval, p)``; p is two-sided from the resampled
+    differences: twice the smaller share on either side of 0, within [1/n_resamples, 1].
+    """
+    if a.n != b.n:
+        raise ValueError(f"the two models were scored on {a.n} and {b.n} examples; a paired "
+                         "test needs the same test examples")
+    level = _check_level(confidence_level)
+    sign = 1.0 if higher_is_better else -1.0
+    weights = _resample_counts(_rng(rng), a.n, n_resamples)
+    d = sign * (a.resampled(weights) - b.resampled(weights))
+    d = d[np.isfinite(d)]
+    diff = sign * (a.value() - b.value())
+    low, high = np.quantile(d, [(1 - level) / 2, (1 + level) / 2])
+    p = min(1.0, 2 * min(np.mean(d <= 0), np.mean(d >= 0)))
+    return diff, ConfidenceInterval(float(low), float(high)), float(max(p, 1 / d.size))
+
+
+EXAMPLE_TESTS = ("mcnemar", "bootstrap-examples")
+EXAMPLE_NOTES = (
+    "per-seed rows are paired on the same test examples: they cover the test set's sampling "
+    "error at that seed, NOT seed variance (another training seed may reverse them)",
+    "rows with seed 'all' combine the seeds with the seed as the unit: a sign-flip test over "
+    "seeds on the per-seed differences (examples are never pooled across seeds)",
+)
+
+
+@dataclass(frozen=True)
+class ExamplePairRow:
+    """One model pair on one task at one seed (``seed``) or across seeds (``seed=None``).
+
+    ``mean_diff`` > 0 means ``model_a`` is better (metric direction applied). Per seed: ``n``
+    test examples, ``a_only``/``b_only`` the examples only A / only B got right (McNemar's
+    discordant counts; None for other metrics). Across seeds: ``n`` seeds, the mean per-seed
+    difference with a t interval and the sign-flip p.
+    """
+
+    task: str
+    model_a: str
+    model_b: str
+    seed: int | None
+    n: int
+    mean_diff: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    a_only: int | None
+    b_only: int | None
+    test: str
+
+
+@dataclass(frozen=True, repr=False)
+class ExamplePairwise(_Table):
+    """Rows of :class:`ExamplePairRow`; ``notes`` say what they do and do not cover."""
+
+    rows: tuple[ExamplePairRow, ...]
+    test: str
+    confidence_level: float
+    notes: tuple[str, ...] = ()
+
+    def _table(self) -> tuple[list[str], list[list[str]]]:
+        pct = f"{100 * self.confidence_level:g}%"
+        headers = ["task", "A", "B", "seed", "n", "Δ (+: A better)", f"{pct} CI low",
+                   f"{pct} CI high", "p", "A only", "B only", "test"]
+
+        def cell(x: Any) -> str:
+            return "" if x is None else str(x)
+
+        return headers, [[r.task, r.model_a, r.model_b, "all" if r.seed is None else r.seed,
+                          r.n, f"{r.mean_diff:.4f}", f"{r.ci_low:.4f}", f"{r.ci_high:.4f}",
+                          f"{r.p_value:.3g}", cell(r.a_only), cell(r.b_only), r.test]
+                         for r in self.rows]
+
+    def __str__(self) -> str:
+        return "\n".join([super().__str__(), *(f"note: {n}" for n in self.notes)])
+
+    def __repr__(self) -> str:
+        return f"ExamplePairwise({len(self.rows)} rows, test={self.test!r})\n{self}"
+
+
+def example_pair_rows(task: str, model_a: str, model_b: str, pairs: Sequence[tuple[int, Any, Any]],
+                      *, test: str, higher_is_better: bool, confidence_level: float = 0.95,
+                      n_resamples: int = 2000, rng: RngLike = None) -> list[ExamplePairRow]:
+    """Rows for one pair of models: one per seed of ``pairs`` ((seed, outcomes A, outcomes B)),
+    then, with 2 or more seeds, the combined row (seed ``None``)."""
+    from .paired import paired_test
+
+    _choice("test", test, EXAMPLE_TESTS)
+    level = _check_level(confidence_level)
+    gen = _rng(rng)
+    sign = 1.0 if higher_is_better else -1.0
+    rows, diffs = [], []
+    for seed, a, b in pairs:
+        if a.n != b.n or (a.labels is not None and not np.array_equal(a.labels, b.labels)):
+            raise ValueError(f"task {task!r}, seed {seed}: {model_a} and {model_b} were not "
+                             "scored on the same test examples; a paired test needs them")
+        if test == "mcnemar":
+            if not (a.proportion and b.proportion):
+                raise ValueError(f"task {task!r}: McNemar needs right/wrong per example "
+                                 f"(accuracy), the metric is {a.metric!r}; use "
+                                 "test='bootstrap-examples'")
+            mc = mcnemar_exact(a.values, b.values)
+            diff = (mc.a_only - mc.b_only) / mc.n
+            # Newcombe's interval is overkill here; the bootstrap gives the difference's CI.
+            _, ci, _ = paired_example_bootstrap(a, b, confidence_level=level,
+                                                n_resamples=n_resamples, rng=gen)
+            rows.append(ExamplePairRow(task, model_a, model_b, seed, mc.n, diff, ci.low,
+                                       ci.high, mc.p_value, mc.a_only, mc.b_only,
+                                       "mcnemar (exact)"))
+        else:
+            diff, ci, p = paired_example_bootstrap(a, b, higher_is_better=higher_is_better,
+                                                   confidence_level=level,
+                                                   n_resamples=n_resamples, rng=gen)
+            rows.append(ExamplePairRow(task, model_a, model_b, seed, a.n, diff, ci.low, ci.high,
+                                       p, None, None, "bootstrap over examples"))
+        diffs.append((sign * a.value(), sign * b.value()))
+    if len(diffs) >= 2:
+        va, vb = np.array(diffs).T
+        res = paired_test(va, vb, test="permutation", confidence_level=level, rng=gen)
+        rows.append(ExamplePairRow(task, model_a, model_b, None, res.n, res.mean_diff,
+                                   res.ci.low, res.ci.high, res.p_value, None, None,
+                                   "sign-flip over seeds"))
+    return rows
+
+
+# -- k-fold CV cells: the corrected resampled t test wherever a paired test runs -------------
+
+def fold_ratio(k: int) -> float:
+    """``n_test / n_train`` of one fold of ``Task(folds=k)``: 1 test fold, k − 2 training
+    folds (the validation fold trains nothing)."""
+    return 1.0 / (k - 2)
+
+
+def fold_corrected(candidate: Any, baseline: Any, *, k: int) -> np.ndarray:
+    """Candidate values (n,) on which the *plain* paired t test against ``baseline`` is the
+    Nadeau–Bengio corrected resampled t test of k-fold CV.
+
+    The paired differences' deviations from their mean are scaled by ``sqrt(1 + J·ρ)``
+    (J finite pairs, ρ = :func:`fold_ratio`): their mean is unchanged and their standard
+    error becomes ``sqrt(1/J + ρ)·s``, the corrected one. Non-finite pairs are left as they
+    are. Lets every verdict built on the paired t (gates, power, MDE) use the correction.
+    """
+    c, b = np.asarray(candidate, dtype=float), np.asarray(baseline, dtype=float)
+    keep = np.isfinite(c) & np.isfinite(b)
+    d = c[keep] - b[keep]
+    if d.size < 2:
+        return c.copy()
+    out = c.copy()
+    factor = math.sqrt(1 + d.size * fold_ratio(k))
+    out[keep] = b[keep] + d.mean() + factor * (d - d.mean())
+    return out
+
+
+FOLD_NOTE = ("task {task!r} is {k}-fold cross-validation: folds share training data, so its "
+             "paired tests use the corrected resampled t test (Nadeau–Bengio: variance × "
+             "(1/J + 1/(k−2))), not {test}; its mean ± std is fold spread, not a CI")

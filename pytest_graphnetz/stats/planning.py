@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import numpy as np
+
 from ._common import KINDS, _check_choice, _check_level, _t_quantile
 
 
@@ -133,3 +135,66 @@ def _seeds_needed(mean_diff: float, sd_diff: float, n: int, *, margin: float, al
                              kind=kind)
     return None if needed is None else max(needed, n + 1)
 
+
+
+# Points of the quantile grid over which P(NOT WORSE) averages the sample sd (see below).
+_SD_GRID = 2048
+
+
+def _p_not_worse(n: int, delta: float, margin: float, *, alpha: float,
+                 alpha_regressed: float, mean: float = 0.0) -> float:
+    """P(the paired t gate passes as NOT WORSE or BETTER) on ``n`` pairs whose differences are
+    N(``mean``, 1): the lower ``1 - alpha`` bound lies above ``-delta`` *and* the REGRESSED test
+    at ``alpha_regressed`` does not reject (it would win). ``delta``, ``margin``, ``mean`` in
+    units of the sd of the differences.
+
+    Given the sample sd s, the mean must exceed ``max(-delta + t1·s/√n, -margin - t2·s/√n)``
+    (a normal probability); that is averaged over s² ~ χ²(n-1)/(n-1) on a grid of its quantiles.
+    """
+    from scipy import special
+
+    df = n - 1
+    q = (np.arange(_SD_GRID) + 0.5) / _SD_GRID
+    s = np.sqrt(special.chdtri(df, q) / df)
+    t_nw, t_reg = _t_quantile(1 - alpha, df), _t_quantile(1 - alpha_regressed, df)
+    root = math.sqrt(n)
+    threshold = np.maximum(-delta + t_nw * s / root, -margin - t_reg * s / root)
+    return float(special.ndtr((mean - threshold) * root).mean())
+
+
+def seeds_for_min_effect(sd_diff: float, min_effect: float, *, margin: float = 0.0,
+                         alpha: float = 0.05, alpha_regressed: float | None = None,
+                         power: float = 0.8) -> int:
+    """Paired seeds at which the ``not_worse`` verdict separates "no change" from "a drop of δ".
+
+    The smallest n at which, with paired differences of sd ``sd_diff`` (metric units):
+
+    - a true mean change of 0 reads NOT WORSE (or BETTER) with probability >= ``power``: the
+      one-sided ``1 - alpha`` lower bound lies above ``-min_effect`` and the REGRESSED test does
+      not reject;
+    - a true change of ``-min_effect`` reads REGRESSED with probability >= ``power``: the
+      one-sided test of "mean d >= -margin" rejects at ``alpha_regressed`` (default ``alpha``;
+      the Holm level ``alpha / m`` in a family of m cells).
+
+    Exact for the paired t test (noncentral t; the first also accounts for the REGRESSED test
+    winning); a planning figure for the other tests.
+    """
+    if not (math.isfinite(min_effect) and min_effect > margin >= 0):
+        raise ValueError(f"`min_effect` must be a number larger than `margin` ({margin!r}), "
+                         f"got {min_effect!r}")
+    if not (math.isfinite(sd_diff) and sd_diff >= 0):
+        raise ValueError(f"`sd_diff` must be a finite number >= 0, got {sd_diff!r}")
+    a_reg = alpha if alpha_regressed is None else alpha_regressed
+    for name, level in (("alpha", alpha), ("alpha_regressed", a_reg)):
+        if not 0 < level < 0.5:
+            raise ValueError(f"`{name}` must lie in (0, 0.5), got {level!r}")
+    if sd_diff == 0:
+        return 2
+    delta, gap = min_effect / sd_diff, (min_effect - margin) / sd_diff
+
+    def decided(n: int) -> bool:
+        return (_power(gap * math.sqrt(n), n - 1, a_reg, True) >= power
+                and _p_not_worse(n, delta, margin / sd_diff, alpha=alpha,
+                                 alpha_regressed=a_reg) >= power)
+
+    return _smallest_n(decided)

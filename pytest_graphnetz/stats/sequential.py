@@ -32,6 +32,7 @@ a fixed seed and :data:`CALIBRATION_PATHS` paths, Monte-Carlo error about 1e-4 o
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -323,3 +324,33 @@ def _sided_t(mean: np.ndarray, se: np.ndarray, X: np.ndarray, bound: float) -> n
     exact = np.where(gap > 0, np.inf, np.where(gap < 0, -np.inf, 0.0))
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(flat, exact, gap / np.where(flat, 1.0, se))
+
+
+def sequential_holm(histories: Sequence[Sequence[float]],
+                    designs: Sequence[SequentialDesign]) -> tuple[bool, ...]:
+    """Holm across the cells of one gate call for their REGRESSED boundaries, the
+    group-sequential way (Maurer & Bretz 2013, Statistics in Biopharmaceutical Research
+    5:311-320): each open hypothesis is tested at level ``α / (m − r)``, ``r`` the number
+    already rejected, and when one is rejected the others are re-tested at every look they
+    have had, with the boundaries of the new level.
+
+    ``histories[i]``: cell i's REGRESSED t statistics at its looks so far (its
+    :attr:`SequentialDecision.t_regressed` per look); ``designs[i]``: its design (one ``alpha``
+    for all). Returns per cell whether REGRESSED is rejected.
+    """
+    if len(histories) != len(designs):
+        raise ValueError(f"{len(histories)} histories for {len(designs)} designs")
+    alphas = {d.alpha for d in designs}
+    if len(alphas) > 1:
+        raise ValueError(f"Holm needs one `alpha` for the whole family, got {sorted(alphas)}")
+    rejected = [False] * len(histories)
+    while not all(rejected):
+        level = designs[0].alpha / rejected.count(False)
+        new = [i for i, (hist, design) in enumerate(zip(histories, designs, strict=True))
+               if not rejected[i] and any(
+                   t <= -c for t, c in zip(hist, design.at_level(level).critical, strict=False))]
+        if not new:
+            break
+        for i in new:
+            rejected[i] = True
+    return tuple(rejected)

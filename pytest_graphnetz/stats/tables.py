@@ -60,23 +60,34 @@ class SummaryRow:
     ci_low: float
     ci_high: float
     method: str
+    source: str = "seeds"
 
 
 @dataclass(frozen=True, repr=False)
 class Summary(_Table):
-    """Rows of :class:`SummaryRow` in (task, model) order; ``str()`` is an aligned table."""
+    """Rows of :class:`SummaryRow` in (task, model) order; ``str()`` is an aligned table.
+
+    ``source`` says which uncertainty the intervals cover (``"seeds"``, ``"test_set"``,
+    ``"total"``; see :data:`~pytest_graphnetz.stats.heldout.COVERS`), ``notes`` any caveat.
+    """
 
     rows: tuple[SummaryRow, ...]
     method: str
     confidence_level: float
+    source: str = "seeds"
+    notes: tuple[str, ...] = ()
 
     def _table(self) -> tuple[list[str], list[list[str]]]:
         pct = f"{100 * self.confidence_level:g}%"
+        which = "" if self.source == "seeds" else f" ({self.source.replace('_', ' ')})"
         headers = ["task", "model", "metric", "seeds", "diverged", "mean", "std", "sem",
-                   f"{pct} CI low", f"{pct} CI high", "method"]
+                   f"{pct} CI low{which}", f"{pct} CI high{which}", "method"]
         return headers, [[r.task, r.model, r.metric, r.n_seeds, r.n_diverged, _fmt(r.mean),
                           _fmt(r.std), _fmt(r.sem), _fmt(r.ci_low), _fmt(r.ci_high), r.method]
                          for r in self.rows]
+
+    def __str__(self) -> str:
+        return "\n".join([super().__str__(), *(f"note: {n}" for n in self.notes)])
 
     def __repr__(self) -> str:
         return f"Summary({len(self.rows)} rows, method={self.method!r})\n{self}"

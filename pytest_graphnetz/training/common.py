@@ -132,3 +132,77 @@ class EpochRecorder:
             train_loss=host[train_loss] if train_loss is not None else (),
             extra={n: v for n, v in host.items() if n not in special},
         )
+
+
+class OutcomeTracker:
+    """Per-example test outcomes at the final epoch and at the ``best_val`` epoch.
+
+    Use::
+
+        outcomes = OutcomeTracker(task.metric_name, has_val=val_split is not None)
+        for epoch in range(epochs):
+            ...
+            outcomes.update(epoch, val_value, correct)      # tensors, kept on their device
+        history = outcomes.attach(rec.history())
+
+    ``update`` keeps the latest payload and, without a host sync, the payload of the epoch
+    that has optimised the validation value so far (the first on ties, NaN never chosen), as
+    :meth:`BenchmarkReport.selected_epochs` picks it. ``payload`` is the outcome values [n]
+    (and labels [n] for score metrics). :meth:`attach` copies the two payloads to the host
+    once and adds them to the History for epochs whose test value is finite and that the
+    report selects.
+    """
+
+    def __init__(self, metric: str, *, has_val: bool) -> None:
+        from ..history import MetricSpec
+
+        self.metric = metric
+        self.higher = MetricSpec.from_name(metric).higher_is_better
+        self.has_val = has_val
+        self.last: tuple[int, tuple] | None = None
+        self.best: tuple[Any, Any, tuple] | None = None  # (val, epoch, payload), on the device
+
+    def update(self, epoch: int, val: Any, *payload: Any) -> None:
+        import torch
+
+        payload = tuple(p.detach() for p in payload)
+        self.last = (epoch, payload)
+        if not self.has_val:
+            return
+        device = payload[0].device
+        # The recorder stores float32: compare at float32, so ties are the report's ties.
+        v = torch.as_tensor(val, dtype=torch.float32).detach().to(device)
+        v = torch.nan_to_num(v if self.higher else -v, nan=-math.inf)
+        step = torch.tensor(epoch, device=device)
+        if self.best is None:
+            self.best = (v, step, payload)
+            return
+        best_v, best_epoch, best_payload = self.best
+        better = v > best_v
+        self.best = (torch.where(better, v, best_v), torch.where(better, step, best_epoch),
+                     tuple(torch.where(better, p, b) for p, b in zip(payload, best_payload,
+                                                                       strict=True)))
+
+    def attach(self, history: History) -> History:
+        """``history`` with the recorded outcomes of its final and ``best_val`` epochs."""
+        import dataclasses
+
+        import numpy as np
+
+        from ..outcomes import TestOutcomes
+
+        def outcome(payload: tuple) -> TestOutcomes:
+            host = [p.cpu().numpy() for p in payload]
+            return TestOutcomes(self.metric, host[0], host[1] if len(host) > 1 else None)
+
+        found = {}
+        final = history.n_epochs - 1
+        if self.last is not None and self.last[0] == final and math.isfinite(history.test[final]):
+            found[final] = outcome(self.last[1])
+        if self.best is not None and history.val is not None:
+            val = np.asarray(history.val, dtype=float)
+            val = np.where(np.isnan(val), -np.inf, val if self.higher else -val)
+            chosen, epoch = int(np.argmax(val)), int(self.best[1])
+            if chosen == epoch and math.isfinite(history.test[epoch]) and epoch not in found:
+                found[epoch] = outcome(self.best[2])
+        return dataclasses.replace(history, outcomes=found) if found else history

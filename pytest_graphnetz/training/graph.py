@@ -15,7 +15,9 @@ by ``torch_geometric.loader.DataLoader``); it returns
 
 Metrics per epoch: ``graph`` records accuracy (or ``auc`` for a binary task, from the softmax
 probability of class 1) on val and test; ``graph_reg`` records MAE as the metric and RMSE as
-the ``extra`` series ``val_rmse`` / ``test_rmse``.
+the ``extra`` series ``val_rmse`` / ``test_rmse``. Per-example test outcomes (right or wrong,
+score and label, or prediction − target) are kept for the final and the best-validation epoch
+(``History.outcomes``).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 
 from ..history import History
 from ..metrics import accuracy, mae, rmse, roc_auc
-from .common import EpochRecorder, check_metric, make_optimizer
+from .common import EpochRecorder, OutcomeTracker, check_metric, make_optimizer
 
 _GRAPH_METRICS = ("accuracy", "auc")
 _REG_METRICS = ("mae", "rmse")
@@ -92,6 +94,7 @@ def train(model: Any, data: Any, *, task: Any, device: Any) -> History:
 
     optimizer = make_optimizer(model, task)
     rec = EpochRecorder(task.epochs, "cpu", ["train_loss", *names])
+    outcomes = OutcomeTracker(task.metric_name, has_val=val_set is not None)
     for epoch in range(task.epochs):
         model.train()
         total = torch.zeros((), device=device)
@@ -109,6 +112,7 @@ def train(model: Any, data: Any, *, task: Any, device: Any) -> History:
         values = {"train_loss": float(total) / len(train_set)}
 
         model.eval()
+        per_example: tuple = ()
         for split, batches in eval_loaders.items():
             out, target = _predict(model, batches, device)
             rec.flag(epoch, out)
@@ -116,17 +120,25 @@ def train(model: Any, data: Any, *, task: Any, device: Any) -> History:
                 pred = out.reshape(-1) * std + mean
                 scores = {"mae": mae(pred, target), "rmse": rmse(pred, target)}
                 values[split], values[f"{split}_{other}"] = scores[metric], scores[other]
+                example = (pred.double() - target.double(),)
             elif metric == "auc":
                 if out.shape[-1] != 2:
                     raise ValueError(f"task {task.name!r}: metric 'auc' needs a binary task (2 "
                                      f"logits per graph), the model returned {out.shape[-1]}")
-                values[split] = roc_auc(out.softmax(-1)[:, 1], target)
+                score = out.softmax(-1)[:, 1]
+                values[split] = roc_auc(score, target)
+                example = (score, target == 1)
             else:
                 values[split] = accuracy(out.argmax(-1), target)
+                example = (out.argmax(-1) == target,)
+            if split == "test":
+                per_example = example
         rec.record(epoch, **values)
+        if torch.isfinite(per_example[0]).all():
+            outcomes.update(epoch, values.get("val", 0.0), *per_example)
         if rec.should_stop(epoch):
             break
-    return rec.history(val="val" if val_set is not None else None)
+    return outcomes.attach(rec.history(val="val" if val_set is not None else None))
 
 
 def _predict(model: Any, batches: list, device: Any) -> tuple[Any, Any]:

@@ -16,6 +16,8 @@ models) as there are training edges.
 Metrics per epoch on val and test: ``auc`` (default), ``mrr`` and ``hits@K`` (K from the metric
 name, else ``task.options["hits_k"]``, default 10); the two not chosen as the task's metric are
 kept as ``extra`` series (``val_mrr``, ``test_hits@10``...). See :mod:`pytest_graphnetz.metrics`.
+Each test pair's score and label are kept for the final and the best-validation epoch
+(``History.outcomes``), so the metric can be recomputed on resampled pairs.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 
 from ..history import History
 from ..metrics import hits_at_k, mrr, roc_auc
-from .common import EpochRecorder, make_optimizer
+from .common import EpochRecorder, OutcomeTracker, make_optimizer
 
 DEFAULT_EMBEDDING = 64
 DEFAULT_HITS_K = 10
@@ -104,6 +106,7 @@ def train(model: Any, data: Any, *, task: Any, device: Any) -> History:
     optimizer = make_optimizer(model, task)
     series = ["train_loss"] + [f"{split}_{n}" for split in ("val", "test") for n in names]
     rec = EpochRecorder(task.epochs, "cpu", series)
+    outcomes = OutcomeTracker(task.metric_name, has_val=True)
     k = int(names[2].removeprefix("hits@"))
     # The held-out labels never change: bring them to the CPU and split them once.
     held_out = []
@@ -133,6 +136,8 @@ def train(model: Any, data: Any, *, task: Any, device: Any) -> History:
                 values[f"{split}_mrr"] = mrr(pos, neg)
                 values[f"{split}_{names[2]}"] = hits_at_k(pos, neg, k)
         rec.record(epoch, **values)
+        if torch.isfinite(score).all():  # `score`, `label`: the test split's, evaluated last
+            outcomes.update(epoch, values[f"val_{metric}"], score, label == 1)
         if rec.should_stop(epoch):
             break
-    return rec.history(test=f"test_{metric}", val=f"val_{metric}")
+    return outcomes.attach(rec.history(test=f"test_{metric}", val=f"val_{metric}"))

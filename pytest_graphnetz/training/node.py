@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..history import History
-from .common import EpochRecorder, check_metric, make_optimizer
+from .common import EpochRecorder, OutcomeTracker, check_metric, make_optimizer
 
 METRICS = ("accuracy", "acc")
 
@@ -39,7 +39,8 @@ def train(model: Any, data: Any, *, task: Any, device: Any) -> History:
 
     Per epoch: one training step (cross-entropy on the train nodes), then one no-grad forward
     in eval mode giving validation and test accuracy. A NaN/inf loss or output ends the run;
-    that epoch and the rest read NaN (see :class:`EpochRecorder`).
+    that epoch and the rest read NaN (see :class:`EpochRecorder`). Which test nodes were
+    right is kept for the final and the best-validation epoch (``History.outcomes``).
     """
     import torch
     import torch.nn.functional as F
@@ -57,6 +58,7 @@ def train(model: Any, data: Any, *, task: Any, device: Any) -> History:
     optimizer = make_optimizer(model, task)
     names = ["train_loss", "test"] + (["val"] if val_idx is not None else [])
     rec = EpochRecorder(task.epochs, x.device, names)
+    outcomes = OutcomeTracker(task.metric_name, has_val=val_idx is not None)
     for epoch in range(task.epochs):
         model.train()
         optimizer.zero_grad(set_to_none=True)
@@ -69,11 +71,13 @@ def train(model: Any, data: Any, *, task: Any, device: Any) -> History:
         with torch.no_grad():
             logits = model(x, edge_index)
             pred = logits.argmax(dim=-1)
-            values = {"train_loss": loss, "test": (pred[test_idx] == y_test).float().mean()}
+            correct = pred[test_idx] == y_test
+            values = {"train_loss": loss, "test": correct.float().mean()}
             if val_idx is not None:
                 values["val"] = (pred[val_idx] == y_val).float().mean()
             rec.record(epoch, **values)
             rec.flag(epoch, logits)
+            outcomes.update(epoch, values.get("val", 0.0), correct)
         if rec.should_stop(epoch):
             break
-    return rec.history(val="val" if val_idx is not None else None)
+    return outcomes.attach(rec.history(val="val" if val_idx is not None else None))

@@ -1,0 +1,94 @@
+"""Adaptive seeds through the gate, without training: reports from arrays and a runner that
+counts the triples it is asked for (run_adaptive's ``runner``), so what trains is asserted
+exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pytest_graphnetz import BenchmarkReport, assert_better, assert_not_worse
+from pytest_graphnetz.adaptive import AdaptiveReport, run_adaptive
+
+SEEDS = range(20)
+BASE = {s: 0.80 + 0.03 * np.sin(7.0 * s) for s in range(40)}  # per-seed baseline accuracy
+SHIFT = {  # candidate = baseline + shift + noise, per model
+    "same": lambda s: 0.0,
+    "broken": lambda s: -0.10 + 0.002 * np.cos(3.0 * s),
+    "border": lambda s: -0.004 + 0.02 * np.sin(11.0 * s + 1.0),
+}
+
+
+class CountingRunner:
+    """Stands in for run_benchmark: values from BASE/SHIFT, and a log of the triples asked."""
+
+    def __init__(self, shift=SHIFT) -> None:
+        self.shift = shift
+        self.triples: list[tuple[str, str, int]] = []
+
+    def __call__(self, tasks, models, *, seeds, **kwargs):
+        seeds = list(seeds)
+        self.triples += [(t, m, s) for t in tasks for m in models for s in seeds]
+        X = [[[BASE[s] + self.shift[m](s) for s in seeds] for m in models] for _ in tasks]
+        return BenchmarkReport.from_arrays(X, tasks=list(tasks), models=list(models),
+                                           seeds=seeds, metric="accuracy")
+
+    def count(self, model: str) -> int:
+        return sum(1 for _, m, _ in self.triples if m == model)
+
+
+def _baseline(seeds=SEEDS, models=tuple(SHIFT)) -> BenchmarkReport:
+    X = [[[BASE[s] for s in seeds] for _ in models]]
+    return BenchmarkReport.from_arrays(X, tasks=["toy"], models=list(models), seeds=list(seeds),
+                                       metric="accuracy")
+
+
+def _adaptive(runner, **kw) -> AdaptiveReport:
+    return run_adaptive({"toy": lambda root: None}, {m: object for m in SHIFT}, seeds=SEEDS,
+                        min_seeds=5, runner=runner, **kw)
+
+
+def test_only_open_cells_train_their_next_seeds():
+    runner = CountingRunner()
+    report = _adaptive(runner)
+    assert report.seeds == (0, 1, 2, 3, 4) and report.max_seeds == 20
+    with pytest.raises(AssertionError, match="toy/broken") as failure:
+        assert_not_worse(report, _baseline())
+    # the broken and the unchanged cell stop at the first look; only the borderline one goes on
+    assert runner.count("same") == 5 and runner.count("broken") == 5
+    assert runner.count("border") > 5
+    assert len(runner.triples) == len(set(runner.triples)), "no triple is asked for twice"
+    message = str(failure.value)
+    assert "adaptive seeds: stopped at look 1 of 3 (5/20 seeds), 15 seed-trainings saved" \
+        in message
+    assert f"{15 + 15 + 20 - runner.count('border')} saved against fixed 20" in message
+
+
+def test_a_short_baseline_cuts_the_schedule_and_says_how_to_complete_it():
+    runner = CountingRunner()
+    report = run_adaptive({"toy": lambda root: None}, {"same": object, "border": object},
+                          seeds=SEEDS, min_seeds=5, runner=runner)
+    verdicts = assert_not_worse(report, _baseline(seeds=range(10), models=("same", "border")))
+    border = next(v for v in verdicts if v.model == "border")
+    assert border.stop.max_seeds == 10 and border.stop.planned_max == 20
+    assert border.comparison.n == runner.count("border") == 10
+    assert border.row()["n"] == "10/20"
+    assert any("pairs 10 of the 20 planned seeds, so this cell's looks are (5, 10)" in n
+               and "--graphnetz-seeds=5..20" in n for n in border.notes)
+
+
+def test_other_gates_complete_the_report_to_max():
+    runner = CountingRunner({"better": lambda s: 0.05})
+    report = run_adaptive({"toy": lambda root: None}, {"better": object}, seeds=SEEDS,
+                          min_seeds=5, runner=runner)
+    verdicts = assert_better(report, _baseline(models=("better",)))
+    assert verdicts[0].comparison.n == 20 and runner.count("better") == 20
+
+
+def test_refusals():
+    with pytest.raises(ValueError, match="2 <= MIN <= MAX"):
+        run_adaptive({"toy": lambda root: None}, {"m": object}, seeds=range(4), min_seeds=5,
+                      runner=CountingRunner())
+    report = _adaptive(CountingRunner())
+    with pytest.raises(ValueError, match="paired t test's sequential boundaries"):
+        assert_not_worse(report, _baseline(), test="wilcoxon")

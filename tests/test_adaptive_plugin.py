@@ -1,0 +1,87 @@
+"""Adaptive seeds end to end: real pytest sessions with ``--graphnetz-seeds=5..10``.
+
+The toy project is the one of ``test_plugin_gates.py`` (a 120-node block model, a two-layer GCN,
+40 epochs), whose trainer appends a line to ``trained.log`` per call: how many triples each
+session trains is counted in the training loop itself.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torch_geometric.nn")
+import pytest_graphnetz.gates  # noqa: E402,F401
+import pytest_graphnetz.runner  # noqa: E402,F401
+import pytest_graphnetz.training.node  # noqa: E402,F401
+from tests.test_plugin_gates import GATE_TEST, TOY, _table, trained  # noqa: E402
+
+ADAPTIVE = "--graphnetz-seeds=5..10"  # looks at 5 and 10 seeds (5..20 costs 2x the CPU)
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(toy=TOY.format(hidden=16, lr=0.05), test_model=GATE_TEST)
+    refresh = pytester.runpytest(ADAPTIVE, "--graphnetz-update-baselines")
+    refresh.assert_outcomes(passed=1)
+    assert trained(pytester) == 10, "a refresh in adaptive mode trains the baseline's MAX seeds"
+    return pytester
+
+
+def _cell(output: str) -> tuple[str, str]:
+    """The verdict and the n column (``used/MAX``) of the single gate row."""
+    match = re.search(r"(IDENTICAL|NOT WORSE|INCONCLUSIVE|REGRESSED|BETTER)\s.*?(\d+/10)",
+                      _table(output))
+    assert match, _table(output)
+    return match.group(1), match.group(2)
+
+
+def test_adaptive_session_stops_each_cell_at_its_look(project: pytest.Pytester) -> None:
+    # unchanged model: IDENTICAL at the first look, nothing trained (the cache holds seeds 0-4)
+    same = project.runpytest(ADAPTIVE)
+    same.assert_outcomes(passed=1)
+    assert trained(project) == 10
+    assert _cell(same.stdout.str()) == ("IDENTICAL", "5/10")
+    same.stdout.fnmatch_lines(["*adaptive seeds: 5 seed-trainings saved against fixed MAX*"])
+
+    # clearly broken (learning rate ÷ 20): REGRESSED at the first look, 5 triples trained
+    project.makepyfile(toy=TOY.format(hidden=16, lr=0.0025))
+    broken = project.runpytest(ADAPTIVE)
+    broken.assert_outcomes(failed=1)
+    assert trained(project) == 15
+    out = broken.stdout.str()
+    assert _cell(out) == ("REGRESSED", "5/10")
+    assert re.search(r"adaptive seeds: stopped at look 1 of 2 \(5/10 seeds\), 5 "
+                     r"seed-trainings saved against fixed 10", out)
+    # under xdist the same verdict, every triple from the shared cache
+    parallel = project.runpytest(ADAPTIVE, "-n", "2")
+    parallel.assert_outcomes(failed=1)
+    assert trained(project) == 15
+    assert _cell(parallel.stdout.str()) == ("REGRESSED", "5/10")
+
+    # borderline (a slightly narrower hidden layer): undecided at 5 seeds, so 5 more train
+    project.makepyfile(toy=TOY.format(hidden=14, lr=0.05))
+    border = project.runpytest(ADAPTIVE)
+    border.assert_outcomes(passed=1)
+    assert _cell(border.stdout.str())[1] == "10/10", border.stdout.str()
+    assert trained(project) == 25, "the open cell trains its next look's seeds, once each"
+
+
+def test_parse_adaptive_seeds() -> None:
+    from pytest_graphnetz.plugin import parse_adaptive, parse_seeds
+
+    assert parse_adaptive("5..20") == (5, 20)
+    assert parse_seeds("5..20") == tuple(range(20))
+    assert parse_adaptive("10") is None and parse_adaptive("3-7") is None
+    for bad in ("5..5", "20..5", "1..8", "a..b", "5.."):
+        with pytest.raises(ValueError, match=r"adaptive seeds are MIN\.\.MAX"):
+            parse_adaptive(bad)
+
+
+def test_a_bad_adaptive_spec_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    result = pytester.runpytest("--graphnetz-seeds=20..5")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*adaptive seeds are MIN..MAX with 2 <= MIN < MAX*'20..5'*"])
