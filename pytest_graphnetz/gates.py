@@ -428,7 +428,7 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
             report = report.complete()
         if isinstance(baseline, BaselineHandle) and baseline.update:
             return _refresh(gate, report, baseline, test=test, margin=margin, alpha=alpha,
-                            rng=rng)
+                            rng=rng, min_effect=min_effect)
         source, base = _load(baseline)
         command = baseline.update_command if isinstance(baseline, BaselineHandle) else None
         if isinstance(report, AdaptiveReport):
@@ -560,17 +560,18 @@ def default_min_effect(spec: MetricSpec, margin: float = 0.0) -> float | None:
 
 
 def _refresh(gate: str, report: BenchmarkReport, handle: BaselineHandle, *, test: str,
-             margin: float, alpha: float, rng: Any) -> list[CellVerdict]:
+             margin: float, alpha: float, rng: Any,
+             min_effect: float | None = None) -> list[CellVerdict]:
     """``--graphnetz-update-baselines``: :func:`pytest_graphnetz.ratchet.refresh` writes the
-    candidate unless the ratchet refuses; here its not-worse comparisons are made and reported.
-    Returns the ratchet's verdicts."""
+    candidate unless the ratchet refuses; here its not-worse comparisons (the call's test,
+    margin, δ and alpha) are made and reported. Returns the ratchet's verdicts."""
     __tracebackhide__ = True
     from .ratchet import refresh
 
     def judge(candidate: BenchmarkReport, reference: BenchmarkReport,
               source: str) -> list[CellVerdict]:
         return compare_reports(candidate, reference, gate="not_worse", test=test, margin=margin,
-                               alpha=alpha, source=source, rng=rng)
+                               min_effect=min_effect, alpha=alpha, source=source, rng=rng)
 
     outcome = refresh(handle, report, judge)
     status = "UPDATED" if outcome.written else "REFUSED"

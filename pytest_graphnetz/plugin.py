@@ -328,7 +328,8 @@ class GraphnetzSession:
         kwargs.setdefault("deterministic", s.deterministic)
         counts: dict[str, float] = {"trained": 0, "cached": 0}
         user_progress = kwargs.pop("progress", None)
-        live = self._live_progress(tasks, models, kwargs["seeds"])
+        with self._uncaptured():  # its first line (0/N) is written at once
+            live = self._live_progress(tasks, models, kwargs["seeds"])
 
         def progress(task: str, model: str, seed: int, status: str, seconds: float) -> None:
             counts[status] = counts.get(status, 0) + 1

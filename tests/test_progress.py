@@ -144,3 +144,24 @@ def test_runner_says_which_triple_starts_before_it_runs(tmp_path):
                   root=str(tmp_path), started=lambda t, m, s: events.append(("start", s)),
                   progress=lambda t, m, s, status, sec: events.append((status, s)))
     assert events == [("start", 0), ("trained", 0), ("start", 1), ("trained", 1)]
+
+
+def test_the_first_progress_line_is_not_captured_into_a_failing_tests_report(pytester):
+    """The opening ``0/N`` line goes to the terminal like the others, never into the test's
+    captured stdout (where it showed up under "Captured stdout call" of a failing gate)."""
+    import conftest
+
+    pytester.makepyfile(conftest_tiny=Path(conftest.__file__).read_text(), test_f='''
+from conftest_tiny import gcn, tiny_task
+
+
+def test_fails(graphnetz_run):
+    graphnetz_run({"tiny": tiny_task(epochs=2)}, {"GCN": gcn})
+    raise AssertionError("the gate failed")
+''')
+    # a subprocess: in-process pytester sessions do not capture the terminal reporter's output
+    result = pytester.runpytest_subprocess("--graphnetz-seeds=2")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert live_lines(out)[0] == (0, 2, 0, 0)          # still shown, on the terminal
+    assert "Captured stdout call" not in out, out

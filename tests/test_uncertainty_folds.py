@@ -127,3 +127,53 @@ def test_gate_on_fold_data_uses_the_corrected_test_and_says_so(fold_report):
     # One-sided p of the corrected test (H0: mean d >= 0) is half its two-sided p here.
     assert sage_cell.p_value == pytest.approx(expected.p_value / 2, rel=1e-6)
     assert any("corrected resampled t" in n for n in sage_cell.notes)
+
+
+FOLD_PROJECT = '''
+import torch
+from torch_geometric.data import Data
+from torch_geometric.nn import GCNConv
+from torch_geometric.utils import stochastic_blockmodel_graph
+
+from pytest_graphnetz import Task, assert_not_worse
+
+LR = {lr}
+
+
+def load(root):
+    gen = torch.Generator().manual_seed(0)
+    y = torch.arange(3).repeat_interleave(30)
+    x = torch.nn.functional.one_hot(y, 3).float() + 1.5 * torch.randn(90, 3, generator=gen)
+    edge_index = stochastic_blockmodel_graph(  # the runner reseeds an unseeded loader
+        [30, 30, 30], [[0.2, 0.01, 0.01], [0.01, 0.2, 0.01], [0.01, 0.01, 0.2]])
+    return Data(x=x, edge_index=edge_index, y=y)
+
+
+class GCN(torch.nn.Module):
+    def __init__(self, in_channels, out_channels):
+        super().__init__()
+        self.conv1 = GCNConv(in_channels, 16)
+        self.conv2 = GCNConv(16, out_channels)
+
+    def forward(self, x, edge_index):
+        return self.conv2(self.conv1(x, edge_index).relu(), edge_index)
+
+
+def test_folds(graphnetz_run, graphnetz_baseline):
+    report = graphnetz_run({{"toy": Task("toy", load, epochs=30, lr=LR, folds=4)}},
+                           {{"GCN": GCN}})
+    assert report.folds("toy") == 4
+    assert_not_worse(report, graphnetz_baseline())
+'''
+
+
+def test_a_gate_on_fold_data_names_the_corrected_test(pytester):
+    pytester.makepyfile(test_fold_gate=FOLD_PROJECT.format(lr=0.05))
+    pytester.runpytest("--graphnetz-seeds=8", "--graphnetz-update-baselines").assert_outcomes(
+        passed=1)
+    pytester.makepyfile(test_fold_gate=FOLD_PROJECT.format(lr=0.0))  # never trains
+    result = pytester.runpytest("--graphnetz-seeds=8")
+    text = result.stdout.str()
+    result.assert_outcomes(failed=1)
+    assert "REGRESSED" in text
+    assert "4-fold cross-validation" in text and "corrected resampled t test" in text
