@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import math
 import sys
 import time
@@ -556,6 +557,27 @@ RESULTS = Path(__file__).with_name("gate_quality_results.md")
 QUICK_OUT = Path(".graphnetz/gate_quality_quick.md")  # relative to where it runs, like the cache
 
 
+VALUES_SELECTIONS = ("final", "best_val")
+
+
+def save_values(path: Path, pools: Mapping[str, Mapping[str, Mapping[str, np.ndarray]]]) -> None:
+    """Write ``pools[task][variant][selection]`` (per-seed values, pool order) as JSON."""
+    data = {task: {"values": {variant: {sel: [float(x) for x in by_sel[sel]]
+                                        for sel in VALUES_SELECTIONS}
+                              for variant, by_sel in pool.items()}}
+            for task, pool in pools.items()}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+
+
+def load_values(path: Path) -> dict[str, dict[str, dict[str, np.ndarray]]]:
+    """The pools :func:`save_values` wrote: ``[task][variant][selection]`` -> array [P]."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {task: {variant: {sel: np.asarray(v, dtype=float) for sel, v in by_sel.items()}
+                   for variant, by_sel in entry["values"].items()}
+            for task, entry in data.items()}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
@@ -566,26 +588,45 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", default=None,
                         help="where to write the results (default: gate_quality_results.md "
                              "beside this script; with --quick, .graphnetz/gate_quality_quick.md)")
+    parser.add_argument("--values", default=None,
+                        help="analyse the per-seed values a run saved (its VALUES file) instead "
+                             "of training: the statistics are re-derived, nothing trains")
     args = parser.parse_args(argv)
     out = Path(args.out) if args.out else QUICK_OUT if args.quick else RESULTS
 
     plans = QUICK if args.quick else FULL
     command = "python benchmarks/gate_quality.py" + (" --quick" if args.quick else "")
-    sections = []
+    saved = load_values(Path(args.values)) if args.values else None
+    sections, pools = [], {}
     spent = Spent()
     start = time.perf_counter()
     for plan in plans:
-        values = train_pool(plan, workers=args.workers, cache_dir=args.cache_dir, spent=spent)
+        if saved is not None:
+            values = saved[plan.task]
+        else:
+            values = train_pool(plan, workers=args.workers, cache_dir=args.cache_dir, spent=spent)
+        pools[plan.task] = values
         sections.append(analyse(plan, values))
         print(sections[-1], "\n", flush=True)
     elapsed = time.perf_counter() - start
     total = spent.trained + spent.cached
+    values_file = out.with_name(out.stem.removesuffix("_results") + "_values.json")
+    if saved is None:
+        save_values(values_file, pools)
+        origin = (f"Reproduce: `{command}` ({total} training runs, {spent.trained} of them "
+                  f"trained by the invocation that wrote this file in {elapsed:.0f} s with "
+                  f"{args.workers} workers, {spent.cached} read from the cache). The per-seed "
+                  f"values are saved in `{values_file.name}`.")
+    else:
+        runs = sum((1 + len(CANDIDATES)) * plan.pool for plan in plans)
+        origin = (f"Reproduce: `{command}` ({runs} training runs; it saves their per-seed values "
+                  f"in `{values_file.name}`). This file was written by `{command} --values "
+                  f"{args.values}`, which re-derives every statistic from such a file without "
+                  "training.")
     text = "\n\n".join([
         "# Gate quality: false alarms and detection power"
         + (" (QUICK MODE: smoke figures)" if args.quick else ""),
-        f"Reproduce: `{command}` ({total} training runs, {spent.trained} of them trained by "
-        f"the invocation that wrote this file in {elapsed:.0f} s with {args.workers} workers, "
-        f"{spent.cached} read from the cache).",
+        origin,
         *sections,
     ])
     out.parent.mkdir(parents=True, exist_ok=True)

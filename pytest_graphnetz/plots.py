@@ -79,7 +79,8 @@ def axis_label(metric: str, higher_is_better: bool) -> str:
 
 
 def plot_forest(
-    report: BenchmarkReport, path: str | os.PathLike | None = None, ax: Any = None
+    report: BenchmarkReport, path: str | os.PathLike | None = None, ax: Any = None,
+    source: str = "seeds",
 ) -> Figure:
     """Forest plot: one row per (task, model), a panel per task.
 
@@ -89,7 +90,9 @@ def plot_forest(
     its own x axis labelled with the task's metric and direction (tasks may differ in scale
     and metric). ``ax``: None (a new figure, height growing with the rows), or one Axes per
     task. Writes a PNG (or any format matplotlib infers from the suffix) when ``path`` is given.
-    Returns the :class:`matplotlib.figure.Figure`.
+    ``source``: the error bars (``"seeds"``, ``"test_set"``, ``"total"``; see
+    :meth:`BenchmarkReport.summary`), named in the title. Returns the
+    :class:`matplotlib.figure.Figure`.
     """
     _require_matplotlib()
     from matplotlib import colormaps
@@ -98,12 +101,12 @@ def plot_forest(
     if ax is None:
         heights = [_ROW_IN * n_models + _PANEL_IN] * len(report.tasks)
         fig, axes = _new_figure(sum(heights) + 0.45, len(report.tasks), heights)
-        fig.suptitle(_forest_caption(report), fontsize=9)
+        fig.suptitle(_forest_caption(report, source), fontsize=9)
     else:
         axes = _axes_list(ax, len(report.tasks), "a forest plot of this report")
         fig = axes[0].figure
 
-    cells = cell_stats(report)
+    cells = cell_stats(report, source)
     X = report.X  # [task, model, seed]
     palette = colormaps["tab10"]
     # Rows top to bottom in report order; seeds spread over a fixed band around their row.
@@ -135,7 +138,10 @@ def plot_forest(
     return fig
 
 
-def _forest_caption(report: BenchmarkReport) -> str:
+def _forest_caption(report: BenchmarkReport, source: str = "seeds") -> str:
+    if source != "seeds":
+        return (f"Mean over {_seeds_phrase(report)}, {source.replace('_', ' ')} interval "
+                f"(epoch: {report.epoch_selection}); dots: single seeds")
     return (f"Mean and {_method_phrase(report)} over {_seeds_phrase(report)} "
             f"(epoch: {report.epoch_selection}); dots: single seeds")
 

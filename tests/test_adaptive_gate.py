@@ -92,3 +92,21 @@ def test_refusals():
     report = _adaptive(CountingRunner())
     with pytest.raises(ValueError, match="paired t test's sequential boundaries"):
         assert_not_worse(report, _baseline(), test="wilcoxon")
+
+
+def test_not_worse_is_decided_at_min_effect():
+    # an innocent change (noise of a fifth of a point) is NOT WORSE at the first look with the
+    # default δ of one point for accuracy; without δ (NOT WORSE at -margin = 0) it would need
+    # significant improvement and run on to MAX
+    runner = CountingRunner({"innocent": lambda s: 0.002 * np.sin(5.0 * s)})
+    report = run_adaptive({"toy": lambda root: None}, {"innocent": object}, seeds=SEEDS,
+                          min_seeds=5, runner=runner)
+    verdict, = assert_not_worse(report, _baseline(models=("innocent",)))
+    assert verdict.verdict == "NOT WORSE" and verdict.comparison.n == 5
+    assert runner.count("innocent") == 5
+    # an explicit min_effect is the boundary: at 0.1 points the same cell is not yet decided
+    runner = CountingRunner({"innocent": lambda s: 0.002 * np.sin(5.0 * s)})
+    report = run_adaptive({"toy": lambda root: None}, {"innocent": object}, seeds=SEEDS,
+                          min_seeds=5, runner=runner)
+    verdict, = assert_not_worse(report, _baseline(models=("innocent",)), min_effect=0.001)
+    assert runner.count("innocent") > 5

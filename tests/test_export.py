@@ -150,10 +150,17 @@ def test_diverged_seed_is_marked_not_dropped():
     latex = rep.to_latex()
     # GCN over seeds 0, 1, 3: mean 0.803, t_{0.975,2} · s/√3 = 4.303 · 0.00882 = 0.038
     assert latex.splitlines()[8] == r"GCN & $\mathbf{0.803 \pm 0.038}{}^{\dagger}$ \\"
-    # bootstrap of 3 values: each extreme mean has probability 1/27 > 2.5%, so [0.79, 0.82];
-    # the dagger gets its own base (no double superscript after the offsets)
+    # a bootstrap of 3 values is refused (far too narrow below 10 seeds) ...
     rep.ci_method = "bootstrap"
-    assert r"$\mathbf{0.803^{+0.017}_{-0.013}}{}^{\dagger}$" in rep.to_latex()
+    with pytest.raises(ValueError, match="bootstrap interval over 3 seeds refused"):
+        rep.to_latex()
+    rep.ci_method = "t"
+    # ... over 10 finished seeds (the ceiling example) it is [0.97, 1.00]; the dagger gets its
+    # own base (no double superscript after the offsets)
+    wide = BenchmarkReport.from_arrays([[[1.0] * 9 + [0.9, np.nan], [0.7] * 11]],
+                                       tasks=["cora"], models=["GCN", "MLP"], seeds=range(11),
+                                       metric="accuracy", ci_method="bootstrap")
+    assert r"$\mathbf{0.990^{+0.010}_{-0.020}}{}^{\dagger}$" in wide.to_latex()
     assert "1 cell(s) with diverged seeds" in latex
     md = rep.to_markdown()
     assert " † |" in md

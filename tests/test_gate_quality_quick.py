@@ -182,4 +182,20 @@ def test_quick_mode_never_writes_the_committed_results(gq, monkeypatch, tmp_path
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(gq.Path, "write_text", lambda self, *a, **k: written.append(self))
     assert gq.main(["--quick"]) == 0
-    assert written == [gq.Path(".graphnetz") / "gate_quality_quick.md"]
+    assert written == [gq.Path(".graphnetz") / "gate_quality_quick_values.json",
+                       gq.Path(".graphnetz") / "gate_quality_quick.md"]
+
+
+def test_saved_values_round_trip_and_are_analysed_without_training(gq, tmp_path, monkeypatch):
+    rng = np.random.default_rng(2)
+    pools = {"karate": {v: {sel: rng.normal(0.8, 0.02, 20) for sel in gq.VALUES_SELECTIONS}
+                        for v in ["baseline", *(c.name for c in gq.CANDIDATES)]}}
+    path = tmp_path / "values.json"
+    gq.save_values(path, pools)
+    back = gq.load_values(path)
+    assert np.array_equal(back["karate"]["baseline"]["final"], pools["karate"]["baseline"]["final"])
+    monkeypatch.setattr(gq, "QUICK", (gq.Plan("karate", epochs=5, pool=20, short_epochs=2),))
+    monkeypatch.setattr(gq, "train_pool", lambda *a, **k: pytest.fail("trained"))
+    out = tmp_path / "results.md"
+    assert gq.main(["--quick", "--values", str(path), "--out", str(out)]) == 0
+    assert "without training" in out.read_text() and "### S = 5 seeds" in out.read_text()

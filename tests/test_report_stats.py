@@ -38,7 +38,10 @@ def test_summary_rows_follow_the_report_and_match_describe():
 
 
 def test_summary_method_and_level_default_to_the_report_settings():
-    report = make_report(ci_method="bootstrap", confidence_level=0.9)
+    X = np.random.default_rng(0).normal(0.8, 0.02, size=(2, 3, 10))  # bootstrap: 10 seeds
+    report = BenchmarkReport.from_arrays(X, tasks=TASKS, models=MODELS, seeds=range(10),
+                                         metric={"cora": "accuracy", "zinc": "mae"},
+                                         ci_method="bootstrap", confidence_level=0.9)
     summary = report.summary()
     assert summary.method == "bootstrap" and summary.confidence_level == 0.9
     x = report.values("zinc", "GAT")
@@ -118,7 +121,9 @@ def test_pairwise_flags_overlap_but_pairing_decides():
 
 @pytest.mark.parametrize("test", gs.PAIRED_TESTS)
 def test_pairwise_every_test_gives_finite_numbers(test):
-    pw = make_report().pairwise(test)
+    X = np.random.default_rng(0).normal(0.8, 0.02, size=(2, 3, 10))  # bootstrap: 10 seeds
+    pw = BenchmarkReport.from_arrays(X, tasks=TASKS, models=MODELS, seeds=range(10),
+                                     metric={"cora": "accuracy", "zinc": "mae"}).pairwise(test)
     assert {r.test for r in pw} == {test} and pw.test == test
     for r in pw:
         assert np.isfinite([r.mean_diff, r.ci_low, r.ci_high, r.p_value, r.p_holm,

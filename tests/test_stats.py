@@ -59,7 +59,7 @@ def test_bootstrap_interval_agrees_with_scipy_percentile_bootstrap(seed):
 
 
 def test_bootstrap_rng_is_deterministic_by_default_and_accepts_int_or_generator():
-    x = np.random.default_rng(7).normal(size=8)
+    x = np.random.default_rng(7).normal(size=10)
     assert gs.bootstrap_interval(x) == gs.bootstrap_interval(x)
     assert gs.bootstrap_interval(x, rng=3) == gs.bootstrap_interval(
         x, rng=np.random.default_rng(3))
@@ -75,11 +75,15 @@ def test_describe_counts_diverged_seeds_and_describes_the_rest():
     assert cell.std == pytest.approx(finite.std(ddof=1))
     assert cell.sem == pytest.approx(stats.sem(finite))
     assert cell.ci == gs.t_interval(finite)
-    assert gs.describe(x, method="bootstrap").ci == gs.bootstrap_interval(finite)
+    with pytest.raises(ValueError, match="bootstrap interval over 4 seeds refused"):
+        gs.describe(x, method="bootstrap")  # 4 finished seeds: too few to bootstrap
+    y = [*x, 0.82, 0.78, 0.81, 0.80, 0.79, 0.83]
+    assert gs.describe(y, method="bootstrap").ci == gs.bootstrap_interval(
+        np.asarray(y)[np.isfinite(y)])
 
 
 def test_describe_many_rows_equal_describe():
-    X = np.random.default_rng(1).normal(size=(4, 6))
+    X = np.random.default_rng(1).normal(size=(4, 11))
     X[2, 3] = np.nan
     for method in gs.CI_METHODS:
         rows = gs.describe_many(X, method=method)
@@ -172,7 +176,7 @@ def _same(got, expected) -> bool:
 
 def test_paired_tests_batch_equals_one_at_a_time():
     rng = np.random.default_rng(2)
-    A, B = rng.normal(size=(5, 9)), rng.normal(size=(5, 9))
+    A, B = rng.normal(size=(5, 10)), rng.normal(size=(5, 10))
     for test in gs.PAIRED_TESTS:
         batch = gs.paired_tests(A, B, test=test)
         # Same resamples either way; only BLAS summation order may differ (last bits).
@@ -198,7 +202,7 @@ def test_paired_test_excludes_diverged_pairs_with_a_note_and_needs_two():
 
 
 def test_all_zero_differences_give_clean_numbers():
-    a = np.array([0.8, 0.81, 0.79])
+    a = np.array([0.8, 0.81, 0.79, 0.82, 0.83, 0.78, 0.8, 0.81, 0.79, 0.84])
     for test in gs.PAIRED_TESTS:
         res = gs.paired_test(a, a.copy(), test=test)
         assert res.mean_diff == 0 and res.effect_size == 0

@@ -22,7 +22,9 @@ from ._common import (
     _t_quantile,
     _vector,
 )
-from ._resampling import _bootstrap_means, _percentile_ci
+from ._resampling import _bootstrap_means, _percentile_ci, _require_bootstrap_seeds
+
+_T_INSTEAD = "the Student-t interval (method='t'; report.ci_method = 't')"
 
 
 @dataclass(frozen=True)
@@ -58,9 +60,12 @@ def bootstrap_interval(x: Any, *, confidence_level: float = 0.95, n_resamples: i
     """Percentile bootstrap interval of the mean of finite values ``x`` (n,).
 
     Reported by its own endpoints, so asymmetric near a bound and never outside
-    ``[min(x), max(x)]``.
+    ``[min(x), max(x)]``. Refused (``ValueError``) below
+    :data:`~pytest_graphnetz.stats._resampling.BOOTSTRAP_MIN_SEEDS` (10) values, where it
+    covers far less than ``confidence_level``.
     """
     arr = _finite(x, "x")
+    _require_bootstrap_seeds(arr.size, "a percentile bootstrap interval", _T_INSTEAD)
     means = _bootstrap_means(arr[None, :], n_resamples, _rng(rng))
     low, high = _percentile_ci(means, _check_level(confidence_level), arr[None, :])
     return ConfidenceInterval(float(low[0]), float(high[0]))
@@ -78,7 +83,9 @@ def describe_many(X: Any, *, method: str = "t", confidence_level: float = 0.95,
                   n_resamples: int = 10_000, rng: RngLike = None) -> list[CellStats]:
     """:func:`describe` for every row of ``X`` (k, n_seeds), vectorised.
 
-    Rows with the same pattern of diverged seeds are computed together. With ``rng`` None or an
+    ``method="bootstrap"`` on a row with 2 to 9 finite values raises ``ValueError`` (see
+    :func:`bootstrap_interval`). Rows with the same pattern of diverged seeds are computed
+    together. With ``rng`` None or an
     int, each pattern starts from that seed, so a row gets the interval ``describe`` would give.
     """
 
@@ -99,6 +106,7 @@ def describe_many(X: Any, *, method: str = "t", confidence_level: float = 0.95,
                 half = _t_quantile((1 + level) / 2, n - 1) * se
                 low, high = mean - half, mean + half
             else:
+                _require_bootstrap_seeds(n, "a percentile bootstrap interval", _T_INSTEAD)
                 means = _bootstrap_means(D, n_resamples, _rng(rng))
                 low, high = _percentile_ci(means, level, D)
         else:

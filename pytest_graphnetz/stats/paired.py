@@ -23,10 +23,14 @@ from ._common import (
     _vector,
 )
 from ._resampling import (
+    BOOTSTRAP_MIN_SEEDS,
     _bootstrap_means,
     _bootstrap_p_greater,
     _bootstrap_p_less,
+    _expanded_level,
+    _expanded_p,
     _percentile_ci,
+    _require_bootstrap_seeds,
     _sign_matrix,
     _signflip_p,
 )
@@ -38,9 +42,11 @@ class PairedResult:
 
     - ``mean_diff``: mean of ``a - b`` over usable pairs (for ``welch``: difference of means).
     - ``ci``: interval for ``mean_diff`` at ``confidence_level``; ``interval`` says how it was
-      built: ``"t"`` (paired-t), ``"welch"``, ``"bootstrap"`` (percentile bootstrap of the mean
-      paired difference; used for the bootstrap, wilcoxon and permutation tests, whose own
-      statistics are not the mean), or ``"corrected-t"`` (Nadeau–Bengio).
+      built: ``"t"`` (paired-t, and the wilcoxon and permutation tests below 10 seeds),
+      ``"welch"``, ``"bootstrap"`` (expanded percentile bootstrap of the mean paired difference,
+      see :func:`~pytest_graphnetz.stats._resampling._expanded_level`; used for the bootstrap
+      test, and for wilcoxon and permutation, whose own statistics are not the mean, from 10
+      seeds), or ``"corrected-t"`` (Nadeau–Bengio).
     - ``effect_size``: Cohen's d_z = mean / sd of the paired differences (Cohen's d with the
       averaged variance for ``welch``); 0 when there is no difference at all and ±inf when the
       differences are constant and non-zero.
@@ -82,7 +88,8 @@ def paired_test(a: Any, b: Any, *, test: str = "paired-t", confidence_level: flo
 
     ``test``: ``paired-t`` (Student's t on the differences), ``wilcoxon`` (signed-rank, scipy),
     ``permutation`` (sign-flip; exact for n <= 16, Monte-Carlo with ``n_resamples`` beyond),
-    ``bootstrap`` (percentile bootstrap of the mean difference; p by inverting it),
+    ``bootstrap`` (expanded percentile bootstrap of the mean difference, p by inverting it;
+    refused below 10 seeds, where it is far too narrow),
     ``welch`` (unpaired Welch t, for seeds that cannot be paired). Pairs with a non-finite value
     on either side are excluded and named in ``notes``; fewer than 2 usable pairs is an error.
     """
@@ -138,15 +145,22 @@ def paired_tests(A: Any, B: Any, *, test: str = "paired-t", confidence_level: fl
         half = _t_quantile((1 + level) / 2, df) * se
         low, high = mean - half, mean + half
     else:
-        means = _bootstrap_means(D, n_resamples, _rng(rng))
-        low, high = _percentile_ci(means, level, D)
-        interval = "bootstrap"
         if test == "bootstrap":
-            p = np.minimum(1.0, 2 * np.minimum(_bootstrap_p_greater(means),
-                                               _bootstrap_p_less(means)))
-            floor[:] = 2 / (n_resamples + 1)
+            _require_bootstrap_seeds(n, "test='bootstrap'", _T_INSTEAD)
+        gen = _rng(rng)
+        if n >= BOOTSTRAP_MIN_SEEDS:  # the expanded percentile interval
+            means = _bootstrap_means(D, n_resamples, gen)
+            low, high = _percentile_ci(means, _expanded_level(level, n), D)
+            interval = "bootstrap"
+        else:  # a rank or sign-flip test on too few seeds to bootstrap: the t interval
+            half = _t_quantile((1 + level) / 2, n - 1) * se
+            low, high = mean - half, mean + half
+        if test == "bootstrap":
+            p = np.minimum(1.0, 2 * np.minimum(_expanded_p(_bootstrap_p_greater(means), n),
+                                               _expanded_p(_bootstrap_p_less(means), n)))
+            floor[:] = 2 * _expanded_p(1 / (n_resamples + 1), n)
         elif test == "permutation":
-            signs, exact = _sign_matrix(n, n_resamples, _rng(rng))
+            signs, exact = _sign_matrix(n, n_resamples, gen)
             p = _signflip_p(D, signs, exact, alternative="two-sided")
             # Flipping a zero changes nothing: only the non-zero differences' signs count.
             floor[:] = (np.minimum(1.0, 2.0 ** (1 - np.count_nonzero(D, axis=-1))) if exact
@@ -197,6 +211,9 @@ def _wilcoxon_p(D: np.ndarray, alternative: str) -> np.ndarray:
 
 # scipy's wilcoxon enumerates sign flips for tied/zero data up to this many pairs.
 _WILCOXON_ENUMERATE_MAX_N = 13
+
+
+_T_INSTEAD = "the paired t-test (test='paired-t'; 'paired' in the gates)"
 
 
 # Rounding noise is not a difference: two-decimal accuracies that each drop by exactly the
@@ -313,28 +330,37 @@ class _WelchEvidence(_Evidence):
 
 
 class _BootstrapEvidence(_Evidence):
-    interval = "bootstrap"
+    """The bootstrap test (expanded, :func:`_expanded_p`); its bounds are the expanded
+    percentile interval. The rank and sign-flip tests below share those bounds, and below
+    :data:`BOOTSTRAP_MIN_SEEDS` seeds, where no bootstrap is made, use the t interval."""
 
     def __init__(self, cand: np.ndarray, base: np.ndarray, n_resamples: int,
                  gen: np.random.Generator) -> None:
         super().__init__(cand, base)
-        self.n_resamples = n_resamples
-        self.means = _bootstrap_means(self.d[None, :], n_resamples, gen)
+        self.n_resamples, n = n_resamples, self.d.size
+        self.means = (_bootstrap_means(self.d[None, :], n_resamples, gen)
+                      if n >= BOOTSTRAP_MIN_SEEDS else None)
+        self.interval = "bootstrap" if self.means is not None else "t"
 
     def floor_at(self, c: float) -> float:
-        return 1 / (self.n_resamples + 1)
+        return float(_expanded_p(1 / (self.n_resamples + 1), self.d.size))
 
     def _tol(self, c: float) -> float:
         return float(_tolerance(self.cand, self.base, shift=c)[0])
 
     def p_greater(self, c: float) -> float:
-        return float(_bootstrap_p_greater(self.means, c, self._tol(c))[0])
+        raw = _bootstrap_p_greater(self.means, c, self._tol(c))[0]
+        return float(_expanded_p(raw, self.d.size))
 
     def p_less(self, c: float) -> float:
-        return float(_bootstrap_p_less(self.means, c, self._tol(c))[0])
+        raw = _bootstrap_p_less(self.means, c, self._tol(c))[0]
+        return float(_expanded_p(raw, self.d.size))
 
     def bounds(self, level: float) -> tuple[float, float]:
-        low, high = _percentile_ci(self.means, level, self.d[None, :])
+        if self.means is None:
+            return _TEvidence.bounds(self, level)
+        low, high = _percentile_ci(self.means, _expanded_level(level, self.d.size),
+                                   self.d[None, :])
         return float(low[0]), float(high[0])
 
 
@@ -380,6 +406,8 @@ def _evidence(test: str, cand: np.ndarray, base: np.ndarray, n_resamples: int,
     elif test == "welch":
         ev = _WelchEvidence(cand, base)
     else:
+        if test == "bootstrap":
+            _require_bootstrap_seeds(cand.size, "test='bootstrap'", _T_INSTEAD)
         cls = {"bootstrap": _BootstrapEvidence, "permutation": _SignFlipEvidence,
                "wilcoxon": _WilcoxonEvidence}[test]
         ev = cls(cand, base, n_resamples, _rng(rng))
