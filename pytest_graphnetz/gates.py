@@ -304,7 +304,7 @@ class UnpairedCell:
         w = self.welch
         if w is None:
             return "unpaired: n/a"
-        return f"unpaired {_signed(w.mean_diff)} {_ci(w.ci)}"
+        return f"unpaired {_signed(w.mean_diff)} {_ci(w.ci)} ({w.confidence_level:.0%})"
 
     def line(self) -> str:
         w = self.welch

@@ -160,9 +160,11 @@ def plot_comparison(
     ``mean_diff``, two-sided ``ci``, ``margin``, ``kind``, ``verdict``). Δ is candidate −
     baseline with the sign flipped for lower-is-better metrics, so right is always better.
     Lines mark 0 and the gate's bound: −margin (``not_worse``), +margin (``better``), ±margin
-    (``equivalent``); ``margin`` overrides the comparisons' own. Tasks are separated by rules.
-    ``reports``: the ``(baseline, candidate)`` the verdicts came from; each seed's own paired
-    difference is then drawn as a light dot on its row. Each row's label names its verdict.
+    (``equivalent``); ``margin`` overrides the comparisons' own; a dotted line marks −δ, the
+    ``min_effect`` of a not-worse comparison (NOT WORSE needs the lower bound above it). Tasks
+    are separated by rules. ``reports``: the ``(baseline, candidate)`` the verdicts came
+    from; each seed's own paired difference is then drawn as a light dot on its row. Each row's
+    label names its verdict.
     Writes the figure to ``path`` when given; returns the Figure.
     """
     _require_matplotlib()
@@ -179,6 +181,7 @@ def plot_comparison(
     ys = np.arange(n)[::-1].astype(float)
     seen: dict[str, str] = {}
     bounds: set[float] = set()
+    deltas: set[float] = set()
     for y, v in zip(ys, verdicts, strict=True):
         c = v.comparison
         name = _verdict_name(v)
@@ -186,6 +189,8 @@ def plot_comparison(
         seen.setdefault(name, colour)
         m = float(c.margin if margin is None else margin)
         bounds.update({"not_worse": [-m], "better": [m]}.get(c.kind, [-m, m]))
+        if c.kind == "not_worse" and getattr(c, "min_effect", None) is not None:
+            deltas.add(-float(c.min_effect))
         if reports is not None:
             d = _paired_differences(v, *reports)
             jitter = np.linspace(-0.18, 0.18, d.size) if d.size > 1 else np.zeros(d.size)
@@ -205,6 +210,12 @@ def plot_comparison(
     if bounds - {0.0}:
         text = ", ".join(f"{b:+g}" for b in sorted(bounds - {0.0}))
         handles.append(Line2D([], [], label=f"margin ({text})", **style))
+    dotted = {"color": "#6a1b9a", "lw": 0.9, "ls": ":"}
+    for b in sorted(deltas):
+        ax.axvline(b, zorder=2, **dotted)
+    if deltas:
+        text = ", ".join(f"{b:+g}" for b in sorted(deltas))
+        handles.append(Line2D([], [], label=f"−δ, min_effect ({text})", **dotted))
     ax.set_yticks(ys, [f"{v.task} · {v.model}\n{_verdict_name(v)}" for v in verdicts])
     ax.set_ylim(-0.6, n - 0.4)
     # Comparisons print the two-sided (1 - 2 alpha) interval that matches their one-sided tests.
