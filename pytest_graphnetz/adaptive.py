@@ -203,13 +203,15 @@ def sequential_gate(report: AdaptiveReport, baseline: BenchmarkReport, *, margin
                         f"so this cell's looks are {design.looks}; {command} completes it",)
             values = {s: float(v) for s, v in zip(report.seeds, report.values(task, model),
                                                    strict=True)}
+            delta = (min_effect if min_effect is not None
+                     else gates.default_min_effect(spec, margin))
             cells.append(_Cell(task, model, spec.name, spec.higher_is_better, seeds, design,
-                               values, base, note))
+                               values, base, delta, note))
     while True:
         _train_missing(report, baseline, [c for c in cells if c.verdict is None], source)
         for c in cells:
             if c.verdict is None:
-                _look(c, margin, min_effect)
+                _look(c, margin)
         family = [c for c in cells if c.tested]
         if family:
             rejected = sequential_holm([c.history for c in family], [c.design for c in family])
@@ -237,6 +239,7 @@ class _Cell:
     design: Any                 # its SequentialDesign (over len(seeds))
     values: dict[int, float]    # candidate value per trained seed
     base: dict[int, float]      # baseline value per seed
+    min_effect: float | None    # δ: NOT WORSE's boundary (None: -margin, no natural scale)
     notes: tuple[str, ...] = ()
     look: int = 0               # index into design.looks of the current look
     history: tuple[float, ...] = ()
@@ -273,7 +276,7 @@ def _train_missing(report: AdaptiveReport, baseline: BenchmarkReport, cells: Seq
                                 strict=True))
 
 
-def _look(c: _Cell, margin: float, min_effect: float | None) -> None:
+def _look(c: _Cell, margin: float) -> None:
     _, cand, ref = c.pairs()
     if not np.all(np.isfinite(cand)):
         # A candidate that diverged where the baseline did not fails that seed: REGRESSED
@@ -281,7 +284,7 @@ def _look(c: _Cell, margin: float, min_effect: float | None) -> None:
         c.verdict, c.tested = _verdict("REGRESSED"), False
         return
     d = (cand - ref) * (1.0 if c.higher_is_better else -1.0)
-    c.decision = sequential_decide(d, c.design, margin=margin, min_effect=min_effect,
+    c.decision = sequential_decide(d, c.design, margin=margin, min_effect=c.min_effect,
                                    label=f"{c.task}/{c.model}")
     c.history = (*c.history, c.decision.t_regressed)
     stopped = c.decision.verdict
@@ -304,8 +307,8 @@ def _cell_verdict(c: _Cell, report: AdaptiveReport, baseline: BenchmarkReport, m
 
     seeds, cand, ref = c.pairs()
     comp = stats.compare(cand, ref, higher_is_better=c.higher_is_better, kind="not_worse",
-                         test="paired-t", margin=margin, alpha=alpha,
-                         label=f"{c.task}/{c.model}", seeds=seeds)
+                         test="paired-t", margin=margin, min_effect=c.min_effect,
+                         alpha=alpha, label=f"{c.task}/{c.model}", seeds=seeds)
     if c.decision is not None and comp.verdict is not stats.Verdict.IDENTICAL \
             and not comp.diverged_seeds:
         comp = replace(comp, verdict=c.verdict, ci=c.decision.ci, notes=(

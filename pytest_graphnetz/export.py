@@ -29,14 +29,26 @@ _CI_NAMES = {"t": "Student-t", "bootstrap": "percentile bootstrap"}
 
 # -- the numbers every view shares -------------------------------------------------------------
 
-def cell_stats(report: BenchmarkReport) -> dict[tuple[str, str], SummaryRow]:
-    """Per (task, model): the row of ``report.summary()`` (mean, ci_low, ci_high, n_diverged...).
+def cell_stats(report: BenchmarkReport,
+               source: str = "seeds") -> dict[tuple[str, str], SummaryRow]:
+    """Per (task, model): the row of ``report.summary(source=source)`` (mean, ci_low, ci_high,
+    n_diverged...).
 
     The summary follows ``report.ci_method``, ``confidence_level`` and ``epoch_selection``,
     and its bootstrap draws from a fixed seed, so every view of one report shows the same
-    interval as ``print(report.summary())``.
+    interval as ``print(report.summary(source=source))``.
     """
-    return {(row.task, row.model): row for row in report.summary()}
+    return {(row.task, row.model): row for row in report.summary(source=source)}
+
+
+def _source_sentence(cells: dict, source: str) -> str:
+    """What a view's intervals cover when they are not the seed intervals ('' for seeds)."""
+    if source == "seeds":
+        return ""
+    from .stats.heldout import COVERS
+
+    methods = sorted({c.method.split(", n=")[0] for c in cells.values()})
+    return f" Intervals ({', '.join(methods)}) cover {COVERS[source]}."
 
 
 @dataclass(frozen=True)
@@ -161,7 +173,7 @@ def _arrow(report: BenchmarkReport, task: str, *, latex: bool) -> str:
 
 def to_latex(
     report: BenchmarkReport, *, digits: int = 3, alpha: float = 0.05,
-    label: str = "tab:graphnetz",
+    label: str = "tab:graphnetz", source: str = "seeds",
 ) -> str:
     """A booktabs table: models as rows, tasks as columns, one ``mean ± half-width`` per cell.
 
@@ -170,8 +182,10 @@ def to_latex(
     paired t-test (Holm-corrected over the task's model pairs, level ``alpha``) puts that model
     ahead of every other one. The caption states seeds, interval method and level, and epoch
     selection. Needs ``\\usepackage{booktabs}``. Returns the LaTeX source as a string.
+    ``source``: the intervals shown (``"seeds"``, ``"test_set"``, ``"total"``: see
+    :meth:`BenchmarkReport.summary`); the caption says what they cover.
     """
-    cells = cell_stats(report)
+    cells = cell_stats(report, source)
     best = _best(report, cells, pair_findings(report, alpha=alpha))
     header = " & ".join(["Model"] + [
         f"{latex_escape(t)} ({latex_escape(report.metric_name(t))} {_arrow(report, t, latex=True)})"
@@ -184,7 +198,8 @@ def to_latex(
         ]) + r" \\"
         for m in report.models
     ]
-    caption = _caption(report, cells, alpha, latex=True)
+    caption = _caption(report, cells, alpha, latex=True) + latex_escape(
+        _source_sentence(cells, source))
     lines = [
         r"\begin{table}[t]",
         r"\centering",
@@ -243,13 +258,16 @@ def _markdown_cell(c: SummaryRow, method: str, digits: int, bold: bool) -> str:
     return text + (" †" if c.n_diverged else "")
 
 
-def to_markdown(report: BenchmarkReport, *, digits: int = 3, alpha: float = 0.05) -> str:
+def to_markdown(report: BenchmarkReport, *, digits: int = 3, alpha: float = 0.05,
+                source: str = "seeds") -> str:
     """A GitHub-flavoured Markdown table (models × tasks) followed by the findings view.
 
     Cells read ``mean ± half`` for ``ci_method="t"`` and ``mean [low, high]`` for the bootstrap;
-    bold marks what :func:`best_models` finds. Returns the Markdown as a string.
+    bold marks what :func:`best_models` finds. ``source``: the intervals shown (``"seeds"``,
+    ``"test_set"``, ``"total"``; see :meth:`BenchmarkReport.summary`), named in the caption.
+    Returns the Markdown as a string.
     """
-    cells = cell_stats(report)
+    cells = cell_stats(report, source)
     found = pair_findings(report, alpha=alpha)  # once: the bold cells and the findings view
     best = _best(report, cells, found)
     headers = ["model"] + [
@@ -260,7 +278,7 @@ def to_markdown(report: BenchmarkReport, *, digits: int = 3, alpha: float = 0.05
                for t in report.tasks]
         for m in report.models
     ]
-    caption = _caption(report, cells, alpha, latex=False)
+    caption = _caption(report, cells, alpha, latex=False) + _source_sentence(cells, source)
     return (markdown_table(headers, rows) + f"\n\n_{caption}_\n\n"
             + _findings(report, found, digits=digits, alpha=alpha))
 

@@ -304,7 +304,7 @@ class UnpairedCell:
         w = self.welch
         if w is None:
             return "unpaired: n/a"
-        return f"unpaired {_signed(w.mean_diff)} {_ci(w.ci)}"
+        return f"unpaired {_signed(w.mean_diff)} {_ci(w.ci)} ({w.confidence_level:.0%})"
 
     def line(self) -> str:
         w = self.welch
@@ -375,9 +375,12 @@ def assert_ci_width(report: BenchmarkReport, max_width: float, *,
     """Fail when a cell's interval (``method``, default the report's) is wider than ``max_width``.
 
     The message says how many seeds would bring each wide interval under ``max_width``.
-    Returns one :class:`WidthVerdict` per cell.
+    Returns one :class:`WidthVerdict` per cell. An adaptive report (``--graphnetz-seeds=MIN..MAX``)
+    is measured at all MAX seeds, as the other non-sequential gates are (only missing ones train).
     """
     __tracebackhide__ = True
+    if isinstance(report, AdaptiveReport):
+        report = report.complete()
     _announce(report)
     try:
         if not max_width > 0:
@@ -428,7 +431,7 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
             report = report.complete()
         if isinstance(baseline, BaselineHandle) and baseline.update:
             return _refresh(gate, report, baseline, test=test, margin=margin, alpha=alpha,
-                            rng=rng)
+                            rng=rng, min_effect=min_effect)
         source, base = _load(baseline)
         command = baseline.update_command if isinstance(baseline, BaselineHandle) else None
         if isinstance(report, AdaptiveReport):
@@ -505,7 +508,7 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
                                                                     refresh_command)
     cand_idx = [report.seeds.index(s) for s in seeds]
     base_idx = [baseline.seeds.index(s) for s in seeds]
-    cells, specs = [], []
+    cells, specs, tested = [], [], []
     for task in report.tasks:
         spec = report.metric(task)
         for model in report.models:
@@ -518,10 +521,18 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
                 cell["min_effect"] = (min_effect if min_effect is not None
                                       else default_min_effect(spec, margin))
             cells.append(cell)
-    comparisons = stats.compare_many(cells, kind=gate, test=test, margin=margin, alpha=alpha,
+            tested.append(_fold_cell(cell, report.folds(task), test))
+    comparisons = stats.compare_many(tested, kind=gate, test=test, margin=margin, alpha=alpha,
                                      rng=rng)
     verdicts = []
     for (task, model, spec), cell, comp in zip(specs, cells, comparisons, strict=True):
+        if report.folds(task) is not None:
+            from dataclasses import replace
+
+            from .stats.heldout import FOLD_NOTE
+
+            comp = replace(comp, notes=(*comp.notes, FOLD_NOTE.format(
+                task=task, k=report.folds(task), test=test)))
         name = _verdict_name(comp.verdict)
         failed = name not in _PASSES[gate] or (strict and name == "INCONCLUSIVE")
         verdicts.append(CellVerdict(
@@ -529,6 +540,18 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
             _describe(cell["baseline"], baseline), _describe(cell["candidate"], report),
             tuple(seeds), failed, notes, tuple(baseline.seeds), refresh_command))
     return verdicts
+
+
+def _fold_cell(cell: dict, k: int | None, test: str) -> dict:
+    """``cell`` as compared: on a k-fold CV task, the paired t on candidate values that make it
+    the corrected resampled t test (:func:`~pytest_graphnetz.stats.heldout.fold_corrected`),
+    whatever ``test`` was asked for (the plain tests are invalid on folds)."""
+    if k is None:
+        return cell
+    from .stats.heldout import fold_corrected
+
+    return {**cell, "test": "paired-t",
+            "candidate": fold_corrected(cell["candidate"], cell["baseline"], k=k)}
 
 
 def default_min_effect(spec: MetricSpec, margin: float = 0.0) -> float | None:
@@ -540,17 +563,18 @@ def default_min_effect(spec: MetricSpec, margin: float = 0.0) -> float | None:
 
 
 def _refresh(gate: str, report: BenchmarkReport, handle: BaselineHandle, *, test: str,
-             margin: float, alpha: float, rng: Any) -> list[CellVerdict]:
+             margin: float, alpha: float, rng: Any,
+             min_effect: float | None = None) -> list[CellVerdict]:
     """``--graphnetz-update-baselines``: :func:`pytest_graphnetz.ratchet.refresh` writes the
-    candidate unless the ratchet refuses; here its not-worse comparisons are made and reported.
-    Returns the ratchet's verdicts."""
+    candidate unless the ratchet refuses; here its not-worse comparisons (the call's test,
+    margin, δ and alpha) are made and reported. Returns the ratchet's verdicts."""
     __tracebackhide__ = True
     from .ratchet import refresh
 
     def judge(candidate: BenchmarkReport, reference: BenchmarkReport,
               source: str) -> list[CellVerdict]:
         return compare_reports(candidate, reference, gate="not_worse", test=test, margin=margin,
-                               alpha=alpha, source=source, rng=rng)
+                               min_effect=min_effect, alpha=alpha, source=source, rng=rng)
 
     outcome = refresh(handle, report, judge)
     status = "UPDATED" if outcome.written else "REFUSED"

@@ -79,7 +79,8 @@ def axis_label(metric: str, higher_is_better: bool) -> str:
 
 
 def plot_forest(
-    report: BenchmarkReport, path: str | os.PathLike | None = None, ax: Any = None
+    report: BenchmarkReport, path: str | os.PathLike | None = None, ax: Any = None,
+    source: str = "seeds",
 ) -> Figure:
     """Forest plot: one row per (task, model), a panel per task.
 
@@ -89,7 +90,9 @@ def plot_forest(
     its own x axis labelled with the task's metric and direction (tasks may differ in scale
     and metric). ``ax``: None (a new figure, height growing with the rows), or one Axes per
     task. Writes a PNG (or any format matplotlib infers from the suffix) when ``path`` is given.
-    Returns the :class:`matplotlib.figure.Figure`.
+    ``source``: the error bars (``"seeds"``, ``"test_set"``, ``"total"``; see
+    :meth:`BenchmarkReport.summary`), named in the title. Returns the
+    :class:`matplotlib.figure.Figure`.
     """
     _require_matplotlib()
     from matplotlib import colormaps
@@ -98,12 +101,12 @@ def plot_forest(
     if ax is None:
         heights = [_ROW_IN * n_models + _PANEL_IN] * len(report.tasks)
         fig, axes = _new_figure(sum(heights) + 0.45, len(report.tasks), heights)
-        fig.suptitle(_forest_caption(report), fontsize=9)
+        fig.suptitle(_forest_caption(report, source), fontsize=9)
     else:
         axes = _axes_list(ax, len(report.tasks), "a forest plot of this report")
         fig = axes[0].figure
 
-    cells = cell_stats(report)
+    cells = cell_stats(report, source)
     X = report.X  # [task, model, seed]
     palette = colormaps["tab10"]
     # Rows top to bottom in report order; seeds spread over a fixed band around their row.
@@ -135,7 +138,10 @@ def plot_forest(
     return fig
 
 
-def _forest_caption(report: BenchmarkReport) -> str:
+def _forest_caption(report: BenchmarkReport, source: str = "seeds") -> str:
+    if source != "seeds":
+        return (f"Mean over {_seeds_phrase(report)}, {source.replace('_', ' ')} interval "
+                f"(epoch: {report.epoch_selection}); dots: single seeds")
     return (f"Mean and {_method_phrase(report)} over {_seeds_phrase(report)} "
             f"(epoch: {report.epoch_selection}); dots: single seeds")
 
@@ -154,9 +160,11 @@ def plot_comparison(
     ``mean_diff``, two-sided ``ci``, ``margin``, ``kind``, ``verdict``). Δ is candidate −
     baseline with the sign flipped for lower-is-better metrics, so right is always better.
     Lines mark 0 and the gate's bound: −margin (``not_worse``), +margin (``better``), ±margin
-    (``equivalent``); ``margin`` overrides the comparisons' own. Tasks are separated by rules.
-    ``reports``: the ``(baseline, candidate)`` the verdicts came from; each seed's own paired
-    difference is then drawn as a light dot on its row. Each row's label names its verdict.
+    (``equivalent``); ``margin`` overrides the comparisons' own; a dotted line marks −δ, the
+    ``min_effect`` of a not-worse comparison (NOT WORSE needs the lower bound above it). Tasks
+    are separated by rules. ``reports``: the ``(baseline, candidate)`` the verdicts came
+    from; each seed's own paired difference is then drawn as a light dot on its row. Each row's
+    label names its verdict.
     Writes the figure to ``path`` when given; returns the Figure.
     """
     _require_matplotlib()
@@ -173,6 +181,7 @@ def plot_comparison(
     ys = np.arange(n)[::-1].astype(float)
     seen: dict[str, str] = {}
     bounds: set[float] = set()
+    deltas: set[float] = set()
     for y, v in zip(ys, verdicts, strict=True):
         c = v.comparison
         name = _verdict_name(v)
@@ -180,6 +189,8 @@ def plot_comparison(
         seen.setdefault(name, colour)
         m = float(c.margin if margin is None else margin)
         bounds.update({"not_worse": [-m], "better": [m]}.get(c.kind, [-m, m]))
+        if c.kind == "not_worse" and getattr(c, "min_effect", None) is not None:
+            deltas.add(-float(c.min_effect))
         if reports is not None:
             d = _paired_differences(v, *reports)
             jitter = np.linspace(-0.18, 0.18, d.size) if d.size > 1 else np.zeros(d.size)
@@ -199,6 +210,12 @@ def plot_comparison(
     if bounds - {0.0}:
         text = ", ".join(f"{b:+g}" for b in sorted(bounds - {0.0}))
         handles.append(Line2D([], [], label=f"margin ({text})", **style))
+    dotted = {"color": "#6a1b9a", "lw": 0.9, "ls": ":"}
+    for b in sorted(deltas):
+        ax.axvline(b, zorder=2, **dotted)
+    if deltas:
+        text = ", ".join(f"{b:+g}" for b in sorted(deltas))
+        handles.append(Line2D([], [], label=f"−δ, min_effect ({text})", **dotted))
     ax.set_yticks(ys, [f"{v.task} · {v.model}\n{_verdict_name(v)}" for v in verdicts])
     ax.set_ylim(-0.6, n - 0.4)
     # Comparisons print the two-sided (1 - 2 alpha) interval that matches their one-sided tests.

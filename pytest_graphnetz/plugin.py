@@ -328,7 +328,8 @@ class GraphnetzSession:
         kwargs.setdefault("deterministic", s.deterministic)
         counts: dict[str, float] = {"trained": 0, "cached": 0}
         user_progress = kwargs.pop("progress", None)
-        live = self._live_progress(tasks, models, kwargs["seeds"])
+        with self._uncaptured():  # its first line (0/N) is written at once
+            live = self._live_progress(tasks, models, kwargs["seeds"])
 
         def progress(task: str, model: str, seed: int, status: str, seconds: float) -> None:
             counts[status] = counts.get(status, 0) + 1
@@ -338,9 +339,18 @@ class GraphnetzSession:
             if user_progress is not None:
                 user_progress(task, model, seed, status, seconds)
 
+        user_started = kwargs.pop("started", None)
+
+        def started(task: str, model: str, seed: int) -> None:
+            if live is not None:
+                with self._uncaptured():
+                    live.start(task, model, seed)
+            if user_started is not None:
+                user_started(task, model, seed)
+
         start = time.monotonic()
         try:
-            return run_benchmark(tasks, models, progress=progress, **kwargs)
+            return run_benchmark(tasks, models, progress=progress, started=started, **kwargs)
         finally:
             if live is not None:
                 with self._uncaptured():

@@ -35,17 +35,22 @@ class RunProgress:
     clock: Callable[[], float] = time.monotonic
     trained: int = 0
     cached: int = 0
-    last: str = ""
-    start: float = field(default=0.0)
+    last: str = ""       # the triple that finished last
+    current: str = ""    # the triple training now, when the run says (serial runs)
+    started_at: float = field(default=0.0)
 
     def __post_init__(self) -> None:
-        self.start = self.clock()
+        self.started_at = self.clock()
 
     @property
     def done(self) -> int:
         return self.trained + self.cached
 
+    def start(self, task: str, model: str, seed: int) -> None:
+        self.current = f"{task}/{model} seed {seed}"
+
     def update(self, task: str, model: str, seed: int, status: str) -> None:
+        self.current = ""
         if status == "trained":
             self.trained += 1
         else:
@@ -53,13 +58,15 @@ class RunProgress:
         self.last = f"{task}/{model} seed {seed}"
 
     def line(self) -> str:
-        """``graphnetz: 12/30 triples (9 trained, 3 from cache) · last karate/GCN seed 4 ·
-        0:42 elapsed, ~1:03 left``."""
-        elapsed = self.clock() - self.start
+        """``graphnetz: 12/30 triples (9 trained, 3 from cache) · now karate/GCN seed 5 ·
+        0:42 elapsed, ~1:03 left`` (``last <triple>`` when the one training is not known)."""
+        elapsed = self.clock() - self.started_at
         of = f"/{self.total}" if self.total is not None else ""
         parts = [f"graphnetz: {self.done}{of} triples ({self.trained} trained, "
                  f"{self.cached} from cache)"]
-        if self.last:
+        if self.current:
+            parts.append(f"now {self.current}")
+        elif self.last:
             parts.append(f"last {self.last}")
         timing = f"{duration(elapsed)} elapsed"
         if self.total is not None and 0 < self.done < self.total:
@@ -87,6 +94,12 @@ class TerminalProgress:
         self._last_write = progress.clock()
         self._shown = -1  # the `done` count of the last line written
         self._show(progress.line())
+
+    def start(self, task: str, model: str, seed: int) -> None:
+        """A triple starts: shown in place on a terminal; a log waits for the next count."""
+        self.progress.start(task, model, seed)
+        if self.tty:
+            self._show(self.progress.line())
 
     def update(self, task: str, model: str, seed: int, status: str) -> None:
         self.progress.update(task, model, seed, status)

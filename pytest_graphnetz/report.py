@@ -365,7 +365,18 @@ class BenchmarkReport:
             metrics=[self.metrics[t].name for t in self.tasks],
             method=self.ci_method if method is None else method, confidence_level=level,
         )
-        return replace(summary, rows=tuple(_clip_to_metric(row) for row in summary.rows))
+        rows = [_clip_to_metric(row) for row in summary.rows]
+        fold_tasks = [t for t in self.tasks if self.folds(t) is not None]
+        if not fold_tasks:
+            return replace(summary, rows=tuple(rows))
+        # Fold scores share training data: no valid CI from their spread (Bengio & Grangier).
+        rows = [replace(r, ci_low=r.mean - r.std, ci_high=r.mean + r.std,
+                        method="fold spread: mean ± std, not a CI")
+                if r.task in fold_tasks else r for r in rows]
+        notes = tuple(f"task {t!r} is {self.folds(t)}-fold cross-validation: its row shows "
+                      "mean ± std over folds, a description of fold variability, not a "
+                      "confidence interval" for t in fold_tasks)
+        return replace(summary, rows=tuple(rows), notes=notes)
 
     def _example_pairwise(self, test: str, confidence_level: float | None,
                           epoch_selection: str | None, strict: bool, rng: Any):
@@ -460,6 +471,7 @@ class BenchmarkReport:
                 ci_low=est.ci.low, ci_high=est.ci.high,
                 method=f"{est.method}, n={est.n_examples}", source=source))
         notes = (f"intervals cover {COVERS[source]}",)
+        rows = [_clip_to_metric(r) for r in rows]
         return Summary(rows=tuple(rows), method=" / ".join(sorted(methods)),
                        confidence_level=level, source=source, notes=notes)
 
@@ -487,13 +499,58 @@ class BenchmarkReport:
         if test in EXAMPLE_TESTS:
             return self._example_pairwise(test, confidence_level, epoch_selection, strict, rng)
 
-        return pairwise_table(
-            self.to_array(epoch_selection, strict=strict), tasks=self.tasks, models=self.models,
+        X = self.to_array(epoch_selection, strict=strict)
+        table = pairwise_table(
+            X, tasks=self.tasks, models=self.models,
             higher_is_better=[self.metrics[t].higher_is_better for t in self.tasks], test=test,
             confidence_level=(self.confidence_level if confidence_level is None
                               else confidence_level),
             ci_method=self.ci_method, rng=rng, seeds=self.seeds, untestable=untestable,
         )
+        return self._fold_corrected_pairwise(table, X) if any(map(self.folds, self.tasks)) \
+            else table
+
+    def folds(self, task: str) -> int | None:
+        """k when ``task`` was run as k-fold cross-validation (``Task(folds=k)``): its seeds
+        are folds (seed s = fold s mod k of repeat s // k), else None."""
+        self._check_label("task", task, self.tasks)
+        config = self.protocol.get("tasks", {}).get(task) or {}
+        k = (config.get("config") or {}).get("folds")
+        return int(k) if isinstance(k, int) and not isinstance(k, bool) else None
+
+    def _fold_corrected_pairwise(self, table: Any, X: np.ndarray):
+        """``table`` with every row of a fold task redone as the corrected resampled t test
+        (on the pairs finite in both models), Holm re-adjusted within the task."""
+        from dataclasses import replace
+
+        from .stats import holm
+        from .stats.heldout import FOLD_NOTE, corrected_resampled_ttest
+
+        rows = list(table.rows)
+        notes = list(table.notes)
+        for t_i, task in enumerate(self.tasks):
+            k = self.folds(task)
+            if k is None:
+                continue
+            sign = 1.0 if self.metrics[task].higher_is_better else -1.0
+            mine = [i for i, r in enumerate(rows) if r.task == task and math.isfinite(r.p_value)]
+            for i in mine:
+                r = rows[i]
+                a = sign * X[t_i, self.models.index(r.model_a)]
+                b = sign * X[t_i, self.models.index(r.model_b)]
+                keep = np.isfinite(a) & np.isfinite(b)
+                # n_test / n_train of one fold: 1 / (k - 2) (stats.heldout.fold_ratio)
+                res = corrected_resampled_ttest(a[keep], b[keep], n_train=k - 2, n_test=1,
+                                                confidence_level=table.confidence_level)
+                rows[i] = replace(r, n=res.n, mean_diff=res.mean_diff, ci_low=res.ci.low,
+                                  ci_high=res.ci.high, p_value=res.p_value,
+                                  effect_size=res.effect_size, test="corrected-t (folds)")
+            if mine:
+                adjusted = holm([rows[i].p_value for i in mine]).p_adjusted
+                for i, p in zip(mine, adjusted, strict=True):
+                    rows[i] = replace(rows[i], p_holm=float(p))
+            notes.append(FOLD_NOTE.format(task=task, k=k, test=table.test))
+        return replace(table, rows=tuple(rows), notes=tuple(notes))
 
     def to_latex(self, **kwargs: Any) -> str:
         from .export import to_latex

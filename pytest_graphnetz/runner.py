@@ -335,6 +335,7 @@ def run_benchmark(
     threads: int = 1,
     cache_dir: str | os.PathLike | None = None,
     progress: Progress | None = None,
+    started: Callable[[str, str, int], None] | None = None,
     epochs: int | None = None,
     lr: float | None = None,
     weight_decay: float | None = None,
@@ -357,7 +358,9 @@ def run_benchmark(
     - ``threads``: torch intra-op threads per triple (the thread count changes the bits).
     - ``cache_dir``: a :class:`~pytest_graphnetz.cache.TripleCache` directory (None: no cache).
     - ``progress``: ``progress(task, model, seed, status, seconds)``, status ``"trained"`` or
-      ``"cached"``, called in this process as each triple finishes.
+      ``"cached"``, called in this process as each triple finishes; ``started(task, model,
+      seed)``: called just before each triple when the triples run in this process
+      (``workers=1``, no executor), so a display can say which one is training.
     - ``epochs``, ``lr``, ``weight_decay``, ``batch_size``: replace that setting of every task
       of this run (catalogue or custom); ``options``: merged into each task's ``options``
       (``hidden``, ``hits_k``...). They are part of each task's config, so of the cache key
@@ -407,7 +410,7 @@ def run_benchmark(
         for task in task_map.values() for model in models for seed in seed_list
     ]
     outcomes = _execute(jobs, workers=int(workers), executor=executor, device=device_str,
-                        progress=progress)
+                        progress=progress, started=started)
     return _assemble(task_map, list(models), seed_list, jobs, outcomes,
                      protocol={"device": info, "threads": int(threads), "versions": versions,
                                "deterministic": mode, "gpu": gpu,
@@ -453,7 +456,8 @@ def _task_protocol(task: Task) -> dict[str, Any]:
 
 
 def _execute(jobs: list[_Job], *, workers: int, executor: Any, device: str,
-             progress: Progress | None) -> list[_Outcome]:
+             progress: Progress | None,
+             started: Callable[[str, str, int], None] | None = None) -> list[_Outcome]:
     """Run ``jobs``; outcomes in ``jobs`` order whatever order they complete in."""
     if executor is None and workers == 1:
         import torch
@@ -462,6 +466,8 @@ def _execute(jobs: list[_Job], *, workers: int, executor: Any, device: str,
         try:
             outcomes = []
             for job in jobs:
+                if started is not None:
+                    started(job.task.name, job.model, job.seed)
                 outcomes.append(_guarded(job))
                 _report_progress(progress, job, outcomes[-1])
             return outcomes

@@ -85,6 +85,19 @@ def test_other_gates_complete_the_report_to_max():
     assert verdicts[0].comparison.n == 20 and runner.count("better") == 20
 
 
+def test_the_width_gate_measures_max_seeds_too():
+    """assert_ci_width measured an adaptive report at its first look (MIN seeds) and advised a
+    fixed seed count, although the README says every gate but the sequential one uses MAX."""
+    from pytest_graphnetz import assert_ci_width
+
+    runner = CountingRunner({"m": lambda s: 0.01 * np.sin(5.0 * s)})
+    report = run_adaptive({"toy": lambda root: None}, {"m": object}, seeds=SEEDS, min_seeds=5,
+                          runner=runner)
+    (verdict,) = assert_ci_width(report, 1.0)
+    assert verdict.stats.n == 20 and runner.count("m") == 20
+    assert len(runner.triples) == len(set(runner.triples)), "no triple is asked for twice"
+
+
 def test_refusals():
     with pytest.raises(ValueError, match="2 <= MIN <= MAX"):
         run_adaptive({"toy": lambda root: None}, {"m": object}, seeds=range(4), min_seeds=5,
@@ -92,3 +105,21 @@ def test_refusals():
     report = _adaptive(CountingRunner())
     with pytest.raises(ValueError, match="paired t test's sequential boundaries"):
         assert_not_worse(report, _baseline(), test="wilcoxon")
+
+
+def test_not_worse_is_decided_at_min_effect():
+    # an innocent change (noise of a fifth of a point) is NOT WORSE at the first look with the
+    # default δ of one point for accuracy; without δ (NOT WORSE at -margin = 0) it would need
+    # significant improvement and run on to MAX
+    runner = CountingRunner({"innocent": lambda s: 0.002 * np.sin(5.0 * s)})
+    report = run_adaptive({"toy": lambda root: None}, {"innocent": object}, seeds=SEEDS,
+                          min_seeds=5, runner=runner)
+    verdict, = assert_not_worse(report, _baseline(models=("innocent",)))
+    assert verdict.verdict == "NOT WORSE" and verdict.comparison.n == 5
+    assert runner.count("innocent") == 5
+    # an explicit min_effect is the boundary: at 0.1 points the same cell is not yet decided
+    runner = CountingRunner({"innocent": lambda s: 0.002 * np.sin(5.0 * s)})
+    report = run_adaptive({"toy": lambda root: None}, {"innocent": object}, seeds=SEEDS,
+                          min_seeds=5, runner=runner)
+    verdict, = assert_not_worse(report, _baseline(models=("innocent",)), min_effect=0.001)
+    assert runner.count("innocent") > 5

@@ -408,6 +408,29 @@ def test_ratchet_stops_drift_against_the_anchor(project: pytest.Pytester) -> Non
     project.runpytest("--graphnetz-update-baselines").assert_outcomes(passed=1)
 
 
+def test_the_ratchet_judges_at_the_gates_min_effect(tmp_path) -> None:
+    """A loss that is NOT WORSE at the call's δ = 0.05 is written; at the default δ (one point)
+    the same loss is INCONCLUSIVE with a negative mean, and refused."""
+    base = np.array(BASE)
+    loss = np.array([-0.03, 0.01, -0.02, 0.005, -0.025, 0.0])   # mean -0.01, p ≈ 0.1
+
+    def run(values):
+        return BenchmarkReport.from_arrays(values.reshape(1, 1, -1), tasks=["karate"],
+                                           models=["GCN"], seeds=range(6), metric="accuracy")
+
+    for min_effect, written in ((None, False), (0.05, True)):
+        handle = BaselineHandle(tmp_path / f"b{min_effect}.json", update=True)
+        refresh(handle, run(base), judge)
+        if written:
+            verdicts = gates.assert_not_worse(run(base + loss), handle, min_effect=min_effect)
+            assert [v.verdict for v in verdicts] == ["NOT WORSE"]
+            np.testing.assert_array_equal(load_baseline(handle.path).values("karate", "GCN"),
+                                          base + loss)
+        else:
+            with pytest.raises(AssertionError, match="INCONCLUSIVE with a negative mean"):
+                gates.assert_not_worse(run(base + loss), handle, min_effect=min_effect)
+
+
 # -- unused baselines ------------------------------------------------------------------------------
 
 TWO_GATES = """

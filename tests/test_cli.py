@@ -130,6 +130,9 @@ def test_compare_markdown(tmp_path, capsys) -> None:
     (["show", "{missing}"], "no report at"),
     (["show", "{bad}"], "not a pytest-graphnetz report"),
     (["compare", "{base}", "{same}", "--nope"], "unrecognized arguments: --nope"),
+    (["compare", "{base}", "{same}", "--min-effect", "0.01", "--margin", "0.02"],
+     "argument --min-effect: δ (0.01) must be larger than --margin (0.02)"),
+    (["compare", "{base}", "{same}", "--min-effect", "-0.1"], "argument --min-effect: must be > 0"),
     (["plot", "{base}", "{same}"], "the following arguments are required: -o/--output"),
 ])
 def test_usage_and_input_errors_exit_2_with_one_line(tmp_path, capsys, args, message) -> None:
@@ -214,3 +217,36 @@ def test_compare_min_effect_sets_delta_and_is_validated(tmp_path, capsys) -> Non
     assert "INCONCLUSIVE" in capsys.readouterr().out     # a tenth of a point is not ruled out
     assert run(["compare", base, cand, "--margin", "0.01", "--min-effect", "0.005"]) == 2
     assert "--min-effect: δ (0.005) must be larger than --margin (0.01)" in capsys.readouterr().err
+
+
+def test_compare_min_effect_reaches_the_gate(tmp_path, capsys) -> None:
+    from scipy import stats
+
+    d = np.array([-0.015, 0.008, -0.012, 0.006, -0.02, 0.003])
+    # the reference: no significant drop (one-sided p = 0.18), and a 95% one-sided lower bound
+    # of -0.0149: below -0.01 (the default δ for accuracy) but above -0.05
+    assert stats.ttest_1samp(d, 0.0, alternative="less").pvalue > 0.05
+    lower = d.mean() - stats.t.ppf(0.95, d.size - 1) * stats.sem(d)
+    assert -0.05 < lower < -0.01
+    base = write(tmp_path / "base.json", BASE)
+    cand = write(tmp_path / "cand.json", BASE + d)
+    assert run(["compare", base, cand]) == 0
+    assert "INCONCLUSIVE" in capsys.readouterr().out
+    assert run(["compare", base, cand, "--min-effect", "0.05"]) == 0
+    assert "NOT WORSE" in capsys.readouterr().out
+    assert run(["compare", base, cand, "--strict"]) == 1     # INCONCLUSIVE fails when strict
+    assert run(["compare", base, cand, "--strict", "--min-effect", "0.05"]) == 0
+
+    # the paired plot marks -δ beside the margin
+    pytest.importorskip("matplotlib")
+    from pytest_graphnetz.gates import compare_reports
+    from pytest_graphnetz.plots import plot_comparison
+
+    b, c = BenchmarkReport.from_json(base), BenchmarkReport.from_json(cand)
+    axis = plot_comparison(compare_reports(c, b, min_effect=0.05), reports=(b, c)).axes[0]
+    vlines = sorted(float(ln.get_xdata()[0]) for ln in axis.lines
+                    if list(ln.get_ydata()) == [0, 1])
+    assert vlines == pytest.approx([-0.05, 0.0])
+    legend = [t.get_text() for t in axis.get_legend().get_texts()]
+    assert "−δ, min_effect (-0.05)" in legend
+    assert run(["plot", base, cand, "--min-effect", "0.05", "-o", str(tmp_path / "p.png")]) == 0

@@ -122,3 +122,46 @@ def test_a_terminal_line_is_rewritten_in_place():
                                            (3725, "1:02:05")])
 def test_duration(seconds, text):
     assert duration(seconds) == text
+
+
+def test_a_terminal_shows_the_triple_now_training():
+    written = []
+    live = TerminalProgress(RunProgress(total=2), write=pytest.fail, rewrite=written.append,
+                            end=lambda: None, tty=True)
+    live.start("karate", "GCN", 0)
+    assert " · now karate/GCN seed 0 · " in written[-1]
+    live.update("karate", "GCN", 0, "trained")
+    assert " · last karate/GCN seed 0 · " in written[-1]
+
+
+def test_runner_says_which_triple_starts_before_it_runs(tmp_path):
+    from conftest import gcn, tiny_task
+
+    from pytest_graphnetz import run_benchmark
+
+    events = []
+    run_benchmark({"tiny": tiny_task(epochs=1)}, {"GCN": gcn}, seeds=[0, 1], device="cpu",
+                  root=str(tmp_path), started=lambda t, m, s: events.append(("start", s)),
+                  progress=lambda t, m, s, status, sec: events.append((status, s)))
+    assert events == [("start", 0), ("trained", 0), ("start", 1), ("trained", 1)]
+
+
+def test_the_first_progress_line_is_not_captured_into_a_failing_tests_report(pytester):
+    """The opening ``0/N`` line goes to the terminal like the others, never into the test's
+    captured stdout (where it showed up under "Captured stdout call" of a failing gate)."""
+    import conftest
+
+    pytester.makepyfile(conftest_tiny=Path(conftest.__file__).read_text(), test_f='''
+from conftest_tiny import gcn, tiny_task
+
+
+def test_fails(graphnetz_run):
+    graphnetz_run({"tiny": tiny_task(epochs=2)}, {"GCN": gcn})
+    raise AssertionError("the gate failed")
+''')
+    # a subprocess: in-process pytester sessions do not capture the terminal reporter's output
+    result = pytester.runpytest_subprocess("--graphnetz-seeds=2")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert live_lines(out)[0] == (0, 2, 0, 0)          # still shown, on the terminal
+    assert "Captured stdout call" not in out, out

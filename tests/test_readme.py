@@ -12,10 +12,12 @@ The convention (for everyone editing the README):
   line; comments are fine) and must exit 0.
 - A block that cannot or should not run here (it installs packages, runs this test suite, is a
   signature or a sketch) is marked on the line right above its fence with
-  ``<!-- fragment -->`` (a reason may follow: ``<!-- fragment: installs packages -->``).
-- The scratch project has what a user's project would have: ``mypkg/models.py`` with ``gcn``
-  and ``sage`` factories (PyG's GCN and GraphSAGE, 16 hidden channels) and ``gin`` (a GIN
-  pooled per graph, for graph tasks), and a ``pytest.ini``
+  ``<!-- fragment -->`` (a reason may follow: ``<!-- fragment: installs packages -->``); other
+  HTML comment lines may sit between it and the fence.
+- The scratch project holds a copy of the repository's ``examples/models.py`` (for blocks
+  that say "run from the repository root") and what a user's project would have:
+  ``mypkg/models.py`` with ``gcn`` and ``sage`` factories (PyG's GCN and GraphSAGE, 16 hidden
+  channels) and ``gin`` (a GIN pooled per graph, for graph tasks), and a ``pytest.ini``
   with ``pythonpath = .`` and ``graphnetz_seeds = 5``: the smallest seed count at which the
   README's gates and interval widths still mean what the text says. Datasets are shared
   through ``$GRAPHNETZ_ROOT``; ``python``, ``pytest`` and ``graphnetz`` are this interpreter's.
@@ -92,7 +94,11 @@ def blocks(text: str) -> list[Block]:
             i += 1
             continue
         fence, lang, start = match.group(1), match.group(2).lower(), i
-        above = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip()), "")
+        # The HTML comments right above the fence (other tools keep markers there too).
+        above, j = [], i - 1
+        while j >= 0 and (not lines[j].strip() or lines[j].lstrip().startswith("<!--")):
+            above.append(lines[j])
+            j -= 1
         i += 1
         body = []
         # A fence closes on a line of its own character, at least as long (CommonMark): a
@@ -101,7 +107,8 @@ def blocks(text: str) -> list[Block]:
         while i < len(lines) and not closing.fullmatch(lines[i].strip()):
             body.append(lines[i])
             i += 1
-        out.append(Block(lang, start + 1, "\n".join(body) + "\n", bool(FRAGMENT.match(above))))
+        out.append(Block(lang, start + 1, "\n".join(body) + "\n",
+                         any(FRAGMENT.match(line) for line in above)))
         i += 1
     return out
 
@@ -123,11 +130,12 @@ def commands(text: str) -> list[str]:
 
 
 def test_blocks_are_found_and_fragments_are_marked():
-    found = blocks("intro\n<!-- fragment: a sketch -->\n```python\nx\n```\n\n```bash\na \\\n"
-                   "  b  # why\n$ c\n```\n```\nout\n```\n````markdown\n```python\ny\n```\n````\n")
+    found = blocks("intro\n<!-- fragment: a sketch -->\n<!-- x: begin -->\n```python\nx\n```\n"
+                   "\n```bash\na \\\n  b  # why\n$ c\n```\n```\nout\n```\n"
+                   "````markdown\n```python\ny\n```\n````\n")
     assert [(b.lang, b.line, b.fragment, b.runs) for b in found] == [
-        ("python", 3, True, False), ("bash", 7, False, True), ("", 12, False, False),
-        ("markdown", 15, False, False)]
+        ("python", 4, True, False), ("bash", 8, False, True), ("", 13, False, False),
+        ("markdown", 16, False, False)]
     assert found[3].text == "```python\ny\n```\n"
     assert commands(found[1].text) == ["a    b  # why", "c"]
 
@@ -139,6 +147,9 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "mypkg" / "__init__.py").write_text("")
     (root / "mypkg" / "models.py").write_text(MYPKG)
     (root / "pytest.ini").write_text(PYTEST_INI)
+    (root / "examples").mkdir()
+    (root / "examples" / "models.py").write_text(
+        (README.parent / "examples" / "models.py").read_text(encoding="utf-8"))
     return root
 
 

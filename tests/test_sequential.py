@@ -206,3 +206,20 @@ def test_holm_across_cells_keeps_the_familywise_rate():
     for t in T:
         hits += any(gs_holm(t.tolist(), [design] * 3))
     assert gs.wilson_interval(hits, trials).low <= ALPHA
+
+
+def test_short_schedules_design_without_a_runtime_warning():
+    """3..6 and 3..5 (small df at the first look) warned "divide by zero" into the user's pytest
+    output: a float32 χ² path draw of exactly 0. That path's t is ±inf, which is its limit."""
+    import warnings
+
+    from pytest_graphnetz.stats.sequential import _design
+
+    for lo, hi in [(3, 6), (3, 5)]:
+        _design.cache_clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            design = sequential_design(lo, hi)
+        assert all(math.isfinite(c) and c > 0 for c in design.critical), design.critical
+        # the first look is the exact t quantile, untouched by the change
+        assert design.critical[0] == pytest.approx(stats.t.ppf(1 - design.spent[0], lo - 1))

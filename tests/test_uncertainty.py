@@ -308,3 +308,30 @@ def test_paired_bootstrap_over_examples_for_a_non_proportion_metric():
     assert row.ci_low > 0 and row.p_value == pytest.approx(1 / 2000)
     with pytest.raises(ValueError, match="McNemar needs right/wrong.*bootstrap-examples"):
         report.pairwise(test="mcnemar")
+
+
+def test_readme_example_is_what_the_code_prints(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "uncertainty.py"
+    spec = importlib.util.spec_from_file_location("uncertainty_example", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    readme = module.readme_block(module.README.read_text())
+    assert readme == module.worked_example(str(tmp_path)), (
+        "README's 'Two kinds of uncertainty' example is stale: run "
+        "`python examples/uncertainty.py --write`")
+
+
+def test_markdown_latex_and_forest_plot_show_the_chosen_interval(tmp_path):
+    report = _report_from_bits(np.array([np.arange(300) % 100 < 87] * 3))
+    row = report.summary(source="test_set")[0]
+    md = report.to_markdown(source="test_set")
+    assert f"[{row.ci_low:.3f}, {row.ci_high:.3f}]" in md
+    assert "cover the finite test set's sampling error only" in md
+    assert "cover the finite test set" not in report.to_markdown()
+    assert "two-level bootstrap" in report.to_latex(source="total")
+    pytest.importorskip("matplotlib")
+    fig = report.plot_forest(tmp_path / "f.png", source="total")
+    assert "total interval" in fig._suptitle.get_text()

@@ -190,16 +190,19 @@ def compare(candidate: Any, baseline: Any, *, higher_is_better: bool = True,
     c, b = sign * cand[keep], sign * base[keep]
     d = c - b
     n = int(d.size)
-    if n < 2:
-        return _diverged_untested(d, kind=kind, test=test, margin=margin, alpha=alpha,
-                                  power=power, higher_is_better=higher_is_better, label=where,
-                                  diverged=diverged, excluded=excluded, notes=notes)
-    sd = float(d.std(ddof=1)) if test != "welch" else float(np.sqrt(c.var(ddof=1) + b.var(ddof=1)))
+    if n < 2:  # only with a diverged candidate (checked above): no spread, maybe no pair at all
+        sd = math.nan
+    else:
+        sd = (float(d.std(ddof=1)) if test != "welch"
+              else float(np.sqrt(c.var(ddof=1) + b.var(ddof=1))))
     identical = not diverged and bool(np.all(d == 0))
-    common = dict(kind=kind, test=test, n=n, mean_diff=float(d.mean()), sd_diff=sd, margin=margin,
+    mean_diff = float(d.mean()) if n else math.nan
+    common = dict(kind=kind, test=test, n=n, mean_diff=mean_diff, sd_diff=sd, margin=margin,
                   alpha=alpha, higher_is_better=higher_is_better, label=where,
                   diverged_seeds=diverged, excluded_seeds=excluded, power=power,
                   min_effect=min_effect if kind == "not_worse" else None, mde_alpha=alpha)
+    if n < 2:
+        return _diverged_untested(len(diverged), notes, common)
     if identical:
         notes.append("every paired difference is exactly 0 (an unchanged model): no test run")
         return Comparison(verdict=Verdict.IDENTICAL, ci=ConfidenceInterval(0.0, 0.0),
@@ -337,10 +340,9 @@ def compare_many(cells: Sequence[Mapping[str, Any]], **common: Any) -> list[Comp
     return holm_adjust([compare(**{**common, **cell}) for cell in cells])
 
 
-def _diverged_untested(d: np.ndarray, *, kind: str, test: str, margin: float, alpha: float,
-                       power: float, higher_is_better: bool, label: str, diverged: tuple,
-                       excluded: tuple, notes: list[str]) -> Comparison:
-    """A cell whose candidate diverged on so many seeds that fewer than 2 pairs ``d`` remain.
+def _diverged_untested(n_diverged: int, notes: list[str], common: dict[str, Any]) -> Comparison:
+    """A cell whose candidate diverged on so many seeds that fewer than 2 pairs remain
+    (``common``: the fields :func:`compare` shares between its outcomes).
 
     No test can run; the divergence rule decides: REGRESSED (NOT EQUIVALENT for
     ``equivalent``), never an error, so the other cells of the call keep their verdicts. The
@@ -348,15 +350,13 @@ def _diverged_untested(d: np.ndarray, *, kind: str, test: str, margin: float, al
     regression, no chance of better or equivalent. Mean Δ is over the pairs that remain.
     """
     nan = math.nan
+    kind = common["kind"]
     regressed = 0.0 if kind == "not_worse" else 1.0  # p of the kind's primary test
-    note = (f"only {d.size} seed(s) trained on both sides, so no paired test can run: the "
-            f"candidate diverged on {len(diverged)} seed(s) the baseline trained on, which "
+    note = (f"only {common['n']} seed(s) trained on both sides, so no paired test can run: the "
+            f"candidate diverged on {n_diverged} seed(s) the baseline trained on, which "
             "decides the cell (each counts as the worst possible value)")
     return Comparison(
         verdict=Verdict.NOT_EQUIVALENT if kind == "equivalent" else Verdict.REGRESSED,
-        kind=kind, test=test, n=int(d.size), mean_diff=float(d.mean()) if d.size else nan,
-        sd_diff=nan, ci=ConfidenceInterval(nan, nan), lower_bound=nan, p_value=regressed,
-        p_adjusted=regressed, p_reverse=1.0 - regressed, margin=margin, alpha=alpha,
-        mde=math.inf, seeds_needed=None, p_floor=0.0, higher_is_better=higher_is_better,
-        label=label, diverged_seeds=diverged, excluded_seeds=excluded,
-        notes=(*notes, note), power=power)
+        ci=ConfidenceInterval(nan, nan), lower_bound=nan, p_value=regressed,
+        p_adjusted=regressed, p_reverse=1.0 - regressed, mde=math.inf, seeds_needed=None,
+        p_floor=0.0, notes=(*notes, note), **common)

@@ -25,6 +25,9 @@ class Task:
     - ``trainer``: a custom training loop replacing the built-in one (see ``training``).
     - ``options``: extra trainer settings (``hidden``, ``hits_k``...), part of the cache key.
     - ``in_channels`` / ``out_channels``: override what is inferred from the data.
+    - ``folds``: k-fold cross-validation (node and graph kinds): seed ``s`` trains and tests on
+      fold ``s mod k`` of the partition drawn from ``s // k`` (see :mod:`.folds`); paired tests
+      and gates on such a task use the corrected resampled t test.
     """
 
     name: str
@@ -40,6 +43,7 @@ class Task:
     in_channels: int | None = None
     out_channels: int | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
+    folds: int | None = None
 
     def __post_init__(self) -> None:
         for what in ("name", "category"):
@@ -50,6 +54,15 @@ class Task:
             )
         if self.epochs < 1:
             raise ValueError(f"Task {self.name!r}: `epochs` must be >= 1, got {self.epochs}")
+        if self.folds is not None:
+            from .folds import MIN_FOLDS
+
+            if self.kind == "link" or isinstance(self.folds, bool) or \
+                    not isinstance(self.folds, int) or self.folds < MIN_FOLDS:
+                raise ValueError(
+                    f"Task {self.name!r}: `folds` must be an integer >= {MIN_FOLDS} (test, "
+                    f"validation and training folds) on a node or graph task, got "
+                    f"folds={self.folds!r} on kind {self.kind!r}")
         if not callable(self.loader):
             raise TypeError(f"Task {self.name!r}: `loader` must be callable, got {self.loader!r}")
 
@@ -67,15 +80,23 @@ class Task:
         return "seed" in params
 
     def load(self, root: str, seed: int) -> Any:
-        return self.loader(root, seed=seed) if self.seeded else self.loader(root)
+        data = self.loader(root, seed=seed) if self.seeded else self.loader(root)
+        if self.folds is None:
+            return data
+        from .folds import apply_folds
+
+        return apply_folds(data, kind=self.kind, k=self.folds, seed=seed, task=self.name)
 
     def config(self) -> dict[str, Any]:
         """The training settings that change results (part of the cache key)."""
-        return {
+        config = {
             "kind": self.kind, "metric": self.metric_name, "epochs": self.epochs, "lr": self.lr,
             "weight_decay": self.weight_decay, "batch_size": self.batch_size,
             "options": dict(sorted(self.options.items())),
         }
+        if self.folds is not None:  # absent otherwise: cache keys of other tasks unchanged
+            config["folds"] = self.folds
+        return config
 
 
 def _check_directory_name(task: Any, what: str, value: Any) -> None:
