@@ -35,7 +35,10 @@ def worked_example(root: str) -> str:
             'for source in ("seeds", "test_set", "total"):\n'
             '    print(report.summary(source=source))\n'
             'print(report.pairwise(test="mcnemar"))')
-    return f"```python\n{code}\n```\n\n```\n" + "\n\n".join(out) + "\n```"
+    # The README runs its Python blocks; this one is an excerpt (imports and factories are
+    # in examples/), so it is marked as a fragment.
+    return ("<!-- fragment: an excerpt of examples/uncertainty.py, which runs it -->\n"
+            f"```python\n{code}\n```\n\n```\n" + "\n\n".join(out) + "\n```")
 
 
 def readme_block(text: str) -> str:
