@@ -16,7 +16,7 @@ P(NOT WORSE) with d shifted to mean −δ (each candidate's noise shape, re-cent
 seeds already): fixed 10 trains 10, fixed 20 trains 20, the adaptive design what its looks need.
 
     python benchmarks/adaptive_seeds.py                      # reads/writes --pool
-    python benchmarks/adaptive_seeds.py --pool /work/gq/pool_values.json
+    python benchmarks/adaptive_seeds.py --pool benchmarks/gate_quality_values.json
 
 The pool (per task, variant and epoch rule, the per-seed test accuracies of
 ``gate_quality.FULL``) is trained through ``gate_quality.train_pool`` and its cache when the
