@@ -320,7 +320,8 @@ def _cell_verdict(c: _Cell, report: AdaptiveReport, baseline: BenchmarkReport, m
     failed = name not in gates._PASSES["not_worse"] or (strict and name == "INCONCLUSIVE")
     return gates.CellVerdict(
         c.task, c.model, c.metric, c.higher_is_better, "not_worse", comp,
-        gates._describe(ref, baseline), gates._describe(cand, report), tuple(seeds), failed,
+        gates._describe(ref, baseline, metric=c.metric),
+        gates._describe(cand, report, metric=c.metric), tuple(seeds), failed,
         (*env, *c.notes), stop=stop)
 
 

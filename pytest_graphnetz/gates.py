@@ -27,7 +27,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -537,7 +537,8 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
         failed = name not in _PASSES[gate] or (strict and name == "INCONCLUSIVE")
         verdicts.append(CellVerdict(
             task, model, spec.name, spec.higher_is_better, gate, comp,
-            _describe(cell["baseline"], baseline), _describe(cell["candidate"], report),
+            _describe(cell["baseline"], baseline, metric=spec.name),
+            _describe(cell["candidate"], report, metric=spec.name),
             tuple(seeds), failed, notes, tuple(baseline.seeds), refresh_command))
     return verdicts
 
@@ -598,7 +599,7 @@ def _record_written(report: BenchmarkReport, gate: str, cells: Sequence[tuple[st
         return
     for task, model in cells:
         spec = report.metric(task)
-        cell = _describe(report.values(task, model), report)
+        cell = _describe(report.values(task, model), report, metric=spec.name)
         row = {"cell": f"{task}/{model}", "metric": _metric(spec.name, spec.higher_is_better),
                "candidate": _mean_ci(cell, short=True), "verdict": "WRITTEN",
                "n": str(cell.n), "gate": gate, "baseline": "(new)"}
@@ -709,8 +710,9 @@ def _unpaired(report: BenchmarkReport, baseline: BenchmarkReport, task: str, mod
                                   confidence_level=report.confidence_level)
     except ValueError:
         welch = None   # fewer than 2 usable seeds
-    return UnpairedCell(task, model, spec.name, spec.higher_is_better, _describe(base, baseline),
-                        _describe(cand, report), welch)
+    return UnpairedCell(task, model, spec.name, spec.higher_is_better,
+                        _describe(base, baseline, metric=spec.name),
+                        _describe(cand, report, metric=spec.name), welch)
 
 
 def _unpaired_notes(report: BenchmarkReport, baseline: BenchmarkReport, seeds: Sequence[int],
@@ -817,8 +819,8 @@ def _record_stopped(gate: str, report: Any, baseline: Any, exc: Exception) -> No
         for model in report.models:
             mine = concerned is None or (task, model) in concerned
             row = {"cell": f"{task}/{model}", "metric": _metric(spec.name, spec.higher_is_better),
-                   "candidate": _mean_ci(_describe(report.values(task, model), report),
-                                         short=True),
+                   "candidate": _mean_ci(_describe(report.values(task, model), report,
+                                                   metric=spec.name), short=True),
                    "verdict": status if mine else "NOT COMPARED", "gate": gate,
                    "failed": "yes" if mine else "",
                    "note": reason if mine else f"the gate stopped on another cell ({status})"}
@@ -860,12 +862,23 @@ def _config(verdicts: Sequence[CellVerdict]) -> str:
     return text + (f", Holm across the {tested} tested cells" if tested > 1 else "")
 
 
-def _describe(x: np.ndarray, report: BenchmarkReport, *, method: str | None = None) -> Any:
+def _describe(x: np.ndarray, report: BenchmarkReport, *, method: str | None = None,
+              metric: str | None = None) -> Any:
     """``x`` described by ``method`` (default the report's) at the report's level, bootstrap
-    draws from a fixed seed: the same interval every time the cell is shown."""
-    return stats.describe(x, method=method or report.ci_method,
+    draws from a fixed seed: the same interval every time the cell is shown.
+
+    Given the ``metric`` (cells that are shown, not judged), an interval that leaves [0, 1] for a
+    metric bounded there is clipped to it, and its method says so, as ``summary()`` does;
+    ``assert_ci_width`` judges the unclipped width, so it passes no metric."""
+    cell = stats.describe(x, method=method or report.ci_method,
                           confidence_level=report.confidence_level,
                           rng=np.random.default_rng(0))
+    low, high = cell.ci.low, cell.ci.high
+    if metric is None or not in_unit_interval(metric) or not (
+            math.isfinite(low) and math.isfinite(high)) or (low >= 0.0 and high <= 1.0):
+        return cell
+    return replace(cell, ci=stats.ConfidenceInterval(max(low, 0.0), min(high, 1.0)),
+                   method=f"{cell.method}, clipped to [0, 1]")
 
 
 def _verdict_name(verdict: Any) -> str:

@@ -279,3 +279,23 @@ def test_seeds_the_baseline_lacks_are_named_with_the_refresh_command(tmp_path) -
     assert (f"the baseline has only seeds 0-7: candidate seeds beyond them cannot pair. Refresh "
             f"the baseline with {n} seeds first") in msg
     assert f"`pytest t.py::test_x --graphnetz-update-baselines --graphnetz-seeds={n}`" in msg
+
+
+def test_gate_intervals_of_a_bounded_metric_are_clipped_and_say_so() -> None:
+    # nine seeds at 1.0 and one at 0.9: the t interval's upper end is 1.013, past what an
+    # accuracy can be; the gate shows it clipped, as summary() does, and says so
+    base = make([[[1.0] * 9 + [0.9]]])
+    cand = make([[[1.0] * 9 + [0.8]]])
+    raw = sps.t.interval(0.95, 9, loc=0.99, scale=sps.sem([1.0] * 9 + [0.9]))
+    assert raw[1] > 1.0
+    rows: list = []
+    with observing(GateObserver(alpha=0.05, strict=False, record=rows.append)):
+        verdicts = assert_not_worse(cand, base, min_effect=0.05)
+    message = verdicts[0].message()
+    assert "0.99 [0.9674, 1] (t, clipped to [0, 1] 95% CI, n=10)" in message, message
+    assert rows[0]["baseline"] == "0.99 [0.9674, 1]", rows
+    table = gate_table(verdicts)
+    assert "0.99 [0.9674, 1]" in table and "1.013" not in table
+    # the unclipped width is what assert_ci_width judges
+    with pytest.raises(AssertionError, match=re.escape(f"is {raw[1] - raw[0]:.4g} wide")):
+        assert_ci_width(base, max_width=0.04)
