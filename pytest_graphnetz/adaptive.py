@@ -143,25 +143,6 @@ class Stop:
         return text
 
 
-@dataclass
-class _Cell:
-    task: str
-    model: str
-    higher_is_better: bool
-    seeds: list[int]            # the seeds this cell can pair, in training order
-    design: Any                 # SequentialDesign over len(seeds)
-    values: dict[int, float]    # candidate value per trained seed
-    look: int = 0               # index into design.looks of the current look
-    history: tuple[float, ...] = ()
-    decision: SequentialDecision | None = None
-    verdict: Any = None         # stats.Verdict once stopped
-    tested: bool = True         # in the Holm family (not IDENTICAL, not diverged)
-
-    @property
-    def n(self) -> int:
-        return self.design.looks[self.look]
-
-
 def sequential_gate(report: AdaptiveReport, baseline: BenchmarkReport, *, margin: float,
                     min_effect: float | None, alpha: float, strict: bool, source: str,
                     refresh_command: str | None) -> list[Any]:
