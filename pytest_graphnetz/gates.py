@@ -36,7 +36,7 @@ import numpy as np
 from . import stats
 from .adaptive import AdaptiveReport
 from .baselines import BaselineError, BaselineHandle, BaselineMissingError, load_baseline
-from .history import MetricSpec, in_unit_interval
+from .history import CLIPPED, MetricSpec, clip_to_metric, in_unit_interval
 from .report import BenchmarkReport
 
 BaselineLike = BenchmarkReport | BaselineHandle | str | os.PathLike
@@ -873,12 +873,10 @@ def _describe(x: np.ndarray, report: BenchmarkReport, *, method: str | None = No
     cell = stats.describe(x, method=method or report.ci_method,
                           confidence_level=report.confidence_level,
                           rng=np.random.default_rng(0))
-    low, high = cell.ci.low, cell.ci.high
-    if metric is None or not in_unit_interval(metric) or not (
-            math.isfinite(low) and math.isfinite(high)) or (low >= 0.0 and high <= 1.0):
+    clipped = None if metric is None else clip_to_metric(metric, cell.ci.low, cell.ci.high)
+    if clipped is None:
         return cell
-    return replace(cell, ci=stats.ConfidenceInterval(max(low, 0.0), min(high, 1.0)),
-                   method=f"{cell.method}, clipped to [0, 1]")
+    return replace(cell, ci=stats.ConfidenceInterval(*clipped), method=f"{cell.method}, {CLIPPED}")
 
 
 def _verdict_name(verdict: Any) -> str:

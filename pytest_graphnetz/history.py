@@ -27,6 +27,19 @@ def in_unit_interval(name: str) -> bool:
     return key in _UNIT_INTERVAL or key.startswith("hits@")
 
 
+CLIPPED = "clipped to [0, 1]"
+
+
+def clip_to_metric(name: str, low: float, high: float) -> tuple[float, float] | None:
+    """An interval ``[low, high]`` of metric ``name`` clipped to [0, 1] when the metric cannot
+    leave it but the (finite) interval does (t intervals are symmetric and can); ``None`` when
+    there is nothing to clip. Callers label a clipped interval with :data:`CLIPPED`."""
+    if not (in_unit_interval(name) and math.isfinite(low) and math.isfinite(high)) \
+            or (low >= 0.0 and high <= 1.0):
+        return None
+    return max(low, 0.0), min(high, 1.0)
+
+
 @dataclass(frozen=True)
 class MetricSpec:
     """A metric's name and its direction (``higher_is_better``)."""

@@ -25,7 +25,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from .history import History, MetricSpec, in_unit_interval
+from .history import CLIPPED, History, MetricSpec, clip_to_metric
 
 SCHEMA = "pytest-graphnetz/report"
 # 2: histories whose values are all float32 are written with their shortest float32 repr and
@@ -870,16 +870,15 @@ def _per_seed(values: Any, seeds: Sequence[int], what: str) -> dict[int, str]:
 
 
 def _clip_to_metric(row: Any) -> Any:
-    """A summary row whose interval leaves [0, 1] for a metric that cannot (t intervals are
-    symmetric and can), clipped to [0, 1] with ``method`` saying so; any other row as it is."""
+    """A summary row whose interval leaves [0, 1] for a metric that cannot, clipped to [0, 1]
+    with ``method`` saying so (:func:`~pytest_graphnetz.history.clip_to_metric`); any other row
+    as it is."""
     from dataclasses import replace
 
-    low, high = row.ci_low, row.ci_high
-    if not (in_unit_interval(row.metric) and math.isfinite(low) and math.isfinite(high)) \
-            or (low >= 0.0 and high <= 1.0):
+    clipped = clip_to_metric(row.metric, row.ci_low, row.ci_high)
+    if clipped is None:
         return row
-    return replace(row, ci_low=max(low, 0.0), ci_high=min(high, 1.0),
-                   method=f"{row.method}, clipped to [0, 1]")
+    return replace(row, ci_low=clipped[0], ci_high=clipped[1], method=f"{row.method}, {CLIPPED}")
 
 
 def _check_report_dict(data: Mapping, source: str) -> None:
