@@ -196,6 +196,79 @@ def power_rows(diffs: Mapping[str, np.ndarray], designs, rng, trials: int,
     return rows, mean_seeds
 
 
+# -- the design frontier: one spending parameter per boundary ---------------------------------
+
+FRONTIER_GAMMAS = (4.0, 2.0, 0.0, -2.0, -4.0)  # Hwang–Shih–DeCani γ: early spending → late
+
+
+def split_schedule(D: np.ndarray, regressed, not_worse) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`~pytest_graphnetz.stats.sequential.run_schedule` with one design for REGRESSED and
+    BETTER and another for NOT WORSE (same looks; margin 0, δ = DELTA): per row the verdict code
+    (0 open at MAX, 1 REGRESSED, 2 NOT WORSE, 3 BETTER, 4 IDENTICAL: all zero at the first
+    look) and the seeds used. Every boundary stays
+    non-binding, so each keeps its own α whatever the other's spending. ``main`` checks it
+    against ``run_schedule`` where the two designs are one."""
+    code = np.zeros(len(D), dtype=int)
+    n_used = np.zeros(len(D), dtype=int)
+    for k, n in enumerate(regressed.looks):
+        open_ = code == 0
+        X = D[open_, :n]
+        mean, se = X.mean(axis=1), X.std(axis=1, ddof=1) / math.sqrt(n)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            new = np.where((mean + DELTA) / se >= not_worse.critical[k], 2, 0)
+            new = np.where((mean - MARGIN) / se >= regressed.critical[k], 3, new)
+            new = np.where((mean + MARGIN) / se <= -regressed.critical[k], 1, new)
+        if k == 0:
+            new = np.where(np.all(X == 0, axis=1), 4, new)
+        code[open_] = new
+        n_used[open_] = n
+    return code, n_used
+
+
+def check_split_schedule(D: np.ndarray) -> None:
+    """The frontier's own loop decides exactly as the library where both designs are one."""
+    from pytest_graphnetz.stats import Verdict
+    from pytest_graphnetz.stats.sequential import run_schedule, sequential_design
+
+    design = sequential_design(MIN_SEEDS, MAX_SEEDS, alpha=ALPHA)
+    verdicts, n_lib = run_schedule(D, design, margin=MARGIN, min_effect=DELTA)
+    code, n_own = split_schedule(D, design, design)
+    names = {0: Verdict.INCONCLUSIVE, 1: Verdict.REGRESSED, 2: Verdict.NOT_WORSE,
+             3: Verdict.BETTER, 4: Verdict.IDENTICAL}
+    if not (np.array_equal(n_lib, n_own)
+            and all(names[c] == v for c, v in zip(code, verdicts, strict=True))):
+        raise AssertionError("split_schedule disagrees with run_schedule")
+
+
+def frontier_rows(diffs: Mapping[str, np.ndarray], rng, trials: int) -> list[list[str]]:
+    """Per (γ of REGRESSED/BETTER, γ of NOT WORSE), on resampled real differences at the true
+    effects: mean seeds per cell over the candidates (÷ fixed 20), the REGRESSED rate of each
+    regression and P(NOT WORSE | Δ = −δ) pooled over the shapes."""
+    from pytest_graphnetz.stats.sequential import sequential_design
+
+    data = {name: draws("resampled", d, rng, trials) for name, d in diffs.items()}
+    null = {name: draws("resampled", d, rng, trials, -DELTA) for name, d in diffs.items()}
+    check_split_schedule(np.concatenate(list(data.values())))
+    regressions = [name for name, d in diffs.items() if np.mean(d) < -DELTA / 2]
+    rows = []
+    for g_reg in FRONTIER_GAMMAS:
+        for g_nw in (4.0, 0.0, -4.0):
+            reg = sequential_design(MIN_SEEDS, MAX_SEEDS, alpha=ALPHA, gamma=g_reg)
+            nw = sequential_design(MIN_SEEDS, MAX_SEEDS, alpha=ALPHA, gamma=g_nw)
+            seeds, detect = [], []
+            for name, D in data.items():
+                code, n_used = split_schedule(D, reg, nw)
+                seeds.append(n_used.mean())
+                if name in regressions:
+                    detect.append(f"{100 * np.mean(code == 1):.2f}%")
+            wrong = sum(int(np.sum(split_schedule(D, reg, nw)[0] == 2)) for D in null.values())
+            mean_seeds = float(np.mean(seeds))
+            rows.append([f"{g_reg:+g}", f"{g_nw:+g}", f"{mean_seeds:.2f}",
+                         f"{mean_seeds / MAX_SEEDS:.3f}", *detect,
+                         wilson(wrong, trials * len(null))])
+    return rows
+
+
 def section(task: str, pool: Mapping[str, np.ndarray], trials: int, seed: int) -> str:
     from pytest_graphnetz.text import markdown_table
 
@@ -233,6 +306,15 @@ def section(task: str, pool: Mapping[str, np.ndarray], trials: int, seed: int) -
               ""]
     lines.append(markdown_table(["differences", "seeds per cell", "÷ fixed 20", "÷ fixed 10"],
                                 ratios))
+    regressions = [name for name, d in diffs.items() if np.mean(d) < -DELTA / 2]
+    lines += ["", "### The frontier: one Hwang–Shih–DeCani γ for REGRESSED and BETTER, another "
+              f"for NOT WORSE (resampled real differences, {trials} trials per candidate; "
+              "detection = REGRESSED rate at the true effect)", ""]
+    lines.append(markdown_table(
+        ["γ REGRESSED", "γ NOT WORSE", "seeds per cell", "÷ fixed 20",
+         *(f"detects {name} ({np.mean(diffs[name]) / DELTA:+.2f})" for name in regressions),
+         "P(NOT WORSE | Δ = −δ)"],
+        frontier_rows(diffs, rng, trials)))
     return "\n".join(lines)
 
 

@@ -18,7 +18,10 @@ a resumed crash trains nothing twice.
 
 Besides the REGRESSED rates of each gate, it measures the verdicts of ``assert_not_worse`` with
 δ = ``min_effect`` = 1 point at S = 10 seeds: how often innocent changes read NOT WORSE, each
-regression REGRESSED, and regressions larger than δ (wrongly) NOT WORSE.
+regression REGRESSED, and regressions larger than δ (wrongly) NOT WORSE. The same verdicts
+come from three designs on the same 20-seed trials (issue 12): adaptive seeds 5..20 (the
+library's default group-sequential design) against fixed 10 and fixed 20 seeds, with the
+candidate seed-trainings each spends per cell.
 
 Writes the tables and findings to ``benchmarks/gate_quality_results.md`` (``--out``); a
 ``--quick`` run writes ``.graphnetz/gate_quality_quick.md`` instead, so a smoke run never
@@ -50,6 +53,10 @@ VERDICT_S = 10  # seeds per side of the verdict table
 # at most 2,000 (each is a real gate call, ~2 ms).
 RESAMPLED_TRIALS = 2000
 VERDICTS = ("REGRESSED", "NOT WORSE", "BETTER", "INCONCLUSIVE")
+# assert_not_worse's seed designs compared on the same trials (issue 12): (name, MIN, MAX).
+# A one-look design (MIN = MAX) is the fixed paired t test at that many seeds.
+DESIGNS = (("adaptive 5..20", 5, 20), ("fixed 10", 10, 10), ("fixed 20", 20, 20))
+DESIGN_S = 20  # seeds per trial of the design table: the largest MAX
 
 # The gates compared on every trial, in table order.
 GATE_NAMES = (
@@ -290,6 +297,51 @@ def passes_as_safe(counts: Mapping[str, int]) -> int:
     return counts["NOT WORSE"] + counts["BETTER"]
 
 
+def design_verdicts(candidate: np.ndarray, baseline: np.ndarray,
+                    trials: Sequence[np.ndarray | slice], min_seeds: int,
+                    max_seeds: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per trial (index arrays or slices into the pools ``candidate`` and ``baseline``, shape
+    [P], each of at least ``max_seeds`` seeds in the order they would be trained): the verdict of
+    ``assert_not_worse``'s design ``min_seeds..max_seeds`` (paired t, margin 0, δ = ``MIN_EFFECT``,
+    α) and the candidate seeds it trained. Returns a :class:`Verdict` object array and an int
+    array, both shape [trials]."""
+    from pytest_graphnetz.stats.sequential import run_schedule, sequential_design
+
+    D = np.stack([candidate[idx] - baseline[idx] for idx in trials])
+    design = sequential_design(min_seeds, max_seeds, alpha=ALPHA)
+    return run_schedule(D, design, margin=0.0, min_effect=MIN_EFFECT)
+
+
+@dataclass(frozen=True)
+class DesignOutcome:
+    """Over ``n`` trials of one candidate under one design: ``regressed`` ended REGRESSED,
+    ``passed`` NOT WORSE or BETTER (not worse by δ), and ``seeds`` is the mean number of
+    candidate seeds trained per cell (the baseline holds them all already)."""
+
+    regressed: int
+    passed: int
+    n: int
+    seeds: float
+
+
+def design_outcomes(values: Mapping[str, Mapping[str, np.ndarray]],
+                    trials: Sequence[np.ndarray | slice]) -> dict[str, dict[str, DesignOutcome]]:
+    """``[design][candidate]``: each of :data:`DESIGNS` on the same ``trials`` (of
+    ``DESIGN_S`` seeds each) of every candidate's final-epoch pool against the baseline's."""
+    from pytest_graphnetz.stats import Verdict
+
+    base = values["baseline"]["final"]
+    out: dict[str, dict[str, DesignOutcome]] = {}
+    for name, lo, hi in DESIGNS:
+        out[name] = {}
+        for c in CANDIDATES:
+            v, seeds = design_verdicts(values[c.name]["final"], base, trials, lo, hi)
+            passed = np.isin(v, [Verdict.NOT_WORSE, Verdict.BETTER])
+            out[name][c.name] = DesignOutcome(int(np.sum(v == Verdict.REGRESSED)),
+                                              int(np.sum(passed)), len(v), float(seeds.mean()))
+    return out
+
+
 # -- training: every (variant, seed) once, through the runner and its cache ----------------
 
 
@@ -502,8 +554,66 @@ def verdict_section(plan: Plan, values: Mapping[str, Mapping[str, np.ndarray]],
     return lines
 
 
+def design_section(values: Mapping[str, Mapping[str, np.ndarray]]) -> list[str]:
+    """Markdown lines: the verdicts of ``assert_not_worse`` with δ = 1 point under each of
+    :data:`DESIGNS` per candidate, and the seed-trainings each design spends, over the disjoint
+    ``DESIGN_S``-seed blocks (independent trials, Wilson intervals) and over
+    ``RESAMPLED_TRIALS`` random ordered ``DESIGN_S``-seed subsets (the shares the pool implies).
+    Every design sees the same trials: adaptive takes a trial's seeds in order and stops at a
+    look, fixed 10 uses its first 10."""
+    from pytest_graphnetz.text import markdown_table
+
+    base = values["baseline"]["final"]
+    P = len(base)
+    if P // DESIGN_S < 2:
+        return []
+    disjoint = seed_blocks(P, DESIGN_S)
+    # run_schedule decides every trial at once, so the resampled trials cost milliseconds
+    resampled = resampled_trials(P, DESIGN_S, RESAMPLED_TRIALS)
+    true = {c.name: float(np.mean(values[c.name]["final"] - base)) for c in CANDIDATES}
+    tables = []
+    for trials, label, independent in (
+            (disjoint, f"{len(disjoint)} disjoint {DESIGN_S}-seed blocks", True),
+            (resampled, f"{len(resampled)} resampled {DESIGN_S}-seed subsets", False)):
+        outcomes = design_outcomes(values, trials)
+        mean_seeds = {d: float(np.mean([o.seeds for o in by_cand.values()]))
+                      for d, by_cand in outcomes.items()}
+        rows = []
+        for name, by_cand in outcomes.items():
+            cells = []
+            for o in by_cand.values():
+                if independent:
+                    shares = f"R {rate(o.regressed, o.n)}; NW {100 * o.passed / o.n:.0f}%"
+                else:
+                    shares = f"R {100 * o.regressed / o.n:.1f}%; NW {100 * o.passed / o.n:.1f}%"
+                cells.append(f"{shares}; {o.seeds:.1f} seeds")
+            rows.append([name, *cells, f"{mean_seeds[name]:.2f}",
+                         f"{mean_seeds[name] / mean_seeds['fixed 20']:.2f}",
+                         f"{mean_seeds[name] / mean_seeds['fixed 10']:.2f}"])
+        headers = [f"design ({label})",
+                   *(f"{c.name} ({'innocent' if c.innocent else 'regression'}, "
+                     f"{_pts(true[c.name])} pt)" for c in CANDIDATES),
+                   "seeds per cell (mean over candidates)", "÷ fixed 20", "÷ fixed 10"]
+        tables.append(markdown_table(headers, rows))
+    return [
+        "", "### Adaptive seeds 5..20 against fixed 10 and fixed 20: verdicts of "
+        f"`assert_not_worse` with δ = 1 point (paired t, margin 0, α = {ALPHA}; final epoch)", "",
+        "R = REGRESSED (a false alarm for an innocent change, a detection for a regression), "
+        "NW = NOT WORSE or BETTER (not worse by δ: on a regression beyond δ, wrong), seeds = the "
+        f"candidate's seed-trainings per cell (the baseline holds {DESIGN_S}). Every design sees "
+        "the same trials: adaptive 5..20 takes a trial's seeds in order and stops at the first "
+        "look (5, 10, 20) that decides, fixed 10 uses the trial's first 10 seeds, fixed 20 all.",
+        "", f"Real-training trials, independent: the {len(disjoint)} disjoint {DESIGN_S}-seed "
+        "blocks of the pool (R: rate [95% Wilson]):", "", tables[0], "",
+        f"Resampled: {len(resampled)} random {DESIGN_S}-seed subsets of the {P}-seed pool, each "
+        "in a random seed order (they overlap, so these are the shares the pool implies, without "
+        "an interval):", "", tables[1],
+    ]
+
+
 def analyse(plan: Plan, values: Mapping[str, Mapping[str, np.ndarray]]) -> str:
-    """The Markdown section of one plan: effects, rates per S, MDE, findings, conclusion."""
+    """The Markdown section of one plan: effects, rates per S, MDE, verdicts at S = 10 and
+    per seed design, findings, conclusion."""
     from pytest_graphnetz.stats import mde
     from pytest_graphnetz.text import markdown_table
 
@@ -543,6 +653,7 @@ def analyse(plan: Plan, values: Mapping[str, Mapping[str, np.ndarray]]) -> str:
           *(f"{mde(sd[sel], S, alpha=ALPHA) / POINT:.2f}" for S in SEED_COUNTS)]
          for sel in sd]))
     lines += verdict_section(plan, values)
+    lines += design_section(values)
     found = findings(rates)
     lines += ["", "Findings: " + ("; ".join(found) if found else
                                   "none (no paired false-alarm rate above α beyond sampling "

@@ -199,3 +199,78 @@ def test_saved_values_round_trip_and_are_analysed_without_training(gq, tmp_path,
     out = tmp_path / "results.md"
     assert gq.main(["--quick", "--values", str(path), "--out", str(out)]) == 0
     assert "without training" in out.read_text() and "### S = 5 seeds" in out.read_text()
+
+
+def _design_pool(gq, P: int = 60):
+    """A toy pool: innocent candidates at Δ 0, regressions at -0.7, -1.5 and -4 points, paired
+    noise of 1 point (final = best_val)."""
+    rng = np.random.default_rng(12)
+    base = rng.normal(0.80, 0.02, P)
+    shifts = iter([0.0, 0.0, -0.007, -0.015, -0.04])
+    values = {"baseline": base}
+    for c in gq.CANDIDATES:
+        values[c.name] = base + next(shifts) + rng.normal(0.0, 0.01, P)
+    return {k: {"final": v, "best_val": v} for k, v in values.items()}
+
+
+def test_fixed_designs_are_scipys_one_sided_paired_t_tests(gq):
+    from scipy.stats import ttest_rel
+
+    from pytest_graphnetz.stats import Verdict
+
+    values = _design_pool(gq)
+    base = values["baseline"]["final"]
+    trials = gq.resampled_trials(60, 20, 200)
+    outcomes = gq.design_outcomes(values, trials)
+    mixed = set()
+    for name, n in (("fixed 10", 10), ("fixed 20", 20)):
+        for c in gq.CANDIDATES:
+            cand = values[c.name]["final"]
+            regressed = passed = 0
+            for idx in trials:
+                x, y = cand[idx[:n]], base[idx[:n]]
+                reg = ttest_rel(x, y, alternative="less").pvalue < gq.ALPHA
+                # H1 mean d > -δ; BETTER (mean d > 0 at margin 0) implies it, and the library
+                # puts REGRESSED first, so "NOT WORSE or BETTER" is this test unless REGRESSED
+                safe = ttest_rel(x + gq.MIN_EFFECT, y, alternative="greater").pvalue < gq.ALPHA
+                regressed += bool(reg)
+                passed += bool(safe and not reg)
+            assert outcomes[name][c.name] == gq.DesignOutcome(regressed, passed, 200, float(n))
+            mixed |= {k for k in (regressed, passed) if 0 < k < 200}
+    assert len(mixed) >= 4  # the toy pool exercises both decisions, not only 0% and 100%
+    # and per trial, verdict for verdict, the fixed verdict code of the S = 10 table
+    for c in gq.CANDIDATES:
+        cand = values[c.name]["final"]
+        verdicts, seeds = gq.design_verdicts(cand, base, trials[:40], 10, 10)
+        assert [str(v) for v in verdicts] == [gq.verdict(cand[idx[:10]], base[idx[:10]])
+                                              for idx in trials[:40]]
+        assert set(seeds.tolist()) == {10}
+    assert Verdict.BETTER in gq.design_verdicts(values["extra draws"]["final"], base, trials,
+                                                20, 20)[0]
+
+
+def test_adaptive_design_stops_at_its_looks_and_the_table_prints_its_mean_seeds(gq):
+    values = _design_pool(gq)
+    base = values["baseline"]["final"]
+    text = "\n".join(gq.design_section(values))
+    rows = [line for line in text.splitlines() if line.startswith("| adaptive 5..20 |")]
+    assert len(rows) == 2  # disjoint blocks, then resampled subsets
+    for row, trials in zip(rows, (gq.seed_blocks(60, 20),
+                                  gq.resampled_trials(60, 20, gq.RESAMPLED_TRIALS)), strict=True):
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        means = []
+        for c, cell in zip(gq.CANDIDATES, cells[1:6], strict=True):
+            verdicts, seeds = gq.design_verdicts(values[c.name]["final"], base, trials, 5, 20)
+            assert set(seeds.tolist()) <= {5, 10, 20}
+            assert cell.endswith(f"; {seeds.mean():.1f} seeds")
+            means.append(seeds.mean())
+        assert cells[6:] == [f"{np.mean(means):.2f}", f"{np.mean(means) / 20:.2f}",
+                             f"{np.mean(means) / 10:.2f}"]
+    # a 4-point drop at 1-point noise is REGRESSED at the first look of every block
+    verdicts, seeds = gq.design_verdicts(values["hidden 4"]["final"], base,
+                                         gq.seed_blocks(60, 20), 5, 20)
+    assert seeds.tolist() == [5, 5, 5] and {str(v) for v in verdicts} == {"REGRESSED"}
+    assert rows[0].split("|")[6].strip() == "R 100% [44, 100]; NW 0%; 5.0 seeds"
+    assert "3 disjoint 20-seed blocks" in text and "2000 resampled 20-seed subsets" in text
+    small = {k: {s: v[:39] for s, v in by_sel.items()} for k, by_sel in values.items()}
+    assert gq.design_section(small) == []  # fewer than 2 blocks of 20: no table
