@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import reduce
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,7 @@ from .stats.sequential import (
     sequential_design,
     sequential_holm,
 )
+from .text import seed_trainings
 
 Runner = Callable[..., BenchmarkReport]
 
@@ -39,7 +41,9 @@ class AdaptiveReport(BenchmarkReport):
 
     ``planned_seeds``: the MAX seeds in the order they are trained (the first ``min_seeds`` are
     in this report); ``extend(task, models, seeds)`` trains more triples through the runner the
-    report came from. Every view (summary, pairwise, JSON) sees only the seeds trained so far.
+    report came from, and ``extensions`` keeps what each call returned. Every view (summary,
+    pairwise, JSON) sees only the first look's seeds; :meth:`decided` assembles what the cells
+    hold after a gate's extensions.
     """
 
     def __init__(self, report: BenchmarkReport, *, planned_seeds: Sequence[int], min_seeds: int,
@@ -56,6 +60,7 @@ class AdaptiveReport(BenchmarkReport):
         self._runner = runner
         self._task_map = dict(task_map)
         self._factories = dict(models)
+        self.extensions: list[BenchmarkReport] = []
 
     @property
     def max_seeds(self) -> int:
@@ -70,17 +75,60 @@ class AdaptiveReport(BenchmarkReport):
 
     def extend(self, task: str, models: Sequence[str], seeds: Sequence[int]) -> BenchmarkReport:
         """Train ``models`` on ``task`` at ``seeds`` (cached triples come from the cache)."""
-        return self._runner({task: self._task_map[task]},
+        more = self._runner({task: self._task_map[task]},
                             {m: self._factories[m] for m in models}, seeds=list(seeds))
+        # Read the new seeds as this report's are read (a user may have set best_val).
+        for name, value in self._settings().items():
+            setattr(more, name, value)
+        self.extensions.append(more)
+        return more
+
+    def decided(self, since: int = 0) -> list[BenchmarkReport]:
+        """Dense reports of every seed each cell holds after the :meth:`extend` calls from the
+        ``since``-th on (one gate's): ``[shared, *further]``.
+
+        ``shared`` holds every cell at the seeds all cells hold (this report itself when that is
+        the first look); each of ``further`` holds, for one task, the cells that hold more
+        seeds than that, at their seeds (planned order), one report per distinct seed list. A
+        gate whose cells all stopped at the same seeds gives ``[shared]`` alone.
+        """
+        held: dict[tuple[str, str], list[BenchmarkReport]] = {
+            (t, m): [self] for t in self.tasks for m in self.models}
+        for more in self.extensions[since:]:
+            for t in more.tasks:
+                for m in more.models:
+                    held[(t, m)].append(more)
+        if all(len(parts) == 1 for parts in held.values()):
+            return [self]
+        cells = {}
+        for (t, m), parts in held.items():
+            cell = reduce(BenchmarkReport.merge, [r.subset(tasks=[t], models=[m]) for r in parts])
+            cells[(t, m)] = cell.subset(seeds=[s for s in self.planned_seeds if s in cell.seeds])
+        shared = tuple(s for s in self.planned_seeds if all(s in c.seeds for c in cells.values()))
+        groups: dict[tuple[str, tuple[int, ...]], list[str]] = {}
+        for (t, m), cell in cells.items():
+            if cell.seeds != shared:
+                groups.setdefault((t, cell.seeds), []).append(m)
+
+        def grid(tasks: Sequence[str], models: Sequence[str],
+                 seeds: Sequence[int]) -> BenchmarkReport:
+            # merge() needs a full grid at every step: models within a task, then tasks.
+            return reduce(BenchmarkReport.merge, [
+                reduce(BenchmarkReport.merge, [cells[(t, m)].subset(seeds=seeds) for m in models])
+                for t in tasks])
+
+        first = self if shared == self.seeds else grid(self.tasks, self.models, shared)
+        return [first, *(grid([t], models, seeds) for (t, seeds), models in groups.items())]
 
     def complete(self) -> BenchmarkReport:
         """Every cell at all MAX planned seeds (only the missing triples train)."""
         missing = [s for s in self.planned_seeds if s not in self.seeds]
-        report: BenchmarkReport = self.subset()
-        if missing:
-            for task in self.tasks:
-                report = BenchmarkReport.merge(report, self.extend(task, self.models, missing))
-        return report.subset(seeds=self.planned_seeds)
+        if not missing:
+            return self.subset()
+        # merge() needs a full grid at every step: each task's seeds first, then the tasks.
+        return reduce(BenchmarkReport.merge, [
+            BenchmarkReport.merge(self.subset(tasks=[t]), self.extend(t, self.models, missing))
+            for t in self.tasks]).subset(seeds=self.planned_seeds)
 
 
 def run_adaptive(tasks: Any, models: Mapping[str, Callable], *, seeds: Any = range(20),
@@ -132,7 +180,7 @@ class Stop:
 
     def describe(self) -> str:
         text = (f"adaptive seeds: stopped at look {self.look} of {self.n_looks} ({self.n}/"
-                f"{self.planned_max} seeds), {self.saved} seed-trainings saved against fixed "
+                f"{self.planned_max} seeds), {seed_trainings(self.saved)} saved against fixed "
                 f"{self.planned_max}")
         d = self.decision
         if d is not None and (d.verdict is None or d.verdict.value != "IDENTICAL"):

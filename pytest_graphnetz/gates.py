@@ -79,8 +79,10 @@ class GateObserver:
     record: Callable[[dict[str, str]], None]
     min_effect: float | None = None
     uses: Callable[[str], None] | None = None   # told each baseline file a gate reads
-    # Called with each gate's candidate report before it is compared (--graphnetz-report-dir).
-    candidate: Callable[[BenchmarkReport], None] | None = None
+    # --graphnetz-report-dir: called with each gate's candidate report (fixed seeds: before it
+    # is compared; adaptive: after, with the cells that took more seeds as ``further``
+    # reports, see AdaptiveReport.decided); returns the paths it wrote.
+    candidate: Callable[[BenchmarkReport, Sequence[BenchmarkReport]], Sequence[str]] | None = None
 
 
 _OBSERVER: ContextVar[GateObserver | None] = ContextVar("graphnetz_gate_observer", default=None)
@@ -147,6 +149,8 @@ class CellVerdict:
         level = ""
         if c.mde_alpha is not None and c.mde_alpha < c.alpha:
             level = f" (at the Holm level {_num(c.mde_alpha)})"
+        # Adaptive: the MDE is a one-look t test's at the seeds used, not the sequential design's.
+        mde_of = " of a fixed-n test" if self.stop is not None else ""
         lines = [
             f"{self.cell} — {self.metric} ({direction} is better): {self.verdict}",
             f"  baseline  {_mean_ci(self.baseline)}",
@@ -154,7 +158,7 @@ class CellVerdict:
             f"  paired Δ {_signed(c.mean_diff)}{flipped} ({_level(c)} CI {_ci(c.ci)}) over "
             f"{c.n} seeds {_seed_list(self.seeds)}; {p}; test {c.test}, margin "
             f"{_num(c.margin)}{delta}, alpha {_num(c.alpha)}",
-            f"  minimum detectable effect at n={c.n}: {_num(c.mde)}{level}",
+            f"  minimum detectable effect{mde_of} at n={c.n}: {_num(c.mde)}{level}",
         ]
         if self.stop is not None:   # adaptive seeds: where the schedule stopped this cell
             lines.append(f"  {self.stop.describe()}")
@@ -419,7 +423,13 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
     strict = strict if strict is not None else (observer.strict if observer else False)
     if min_effect is None and observer is not None:
         min_effect = observer.min_effect
-    _announce(report)
+    if isinstance(report, AdaptiveReport):
+        # Saved once the seeds it is judged on are trained (below); from this gate's extensions.
+        since = len(report.extensions)
+    else:
+        _announce(report)
+    saved: Sequence[str] = ()
+    decided: Sequence[BenchmarkReport] = ()
     try:
         if test not in TESTS:
             raise ValueError(f"`test` must be one of {sorted(TESTS)} (every gate test is paired "
@@ -429,18 +439,21 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
                 gate != "not_worse" or (isinstance(baseline, BaselineHandle) and baseline.update)):
             # Only the not-worse gate is sequential; the others, and refreshes, use MAX seeds.
             report = report.complete()
+            _announce(report)
         if isinstance(baseline, BaselineHandle) and baseline.update:
             return _refresh(gate, report, baseline, test=test, margin=margin, alpha=alpha,
                             rng=rng, min_effect=min_effect)
         source, base = _load(baseline)
         command = baseline.update_command if isinstance(baseline, BaselineHandle) else None
         if isinstance(report, AdaptiveReport):
-            return _adaptive_gate(report, base, test=test, margin=margin, alpha=alpha,
-                                  strict=strict, source=source, baseline=baseline,
-                                  min_effect=min_effect)
-        verdicts = compare_reports(report, base, gate=gate, test=test, margin=margin,
-                                   min_effect=min_effect, alpha=alpha, strict=strict,
-                                   source=source, rng=rng, refresh_command=command)
+            verdicts, header = _adaptive_gate(report, base, test=test, margin=margin,
+                                              alpha=alpha, strict=strict, source=source,
+                                              baseline=baseline, min_effect=min_effect)
+        else:
+            verdicts = compare_reports(report, base, gate=gate, test=test, margin=margin,
+                                       min_effect=min_effect, alpha=alpha, strict=strict,
+                                       source=source, rng=rng, refresh_command=command)
+            header = f"{_TITLE[gate]} against {source} ({_config(verdicts)})"
     except AssertionError:
         raise  # a refused refresh: its rows are recorded already
     except (GateRefusal, BaselineError) as exc:
@@ -450,17 +463,24 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
     except Exception as exc:
         _record_stopped(gate, report, baseline, exc)
         raise
-    name = f"assert_{gate}"
-    _finish(name, verdicts, header=f"{_TITLE[gate]} against {source} ({_config(verdicts)})")
+    finally:
+        # The sequential gate, decided or stopped: its cells at the seeds they were judged on.
+        if isinstance(report, AdaptiveReport) and observer and observer.candidate:
+            decided = report.decided(since)
+            saved = _announce(*decided)
+    notes = (_saved_note(saved, decided),) if len(saved) > 1 else ()
+    _finish(f"assert_{gate}", verdicts, header=header, notes=notes)
     return verdicts
 
 
 def _adaptive_gate(report: AdaptiveReport, base: BenchmarkReport, *, test: str, margin: float,
                    alpha: float, strict: bool, source: str, baseline: BaselineLike,
-                   min_effect: float | None = None) -> list[CellVerdict]:
+                   min_effect: float | None = None) -> tuple[list[CellVerdict], str]:
     """``assert_not_worse`` on an adaptive report: each cell stops at its look (see
-    :mod:`pytest_graphnetz.adaptive`); the header says what the schedule saved."""
+    :mod:`pytest_graphnetz.adaptive`). Returns the verdicts and the header of the failure
+    message, which says what the schedule saved."""
     from .adaptive import saved, sequential_gate
+    from .text import seed_trainings
 
     if test != "paired-t":
         raise ValueError(f"adaptive seeds (--graphnetz-seeds={report.seeds_option}) decide with "
@@ -470,11 +490,10 @@ def _adaptive_gate(report: AdaptiveReport, base: BenchmarkReport, *, test: str, 
     verdicts = sequential_gate(report, base, margin=margin, min_effect=min_effect, alpha=alpha,
                                strict=strict, source=source, refresh_command=command)
     used, fixed = saved(verdicts)
-    _finish("assert_not_worse", verdicts, header=(
+    return verdicts, (
         f"{_TITLE['not_worse']} against {source} ({_config(verdicts)}; adaptive seeds "
-        f"{report.seeds_option}: {used} seed-trainings, {fixed - used} saved against fixed "
-        f"{report.max_seeds})"))
-    return verdicts
+        f"{report.seeds_option}: {seed_trainings(used)}, {fixed - used} saved against fixed "
+        f"{report.max_seeds})")
 
 
 _TITLE = {"not_worse": "paired regression gate", "better": "paired improvement gate",
@@ -770,23 +789,38 @@ TABLE_HEADERS = ("Cell", "Metric", "Baseline", "Candidate", "Paired Δ (+ = bett
 # -- failing, recording, formatting --------------------------------------------------------------
 
 
-def _finish(name: str, verdicts: Sequence[CellVerdict | WidthVerdict], *, header: str) -> None:
+def _finish(name: str, verdicts: Sequence[CellVerdict | WidthVerdict], *, header: str,
+            notes: Sequence[str] = ()) -> None:
     __tracebackhide__ = True
     _record(verdicts)
     failed = [v for v in verdicts if v.failed]
     if failed:
         raise AssertionError(
             f"{name}: {len(failed)} of {len(verdicts)} cell(s) failed ({header})\n\n"
-            + "\n\n".join(v.message() for v in failed)
+            + "\n\n".join([*(v.message() for v in failed), *(f"note: {n}" for n in notes)])
         )
 
 
-def _announce(report: Any) -> None:
-    """Hand the candidate to the observer (the plugin keeps it for --graphnetz-report-dir)."""
+def _announce(report: Any, *further: BenchmarkReport) -> Sequence[str]:
+    """Hand the candidate to the observer (the plugin keeps it for --graphnetz-report-dir);
+    ``further``: an adaptive gate's cells that took more seeds than ``report`` holds. Returns
+    the paths the observer wrote (none outside pytest)."""
     observer = _OBSERVER.get()
     if observer is not None and observer.candidate is not None and isinstance(
             report, BenchmarkReport):
-        observer.candidate(report)
+        return observer.candidate(report, further)
+    return ()
+
+
+def _saved_note(paths: Sequence[str], reports: Sequence[BenchmarkReport]) -> str:
+    """Which saved candidate report holds which cells, at which seeds (an adaptive gate whose
+    cells stopped at different seeds is saved as several dense reports)."""
+    first, *further = zip(paths, reports, strict=True)
+    parts = [f"{first[0]} holds every cell at seeds {_seed_list(first[1].seeds)}"]
+    parts += [f"{path} holds {', '.join(f'{t}/{m}' for t in r.tasks for m in r.models)} at "
+              f"seeds {_seed_list(r.seeds)}" for path, r in further]
+    return ("the candidate reports saved (--graphnetz-report-dir) hold each cell at the seeds "
+            "it was decided on: " + "; ".join(parts))
 
 
 def _record_stopped(gate: str, report: Any, baseline: Any, exc: Exception) -> None:

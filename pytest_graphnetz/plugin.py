@@ -194,8 +194,9 @@ class Settings:
             raise pytest.UsageError(f"graphnetz: {exc}") from None
         if min_effect is not None and not 0.0 < min_effect < float("inf"):
             raise pytest.UsageError(
-                f"graphnetz: `--graphnetz-min-effect` must be a number > 0 (the smallest "
-                f"regression that matters, in metric units), got {min_effect}")
+                f"graphnetz: `--graphnetz-min-effect` must be a number > 0 (ini key "
+                f"`graphnetz_min_effect`; the smallest regression that matters, in metric "
+                f"units), got {min_effect}")
         if workers < 1:
             raise pytest.UsageError(
                 f"graphnetz: `--graphnetz-workers` must be >= 1, got {workers}")
@@ -470,13 +471,26 @@ class GraphnetzSession:
 
         saved: list[Any] = []   # the reports this test's gates saw, each written once
 
-        def candidate(report: BenchmarkReport) -> None:
-            if any(r is report for r in saved):
-                return
+        def candidate(report: BenchmarkReport,
+                      further: Sequence[BenchmarkReport] = ()) -> list[str]:
+            if not further and any(r is report for r in saved):
+                return []
             saved.append(report)
-            path = self._report_path(item, len(saved))
-            report.to_json(path)
-            item.user_properties.append((REPORT_PROPERTY, str(path)))
+            paths = [report.to_json(self._report_path(item, len(saved)))]
+            for part in further:  # an adaptive gate's cells that took more seeds
+                label = f"{len(part.seeds)}-seeds"
+                if len(report.tasks) > 1:
+                    label = f"{part.tasks[0]}.{label}"
+                path = self._report_path(item, len(saved), label)
+                # Two cells of a task can hold as many seeds but different ones (a baseline
+                # seed diverged): keep their files apart.
+                k = 1
+                while path in paths:
+                    k += 1
+                    path = self._report_path(item, len(saved), f"{label}-{k}")
+                paths.append(part.to_json(path))
+            item.user_properties += [(REPORT_PROPERTY, str(p)) for p in paths]
+            return [str(p) for p in paths]
 
         def uses(path: str) -> None:
             item.user_properties.append((USES_PROPERTY, path))
@@ -486,13 +500,14 @@ class GraphnetzSession:
                             uses=uses if self.settings.update_baselines else None,
                             candidate=candidate if self.settings.report_dir else None)
 
-    def _report_path(self, item: pytest.Item, k: int) -> Path:
+    def _report_path(self, item: pytest.Item, k: int, label: str | None = None) -> Path:
         """``<report dir>/<module>/<test>.json`` (laid out as the baselines are, so a CI job can
-        run ``graphnetz compare`` on the pair); a test's k-th distinct report adds ``-k``."""
+        run ``graphnetz compare`` on the pair); a test's k-th distinct report adds ``-k``, and
+        the part of it an adaptive gate trained further adds ``.<label>`` (``.10-seeds``)."""
         from .baselines import default_path
 
         assert self.settings.report_dir is not None
-        name = _test_name(item) + (f"-{k}" if k > 1 else "")
+        name = _test_name(item) + (f"-{k}" if k > 1 else "") + (f".{label}" if label else "")
         return default_path(self.settings.report_dir, Path(str(item.path)).stem, name)
 
     # collection (reports come from this process or, on the xdist controller, from workers)
@@ -540,7 +555,7 @@ class GraphnetzSession:
 
     def summary_lines(self) -> Iterator[str]:
         """The terminal table of every gate, then the triple counts (nothing when unused)."""
-        from .text import format_table
+        from .text import format_table, seed_trainings
 
         if self.rows:
             yield from format_table(*self._table()).splitlines()
@@ -548,11 +563,11 @@ class GraphnetzSession:
         if self.trained or self.cached:
             yield f"triples: {self.trained} trained, {self.cached} from cache"
         if self.saved:
-            yield f"adaptive seeds: {self.saved} seed-trainings saved against fixed MAX"
+            yield f"adaptive seeds: {seed_trainings(self.saved)} saved against fixed MAX"
 
     def markdown(self) -> str:
         """The Markdown summary: headline, the table, and each failing test's message."""
-        from .text import markdown_table
+        from .text import markdown_table, seed_trainings
 
         parts = ["### graphnetz gates", ""]
         if self.rows:
@@ -572,7 +587,7 @@ class GraphnetzSession:
         if self.trained or self.cached:
             parts += ["", f"Triples: {self.trained} trained, {self.cached} from cache."]
         if self.saved:
-            parts += ["", f"Adaptive seeds: {self.saved} seed-trainings saved against fixed MAX."]
+            parts += ["", f"Adaptive seeds: {seed_trainings(self.saved)} saved against fixed MAX."]
         return "\n".join(parts) + "\n"
 
     def _table(self) -> tuple[Sequence[str], list[list[str]]]:

@@ -33,6 +33,11 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> 
     return "\n".join(out)
 
 
+def seed_trainings(n: int) -> str:
+    """``"1 seed-training"``, ``"7 seed-trainings"``."""
+    return f"{n} seed-training{'' if n == 1 else 's'}"
+
+
 def _is_number(s: str) -> bool:
     try:
         float(s.replace("%", "").replace("±", "").split()[0])

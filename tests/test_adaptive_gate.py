@@ -4,6 +4,8 @@ exactly."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -123,3 +125,74 @@ def test_not_worse_is_decided_at_min_effect():
                           min_seeds=5, runner=runner)
     verdict, = assert_not_worse(report, _baseline(models=("innocent",)), min_effect=0.001)
     assert runner.count("innocent") > 5
+
+
+def test_the_mde_line_says_it_is_a_fixed_n_tests():
+    """The MDE of an adaptive cell is a one-look t test's at the seeds used, not the sequential
+    design's; the message says so (a fixed-seed message keeps its line)."""
+    with pytest.raises(AssertionError) as adaptive:
+        assert_not_worse(_adaptive(CountingRunner()), _baseline())
+    fixed = CountingRunner()({"toy": None}, dict.fromkeys(SHIFT, object), seeds=range(5))
+    with pytest.raises(AssertionError) as fixed_seeds:
+        assert_not_worse(fixed, _baseline())
+    assert re.search(r"^  minimum detectable effect of a fixed-n test at n=5: 0\.\d+",
+                     str(adaptive.value), re.M)
+    assert "minimum detectable effect at" not in str(adaptive.value)
+    assert re.search(r"^  minimum detectable effect at n=5: 0\.\d+", str(fixed_seeds.value), re.M)
+    assert "fixed-n test" not in str(fixed_seeds.value)
+
+
+def test_one_seed_training_saved_is_singular():
+    report = run_adaptive({"toy": lambda root: None}, {"broken": object}, seeds=range(6),
+                          min_seeds=5, runner=CountingRunner())
+    with pytest.raises(AssertionError) as failure:
+        assert_not_worse(report, _baseline(seeds=range(6), models=("broken",)))
+    assert "(5/6 seeds), 1 seed-training saved against fixed 6" in str(failure.value)
+    assert "adaptive seeds 5..6: 5 seed-trainings, 1 saved" in str(failure.value)
+
+
+def test_completing_keeps_the_reports_settings_and_every_task():
+    """complete() merged the second task's new seeds into a grid that lacked the first's (an
+    error with two tasks), and read the new seeds with the runner's default settings."""
+    from pytest_graphnetz import assert_ci_width
+
+    runner = CountingRunner({"m": lambda s: 0.01 * np.sin(5.0 * s)})
+    report = run_adaptive({"a": lambda root: None, "b": lambda root: None}, {"m": object},
+                          seeds=range(10), min_seeds=5, runner=runner)
+    report.ci_method = "bootstrap"
+    completed = report.complete()
+    assert completed.tasks == ("a", "b") and completed.seeds == tuple(range(10))
+    assert completed.ci_method == "bootstrap"
+    assert all(v.stats.method.startswith("bootstrap") for v in assert_ci_width(report, 1.0))
+
+
+def test_decided_holds_each_cell_at_the_seeds_its_gate_trained():
+    runner = CountingRunner()
+    report = _adaptive(runner)
+    assert report.decided() == [report]   # nothing extended yet: the first look itself
+    with pytest.raises(AssertionError):
+        assert_not_worse(report, _baseline())
+    first, *further = report.decided()
+    assert first is report
+    (border,) = further
+    n = runner.count("border")
+    assert border.models == ("border",) and border.seeds == tuple(range(n))
+    assert border.values("toy", "border").tolist() == [BASE[s] + SHIFT["border"](s)
+                                                       for s in range(n)]
+    # a second gate starts from the first look: what it trains is its own
+    assert report.decided(since=len(report.extensions)) == [report]
+
+
+def test_the_other_gates_save_the_max_seeds_they_judge():
+    """--graphnetz-report-dir saved the first look of a report that assert_better (and a
+    refresh) judged at all MAX seeds."""
+    from pytest_graphnetz.gates import GateObserver, observing
+
+    saved = []
+    observer = GateObserver(alpha=0.05, strict=False, record=lambda row: None,
+                            candidate=lambda report, further: saved.append(report) or ["x"])
+    report = run_adaptive({"toy": lambda root: None}, {"better": object}, seeds=SEEDS,
+                          min_seeds=5, runner=CountingRunner({"better": lambda s: 0.05}))
+    with observing(observer):
+        assert_better(report, _baseline(models=("better",)))
+    assert [r.seeds for r in saved] == [tuple(SEEDS)]

@@ -67,3 +67,27 @@ def test_a_failing_triple_on_the_cluster_is_named(client, root):
         run_benchmark({"bad": tiny_task("bad", loader=bad_loader)}, {"GCN": gcn}, seeds=[0, 1],
                       device="cpu", root=root, executor=client.get_executor(pure=False))
     assert "no data for seed" in str(info.value)
+
+
+def test_adaptive_seeds_on_a_dask_cluster_equal_the_local_schedule(client, root):
+    from pytest_graphnetz import assert_not_worse, run_adaptive
+
+    # The baseline's "SAGE" is a GCN: against it the candidate's SAGE is a changed model, open
+    # at the first look (2 seeds); the unchanged GCN stops IDENTICAL there.
+    baseline = run_benchmark({"tiny": tiny_task()}, {"GCN": gcn, "SAGE": gcn}, seeds=range(4),
+                             device="cpu", root=root)
+
+    def schedule(**kw):
+        report = run_adaptive({"tiny": tiny_task()}, MODELS, seeds=range(4), min_seeds=2,
+                              device="cpu", root=root, **kw)
+        verdicts = assert_not_worse(report, baseline)
+        return report, {v.cell: (v.verdict, v.stop.n, v.seeds) for v in verdicts}
+
+    local, local_verdicts = schedule()
+    remote, remote_verdicts = schedule(executor=client.get_executor(pure=False))
+    assert remote_verdicts == local_verdicts == {
+        "tiny/GCN": ("IDENTICAL", 2, (0, 1)), "tiny/SAGE": ("INCONCLUSIVE", 4, (0, 1, 2, 3))}
+    # the extended seeds trained on the cluster, bit for bit the local ones
+    assert [len(r.extensions) for r in (local, remote)] == [1, 1]
+    assert [dumps(r.to_dict()) for r in remote.decided()] == \
+        [dumps(r.to_dict()) for r in local.decided()]
