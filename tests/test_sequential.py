@@ -223,3 +223,37 @@ def test_short_schedules_design_without_a_runtime_warning():
         assert all(math.isfinite(c) and c > 0 for c in design.critical), design.critical
         # the first look is the exact t quantile, untouched by the change
         assert design.critical[0] == pytest.approx(stats.t.ppf(1 - design.spent[0], lo - 1))
+
+
+def test_the_lean_rule_holds_an_early_not_worse_whose_estimate_leans_towards_a_drop():
+    # Five seeds 0.4 points worse on average, with a spread so small that the interval already
+    # clears -δ: NOT WORSE's boundary is crossed, but the mean sits 2 standard errors below 0.
+    d = -0.004 + 0.0045 * stats.zscore([-2.0, -1.0, 0.0, 1.0, 2.0], ddof=1)
+    se = d.std(ddof=1) / math.sqrt(5)
+    design = sequential_design(5, 20, alpha=ALPHA)
+    assert (d.mean() + 0.01) / se >= design.critical[0] and d.mean() / se <= -design.lean
+    held = sequential_decide(d, design, min_effect=0.01)
+    assert held.verdict is None and held.more_seeds == 5
+    off = sequential_decide(d, sequential_design(5, 20, alpha=ALPHA, lean=None), min_effect=0.01)
+    assert off.verdict is Verdict.NOT_WORSE
+    # at MAX there is nothing left to wait for: a cell open at looks 1 and 2 that leans the
+    # same way at 20 seeds is NOT WORSE
+    z = stats.zscore(np.random.default_rng(2).standard_normal(20), ddof=1)
+    d20 = -0.004 + 0.009 * z
+    assert all(sequential_decide(d20[:n], design, min_effect=0.01).verdict is None
+               for n in (5, 10))
+    last = sequential_decide(d20, design, min_effect=0.01)
+    assert last.t_regressed <= -design.lean and last.verdict is Verdict.NOT_WORSE
+
+
+def test_the_lean_rule_only_shrinks_not_worse():
+    # Same paths with and without the rule: every NOT WORSE with it crossed the boundary
+    # without it too (at this look or an earlier one), and at Δ = -δ it is rarer.
+    rng = np.random.default_rng(17)
+    D = -0.01 + 0.012 * rng.standard_normal((20_000, 20))
+    with_rule, n_with = run_schedule(D, sequential_design(5, 20), min_effect=0.01)
+    without, n_without = run_schedule(D, sequential_design(5, 20, lean=None), min_effect=0.01)
+    nw, nw_off = with_rule == Verdict.NOT_WORSE, without == Verdict.NOT_WORSE
+    assert np.all(nw_off[nw] & (n_without[nw] <= n_with[nw]))
+    assert nw.sum() < nw_off.sum()
+    assert gs.wilson_interval(int(nw.sum()), len(D)).low <= ALPHA

@@ -13,6 +13,14 @@ schedule, not per look:
 Each boundary is non-binding for the others (a cell stopped by one boundary can only cross the
 others less often), so P(REGRESSED | mean d = −margin) ≤ α and P(NOT WORSE | mean d = −δ) ≤ α.
 
+The lean rule: before MAX, a cell that crosses NOT WORSE stops only if its estimate does not
+lean towards a drop, ``(mean + margin) / se > −lean`` (:data:`DEFAULT_LEAN` = 1.5 standard
+errors); otherwise it takes the next look's seeds. Five seeds with a lucky small spread can put
+a real regression's interval above −δ while its mean still sits well below 0; holding such a
+cell costs an innocent one little (its mean is near 0). The rule only shrinks NOT WORSE's
+stopping region, so neither guarantee moves; ``benchmarks/adaptive_seeds.py`` measures what it
+buys (detection of a −0.7-point regression up, wrong NOT WORSE down, a few tenths of a seed).
+
 Spending: the Hwang–Shih–DeCani family (Hwang, Shih & DeCani 1990, Statistics in Medicine
 9:1439-1445), an α-spending function in the sense of Lan & DeMets (1983, Biometrika
 70:659-663): at information fraction ``t = n / MAX`` it has spent
@@ -33,7 +41,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -43,6 +51,7 @@ from ._common import ConfidenceInterval, _t_quantile, _vector
 from .decisions import Verdict
 
 DEFAULT_GAMMA = 4.0
+DEFAULT_LEAN = 1.5  # an early NOT WORSE needs (mean + margin) / se > -DEFAULT_LEAN
 CALIBRATION_PATHS = 1 << 20
 CALIBRATION_SEED = 20_231_983  # any fixed seed: the boundaries must not depend on the session
 
@@ -84,7 +93,8 @@ class SequentialDesign:
     function's parameter; ``critical[k]``: the one-sided t critical value at look k for level
     ``alpha``; ``nominal[k]``: its per-look one-sided p
     threshold (``P(T_{n_k − 1} >= critical[k])``); ``spent[k]``: the cumulative α the spending
-    function allows by look k. Build with :func:`sequential_design`.
+    function allows by look k; ``lean``: the lean rule's bound in standard errors (None: off).
+    Build with :func:`sequential_design`.
     """
 
     looks: tuple[int, ...]
@@ -93,6 +103,7 @@ class SequentialDesign:
     critical: tuple[float, ...]
     nominal: tuple[float, ...]
     spent: tuple[float, ...]
+    lean: float | None = DEFAULT_LEAN
 
     @property
     def max_seeds(self) -> int:
@@ -100,19 +111,25 @@ class SequentialDesign:
 
     def at_level(self, alpha: float) -> SequentialDesign:
         """The same looks and spending at another level (e.g. α/m for Holm across m cells)."""
-        return sequential_design(self.looks[0], self.looks[-1], alpha=alpha, gamma=self.gamma)
+        return sequential_design(self.looks[0], self.looks[-1], alpha=alpha, gamma=self.gamma,
+                                 lean=self.lean)
 
 
 def sequential_design(min_seeds: int, max_seeds: int, *, alpha: float = 0.05,
-                      gamma: float = DEFAULT_GAMMA) -> SequentialDesign:
+                      gamma: float = DEFAULT_GAMMA,
+                      lean: float | None = DEFAULT_LEAN) -> SequentialDesign:
     """The design of ``MIN..MAX`` (looks from :func:`schedule`) at one-sided level ``alpha`` for
-    each of the three boundaries. Deterministic and cached per process."""
+    each of the three boundaries, with the lean rule at ``lean`` standard errors (None: off).
+    Deterministic and cached per process."""
     looks = schedule(min_seeds, max_seeds)
     if not 0 < alpha < 0.5:
         raise ValueError(f"`alpha` must lie in (0, 0.5), got {alpha!r}")
     if not math.isfinite(gamma):
         raise ValueError(f"`gamma` must be a finite number, got {gamma!r}")
-    return _design(looks, float(alpha), float(gamma))
+    if lean is not None and not 0 <= lean < math.inf:
+        raise ValueError(f"`lean` must be a number >= 0 or None, got {lean!r}")
+    return replace(_design(looks, float(alpha), float(gamma)),
+                   lean=None if lean is None else float(lean))
 
 
 @lru_cache(maxsize=64)
@@ -300,7 +317,10 @@ def _run(D: np.ndarray, design: SequentialDesign, *, margin: float, min_effect: 
         c, c_reg = design.critical[k], reg.critical[k]
         t_reg, t_nw, t_bt = (_sided_t(mean, se, X, b) for b in (-margin, -delta, margin))
         new = np.full(X.shape[0], _CONTINUE)
-        new[t_nw >= c] = _NOT_WORSE
+        not_worse = t_nw >= c
+        if design.lean is not None and k < len(design.looks) - 1:
+            not_worse &= t_reg > -design.lean   # the lean rule (module docstring)
+        new[not_worse] = _NOT_WORSE
         new[t_bt >= c] = _BETTER
         new[t_reg <= -c_reg] = _REGRESSED
         if k == 0:
