@@ -347,11 +347,14 @@ def _cell_verdict(c: _Cell, report: AdaptiveReport, baseline: BenchmarkReport, m
                 c.look + 1, len(c.design.looks))
     name = gates._verdict_name(comp.verdict)
     failed = name not in gates._PASSES["not_worse"] or (strict and name == "INCONCLUSIVE")
+    changed = (gates._changed_model(report, baseline, c.model, seeds) if name == "IDENTICAL"
+               else ())
     return gates.CellVerdict(
         c.task, c.model, c.metric, c.higher_is_better, "not_worse", comp,
         gates._describe(ref, baseline, metric=c.metric),
         gates._describe(cand, report, metric=c.metric), tuple(seeds), failed,
-        (*env, *c.notes), stop=stop)
+        (*env, *c.notes, *changed), stop=stop,
+        table_note=gates.CHANGED_MODEL_NOTE if changed else "")
 
 
 def saved(verdicts: Sequence[Any]) -> tuple[int, int]:

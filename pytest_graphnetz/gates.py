@@ -126,6 +126,7 @@ class CellVerdict:
     baseline_seeds: tuple[int, ...] = ()   # every seed the baseline holds
     refresh_command: str | None = None      # the command that rewrites this baseline
     stop: Any = None                        # adaptive seeds: where the cell stopped
+    table_note: str = ""                    # the summary table's Note for a passing cell
 
     @property
     def verdict(self) -> str:
@@ -235,6 +236,8 @@ class CellVerdict:
                 "failed": "yes" if self.failed else ""}
         if self.stop is not None:  # adaptive: n used / MAX, and what stopping early saved
             row.update(n=f"{c.n}/{self.stop.planned_max}", saved=str(self.stop.saved))
+        if self.table_note:
+            row["note"] = self.table_note
         return row
 
 
@@ -554,12 +557,35 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
                 task=task, k=report.folds(task), test=test)))
         name = _verdict_name(comp.verdict)
         failed = name not in _PASSES[gate] or (strict and name == "INCONCLUSIVE")
+        changed = _changed_model(report, baseline, model, seeds) if name == "IDENTICAL" else ()
         verdicts.append(CellVerdict(
             task, model, spec.name, spec.higher_is_better, gate, comp,
             _describe(cell["baseline"], baseline, metric=spec.name),
             _describe(cell["candidate"], report, metric=spec.name),
-            tuple(seeds), failed, notes, tuple(baseline.seeds), refresh_command))
+            tuple(seeds), failed, (*notes, *changed), tuple(baseline.seeds), refresh_command,
+            table_note=CHANGED_MODEL_NOTE if changed else ""))
     return verdicts
+
+
+CHANGED_MODEL_NOTE = "the model changed, yet every seed scored the same"
+
+
+def _changed_model(report: BenchmarkReport, baseline: BenchmarkReport, model: str,
+                   seeds: Sequence[int]) -> tuple[str, ...]:
+    """For an IDENTICAL cell: a note when the candidate's model is not the baseline's (its
+    fingerprint, the built model's structure and initial weights, differs at a paired seed
+    where both sides recorded one): the metric did not register the change, which a reviewer
+    would otherwise read as "nothing changed"."""
+    ours = report.fingerprints.get("model", {}).get(model, {})
+    theirs = baseline.fingerprints.get("model", {}).get(model, {})
+    differ = [s for s in seeds if ours.get(s) and theirs.get(s) and ours[s] != theirs[s]]
+    if not differ:
+        return ()
+    return (f"{CHANGED_MODEL_NOTE}: the model's fingerprint (its structure and initial "
+            f"weights) differs from the baseline's at seed(s) {_seed_list(differ)}, but every "
+            "paired seed gave exactly the baseline's value. The test set may be too coarse to "
+            "register the change (karate has 8 test nodes: 12.5-point steps); judge it on a "
+            "larger task before reading IDENTICAL as unchanged",)
 
 
 def _fold_cell(cell: dict, k: int | None, test: str) -> dict:
