@@ -468,9 +468,16 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
         raise
     finally:
         # The sequential gate, decided or stopped: its cells at the seeds they were judged on.
+        # A failed write warns: it must not hide the verdicts (or the error) of the gate itself.
         if isinstance(report, AdaptiveReport) and observer and observer.candidate:
             decided = report.decided(since)
-            saved = _announce(*decided)
+            try:
+                saved = _announce(*decided)
+            except OSError as exc:
+                import warnings
+
+                warnings.warn(f"graphnetz: the candidate report was not saved: {exc}",
+                              stacklevel=2)
     notes = (_saved_note(saved, decided),) if len(saved) > 1 else ()
     _finish(f"assert_{gate}", verdicts, header=header, notes=notes)
     return verdicts

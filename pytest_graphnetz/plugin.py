@@ -221,13 +221,19 @@ class Settings:
                 cache_dir = None
         baseline_dir = (_path(config, "baseline-dir") if get("baseline-dir", None) is not None
                         else config.rootpath / "baselines")
+        report_dir = _path(config, "report-dir") if get("report-dir", None) else None
+        if report_dir is not None and report_dir.exists() and not report_dir.is_dir():
+            raise pytest.UsageError(
+                f"graphnetz: `--graphnetz-report-dir` (ini key `graphnetz_report_dir`) is a "
+                f"file, not a directory: {report_dir}; name a directory (it is created when "
+                "missing)")
         return cls(
             seeds=seeds, min_seeds=adaptive[0] if adaptive else None,
             device=str(get("device", "auto")), workers=workers, cache_dir=cache_dir,
             baseline_dir=baseline_dir, update_baselines=bool(get("update-baselines", False)),
             force=bool(get("force", False)), alpha=alpha, strict=bool(get("strict", False)),
             summary=_path(config, "summary") if get("summary", None) else None,
-            report_dir=_path(config, "report-dir") if get("report-dir", None) else None,
+            report_dir=report_dir,
             cli_baseline_dir=config.getoption("graphnetz_baseline_dir"),
             deterministic=deterministic, min_effect=min_effect,
         )

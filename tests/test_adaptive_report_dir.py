@@ -207,3 +207,18 @@ def test_cells_that_all_stop_together_are_saved_as_one_report(project: pytest.Py
     one = BenchmarkReport.from_json(saved / "test_one.json")
     assert one.seeds == (0, 1, 2, 3, 4) and one.models == ("same", "broken", "border")
     assert "decided on" not in result.stdout.str()
+
+
+def test_a_report_that_cannot_be_saved_warns_and_keeps_the_verdicts(
+        project: pytest.Pytester) -> None:
+    # The adaptive gate saves its reports after it decided: a failed write (here the module's
+    # folder is a file) must warn, not replace the gate's own failure with an OSError.
+    project.makepyfile(project=PROJECT.format(change=1))
+    (project.path / "reports").mkdir()
+    (project.path / "reports" / "test_model").write_text("in the way")
+    result = project.runpytest(ADAPTIVE, "--graphnetz-report-dir=reports", "-k", "test_two")
+    result.assert_outcomes(failed=1, deselected=2)
+    out = result.stdout.str()
+    assert "assert_not_worse: 1 of 6 cell(s) failed" in out
+    assert "a/broken — accuracy (higher is better): REGRESSED" in out
+    assert "UserWarning: graphnetz: the candidate report was not saved" in out

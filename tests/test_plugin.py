@@ -118,6 +118,15 @@ def test_bad_values_are_usage_errors(pytester: pytest.Pytester, option: str,
     assert message in result.stderr.str()
 
 
+def test_a_report_dir_that_is_a_file_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(SHOW_SETTINGS)
+    (pytester.path / "reports").write_text("not a directory")
+    result = pytester.runpytest("--graphnetz-report-dir=reports")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "`--graphnetz-report-dir` (ini key `graphnetz_report_dir`) is a file, not a " \
+        f"directory: {pytester.path / 'reports'}" in result.stderr.str()
+
+
 def test_parse_seeds() -> None:
     assert parse_seeds("10") == tuple(range(10))
     assert parse_seeds("3-7") == (3, 4, 5, 6, 7)
