@@ -298,6 +298,15 @@ def section(task: str, pool: Mapping[str, np.ndarray], trials: int, seed: int) -
     lines.append(markdown_table(
         ["shape of", "sd (pt)", "skew", "design", "P(REGRESSED | −margin)", "P(NOT WORSE | −δ)"],
         per_shape_rows(diffs, designs[:2] + designs[4:], rng, trials)))
+    zeros = float(np.mean(np.concatenate(list(diffs.values())) == 0))
+    if zeros > 0.25:
+        lines += ["", f"Caution: {100 * zeros:.0f}% of this pool's paired differences are "
+                  "exactly 0 (a small test set: its accuracies move in steps). Re-centring them "
+                  "on a boundary turns every 0 into one and the same small number, and a draw of "
+                  "seeds that are all such numbers has no spread, which any t test reads as "
+                  "certain. The resampled rows above measure that artifact, not the gate: a real "
+                  "cell whose differences are all 0 reads IDENTICAL. The normal and t3 rows hold "
+                  "for this task's spreads."]
     ratios = []
     for kind in ("normal", "t3", "resampled", "blocks"):
         n_trials = trials if kind != "blocks" else len(pool["baseline"]) // MAX_SEEDS
