@@ -86,13 +86,3 @@ def test_a_bad_adaptive_spec_is_a_usage_error(pytester: pytest.Pytester) -> None
     result = pytester.runpytest("--graphnetz-seeds=20..5")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*adaptive seeds are MIN..MAX with 2 <= MIN < MAX*'20..5'*"])
-
-
-def test_a_bad_min_effect_names_its_ini_key_too(pytester: pytest.Pytester) -> None:
-    # (the usage errors of the options the adaptive gate reads: --graphnetz-min-effect is δ)
-    pytester.makepyfile(test_x="def test_x():\n    pass\n")
-    pytester.makeini("[pytest]\ngraphnetz_min_effect = -0.01\n")
-    result = pytester.runpytest()
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*`--graphnetz-min-effect` must be a number > 0 (ini key "
-                                 "`graphnetz_min_effect`;*got -0.01*"])
