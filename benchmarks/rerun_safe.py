@@ -21,8 +21,11 @@ Wrong verdicts are measured at the boundaries: REGRESSED at Δ = −margin, BETT
 at the "labels -25%" candidate's true Δ (−0.71 point), on its resampled real differences and on
 normal differences of the same sd. The frontier varies ρ, the share of α a first run spends.
 
-    python benchmarks/rerun_safe.py --quick                # 4,000 trials per cell (~20 s)
-    python benchmarks/rerun_safe.py --out benchmarks/rerun_safe_results.md   # 20,000 (~1 min)
+    python benchmarks/rerun_safe.py --quick                # 4,000 trials per cell (~1 min)
+    python benchmarks/rerun_safe.py --out benchmarks/rerun_safe_results.md   # 20,000 (~4 min)
+
+A last table lets each rerun take the seed count today's INCONCLUSIVE message advises for the
+observed sd (rounded up to 20, 40, ..., 320 seeds), so the looks depend on the data's spread.
 
 Every draw comes from ``--seed`` and the committed pool: the output is bit for bit the same on
 every run (its last line is a SHA-256 of the tables).
@@ -89,12 +92,93 @@ def chain(X: np.ndarray, critical: Sequence[float], reruns: int) -> tuple[np.nda
     return code, used
 
 
+ADVICE_GRID = (10, 20, 40, 80, 160, 320)  # advised seeds, rounded up to 10·2^j, at most 320
+
+
+def advice_thresholds() -> np.ndarray:
+    """thresholds[j]: the largest observed sd (points) whose advice, today's
+    ``seeds_for_min_effect(sd, δ)``, is at most ``ADVICE_GRID[j]`` seeds."""
+    from pytest_graphnetz.stats.planning import seeds_for_min_effect
+
+    out = []
+    for target in ADVICE_GRID:
+        lo, hi = 0.0, 50.0
+        for _ in range(40):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if seeds_for_min_effect(mid, DELTA, alpha=ALPHA) <= target else (
+                lo, mid)
+        out.append(lo)
+    return np.array(out)
+
+
+def chain_advised(X: np.ndarray, rule: float | None, thresholds: np.ndarray,
+                  reruns: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    """Like :func:`chain`, but each rerun takes the seeds today's message advises for the
+    observed sd (rounded up to the grid, at least the next grid step): verdict code and seeds
+    used per row. ``rule``: ρ of the rerun-safe rule, None for today's fresh t test."""
+    from scipy import stats
+
+    trials = X.shape[0]
+    code = np.full(trials, INC)
+    n = np.full(trials, ADVICE_GRID[0])
+    history = np.zeros(trials, dtype=np.int64)  # bit j set: a run at ADVICE_GRID[j] seeds
+    for stage in range(reruns + 1):
+        open_ = np.flatnonzero(code == INC)
+        if stage:
+            open_ = open_[n[open_] > 0]
+        for look in np.unique(n[open_]):
+            for hist in np.unique(history[open_][n[open_] == look]):
+                rows = open_[(n[open_] == look) & (history[open_] == hist)]
+                prior = [g for j, g in enumerate(ADVICE_GRID) if hist >> j & 1]
+                c = (float(stats.t.isf(ALPHA, look - 1)) if rule is None
+                     else rerun_design(prior, int(look), alpha=ALPHA, rho=rule).current_critical)
+                x = X[rows, :look]
+                mean, sd = x.mean(axis=1), x.std(axis=1, ddof=1)
+                se = sd / math.sqrt(look)
+                new = np.full(rows.size, INC)
+                new[(mean + DELTA) / se >= c] = NW
+                new[(mean - MARGIN) / se >= c] = BT
+                new[(mean + MARGIN) / se <= -c] = REG
+                code[rows] = new
+                history[rows] |= 1 << ADVICE_GRID.index(int(look))
+                # The first grid entry whose advice covers sd, past this run, at most the last;
+                # a run already at the last entry is not rerun (n = 0).
+                here = ADVICE_GRID.index(int(look))
+                step = np.maximum(np.searchsorted(thresholds, sd), here + 1)
+                n[rows] = (np.take(ADVICE_GRID, np.minimum(step, len(ADVICE_GRID) - 1))
+                           if here + 1 < len(ADVICE_GRID) else 0)
+    used = np.array([max((g for j, g in enumerate(ADVICE_GRID) if h >> j & 1), default=0)
+                     for h in history])
+    return code, used
+
+
+def advised_rows(rng: np.random.Generator, trials: int, real: np.ndarray) -> list[list[str]]:
+    """Wrong verdicts after up to 3 reruns at the advised seed counts, today vs the rule."""
+    thresholds = advice_thresholds()
+    rows = []
+    for shape in ("block model", *(f"{s}" for s in SDS)):
+        X0 = draws(shape, 0.0, rng, trials, real, ADVICE_GRID[-1])
+        Xd = draws(shape, -DELTA, rng, trials, real, ADVICE_GRID[-1])
+        label = "block model (real, 0.86)" if shape == "block model" else f"normal, sd {shape}"
+        for name, rule in (("today", None), (f"rerun-safe, ρ = {DEFAULT_RHO}", DEFAULT_RHO)):
+            c0, u0 = chain_advised(X0, rule, thresholds)
+            cd, _ = chain_advised(Xd, rule, thresholds)
+            rows.append([label, name, pct(np.mean(c0 == REG)), pct(np.mean(cd == NW)),
+                         pct(np.mean(c0 == BT)), f"{u0.mean():.1f}"])
+    return rows
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
 def draws(shape: str, mean: float, rng: np.random.Generator, trials: int,
-          real: np.ndarray) -> np.ndarray:
-    """``trials`` rows of 80 paired differences (points) of ``shape`` with true mean ``mean``."""
+          real: np.ndarray, seeds: int = LOOKS[-1]) -> np.ndarray:
+    """``trials`` rows of ``seeds`` paired differences (points) of ``shape``, true mean
+    ``mean``."""
     if shape == "block model":
-        return (real - real.mean() + mean)[rng.integers(0, real.size, (trials, LOOKS[-1]))]
-    return mean + float(shape) * rng.standard_normal((trials, LOOKS[-1]))
+        return (real - real.mean() + mean)[rng.integers(0, real.size, (trials, seeds))]
+    return mean + float(shape) * rng.standard_normal((trials, seeds))
 
 
 def guarantee_rows(rng: np.random.Generator, trials: int, real: np.ndarray,
@@ -196,6 +280,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                       "sd 4: Δ = 0 ends NOT WORSE/BETTER", "sd 4: Δ = −δ ends REGRESSED",
                       "sd 4: seeds per cell (Δ = 0 / −δ)"],
                      frontier(np.random.default_rng(args.seed + 2), trials, real, RHOS)), ""]
+    lines += ["## Reruns at the advised seed counts (up to 3 reruns)", "",
+              "Each rerun takes the seeds today's INCONCLUSIVE message advises for the observed "
+              "sd (`seeds_for_min_effect(sd, δ)`), rounded up to 20, 40, 80, 160 or 320 and at "
+              "least the next of these; 320 when the advice is more. The rule's boundaries "
+              "come from the recorded seed counts, whatever they were.", "",
+              *table(["differences", "rule", "REGRESSED at Δ = −margin", "NOT WORSE at Δ = −δ",
+                      "BETTER at Δ = +margin", "seeds of the last run (Δ = 0)"],
+                     advised_rows(np.random.default_rng(args.seed + 3), trials, real)), ""]
     text = "\n".join(lines)
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     text += f"sha256 of the tables above: {digest}\n"
