@@ -13,6 +13,7 @@ from pytest_graphnetz.stats.rerun import (
     DEFAULT_RHO,
     calibrate_looks,
     rerun_design,
+    rerun_seeds_needed,
     rerun_spending,
 )
 
@@ -118,3 +119,15 @@ def test_a_rerun_needs_more_seeds_and_an_inconclusive_past():
 def test_nothing_left_to_spend_gives_a_boundary_nothing_crosses():
     assert calibrate_looks((10, 20), (0.05, 0.05))[1] == math.inf
     assert rerun_design([10], 20, rho=1.0).current_nominal == 0.0
+
+
+@pytest.mark.parametrize("sd", [0.86, 2.0, 4.0])
+def test_rerun_advice_decides_at_the_chains_own_boundary(sd):
+    """At the advised seed count and the calibrated boundary of that rerun, a drop of δ reads
+    REGRESSED and no change reads NOT WORSE with probability >= 0.8 (noncentral t, scipy)."""
+    n = rerun_seeds_needed([10], sd, 1.0)
+    c = rerun_design([10], n).current_critical
+    ncp = 1.0 / sd * math.sqrt(n)
+    assert stats.nct.cdf(-c, n - 1, -ncp) >= 0.8          # REGRESSED at Δ = −δ
+    assert stats.nct.sf(c, n - 1, ncp) >= 0.8             # NOT WORSE at Δ = 0
+    assert rerun_seeds_needed([10], sd, 1.0, max_seeds=n - 1) is None

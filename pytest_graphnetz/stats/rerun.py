@@ -214,3 +214,44 @@ def _check_params(alpha: float, rho: float) -> None:
     if not 0 < rho <= 1:
         raise ValueError(f"`rho` (the share of α a first run spends) must lie in (0, 1], got "
                          f"{rho!r}; 1 leaves nothing for reruns")
+
+
+def rerun_seeds_needed(prior_looks: Sequence[int], sd_diff: float, min_effect: float, *,
+                       margin: float = 0.0, alpha: float = 0.05,
+                       alpha_regressed: float | None = None, rho: float = DEFAULT_RHO,
+                       power: float = 0.8, max_seeds: int = 10_000) -> int | None:
+    """Seeds for the next run of a chain whose runs so far had ``prior_looks`` seeds (the last
+    ended INCONCLUSIVE), so that at that run's boundary "no change" reads NOT WORSE and a
+    drop of δ reads REGRESSED, each with probability ``power`` (paired sd ``sd_diff``).
+
+    A planning figure on the safe side: the run's boundary is taken as the t quantile at the α
+    the run adds (``α(N) − α(n_K)``), which is at least its calibrated critical value (paths
+    that crossed earlier are not there to share it), and earlier runs are not conditioned on.
+    None when even ``max_seeds`` would not do.
+    """
+    from .planning import seeds_for_min_effect
+
+    if not prior_looks:
+        raise ValueError("`prior_looks` must hold the seed counts of the runs so far")
+    first, last = int(prior_looks[0]), int(prior_looks[-1])
+    a_reg = alpha if alpha_regressed is None else float(alpha_regressed)
+
+    def added(n: int, level: float) -> float:
+        return (rerun_spending(n, first, alpha=level, rho=rho)
+                - rerun_spending(last, first, alpha=level, rho=rho))
+
+    def enough(n: int) -> bool:
+        return seeds_for_min_effect(sd_diff, min_effect, margin=margin, alpha=added(n, alpha),
+                                    alpha_regressed=added(n, a_reg), power=power) <= n
+
+    lo, hi = last, min(2 * last, max_seeds)
+    if hi <= last:
+        return None
+    while not enough(hi):  # α(N) − α(n_K) grows with N, so `enough` is monotone
+        if hi >= max_seeds:
+            return None
+        lo, hi = hi, min(2 * hi, max_seeds)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if enough(mid) else (mid, hi)
+    return hi
