@@ -14,7 +14,7 @@ over independent trials). Runs go through ``run_benchmark``'s per-triple cache, 
 a resumed crash trains nothing twice.
 
     python benchmarks/gate_quality.py --quick     # small pools: a smoke run of a few minutes
-    python benchmarks/gate_quality.py             # the measurement behind the README table
+    python benchmarks/gate_quality.py             # the measurement behind docs/why-paired.md
 
 Besides the REGRESSED rates of each gate, it measures the verdicts of ``assert_not_worse`` with
 δ = ``min_effect`` = 1 point at S = 10 seeds: how often innocent changes read NOT WORSE, each

@@ -1,43 +1,54 @@
-"""Every Python block and every command in README.md runs as written.
+"""Every Python block and every command in README.md and docs/*.md runs as written.
 
-The convention (for everyone editing the README):
+The convention (for everyone editing the README or a page under docs/):
 
 - Fenced ```` ```python ```` blocks and ```` ```bash ```` / ``sh`` / ``shell`` / ``console``
-  blocks run, **in README order, in one scratch project directory**, as a reader would run
-  them: a block may use files an earlier block made (``report.json``...). Other fences (plain
+  blocks run, as a reader would run them, in a scratch project directory. Other fences (plain
   ```` ``` ```` for output, ``yaml``, ``toml``, ``text``...) are not run.
 - A Python block whose first line is a comment naming a file (``# tests/test_models.py``) is
-  written to that path instead of being run; any other Python block runs in a fresh
+  written to that path instead of being run; every runnable block of a document sees the
+  files its document's earlier file blocks wrote. Any other Python block runs in a fresh
   interpreter. Each command line of a shell block runs with ``bash -c`` (``\\`` continues a
   line; comments are fine) and must exit 0.
+- Each runnable block is its own test, in a fresh copy of the scratch project, so the blocks
+  spread over pytest-xdist's workers. A block that uses what an earlier block *made* by
+  running (``report.json``, a baseline, a cache) is marked on the line right above its fence
+  with ``<!-- continues -->`` (a reason may follow: ``<!-- continues: reads report.json -->``):
+  it then runs in the same test and project as the runnable block before it in its document
+  (a chain of such marks is one test).
 - A block that cannot or should not run here (it installs packages, runs this test suite, is a
   signature or a sketch) is marked on the line right above its fence with
-  ``<!-- fragment -->`` (a reason may follow: ``<!-- fragment: installs packages -->``); other
-  HTML comment lines may sit between it and the fence.
+  ``<!-- fragment -->`` (a reason may follow: ``<!-- fragment: installs packages -->``). Other
+  HTML comment lines may sit between a mark and the fence.
 - The scratch project holds a copy of the repository's ``examples/models.py`` (for blocks
   that say "run from the repository root") and what a user's project would have:
   ``mypkg/models.py`` with ``gcn`` and ``sage`` factories (PyG's GCN and GraphSAGE, 16 hidden
   channels) and ``gin`` (a GIN pooled per graph, for graph tasks), and a ``pytest.ini``
   with ``pythonpath = .`` and ``graphnetz_seeds = 5``: the smallest seed count at which the
-  README's gates and interval widths still mean what the text says. Datasets are shared
-  through ``$GRAPHNETZ_ROOT``; ``python``, ``pytest`` and ``graphnetz`` are this interpreter's.
+  documents' gates and interval widths still mean what the text says. Datasets are shared
+  through ``$GRAPHNETZ_ROOT`` (one directory per xdist worker, whose tests run one at a time);
+  ``python``, ``pytest`` and ``graphnetz`` are this interpreter's.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+DOCUMENTS = [README, *sorted((ROOT / "docs").glob("*.md"))]
 RUN = {"python", "py", "bash", "sh", "shell", "console"}
 FENCE = re.compile(r"^(`{3,}|~{3,})\s*([\w+-]*)")
 FRAGMENT = re.compile(r"^\s*<!--\s*fragment\b")
+CONTINUES = re.compile(r"^\s*<!--\s*continues\b")
 FILE_BLOCK = re.compile(r"^#\s*([\w./-]+\.py)\s*$")
 
 MYPKG = '''
@@ -79,14 +90,23 @@ class Block:
     line: int          # 1-based line of the opening fence
     text: str
     fragment: bool
+    continues: bool = False
 
     @property
     def runs(self) -> bool:
         return self.lang in RUN and not self.fragment
 
+    @property
+    def target(self) -> str | None:
+        """The path a file block writes (``# tests/test_models.py``), else None."""
+        if self.lang not in ("python", "py") or not self.text.strip():
+            return None
+        match = FILE_BLOCK.match(self.text.lstrip().splitlines()[0])
+        return match.group(1) if match else None
+
 
 def blocks(text: str) -> list[Block]:
-    """Every fenced block of a Markdown text, with its language and fragment mark."""
+    """Every fenced block of a Markdown text, with its language and marks."""
     out, lines, i = [], text.splitlines(), 0
     while i < len(lines):
         match = FENCE.match(lines[i])
@@ -108,7 +128,8 @@ def blocks(text: str) -> list[Block]:
             body.append(lines[i])
             i += 1
         out.append(Block(lang, start + 1, "\n".join(body) + "\n",
-                         any(FRAGMENT.match(line) for line in above)))
+                         any(FRAGMENT.match(line) for line in above),
+                         any(CONTINUES.match(line) for line in above)))
         i += 1
     return out
 
@@ -129,69 +150,139 @@ def commands(text: str) -> list[str]:
     return out
 
 
-def test_blocks_are_found_and_fragments_are_marked():
+@dataclass
+class Chain:
+    """One test: runnable blocks of one document joined by ``continues`` marks, in order,
+    after the file blocks its document wrote above the first of them."""
+
+    document: str                                      # relative to the repository root
+    steps: list[Block] = field(default_factory=list)   # file and runnable blocks, in order
+
+    @property
+    def id(self) -> str:
+        return f"{self.document}:{next(b.line for b in self.steps if b.target is None)}"
+
+
+def chains(text: str, document: str) -> list[Chain]:
+    """The tests of one document (see the module docstring)."""
+    out: list[Chain] = []
+    files: list[Block] = []
+    current: Chain | None = None
+    for block in blocks(text):
+        if not block.runs:
+            continue
+        if block.target is not None:
+            files.append(block)
+            if current is not None:   # a block continuing the chain sees it too
+                current.steps.append(block)
+            continue
+        if block.continues:
+            if current is None:
+                raise ValueError(f"{document} line {block.line}: a block marked "
+                                 "<!-- continues --> has no runnable block before it")
+            current.steps.append(block)
+            continue
+        current = Chain(document, [*files, block])
+        out.append(current)
+    return out
+
+
+CHAINS = [chain for document in DOCUMENTS
+          for chain in chains(document.read_text(encoding="utf-8"),
+                              document.relative_to(ROOT).as_posix())]
+
+
+def test_blocks_are_found_and_marks_are_read():
     found = blocks("intro\n<!-- fragment: a sketch -->\n<!-- x: begin -->\n```python\nx\n```\n"
                    "\n```bash\na \\\n  b  # why\n$ c\n```\n```\nout\n```\n"
-                   "````markdown\n```python\ny\n```\n````\n")
-    assert [(b.lang, b.line, b.fragment, b.runs) for b in found] == [
-        ("python", 4, True, False), ("bash", 8, False, True), ("", 13, False, False),
-        ("markdown", 16, False, False)]
+                   "````markdown\n```python\ny\n```\n````\n"
+                   "<!-- continues: reads x -->\n```sh\nd\n```\n")
+    assert [(b.lang, b.line, b.fragment, b.continues, b.runs) for b in found] == [
+        ("python", 4, True, False, False), ("bash", 8, False, False, True),
+        ("", 13, False, False, False), ("markdown", 16, False, False, False),
+        ("sh", 22, False, True, True)]
     assert found[3].text == "```python\ny\n```\n"
     assert commands(found[1].text) == ["a    b  # why", "c"]
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("readme")
+def test_chains_join_continued_blocks_after_the_files_above_them():
+    text = ("```python\n# tests/test_a.py\nA = 1\n```\n"       # file block, line 1
+            "```bash\npytest\n```\n"                           # line 5: its own test
+            "```python\n# tests/test_b.py\nB = 1\n```\n"       # line 8: file block
+            "<!-- continues -->\n```bash\nls tests\n```\n"     # line 13: joins line 5
+            "```python\nprint(1)\n```\n")                      # line 16: fresh test
+    found = chains(text, "doc.md")
+    assert [c.id for c in found] == ["doc.md:5", "doc.md:16"]
+    assert [b.line for b in found[0].steps] == [1, 5, 8, 13]
+    assert [b.line for b in found[1].steps] == [1, 8, 16]
+    with pytest.raises(ValueError, match="doc.md line 2: .*continues"):
+        chains("<!-- continues -->\n```bash\nls\n```\n", "doc.md")
+
+
+def test_the_documents_keep_their_runnable_examples():
+    readme = [c for c in CHAINS if c.document == "README.md"]
+    assert len(readme) >= 2, "the README lost its runnable examples, or the extractor broke"
+    assert len(CHAINS) - len(readme) >= 3, "docs/ lost its runnable examples"
+
+
+@pytest.fixture(scope="session")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The scratch project every test copies: a user's package, pytest.ini, examples/."""
+    root = tmp_path_factory.mktemp("readme-template")
     (root / "mypkg").mkdir()
     (root / "mypkg" / "__init__.py").write_text("")
     (root / "mypkg" / "models.py").write_text(MYPKG)
     (root / "pytest.ini").write_text(PYTEST_INI)
     (root / "examples").mkdir()
     (root / "examples" / "models.py").write_text(
-        (README.parent / "examples" / "models.py").read_text(encoding="utf-8"))
+        (ROOT / "examples" / "models.py").read_text(encoding="utf-8"))
     return root
 
 
-def environment(project: Path) -> dict[str, str]:
+@pytest.fixture(scope="session")
+def data_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # One per session, i.e. per xdist worker: its tests run one at a time, so the catalogue's
+    # generated datasets are built once per worker and never written by two processes at once.
+    return tmp_path_factory.mktemp("readme-data")
+
+
+def environment(data_root: Path) -> dict[str, str]:
     env = dict(os.environ)
-    repo = str(README.parent)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, env.get("PYTHONPATH")) if p)
-    env["GRAPHNETZ_ROOT"] = str(project.parent / "readme-data")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    env["GRAPHNETZ_ROOT"] = str(data_root)
     env["MPLBACKEND"] = "Agg"
     for name in ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "GITHUB_STEP_SUMMARY"):
         env.pop(name, None)
     return env
 
 
-def run(argv: list[str], project: Path, where: str) -> None:
-    done = subprocess.run(argv, cwd=project, env=environment(project), capture_output=True,
-                          text=True, timeout=1500)
+def run(argv: list[str], project: Path, data_root: Path, where: str) -> None:
+    done = subprocess.run(argv, cwd=project, env=environment(data_root), capture_output=True,
+                          text=True, timeout=900)
     if done.returncode != 0:
-        pytest.fail(f"README.md {where} exits {done.returncode}:\n--- stdout\n"
-                    f"{done.stdout[-6000:]}\n--- stderr\n{done.stderr[-6000:]}", pytrace=False)
+        pytest.fail(f"{where} exits {done.returncode}:\n--- stdout\n{done.stdout[-6000:]}\n"
+                    f"--- stderr\n{done.stderr[-6000:]}\n(a block that needs what an earlier "
+                    "block made by running is marked <!-- continues --> above its fence)",
+                    pytrace=False)
 
 
-def test_every_block_runs_as_written(project: Path) -> None:
-    ran = 0
-    for block in blocks(README.read_text(encoding="utf-8")):
-        if not block.runs:
-            continue
-        if block.lang in ("python", "py"):
-            first = block.text.lstrip().splitlines()[0] if block.text.strip() else ""
-            target = FILE_BLOCK.match(first)
-            if target:
-                path = project / target.group(1)
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(block.text)
-                continue
-            script = project / f"readme_line_{block.line}.py"
+@pytest.mark.parametrize("chain", CHAINS, ids=[chain.id for chain in CHAINS])
+def test_block_runs_as_written(chain: Chain, template: Path, data_root: Path,
+                               tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(template, project)
+    for block in chain.steps:
+        if block.target is not None:
+            path = project / block.target
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(block.text)
+        elif block.lang in ("python", "py"):
+            script = project / f"block_line_{block.line}.py"
             script.write_text(block.text)
-            run([sys.executable, script.name], project, f"Python block at line {block.line}")
+            run([sys.executable, script.name], project, data_root,
+                f"{chain.document}: Python block at line {block.line}")
         else:
             for command in commands(block.text):
-                run(["bash", "-c", command], project,
-                    f"command `{command}` (block at line {block.line})")
-        ran += 1
-    assert ran >= 5, "the README lost its runnable examples, or the extractor broke"
+                run(["bash", "-c", command], project, data_root,
+                    f"{chain.document}: command `{command}` (block at line {block.line})")

@@ -320,7 +320,7 @@ def test_readme_example_is_what_the_code_prints(tmp_path):
     spec.loader.exec_module(module)
     readme = module.readme_block(module.README.read_text())
     assert readme == module.worked_example(str(tmp_path)), (
-        "README's 'Two kinds of uncertainty' example is stale: run "
+        "docs/uncertainty.md's worked example is stale: run "
         "`python examples/uncertainty.py --write`")
 
 

@@ -1,7 +1,7 @@
 """The example CI workflow: valid for GitHub, wired to options that exist, and its pull-request
-comment — one per PR, updated in place — is the one the README shows, generated here.
+comment — one per PR, updated in place — is the one docs/ci.md shows, generated here.
 
-The README's example comment is produced by a real pytest session (the plugin's Markdown summary)
+docs/ci.md's example comment is produced by a real pytest session (the plugin's Markdown summary)
 wrapped as the workflow's script wraps it; regenerate it with
 ``GRAPHNETZ_REGENERATE_README=1 pytest tests/test_workflow.py``.
 """
@@ -27,7 +27,7 @@ from pytest_graphnetz.plugin import _OPTIONS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = ROOT / "examples" / "ci" / "graphnetz.yml"
-README = ROOT / "README.md"
+README = ROOT / "docs" / "ci.md"   # the page that shows the example comment
 MARKER = "<!-- graphnetz-gates -->"
 RUN_URL = "https://github.com/OWNER/REPO/actions/runs/1234"
 
@@ -205,10 +205,10 @@ def test_readme_shows_a_real_pr_comment(pytester: pytest.Pytester) -> None:
     block = f"{README_START}\n````markdown\n{pr_comment(summary)}\n````\n{README_END}"
     readme = README.read_text()
     pattern = re.compile(re.escape(README_START) + ".*?" + re.escape(README_END), re.S)
-    assert pattern.search(readme), "the README lost its generated pull-request comment block"
+    assert pattern.search(readme), "docs/ci.md lost its generated pull-request comment block"
     if os.environ.get("GRAPHNETZ_REGENERATE_README"):
         README.write_text(pattern.sub(lambda _: block, readme))
         return
     assert pattern.search(readme).group(0) == block, (
-        "README's example pull-request comment is out of date: regenerate it with "
+        "docs/ci.md's example pull-request comment is out of date: regenerate it with "
         "`GRAPHNETZ_REGENERATE_README=1 pytest tests/test_workflow.py`")
