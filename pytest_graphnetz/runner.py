@@ -210,14 +210,14 @@ class _Outcome:
     model_info: dict[str, Any]    # what the model was: its repr and parameter count
 
 
-def _trainer_identity(task: Task) -> Any:
+def _trainer_identity(task: Task, trainer: Callable[..., Any] | None) -> Any:
     """What identifies the training loop in the cache key (its code, not only its name)."""
     from . import metrics
     from .fingerprint import callable_identity
     from .training import builtin, common
 
-    if task.trainer is not None:
-        return callable_identity(task.trainer)
+    if trainer is not None:
+        return callable_identity(trainer)
     # Whole modules, not just `train`: an edit to any helper or metric of the built-in loop
     # must invalidate cached results (a stale hit hiding a change is the worst failure).
     return [callable_identity(module) for module in (builtin(task.kind), common, metrics)]
@@ -245,6 +245,7 @@ def _run_triple_alone(job: _Job) -> _Outcome:
     start = time.perf_counter()
     _import_torch_geometric()  # a spawned or remote worker imports it here first
     task = job.task
+    trainer = task.trainer_for(job.model)
     torch.set_num_threads(job.threads)
     # An unseeded loader is reseeded with one fixed value: its data is then the same for every
     # seed (DESIGN: "constant across seeds"), even when it draws random numbers.
@@ -259,7 +260,7 @@ def _run_triple_alone(job: _Job) -> _Outcome:
         out_channels = task.out_channels if task.out_channels is not None else inferred[1]
     _reseed(job.seed)
     model = job.factory(in_channels, out_channels)
-    if task.trainer is None:
+    if trainer is None:
         training.check_fits(model, kind=task.kind, task=task.name, model_name=job.model)
     model_fp = model_fingerprint(model, job.factory)
     model_info = {"repr": repr(model), "parameters": sum(p.numel() for p in model.parameters())}
@@ -269,8 +270,8 @@ def _run_triple_alone(job: _Job) -> _Outcome:
         with determinism.deterministic_scope(job.deterministic, job.device):
             moved = model.to(device)
             on_device = to_device(data, device)
-            if task.trainer is not None:
-                result = task.trainer(moved, on_device, task=task, device=device)
+            if trainer is not None:
+                result = trainer(moved, on_device, task=task, device=device)
                 return training.as_history(result, where=f"trainer of task {task.name!r}",
                                            metric=task.metric_name)
             return training.builtin(task.kind).train(moved, on_device, task=task, device=device)
@@ -279,16 +280,18 @@ def _run_triple_alone(job: _Job) -> _Outcome:
         history, cached = train(), False
     else:
         fields = {
-            "task": {"data": data_fp, "config": task.config(), "trainer": _trainer_identity(task),
+            "task": {"data": data_fp, "config": task.config(),
+                     "trainer": _trainer_identity(task, trainer),
                      "channels": [in_channels, out_channels]},
             "model": model_fp, "seed": job.seed, "threads": job.threads, **job.context,
         }
         history, cached = TripleCache(job.cache_dir).get_or_compute(
-            make_key(fields), train, fields, check=_entry_check(task))
+            make_key(fields), train, fields, check=_entry_check(task, trainer))
     return _Outcome(history, data_fp, model_fp, cached, time.perf_counter() - start, model_info)
 
 
-def _entry_check(task: Task) -> Callable[[History], str | None] | None:
+def _entry_check(task: Task, trainer: Callable[..., Any] | None,
+                 ) -> Callable[[History], str | None] | None:
     """What a cached history must satisfy to stand for a run of ``task`` (else it is retrained).
 
     A built-in trainer records exactly ``task.epochs`` epochs (NaN after a divergence), its
@@ -299,7 +302,7 @@ def _entry_check(task: Task) -> Callable[[History], str | None] | None:
     from .history import in_unit_interval
     from .outcomes import outcomes_problem
 
-    if task.trainer is not None:
+    if trainer is not None:
         return None
     epochs = task.epochs
     bounded = in_unit_interval(task.metric_name)
@@ -384,6 +387,8 @@ def run_benchmark(
     for name, factory in models.items():
         if not callable(factory):
             raise TypeError(f"model {name!r}: the factory must be callable, got {factory!r}")
+        for task in task_map.values():
+            task.trainer_for(name)  # a per-model trainer mapping must name every model
     if int(threads) < 1:
         raise ValueError(f"`threads` must be >= 1, got {threads!r}")
     if int(workers) < 1:
