@@ -10,8 +10,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-KINDS = ("node", "graph", "graph_reg", "link")
-DEFAULT_METRIC = {"node": "accuracy", "graph": "accuracy", "graph_reg": "mae", "link": "auc"}
+KINDS = ("node", "graph", "graph_reg", "link", "command")
+DEFAULT_METRIC = {"node": "accuracy", "graph": "accuracy", "graph_reg": "mae", "link": "auc",
+                  "command": "accuracy"}
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,10 @@ class Task:
 
     - ``loader``: ``loader(root)`` or, when it takes a ``seed`` keyword, ``loader(root, seed=s)``
       (then its data may differ per seed; otherwise it is constant across seeds).
-    - ``kind``: which built-in trainer runs it (``node``, ``graph``, ``graph_reg``, ``link``).
+    - ``kind``: which built-in trainer runs it (``node``, ``graph``, ``graph_reg``, ``link``),
+      or ``command``: each model is a training script (a
+      :class:`~pytest_graphnetz.tasks.command.Command`) run per seed in a subprocess, and the
+      loader only fingerprints the data it reads (see :mod:`.command`, docs/command-tasks.md).
     - ``metric``: the reported metric (default per kind: accuracy, accuracy, mae, auc).
     - ``trainer``: a custom training loop replacing the built-in one (see ``training``), or one
       per model, ``{"GCN": train_gcn, "GAT": train_gat}`` (every model of a run named; ``None``
@@ -66,6 +70,9 @@ class Task:
                     f"Task {self.name!r}: `folds` must be an integer >= {MIN_FOLDS} (test, "
                     f"validation and training folds) on a node or graph task, got "
                     f"folds={self.folds!r} on kind {self.kind!r}")
+        if self.kind == "command" and (self.trainer is not None or self.folds is not None):
+            raise ValueError(f"Task {self.name!r}: a command task's scripts train and split the "
+                             "data themselves; it takes no `trainer` or `folds`")
         if not callable(self.loader):
             raise TypeError(f"Task {self.name!r}: `loader` must be callable, got {self.loader!r}")
         trainers = self.trainer.items() if isinstance(self.trainer, Mapping) \
