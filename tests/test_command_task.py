@@ -228,3 +228,12 @@ def test_commands_and_factories_are_not_mixed(tmp_path) -> None:
         run_benchmark(_tasks(tmp_path), {"GCN": gcn}, seeds=[0], device="cpu")
     with pytest.raises(FileNotFoundError, match="missing.py' does not exist"):
         Command([sys.executable, "missing.py"], cwd=tmp_path)
+
+
+def test_worker_processes_run_command_triples_alike(tmp_path) -> None:
+    from pytest_graphnetz.report import dumps
+
+    models = _script(tmp_path, "by_hand.py", BY_HAND, "{seed}", "{device}", "{output}")
+    alone = run_benchmark(_tasks(tmp_path), models, seeds=[0, 1, 2], device="cpu")
+    pooled = run_benchmark(_tasks(tmp_path), models, seeds=[0, 1, 2], device="cpu", workers=2)
+    assert dumps(pooled.to_dict()) == dumps(alone.to_dict())

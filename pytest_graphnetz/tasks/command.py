@@ -92,7 +92,12 @@ class Command:
         object.__setattr__(self, "env", {str(k): str(v) for k, v in dict(self.env).items()})
 
     def __str__(self) -> str:
-        return shlex.join(self.args)
+        """The script's name and its arguments (the interpreter and directories left out, so a
+        committed baseline reads the same on every machine)."""
+        script = Path(str(self.script))
+        at = next((i for i, a in enumerate(self.args)
+                   if (Path(str(self.cwd)) / a).resolve() == script), None)
+        return shlex.join(self.args if at is None else [script.name, *self.args[at + 1:]])
 
     def identity(self) -> dict[str, Any]:
         """What keys the cache and fingerprints the model: the script's normalised code, the
