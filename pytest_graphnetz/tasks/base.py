@@ -117,6 +117,9 @@ class Task:
 
     def config(self) -> dict[str, Any]:
         """The training settings that change results (part of the cache key)."""
+        if self.kind == "command":  # the script's arguments hold its settings, not the Task
+            return {"kind": self.kind, "metric": self.metric_name,
+                    "options": dict(sorted(self.options.items()))}
         config = {
             "kind": self.kind, "metric": self.metric_name, "epochs": self.epochs, "lr": self.lr,
             "weight_decay": self.weight_decay, "batch_size": self.batch_size,
