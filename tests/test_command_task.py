@@ -8,6 +8,7 @@ are few (6) and the scenarios share one baseline.
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -16,6 +17,9 @@ import numpy as np
 import pytest
 
 pytest.importorskip("torch")
+# Pytester's in-process runs drop modules first imported inside them, and torch's cannot be
+# imported twice in one process: PyG is imported here, once, before any of them.
+pytest.importorskip("torch_geometric")
 
 from pytest_graphnetz import assert_not_worse, run_benchmark  # noqa: E402
 from pytest_graphnetz.gates import GateRefusal  # noqa: E402
@@ -237,3 +241,49 @@ def test_worker_processes_run_command_triples_alike(tmp_path) -> None:
     alone = run_benchmark(_tasks(tmp_path), models, seeds=[0, 1, 2], device="cpu")
     pooled = run_benchmark(_tasks(tmp_path), models, seeds=[0, 1, 2], device="cpu", workers=2)
     assert dumps(pooled.to_dict()) == dumps(alone.to_dict())
+
+
+SCRIPT_PROJECT = '''
+import sys
+from pathlib import Path
+
+from pytest_graphnetz import Task
+from pytest_graphnetz.tasks.command import Command, DataFiles
+
+HERE = Path(__file__).parent
+TASKS = {"t": Task("t", DataFiles([HERE / "data.txt"]), kind="command")}
+MODELS = {"A": Command([sys.executable, "train.py", "{output}"], cwd=HERE),
+          "B": Command([sys.executable, "train.py", "{output}", "--shift", "0.01"], cwd=HERE)}
+'''
+
+TRAIN = '''
+import json, os, random, sys
+random.seed(int(os.environ["GRAPHNETZ_SEED"]))
+shift = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
+test = [0.5 + shift + 0.1 * random.random() for _ in range(3)]
+json.dump({"metric": "accuracy", "test": test}, open(sys.argv[1], "w"))
+'''
+
+SCRIPT_GATES = """
+from pytest_graphnetz import assert_not_worse
+
+import project
+
+
+def test_scripts(graphnetz_run, graphnetz_baseline):
+    assert_not_worse(graphnetz_run(project.TASKS, project.MODELS), graphnetz_baseline())
+"""
+
+
+def test_a_command_task_through_the_plugin(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(project=SCRIPT_PROJECT, test_scripts=SCRIPT_GATES, train=TRAIN)
+    (pytester.path / "data.txt").write_text("a graph")
+    pytester.runpytest("--graphnetz-seeds=3", "--graphnetz-update-baselines",
+                       "-p", "no:cacheprovider").assert_outcomes(passed=1)
+    baseline = (pytester.path / "baselines" / "test_scripts" / "test_scripts.json").read_text()
+    assert "train.py '{output}' --shift 0.01" in baseline     # the model as a reviewer reads it
+    rerun = pytester.runpytest("--graphnetz-seeds=3", "--graphnetz-no-cache",
+                               "-p", "no:cacheprovider")
+    rerun.assert_outcomes(passed=1)
+    assert re.search(r"t/A\s.*IDENTICAL", rerun.stdout.str())
+    assert re.search(r"t/B\s.*IDENTICAL", rerun.stdout.str())
