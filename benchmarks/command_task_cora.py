@@ -137,7 +137,7 @@ def main() -> None:
             try:
                 v = compare_reports(candidate, baseline)[0]
             except GateRefusal as exc:
-                return "REFUSED (" + str(exc).split(":")[1].split(",")[0].strip() + ")"
+                return "REFUSED (" + str(exc).split(":")[1].split(", so")[0].strip() + ")"
             c = v.comparison
             return (f"{v.verdict}: paired Δ {c.mean_diff:+.4f} (CI [{c.ci.low:+.4f}, "
                     f"{c.ci.high:+.4f}]), paired sd {c.sd_diff:.4f}, p {c.p_value:.3g}")
