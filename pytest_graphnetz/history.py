@@ -86,6 +86,12 @@ class History:
     - ``outcomes``: per-example test outcomes (:class:`~pytest_graphnetz.outcomes.TestOutcomes`)
       keyed by 0-based epoch; built-in trainers record them at the final epoch and at the
       ``best_val`` epoch (a mapping of their JSON form is accepted too). May be empty.
+    - ``val_metric``: the name of what ``val`` measures when it is not the task's metric, e.g.
+      ``"loss"``: its direction (:class:`MetricSpec`) decides which epoch ``best_val`` picks
+      (a loss: the minimum). ``None``: ``val`` is the task's metric, in its direction.
+    - ``restored_epoch``: the 0-based epoch whose weights training ended with, for a trainer
+      whose early stopping restores the best weights: the ``final`` rule reports that epoch's
+      test value (the model training produced), not the last epoch run. ``None``: the last.
     """
 
     test: tuple[float, ...]
@@ -93,6 +99,8 @@ class History:
     train_loss: tuple[float, ...] = ()
     extra: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     outcomes: Mapping[int, TestOutcomes] = field(default_factory=dict)
+    val_metric: str | None = None
+    restored_epoch: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "test", _floats(self.test))
@@ -115,10 +123,38 @@ class History:
         if outside:
             raise ValueError(f"History `outcomes` for epoch(s) {outside}, but the run has {n} "
                              "epochs (0-based)")
+        if self.val_metric is not None:
+            if self.val is None:
+                raise ValueError(f"History `val_metric` {self.val_metric!r} names a `val` "
+                                 "series, but there is none")
+            try:
+                MetricSpec.from_name(str(self.val_metric))  # its direction must be known
+            except ValueError:
+                raise ValueError(
+                    f"History `val_metric` {self.val_metric!r}: its direction cannot be detected; "
+                    f"name a known metric (lower is better: {sorted(_LOWER_IS_BETTER)}; higher: "
+                    f"{sorted(_HIGHER_IS_BETTER)}, hits@K)") from None
+            object.__setattr__(self, "val_metric", str(self.val_metric))
+        if self.restored_epoch is not None:
+            epoch = self.restored_epoch
+            if isinstance(epoch, bool) or not isinstance(epoch, int) or not 0 <= epoch < n:
+                raise ValueError(f"History `restored_epoch` must be a 0-based epoch of the run "
+                                 f"(0..{n - 1}), got {epoch!r}")
 
     @property
     def n_epochs(self) -> int:
         return len(self.test)
+
+    @property
+    def final_epoch(self) -> int:
+        """The epoch the ``final`` rule reports: the restored one, else the last."""
+        return self.n_epochs - 1 if self.restored_epoch is None else self.restored_epoch
+
+    def val_higher_is_better(self, metric: MetricSpec) -> bool:
+        """The direction of ``val``: its own ``val_metric``'s, else the task's ``metric``'s."""
+        if self.val_metric is None:
+            return metric.higher_is_better
+        return MetricSpec.from_name(self.val_metric).higher_is_better
 
     @property
     def diverged(self) -> bool:
@@ -136,6 +172,11 @@ class History:
             out["extra"] = {k: list(v) for k, v in self.extra.items()}
         if self.outcomes:
             out["outcomes"] = {str(e): o.to_json() for e, o in self.outcomes.items()}
+        # Written only when set: histories without them keep their earlier form (and hashes).
+        if self.val_metric is not None:
+            out["val_metric"] = self.val_metric
+        if self.restored_epoch is not None:
+            out["restored_epoch"] = self.restored_epoch
         return out
 
     @classmethod
@@ -146,6 +187,8 @@ class History:
             train_loss=d.get("train_loss", ()),
             extra=d.get("extra", {}),
             outcomes=d.get("outcomes") or {},
+            val_metric=d.get("val_metric"),
+            restored_epoch=d.get("restored_epoch"),
         )
 
 

@@ -32,7 +32,10 @@ SCHEMA = "pytest-graphnetz/report"
 # the marker `"float32": true` (version-1 files, without it, are read as before).
 # 3: a history may carry `outcomes`, per-example test outcomes keyed by epoch (base64, see
 # pytest_graphnetz.outcomes); version-1 and -2 files have none and are read as before.
-SCHEMA_VERSION = 3
+# 4: a history may carry `val_metric` and `restored_epoch` (epoch rules, see History); a report
+# whose histories use neither is still written as version 3, which earlier readers read.
+SCHEMA_VERSION = 4
+_EPOCH_RULE_KEYS = ("val_metric", "restored_epoch")
 # The values-only form committed baselines use (BenchmarkReport.to_values_dict).
 VALUES_SCHEMA = "pytest-graphnetz/baseline"
 VALUES_SCHEMA_VERSION = 1
@@ -210,10 +213,13 @@ class BenchmarkReport:
     ) -> dict[Triple, int]:
         """The epoch (0-based) whose test value enters X, per (task, model, seed).
 
-        ``best_val`` picks the epoch that optimised the validation series in the metric's
-        direction (the first such epoch on ties). A task with no validation series raises
-        :class:`EpochSelectionError`, unless ``strict=False``: it then falls back to the final
-        epoch for that task (see :meth:`epoch_selection_support`).
+        ``final`` picks the last epoch, or the one a trainer restored (``History.restored_epoch``,
+        early stopping that restores the best weights). ``best_val`` picks the epoch that
+        optimised the validation series in its direction: the task metric's, or that of the
+        history's ``val_metric`` (a validation loss: its minimum); the first such epoch on ties.
+        A task with no validation series raises :class:`EpochSelectionError`, unless
+        ``strict=False``: it then falls back to the final epoch for that task (see
+        :meth:`epoch_selection_support`).
         """
         rule = self.epoch_selection if epoch_selection is None else epoch_selection
         if rule not in EPOCH_SELECTIONS:
@@ -231,10 +237,10 @@ class BenchmarkReport:
         chosen: dict[Triple, int] = {}
         for key, hist in self.histories.items():
             if rule == "final" or not support[key[0]]:
-                chosen[key] = hist.n_epochs - 1
+                chosen[key] = hist.final_epoch
                 continue
             val = np.asarray(hist.val, dtype=float)
-            if not self.metrics[key[0]].higher_is_better:
+            if not hist.val_higher_is_better(self.metrics[key[0]]):
                 val = -val
             val = np.where(np.isnan(val), -np.inf, val)
             chosen[key] = int(np.argmax(val))
@@ -574,9 +580,11 @@ class BenchmarkReport:
         cells: dict = {}
         for (t, m, s), hist in self.histories.items():
             cells.setdefault(t, {}).setdefault(m, {})[str(s)] = history_to_json(hist)
+        uses_rules = any(key in h for by_model in cells.values() for by_seed in by_model.values()
+                         for h in by_seed.values() for key in _EPOCH_RULE_KEYS)
         return {
             "schema": SCHEMA,
-            "schema_version": SCHEMA_VERSION,
+            "schema_version": SCHEMA_VERSION if uses_rules else 3,
             "tasks": list(self.tasks),
             "models": list(self.models),
             "seeds": list(self.seeds),
@@ -1028,8 +1036,9 @@ def history_to_json(hist: History) -> dict:
         out["train_loss"] = take(d["train_loss"])
     if "extra" in d:
         out["extra"] = {k: take(v) for k, v in d["extra"].items()}
-    if "outcomes" in d:
-        out["outcomes"] = d["outcomes"]
+    for key in ("outcomes", "val_metric", "restored_epoch"):
+        if key in d:
+            out[key] = d[key]
     return out
 
 
@@ -1067,6 +1076,8 @@ def history_from_json(d: Mapping) -> History:
         train_loss=widen(d.get("train_loss", ())),
         extra={k: widen(v) for k, v in extra.items()},
         outcomes=d.get("outcomes") or {},
+        val_metric=d.get("val_metric"),
+        restored_epoch=d.get("restored_epoch"),
     )
 
 

@@ -35,6 +35,7 @@ from .history import History, MetricSpec
 from .report import BenchmarkReport
 from .tasks import resolve_tasks
 from .tasks.base import Task
+from .tasks.command import Command
 
 DEFAULT_ROOT = "data/benchmark"
 ROOT_ENV = "GRAPHNETZ_ROOT"
@@ -210,14 +211,14 @@ class _Outcome:
     model_info: dict[str, Any]    # what the model was: its repr and parameter count
 
 
-def _trainer_identity(task: Task) -> Any:
+def _trainer_identity(task: Task, trainer: Callable[..., Any] | None) -> Any:
     """What identifies the training loop in the cache key (its code, not only its name)."""
     from . import metrics
     from .fingerprint import callable_identity
     from .training import builtin, common
 
-    if task.trainer is not None:
-        return callable_identity(task.trainer)
+    if trainer is not None:
+        return callable_identity(trainer)
     # Whole modules, not just `train`: an edit to any helper or metric of the built-in loop
     # must invalidate cached results (a stale hit hiding a change is the worst failure).
     return [callable_identity(module) for module in (builtin(task.kind), common, metrics)]
@@ -245,6 +246,9 @@ def _run_triple_alone(job: _Job) -> _Outcome:
     start = time.perf_counter()
     _import_torch_geometric()  # a spawned or remote worker imports it here first
     task = job.task
+    if task.kind == "command":
+        return _run_command(job, start)
+    trainer = task.trainer_for(job.model)
     torch.set_num_threads(job.threads)
     # An unseeded loader is reseeded with one fixed value: its data is then the same for every
     # seed (DESIGN: "constant across seeds"), even when it draws random numbers.
@@ -259,7 +263,7 @@ def _run_triple_alone(job: _Job) -> _Outcome:
         out_channels = task.out_channels if task.out_channels is not None else inferred[1]
     _reseed(job.seed)
     model = job.factory(in_channels, out_channels)
-    if task.trainer is None:
+    if trainer is None:
         training.check_fits(model, kind=task.kind, task=task.name, model_name=job.model)
     model_fp = model_fingerprint(model, job.factory)
     model_info = {"repr": repr(model), "parameters": sum(p.numel() for p in model.parameters())}
@@ -269,8 +273,8 @@ def _run_triple_alone(job: _Job) -> _Outcome:
         with determinism.deterministic_scope(job.deterministic, job.device):
             moved = model.to(device)
             on_device = to_device(data, device)
-            if task.trainer is not None:
-                result = task.trainer(moved, on_device, task=task, device=device)
+            if trainer is not None:
+                result = trainer(moved, on_device, task=task, device=device)
                 return training.as_history(result, where=f"trainer of task {task.name!r}",
                                            metric=task.metric_name)
             return training.builtin(task.kind).train(moved, on_device, task=task, device=device)
@@ -279,16 +283,63 @@ def _run_triple_alone(job: _Job) -> _Outcome:
         history, cached = train(), False
     else:
         fields = {
-            "task": {"data": data_fp, "config": task.config(), "trainer": _trainer_identity(task),
+            "task": {"data": data_fp, "config": task.config(),
+                     "trainer": _trainer_identity(task, trainer),
                      "channels": [in_channels, out_channels]},
             "model": model_fp, "seed": job.seed, "threads": job.threads, **job.context,
         }
         history, cached = TripleCache(job.cache_dir).get_or_compute(
-            make_key(fields), train, fields, check=_entry_check(task))
+            make_key(fields), train, fields, check=_entry_check(task, trainer))
     return _Outcome(history, data_fp, model_fp, cached, time.perf_counter() - start, model_info)
 
 
-def _entry_check(task: Task) -> Callable[[History], str | None] | None:
+def _run_command(job: _Job, start: float) -> _Outcome:
+    """One triple of a command task: fingerprint the data its loader names, then fetch the run
+    from the cache or run the script (reseeding is the script's job: see tasks/command.py)."""
+    from .cache import make_key
+    from .fingerprint import data_fingerprint
+    from .tasks import command
+
+    task, script = job.task, job.factory
+    _reseed(job.seed if task.seeded else 0)
+    data_fp = data_fingerprint(task.load(job.root, job.seed))
+    settings = {"seed": job.seed, "device": job.device, "threads": job.threads,
+                "deterministic": job.deterministic, "metric": task.metric_name}
+
+    def train() -> History:
+        return command.run(script, task=task.name, model=job.model, **settings)
+
+    if job.cache_dir is None:
+        history, cached = train(), False
+    else:
+        fields = {"task": {"data": data_fp, "config": task.config()},
+                  "command": script.identity(), "environment": command.environment(**settings),
+                  "seed": job.seed, "threads": job.threads, **job.context}
+        history, cached = TripleCache(job.cache_dir).get_or_compute(make_key(fields), train,
+                                                                    fields)
+    return _Outcome(history, data_fp, script.fingerprint(), cached, time.perf_counter() - start,
+                    {"repr": str(script), "parameters": None})
+
+
+def _check_commands(jobs: list[_Job], outcomes: list[_Outcome]) -> None:
+    """Rerun, uncached, the first seed of every command model that asks for it
+    (``Command(check_determinism=True)``); a script whose two runs differ is refused."""
+    from .tasks import command
+
+    checked = set()
+    for job, outcome in zip(jobs, outcomes, strict=True):
+        script = job.factory
+        if not (isinstance(script, Command) and script.check_determinism) or \
+                (job.task.name, job.model) in checked:
+            continue
+        checked.add((job.task.name, job.model))
+        command.check_rerun(script, outcome.history, task=job.task.name, model=job.model,
+                            seed=job.seed, device=job.device, threads=job.threads,
+                            deterministic=job.deterministic, metric=job.task.metric_name)
+
+
+def _entry_check(task: Task, trainer: Callable[..., Any] | None,
+                 ) -> Callable[[History], str | None] | None:
     """What a cached history must satisfy to stand for a run of ``task`` (else it is retrained).
 
     A built-in trainer records exactly ``task.epochs`` epochs (NaN after a divergence), its
@@ -299,7 +350,7 @@ def _entry_check(task: Task) -> Callable[[History], str | None] | None:
     from .history import in_unit_interval
     from .outcomes import outcomes_problem
 
-    if task.trainer is not None:
+    if trainer is not None:
         return None
     epochs = task.epochs
     bounded = in_unit_interval(task.metric_name)
@@ -382,8 +433,16 @@ def run_benchmark(
         raise TypeError("`models` must be a non-empty dict {name: factory(in_channels, "
                         f"out_channels) -> torch.nn.Module}}, got {models!r}")
     for name, factory in models.items():
-        if not callable(factory):
+        if not callable(factory) and not isinstance(factory, Command):
             raise TypeError(f"model {name!r}: the factory must be callable, got {factory!r}")
+        for task in task_map.values():
+            task.trainer_for(name)  # a per-model trainer mapping must name every model
+            if (task.kind == "command") != isinstance(factory, Command):
+                raise TypeError(
+                    f"model {name!r} on task {task.name!r}: a command task runs models that are "
+                    "`Command`s (a training script each) and other tasks build models from "
+                    f"factories; got {type(factory).__name__} on a {task.kind!r} task. Gate "
+                    "them in separate runs")
     if int(threads) < 1:
         raise ValueError(f"`threads` must be >= 1, got {threads!r}")
     if int(workers) < 1:
@@ -411,6 +470,7 @@ def run_benchmark(
     ]
     outcomes = _execute(jobs, workers=int(workers), executor=executor, device=device_str,
                         progress=progress, started=started)
+    _check_commands(jobs, outcomes)
     return _assemble(task_map, list(models), seed_list, jobs, outcomes,
                      protocol={"device": info, "threads": int(threads), "versions": versions,
                                "deterministic": mode, "gpu": gpu,
@@ -450,9 +510,14 @@ def _task_protocol(task: Task) -> dict[str, Any]:
 
     from .cache import canonical_json
 
-    return {"category": task.category, "seeded": task.seeded,
-            "config": json.loads(canonical_json(task.config())),
-            "trainer": "builtin" if task.trainer is None else "custom"}
+    protocol = {"category": task.category, "seeded": task.seeded,
+                "config": json.loads(canonical_json(task.config())),
+                "trainer": "builtin" if task.trainer is None else "custom"}
+    if task.kind == "command":
+        protocol.update(trainer="command", reseeding=(
+            "the script's: the runner passes the seed (GRAPHNETZ_SEED, {seed}) and pins threads "
+            "and device through the environment; the script must call graphnetz.seed()"))
+    return protocol
 
 
 def _execute(jobs: list[_Job], *, workers: int, executor: Any, device: str,

@@ -6,8 +6,13 @@ evaluated in one forward pass where the kind allows). ``channels(task, data) -> 
 gives the arguments of the model factory ``factory(in_channels, out_channels)``.
 
 A custom trainer (``Task(..., trainer=fn)``) follows the same signature and may return a
-``History`` or a mapping with keys ``test`` (required), ``val``, ``train_loss``, ``extra`` and
-``outcomes``. ``outcomes`` (optional) maps a 0-based epoch to what the model did on each test
+``History`` or a mapping with keys ``test`` (required), ``val``, ``train_loss``, ``extra``,
+``outcomes``, ``val_metric`` and ``restored_epoch``. ``val_metric`` names what ``val`` measures
+when it is not the task's metric (``"loss"``: ``best_val`` takes its minimum); a loop whose early
+stopping restores the best weights returns the 0-based ``restored_epoch`` it restored, which
+the ``final`` rule then reports (the model training ended with).
+
+``outcomes`` (optional) maps a 0-based epoch to what the model did on each test
 example at that epoch — a :class:`~pytest_graphnetz.outcomes.TestOutcomes`, or a mapping
 ``{"metric": "accuracy", "correct": [1, 0, ...]}`` / ``{"metric": "mae", "errors": [...]}`` /
 ``{"metric": "auc", "scores": [...], "labels": [1, 0, ...]}`` — for the epochs the report may

@@ -1,0 +1,134 @@
+"""A trainer per model inside one task: GCN trained with Adam and GAT with SGD in one gate call,
+so their cells are one Holm family (a real pytest session, pytester).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+# Pytester's in-process runs drop modules first imported inside them; torch cannot be imported
+# twice in one process, so everything heavy is imported here, once.
+torch = pytest.importorskip("torch")
+import pytest_graphnetz.gates  # noqa: E402,F401
+import pytest_graphnetz.runner  # noqa: E402,F401
+from pytest_graphnetz import Task  # noqa: E402
+from tests.test_plugin_gates import _table  # noqa: E402
+
+PROJECT = '''
+import torch
+import torch.nn.functional as F
+from torch_geometric.nn import GAT, GCN
+
+from pytest_graphnetz import Task
+from pytest_graphnetz.tasks.synthetic import CSBM, load_csbm
+
+GAT_EPOCHS = {gat_epochs}
+SHIFT = {shift}
+
+
+def load(root, *, seed):
+    params = CSBM("tiny", num_classes=3, nodes_per_class=20, p_in=0.2, p_out=0.03,
+                  num_features=8, mean_norm=1.0)
+    return load_csbm(params, root, seed)
+
+
+def fit(model, data, optimizer, epochs):
+    out = {{"test": [], "val": [], "optimizer": type(optimizer).__name__}}
+    for _ in range(epochs):
+        model.train()
+        optimizer.zero_grad()
+        logits = model(data.x, data.edge_index)
+        F.cross_entropy(logits[data.train_mask], data.y[data.train_mask]).backward()
+        optimizer.step()
+        model.eval()
+        with torch.no_grad():
+            pred = model(data.x, data.edge_index).argmax(-1)
+        for split in ("val", "test"):
+            mask = data[split + "_mask"]
+            out[split].append(float((pred[mask] == data.y[mask]).float().mean()))
+    assert out.pop("optimizer") == ("Adam" if isinstance(model, GCN) else "SGD")
+    return out
+
+
+def train_gcn(model, data, *, task, device):
+    if SHIFT:
+        torch.rand(1)  # an innocent change: the dropout draws shift
+    return fit(model, data, torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4), 30)
+
+
+def train_gat(model, data, *, task, device):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    return fit(model, data, optimizer, GAT_EPOCHS)
+
+
+def gcn(in_channels, out_channels):
+    return GCN(in_channels, 16, 2, out_channels, dropout=0.5)
+
+
+def gat(in_channels, out_channels):
+    return GAT(in_channels, 16, 2, out_channels, dropout=0.5, heads=2)
+
+
+TASKS = {{"tiny": Task("tiny", load, trainer={{"GCN": train_gcn, "GAT": train_gat}})}}
+MODELS = {{"GCN": gcn, "GAT": gat}}
+'''
+
+GATES = """
+from pytest_graphnetz import assert_not_worse
+
+import project
+
+
+def test_models(graphnetz_run, graphnetz_baseline):
+    assert_not_worse(graphnetz_run(project.TASKS, project.MODELS), graphnetz_baseline())
+"""
+
+
+def test_two_trainers_one_gate_call_one_holm_family(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(project=PROJECT.format(gat_epochs=30, shift=0), test_model=GATES)
+    seeds = "--graphnetz-seeds=4"
+    pytester.runpytest(seeds, "--graphnetz-update-baselines").assert_outcomes(passed=1)
+    same = pytester.runpytest(seeds, "-p", "no:cacheprovider")
+    same.assert_outcomes(passed=1)
+    table = _table(same.stdout.str())
+    assert re.search(r"tiny/GCN\s.*IDENTICAL", table) and re.search(r"tiny/GAT\s.*IDENTICAL",
+                                                                     table), table
+    # GAT's loop trains one epoch instead of 30 (a real bug), GCN's draws shift (innocent).
+    pytester.makepyfile(project=PROJECT.format(gat_epochs=1, shift=1))
+    changed = pytester.runpytest(seeds, "-p", "no:cacheprovider")
+    changed.assert_outcomes(failed=1)
+    out = changed.stdout.str()
+    table = _table(out)
+    assert re.search(r"tiny/GAT\s.*REGRESSED", table), table
+    assert not re.search(r"tiny/GCN\s.*(REGRESSED|IDENTICAL)", table), table
+    assert "Holm across the 2 tested cells" in out
+
+
+def test_a_trainer_mapping_must_name_every_model(tmp_path) -> None:
+    from conftest import gcn, tiny_csbm
+
+    from pytest_graphnetz import run_benchmark
+
+    task = Task("tiny", tiny_csbm, trainer={"GAT": None})
+    with pytest.raises(ValueError, match=r"Task 'tiny': `trainer` maps models \['GAT'\] to their "
+                                         r"trainers but not model 'GCN'; add `'GCN': train_fn`"):
+        run_benchmark({"tiny": task}, {"GCN": gcn}, seeds=[0], device="cpu", root=str(tmp_path))
+    with pytest.raises(TypeError, match=r"`trainer\['GCN'\]` must be a callable"):
+        Task("tiny", tiny_csbm, trainer={"GCN": "train_gcn"})
+
+
+def test_none_in_a_trainer_mapping_is_the_builtin_trainer(tmp_path) -> None:
+    from conftest import TINY_EPOCHS, gcn, sage, tiny_csbm
+
+    from pytest_graphnetz import run_benchmark
+
+    def scripted(model, data, *, task, device):
+        return {"test": [0.25]}
+
+    task = Task("tiny", tiny_csbm, epochs=TINY_EPOCHS, trainer={"GCN": None, "SAGE": scripted})
+    report = run_benchmark({"tiny": task}, {"GCN": gcn, "SAGE": sage}, seeds=[0], device="cpu",
+                           root=str(tmp_path))
+    assert report.histories[("tiny", "GCN", 0)].n_epochs == TINY_EPOCHS
+    assert report.histories[("tiny", "SAGE", 0)].test == (0.25,)
