@@ -3,7 +3,7 @@
     graphnetz show REPORT [--ci t|bootstrap]
     graphnetz compare BASELINE REPORT [--gate not-worse|better|equivalent] [--test paired]
                       [--margin 0] [--min-effect D] [--alpha 0.05] [--strict] [--markdown]
-    graphnetz refresh [PYTEST ARGS...]
+    graphnetz refresh [PYTEST ARGS...] [--accept TASK/MODEL]
     graphnetz plot REPORT [CANDIDATE] -o FILE.png [--ci t|bootstrap] [--gate ...] [--margin]
     graphnetz latex REPORT [-o FILE.tex] [--ci t|bootstrap]
     graphnetz markdown REPORT [-o FILE.md] [--ci t|bootstrap]
@@ -145,7 +145,21 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     """Run pytest with ``--graphnetz-update-baselines`` (and the given pytest arguments)."""
     import pytest
 
-    return int(pytest.main([*args.pytest_args, "--graphnetz-update-baselines"]))
+    return int(pytest.main([*_accept_options(args.pytest_args), "--graphnetz-update-baselines"]))
+
+
+def _accept_options(argv: Sequence[str]) -> list[str]:
+    """``--accept TASK/MODEL`` (or ``--accept=TASK/MODEL``) as pytest's
+    ``--graphnetz-accept=TASK/MODEL``: accept that cell's loss, every other anchor kept."""
+    out, items = [], iter(argv)
+    for arg in items:
+        if arg == "--accept":
+            out.append(f"--graphnetz-accept={next(items, '')}")
+        elif arg.startswith("--accept="):
+            out.append("--graphnetz-accept=" + arg.removeprefix("--accept="))
+        else:
+            out.append(arg)
+    return out
 
 
 def cmd_plot(args: argparse.Namespace) -> int:

@@ -76,7 +76,8 @@ class GateObserver:
 
     alpha: float
     strict: bool
-    record: Callable[[dict[str, str]], None]
+    # record(row) or, for a verdict's row, record(row, verdict): the plugin reads its numbers.
+    record: Callable[..., None]
     min_effect: float | None = None
     uses: Callable[[str], None] | None = None   # told each baseline file a gate reads
     # --graphnetz-report-dir: called with each gate's candidate report (fixed seeds: before it
@@ -915,7 +916,7 @@ def _record(verdicts: Sequence[CellVerdict | WidthVerdict], status: str | None =
             row["verdict"] = f"{status} ({v.verdict})"
         if any(v is f for f in failing):
             row["failed"] = "yes"
-        observer.record(row)
+        observer.record(row, v)
 
 
 def _config(verdicts: Sequence[CellVerdict]) -> str:
