@@ -127,17 +127,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def compare_markdown(verdicts: Sequence[Any], args: argparse.Namespace) -> str:
     """``compare --markdown``: a headline, the verdict table and each failing cell's message."""
     from .gates import gate_table
+    from .text import code_block, inline_code
 
     failed = [v for v in verdicts if v.failed]
     gate = f"{args.gate} gate ({verdicts[0].comparison.test}, alpha {args.alpha:g}, margin " \
            f"{args.margin:g})"
     headline = (f"**{len(failed)} of {len(verdicts)} cell(s) failed the {gate}**" if failed
                 else f"All {len(verdicts)} cell(s) pass the {gate}.")
-    parts = [f"### graphnetz compare: `{args.report}` against `{args.baseline}`", "",
-             headline, "", gate_table(verdicts, markdown=True)]
+    parts = [f"### graphnetz compare: {inline_code(args.report)} against "
+             f"{inline_code(args.baseline)}", "", headline, "",
+             gate_table(verdicts, markdown=True)]
     if failed:
-        parts += ["", "<details><summary>Why it failed</summary>", "", "```text",
-                  "\n\n".join(v.message() for v in failed), "```", "", "</details>"]
+        # A fence longer than any backtick run in the messages (a model named a```b).
+        parts += ["", "<details><summary>Why it failed</summary>", "",
+                  code_block("\n\n".join(v.message() for v in failed)), "", "</details>"]
     return "\n".join(parts) + "\n"
 
 
@@ -145,10 +148,10 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     """Run pytest with ``--graphnetz-update-baselines`` (and the given pytest arguments)."""
     import pytest
 
-    return int(pytest.main([*_accept_options(args.pytest_args), "--graphnetz-update-baselines"]))
+    return int(pytest.main([*accept_options(args.pytest_args), "--graphnetz-update-baselines"]))
 
 
-def _accept_options(argv: Sequence[str]) -> list[str]:
+def accept_options(argv: Sequence[str]) -> list[str]:
     """``--accept TASK/MODEL`` (or ``--accept=TASK/MODEL``) as pytest's
     ``--graphnetz-accept=TASK/MODEL``: accept that cell's loss, every other anchor kept."""
     out, items = [], iter(argv)

@@ -35,6 +35,7 @@ from .history import History, MetricSpec
 from .report import BenchmarkReport
 from .tasks import resolve_tasks
 from .tasks.base import Task
+from .text import check_name
 
 DEFAULT_ROOT = "data/benchmark"
 ROOT_ENV = "GRAPHNETZ_ROOT"
@@ -382,6 +383,7 @@ def run_benchmark(
         raise TypeError("`models` must be a non-empty dict {name: factory(in_channels, "
                         f"out_channels) -> torch.nn.Module}}, got {models!r}")
     for name, factory in models.items():
+        check_name("model", name)
         if not callable(factory):
             raise TypeError(f"model {name!r}: the factory must be callable, got {factory!r}")
     if int(threads) < 1:

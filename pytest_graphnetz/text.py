@@ -81,6 +81,17 @@ def inline_code(text: object) -> str:
     return f"{ticks} {body} {ticks}"
 
 
+def check_name(kind: str, name: object) -> None:
+    """Refuse a task or model name holding a control, format or separator character (a CR
+    would start a new line of Markdown: a fake heading on the pull-request page)."""
+    bad = [ch for ch in str(name) if unicodedata.category(ch) in _INVISIBLE]
+    if bad:
+        raise ValueError(
+            f"{kind} name {str(name)!r} contains a control character ({bad[0]!r}): names reach "
+            "the terminal, Markdown summaries and file names; rename it without control, "
+            "format or line-separator characters")
+
+
 def seed_trainings(n: int) -> str:
     """``"1 seed-training"``, ``"7 seed-trainings"``."""
     return f"{n} seed-training{'' if n == 1 else 's'}"
