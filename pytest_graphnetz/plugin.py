@@ -27,9 +27,9 @@ import pytest
 
 if TYPE_CHECKING:
     from .baselines import BaselineHandle
-    from .summary import GateSummary
     from .progress import TerminalProgress
     from .report import BenchmarkReport
+    from .summary import GateSummary
 
 # Set from benchmarks/gate_quality_results.md: on the 1,600-node block model the paired t-test
 # at 10 seeds detects a 0.7-point regression 75% of the time (45% at 5 seeds) with no false
@@ -339,7 +339,10 @@ class GraphnetzSession:
         self.baseline_tests: dict[str, set[str]] = {}
         self.gated_cells: dict[str, set[str]] = {}   # nodeid -> "task/model" cells gated
         self.passed: set[str] = set()
+        self.ran: set[str] = set()       # tests with a report (selected, not deselected)
         self.unused_cells: list[tuple[str, str]] = []
+        # nodeid -> saved report path -> the gate calls that judged it (--graphnetz-report-dir)
+        self.gate_calls: dict[str, dict[str, list[dict[str, Any]]]] = {}
         if self.is_xdist_worker:  # sent to the controller when the worker finishes
             config.workeroutput[USER_PROPERTY] = self.baseline_users  # type: ignore[attr-defined]
 
@@ -521,12 +524,15 @@ class GraphnetzSession:
     def find_unused_cells(self, exitstatus: int) -> None:
         """Baseline cells no gate used: for each baseline file handed to tests, its cells that
         none of those tests gated. Only when the run selected whole modules (no -k, -m, node
-        ids, --lf, ...) and every test handed the file passed: a test that stopped at a failing
-        gate, or that did not run, would make its later cells look unused."""
+        ids, --lf, ...; ``-m`` only when it left out no test that asks for a baseline) and every
+        test handed the file passed: a test that stopped at a failing gate, or that did not
+        run, would make its later cells look unused."""
         if self.is_xdist_worker or self.settings.update_baselines:
             return
-        if [r for r in self.partial_reasons(0) if r != "paths or node ids"] or any(
+        if [r for r in self.partial_reasons(0) if r not in ("paths or node ids", "-m")] or any(
                 "::" in str(a) for a in self.config.args):
+            return
+        if any(nodeid not in self.ran for nodeid, _, _ in self.baseline_users):
             return
         from .baselines import BaselineError, read_baseline
 
@@ -548,18 +554,28 @@ class GraphnetzSession:
         """What the gates called inside ``item`` report to (session alpha/strict, the rows)."""
         from .gates import GateObserver
 
+        saved: list[Any] = []   # the reports this test's gates saw, each written once
+        # --graphnetz-report-dir: the paths of the report the gate now running judges, and per
+        # path the settings of the gates that judged it (gate_calls, written after the test).
+        current: list[str] = []
+        calls = self.gate_calls.setdefault(item.nodeid, {})
+
         def record(row: dict[str, str], verdict: Any = None) -> None:
             if verdict is not None:
-                from .summary import verdict_stats
+                from .summary import gate_call, verdict_stats
 
                 row = {**row, "stats": verdict_stats(verdict)}
+                call = gate_call(verdict, strict=self.settings.strict)
+                if call is not None and not self.settings.update_baselines:
+                    for path in current:
+                        _add_cell(calls.setdefault(path, []), call, verdict.cell)
             item.user_properties.append((GATE_PROPERTY, json.dumps({"test": item.nodeid, **row})))
-
-        saved: list[Any] = []   # the reports this test's gates saw, each written once
 
         def candidate(report: BenchmarkReport,
                       further: Sequence[BenchmarkReport] = ()) -> list[str]:
             if not further and any(r is report for r in saved):
+                k = next(i for i, r in enumerate(saved) if r is report)
+                current[:] = [str(self._report_path(item, k + 1))]
                 return []
             saved.append(report)
             paths = [report.to_json(self._report_path(item, len(saved)))]
@@ -576,6 +592,7 @@ class GraphnetzSession:
                     path = self._report_path(item, len(saved), f"{label}-{k}")
                 paths.append(part.to_json(path))
             item.user_properties += [(REPORT_PROPERTY, str(p)) for p in paths]
+            current[:] = [str(p) for p in paths]
             return [str(p) for p in paths]
 
         def uses(path: str) -> None:
@@ -585,6 +602,26 @@ class GraphnetzSession:
                             min_effect=self.settings.min_effect,
                             uses=uses if self.settings.update_baselines else None,
                             candidate=candidate if self.settings.report_dir else None)
+
+    def record_gate_settings(self, item: pytest.Item) -> None:
+        """After a test: write into each candidate report it saved the settings of the gates
+        that judged it (gate, test, margin, δ, α, strict, the cells of the call: its Holm
+        family), so ``graphnetz compare BASE CAND`` reproduces the verdicts without flags."""
+        calls = self.gate_calls.pop(item.nodeid, {})
+        if not calls:
+            return
+        from .report import BenchmarkReport
+
+        for path, gates in calls.items():
+            try:
+                report = BenchmarkReport.from_json(path)
+                report.protocol["gates"] = gates
+                report.to_json(path)
+            except (OSError, ValueError) as exc:   # the verdicts stand; the file lacks them
+                import warnings
+
+                warnings.warn(f"graphnetz: could not record the gate settings in {path}: {exc}",
+                              stacklevel=2)
 
     def _report_path(self, item: pytest.Item, k: int, label: str | None = None) -> Path:
         """``<report dir>/<module>/<test>.json`` (laid out as the baselines are, so a CI job can
@@ -602,6 +639,7 @@ class GraphnetzSession:
         """Gather gate rows, failures and triple counts (registered as a plugin: a hook)."""
         if report.failed and report.nodeid not in self.failures:
             self.failures[report.nodeid] = _crash_message(report)
+        self.ran.add(report.nodeid)
         if report.when == "call" and report.passed:
             self.passed.add(report.nodeid)
         for name, value in report.user_properties:
@@ -728,6 +766,16 @@ def _short_test(nodeid: str) -> str:
     return short_test(nodeid)
 
 
+def _add_cell(calls: list[dict[str, Any]], call: dict[str, Any], cell: str) -> None:
+    """Add ``cell`` to the call with ``call``'s settings (a new call when none has them)."""
+    for known in calls:
+        if all(known.get(k) == v for k, v in call.items()):
+            if cell not in known["cells"]:
+                known["cells"].append(cell)
+            return
+    calls.append({**call, "cells": [cell]})
+
+
 def _relative(path: Path, root: Path) -> str:
     try:
         return str(path.resolve().relative_to(root.resolve()))
@@ -846,8 +894,12 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         return (yield)
     from .gates import observing
 
-    with observing(item.config.stash[STASH_KEY].observer(item)):
-        return (yield)
+    session = item.config.stash[STASH_KEY]
+    try:
+        with observing(session.observer(item)):
+            return (yield)
+    finally:
+        session.record_gate_settings(item)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,

@@ -12,8 +12,9 @@ moves, until the anchor comparison stops reading NOT WORSE (no better than δ, o
 above −margin) and refuses. A forced refresh writes anyway and resets the anchors of the cells
 it writes to the candidate's values. **Accepting a cell** (``--graphnetz-accept=TASK/MODEL``,
 ``BaselineHandle.accept``) is the per-cell way out: the ratchet does not refuse on that cell and
-resets its anchor alone; every other cell is judged, and anchored, as before. A cell new to the file gets its first values as anchor;
-a file written before anchors existed takes the values it held before the refresh.
+resets its anchor alone; every other cell is judged, and anchored, as before. A cell new to
+the file gets its first values as anchor; a file written before anchors existed takes the
+values it held before the refresh.
 
 The comparisons themselves are the gates' (``judge``, given by :mod:`.gates`): this module
 decides and writes, the gates compare and report. Read, compare and write happen under the

@@ -45,7 +45,7 @@ DISPLAY = ("metric", "baseline", "candidate", "delta", "p", "mde", "n")
 JSON_SCHEMA = "pytest-graphnetz/verdicts"
 JSON_VERSION = 1
 WHERE_THE_REST_IS = ("the full table and every failing test's message are in the job's step "
-                     "summary and in the `graphnetz-verdicts` artifact")
+                     "summary and in the graphnetz-verdicts artifact")
 
 
 def verdict_stats(verdict: Any) -> dict[str, Any]:
@@ -70,6 +70,18 @@ def verdict_stats(verdict: Any) -> dict[str, Any]:
     out["verdict"] = verdict.verdict
     out["failed"] = bool(verdict.failed)
     return {k: _number(v) for k, v in out.items()}
+
+
+def gate_call(verdict: Any, *, strict: bool = False) -> dict[str, Any] | None:
+    """The settings of the gate call that gave ``verdict`` (a comparison's ``CellVerdict``; None
+    for others), as a saved report records them for ``graphnetz compare``: gate, test, margin,
+    δ (``min_effect``), α, strict. ``strict``: the session's; a failing INCONCLUSIVE implies it."""
+    c = getattr(verdict, "comparison", None)
+    if c is None or getattr(verdict, "gate", None) is None:
+        return None
+    strict = strict or (verdict.verdict == "INCONCLUSIVE" and bool(verdict.failed))
+    return {"gate": verdict.gate, "test": c.test, "margin": _number(c.margin),
+            "min_effect": _number(c.min_effect), "alpha": _number(c.alpha), "strict": strict}
 
 
 def _number(value: Any) -> Any:

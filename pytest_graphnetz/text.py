@@ -43,9 +43,11 @@ def visible(text: object) -> str:
 
 # Cc: controls (CR, LF, ESC, ...); Cf: format (zero-width, bidi overrides); Zl, Zp: separators.
 _INVISIBLE = frozenset({"Cc", "Cf", "Zl", "Zp"})
-# Backslash-escaped: what could end a table cell, open code, a link, an image, raw HTML or an
-# entity. `*` and `_` only change emphasis, and the tables use `**` for bold: left alone.
-_MARKDOWN_SPECIAL = re.compile(r"([\\`|\[\]<>&!~])")
+# Backslash-escaped: what could end a table cell, open code, raw HTML or an entity. `*` and `_`
+# only change emphasis, and the tables use `**` for bold: left alone. Brackets stay readable
+# (intervals are [low, high]): a link or image needs "](" (reference definitions need a line of
+# their own, which a cell cannot start), so only that "]" is escaped.
+_MARKDOWN_SPECIAL = re.compile(r"([\\`|<>&]|\](?=\())")
 # GitHub turns @name into a notification and bare URLs into links, after rendering (so no
 # backslash escape stops them): a zero-width space after the @ or the scheme breaks both.
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
@@ -75,10 +77,12 @@ def code_block(text: str, info: str = "text") -> str:
 
 
 def inline_code(text: object) -> str:
-    """``text`` as inline code: delimiters longer than any backtick run inside, padded."""
+    """``text`` as inline code: delimiters longer than any backtick run inside (padded with a
+    space, which CommonMark strips, when ``text`` holds a backtick)."""
     body = visible(text)
     ticks = "`" * (1 + max(map(len, re.findall("`+", body)), default=0))
-    return f"{ticks} {body} {ticks}"
+    pad = " " if "`" in body else ""
+    return f"{ticks}{pad}{body}{pad}{ticks}"
 
 
 def check_name(kind: str, name: object) -> None:

@@ -74,7 +74,7 @@ def test_comment_lists_what_changed_and_folds_identical_rows() -> None:
     assert "1 failed, 0 refused, 12 passed" in comment
     header = comment.split("\n| Test |")[1].split("\n")[0]
     assert [h.strip() for h in header.strip(" |").split(" | ")] == [
-        "Cell", "Paired Δ (+ = better) \\[CI\\]", "Verdict", "n", "Note"]
+        "Cell", "Paired Δ (+ = better) [CI]", "Verdict", "n", "Note"]
     assert "AssertionError: cora/GAT regressed" in comment       # why it failed, folded
 
 
@@ -288,6 +288,8 @@ def test_regressed():
 # -- baseline cells no gate used -------------------------------------------------------------------
 
 UNUSED = COMMON + """
+pytestmark = pytest.mark.graphnetz
+
 
 def test_models(graphnetz_baseline):
     models = os.environ["GNZ_MODELS"].split(",")
@@ -317,9 +319,11 @@ def test_baseline_cells_no_gate_used_are_listed(pytester: pytest.Pytester,
     assert "1 baseline cell(s) that no gate of this run used" in \
         (pytester.path / "c.md").read_text()
 
-    failing = pytester.runpytest("-p", "no:cacheprovider", "--graphnetz-fail-unused")
+    failing = pytester.runpytest("-p", "no:cacheprovider", "--graphnetz-fail-unused",
+                                 "-m", "graphnetz")      # the CI command: every gate selected
     failing.assert_outcomes(passed=2)
     assert failing.ret == 1
+    failing.stdout.fnmatch_lines(["*karate/GAT*", "*--graphnetz-fail-unused: the run fails*"])
     # a partial run cannot tell: nothing listed, nothing failed
     partial = pytester.runpytest("-p", "no:cacheprovider", "--graphnetz-fail-unused",
                                  "-k", "models")
@@ -391,3 +395,39 @@ def test_graphnetz_refresh_accept_becomes_the_pytest_option() -> None:
 
     assert accept_options(["t.py::test_a", "--accept", "cora/GAT", "--accept=cora/GCN"]) == [
         "t.py::test_a", "--graphnetz-accept=cora/GAT", "--graphnetz-accept=cora/GCN"]
+
+
+# -- graphnetz compare reproduces the gate ---------------------------------------------------------
+
+GATED = COMMON + """
+
+def test_gated():
+    base = report(BASE)
+    base.to_json("base.json")
+    # a drop of about half a point, tolerated by the test's margin
+    assert_not_worse(report(BASE + DROPS / 3), base, margin=0.01, min_effect=0.02)
+"""
+
+
+def test_compare_reads_the_gates_settings_from_the_saved_report(
+        pytester: pytest.Pytester, capsys: pytest.CaptureFixture) -> None:
+    from pytest_graphnetz import BenchmarkReport
+    from pytest_graphnetz.cli import main
+
+    pytester.makepyfile(test_gate=GATED)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--graphnetz-report-dir=reports")
+    result.assert_outcomes(passed=1)
+    assert "  NOT WORSE  " in result.stdout.str()
+    base = str(pytester.path / "base.json")
+    cand = pytester.path / "reports" / "test_gate" / "test_gated.json"
+    (call,) = BenchmarkReport.from_json(cand).protocol["gates"]
+    assert call == {"gate": "not_worse", "test": "paired-t", "margin": 0.01, "min_effect": 0.02,
+                    "alpha": 0.05, "strict": False, "cells": ["karate/GCN"]}
+
+    capsys.readouterr()
+    assert main(["compare", base, str(cand)]) == 0            # the gate's verdict, no flags
+    out = capsys.readouterr()
+    assert "NOT WORSE" in out.out and "margin 0.01" in out.err
+    # explicit flags still win: at margin 0 the same drop is a regression
+    assert main(["compare", base, str(cand), "--margin", "0", "--min-effect", "0.01"]) == 1
+    assert "REGRESSED" in capsys.readouterr().out
