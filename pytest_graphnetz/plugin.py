@@ -682,30 +682,40 @@ class GraphnetzSession:
                            trained=self.trained, cached=self.cached, saved=self.saved,
                            unused=self.unused_cells)
 
-    def write_outputs(self, summary: GateSummary) -> list[Path]:
+    def write_outputs(self, summary: GateSummary) -> list[str]:
         """Write the Markdown summary (``--graphnetz-summary`` and ``$GITHUB_STEP_SUMMARY``),
         the pull-request comment (``--graphnetz-comment``) and the JSON verdict file
-        (``--graphnetz-json``); the paths written."""
+        (``--graphnetz-json``); a line for each. A file that cannot be written is a line too:
+        it must not turn the verdicts into a traceback or change the exit status."""
         if not (summary.rows or self.trained or self.cached):
             return []
         # Imported only now: report imports numpy (~0.3 s), which a session without gates or
         # triples must not pay for.
         from .report import write_text_atomic
 
-        s, written = self.settings, []
+        s, lines = self.settings, []
         text = summary.markdown()
-        for path, content in ((s.summary, text), (s.comment, summary.comment()),
-                              (s.json, json.dumps(summary.to_json(), indent=1) + "\n")):
-            if path is not None:
+        outputs = [(path, option, content) for path, option, content in (
+            (s.summary, "summary", text), (s.comment, "comment", summary.comment()),
+            (s.json, "json", json.dumps(summary.to_json(), indent=1) + "\n")) if path]
+        for path, option, content in outputs:
+            try:
                 write_text_atomic(path, content)
-                written.append(path)
+            except OSError as exc:
+                lines.append(f"graphnetz: cannot write --graphnetz-{option} {path}: {exc}")
+            else:
+                lines.append(f"graphnetz: {option} written to {path}")
         step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if step_summary:
             # GitHub collects the whole step's summary from this file: append, never replace.
-            with open(step_summary, "a", encoding="utf-8") as fh:
-                fh.write(text)
-            written.append(Path(step_summary))
-        return written
+            try:
+                with open(step_summary, "a", encoding="utf-8") as fh:
+                    fh.write(text)
+            except OSError as exc:
+                lines.append(f"graphnetz: cannot append to $GITHUB_STEP_SUMMARY: {exc}")
+            else:
+                lines.append(f"graphnetz: summary appended to {step_summary}")
+        return lines
 
     def _write_line(self, line: str) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -917,8 +927,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
         terminalreporter.write_line(
             "graphnetz: --graphnetz-fail-unused: the run fails on the unused baseline cells "
             "above")
-    for path in session.write_outputs(summary):
-        terminalreporter.write_line(f"graphnetz: summary written to {path}")
+    for line in session.write_outputs(summary):
+        terminalreporter.write_line(line)
     for line in session.unused_lines:
         terminalreporter.write_line(line)
     if session.reports:

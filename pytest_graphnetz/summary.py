@@ -14,7 +14,8 @@ pytest-xdist and JUnit XML), with an optional ``stats`` dict of numbers (:func:`
 Everything that reaches Markdown or HTML is escaped here (:mod:`.text`): names, messages and
 reasons come from users' tests and must not turn into headings, links, mentions or raw HTML.
 
-Standard library only: the plugin builds one at the end of every session.
+Standard library only at import: the plugin builds one at the end of every session (the
+full table takes its columns from :mod:`.gates`, loaded already when there are rows).
 """
 
 from __future__ import annotations
@@ -202,8 +203,9 @@ class GateSummary:
     def unused_cell_lines(self) -> list[str]:
         files = dict.fromkeys(f for f, _ in self.unused)
         head = (f"graphnetz: {len(self.unused)} baseline cell(s) that no gate of this run used "
-                "(a model or task removed from the test?); drop them with a refresh of the "
-                "test, or fail on them with --graphnetz-fail-unused:")
+                "(a model or task removed from the test?); a refresh keeps them: remove their "
+                "entries from the file and commit the diff, or fail on them with "
+                "--graphnetz-fail-unused:")
         return [head, *(f"  {f}: {', '.join(c for g, c in self.unused if g == f)}"
                         for f in files)]
 

@@ -225,11 +225,16 @@ def test_unrelated():
 """
 
 
-def test_every_failed_graphnetz_test_has_a_row(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize("mode", ["serial", "xdist"])
+def test_every_failed_graphnetz_test_has_a_row(pytester: pytest.Pytester, mode: str) -> None:
     pytester.makepyfile(test_out=OUTCOMES)
-    result = pytester.runpytest("-p", "no:cacheprovider", "--graphnetz-summary=gates.md",
-                                "--graphnetz-json=verdicts.json", "--graphnetz-comment=c.md",
-                                "-k", "not unrelated")
+    args = ("-p", "no:cacheprovider", "--graphnetz-summary=gates.md",
+            "--graphnetz-json=verdicts.json", "--graphnetz-comment=c.md", "-k", "not unrelated")
+    if mode == "xdist":
+        pytest.importorskip("xdist")
+        result = pytester.runpytest_subprocess("-n", "2", *args)
+    else:
+        result = pytester.runpytest("-p", "no:xdist", *args)
     result.assert_outcomes(passed=1, failed=3, errors=1)
     out = result.stdout.str()
     for test, reason in (("test_raises_before_gate", "RuntimeError: the model exploded"),

@@ -93,7 +93,7 @@ def test_workflow_restores_the_cache_gates_uploads_and_comments() -> None:
 
     comment = step(workflow, "Post the verdicts")
     assert comment["uses"].startswith("actions/github-script@")
-    assert "always()" in comment["if"] and "pull_request" in comment["if"]
+    assert "!cancelled()" in comment["if"] and "pull_request" in comment["if"]
     comment_file = re.search(r"--graphnetz-comment=(\S+)", command).group(1)
     assert f"path: '{comment_file}'" in comment["with"]["script"]
     assert workflow["permissions"]["pull-requests"] == "write"
