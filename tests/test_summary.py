@@ -385,6 +385,26 @@ def test_accepting_one_cell_resets_only_its_anchor(pytester: pytest.Pytester,
     np.testing.assert_array_equal(stored.report.values("karate", "GAT"), BASE + DROPS)
 
 
+def test_a_refused_inconclusive_refresh_names_the_seeds_that_decide_it(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_acc=ACCEPT)
+    update = ("-p", "no:cacheprovider", "--graphnetz-update-baselines")
+    monkeypatch.setenv("GNZ_GCN", ",".join(map(str, BASE)))
+    monkeypatch.setenv("GNZ_GAT", ",".join(map(str, BASE)))
+    pytester.runpytest(*update).assert_outcomes(passed=1)
+    # a loss the paired test cannot call (one-sided p = 0.074): INCONCLUSIVE, negative mean Δ
+    shift = np.array([-0.002, -0.025, 0.003, -0.019, 0.004, -0.0114])
+    monkeypatch.setenv("GNZ_GAT", ",".join(map(str, BASE + shift)))
+    refused = pytester.runpytest(*update)
+    refused.assert_outcomes(failed=1)
+    out = refused.stdout.str()
+    found = re.search(r"about (\d+) paired seeds would decide the INCONCLUSIVE cell\(s\) "
+                      r"\(rerun with --graphnetz-seeds=(\d+)", out)
+    assert found and found.group(1) == found.group(2) and int(found.group(1)) > 6, out
+    assert out.index("--graphnetz-accept=karate/GAT") < found.start() < \
+        out.index("--graphnetz-force`")
+
+
 def test_accept_needs_a_refresh_and_a_cell(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_acc=ACCEPT)
     result = pytester.runpytest("--graphnetz-accept=karate/GAT")
