@@ -29,12 +29,12 @@ def rows_of(candidate: np.ndarray, baseline: np.ndarray, test: str) -> tuple[lis
 
     rows: list[dict] = []
 
-    def record(row: dict, verdict: object = None) -> None:
-        stats = {"stats": verdict_stats(verdict)} if verdict is not None else {}
-        rows.append({"test": test, **row, **stats})
+    def verdict(row: dict, v: object) -> dict:
+        return {**row, "stats": verdict_stats(v)}
 
     failures = {}
-    with observing(GateObserver(alpha=0.05, strict=False, record=record)):
+    with observing(GateObserver(alpha=0.05, strict=False, verdict=verdict,
+                                record=lambda row: rows.append({"test": test, **row}))):
         try:
             assert_not_worse(report(candidate), report(baseline))
         except AssertionError as exc:

@@ -76,14 +76,15 @@ class GateObserver:
 
     alpha: float
     strict: bool
-    # record(row) or, for a verdict's row, record(row, verdict): the plugin reads its numbers.
-    record: Callable[..., None]
+    record: Callable[[dict[str, str]], None]
     min_effect: float | None = None
     uses: Callable[[str], None] | None = None   # told each baseline file a gate reads
     # --graphnetz-report-dir: called with each gate's candidate report (fixed seeds: before it
     # is compared; adaptive: after, with the cells that took more seeds as ``further``
     # reports, see AdaptiveReport.decided); returns the paths it wrote.
     candidate: Callable[[BenchmarkReport, Sequence[BenchmarkReport]], Sequence[str]] | None = None
+    # verdict(row, v) -> the row to record for verdict v (the plugin adds v's numbers).
+    verdict: Callable[[dict[str, str], Any], dict[str, Any]] | None = None
 
 
 _OBSERVER: ContextVar[GateObserver | None] = ContextVar("graphnetz_gate_observer", default=None)
@@ -916,7 +917,7 @@ def _record(verdicts: Sequence[CellVerdict | WidthVerdict], status: str | None =
             row["verdict"] = f"{status} ({v.verdict})"
         if any(v is f for f in failing):
             row["failed"] = "yes"
-        observer.record(row, v)
+        observer.record(row if observer.verdict is None else observer.verdict(row, v))
 
 
 def _config(verdicts: Sequence[CellVerdict]) -> str:

@@ -560,16 +560,18 @@ class GraphnetzSession:
         current: list[str] = []
         calls = self.gate_calls.setdefault(item.nodeid, {})
 
-        def record(row: dict[str, str], verdict: Any = None) -> None:
-            if verdict is not None:
-                from .summary import gate_call, verdict_stats
-
-                row = {**row, "stats": verdict_stats(verdict)}
-                call = gate_call(verdict, strict=self.settings.strict)
-                if call is not None and not self.settings.update_baselines:
-                    for path in current:
-                        _add_cell(calls.setdefault(path, []), call, verdict.cell)
+        def record(row: dict[str, Any]) -> None:
             item.user_properties.append((GATE_PROPERTY, json.dumps({"test": item.nodeid, **row})))
+
+        def verdict(row: dict[str, str], v: Any) -> dict[str, Any]:
+            """A verdict's row with its numbers; its gate's settings noted for the reports."""
+            from .summary import gate_call, verdict_stats
+
+            call = gate_call(v, strict=self.settings.strict)
+            if call is not None and not self.settings.update_baselines:
+                for path in current:
+                    _add_cell(calls.setdefault(path, []), call, v.cell)
+            return {**row, "stats": verdict_stats(v)}
 
         def candidate(report: BenchmarkReport,
                       further: Sequence[BenchmarkReport] = ()) -> list[str]:
@@ -601,7 +603,8 @@ class GraphnetzSession:
         return GateObserver(alpha=self.settings.alpha, strict=self.settings.strict, record=record,
                             min_effect=self.settings.min_effect,
                             uses=uses if self.settings.update_baselines else None,
-                            candidate=candidate if self.settings.report_dir else None)
+                            candidate=candidate if self.settings.report_dir else None,
+                            verdict=verdict)
 
     def record_gate_settings(self, item: pytest.Item) -> None:
         """After a test: write into each candidate report it saved the settings of the gates
