@@ -278,8 +278,7 @@ class GateSummary:
                                           .rstrip(":") + f" ({WHERE_THE_REST_IS}).")]
         listed = sorted((r for r in self.rows if not self.is_identical(r)),
                         key=lambda r: not self.failed_build(r))
-        closing = f"\n\n<sub>{markdown_escape(WHERE_THE_REST_IS[0].upper())}" \
-                  f"{markdown_escape(WHERE_THE_REST_IS[1:])}.</sub>"
+        closing = f"\n\n<sub>{markdown_escape(WHERE_THE_REST_IS.capitalize())}.</sub>"
         text = "\n".join(parts)
         if listed:
             header = "\n\n" + markdown_table(COMMENT_HEADERS, [])
