@@ -269,12 +269,16 @@ class BaselineHandle:
     - ``force``: with ``update``, replace even a baseline the ratchet refuses, or one that
       cannot be read; the cells written get new anchors.
     - ``update_command``: the shell command that (re)creates this baseline, quoted in errors.
+    - ``accept``: with ``update``, the cells (``"task/model"``) whose loss the refresh accepts:
+      the ratchet does not refuse on them and their anchors are reset to the candidate's
+      values; every other cell keeps its anchor (``--graphnetz-accept``).
     """
 
     path: Path
     update: bool = False
     force: bool = False
     update_command: str | None = None
+    accept: frozenset[str] = frozenset()
 
     def exists(self) -> bool:
         return self.path.is_file()
@@ -289,6 +293,16 @@ class BaselineHandle:
 
     def force_command(self) -> str:
         return _force_hint(self.update_command)
+
+    def accepts(self, task: str, model: str) -> bool:
+        return f"{task}/{model}" in self.accept
+
+    def accept_command(self, cells: list[str]) -> str:
+        """The command that refreshes this baseline accepting ``cells``' losses."""
+        accept = f"--graphnetz-accept={','.join(cells)}"
+        if self.update_command:
+            return f"`{self.update_command} {accept}`"
+        return f"`pytest --graphnetz-update-baselines {accept}`"
 
 
 def _unwritable(path: Path, exc: OSError) -> str:

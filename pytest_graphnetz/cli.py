@@ -3,7 +3,7 @@
     graphnetz show REPORT [--ci t|bootstrap]
     graphnetz compare BASELINE REPORT [--gate not-worse|better|equivalent] [--test paired]
                       [--margin 0] [--min-effect D] [--alpha 0.05] [--strict] [--markdown]
-    graphnetz refresh [PYTEST ARGS...]
+    graphnetz refresh [PYTEST ARGS...] [--accept TASK/MODEL]
     graphnetz plot REPORT [CANDIDATE] -o FILE.png [--ci t|bootstrap] [--gate ...] [--margin]
     graphnetz latex REPORT [-o FILE.tex] [--ci t|bootstrap]
     graphnetz markdown REPORT [-o FILE.md] [--ci t|bootstrap]
@@ -92,9 +92,44 @@ def cmd_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# What the gate options default to when neither the command line nor the report says.
+GATE_DEFAULTS = {"gate": "not-worse", "test": "paired", "margin": 0.0, "min_effect": None,
+                 "alpha": 0.05, "strict": False}
+
+
+def gate_settings(args: argparse.Namespace, candidate: Any) -> list[str]:
+    """Fill the gate options not given on the command line from the gate that judged
+    ``candidate`` in pytest (a report saved by --graphnetz-report-dir records its gate's
+    settings in ``protocol["gates"]``), else from :data:`GATE_DEFAULTS`. Returns the options
+    taken from the report, so that ``graphnetz compare BASE CAND`` gives the gate's verdicts."""
+    calls = [c for c in candidate.protocol.get("gates") or [] if isinstance(c, dict)]
+    recorded = dict(calls[0]) if calls else {}
+    if len({c.get("min_effect") for c in calls}) > 1:
+        # One call's cells with different δ: each metric's default (0.01 for accuracy, none
+        # for MAE), which is what None gives again.
+        recorded["min_effect"] = None
+    if "gate" in recorded:
+        recorded["gate"] = {v: k for k, v in GATES.items()}.get(recorded["gate"])
+    taken = []
+    for key, default in GATE_DEFAULTS.items():
+        if getattr(args, key, None) is not None:
+            continue   # given on the command line: it wins
+        value = recorded.get(key)
+        setattr(args, key, default if value is None else value)
+        if key in recorded and (value is not None or key == "min_effect"):
+            taken.append(key)
+    return taken
+
+
 def _verdicts(args: argparse.Namespace, baseline: Any, candidate: Any) -> list:
     from .gates import TESTS, compare_reports
 
+    taken = gate_settings(args, candidate)
+    if taken:
+        shown = ", ".join(f"{k.replace('_', ' ')} {getattr(args, k)}" for k in taken)
+        print(f"gate settings recorded in {args.report}: {shown}", file=sys.stderr)
+    if args.gate == "equivalent" and not args.margin > 0:
+        raise ValueError("--gate equivalent needs the equivalence bound --margin > 0")
     return compare_reports(candidate, baseline, gate=GATES[args.gate], test=TESTS[args.test],
                            margin=args.margin, min_effect=args.min_effect, alpha=args.alpha,
                            strict=getattr(args, "strict", False), source=args.baseline)
@@ -127,17 +162,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def compare_markdown(verdicts: Sequence[Any], args: argparse.Namespace) -> str:
     """``compare --markdown``: a headline, the verdict table and each failing cell's message."""
     from .gates import gate_table
+    from .text import code_block, inline_code
 
     failed = [v for v in verdicts if v.failed]
     gate = f"{args.gate} gate ({verdicts[0].comparison.test}, alpha {args.alpha:g}, margin " \
            f"{args.margin:g})"
     headline = (f"**{len(failed)} of {len(verdicts)} cell(s) failed the {gate}**" if failed
                 else f"All {len(verdicts)} cell(s) pass the {gate}.")
-    parts = [f"### graphnetz compare: `{args.report}` against `{args.baseline}`", "",
-             headline, "", gate_table(verdicts, markdown=True)]
+    parts = [f"### graphnetz compare: {inline_code(args.report)} against "
+             f"{inline_code(args.baseline)}", "", headline, "",
+             gate_table(verdicts, markdown=True)]
     if failed:
-        parts += ["", "<details><summary>Why it failed</summary>", "", "```text",
-                  "\n\n".join(v.message() for v in failed), "```", "", "</details>"]
+        # A fence longer than any backtick run in the messages (a model named a```b).
+        parts += ["", "<details><summary>Why it failed</summary>", "",
+                  code_block("\n\n".join(v.message() for v in failed)), "", "</details>"]
     return "\n".join(parts) + "\n"
 
 
@@ -145,7 +183,21 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     """Run pytest with ``--graphnetz-update-baselines`` (and the given pytest arguments)."""
     import pytest
 
-    return int(pytest.main([*args.pytest_args, "--graphnetz-update-baselines"]))
+    return int(pytest.main([*accept_options(args.pytest_args), "--graphnetz-update-baselines"]))
+
+
+def accept_options(argv: Sequence[str]) -> list[str]:
+    """``--accept TASK/MODEL`` (or ``--accept=TASK/MODEL``) as pytest's
+    ``--graphnetz-accept=TASK/MODEL``: accept that cell's loss, every other anchor kept."""
+    out, items = [], iter(argv)
+    for arg in items:
+        if arg == "--accept":
+            out.append(f"--graphnetz-accept={next(items, '')}")
+        elif arg.startswith("--accept="):
+            out.append("--graphnetz-accept=" + arg.removeprefix("--accept="))
+        else:
+            out.append(arg)
+    return out
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
@@ -177,18 +229,23 @@ def cmd_markdown(args: argparse.Namespace) -> int:
 
 
 def _gate_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--gate", choices=tuple(GATES), default="not-worse",
+    # Defaults None: a gate option not given is read from the candidate report when the gate
+    # that saved it recorded it (gate_settings), else GATE_DEFAULTS.
+    recorded = "; default: the candidate report's gate (when recorded), else"
+    parser.add_argument("--gate", choices=tuple(GATES), default=None,
                         help="not-worse (fails on REGRESSED), better (passes only on BETTER) or "
-                             "equivalent (TOST within ±margin); default not-worse")
-    parser.add_argument("--test", default="paired",
-                        choices=("paired", "paired-t", "wilcoxon", "permutation", "bootstrap"))
-    parser.add_argument("--margin", type=_margin, default=0.0,
-                        help="tolerated loss (equivalent: the ±bound), metric units; default 0")
+                             f"equivalent (TOST within ±margin){recorded} not-worse")
+    parser.add_argument("--test", default=None,
+                        choices=("paired", "paired-t", "wilcoxon", "permutation", "bootstrap"),
+                        help=f"the paired test{recorded} paired (the t test)")
+    parser.add_argument("--margin", type=_margin, default=None,
+                        help=f"tolerated loss (equivalent: the ±bound), metric units{recorded} 0")
     parser.add_argument("--min-effect", type=_positive, default=None,
                         help="not-worse: the smallest regression that matters (δ > margin, metric "
-                             "units); default 0.01 for metrics in [0, 1], none for MAE/RMSE/loss")
-    parser.add_argument("--alpha", type=_alpha, default=0.05,
-                        help="one-sided significance level, in (0, 0.5); default 0.05")
+                             f"units){recorded} 0.01 for metrics in [0, 1], none for "
+                             "MAE/RMSE/loss")
+    parser.add_argument("--alpha", type=_alpha, default=None,
+                        help=f"one-sided significance level, in (0, 0.5){recorded} 0.05")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -206,7 +263,8 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("baseline", type=_report_file, help="the baseline report JSON file")
     compare.add_argument("report", type=_report_file, help="the candidate report JSON file")
     _gate_arguments(compare)
-    compare.add_argument("--strict", action="store_true", help="INCONCLUSIVE fails too")
+    compare.add_argument("--strict", action="store_true", default=None,
+                         help="INCONCLUSIVE fails too")
     compare.add_argument("--markdown", action="store_true",
                          help="print GitHub Markdown (e.g. for a pull-request comment)")
     compare.set_defaults(func=cmd_compare)
@@ -248,10 +306,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.pytest_args = argv[argv.index("refresh") + 1:]
     elif unknown:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
-    if getattr(args, "gate", None) == "equivalent" and not args.margin > 0:
+    if getattr(args, "gate", None) == "equivalent" and args.margin is not None \
+            and not args.margin > 0:
         parser.error("argument --margin: --gate equivalent needs the equivalence bound "
                      "--margin > 0")
-    if getattr(args, "min_effect", None) is not None and not args.min_effect > args.margin:
+    if getattr(args, "min_effect", None) is not None and args.margin is not None \
+            and not args.min_effect > args.margin:
         parser.error(f"argument --min-effect: δ ({args.min_effect:g}) must be larger than "
                      f"--margin ({args.margin:g}): it is the smallest regression that matters")
     from .baselines import BaselineError

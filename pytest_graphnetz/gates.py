@@ -83,6 +83,8 @@ class GateObserver:
     # is compared; adaptive: after, with the cells that took more seeds as ``further``
     # reports, see AdaptiveReport.decided); returns the paths it wrote.
     candidate: Callable[[BenchmarkReport, Sequence[BenchmarkReport]], Sequence[str]] | None = None
+    # verdict(row, v) -> the row to record for verdict v (the plugin adds v's numbers).
+    verdict: Callable[[dict[str, str], Any], dict[str, Any]] | None = None
 
 
 _OBSERVER: ContextVar[GateObserver | None] = ContextVar("graphnetz_gate_observer", default=None)
@@ -915,7 +917,7 @@ def _record(verdicts: Sequence[CellVerdict | WidthVerdict], status: str | None =
             row["verdict"] = f"{status} ({v.verdict})"
         if any(v is f for f in failing):
             row["failed"] = "yes"
-        observer.record(row)
+        observer.record(row if observer.verdict is None else observer.verdict(row, v))
 
 
 def _config(verdicts: Sequence[CellVerdict]) -> str:

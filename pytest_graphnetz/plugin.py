@@ -12,10 +12,8 @@ the controller in the test reports' ``user_properties``, which xdist serialises.
 
 from __future__ import annotations
 
-import html
 import json
 import os
-import re
 import shlex
 import sys
 import time
@@ -31,6 +29,7 @@ if TYPE_CHECKING:
     from .baselines import BaselineHandle
     from .progress import TerminalProgress
     from .report import BenchmarkReport
+    from .summary import GateSummary
 
 # Set from benchmarks/gate_quality_results.md: on the 1,600-node block model the paired t-test
 # at 10 seeds detects a 0.7-point regression 75% of the time (45% at 5 seeds) with no false
@@ -44,7 +43,8 @@ TRIPLES_PROPERTY = "graphnetz_triples"  # user_properties entry: {"trained", "ca
 USES_PROPERTY = "graphnetz_baseline"          # user_properties entry: a baseline file used
 USER_PROPERTY = "graphnetz_baseline_user"     # on every report of a test that asks for one
 REPORT_PROPERTY = "graphnetz_report"    # user_properties entry: a saved candidate report's path
-FAILED_MARK = "✗ FAIL"                  # the table's Build column for rows that failed the build
+GRAPHNETZ_TEST = "graphnetz_test"      # user_properties entry: this test uses our fixtures/marker
+BASELINE_FILE = "graphnetz_baseline_file"  # user_properties entry: a baseline handed to the test
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,7 @@ class _Option:
     help: str
     flag: bool = False
     metavar: str | None = None
+    repeat: bool = False  # may be given more than once (a list)
 
     @property
     def dest(self) -> str:
@@ -82,6 +83,16 @@ _OPTIONS = (
             "for metrics in [0, 1], none for MAE/RMSE/loss)", metavar="DELTA"),
     _Option("strict", "an INCONCLUSIVE gate fails too", flag=True),
     _Option("summary", "also write the gate table as Markdown to PATH", metavar="PATH"),
+    _Option("comment", "write the concise pull-request comment (Markdown: one headline, the "
+            "rows that are not IDENTICAL, failing first, under 10,000 characters) to PATH",
+            metavar="PATH"),
+    _Option("json", "write every gate row with its numbers (Δ, interval, p, n, level, margin, "
+            "δ, verdict) as JSON to PATH (docs/verdicts-json.md)", metavar="PATH"),
+    _Option("fail-unused", "fail the run when a baseline holds cells no gate used (after a "
+            "run of the whole test; never after a partial run)", flag=True),
+    _Option("accept", "with --graphnetz-update-baselines: accept this cell's loss (TASK/MODEL, "
+            "repeatable or comma-separated): the ratchet lets it through and resets its anchor; "
+            "every other cell keeps its anchor", metavar="TASK/MODEL", repeat=True),
     _Option("report-dir", "save each gated test's candidate report (full JSON, histories "
             "included) under DIR, e.g. for CI artifacts", metavar="DIR"),
     _Option("deterministic", "deterministic CUDA algorithms per triple: on, warn (let an "
@@ -174,6 +185,10 @@ class Settings:
     cli_baseline_dir: str | None  # as typed on the command line, for the commands we print
     deterministic: str         # on | warn | off (determinism.py)
     min_effect: float | None = None  # None: each metric's default (gates.default_min_effect)
+    comment: Path | None = None      # the pull-request comment (Markdown)
+    json: Path | None = None         # the JSON verdict file
+    fail_unused: bool = False        # baseline cells no gate used fail the run
+    accept: frozenset[str] = frozenset()  # TASK/MODEL cells whose loss a refresh accepts
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -236,7 +251,27 @@ class Settings:
             report_dir=report_dir,
             cli_baseline_dir=config.getoption("graphnetz_baseline_dir"),
             deterministic=deterministic, min_effect=min_effect,
+            comment=_path(config, "comment") if get("comment", None) else None,
+            json=_path(config, "json") if get("json", None) else None,
+            fail_unused=bool(get("fail-unused", False)), accept=_accepted(config),
         )
+
+
+def _accepted(config: pytest.Config) -> frozenset[str]:
+    """``--graphnetz-accept`` (repeatable, comma-separated; also the ini key): TASK/MODEL cells."""
+    given = config.getoption("graphnetz_accept") or [config.getini("graphnetz_accept") or ""]
+    cells = frozenset(c.strip() for text in given for c in str(text).split(",") if c.strip())
+    bad = sorted(c for c in cells if c.count("/") < 1 or c.startswith("/") or c.endswith("/"))
+    if bad:
+        raise pytest.UsageError(
+            f"graphnetz: `--graphnetz-accept` / `graphnetz_accept` takes cells as TASK/MODEL "
+            f"(e.g. csbm_homophilous/GAT), got {', '.join(map(repr, bad))}")
+    if cells and not bool(config.getoption("graphnetz_update_baselines")
+                          or config.getini("graphnetz_update_baselines")):
+        raise pytest.UsageError(
+            "graphnetz: `--graphnetz-accept` accepts a cell's loss in a refresh: use it with "
+            "--graphnetz-update-baselines (or `graphnetz refresh NODEID --accept TASK/MODEL`)")
+    return cells
 
 
 def _convert(name: str, text: Any, convert: Callable[[str], Any], expected: str) -> Any:
@@ -299,6 +334,15 @@ class GraphnetzSession:
         self.used_baselines: set[str] = set()
         self.unfinished: set[str] = set()   # baseline users that failed or were skipped
         self.unused_lines: list[str] = []
+        self.graphnetz_tests: set[str] = set()  # tests that use our fixtures, marker or gates
+        # baseline file -> the tests handed it, and the cells their gates compared
+        self.baseline_tests: dict[str, set[str]] = {}
+        self.gated_cells: dict[str, set[str]] = {}   # nodeid -> "task/model" cells gated
+        self.passed: set[str] = set()
+        self.ran: set[str] = set()       # tests with a report (selected, not deselected)
+        self.unused_cells: list[tuple[str, str]] = []
+        # nodeid -> saved report path -> the gate calls that judged it (--graphnetz-report-dir)
+        self.gate_calls: dict[str, dict[str, list[dict[str, Any]]]] = {}
         if self.is_xdist_worker:  # sent to the controller when the worker finishes
             config.workeroutput[USER_PROPERTY] = self.baseline_users  # type: ignore[attr-defined]
 
@@ -402,11 +446,12 @@ class GraphnetzSession:
                 )
         if s.update_baselines:
             item.user_properties.append((USES_PROPERTY, str(path)))
+        item.user_properties.append((BASELINE_FILE, str(path)))
         command = ["pytest", item.nodeid, "--graphnetz-update-baselines"]
         if s.cli_baseline_dir is not None:
             command.append(f"--graphnetz-baseline-dir={s.cli_baseline_dir}")
         return BaselineHandle(path, update=s.update_baselines, force=s.force,
-                              update_command=shlex.join(command))
+                              update_command=shlex.join(command), accept=s.accept)
 
     def _sharing(self, nodeid: str) -> list[str]:
         """Other collected tests whose default baseline is the same file as ``nodeid``'s."""
@@ -468,18 +513,71 @@ class GraphnetzSession:
             self.settings.baseline_dir, used=self.used_baselines, users=self.baseline_users,
             delete=not reasons, why_kept=", ".join(reasons))
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        """Mark a test that uses our fixtures or marker (a hook: the session is a plugin): if
+        it fails before any gate, the summary still gives it a row."""
+        if {"graphnetz_run", "graphnetz_baseline"} & set(getattr(item, "fixturenames", ())) \
+                or item.get_closest_marker(MARKER) is not None:
+            item.user_properties.append((GRAPHNETZ_TEST, "1"))
+
+    def find_unused_cells(self, exitstatus: int) -> None:
+        """Baseline cells no gate used: for each baseline file handed to tests, its cells that
+        none of those tests gated. Only when the run selected whole modules (no -k, -m, node
+        ids, --lf, ...; ``-m`` only when it left out no test that asks for a baseline) and every
+        test handed the file passed: a test that stopped at a failing gate, or that did not
+        run, would make its later cells look unused."""
+        if self.is_xdist_worker or self.settings.update_baselines:
+            return
+        if [r for r in self.partial_reasons(0) if r not in ("paths or node ids", "-m")] or any(
+                "::" in str(a) for a in self.config.args):
+            return
+        if any(nodeid not in self.ran for nodeid, _, _ in self.baseline_users):
+            return
+        from .baselines import BaselineError, read_baseline
+
+        unused = []
+        for path, tests in sorted(self.baseline_tests.items()):
+            if not tests <= self.passed or not Path(path).is_file():
+                continue
+            gated = set().union(*(self.gated_cells.get(t, set()) for t in tests))
+            try:
+                stored = read_baseline(Path(path)).report
+            except BaselineError:
+                continue   # the gates said so already
+            shown = _relative(Path(path), self.config.rootpath)
+            unused += [(shown, f"{t}/{m}") for t in stored.tasks for m in stored.models
+                       if f"{t}/{m}" not in gated]
+        self.unused_cells = unused
+
     def observer(self, item: pytest.Item) -> Any:
         """What the gates called inside ``item`` report to (session alpha/strict, the rows)."""
         from .gates import GateObserver
 
-        def record(row: dict[str, str]) -> None:
+        saved: list[Any] = []   # the reports this test's gates saw, each written once
+        # --graphnetz-report-dir: the paths of the report the gate now running judges, and per
+        # path the settings of the gates that judged it (gate_calls, written after the test).
+        current: list[str] = []
+        calls = self.gate_calls.setdefault(item.nodeid, {})
+
+        def record(row: dict[str, Any]) -> None:
             item.user_properties.append((GATE_PROPERTY, json.dumps({"test": item.nodeid, **row})))
 
-        saved: list[Any] = []   # the reports this test's gates saw, each written once
+        def verdict(row: dict[str, str], v: Any) -> dict[str, Any]:
+            """A verdict's row with its numbers; its gate's settings noted for the reports."""
+            from .summary import gate_call, verdict_stats
+
+            call = gate_call(v, strict=self.settings.strict)
+            if call is not None and not self.settings.update_baselines:
+                for path in current:
+                    _add_cell(calls.setdefault(path, []), call, v.cell)
+            return {**row, "stats": verdict_stats(v)}
 
         def candidate(report: BenchmarkReport,
                       further: Sequence[BenchmarkReport] = ()) -> list[str]:
             if not further and any(r is report for r in saved):
+                k = next(i for i, r in enumerate(saved) if r is report)
+                current[:] = [str(self._report_path(item, k + 1))]
                 return []
             saved.append(report)
             paths = [report.to_json(self._report_path(item, len(saved)))]
@@ -496,6 +594,7 @@ class GraphnetzSession:
                     path = self._report_path(item, len(saved), f"{label}-{k}")
                 paths.append(part.to_json(path))
             item.user_properties += [(REPORT_PROPERTY, str(p)) for p in paths]
+            current[:] = [str(p) for p in paths]
             return [str(p) for p in paths]
 
         def uses(path: str) -> None:
@@ -504,7 +603,28 @@ class GraphnetzSession:
         return GateObserver(alpha=self.settings.alpha, strict=self.settings.strict, record=record,
                             min_effect=self.settings.min_effect,
                             uses=uses if self.settings.update_baselines else None,
-                            candidate=candidate if self.settings.report_dir else None)
+                            candidate=candidate if self.settings.report_dir else None,
+                            verdict=verdict)
+
+    def record_gate_settings(self, item: pytest.Item) -> None:
+        """After a test: write into each candidate report it saved the settings of the gates
+        that judged it (gate, test, margin, δ, α, strict, the cells of the call: its Holm
+        family), so ``graphnetz compare BASE CAND`` reproduces the verdicts without flags."""
+        calls = self.gate_calls.pop(item.nodeid, {})
+        if not calls:
+            return
+        from .report import BenchmarkReport
+
+        for path, gates in calls.items():
+            try:
+                report = BenchmarkReport.from_json(path)
+                report.protocol["gates"] = gates
+                report.to_json(path)
+            except (OSError, ValueError) as exc:   # the verdicts stand; the file lacks them
+                import warnings
+
+                warnings.warn(f"graphnetz: could not record the gate settings in {path}: {exc}",
+                              stacklevel=2)
 
     def _report_path(self, item: pytest.Item, k: int, label: str | None = None) -> Path:
         """``<report dir>/<module>/<test>.json`` (laid out as the baselines are, so a CI job can
@@ -522,6 +642,9 @@ class GraphnetzSession:
         """Gather gate rows, failures and triple counts (registered as a plugin: a hook)."""
         if report.failed and report.nodeid not in self.failures:
             self.failures[report.nodeid] = _crash_message(report)
+        self.ran.add(report.nodeid)
+        if report.when == "call" and report.passed:
+            self.passed.add(report.nodeid)
         for name, value in report.user_properties:
             if name == USER_PROPERTY and (report.failed or report.skipped):
                 self.unfinished.add(value)
@@ -532,9 +655,15 @@ class GraphnetzSession:
         for name, value in report.user_properties:
             if name == USES_PROPERTY:
                 self.used_baselines.add(value)
+            elif name == GRAPHNETZ_TEST:
+                self.graphnetz_tests.add(report.nodeid)
+            elif name == BASELINE_FILE:
+                self.baseline_tests.setdefault(value, set()).add(report.nodeid)
             elif name == GATE_PROPERTY:
                 self.rows.append(json.loads(value))
                 self.saved += int(self.rows[-1].get("saved", 0))
+                self.graphnetz_tests.add(report.nodeid)
+                self.gated_cells.setdefault(report.nodeid, set()).add(self.rows[-1].get("cell"))
             elif name == REPORT_PROPERTY:
                 self.reports.append(value)
             elif name == TRIPLES_PROPERTY:
@@ -547,89 +676,49 @@ class GraphnetzSession:
 
     # the summary
 
-    def failed_build(self, row: dict[str, str]) -> bool:
-        """Did this row fail the build: a failing cell in a test that failed?"""
-        return bool(row.get("failed")) and row.get("test", "") in self.failures
+    def summary(self, exitstatus: int | None = None) -> GateSummary:
+        """The session's rows as a :class:`~pytest_graphnetz.summary.GateSummary` value."""
+        from .summary import GateSummary
 
-    def headline(self) -> str:
-        failing = [r for r in self.rows if self.failed_build(r)]
-        if not failing:
-            return f"{len(self.rows)} gate row(s), none failed the build"
-        tests = {r.get("test") for r in failing}
-        return (f"{len(failing)} of {len(self.rows)} gate row(s) failed the build "
-                f"({FAILED_MARK}), in {len(tests)} test(s)")
+        return GateSummary(rows=self.rows, failures=self.failures,
+                           graphnetz_tests=sorted(self.graphnetz_tests), exitstatus=exitstatus,
+                           trained=self.trained, cached=self.cached, saved=self.saved,
+                           unused=self.unused_cells)
 
-    def summary_lines(self) -> Iterator[str]:
-        """The terminal table of every gate, then the triple counts (nothing when unused)."""
-        from .text import format_table, seed_trainings
-
-        if self.rows:
-            yield from format_table(*self._table()).splitlines()
-            yield self.headline()
-        if self.trained or self.cached:
-            yield f"triples: {self.trained} trained, {self.cached} from cache"
-        if self.saved:
-            yield f"adaptive seeds: {seed_trainings(self.saved)} saved against fixed MAX"
-
-    def markdown(self) -> str:
-        """The Markdown summary: headline, the table, and each failing test's message."""
-        from .text import markdown_table, seed_trainings
-
-        parts = ["### graphnetz gates", ""]
-        if self.rows:
-            failing = [r for r in self.rows if self.failed_build(r)]
-            headline = self.headline()
-            parts += [f"**{headline}**" if failing else headline, "",
-                      markdown_table(*self._table())]
-            for test in dict.fromkeys(r["test"] for r in failing):
-                message = _clip(self.failures[test])
-                # A fence longer than any backtick run inside, so a message cannot end it.
-                fence = "`" * max(3, 1 + max(map(len, re.findall("`+", message)), default=0))
-                parts += ["", f"<details><summary>{FAILED_MARK} <code>{html.escape(test)}"
-                              "</code></summary>", "", f"{fence}text", message, fence, "",
-                          "</details>"]
-        else:
-            parts.append("No gates ran.")
-        if self.trained or self.cached:
-            parts += ["", f"Triples: {self.trained} trained, {self.cached} from cache."]
-        if self.saved:
-            parts += ["", f"Adaptive seeds: {seed_trainings(self.saved)} saved against fixed MAX."]
-        return "\n".join(parts) + "\n"
-
-    def _table(self) -> tuple[Sequence[str], list[list[str]]]:
-        """Headers and cells of the session table: the gate table with the test in front, and
-        which rows failed the build and why (the Note: a refusal's or an error's reason)."""
-        from .gates import TABLE_COLUMNS, TABLE_HEADERS  # loaded already: the rows came from it
-
-        at = TABLE_COLUMNS.index("verdict") + 1
-        headers = ["Test", *TABLE_HEADERS]
-        headers[at + 1:at + 1] = ["Build"]
-        body = []
-        for r in self.rows:
-            cells = [_short_test(r.get("test", "")), *(r.get(c, "") for c in TABLE_COLUMNS)]
-            cells[at + 1:at + 1] = [FAILED_MARK if self.failed_build(r) else "pass"]
-            body.append([*cells, r.get("note", "")])
-        return [*headers, "Note"], body
-
-    def write_markdown(self) -> list[Path]:
-        """Write the Markdown summary to ``--graphnetz-summary`` and ``$GITHUB_STEP_SUMMARY``."""
-        if not (self.rows or self.trained or self.cached):
+    def write_outputs(self, summary: GateSummary) -> list[str]:
+        """Write the Markdown summary (``--graphnetz-summary`` and ``$GITHUB_STEP_SUMMARY``),
+        the pull-request comment (``--graphnetz-comment``) and the JSON verdict file
+        (``--graphnetz-json``); a line for each. A file that cannot be written is a line too:
+        it must not turn the verdicts into a traceback or change the exit status."""
+        if not (summary.rows or self.trained or self.cached):
             return []
         # Imported only now: report imports numpy (~0.3 s), which a session without gates or
         # triples must not pay for.
         from .report import write_text_atomic
 
-        text, written = self.markdown(), []
-        if self.settings.summary is not None:
-            write_text_atomic(self.settings.summary, text)
-            written.append(self.settings.summary)
+        s, lines = self.settings, []
+        text = summary.markdown()
+        outputs = [(path, option, content) for path, option, content in (
+            (s.summary, "summary", text), (s.comment, "comment", summary.comment()),
+            (s.json, "json", json.dumps(summary.to_json(), indent=1) + "\n")) if path]
+        for path, option, content in outputs:
+            try:
+                write_text_atomic(path, content)
+            except OSError as exc:
+                lines.append(f"graphnetz: cannot write --graphnetz-{option} {path}: {exc}")
+            else:
+                lines.append(f"graphnetz: {option} written to {path}")
         step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if step_summary:
             # GitHub collects the whole step's summary from this file: append, never replace.
-            with open(step_summary, "a", encoding="utf-8") as fh:
-                fh.write(text)
-            written.append(Path(step_summary))
-        return written
+            try:
+                with open(step_summary, "a", encoding="utf-8") as fh:
+                    fh.write(text)
+            except OSError as exc:
+                lines.append(f"graphnetz: cannot append to $GITHUB_STEP_SUMMARY: {exc}")
+            else:
+                lines.append(f"graphnetz: summary appended to {step_summary}")
+        return lines
 
     def _write_line(self, line: str) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -684,15 +773,27 @@ def _crash_message(report: pytest.TestReport) -> str:
     return str(message) if message else report.longreprtext
 
 
-def _clip(text: str, lines: int = 60) -> str:
-    kept = text.splitlines()
-    if len(kept) <= lines:
-        return "\n".join(kept)
-    return "\n".join([*kept[:lines], f"... ({len(kept) - lines} more lines)"])
-
-
 def _short_test(nodeid: str) -> str:
-    return nodeid.rsplit("/", 1)[-1]
+    from .summary import short_test  # stdlib only
+
+    return short_test(nodeid)
+
+
+def _add_cell(calls: list[dict[str, Any]], call: dict[str, Any], cell: str) -> None:
+    """Add ``cell`` to the call with ``call``'s settings (a new call when none has them)."""
+    for known in calls:
+        if all(known.get(k) == v for k, v in call.items()):
+            if cell not in known["cells"]:
+                known["cells"].append(cell)
+            return
+    calls.append({**call, "cells": [cell]})
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(path)
 
 
 # -- hooks ---------------------------------------------------------------------------------------
@@ -710,7 +811,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             parser.addini(option.dest, option.help, type="bool", default=False)
         else:
             group.addoption(flag, default=None, dest=option.dest, metavar=option.metavar,
-                            help=option.help)
+                            help=option.help, action="append" if option.repeat else "store")
             parser.addini(option.dest, option.help, default=None)
 
 
@@ -789,7 +890,11 @@ def _hide_marker(items: list[pytest.Item]) -> list[tuple[pytest.Item | pytest.Co
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    session.config.stash[STASH_KEY].find_unused(int(exitstatus))
+    gn = session.config.stash[STASH_KEY]
+    gn.find_unused(int(exitstatus))
+    gn.find_unused_cells(int(exitstatus))
+    if gn.unused_cells and gn.settings.fail_unused and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED  # as syrupy does for unused snapshots
 
 
 @pytest.hookimpl(wrapper=True)
@@ -802,21 +907,31 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         return (yield)
     from .gates import observing
 
-    with observing(item.config.stash[STASH_KEY].observer(item)):
-        return (yield)
+    session = item.config.stash[STASH_KEY]
+    try:
+        with observing(session.observer(item)):
+            return (yield)
+    finally:
+        session.record_gate_settings(item)
 
 
-def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
+                            config: pytest.Config) -> None:
     session = config.stash[STASH_KEY]
     if session.is_xdist_worker:
         return
-    lines = list(session.summary_lines())
+    summary = session.summary(int(exitstatus))
+    lines = list(summary.lines())
     if lines:
         terminalreporter.write_sep("=", "graphnetz gates")
         for line in lines:
             terminalreporter.write_line(line)
-    for path in session.write_markdown():
-        terminalreporter.write_line(f"graphnetz: Markdown summary written to {path}")
+    if summary.unused and session.settings.fail_unused:
+        terminalreporter.write_line(
+            "graphnetz: --graphnetz-fail-unused: the run fails on the unused baseline cells "
+            "above")
+    for line in session.write_outputs(summary):
+        terminalreporter.write_line(line)
     for line in session.unused_lines:
         terminalreporter.write_line(line)
     if session.reports:

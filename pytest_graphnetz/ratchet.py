@@ -10,8 +10,11 @@ The second comparison is what stops drift: refreshes that each lose a little pas
 their predecessor, but their losses add up against the anchor, which an unforced refresh never
 moves, until the anchor comparison stops reading NOT WORSE (no better than δ, or no longer
 above −margin) and refuses. A forced refresh writes anyway and resets the anchors of the cells
-it writes to the candidate's values. A cell new to the file gets its first values as anchor;
-a file written before anchors existed takes the values it held before the refresh.
+it writes to the candidate's values. **Accepting a cell** (``--graphnetz-accept=TASK/MODEL``,
+``BaselineHandle.accept``) is the per-cell way out: the ratchet does not refuse on that cell and
+resets its anchor alone; every other cell is judged, and anchored, as before. A cell new to
+the file gets its first values as anchor; a file written before anchors existed takes the
+values it held before the refresh.
 
 The comparisons themselves are the gates' (``judge``, given by :mod:`.gates`): this module
 decides and writes, the gates compare and report. Read, compare and write happen under the
@@ -78,12 +81,31 @@ class RefreshOutcome:
                  f"{len(self.refused)} comparison(s) refuse:"]
         for label, verdicts in (("against the baseline it replaces", self.previous),
                                 ("against the cell's anchor (its first baseline)", self.anchored)):
-            refused = [v for v in verdicts if refuses(v)]
+            refused = [v for v in verdicts if any(v is r for r in self.refused)]
             if refused:
                 parts.append(f"{label}:\n\n" + "\n\n".join(v.message() for v in refused))
-        parts.append(f"If the loss is intended, rerun with {self.handle.force_command()} "
-                     "(the cells it writes get new anchors).")
+        parts.append(self._ways_out())
         return "\n\n".join(parts)
+
+    def _ways_out(self) -> str:
+        """What the reviewer can do: accept the named cells, make the INCONCLUSIVE ones
+        decidable with more seeds, and (last) force, which resets every written anchor."""
+        cells = list(dict.fromkeys(v.cell for v in self.refused))
+        lines = [f"If the loss of {', '.join(cells)} is intended, accept it for those cells "
+                 f"only: rerun with {self.handle.accept_command(cells)} (or `graphnetz refresh "
+                 f"<node id> --accept {cells[0]}`); their anchors are reset, every other cell "
+                 "keeps its anchor."]
+        needed = [v.comparison.seeds_needed for v in self.refused
+                  if v.verdict == "INCONCLUSIVE" and v.comparison.seeds_needed]
+        if needed:
+            lines.append(f"If you are not sure it is a loss: about {max(needed)} paired seeds "
+                         f"would decide the INCONCLUSIVE cell(s) (rerun with "
+                         f"--graphnetz-seeds={max(needed)}; the baseline must hold those seeds "
+                         "too, so refresh it from the baseline's code first).")
+        lines.append(f"Last resort: {self.handle.force_command()} writes every cell and resets "
+                     "the anchors of all the cells it writes, which is what the ratchet "
+                     "protects.")
+        return "\n".join(lines)
 
 
 def refresh(handle: BaselineHandle, candidate: BenchmarkReport, judge: Judge) -> RefreshOutcome:
@@ -105,7 +127,8 @@ def refresh(handle: BaselineHandle, candidate: BenchmarkReport, judge: Judge) ->
             except ValueError:  # a GateRefusal: data/split, metric or seeds do not pair
                 if not handle.force:
                     raise
-        refused = [v for v in (*previous, *anchored) if refuses(v)]
+        refused = [v for v in (*previous, *anchored)
+                   if refuses(v) and not handle.accepts(v.task, v.model)]
         old_cells = set() if stored is None else set(_cells(stored.report))
         new_cells = [c for c in _cells(candidate) if c not in old_cells]
         outcome = RefreshOutcome(handle, False, previous, anchored, refused, new_cells,
@@ -190,7 +213,7 @@ def _merge(stored: StoredBaseline | None, candidate: BenchmarkReport,
         return candidate, {c: Anchor.of(candidate, *c) for c in _cells(candidate)}
     anchors = dict(stored.anchors)
     for cell in _cells(candidate):
-        if handle.force:
+        if handle.force or handle.accepts(*cell):
             anchors[cell] = Anchor.of(candidate, *cell)
         elif cell not in anchors:
             # A cell new to the file starts at its own values; a cell of a file written before

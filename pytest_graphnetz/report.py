@@ -26,6 +26,7 @@ from typing import IO, Any
 import numpy as np
 
 from .history import CLIPPED, History, MetricSpec, clip_to_metric
+from .text import check_name
 
 SCHEMA = "pytest-graphnetz/report"
 # 2: histories whose values are all float32 are written with their shortest float32 repr and
@@ -85,6 +86,9 @@ class BenchmarkReport:
         self.tasks = tuple(str(t) for t in tasks)
         self.models = tuple(str(m) for m in models)
         self.seeds = tuple(int(s) for s in seeds)
+        for kind, names in (("task", self.tasks), ("model", self.models)):
+            for name in names:
+                check_name(kind, name)
         for axis, labels in (("tasks", self.tasks), ("models", self.models), ("seeds", self.seeds)):
             if len(set(labels)) != len(labels):
                 raise ValueError(f"`{axis}` has duplicate labels: {list(labels)}")

@@ -36,6 +36,7 @@ from .report import BenchmarkReport
 from .tasks import resolve_tasks
 from .tasks.base import Task
 from .tasks.command import Command
+from .text import check_name
 
 DEFAULT_ROOT = "data/benchmark"
 ROOT_ENV = "GRAPHNETZ_ROOT"
@@ -433,6 +434,7 @@ def run_benchmark(
         raise TypeError("`models` must be a non-empty dict {name: factory(in_channels, "
                         f"out_channels) -> torch.nn.Module}}, got {models!r}")
     for name, factory in models.items():
+        check_name("model", name)
         if not callable(factory) and not isinstance(factory, Command):
             raise TypeError(f"model {name!r}: the factory must be callable, got {factory!r}")
         for task in task_map.values():

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import html
+import re
+import unicodedata
 from collections.abc import Sequence
 
 
@@ -23,14 +26,74 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> st
 
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """A GitHub-flavoured Markdown table (pipes in cells escaped)."""
-    def esc(v: object) -> str:
-        return str(v).replace("|", "\\|").replace("\n", " ")
-
-    out = ["| " + " | ".join(esc(h) for h in headers) + " |",
+    """A GitHub-flavoured Markdown table; every cell goes through :func:`markdown_escape`."""
+    out = ["| " + " | ".join(markdown_escape(h) for h in headers) + " |",
            "|" + "|".join("---" for _ in headers) + "|"]
-    out += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
+    out += ["| " + " | ".join(markdown_escape(c) for c in row) + " |" for row in rows]
     return "\n".join(out)
+
+
+def visible(text: object) -> str:
+    """``text`` with control, format and line/paragraph-separator characters written as
+    escapes (``\\r``, ``\\x1b``, ``\\u202e``): a CR in a task name must not start a new line
+    of Markdown (a heading, a fake verdict) nor a bidi override reorder what a reviewer reads."""
+    return "".join(ch.encode("unicode_escape").decode("ascii")
+                   if unicodedata.category(ch) in _INVISIBLE else ch for ch in str(text))
+
+
+# Cc: controls (CR, LF, ESC, ...); Cf: format (zero-width, bidi overrides); Zl, Zp: separators.
+_INVISIBLE = frozenset({"Cc", "Cf", "Zl", "Zp"})
+# Backslash-escaped: what could end a table cell, open code, raw HTML or an entity. `*` and `_`
+# only change emphasis, and the tables use `**` for bold: left alone. Brackets stay readable
+# (intervals are [low, high]): a link or image needs "](" (reference definitions need a line of
+# their own, which a cell cannot start), so only that "]" is escaped.
+_MARKDOWN_SPECIAL = re.compile(r"([\\`|<>&]|\](?=\())")
+# GitHub turns @name into a notification and bare URLs into links, after rendering (so no
+# backslash escape stops them): a zero-width space after the @ or the scheme breaks both.
+_MENTION = re.compile(r"@(?=[A-Za-z0-9])")
+_BARE_LINK = re.compile(r"(?i)\b(https?|ftp|www)(?=:|\.)")
+
+
+def markdown_escape(text: object) -> str:
+    """``text`` as literal Markdown inline text (a table cell, a headline): controls made
+    visible, Markdown and HTML specials backslash-escaped, mentions and bare links broken."""
+    out = _MARKDOWN_SPECIAL.sub(r"\\\1", visible(text))
+    return _BARE_LINK.sub("\\1\u200b", _MENTION.sub("@\u200b", out))
+
+
+def html_escape(text: object) -> str:
+    """``text`` as literal text inside an HTML element of a Markdown page (``<code>`` in a
+    ``<summary>``): controls made visible, HTML escaped, mentions and bare links broken."""
+    out = html.escape(visible(text))
+    return _BARE_LINK.sub("\\1\u200b", _MENTION.sub("@\u200b", out))
+
+
+def code_block(text: str, info: str = "text") -> str:
+    """``text`` as a fenced code block whose fence is longer than any backtick run inside, so
+    nothing in ``text`` can close it early. Controls other than newlines are made visible."""
+    body = "\n".join(visible(line) for line in str(text).split("\n"))
+    fence = "`" * max(3, 1 + max(map(len, re.findall("`+", body)), default=0))
+    return f"{fence}{info}\n{body}\n{fence}"
+
+
+def inline_code(text: object) -> str:
+    """``text`` as inline code: delimiters longer than any backtick run inside (padded with a
+    space, which CommonMark strips, when ``text`` holds a backtick)."""
+    body = visible(text)
+    ticks = "`" * (1 + max(map(len, re.findall("`+", body)), default=0))
+    pad = " " if "`" in body else ""
+    return f"{ticks}{pad}{body}{pad}{ticks}"
+
+
+def check_name(kind: str, name: object) -> None:
+    """Refuse a task or model name holding a control, format or separator character (a CR
+    would start a new line of Markdown: a fake heading on the pull-request page)."""
+    bad = [ch for ch in str(name) if unicodedata.category(ch) in _INVISIBLE]
+    if bad:
+        raise ValueError(
+            f"{kind} name {str(name)!r} contains a control character ({bad[0]!r}): names reach "
+            "the terminal, Markdown summaries and file names; rename it without control, "
+            "format or line-separator characters")
 
 
 def seed_trainings(n: int) -> str:

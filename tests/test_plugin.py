@@ -33,7 +33,9 @@ def test_settings(pytestconfig):
         "seeds": list(s.seeds), "device": s.device, "workers": s.workers,
         "cache_dir": s.cache_dir and str(s.cache_dir), "baseline_dir": str(s.baseline_dir),
         "update_baselines": s.update_baselines, "force": s.force, "alpha": s.alpha,
-        "strict": s.strict, "summary": s.summary and str(s.summary)}))
+        "strict": s.strict, "summary": s.summary and str(s.summary),
+        "comment": s.comment and str(s.comment), "json": s.json and str(s.json),
+        "fail_unused": s.fail_unused}))
 """
 
 
@@ -64,6 +66,9 @@ CASES = [
     ("--graphnetz-strict", "graphnetz_strict = true", "strict", True),
     ("--graphnetz-summary=gates.md", "graphnetz_summary = gates.md", "summary",
      "{root}/gates.md"),
+    ("--graphnetz-comment=c.md", "graphnetz_comment = c.md", "comment", "{root}/c.md"),
+    ("--graphnetz-json=v.json", "graphnetz_json = v.json", "json", "{root}/v.json"),
+    ("--graphnetz-fail-unused", "graphnetz_fail_unused = true", "fail_unused", True),
 ]
 
 
@@ -79,7 +84,8 @@ def test_defaults(pytester: pytest.Pytester) -> None:
         "seeds": list(range(10)), "device": "auto", "workers": 1,
         "cache_dir": str(root / ".pytest_cache" / "d" / "graphnetz"),
         "baseline_dir": str(root / "baselines"), "update_baselines": False, "force": False,
-        "alpha": 0.05, "strict": False, "summary": None,
+        "alpha": 0.05, "strict": False, "summary": None, "comment": None, "json": None,
+        "fail_unused": False,
     }
 
 

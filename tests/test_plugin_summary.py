@@ -118,7 +118,8 @@ def test_every_gate_call_has_a_row(pytester: pytest.Pytester, mode: str) -> None
         (row,) = [line for line in lines if line.startswith(f"test_scen.py::{test} ")]
         assert f"  {verdict}  " in row, row
         assert ("✗ FAIL" in row) is fails, row
-    assert "5 of 7 gate row(s) failed the build (✗ FAIL), in 5 test(s)" in lines
+    assert "5 of 7 gate row(s) failed the build (✗ FAIL), in 5 test(s): 3 failed, 2 refused, " \
+           "2 passed" in lines
     notes = {test: line for line in lines for test in EXPECTED
              if line.startswith(f"test_scen.py::{test} ")}
     assert "no baseline file; create it: `pytest test_scen.py::test_missing " \

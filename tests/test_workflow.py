@@ -24,6 +24,7 @@ pytest.importorskip("scipy.stats")
 pytest.importorskip("scipy.optimize")
 import pytest_graphnetz.gates  # noqa: E402,F401
 from pytest_graphnetz.plugin import _OPTIONS  # noqa: E402
+from pytest_graphnetz.text import code_block  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = ROOT / "examples" / "ci" / "graphnetz.yml"
@@ -76,87 +77,237 @@ def test_workflow_restores_the_cache_gates_uploads_and_comments() -> None:
     command = step(workflow, "Gates")["run"]
     used = set(re.findall(r"--graphnetz-[a-z-]+", command))
     assert used <= known, f"the workflow uses options the plugin does not have: {used - known}"
-    assert {"--graphnetz-summary", "--graphnetz-report-dir", "--graphnetz-cache-dir"} <= used
+    assert {"--graphnetz-summary", "--graphnetz-report-dir", "--graphnetz-cache-dir",
+            "--graphnetz-comment", "--graphnetz-json"} <= used
 
     cache = step(workflow, "Restore the triple cache")
     cache_dir = re.search(r"--graphnetz-cache-dir=(\S+)", command).group(1)
     assert cache["uses"].startswith("actions/cache@") and cache_dir in cache["with"]["path"]
 
     upload = step(workflow, "Keep the verdicts")
-    report_dir = re.search(r"--graphnetz-report-dir=(\S+)", command).group(1)
-    summary = re.search(r"--graphnetz-summary=(\S+)", command).group(1)
-    assert upload["if"] == "always()" and report_dir in upload["with"]["path"]
-    assert summary in upload["with"]["path"]
+    assert upload["if"] == "always()"
+    for option in ("report-dir", "summary", "comment", "json"):
+        path = re.search(rf"--graphnetz-{option}=(\S+)", command).group(1)
+        assert path in upload["with"]["path"], option
+    assert "graphnetz-pr.txt" in upload["with"]["path"]
 
-    comment = step(workflow, "Post the verdict table")
+    comment = step(workflow, "Post the verdicts")
     assert comment["uses"].startswith("actions/github-script@")
-    assert "always()" in comment["if"] and "pull_request" in comment["if"]
-    assert summary in comment["with"]["script"]
+    assert "!cancelled()" in comment["if"] and "pull_request" in comment["if"]
+    comment_file = re.search(r"--graphnetz-comment=(\S+)", command).group(1)
+    assert f"path: '{comment_file}'" in comment["with"]["script"]
     assert workflow["permissions"]["pull-requests"] == "write"
 
 
-# -- the pull-request comment ----------------------------------------------------------------------
+def test_workflow_is_one_a_team_can_adopt() -> None:
+    workflow = load_workflow()
+    # two quick pushes: one run at a time per pull request, the newer one wins
+    assert "github.event.pull_request.number" in workflow["concurrency"]["group"]
+    assert workflow["concurrency"]["cancel-in-progress"] is True
+    # a cold run of the example project took 14 minutes: room for it, and for growth
+    assert workflow["jobs"]["gates"]["timeout-minutes"] >= 2 * 14
+    # the README's CI command is the workflow's
+    command = step(workflow, "Gates")["run"]
+    assert command.startswith("pytest -m graphnetz ")
+    readme = README.read_text()
+    assert "pytest -m graphnetz " in readme and re.search(r"^pytest examples", readme, re.M) \
+        is None
+    # the lines to change for a real repository are marked, and the README says which
+    text = WORKFLOW.read_text()
+    marked = " ".join(line for line in text.splitlines() if "CHANGE:" in line)
+    for what in ("default branch", "cold run", "install", "hash your", "test paths",
+                 "graphnetz-comment.js"):
+        assert what in marked, what
+    assert "CHANGE:" in readme
+    # forks: the comment workflow posts from the artifact, with the script of the base branch
+    fork = YAML_LOAD(COMMENT_WORKFLOW)
+    assert fork["on"]["workflow_run"]["workflows"] == [workflow["name"]]
+    assert "head_repository.full_name != github.repository" in fork["jobs"]["comment"]["if"]
+    steps = fork["jobs"]["comment"]["steps"]
+    assert steps[0]["uses"].startswith("actions/checkout@") and "with" not in steps[0]
+    assert any(s.get("uses", "").startswith("actions/download-artifact@") for s in steps)
+    assert check_jsonschema(COMMENT_WORKFLOW).returncode == 0
 
-def pr_comment(summary: str) -> str:
-    """The comment body the workflow's script posts for ``summary`` (checked against the script
-    itself, run under node, in :func:`test_pr_comment_is_one_comment_updated_in_place`)."""
-    return "\n".join([MARKER, summary.strip(), "",
-                      f"<sub>[workflow run and candidate reports]({RUN_URL})</sub>"])
+
+# -- the pull-request comment, through the workflow's own script under node ------------------------
+
+COMMENT_WORKFLOW = WORKFLOW.with_name("graphnetz-comment.yml")
+SCRIPT = WORKFLOW.with_name("graphnetz-comment.js")
+LINK = f"<sub>[workflow run: step summary and candidate reports]({RUN_URL})</sub>"
 
 
+def YAML_LOAD(path: Path) -> dict:  # noqa: N802 - reads as the constant it loads
+    from ruamel.yaml import YAML
+
+    return YAML(typ="safe").load(path.read_text())
+
+
+def pr_comment(comment: str) -> str:
+    """The comment body the workflow's script posts for the plugin's ``comment`` file (checked
+    against the script itself, run under node, in the tests below)."""
+    return "\n".join([MARKER, comment.strip(), "", LINK])
+
+
+# A fake GitHub API for actions/github-script: comments of PR 7, GitHub's 65,536-character limit,
+# and failures on demand (state.fail: {create|update|updateStale|delete: status}; state.readOnly:
+# every write answers 403, as a fork's token does).
 HARNESS = """
 const fs = require('fs');
 const statePath = process.argv[2];
 const state = JSON.parse(fs.readFileSync(statePath, 'utf8'));
+const fail = (what, status) => {
+  const err = new Error(`${what} failed`); err.status = status; throw err;
+};
+const write = (what, body) => {
+  state.calls.push(what);
+  if (state.readOnly) fail(what, 403);
+  if (body !== undefined && body.length > 65536) {
+    fail(`${what}: Validation Failed: body is too long (maximum is 65536 characters)`, 422);
+  }
+  const stale = body !== undefined && body.includes('graphnetz gates: stale');
+  const key = what === 'update' && stale ? 'updateStale' : what;
+  if (state.fail && state.fail[key]) fail(what, state.fail[key]);
+};
 const context = {serverUrl: 'https://github.com', repo: {owner: 'OWNER', repo: 'REPO'},
-                 runId: 1234, issue: {number: 7}};
+                 runId: 1234, issue: {number: 7},
+                 payload: {workflow_run: {head_sha: 'abc', html_url: '%RUN_URL%'}}};
+const core = {warning: (m) => state.warnings.push(m)};
 const github = {
   paginate: async (method, args) => state.comments.map(c => ({...c})),
-  rest: {issues: {
-    listComments: 'listComments',
-    updateComment: async ({comment_id, body}) => {
-      state.calls.push('update');
-      state.comments.find(c => c.id === comment_id).body = body;
-    },
-    createComment: async ({issue_number, body}) => {
-      state.calls.push('create');
-      state.comments.push({id: state.comments.length + 1, user: {type: 'Bot'}, body});
-    },
-  }},
+  rest: {
+    pulls: {get: async ({pull_number}) => ({data: {number: pull_number,
+                                                   head: {sha: state.heads[pull_number]}}})},
+    issues: {
+      listComments: 'listComments',
+      updateComment: async ({comment_id, body}) => {
+        write('update', body);
+        state.comments.find(c => c.id === comment_id).body = body;
+      },
+      createComment: async ({issue_number, body}) => {
+        write('create', body);
+        state.comments.push({id: state.comments.length + 1, user: {type: 'Bot'}, body});
+      },
+      deleteComment: async ({comment_id}) => {
+        write('delete');
+        state.comments = state.comments.filter(c => c.id !== comment_id);
+      },
+    }},
 };
 (async () => {
 SCRIPT
 })().then(() => fs.writeFileSync(statePath, JSON.stringify(state)),
-          (err) => { console.error(err); process.exit(3); });
-"""
+          (err) => { fs.writeFileSync(statePath, JSON.stringify(state));
+                     console.error(err.message); process.exit(3); });
+""".replace("%RUN_URL%", RUN_URL)
 
 
-def test_pr_comment_is_one_comment_updated_in_place(tmp_path: Path) -> None:
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed: the workflow's script cannot run here")
-    script = step(load_workflow(), "Post the verdict table")["with"]["script"]
-    harness = tmp_path / "harness.js"
-    harness.write_text(HARNESS.replace("SCRIPT", script))
-    state = tmp_path / "state.json"
-    # a reviewer's comment that quotes the marker must never be edited
-    human = {"id": 1, "user": {"type": "User"}, "body": f"{MARKER} looks odd?"}
-    state.write_text(json.dumps({"comments": [human], "calls": []}))
+class FakeGitHub:
+    """Runs a workflow step's github-script under node in ``root`` against the fake API."""
 
-    def post(summary: str) -> dict:
-        (tmp_path / "graphnetz-summary.md").write_text(summary)
-        done = subprocess.run([node, str(harness), str(state)], cwd=tmp_path,
+    def __init__(self, root: Path, script: str, **state: object) -> None:
+        node = shutil.which("node")
+        if node is None:
+            pytest.skip("node is not installed: the workflow's script cannot run here")
+        self.node, self.root = node, root
+        (root / "examples" / "ci").mkdir(parents=True, exist_ok=True)
+        shutil.copy(SCRIPT, root / "examples" / "ci" / SCRIPT.name)
+        (root / "harness.js").write_text(HARNESS.replace("SCRIPT", script))
+        self.state_path = root / "state.json"
+        self.state_path.write_text(json.dumps({"comments": [], "calls": [], "warnings": [],
+                                               "heads": {}, **state}))
+
+    def set(self, **changes: object) -> None:
+        self.state_path.write_text(json.dumps({**self.state, **changes}))
+
+    @property
+    def state(self) -> dict:
+        return json.loads(self.state_path.read_text())
+
+    def post(self, comment: str | None, name: str = "graphnetz-comment.md") -> int:
+        path = self.root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if comment is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.write_text(comment)
+        done = subprocess.run([self.node, "harness.js", "state.json"], cwd=self.root,
                               capture_output=True, text=True)
-        assert done.returncode == 0, done.stderr
-        return json.loads(state.read_text())
+        return done.returncode
 
-    first = post("### graphnetz gates\n\nfirst push\n")
-    assert first["calls"] == ["create"]
-    assert first["comments"][1]["body"] == pr_comment("### graphnetz gates\n\nfirst push\n")
-    second = post("### graphnetz gates\n\nsecond push\n")
-    assert second["calls"] == ["create", "update"]
-    assert len(second["comments"]) == 2 and second["comments"][0] == human
-    assert second["comments"][1]["body"] == pr_comment("### graphnetz gates\n\nsecond push\n")
+
+def gate_script() -> str:
+    return step(load_workflow(), "Post the verdicts")["with"]["script"]
+
+
+HUMAN = {"id": 1, "user": {"type": "User"}, "body": f"{MARKER} looks odd?"}
+
+
+def test_pr_comment_is_created_then_updated_in_place(tmp_path: Path) -> None:
+    github = FakeGitHub(tmp_path, gate_script(), comments=[HUMAN])
+    assert github.post("### graphnetz gates ✓\n\nfirst push\n") == 0
+    assert github.state["calls"] == ["create"]
+    assert github.state["comments"][1]["body"] == pr_comment("### graphnetz gates ✓\n\nfirst push")
+    assert github.post("### graphnetz gates ✗\n\nsecond push\n") == 0
+    state = github.state
+    assert state["calls"] == ["create", "update"]
+    assert len(state["comments"]) == 2 and state["comments"][0] == HUMAN   # never edited
+    assert state["comments"][1]["body"] == pr_comment("### graphnetz gates ✗\n\nsecond push")
+
+
+def test_pr_comment_never_exceeds_githubs_limit(tmp_path: Path) -> None:
+    github = FakeGitHub(tmp_path, gate_script())
+    rows = "\n".join(f"| test_big | task{i}/GCN | -0.01 [-0.02, -0.001] (90%) | ✗ REGRESSED | 10 |"
+                     for i in range(1500))
+    huge = f"### graphnetz gates ✗\n\n{rows}\n"
+    assert len(huge) > 100_000
+    assert github.post(huge) == 0
+    (comment,) = github.state["comments"]
+    assert len(comment["body"]) <= 65_536
+    assert "cut at 60000 characters" in comment["body"] and comment["body"].endswith(LINK)
+
+
+def test_a_failed_post_leaves_no_stale_verdict(tmp_path: Path) -> None:
+    github = FakeGitHub(tmp_path, gate_script())
+    assert github.post("### graphnetz gates ✓\n\n0 failed\n") == 0
+    github.set(fail={"update": 502})
+    assert github.post("### graphnetz gates ✗\n\n3 failed\n") != 0      # the step says so
+    (comment,) = github.state["comments"]
+    assert "graphnetz gates: stale" in comment["body"] and "0 failed" not in comment["body"]
+    # even the notice cannot be written: the old comment goes
+    github.set(fail={"update": 502, "updateStale": 502})
+    github.set(comments=[{"id": 5, "user": {"type": "Bot"},
+                          "body": pr_comment("### graphnetz gates ✓\n\n0 failed")}])
+    assert github.post("### graphnetz gates ✗\n\n3 failed\n") != 0
+    assert github.state["comments"] == [] and github.state["calls"][-1] == "delete"
+
+
+def test_missing_verdicts_are_posted_as_missing(tmp_path: Path) -> None:
+    github = FakeGitHub(tmp_path, gate_script())
+    assert github.post(None) == 0
+    (comment,) = github.state["comments"]
+    assert "No verdicts were written" in comment["body"]
+
+
+def test_a_forks_read_only_token_warns_and_the_comment_workflow_posts(tmp_path: Path) -> None:
+    fork = FakeGitHub(tmp_path / "gates", gate_script(), readOnly=True)
+    assert fork.post("### graphnetz gates ✗\n\n1 failed\n") == 0      # a warning, not an error
+    assert fork.state["comments"] == [] and "from a fork" in fork.state["warnings"][0]
+
+    (posting,) = [s for s in YAML_LOAD(COMMENT_WORKFLOW)["jobs"]["comment"]["steps"]
+                  if s.get("uses", "").startswith("actions/github-script@")]
+    base = FakeGitHub(tmp_path / "base", posting["with"]["script"], heads={"7": "abc"})
+    (tmp_path / "base" / "graphnetz-artifact").mkdir()
+    (tmp_path / "base" / "graphnetz-artifact" / "graphnetz-pr.txt").write_text("7\n")
+    assert base.post("### graphnetz gates ✗\n\n1 failed\n",
+                     "graphnetz-artifact/graphnetz-comment.md") == 0
+    (comment,) = base.state["comments"]
+    assert comment["body"] == pr_comment("### graphnetz gates ✗\n\n1 failed")
+    # an artifact naming another PR (whose head the run did not build) posts nothing
+    other = FakeGitHub(tmp_path / "other", posting["with"]["script"], heads={"8": "zzz"})
+    (tmp_path / "other" / "graphnetz-artifact").mkdir()
+    (tmp_path / "other" / "graphnetz-artifact" / "graphnetz-pr.txt").write_text("8")
+    assert other.post("x", "graphnetz-artifact/graphnetz-comment.md") != 0
+    assert other.state["comments"] == []
 
 
 # A pull request as a team would open one: GCN unchanged, GAT made worse, GraphSAGE added
@@ -187,6 +338,11 @@ def test_sage_not_worse(graphnetz_baseline):
     assert_not_worse(report("cora", {"GraphSAGE": GCN - 0.01}), graphnetz_baseline())
 
 
+def test_pubmed_unchanged():
+    models = {"GCN": GCN, "GAT": GAT, "MLP": GCN - 0.2}
+    assert_not_worse(report("pubmed", models), report("pubmed", models))
+
+
 def test_citeseer_not_worse():
     assert_not_worse(report("citeseer", {"GCN": GCN - 0.09}, split="v2"),
                      report("citeseer", {"GCN": GCN - 0.1}))
@@ -197,12 +353,14 @@ README_END = "<!-- /pr-comment-example -->"
 
 def test_readme_shows_a_real_pr_comment(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_models=PR_SESSION)
-    result = pytester.runpytest("-p", "no:cacheprovider", "--graphnetz-summary=summary.md")
-    result.assert_outcomes(passed=0, failed=3)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--graphnetz-comment=comment.md")
+    result.assert_outcomes(passed=1, failed=3)
     # the one machine-specific part: where pytester ran
-    summary = (pytester.path / "summary.md").read_text().replace(f"{pytester.path}/", "")
-    # four backticks: the body has ```text blocks of its own
-    block = f"{README_START}\n````markdown\n{pr_comment(summary)}\n````\n{README_END}"
+    comment = (pytester.path / "comment.md").read_text().replace(f"{pytester.path}/", "")
+    assert len([line for line in comment.splitlines() if line.startswith("| test_")]) == 4
+    assert "3 IDENTICAL row(s)" in comment
+    # a fence longer than the body's own (its ```text blocks)
+    block = f"{README_START}\n{code_block(pr_comment(comment), 'markdown')}\n{README_END}"
     readme = README.read_text()
     pattern = re.compile(re.escape(README_START) + ".*?" + re.escape(README_END), re.S)
     assert pattern.search(readme), "docs/ci.md lost its generated pull-request comment block"

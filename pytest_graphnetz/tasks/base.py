@@ -53,6 +53,9 @@ class Task:
     folds: int | None = None
 
     def __post_init__(self) -> None:
+        from ..text import check_name
+
+        check_name("task", self.name)
         for what in ("name", "category"):
             _check_directory_name(self.name, what, getattr(self, what))
         if self.kind not in KINDS:

@@ -1,0 +1,365 @@
+"""The session's gate summary as a value: rows and counts, rendered four ways.
+
+:class:`GateSummary` holds every gate row of a session (one per cell of each gate call, plus an
+ERROR row for each graphnetz test that failed without a failing row of its own), and renders
+
+- :meth:`~GateSummary.lines`: the terminal table, headline and counts;
+- :meth:`~GateSummary.markdown`: the full Markdown page (step summary, ``--graphnetz-summary``);
+- :meth:`~GateSummary.comment`: the concise pull-request comment (one headline, the rows that
+  are not IDENTICAL, failing first, folded to a character budget);
+- :meth:`~GateSummary.to_json`: the JSON verdict file (schema: ``docs/verdicts-json.md``).
+
+A row is a dict of display strings (as :meth:`CellVerdict.row` makes it: it travels through
+pytest-xdist and JUnit XML), with an optional ``stats`` dict of numbers (:func:`verdict_stats`).
+Everything that reaches Markdown or HTML is escaped here (:mod:`.text`): names, messages and
+reasons come from users' tests and must not turn into headings, links, mentions or raw HTML.
+
+Standard library only at import: the plugin builds one at the end of every session (the
+full table takes its columns from :mod:`.gates`, loaded already when there are rows).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .text import (
+    code_block,
+    format_table,
+    html_escape,
+    markdown_escape,
+    markdown_table,
+    seed_trainings,
+)
+
+FAILED_MARK = "✗ FAIL"     # the table's Build column for rows that failed the build
+# Verdicts that are no verdict: the comparison was not made.
+NO_VERDICT = ("REFUSED", "MISSING BASELINE", "NOT COMPARED")
+# The concise comment's columns: what a reviewer acts on.
+COMMENT_HEADERS = ("Test", "Cell", "Paired Δ (+ = better) [CI]", "Verdict", "n", "Note")
+# GitHub refuses a comment body over 65,536 characters; the comment stays far below it.
+COMMENT_BUDGET = 9_000
+# The display strings a JSON row repeats (the table's cells).
+DISPLAY = ("metric", "baseline", "candidate", "delta", "p", "mde", "n")
+JSON_SCHEMA = "pytest-graphnetz/verdicts"
+JSON_VERSION = 1
+WHERE_THE_REST_IS = ("the full table and every failing test's message are in the job's step "
+                     "summary and in the graphnetz-verdicts artifact")
+
+
+def verdict_stats(verdict: Any) -> dict[str, Any]:
+    """The numbers of a gate verdict (a ``CellVerdict`` or ``WidthVerdict``), JSON-ready: NaN
+    and infinities become None. Read from the verdict's public attributes."""
+    c = getattr(verdict, "comparison", None)
+    if c is not None:
+        p = c.p_adjusted if getattr(c, "p_adjusted", None) is not None else c.p_value
+        out = {"kind": getattr(c, "kind", None), "test": c.test, "n": c.n,
+               "mean_diff": c.mean_diff, "ci_low": c.ci.low, "ci_high": c.ci.high,
+               "level": c.confidence_level, "p": p, "p_raw": c.p_value,
+               "alpha": c.alpha, "margin": c.margin, "min_effect": c.min_effect,
+               "mde": getattr(c, "mde", None),
+               "seeds": list(getattr(verdict, "seeds", ())),
+               "baseline_mean": getattr(verdict.baseline, "mean", None),
+               "candidate_mean": getattr(verdict.candidate, "mean", None)}
+    else:  # assert_ci_width
+        s = verdict.stats
+        out = {"kind": "ci_width", "n": s.n, "candidate_mean": s.mean, "ci_low": s.ci.low,
+               "ci_high": s.ci.high, "level": s.confidence_level, "width": verdict.width,
+               "max_width": verdict.max_width}
+    out["verdict"] = verdict.verdict
+    out["failed"] = bool(verdict.failed)
+    return {k: _number(v) for k, v in out.items()}
+
+
+def gate_call(verdict: Any, *, strict: bool = False) -> dict[str, Any] | None:
+    """The settings of the gate call that gave ``verdict`` (a comparison's ``CellVerdict``; None
+    for others), as a saved report records them for ``graphnetz compare``: gate, test, margin,
+    δ (``min_effect``), α, strict. ``strict``: the session's; a failing INCONCLUSIVE implies it."""
+    c = getattr(verdict, "comparison", None)
+    if c is None or getattr(verdict, "gate", None) is None:
+        return None
+    strict = strict or (verdict.verdict == "INCONCLUSIVE" and bool(verdict.failed))
+    return {"gate": verdict.gate, "test": c.test, "margin": _number(c.margin),
+            "min_effect": _number(c.min_effect), "alpha": _number(c.alpha), "strict": strict}
+
+
+def _number(value: Any) -> Any:
+    if isinstance(value, bool) or value is None or isinstance(value, (str, list)):
+        return value
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if not math.isfinite(x):
+        return None
+    return int(x) if isinstance(value, int) or type(value).__name__.startswith("int") else x
+
+
+@dataclass(frozen=True)
+class Counts:
+    """How the rows split: ``failed`` (a verdict that failed the build, ERROR included),
+    ``refused`` (no verdict: REFUSED, MISSING BASELINE, NOT COMPARED, in a failed test),
+    ``passed`` (the rest), and of those ``identical`` (every seed scored the baseline's value)."""
+
+    failed: int
+    refused: int
+    passed: int
+    identical: int
+    tests: int
+
+    @property
+    def total(self) -> int:
+        return self.failed + self.refused + self.passed
+
+
+@dataclass(frozen=True)
+class GateSummary:
+    """The rows of a session's gates and what to say about them (see the module docstring).
+
+    ``rows``: gate rows, each with at least ``test`` and ``verdict``; ``failures``: node id →
+    the message that failed that test; ``graphnetz_tests``: node ids of the tests that use a
+    graphnetz fixture or gate (a failed one without a failing row gets an ERROR row);
+    ``exitstatus``: pytest's, once known; ``unused``: baseline cells no gate used, as
+    ``(file, cell)`` pairs.
+    """
+
+    rows: Sequence[Mapping[str, Any]] = ()
+    failures: Mapping[str, str] = field(default_factory=dict)
+    graphnetz_tests: Sequence[str] = ()
+    exitstatus: int | None = None
+    trained: int = 0
+    cached: int = 0
+    saved: int = 0
+    unused: Sequence[tuple[str, str]] = ()
+
+    def __post_init__(self) -> None:
+        rows = [dict(r) for r in self.rows]
+        failing = {r.get("test") for r in rows if self.failed_build(r)}
+        for test in dict.fromkeys(self.graphnetz_tests):
+            if test in self.failures and test not in failing:
+                # Red build, green page no more: the test failed outside (or after) its gates.
+                rows.append({"test": test, "cell": "-", "verdict": "ERROR", "failed": "yes",
+                             "note": first_line(self.failures[test])})
+        object.__setattr__(self, "rows", tuple(rows))
+
+    # -- classification -----------------------------------------------------------------------
+
+    def failed_build(self, row: Mapping[str, Any]) -> bool:
+        """Did this row fail the build: a failing cell in a test that failed?"""
+        return bool(row.get("failed")) and row.get("test", "") in self.failures
+
+    def is_identical(self, row: Mapping[str, Any]) -> bool:
+        return row.get("verdict") == "IDENTICAL" and not self.failed_build(row)
+
+    def kind(self, row: Mapping[str, Any]) -> str:
+        """``failed``, ``refused`` or ``passed`` (see :class:`Counts`)."""
+        verdict = str(row.get("verdict", ""))
+        no_verdict = verdict.startswith(NO_VERDICT)
+        if self.failed_build(row):
+            return "refused" if no_verdict else "failed"
+        return "refused" if verdict == "NOT COMPARED" else "passed"
+
+    def counts(self) -> Counts:
+        kinds = [self.kind(r) for r in self.rows]
+        return Counts(failed=kinds.count("failed"), refused=kinds.count("refused"),
+                      passed=kinds.count("passed"),
+                      identical=sum(self.is_identical(r) for r in self.rows),
+                      tests=len({r.get("test") for r in self.rows}))
+
+    def headline(self) -> str:
+        """One line: how many rows failed the build, and the split."""
+        n = self.counts()
+        failing = [r for r in self.rows if self.failed_build(r)]
+        split = f"{n.failed} failed, {n.refused} refused, {n.passed} passed"
+        if failing:
+            tests = {r.get("test") for r in failing}
+            return (f"{len(failing)} of {len(self.rows)} gate row(s) failed the build "
+                    f"({FAILED_MARK}), in {len(tests)} test(s): {split}")
+        text = f"{len(self.rows)} gate row(s), none failed the build ({split})"
+        if self.exitstatus:
+            text += (f"; but pytest failed outside the gates (exit status {self.exitstatus}): "
+                     "see the test report")
+        return text
+
+    def build_failed(self) -> bool:
+        return bool(self.exitstatus) or any(self.failed_build(r) for r in self.rows)
+
+    # -- terminal -----------------------------------------------------------------------------
+
+    def lines(self) -> Iterator[str]:
+        """The terminal table of every gate, the headline, unused cells, the triple counts."""
+        if self.rows:
+            yield from format_table(*self.table()).splitlines()
+            yield self.headline()
+        if self.unused:
+            yield from self.unused_cell_lines()
+        if self.trained or self.cached:
+            yield f"triples: {self.trained} trained, {self.cached} from cache"
+        if self.saved:
+            yield f"adaptive seeds: {seed_trainings(self.saved)} saved against fixed MAX"
+
+    def unused_cell_lines(self) -> list[str]:
+        files = dict.fromkeys(f for f, _ in self.unused)
+        head = (f"graphnetz: {len(self.unused)} baseline cell(s) that no gate of this run used "
+                "(a model or task removed from the test?); a refresh keeps them: remove their "
+                "entries from the file and commit the diff, or fail on them with "
+                "--graphnetz-fail-unused:")
+        return [head, *(f"  {f}: {', '.join(c for g, c in self.unused if g == f)}"
+                        for f in files)]
+
+    def table(self) -> tuple[list[str], list[list[str]]]:
+        """Headers and cells of the full table: the gate table with the test in front, the
+        Build column after the verdict, and the Note (a refusal's or an error's reason)."""
+        from .gates import TABLE_COLUMNS as COLUMNS  # loaded already: the rows came from it
+        from .gates import TABLE_HEADERS
+
+        at = COLUMNS.index("verdict") + 1
+        headers = ["Test", *TABLE_HEADERS]
+        headers[at + 1:at + 1] = ["Build"]
+        body = []
+        for r in self.rows:
+            cells = [short_test(str(r.get("test", ""))), *(str(r.get(c, "")) for c in COLUMNS)]
+            cells[at + 1:at + 1] = [FAILED_MARK if self.failed_build(r) else "pass"]
+            body.append([*cells, str(r.get("note", ""))])
+        return [*headers, "Note"], body
+
+    # -- Markdown -----------------------------------------------------------------------------
+
+    def markdown(self) -> str:
+        """The full Markdown summary: headline, the table, each failing test's message."""
+        parts = ["### graphnetz gates", ""]
+        if self.rows:
+            headline = markdown_escape(self.headline())
+            parts += [f"**{headline}**" if self.build_failed() else headline, "",
+                      markdown_table(*self.table())]
+            for test in self._failing_tests():
+                parts += ["", *self._details(test)]
+        else:
+            parts.append("No gates ran.")
+        if self.unused:
+            head, *rest = self.unused_cell_lines()
+            parts += ["", markdown_escape(head.removeprefix("graphnetz: ")), "",
+                      *(f"- {markdown_escape(line.strip())}" for line in rest)]
+        if self.trained or self.cached:
+            parts += ["", f"Triples: {self.trained} trained, {self.cached} from cache."]
+        if self.saved:
+            parts += ["", f"Adaptive seeds: {seed_trainings(self.saved)} saved against fixed "
+                          "MAX."]
+        return "\n".join(parts) + "\n"
+
+    def _failing_tests(self) -> list[str]:
+        return list(dict.fromkeys(str(r["test"]) for r in self.rows if self.failed_build(r)))
+
+    def _details(self, test: str, lines: int = 60) -> list[str]:
+        """A failing test's message, folded: its summary line names the test."""
+        return [f"<details><summary>{FAILED_MARK} <code>{html_escape(short_test(test))}"
+                "</code></summary>", "", code_block(clip(self.failures[test], lines)), "",
+                "</details>"]
+
+    # -- the pull-request comment ---------------------------------------------------------------
+
+    def comment(self, budget: int = COMMENT_BUDGET) -> str:
+        """The concise pull-request comment: one headline, then the rows that are not
+        IDENTICAL (failing first) in the columns a reviewer needs, IDENTICAL rows folded into a
+        count, and as many failing tests' messages as fit; at most ``budget`` characters
+        (anything that does not fit is counted and pointed to: the step summary, the
+        artifact)."""
+        n = self.counts()
+        mark = "✗" if self.build_failed() else "✓"
+        parts = [f"### graphnetz gates {mark}", "",
+                 f"**{markdown_escape(self.headline())}**"]
+        if n.identical:
+            parts += ["", f"{n.identical} IDENTICAL row(s) (every paired seed scored exactly "
+                          "the baseline's value) are not listed."]
+        if self.unused:
+            parts += ["", markdown_escape(self.unused_cell_lines()[0].removeprefix("graphnetz: ")
+                                          .rstrip(":") + f" ({WHERE_THE_REST_IS}).")]
+        listed = sorted((r for r in self.rows if not self.is_identical(r)),
+                        key=lambda r: not self.failed_build(r))
+        closing = f"\n\n<sub>{markdown_escape(WHERE_THE_REST_IS.capitalize())}.</sub>"
+        text = "\n".join(parts)
+        if listed:
+            header = "\n\n" + markdown_table(COMMENT_HEADERS, [])
+            rows = [markdown_table(COMMENT_HEADERS, [self._comment_cells(r)]).split("\n")[2]
+                    for r in listed]
+            # Room for the fold line and the closing pointer, whatever is left out.
+            room = budget - len(text) - len(header) - len(closing) - 200
+            shown = 0
+            for row in rows:
+                if room - len(row) - 1 < 0:
+                    break
+                room -= len(row) + 1
+                shown += 1
+            text += header + "".join("\n" + row for row in rows[:shown])
+            if shown < len(rows):
+                rest = listed[shown:]
+                failing = sum(self.failed_build(r) for r in rest)
+                text += (f"\n\n_… and {len(rest)} more row(s) ({failing} failing the build) not "
+                         f"shown here: {markdown_escape(WHERE_THE_REST_IS)}._")
+        for test in self._failing_tests():
+            details = "\n\n" + "\n".join(self._details(test, lines=25))
+            if len(text) + len(details) + len(closing) > budget:
+                break
+            text += details
+        return text + closing + "\n"
+
+    def _comment_cells(self, row: Mapping[str, Any]) -> list[str]:
+        verdict = str(row.get("verdict", ""))
+        if self.failed_build(row):
+            verdict = f"✗ {verdict}"
+        return [short_test(str(row.get("test", ""))), str(row.get("cell", "")),
+                str(row.get("delta", "")), verdict, str(row.get("n", "")),
+                str(row.get("note", ""))]
+
+    # -- JSON -----------------------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON verdict file's content (``docs/verdicts-json.md``)."""
+        n = self.counts()
+        rows = []
+        for r in self.rows:
+            task, _, model = str(r.get("cell", "")).partition("/")
+            rows.append({
+                "test": r.get("test", ""), "cell": r.get("cell", ""),
+                "task": task if model else None, "model": model or None,
+                "gate": r.get("gate"), "verdict": r.get("verdict", ""),
+                "failed": bool(r.get("failed")), "failed_build": self.failed_build(r),
+                "kind": self.kind(r), "note": r.get("note", ""),
+                "stats": r.get("stats"),
+                "display": {c: r.get(c, "") for c in DISPLAY if r.get(c, "") != ""},
+            })
+        return {"schema": JSON_SCHEMA, "version": JSON_VERSION,
+                "exit_status": self.exitstatus, "build_failed": self.build_failed(),
+                "headline": self.headline(),
+                "counts": {"rows": n.total, "failed": n.failed, "refused": n.refused,
+                           "passed": n.passed, "identical": n.identical, "tests": n.tests},
+                "rows": rows,
+                "unused_cells": [{"baseline": f, "cell": c} for f, c in self.unused],
+                "triples": {"trained": self.trained, "cached": self.cached,
+                            "saved": self.saved}}
+
+
+def first_line(text: str, limit: int = 200) -> str:
+    """The first non-empty line of a failure message, clipped."""
+    line = next((s.strip() for s in str(text).splitlines() if s.strip()), "")
+    return line if len(line) <= limit else line[:limit - 1] + "…"
+
+
+def clip(text: str, lines: int = 60) -> str:
+    kept = str(text).splitlines()
+    if len(kept) <= lines:
+        return "\n".join(kept)
+    return "\n".join([*kept[:lines], f"... ({len(kept) - lines} more lines)"])
+
+
+def short_test(nodeid: str) -> str:
+    """The node id from its file name on: ``tests/models/test_m.py::test_a[x/y]`` →
+    ``test_m.py::test_a[x/y]`` (a ``/`` inside the parameters is kept)."""
+    path, sep, rest = nodeid.partition("::")
+    return path.rsplit("/", 1)[-1] + sep + rest
+
+
+__all__ = ["COMMENT_BUDGET", "Counts", "FAILED_MARK", "GateSummary", "first_line",
+           "short_test", "verdict_stats"]
