@@ -280,10 +280,11 @@ def project_code_key(targets: Iterable[Any]) -> str:
       ``importlib.import_module("literal")``), transitively, and the packages above each one
       (importing ``a.b`` runs ``a/__init__.py``). Only project modules are followed.
     - A *project module* is a ``.py`` file outside the library locations: the standard library
-      and site-packages directories of this interpreter (:mod:`sysconfig`, :mod:`site`) and
-      any directory named ``site-packages`` or ``dist-packages`` (other virtual environments,
-      tox environments). So a project's own modules, a sibling checkout on ``PYTHONPATH`` and
-      an editable install all count as code; an installed library does not.
+      and site-packages directories of this interpreter (:mod:`sysconfig`, :mod:`site`), any
+      directory named ``site-packages`` or ``dist-packages`` (other virtual environments, tox
+      environments) and pytest-graphnetz's own package. So a project's own modules, a sibling
+      checkout on ``PYTHONPATH`` and an editable install all count as code; an installed
+      library does not.
     - Each project module counts by its whole normalised code (syntax tree without docstrings,
       so comments, docstrings and formatting do not count): every module-level statement is
       in, e.g. an ``argparse`` default, a constant, a helper's body, a loss function in another
@@ -303,14 +304,15 @@ def project_code_key(targets: Iterable[Any]) -> str:
     parsed once per process and file version (path, size, mtime); a call costs a ``stat`` per
     module of the closure.
     """
-    todo: list[tuple[str, str | None, tuple[str, ...]]] = []
+    # (module name, source file, search path, whether to resolve without sys.modules)
+    todo: list[tuple[str, str | None, tuple[str, ...], bool]] = []
     for target in targets:
         todo.append(_target_module(target))
     digests: set[str] = set()
     libraries: set[str] = set()
     seen: set[str] = set()
     while todo:
-        name, file, search = todo.pop()
+        name, file, search, fresh = todo.pop()
         if file is None or not is_project_file(file):
             libraries.add(name.partition(".")[0])
             continue
@@ -327,26 +329,28 @@ def project_code_key(targets: Iterable[Any]) -> str:
         for module, members in _absolute_imports(imports, package):
             parts = module.split(".")
             for i in range(1, len(parts) + 1):  # `import a.b` runs a/__init__.py too
-                found, found_file = _locate(".".join(parts[:i]), search)
+                found, found_file = _locate(".".join(parts[:i]), search, fresh)
                 if found:
-                    todo.append((".".join(parts[:i]), found_file, search))
+                    todo.append((".".join(parts[:i]), found_file, search, fresh))
             if found and found_file is not None and is_project_file(found_file) \
                     and os.path.basename(found_file) == "__init__.py":
                 # `from package import name`: name may be a submodule (of a project package
                 # only: a library's submodules count through its version already).
                 for member in members:
-                    found, found_file = _locate(f"{module}.{member}", search)
+                    found, found_file = _locate(f"{module}.{member}", search, fresh)
                     if found:
-                        todo.append((f"{module}.{member}", found_file, search))
+                        todo.append((f"{module}.{member}", found_file, search, fresh))
     payload = {"modules": sorted(digests), "libraries": _library_versions(libraries)}
     return hashlib.sha256(repr(sorted(payload.items())).encode()).hexdigest()
 
 
-def _target_module(target: Any) -> tuple[str, str | None, tuple[str, ...]]:
-    """``(module name, source file or None, import search path)`` where ``target`` lives."""
+def _target_module(target: Any) -> tuple[str, str | None, tuple[str, ...], bool]:
+    """``(module name, source file or None, import search path, fresh)`` where ``target``
+    lives; ``fresh`` for a script, whose imports resolve as in a new process (not through
+    this process's ``sys.modules``)."""
     if isinstance(target, (str, os.PathLike)):
         path = os.path.abspath(os.fspath(target))
-        return "__main__", _source_file(path), (os.path.dirname(path), *sys.path)
+        return "__main__", _source_file(path), (os.path.dirname(path), *sys.path), True
     while isinstance(target, functools.partial):
         target = target.func
     if inspect.ismodule(target):
@@ -356,8 +360,9 @@ def _target_module(target: Any) -> tuple[str, str | None, tuple[str, ...]]:
         owner = target if inspect.isfunction(target) or inspect.isclass(target) else type(target)
         module = sys.modules.get(getattr(owner, "__module__", None) or "")
     if module is None:
-        return "", None, tuple(sys.path)
-    return module.__name__, _source_file(getattr(module, "__file__", None)), tuple(sys.path)
+        return "", None, tuple(sys.path), False
+    return (module.__name__, _source_file(getattr(module, "__file__", None)), tuple(sys.path),
+            False)
 
 
 def _source_file(file: str | None) -> str | None:
@@ -367,28 +372,29 @@ def _source_file(file: str | None) -> str | None:
     return os.path.abspath(file)
 
 
-def _locate(name: str, search: tuple[str, ...]) -> tuple[bool, str | None]:
-    """Whether module ``name`` exists, and its source file (None: builtin, extension...)."""
-    module = sys.modules.get(name)
+def _locate(name: str, search: tuple[str, ...], fresh: bool) -> tuple[bool, str | None]:
+    """Whether module ``name`` exists, and its source file (None: builtin, extension...);
+    ``fresh``: as a new process would find it, ignoring ``sys.modules``."""
+    module = None if fresh else sys.modules.get(name)
     if module is not None:
         return True, _source_file(getattr(module, "__file__", None))
-    spec = _find_spec(name, search)
+    spec = _find_spec(name, search, fresh)
     if spec is None:
         return False, None
     return True, _source_file(spec.origin if spec.has_location else None)
 
 
-def _find_spec(name: str, search: tuple[str, ...]) -> Any:
+def _find_spec(name: str, search: tuple[str, ...], fresh: bool) -> Any:
     """The spec of ``name`` found on the file system, importing nothing (None: not found)."""
     from importlib.machinery import PathFinder
 
     parent = name.rpartition(".")[0]
     if parent:
-        imported = sys.modules.get(parent)
+        imported = None if fresh else sys.modules.get(parent)
         if imported is not None:
             locations = getattr(imported, "__path__", None)
         else:
-            parent_spec = _find_spec(parent, search)
+            parent_spec = _find_spec(parent, search, fresh)
             locations = None if parent_spec is None else parent_spec.submodule_search_locations
         if not locations:
             return None
@@ -469,8 +475,8 @@ def is_project_file(path: str | os.PathLike) -> bool:
 
 @functools.lru_cache(maxsize=16384)
 def in_library_location(path: str) -> bool:
-    """Whether ``path`` lies in this interpreter's standard library or site-packages, or in any
-    directory named ``site-packages`` or ``dist-packages``."""
+    """Whether ``path`` lies in this interpreter's standard library or site-packages, in any
+    directory named ``site-packages`` or ``dist-packages``, or in pytest-graphnetz itself."""
     real = os.path.realpath(path)
     parts = real.split(os.sep)
     if "site-packages" in parts or "dist-packages" in parts:
@@ -489,29 +495,31 @@ def _library_dirs() -> tuple[str, ...]:
                                                        "platlib")]
     with contextlib.suppress(AttributeError):  # some embedded interpreters lack these
         dirs += site.getsitepackages() + [site.getusersitepackages()]
+    # pytest-graphnetz itself counts by its version (and its built-in trainers by their code,
+    # in the trainer's identity), also when run from a checkout: hashing its 40 modules would
+    # cost every session here a second.
+    dirs.append(os.path.dirname(os.path.abspath(__file__)))
     return tuple(sorted({os.path.realpath(d) for d in dirs if d}))
 
 
 def _library_versions(tops: set[str]) -> list[str]:
-    """``top:distribution==version`` for each non-stdlib top-level module in ``tops``."""
+    """``top==version`` for each non-stdlib top-level module in ``tops``: its ``__version__``
+    when imported, else the version of the distribution of that name ("?" when neither).
+
+    (Not ``importlib.metadata.packages_distributions``: it reads every installed package's
+    file list, 0.3-1.7 s here, on every session.)"""
     import importlib.metadata
 
     out = []
     for top in sorted(tops - set(sys.stdlib_module_names) - {"", "__main__"}):
-        dists = _packages_distributions().get(top, [])
-        versions = []
-        for dist in sorted(set(dists)):
-            with contextlib.suppress(importlib.metadata.PackageNotFoundError):
-                versions.append(f"{dist}=={importlib.metadata.version(dist)}")
-        out.append(f"{top}:{','.join(versions) or '?'}")
+        version = getattr(sys.modules.get(top), "__version__", None)
+        if not isinstance(version, str):
+            try:
+                version = importlib.metadata.version(top)
+            except (importlib.metadata.PackageNotFoundError, ValueError):
+                version = "?"
+        out.append(f"{top}=={version}")
     return out
-
-
-@functools.lru_cache(maxsize=1)
-def _packages_distributions() -> Mapping[str, list[str]]:
-    import importlib.metadata
-
-    return importlib.metadata.packages_distributions()
 
 
 # -- what a loader reads: its carried state and its data files --------------------------------
