@@ -592,9 +592,10 @@ def _is_data(value: Any) -> bool:
 
 
 def recording_opened_files() -> contextlib.AbstractContextManager[set[str]]:
-    """A context manager yielding the set of paths opened (``open``, ``os.open``) in this
-    thread while it is active, through an audit hook (:func:`sys.addaudithook`) installed
-    once per process; C code opening files by itself (not through Python) is not seen."""
+    """A context manager yielding the set of paths opened (``open``, ``os.open``) or renamed
+    to (``os.rename``, ``os.replace``) in this thread while it is active, through an audit
+    hook (:func:`sys.addaudithook`) installed once per process. Not seen: C code opening files
+    by itself (not through Python), and other threads and processes."""
     _install_open_hook()
     return _recording()
 
@@ -617,45 +618,47 @@ _OPENED = threading.local()
 @functools.cache
 def _install_open_hook() -> None:
     def hook(event: str, args: tuple) -> None:
-        if event != "open":
+        # "open": open(), os.open(); "os.rename": os.rename() and os.replace(), whose target
+        # is what an atomic write (temp file + rename) leaves on disk.
+        if event != "open" and event != "os.rename":
             return
         files = getattr(_OPENED, "files", None)
-        if files is None or not args or not isinstance(args[0], (str, bytes, os.PathLike)):
-            return
-        with contextlib.suppress(Exception):  # never let the hook break the audited call
-            files.add(os.path.abspath(os.fsdecode(args[0])))
+        path = args[0 if event == "open" else 1] if files is not None and len(args) > 1 \
+            else None
+        if isinstance(path, (str, bytes, os.PathLike)):
+            with contextlib.suppress(Exception):  # never let the hook break the audited call
+                files.add(os.path.abspath(os.fsdecode(path)))
 
     sys.addaudithook(hook)
 
 
-def data_files_stamp(root: str | os.PathLike, opened: Iterable[str] = ()) -> list[list[Any]]:
-    """``[[path, size, mtime_ns], ...]``, sorted: every file under ``root`` (recursively, lock
-    and temp files aside) and every path of ``opened`` that is a data file (a regular file
-    that is not Python code, not in a library location and not in /proc, /sys or /dev).
+def files_under(root: str | os.PathLike) -> list[str]:
+    """Every file under ``root``, recursively (none when it does not exist)."""
+    return [os.path.join(directory, name) for directory, _, names in os.walk(os.fspath(root))
+            for name in names]
 
-    Two equal stamps mean, short of a rewrite that keeps a file's size and nanosecond mtime,
-    that no file a loader read or wrote changed, and that none was added under ``root``.
+
+def data_files_stamp(paths: Iterable[str]) -> list[list[Any]]:
+    """``[[path, size, mtime_ns], ...]``, sorted, of the data files among ``paths``: existing
+    regular files that are not Python code, lock or temp files, and lie neither in a library
+    location nor in /proc, /sys or /dev.
+
+    Two equal stamps of the same paths mean, short of a rewrite that keeps a file's size and
+    nanosecond mtime, that none of those files changed; a file that went missing, or a new one
+    among ``paths``, makes them differ.
     """
     import stat as stat_module
 
-    root = os.path.abspath(os.fspath(root))
-    paths = set()
-    for directory, _, names in os.walk(root):
-        paths.update(os.path.join(directory, n) for n in names
-                     if not n.endswith((".lock", ".tmp")))
-    for path in opened:
-        if path.startswith(("/proc/", "/sys/", "/dev/")) or \
-                path.endswith((".py", ".pyc", ".pyd", ".so", ".dylib", ".pth")) or \
-                in_library_location(path):
-            continue
-        paths.add(path)
     stamp = []
-    for path in sorted(paths):
+    for path in sorted(set(paths)):
+        if path.startswith(("/proc/", "/sys/", "/dev/")) or path.endswith(
+                (".py", ".pyc", ".pyd", ".so", ".dylib", ".pth", ".lock", ".tmp")) \
+                or in_library_location(path):
+            continue
         try:
             st = os.stat(path)
         except OSError:
-            stamp.append([path, None, None])  # gone: a later stamp that finds it differs
-            continue
+            continue  # a temp file renamed away, or a file opened but never created
         if stat_module.S_ISREG(st.st_mode):
             stamp.append([path, st.st_size, st.st_mtime_ns])
     return stamp

@@ -245,7 +245,12 @@ def _run_triple_alone(job: _Job) -> _Outcome:
 
     from . import training
     from .cache import TripleCache, make_key
-    from .fingerprint import data_files_stamp, data_fingerprint, recording_opened_files
+    from .fingerprint import (
+        data_files_stamp,
+        data_fingerprint,
+        files_under,
+        recording_opened_files,
+    )
     from .training.common import to_device
 
     start = time.perf_counter()
@@ -267,8 +272,13 @@ def _run_triple_alone(job: _Job) -> _Outcome:
     data_fp = data_fingerprint(data)
     in_channels, out_channels = training.channels(task, data)
     if cache is not None and load_key is not None:
+        # The files the loader opened; when it opened none that way (C code reading by itself),
+        # every file under its root.
+        files, walked = data_files_stamp(opened), False
+        if not files:
+            files, walked = data_files_stamp(files_under(job.root)), True
         cache.put_record(load_key, {"data": data_fp, "channels": [in_channels, out_channels],
-                                    "files": data_files_stamp(job.root, opened)})
+                                    "files": files, "walked_root": walked})
     _reseed(job.seed)
     model = job.factory(in_channels, out_channels)
     if task.trainer is None:
@@ -363,20 +373,21 @@ def _cached_without_loading(job: _Job, cache: TripleCache, load_key: str) -> _Ou
     """The cached outcome of ``job`` found without running its loader, or None.
 
     The load record (written when the loader last ran) gives the data fingerprint and the
-    channels; it is trusted only while the stamp of the data files (every file under the
-    task's root, and each file the loader opened) is unchanged. The model is built as usual
+    channels; it is trusted only while the stamp (size, mtime) of the loader's data files is
+    unchanged: the files it opened or wrote, or, when it opened none through Python, every
+    file under the task's root. The model is built as usual
     (reseeded, so its initial weights and fingerprint are the cold run's); a triple entry
     under the resulting key is the hit.
     """
     from .cache import make_key
-    from .fingerprint import data_files_stamp
+    from .fingerprint import data_files_stamp, files_under
 
     record = cache.get_record(load_key)
     if not _usable_record(record):
         return None
-    root = os.path.join(job.root, "")
-    outside = [path for path, _, _ in record["files"] if not path.startswith(root)]
-    if data_files_stamp(job.root, outside) != record["files"]:
+    paths = files_under(job.root) if record["walked_root"] else \
+        [path for path, _, _ in record["files"]]
+    if data_files_stamp(paths) != record["files"]:
         return None
     _reseed(job.seed)
     model = job.factory(*record["channels"])
@@ -393,7 +404,7 @@ def _usable_record(record: Any) -> bool:
     return (isinstance(record, dict) and isinstance(record.get("data"), str)
             and isinstance(record.get("channels"), list) and len(record["channels"]) == 2
             and all(type(c) is int for c in record["channels"])
-            and isinstance(record.get("files"), list)
+            and isinstance(record.get("files"), list) and type(record.get("walked_root")) is bool
             and all(isinstance(f, list) and len(f) == 3 and isinstance(f[0], str)
                     for f in record["files"]))
 
