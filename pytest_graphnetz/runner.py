@@ -308,8 +308,12 @@ def _run_triple_alone(job: _Job) -> _Outcome:
 
 
 def _model_info(model: Any) -> dict[str, Any]:
-    """What the model was, as reports and baselines keep it: its repr and parameter count."""
-    return {"repr": repr(model), "parameters": sum(p.numel() for p in model.parameters())}
+    """What the model was, as reports and baselines keep it: its repr and parameter count
+    (lazy parameters, sized at the first forward, do not count: they have no size yet)."""
+    from torch.nn.parameter import UninitializedParameter
+
+    return {"repr": repr(model), "parameters": sum(
+        p.numel() for p in model.parameters() if not isinstance(p, UninitializedParameter))}
 
 
 def _triple_fields(job: _Job, data_fp: str, channels: list[int], model_fp: str) -> dict:
