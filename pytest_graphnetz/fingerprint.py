@@ -9,6 +9,10 @@
   the syntax tree without docstrings, so comments, docstrings and formatting do not count, while
   every name, number and statement does — plus the module-level functions, classes and plain
   constants of its own module that it names (a helper or a ``DROPOUT = 0.5`` used in ``forward``).
+- :func:`project_code_key`: the whole normalised code of every project module (not a library's)
+  that callables or scripts import, transitively, and the versions of the libraries they import.
+- :func:`callable_state` and :func:`data_files_stamp` (with :func:`recording_opened_files`):
+  what a loader carries and the files it read, so a cache hit can skip running it.
 """
 
 from __future__ import annotations

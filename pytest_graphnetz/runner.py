@@ -7,13 +7,20 @@ report whatever the order of the models dict, the number of workers or the cache
 
 One triple (:func:`_run_triple`, a picklable top-level function so any executor can run it):
 
+0. with a cache, a full hit without the loader: the load record of the task and seed (data
+   fingerprint and channels from the loader's last run, trusted while its data files are
+   unchanged) and the freshly built model's fingerprint give the key; its entry, when there
+   is one, is the outcome (:func:`_cached_without_loading`);
 1. reseed (with the seed; with 0 for a loader that takes no seed, so its data is the same
-   for every seed), load the task data;
+   for every seed), load the task data; refuse data a task cannot train with;
 2. reseed again, build the model (so loading — from disk or freshly generated — never shifts
-   the initialisation draws);
+   the initialisation draws); refuse a model or code the trainer cannot run;
 3. fingerprint data and model; look the triple up in the cache, else move model and data to
    the device and train with the task's trainer (custom) or the built-in one of its kind —
    on CUDA under the run's determinism mode (:mod:`~pytest_graphnetz.determinism`).
+
+The cache key's code parts (:func:`_code_identities`: the trainer, the project code, the
+loader) are computed once per sweep, in the calling process.
 """
 
 from __future__ import annotations
