@@ -26,6 +26,7 @@ import os
 import sys
 import textwrap
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -325,9 +326,10 @@ def project_code_key(targets: Iterable[Any]) -> str:
         seen.add(file)
         try:
             stat = os.stat(file)
-        except OSError:
+            digest, imports = _module_code(file, stat.st_mtime_ns, stat.st_size)
+        except OSError as exc:  # unreadable: its name and the error stand in for its code
+            digests.add(f"unreadable {name}: {type(exc).__name__}")
             continue
-        digest, imports = _module_code(file, stat.st_mtime_ns, stat.st_size)
         digests.add(digest)
         package = name if os.path.basename(file) == "__init__.py" else name.rpartition(".")[0]
         for module, members in _absolute_imports(imports, package):
@@ -434,7 +436,9 @@ def _module_code(path: str, mtime_ns: int, size: int) -> tuple[str, tuple]:
     with open(path, "rb") as fh:
         raw = fh.read()
     try:
-        tree = ast.parse(raw, filename=path)
+        with warnings.catch_warnings():  # the user's SyntaxWarnings are Python's to report
+            warnings.simplefilter("ignore")
+            tree = ast.parse(raw, filename=path)
     except (SyntaxError, ValueError):
         return hashlib.sha256(raw).hexdigest(), ()
     imports: list[tuple[str, int, tuple[str, ...]]] = []

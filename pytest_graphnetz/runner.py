@@ -352,7 +352,10 @@ def _code_identities(task: Task, factory: Callable[..., Any],
 
     trainer = task.trainer if task.trainer is not None else training.builtin(task.kind)
     if task.name not in per_task:
-        state = callable_state(task.loader)
+        try:
+            state = callable_state(task.loader)
+        except Exception:  # noqa: BLE001 - a value whose repr or attributes fail: not keyable
+            state = None
         per_task[task.name] = {
             "trainer": _trainer_identity(task),
             "loader": None if state is None else {
