@@ -294,9 +294,10 @@ def project_code_key(targets: Iterable[Any]) -> str:
       so comments, docstrings and formatting do not count): every module-level statement is
       in, e.g. an ``argparse`` default, a constant, a helper's body, a loss function in another
       file. A module that does not parse counts by its raw bytes.
-    - Every other imported top-level module counts by the version of the distribution that
-      installs it (``importlib.metadata``); the standard library by nothing here (the Python
-      version is in the runner's key).
+    - Every other imported top-level module (a library) counts by its version: its
+      ``__version__`` when imported, else that of the installed distribution of its name
+      (``importlib.metadata``); the standard library by nothing here (the Python version is in
+      the runner's key).
 
     Not in the key: values computed at run time from outside the code (environment variables,
     files, the command line, a module global changed by a caller), files the code reads (the
