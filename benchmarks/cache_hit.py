@@ -1,19 +1,33 @@
-"""Cache-hit path: rerunning the example gates (``pytest examples``) with a warm triple cache.
+"""Cache-hit path: rerunning gates with a warm triple cache, in fresh pytest processes.
 
-Each round runs the example project's gates twice in fresh processes on one new, empty
+Each round runs a project's gates twice in fresh processes on one new, empty
 ``--graphnetz-cache-dir``: cold (every triple trained and written) and then warm (every triple
-read back; the report, gates and summary rebuilt). Datasets are generated once beforehand, so
-the cold run's extra cost is training alone. Printed: the median over rounds of warm / cold,
-and — since a warm run is mostly imports — what importing torch, torch_geometric and
-scipy.stats alone costs in a fresh process.
+read back; the report, gates and summary rebuilt). Printed: the median over rounds of
+warm / cold, and — since a warm run is mostly imports — what importing torch, torch_geometric
+and scipy.stats alone costs in a fresh process.
+
+Two projects:
+
+- default: the example gates (``pytest examples``); datasets are generated once beforehand,
+  so the cold run's extra cost is training alone.
+- ``--slow-loader``: a generated project with one task whose loader takes
+  ``--load-seconds`` (default 1 s: it sleeps, as parsing raw files would, then draws a
+  500-node graph), GCN and GraphSAGE, 100 epochs. A full cache hit must not run the loader;
+  besides the whole processes, the gate's ``graphnetz_run`` call alone is timed (what the
+  cache path costs without pytest start-up and imports), and the warm run's loader calls
+  are counted (must be 0). The project imports torch and PyG at the top of its module, as
+  real projects do, so the timed call does not include importing them.
 
     .venv/bin/python benchmarks/cache_hit.py                         # 3 seeds, 3 rounds
     .venv/bin/python benchmarks/cache_hit.py --seeds 10 --repeats 2  # the CI seed count
+    .venv/bin/python benchmarks/cache_hit.py --slow-loader --seeds 10 --repeats 1
+    .venv/bin/python benchmarks/cache_hit.py --slow-loader --quick   # 3 seeds, 1 round
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -41,6 +55,112 @@ def gates(cache: Path, data: Path, seeds: int) -> tuple[float, str]:
     return seconds, counts[-1] if counts else "triples: ?"
 
 
+SLOW_PROJECT = {
+    "slow_task.py": '''
+import time
+from types import SimpleNamespace
+
+import torch
+from torch_geometric.data import Data
+from torch_geometric.nn import GCN, GraphSAGE
+
+CALLS = SimpleNamespace(n=0)  # loader calls in this process (not read by the cache key)
+LOAD_SECONDS = {load_seconds}
+
+
+def load(root, seed):
+    """Sleeps as parsing raw files would, then draws a 500-node, 4-class block graph."""
+    CALLS.n += 1
+    time.sleep(LOAD_SECONDS)
+    g = torch.Generator().manual_seed(seed)
+    y = torch.arange(500) % 4
+    x = torch.randn(500, 16, generator=g) + torch.nn.functional.one_hot(y, 16).float()
+    src, dst = torch.randint(0, 500, (2, 4000), generator=g)
+    keep = (y[src] == y[dst]) | (torch.rand(4000, generator=g) < 0.2)
+    perm = torch.randperm(500, generator=g)
+    masks = [torch.zeros(500, dtype=torch.bool) for _ in range(3)]
+    for mask, part in zip(masks, (perm[:250], perm[250:350], perm[350:]), strict=True):
+        mask[part] = True
+    return Data(x=x, y=y, edge_index=torch.stack([src[keep], dst[keep]]),
+                train_mask=masks[0], val_mask=masks[1], test_mask=masks[2])
+
+
+def gcn(in_channels, out_channels):
+    return GCN(in_channels, 32, 2, out_channels, dropout=0.5)
+
+
+def sage(in_channels, out_channels):
+    return GraphSAGE(in_channels, 32, 2, out_channels, dropout=0.5)
+''',
+    "test_slow.py": '''
+import json
+import time
+
+import slow_task
+
+from pytest_graphnetz import Task
+
+
+def test_slow_loader(graphnetz_run):
+    start = time.perf_counter()
+    report = graphnetz_run({{"slow": Task("slow", slow_task.load, epochs=100)}},
+                           {{"GCN": slow_task.gcn, "SAGE": slow_task.sage}})
+    seconds = time.perf_counter() - start
+    with open("run_seconds.json", "w") as fh:
+        json.dump({{"seconds": seconds, "loader_calls": slow_task.CALLS.n}}, fh)
+    assert len(report.seeds) >= 2
+''',
+}
+
+
+def slow_gates(project: Path, cache: Path, seeds: int) -> tuple[float, str, dict]:
+    """Wall seconds of one pytest run of the slow-loader project, its triple-count line, and
+    what its gate measured inside (``graphnetz_run`` seconds, loader calls)."""
+    cmd = [sys.executable, "-m", "pytest", "test_slow.py", "-q", "-p", "no:cacheprovider",
+           f"--graphnetz-cache-dir={cache}", f"--graphnetz-seeds={seeds}"]
+    start = time.perf_counter()
+    done = subprocess.run(cmd, cwd=project, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    counts = [line for line in done.stdout.splitlines() if line.startswith("triples:")]
+    inside = json.loads((project / "run_seconds.json").read_text())
+    return seconds, counts[-1] if counts else "triples: ?", inside
+
+
+def slow_loader(seeds: int, repeats: int, load_seconds: float) -> None:
+    times: dict[str, list[float]] = {"cold": [], "warm": []}
+    calls: dict[str, list[float]] = {"cold": [], "warm": []}
+    inside: dict[str, list[float]] = {"cold": [], "warm": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        project = Path(tmp) / "project"
+        project.mkdir()
+        for name, text in SLOW_PROJECT.items():
+            (project / name).write_text(text.format(load_seconds=load_seconds))
+        for i in range(repeats):
+            cache = Path(tmp) / f"cache{i}"
+            for phase in ("cold", "warm"):
+                seconds, counts, measured = slow_gates(project, cache, seeds)
+                times[phase].append(seconds)
+                inside[phase].append(measured["seconds"])
+                calls[phase].append(measured["loader_calls"])
+                if phase == "warm" and not counts.startswith("triples: 0 trained"):
+                    raise SystemExit(f"the warm run trained something: {counts}")
+                print(f"  round {i + 1} {phase}: {seconds:.2f} s, graphnetz_run "
+                      f"{measured['seconds']:.2f} s, loader calls {measured['loader_calls']} "
+                      f"({counts})", flush=True)
+    print(f"slow loader ({load_seconds:g} s per call): GCN + GraphSAGE × {seeds} seeds, 100 "
+          f"epochs, fresh pytest processes, {repeats} round(s) of (cold, warm)")
+    for phase in ("cold", "warm"):
+        print(f"  {phase}: median {statistics.median(times[phase]):.2f} s per process, "
+              f"graphnetz_run {statistics.median(inside[phase]):.2f} s, loader calls "
+              f"{statistics.median(calls[phase]):g}")
+    print(f"ratio warm / cold, whole pytest process: {paired_ratio(times, 'warm', 'cold'):.3f}")
+    print(f"ratio warm / cold, the graphnetz_run call: "
+          f"{paired_ratio(inside, 'warm', 'cold'):.3f} (target: <= 0.10)")
+
+
 def import_seconds() -> float:
     code = ("import time; t = time.perf_counter(); import torch, torch_geometric, scipy.stats; "
             "print(time.perf_counter() - t)")
@@ -52,7 +172,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--slow-loader", action="store_true",
+                        help="the generated project whose loader takes --load-seconds")
+    parser.add_argument("--load-seconds", type=float, default=1.0)
+    parser.add_argument("--quick", action="store_true", help="3 seeds, 1 round")
     args = parser.parse_args()
+    if args.quick:
+        args.seeds, args.repeats = 3, 1
+    if args.slow_loader:
+        slow_loader(args.seeds, args.repeats, args.load_seconds)
+        return
     times: dict[str, list[float]] = {"cold": [], "warm": []}
     imports = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -31,6 +31,8 @@ from .report import (
 
 CACHE_SCHEMA = "pytest-graphnetz/triple"
 CACHE_VERSION = 1
+RECORD_SCHEMA = "pytest-graphnetz/load"
+_MAX_RECORD_BYTES = 64 * 2**20
 _KEY = re.compile(r"[0-9a-f]{64}")
 
 
@@ -79,6 +81,8 @@ class TripleCache:
             )
             return None
         remove_stale_temp_files(cache.directory)
+        if (cache.directory / "loads").is_dir():
+            remove_stale_temp_files(cache.directory / "loads")
         return cache
 
     def path(self, key: str) -> Path:
@@ -174,6 +178,51 @@ class TripleCache:
                 warnings.warn(f"could not write graphnetz cache entry {path}: {exc}",
                               CacheWarning, stacklevel=2)
             return history, False
+
+    def record_path(self, key: str) -> Path:
+        """The file of :meth:`put_record`'s record ``key``: under ``loads/``, apart from the
+        triple entries (a key that is not a sha256 hex digest is refused)."""
+        return self.directory / "loads" / self.path(key).name
+
+    def get_record(self, key: str) -> dict[str, Any] | None:
+        """The JSON object :meth:`put_record` stored under ``key``, or None: missing, or
+        unusable (not a regular file, over 64 MiB, not JSON, another schema, version or key),
+        then warned about and deleted. A record only saves work (the runner's load records:
+        what a task's loader returned), so losing one costs a recomputation, never a result.
+        """
+        path = self.record_path(key)
+        try:
+            if not path.is_file() or path.stat().st_size > _MAX_RECORD_BYTES:
+                problem = "not a regular file, or larger than 64 MiB" if path.exists() else None
+                if problem is None:
+                    return None
+                raise ValueError(problem)
+            entry = json.loads(path.read_bytes().decode("utf-8"))
+            if not isinstance(entry, dict) or entry.get("schema") != RECORD_SCHEMA \
+                    or entry.get("version") != CACHE_VERSION or entry.get("key") != key \
+                    or not isinstance(entry.get("record"), dict):
+                raise ValueError(f"not a {RECORD_SCHEMA} record of this key and version")
+            return entry["record"]
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, RecursionError) as exc:
+            warnings.warn(f"discarding unusable graphnetz cache record {path} "
+                          f"({type(exc).__name__}: {str(exc)[:200]}); it will be recomputed",
+                          CacheWarning, stacklevel=2)
+            with contextlib.suppress(OSError):
+                if path.is_file():
+                    path.unlink()
+            return None
+
+    def put_record(self, key: str, record: Mapping[str, Any]) -> None:
+        """Store the JSON object ``record`` under ``key`` atomically; a write that fails (a
+        read-only or full cache) is skipped silently: :meth:`get_or_compute` warns about it."""
+        path = self.record_path(key)
+        entry = {"schema": RECORD_SCHEMA, "version": CACHE_VERSION, "key": key,
+                 "record": json.loads(canonical_json(record))}
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(exist_ok=True)
+            write_text_atomic(path, dumps(entry))
 
     def _drop_lock_file(self, key: str) -> None:
         """Remove ``key``'s lock file, held by this process, once its entry exists.

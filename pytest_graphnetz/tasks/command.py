@@ -136,13 +136,11 @@ def script_code(path: str | os.PathLike) -> str:
 
 def project_code(script: Path) -> Any:
     """The key of the project modules ``script`` imports, transitively (not site-packages or
-    the standard library): an edit to a model module the script imports must retrain.
+    the standard library): an edit to a model module the script imports must retrain, as it
+    does for an in-process trainer (:func:`pytest_graphnetz.fingerprint.project_code_key`)."""
+    from ..fingerprint import project_code_key
 
-    PLUG-IN POINT: the project-module key of :mod:`pytest_graphnetz.fingerprint` (issue 24,
-    built in parallel) goes here, e.g. ``return fingerprint.project_code_key(script)``. Until
-    then only the script's own code keys the cache, and None leaves the key as it is.
-    """
-    return None
+    return project_code_key([script])
 
 
 @dataclass(frozen=True)
