@@ -413,7 +413,9 @@ def _cached_without_loading(job: _Job, cache: TripleCache, load_key: str) -> _Ou
     model = job.factory(*record["channels"])
     model_fp = model_fingerprint(model, job.factory)
     key = make_key(_triple_fields(job, record["data"], record["channels"], model_fp))
-    history = cache.get(key, _entry_check(job.task, job.task.trainer_for(job.model))) if cache.path(key).exists() else None
+    if not cache.path(key).exists():
+        return None
+    history = cache.get(key, _entry_check(job.task, job.task.trainer_for(job.model)))
     if history is None:
         return None
     return _Outcome(history, record["data"], model_fp, True, 0.0, _model_info(model))
