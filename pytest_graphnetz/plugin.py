@@ -43,6 +43,8 @@ TRIPLES_PROPERTY = "graphnetz_triples"  # user_properties entry: {"trained", "ca
 # With --graphnetz-update-baselines only (what finding unused baselines needs):
 USES_PROPERTY = "graphnetz_baseline"          # user_properties entry: a baseline file used
 USER_PROPERTY = "graphnetz_baseline_user"     # on every report of a test that asks for one
+SEEN_PROPERTY = "graphnetz_seen_modules"      # xdist workeroutput: modules collected, not skipped
+STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"      # GitHub's job summary file (outputs.py, same name)
 REPORT_PROPERTY = "graphnetz_report"    # user_properties entry: a saved candidate report's path
 FAILED_MARK = "✗ FAIL"                  # the table's Build column for rows that failed the build
 
@@ -181,28 +183,36 @@ class Settings:
         from .determinism import DEFAULT_MODE, check_mode  # stdlib only at import
 
         get = _getter(config)
-        workers = _convert("workers", get("workers", "1"), int, "a whole number of processes")
-        alpha = _convert("alpha", get("alpha", str(DEFAULT_ALPHA)), float, "a number")
+        workers = _convert(config, "workers", get("workers", "1"), int,
+                           "a whole number of processes")
+        alpha = _convert(config, "alpha", get("alpha", str(DEFAULT_ALPHA)), float, "a number")
         min_effect = get("min-effect", None)
         if min_effect is not None:
-            min_effect = _convert("min-effect", min_effect, float, "a number")
+            min_effect = _convert(config, "min-effect", min_effect, float, "a number")
         try:
-            deterministic = check_mode(get("deterministic", DEFAULT_MODE))
+            deterministic = check_mode(get("deterministic", DEFAULT_MODE),
+                                       name=named(config, "deterministic"))
             seeds = parse_seeds(get("seeds", DEFAULT_SEEDS))
             adaptive = parse_adaptive(get("seeds", DEFAULT_SEEDS))
         except ValueError as exc:
             raise pytest.UsageError(f"graphnetz: {exc}") from None
         if min_effect is not None and not 0.0 < min_effect < float("inf"):
             raise pytest.UsageError(
-                f"graphnetz: `--graphnetz-min-effect` must be a number > 0 (ini key "
-                f"`graphnetz_min_effect`; the smallest regression that matters, in metric "
-                f"units), got {min_effect}")
+                f"graphnetz: {named(config, 'min-effect')} must be a number > 0 (the smallest "
+                f"regression that matters, in metric units), got {min_effect}")
         if workers < 1:
             raise pytest.UsageError(
-                f"graphnetz: `--graphnetz-workers` must be >= 1, got {workers}")
+                f"graphnetz: {named(config, 'workers')} must be >= 1, got {workers}")
+        cpus = os.cpu_count() or 1
+        if workers > cpus:
+            # Each triple trains on one thread: processes beyond the CPUs only queue for them.
+            config.issue_config_time_warning(pytest.PytestConfigWarning(
+                f"graphnetz: {named(config, 'workers')} asks for {workers} processes but this "
+                f"machine has {cpus} CPU(s); using {cpus}"), stacklevel=2)
+            workers = cpus
         if not 0.0 < alpha < 0.5:
             raise pytest.UsageError(
-                f"graphnetz: `--graphnetz-alpha` must lie in (0, 0.5), got {alpha}")
+                f"graphnetz: {named(config, 'alpha')} must lie in (0, 0.5), got {alpha}")
         if get("no-cache", False):
             cache_dir = None
         elif get("cache-dir", None) is not None:
@@ -222,11 +232,6 @@ class Settings:
         baseline_dir = (_path(config, "baseline-dir") if get("baseline-dir", None) is not None
                         else config.rootpath / "baselines")
         report_dir = _path(config, "report-dir") if get("report-dir", None) else None
-        if report_dir is not None and report_dir.exists() and not report_dir.is_dir():
-            raise pytest.UsageError(
-                f"graphnetz: `--graphnetz-report-dir` (ini key `graphnetz_report_dir`) is a "
-                f"file, not a directory: {report_dir}; name a directory (it is created when "
-                "missing)")
         return cls(
             seeds=seeds, min_seeds=adaptive[0] if adaptive else None,
             device=str(get("device", "auto")), workers=workers, cache_dir=cache_dir,
@@ -239,13 +244,24 @@ class Settings:
         )
 
 
-def _convert(name: str, text: Any, convert: Callable[[str], Any], expected: str) -> Any:
+def named(config: pytest.Config, name: str) -> str:
+    """How a message names option ``name``: where its value came from, the command line
+    (``--graphnetz-workers``) or the ini file (``the ini key `graphnetz_workers` in
+    tox.ini``), so the user is sent to the place to fix."""
+    option = _option(name)
+    if config.getoption(option.dest) is not None:
+        return f"`--graphnetz-{name}`"
+    where = f" in {config.inipath.name}" if config.inipath else ""
+    return f"the ini key `{option.dest}`{where}"
+
+
+def _convert(config: pytest.Config, name: str, text: Any, convert: Callable[[str], Any],
+             expected: str) -> Any:
     try:
         return convert(str(text).strip())
     except ValueError:
         raise pytest.UsageError(
-            f"graphnetz: `--graphnetz-{name}` / `graphnetz_{name.replace('-', '_')}` must be "
-            f"{expected}, got {text!r}") from None
+            f"graphnetz: {named(config, name)} must be {expected}, got {text!r}") from None
 
 
 def _getter(config: pytest.Config) -> Callable[[str, Any], Any]:
@@ -299,8 +315,14 @@ class GraphnetzSession:
         self.used_baselines: set[str] = set()
         self.unfinished: set[str] = set()   # baseline users that failed or were skipped
         self.unused_lines: list[str] = []
+        # Test modules collected and not skipped: a refresh prunes only their baselines.
+        self.seen_modules: list[str] = []
+        # Checked at session start (pytest_configure): None when unset or unwritable.
+        self.step_summary: str | None = os.environ.get(STEP_SUMMARY_ENV) or None
+        self.unwritten: list[str] = []       # summary files that could not be written
         if self.is_xdist_worker:  # sent to the controller when the worker finishes
             config.workeroutput[USER_PROPERTY] = self.baseline_users  # type: ignore[attr-defined]
+            config.workeroutput[SEEN_PROPERTY] = self.seen_modules  # type: ignore[attr-defined]
 
     @property
     def is_xdist_worker(self) -> bool:
@@ -434,12 +456,28 @@ class GraphnetzSession:
                     item.user_properties.append((USER_PROPERTY, item.nodeid))
         return made
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_make_collect_report(self, collector: pytest.Collector) -> Any:
+        """Note each test module collected without a skip (a module-level ``pytest.skip``, an
+        ``importorskip`` or an import error leave it out): a refresh deletes baselines only in
+        the directories of modules it saw."""
+        report = yield
+        if isinstance(collector, pytest.Module) and report.passed:
+            stem = Path(str(collector.path)).stem
+            if stem not in self.seen_modules:
+                self.seen_modules.append(stem)
+        return report
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """xdist controller: every worker collected the same tests; take one worker's list."""
-        users = getattr(node, "workeroutput", {}).get(USER_PROPERTY)
+        output = getattr(node, "workeroutput", {})
+        users = output.get(USER_PROPERTY)
         if users and not self.baseline_users:
             self.baseline_users = [tuple(u) for u in users]
+        for stem in output.get(SEEN_PROPERTY) or ():
+            if stem not in self.seen_modules:
+                self.seen_modules.append(stem)
 
     def partial_reasons(self, exitstatus: int) -> list[str]:
         """Why this run cannot tell which baselines are unused (empty: a full, passing run)."""
@@ -466,7 +504,8 @@ class GraphnetzSession:
         reasons = self.partial_reasons(exitstatus)
         self.unused_lines = prune_unused(
             self.settings.baseline_dir, used=self.used_baselines, users=self.baseline_users,
-            delete=not reasons, why_kept=", ".join(reasons))
+            delete=not reasons, why_kept=", ".join(reasons), seen_modules=self.seen_modules,
+            show=self.shown)
 
     def observer(self, item: pytest.Item) -> Any:
         """What the gates called inside ``item`` report to (session alpha/strict, the rows)."""
@@ -482,6 +521,19 @@ class GraphnetzSession:
             if not further and any(r is report for r in saved):
                 return []
             saved.append(report)
+            try:
+                return _save(report, further)
+            except OSError as exc:
+                # Checked writable at session start; a disk that fills up since must not
+                # replace the gate's verdicts with an OSError.
+                import warnings
+
+                warnings.warn(f"graphnetz: the candidate report of {item.nodeid} was not saved "
+                              f"under {self.shown(self.settings.report_dir)}: "
+                              f"{type(exc).__name__}: {exc.strerror or exc}", stacklevel=2)
+                return []
+
+        def _save(report: BenchmarkReport, further: Sequence[BenchmarkReport]) -> list[str]:
             paths = [report.to_json(self._report_path(item, len(saved)))]
             for part in further:  # an adaptive gate's cells that took more seeds
                 label = f"{len(part.seeds)}-seeds"
@@ -612,24 +664,21 @@ class GraphnetzSession:
         return [*headers, "Note"], body
 
     def write_markdown(self) -> list[Path]:
-        """Write the Markdown summary to ``--graphnetz-summary`` and ``$GITHUB_STEP_SUMMARY``."""
+        """Write the Markdown summary to ``--graphnetz-summary`` and ``$GITHUB_STEP_SUMMARY``
+        (checked at session start); a write that fails anyway adds a line to ``unwritten``."""
         if not (self.rows or self.trained or self.cached):
             return []
-        # Imported only now: report imports numpy (~0.3 s), which a session without gates or
-        # triples must not pay for.
-        from .report import write_text_atomic
+        from .outputs import write_summaries
 
-        text, written = self.markdown(), []
-        if self.settings.summary is not None:
-            write_text_atomic(self.settings.summary, text)
-            written.append(self.settings.summary)
-        step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-        if step_summary:
-            # GitHub collects the whole step's summary from this file: append, never replace.
-            with open(step_summary, "a", encoding="utf-8") as fh:
-                fh.write(text)
-            written.append(Path(step_summary))
+        written, self.unwritten = write_summaries(self.markdown(), self.settings.summary,
+                                                  self.step_summary)
         return written
+
+    def shown(self, path: str | os.PathLike | None) -> str:
+        """``path`` as messages print it: relative to the rootdir when inside it."""
+        from .outputs import shown
+
+        return shown(path, self.config.rootpath) if path is not None else ""
 
     def _write_line(self, line: str) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -692,7 +741,10 @@ def _clip(text: str, lines: int = 60) -> str:
 
 
 def _short_test(nodeid: str) -> str:
-    return nodeid.rsplit("/", 1)[-1]
+    """The node id without its directories; a "/" inside a parameter id (``test_p[a/b]``)
+    stays, only the file's path is shortened."""
+    path, sep, rest = nodeid.partition("::")
+    return path.rsplit("/", 1)[-1] + sep + rest
 
 
 # -- hooks ---------------------------------------------------------------------------------------
@@ -726,10 +778,37 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = Settings.from_config(config)
     _check_device(settings.device)
     session = GraphnetzSession(config, settings)
+    if not session.is_xdist_worker:  # the controller checks for everyone
+        session.step_summary = _check_outputs(config, settings, session.step_summary)
     config.stash[STASH_KEY] = session
     # Registered as a plugin so it receives every test report, on the controller those that
     # xdist workers send over too.
     config.pluginmanager.register(session, "graphnetz-session")
+
+
+def _check_outputs(config: pytest.Config, settings: Settings, step_summary: str | None
+                   ) -> str | None:
+    """The files the session will write, checked before any test runs (a verdict is never
+    lost to them at the end): a report dir or summary the user named that cannot be written is
+    a usage error; an unwritable ``$GITHUB_STEP_SUMMARY`` is one warning and is skipped (the
+    step summary to write is returned: None for none)."""
+    from .outputs import dir_problem, file_problem
+
+    root = config.rootpath
+    for name, path, problem in (
+            ("report-dir", settings.report_dir, dir_problem),
+            ("summary", settings.summary, file_problem)):
+        why = None if path is None else problem(path, root)
+        if why is not None:
+            raise pytest.UsageError(f"graphnetz: {named(config, name)} cannot be written: "
+                                    f"{why}; name a writable path")
+    why = None if not step_summary else file_problem(Path(step_summary), root)
+    if why is not None:
+        config.issue_config_time_warning(pytest.PytestConfigWarning(
+            f"graphnetz: ${STEP_SUMMARY_ENV} ({step_summary}) cannot be written: {why}; this "
+            "run's gate table is not added to the job summary"), stacklevel=2)
+        return None
+    return step_summary
 
 
 def _check_device(device: str) -> None:
@@ -816,13 +895,14 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         for line in lines:
             terminalreporter.write_line(line)
     for path in session.write_markdown():
-        terminalreporter.write_line(f"graphnetz: Markdown summary written to {path}")
-    for line in session.unused_lines:
+        terminalreporter.write_line(
+            f"graphnetz: Markdown summary written to {session.shown(path)}")
+    for line in [*session.unwritten, *session.unused_lines]:
         terminalreporter.write_line(line)
     if session.reports:
         terminalreporter.write_line(
             f"graphnetz: {len(session.reports)} candidate report(s) saved under "
-            f"{session.settings.report_dir}")
+            f"{session.shown(session.settings.report_dir)}")
 
 
 # -- fixtures ------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ workers refreshing one shared baseline each merge into what the other wrote.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -203,15 +203,21 @@ def _merge(stored: StoredBaseline | None, candidate: BenchmarkReport,
 
 
 def prune_unused(baseline_dir: Path, *, used: set[str], users: Sequence[tuple[str, str, str]],
-                 delete: bool, why_kept: str = "") -> list[str]:
+                 delete: bool, why_kept: str = "",
+                 seen_modules: Collection[str] | None = None,
+                 show: Callable[[Path], str] = str) -> list[str]:
     """After a refresh session: the baselines under ``baseline_dir`` that no test used,
     deleted when ``delete`` (a full run that passed), else listed; the summary's lines.
 
     ``used``: the files handed to tests; ``users``: (nodeid, module stem, default name) of every
     collected test that asks for a baseline, selected or not: its default file is never unused.
-    A partial run only looks in the module directories of the tests it collected.
+    ``seen_modules``: the stems of the test modules this run collected and did not skip (None:
+    all); even a full run deletes only in their directories, since the baselines of a module it
+    did not see (run from a subdirectory, ``--ignore``, a module-level skip) are not known to
+    be unused: those are listed as kept. A partial run only looks in the module directories of
+    the tests it collected. ``show``: how a path is printed (relative to the rootdir, say).
     """
-    from .baselines import default_path, find_baselines
+    from .baselines import default_path, file_name, find_baselines
 
     known = {default_path(baseline_dir, stem, name).resolve() for _, stem, name in users}
     used_paths = {Path(p).resolve() for p in used}
@@ -221,17 +227,27 @@ def prune_unused(baseline_dir: Path, *, used: set[str], users: Sequence[tuple[st
               and (delete or p.resolve().parent in scope)]
     if not unused:
         return []
-    names = [str(p) for p in unused]
+    lines = []
     if delete:
-        for p in unused:
+        seen = None if seen_modules is None else {file_name(stem) for stem in seen_modules}
+        unseen = [p for p in unused if seen is not None and p.parent.name not in seen]
+        gone = [p for p in unused if p not in unseen]
+        for p in gone:
             p.unlink(missing_ok=True)
-        head = (f"graphnetz: deleted {len(unused)} baseline(s) that no test used (a full "
-                "refresh; a renamed test's old file is one; git restores them if needed):")
-    else:
-        head = (f"graphnetz: {len(unused)} baseline(s) that no test of this run used (a "
-                f"renamed test's old file, say); not deleted, the run was partial ({why_kept}); "
-                "a full `pytest --graphnetz-update-baselines` deletes them:")
-    return [head, *(f"  {name}" for name in names)]
+        if gone:
+            lines += [f"graphnetz: deleted {len(gone)} baseline(s) that no test used (a full "
+                      "refresh; a renamed test's old file is one; git restores them if needed):",
+                      *(f"  {show(p)}" for p in gone)]
+        if unseen:
+            lines += [f"graphnetz: {len(unseen)} baseline(s) of test modules this run did not "
+                      "collect, or skipped, kept (their tests were not seen; a refresh that "
+                      "collects the module deletes them if no test uses them, or delete them "
+                      "by hand if the module is gone):", *(f"  {show(p)}" for p in unseen)]
+        return lines
+    head = (f"graphnetz: {len(unused)} baseline(s) that no test of this run used (a "
+            f"renamed test's old file, say); not deleted, the run was partial ({why_kept}); "
+            "a full `pytest --graphnetz-update-baselines` deletes them:")
+    return [head, *(f"  {show(p)}" for p in unused)]
 
 
 __all__ = ["RULE", "RefreshOutcome", "prune_unused", "refresh", "refuses"]

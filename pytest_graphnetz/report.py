@@ -25,7 +25,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from .history import CLIPPED, History, MetricSpec, clip_to_metric
+from .history import CLIPPED, History, MetricSpec, clip_to_metric, unit_interval_problem
 
 SCHEMA = "pytest-graphnetz/report"
 # 2: histories whose values are all float32 are written with their shortest float32 repr and
@@ -93,6 +93,12 @@ class BenchmarkReport:
         if missing:
             raise ValueError(f"no history for {len(missing)} triple(s), e.g. {missing[0]}")
         self.histories = {k: histories[k] for k in self.triples()}
+        for (t, m, s), history in self.histories.items():
+            # Where every report is built (runner, from_arrays, from_json, baselines): a
+            # percent accuracy (75.3) would otherwise print as "75.33 [74.41, 1]".
+            problem = unit_interval_problem(self.metrics[t].name, history.test)
+            if problem is not None:
+                raise ValueError(f"cell {t}/{m}, seed {s}: {problem}")
         self.protocol = dict(protocol or {})
         # fingerprints[kind][name][seed]: kind "data" is keyed by task, "model" by model.
         self.fingerprints = {
@@ -783,11 +789,14 @@ def values_from_json(d: Mapping, keys: Sequence[str]) -> dict[str, np.ndarray | 
         if d.get(k) is None:
             out[k] = None
             continue
-        if not isinstance(d[k], list) or any(isinstance(v, (bool, list, dict)) for v in d[k]):
-            raise ValueError(f"`{k}` must be a list of numbers, got {d[k]!r}")
+        # As report histories are read: numbers, or the strings of the non-finite ones;
+        # "0.9" is refused, never coerced.
+        if not isinstance(d[k], list) or not all(_is_number(v) or v in _NON_FINITE
+                                                 for v in d[k]):
+            raise ValueError(f"`{k}` must be a list of numbers (or \"NaN\", \"Infinity\", "
+                             f"\"-Infinity\"), got {d[k]!r}")
         doubles = np.array([float(v) for v in d[k]], dtype=np.float64)
-        out[k] = doubles.astype(np.float32).astype(np.float64) if d.get(_FLOAT32_MARK) \
-            else doubles
+        out[k] = _through_float32(doubles, f"`{k}`") if d.get(_FLOAT32_MARK) else doubles
     return out
 
 
@@ -995,6 +1004,19 @@ def _check_series(where: str, values: Any) -> None:
 _FLOAT32_MARK = "float32"
 
 
+def _through_float32(doubles: np.ndarray, what: str) -> np.ndarray:
+    """``doubles`` rounded to float32 and widened back (a ``"float32": true`` vector); a finite
+    value beyond float32's range is a ValueError, not numpy's overflow warning and an inf."""
+    with np.errstate(over="ignore"):
+        narrow = doubles.astype(np.float32)
+    overflow = np.flatnonzero(np.isinf(narrow) & np.isfinite(doubles))
+    if overflow.size:
+        raise ValueError(
+            f"{what} {float(doubles[overflow[0]])!r} does not fit a float32 (the vector is marked "
+            f"`\"{_FLOAT32_MARK}\": true`; float32 reaches {float(np.finfo(np.float32).max):.8g})")
+    return narrow.astype(np.float64)
+
+
 def _float32_short(values: np.ndarray) -> list[float] | None:
     """``values`` at their shortest float32 repr, or None when they are not all float32."""
     with np.errstate(over="ignore", invalid="ignore"):  # out of float32 range: not float32
@@ -1058,7 +1080,7 @@ def history_from_json(d: Mapping) -> History:
     def widen(values: Any) -> list[float]:
         # Strings are the non-finite values ("NaN", "Infinity"); float() reads them.
         doubles = np.array([float(v) for v in values], dtype=np.float64)
-        return doubles.astype(np.float32).astype(np.float64).tolist()
+        return _through_float32(doubles, "a history value").tolist()
 
     extra = d.get("extra", {})
     return History(
