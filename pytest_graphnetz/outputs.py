@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
@@ -70,11 +71,12 @@ def file_problem(path: Path, root: Path) -> str | None:
     return _writable_dir(path.parent, root)
 
 
-def write_summaries(text: str, summary: Path | None, step_summary: str | None
-                    ) -> tuple[list[Path], list[str]]:
+def write_summaries(text: str, summary: Path | None, step_summary: str | None, *,
+                    show: Callable[[Path], str] = str) -> tuple[list[Path], list[str]]:
     """Write the Markdown summary to ``summary`` (replaced atomically) and append it to
     ``step_summary``; returns the paths written and one line per path that failed (an
-    ``OSError`` at this point must not cost a passing run its exit code)."""
+    ``OSError`` at this point must not cost a passing run its exit code). ``show``: how a
+    path is printed."""
     from .report import write_text_atomic  # numpy: paid only by a session that has a summary
 
     written, failed = [], []
@@ -83,7 +85,7 @@ def write_summaries(text: str, summary: Path | None, step_summary: str | None
             write_text_atomic(summary, text)
             written.append(summary)
         except OSError as exc:
-            failed.append(f"graphnetz: the Markdown summary was not written to {summary} "
+            failed.append(f"graphnetz: the Markdown summary was not written to {show(summary)} "
                           f"({type(exc).__name__}: {exc.strerror or exc})")
     if step_summary:
         try:

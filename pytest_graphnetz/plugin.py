@@ -671,7 +671,7 @@ class GraphnetzSession:
         from .outputs import write_summaries
 
         written, self.unwritten = write_summaries(self.markdown(), self.settings.summary,
-                                                  self.step_summary)
+                                                  self.step_summary, show=self.shown)
         return written
 
     def shown(self, path: str | os.PathLike | None) -> str:

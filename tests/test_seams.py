@@ -152,3 +152,161 @@ def test_a_full_refresh_deletes_no_baseline_of_a_module_it_did_not_see(
         "graphnetz: 1 baseline(s) of test modules this run did not collect, or skipped, kept*",
         "  baselines/test_b/test_b.json",
     ])
+
+
+# -- 5. output paths checked at session start -----------------------------------------------------
+
+PASSING = """
+import os
+import shutil
+
+from pytest_graphnetz import BenchmarkReport, assert_not_worse
+
+
+def report():
+    return BenchmarkReport.from_arrays([[[0.80, 0.82, 0.79]]], tasks=["karate"],
+                                       models=["GCN"], seeds=range(3), metric="accuracy")
+
+
+def test_gate():
+    for blocked in {blocked!r}:  # a path that became a file after the session started
+        shutil.rmtree(blocked, ignore_errors=True)
+        open(blocked, "w").close()
+    assert_not_worse(report(), report())
+"""
+
+
+@pytest.mark.parametrize(("option", "message"), [
+    ("--graphnetz-report-dir=blocker/reports",
+     "graphnetz: `--graphnetz-report-dir` cannot be written: blocker is a file, not a "
+     "directory; name a writable path"),
+    ("--graphnetz-summary=blocker/gates.md",
+     "graphnetz: `--graphnetz-summary` cannot be written: blocker is a file, not a directory; "
+     "name a writable path"),
+    ("--graphnetz-summary=.",
+     "graphnetz: `--graphnetz-summary` cannot be written: . is a directory, not a file; name a "
+     "writable path"),
+])
+def test_an_unwritable_output_path_is_a_usage_error_before_any_test(
+        pytester: pytest.Pytester, option: str, message: str) -> None:
+    pytester.makepyfile(PASSING.format(blocked=[]))
+    (pytester.path / "blocker").write_text("a file")
+    result = pytester.runpytest(option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in result.stderr.str()
+
+
+def test_an_unwritable_step_summary_is_one_warning_and_the_run_passes(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(PASSING.format(blocked=[]))
+    (pytester.path / "summary-dir").mkdir()
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(pytester.path / "summary-dir"))
+    result = pytester.runpytest()
+    assert result.ret == 0
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines([
+        "*graphnetz: $GITHUB_STEP_SUMMARY (*summary-dir) cannot be written: summary-dir is a "
+        "directory, not a file; this run's gate table is not added to the job summary"])
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
+def test_outputs_that_fail_after_the_start_warn_and_keep_the_verdict(
+        pytester: pytest.Pytester) -> None:
+    """The report dir and the summary's directory turn into files during the run (a full
+    disk behaves the same): the gate still passes, each loss is one line."""
+    pytester.makepyfile(PASSING.format(blocked=["reports", "out"]))
+    result = pytester.runpytest("--graphnetz-report-dir=reports", "--graphnetz-summary=out/g.md")
+    assert result.ret == 0
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines([
+        "*graphnetz: the candidate report of test_outputs_that_fail_after_the_start_warn_and_"
+        "keep_the_verdict.py::test_gate was not saved under reports: *",
+        "graphnetz: the Markdown summary was not written to out/g.md (*Error: *)"])
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
+# -- 8. the smaller seams ------------------------------------------------------------------------
+
+SHOW_WORKERS = """
+def test_settings(pytestconfig):
+    from pytest_graphnetz.plugin import STASH_KEY
+
+    print("WORKERS=%d" % pytestconfig.stash[STASH_KEY].settings.workers)
+"""
+
+
+def test_workers_beyond_the_cpus_are_clamped_with_a_note(pytester: pytest.Pytester) -> None:
+    import os
+
+    pytester.makepyfile(SHOW_WORKERS)
+    result = pytester.runpytest("-s", "--graphnetz-workers=100000")
+    result.assert_outcomes(passed=1, warnings=1)
+    cpus = os.cpu_count() or 1
+    result.stdout.fnmatch_lines([
+        f"*WORKERS={cpus}",
+        f"*graphnetz: `--graphnetz-workers` asks for 100000 processes but this machine has "
+        f"{cpus} CPU(s); using {cpus}"])
+
+
+def test_run_benchmark_starts_no_more_processes_than_triples(root, monkeypatch) -> None:
+    pytest.importorskip("torch")
+    from conftest import gcn, tiny_task
+
+    from pytest_graphnetz import run_benchmark, runner
+
+    sizes = []
+
+    def pool(workers, device, jobs):
+        sizes.append(workers)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(runner, "_process_pool", pool)
+    with pytest.raises(RuntimeError, match="stop here"):
+        run_benchmark({"tiny": tiny_task()}, {"GCN": gcn}, seeds=[0, 1], device="cpu",
+                      root=root, workers=24)
+    assert sizes == [2]
+
+
+@pytest.mark.parametrize(("ini", "message"), [
+    ("graphnetz_workers = 0",
+     "graphnetz: the ini key `graphnetz_workers` in tox.ini must be >= 1, got 0"),
+    ("graphnetz_alpha = 0.7",
+     "graphnetz: the ini key `graphnetz_alpha` in tox.ini must lie in (0, 0.5), got 0.7"),
+    ("graphnetz_deterministic = maybe",
+     "graphnetz: the ini key `graphnetz_deterministic` in tox.ini: expected one of on, warn, "
+     "off, got 'maybe'"),
+])
+def test_bad_ini_values_are_named_by_their_ini_key(pytester: pytest.Pytester, ini: str,
+                                                   message: str) -> None:
+    pytester.makeini(f"[pytest]\n{ini}\n")
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in result.stderr.str()
+
+
+def test_a_device_index_in_superscript_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("torch")
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest_subprocess("--graphnetz-device=cuda:²")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: graphnetz: `--graphnetz-device` / `graphnetz_device`: "
+                                 "device='cuda:²' is not a device; use 'cuda' or 'cuda:<index>'"])
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
+def test_the_test_column_keeps_a_slash_inside_a_parameter_id(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_ids="""
+import pytest
+from pytest_graphnetz import BenchmarkReport, assert_not_worse
+
+
+@pytest.mark.parametrize("variant", ["a/b"])
+def test_p(variant):
+    report = BenchmarkReport.from_arrays([[[0.80, 0.82, 0.79]]], tasks=["karate"],
+                                         models=["GCN"], seeds=range(3), metric="accuracy")
+    assert_not_worse(report, report)
+""")
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["test_ids.py::test_p[[]a/b[]]*karate/GCN*IDENTICAL*"])
