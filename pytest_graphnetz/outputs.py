@@ -20,9 +20,11 @@ from pathlib import Path
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 
 
-def shown(path: str | os.PathLike, root: Path) -> str:
+def shown(path: str | os.PathLike, root: Path | None) -> str:
     """``path`` relative to ``root`` when it lies inside it (messages stay short and the same
-    on every CI runner), else as it is."""
+    on every CI runner), else (or with no ``root``) as it is."""
+    if root is None:
+        return str(path)
     try:
         return str(Path(path).relative_to(root))
     except ValueError:

@@ -255,6 +255,28 @@ def named(config: pytest.Config, name: str) -> str:
     return f"the ini key `{option.dest}`{where}"
 
 
+def header_line(settings: Settings, root: Path) -> str:
+    """The session header's line of the settings in effect (as pytest-randomly shows its
+    seed): ``graphnetz: seeds 0-9 (10), α 0.05, δ 0.01 for [0, 1] metrics, device auto,
+    workers 1, cache .pytest_cache/d/graphnetz``."""
+    from .outputs import shown
+
+    seeds = settings.seeds
+    if settings.min_seeds is not None:
+        which = f"{settings.min_seeds}..{len(seeds)} adaptive"
+    elif seeds == tuple(range(seeds[0], seeds[0] + len(seeds))):
+        which = f"{seeds[0]}-{seeds[-1]} ({len(seeds)})" if len(seeds) > 1 else str(seeds[0])
+    else:
+        which = ",".join(map(str, seeds))
+    # 0.01: gates.DEFAULT_MIN_EFFECT (not imported here: gates load scipy; a test pins it).
+    effect = (f"{settings.min_effect:g}" if settings.min_effect is not None
+              else "0.01 for [0, 1] metrics")
+    cache = "off" if settings.cache_dir is None else shown(settings.cache_dir, root)
+    return (f"graphnetz: seeds {which}, α {settings.alpha:g}, δ {effect}, device "
+            f"{settings.device}, workers {settings.workers}, cache {cache}"
+            + (", updating baselines" if settings.update_baselines else ""))
+
+
 def _convert(config: pytest.Config, name: str, text: Any, convert: Callable[[str], Any],
              expected: str) -> Any:
     try:
@@ -418,9 +440,9 @@ class GraphnetzSession:
             if others:
                 raise BaselineError(
                     f"tests {item.nodeid} and {', '.join(others)} would share the baseline file "
-                    f"{path} (a file name keeps only the module's name, and some file systems "
-                    "ignore case), so one would be compared with the other's numbers. Give "
-                    "each its own baseline: graphnetz_baseline(\"<unique name>\")"
+                    f"{self.shown(path)} (a file name keeps only the module's name, and some "
+                    "file systems ignore case), so one would be compared with the other's "
+                    "numbers. Give each its own baseline: graphnetz_baseline(\"<unique name>\")"
                 )
         if s.update_baselines:
             item.user_properties.append((USES_PROPERTY, str(path)))
@@ -428,7 +450,7 @@ class GraphnetzSession:
         if s.cli_baseline_dir is not None:
             command.append(f"--graphnetz-baseline-dir={s.cli_baseline_dir}")
         return BaselineHandle(path, update=s.update_baselines, force=s.force,
-                              update_command=shlex.join(command))
+                              update_command=shlex.join(command), root=self.config.rootpath)
 
     def _sharing(self, nodeid: str) -> list[str]:
         """Other collected tests whose default baseline is the same file as ``nodeid``'s."""
@@ -764,6 +786,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             group.addoption(flag, default=None, dest=option.dest, metavar=option.metavar,
                             help=option.help)
             parser.addini(option.dest, option.help, default=None)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return header_line(config.stash[STASH_KEY].settings, config.rootpath)
 
 
 def pytest_configure(config: pytest.Config) -> None:

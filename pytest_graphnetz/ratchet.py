@@ -74,7 +74,7 @@ class RefreshOutcome:
 
     def refusal(self) -> str:
         """The message of a refused refresh: the rule, each refusing cell's evidence, the fix."""
-        parts = [f"refusing to update baseline {self.handle.path}: {RULE}. "
+        parts = [f"refusing to update baseline {self.handle.shown}: {RULE}. "
                  f"{len(self.refused)} comparison(s) refuse:"]
         for label, verdicts in (("against the baseline it replaces", self.previous),
                                 ("against the cell's anchor (its first baseline)", self.anchored)):
@@ -99,9 +99,9 @@ def refresh(handle: BaselineHandle, candidate: BenchmarkReport, judge: Judge) ->
         anchored: list[Any] = []
         if stored is not None:
             try:
-                previous = _against_previous(candidate, stored, judge, str(handle.path))
+                previous = _against_previous(candidate, stored, judge, handle.shown)
                 anchored = _against_anchors(candidate, stored, judge,
-                                            f"the anchors in {handle.path}")
+                                            f"the anchors in {handle.shown}")
             except ValueError:  # a GateRefusal: data/split, metric or seeds do not pair
                 if not handle.force:
                     raise
@@ -113,7 +113,7 @@ def refresh(handle: BaselineHandle, candidate: BenchmarkReport, judge: Judge) ->
         if refused and not handle.force:
             return outcome
         report, anchors = _merge(stored, candidate, handle)
-        write_baseline(handle.path, report, anchors)
+        write_baseline(handle.path, report, anchors, root=handle.root)
         return RefreshOutcome(handle, True, previous, anchored, refused, new_cells,
                               outcome.replaced)
 
@@ -180,7 +180,7 @@ def _merge(stored: StoredBaseline | None, candidate: BenchmarkReport,
             if not handle.force:
                 old = stored.report
                 raise BaselineError(
-                    f"cannot merge the candidate into {handle.path}: {exc}. The candidate ran "
+                    f"cannot merge the candidate into {handle.shown}: {exc}. The candidate ran "
                     f"seeds {list(candidate.seeds)}, the baseline has {list(old.seeds)}; rerun "
                     "with the baseline's seeds (--graphnetz-seeds), or replace the whole file "
                     f"with {handle.force_command()}"

@@ -12,11 +12,13 @@ The report keeps the raw per-epoch histories, so every statistic can be re-deriv
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import json
 import math
 import os
 import re
+import stat
 import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -737,14 +739,50 @@ class BenchmarkReport:
                 f"{len(self.seeds)} seeds, metric={self.metric_name()!r})")
 
 
+# Larger than any report or cache entry this package writes (a 600-cell report with per-epoch
+# histories is a few MB); a file beyond it is not read, so a planted giant cannot exhaust memory.
+MAX_READ_BYTES = 1 << 30
+
+
+class NotARegularFileError(OSError):
+    """A path that is not a regular file (a FIFO, a device, a symlink to one) or too large."""
+
+
+def read_regular_file(path: Path, limit: int = MAX_READ_BYTES) -> bytes:
+    """The bytes of ``path`` when it is a regular file of at most ``limit`` bytes, else
+    :class:`NotARegularFileError`: a FIFO planted where a file is expected would block a read,
+    a symlink to /dev/zero would never end. Opened non-blocking and checked on the open file
+    descriptor, so a swap between check and read changes nothing."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        mode = os.fstat(fd)
+        if stat.S_ISDIR(mode.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+        if not stat.S_ISREG(mode.st_mode):
+            raise NotARegularFileError(f"{path} is not a regular file (a FIFO, a device or a "
+                                       "link to one); not read")
+        if mode.st_size > limit:
+            raise NotARegularFileError(f"{path} holds {mode.st_size} bytes, more than the "
+                                       f"{limit} any file of this package has; not read")
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            data = fh.read(limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:  # grew after the check
+        raise NotARegularFileError(f"{path} grew beyond {limit} bytes while read; not read")
+    return data
+
+
 def read_json(path: Path) -> Any:
     """The JSON document in ``path``; :class:`ReportFormatError` if it is not UTF-8 JSON."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_file(path).decode("utf-8")
     except FileNotFoundError:
         raise FileNotFoundError(f"no report at {path}") from None
     except IsADirectoryError:
         raise ReportFormatError(f"{path}: is a directory, not a report file") from None
+    except NotARegularFileError as exc:
+        raise ReportFormatError(str(exc)) from None
     except UnicodeDecodeError as exc:
         raise ReportFormatError(f"{path}: not a UTF-8 text file ({exc})") from exc
     try:
@@ -1144,16 +1182,20 @@ def _scalar(v: Any) -> str:
 
 
 @contextlib.contextmanager
-def atomic_file(path: Path, *, binary: bool = False, suffix: str = ".tmp") -> Iterator[IO]:
+def atomic_file(path: Path, *, binary: bool = False, suffix: str = ".tmp",
+                temp_dir: Path | None = None) -> Iterator[IO]:
     """A file handle whose content replaces ``path`` only if the ``with`` block succeeds.
 
-    Written to a temp file in the same directory, flushed to disk, then ``os.replace``d: a
-    reader never sees a half-written file; on any error the old file is left untouched and
-    the temp file is removed.
+    Written to a temp file in the same directory (or in ``temp_dir``, which must be on the
+    same file system), flushed to disk, then ``os.replace``d: a reader never sees a
+    half-written file; on any error the old file is left untouched and the temp file is
+    removed.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temp_files(path.parent, target=path.name, suffix=suffix)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
+    directory = path.parent if temp_dir is None else temp_dir
+    directory.mkdir(parents=True, exist_ok=True)
+    remove_stale_temp_files(directory, target=path.name, suffix=suffix)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=suffix)
     try:
         with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") as fh:
             yield fh
@@ -1188,9 +1230,9 @@ def remove_stale_temp_files(directory: Path, *, target: str | None = None,
     return removed
 
 
-def write_text_atomic(path: Path, text: str) -> None:
+def write_text_atomic(path: Path, text: str, *, temp_dir: Path | None = None) -> None:
     """Write ``text`` to ``path`` through :func:`atomic_file`."""
-    with atomic_file(path) as fh:
+    with atomic_file(path, temp_dir=temp_dir) as fh:
         fh.write(text)
 
 

@@ -310,3 +310,193 @@ def test_p(variant):
     result = pytester.runpytest()
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["test_ids.py::test_p[[]a/b[]]*karate/GCN*IDENTICAL*"])
+
+
+def test_a_long_parametrized_id_gets_a_short_file_name(pytester: pytest.Pytester) -> None:
+    from pytest_graphnetz.baselines import MAX_STEM_BYTES, short_stem
+
+    pytester.makepyfile(test_long="""
+import pytest
+from pytest_graphnetz import BenchmarkReport, assert_not_worse
+
+
+@pytest.mark.parametrize("config", [1, 2], ids=["x" * 250 + "-a", "x" * 250 + "-b"])
+def test_cfg(config, graphnetz_baseline):
+    report = BenchmarkReport.from_arrays([[[0.80, 0.82, 0.79]]], tasks=["karate"],
+                                         models=["GCN"], seeds=range(3), metric="accuracy")
+    assert_not_worse(report, graphnetz_baseline())
+""")
+    pytester.runpytest("--graphnetz-update-baselines").assert_outcomes(passed=2)
+    names = sorted(p.name for p in (pytester.path / "baselines" / "test_long").glob("*.json"))
+    assert len(names) == 2  # two ids that share their first 250 characters: two files
+    assert all(len(n.encode()) <= MAX_STEM_BYTES + len(".json") for n in names)
+    assert names == sorted(f"{short_stem(f'test_cfg[{c}]')}.json"
+                           for c in ("x" * 250 + "-a", "x" * 250 + "-b"))
+    pytester.runpytest().assert_outcomes(passed=2)  # and the gates find them again
+
+
+def test_short_stems_keep_escapes_whole_and_names_distinct() -> None:
+    from pytest_graphnetz.baselines import MAX_STEM_BYTES, file_name, short_stem
+
+    assert short_stem("test_a[1]") == "test_a[1]"
+    long = file_name("t[" + "a/" * 100 + "]")  # every "/" is %2F: the cut must not split one
+    short = short_stem(long)
+    assert len(short.encode()) <= MAX_STEM_BYTES
+    head = short.rsplit("~", 1)[0]
+    assert long.startswith(head) and not head.endswith(("%", "%2"))
+    assert short_stem(long + "x") != short
+
+
+WRITE_AND_DIE = """
+import os, signal, sys
+from pathlib import Path
+
+from pytest_graphnetz import BenchmarkReport
+from pytest_graphnetz.baselines import write_baseline
+
+def die(src, dst):  # the temp file is whole and synced: die before the rename
+    os.kill(os.getpid(), signal.SIGKILL)
+
+os.replace = die
+report = BenchmarkReport.from_arrays([[[0.5, 0.6]]], tasks=["t"], models=["m"], seeds=[0, 1],
+                                     metric="accuracy")
+write_baseline(Path(sys.argv[1]), report, {})
+"""
+
+
+def test_a_killed_baseline_write_leaves_nothing_git_add_commits(tmp_path: Path) -> None:
+    import os
+    import shutil
+    import signal
+    import subprocess
+    import sys
+
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    project = tmp_path / "project"
+    target = project / "baselines" / "test_m" / "test_a.json"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    died = subprocess.run([sys.executable, "-c", WRITE_AND_DIE, str(target)], env=env,
+                          timeout=120)
+    assert died.returncode == -signal.SIGKILL
+    leftovers = [p for p in target.parent.rglob("*.tmp")]
+    assert len(leftovers) == 1 and leftovers[0].stat().st_size > 0  # a complete, killed write
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    subprocess.run(["git", "-C", str(project), "add", "-A"], check=True)
+    staged = subprocess.run(["git", "-C", str(project), "ls-files"], check=True, text=True,
+                            capture_output=True).stdout.split()
+    assert staged == [], staged
+
+
+PLANTED = """
+import sys, warnings
+from pytest_graphnetz.cache import TripleCache, make_key
+
+key = make_key({"planted": True})
+warnings.simplefilter("always")
+with warnings.catch_warnings(record=True) as caught:
+    assert TripleCache(sys.argv[1]).get(key) is None
+print("WARNED:", caught[0].message)
+"""
+
+
+@pytest.mark.parametrize("planted", ["fifo", "link to /dev/zero"])
+def test_a_fifo_or_a_device_planted_in_the_cache_is_discarded(tmp_path: Path,
+                                                              planted: str) -> None:
+    """In a subprocess with a memory limit and a timeout: before the fix the FIFO blocked the
+    read for ever and /dev/zero was read until memory ran out."""
+    import os
+    import resource
+    import subprocess
+    import sys
+
+    from pytest_graphnetz.cache import TripleCache, make_key
+
+    if not hasattr(os, "mkfifo") or not Path("/dev/zero").exists():
+        pytest.skip("needs POSIX FIFOs and /dev/zero")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    entry = TripleCache(cache).path(make_key({"planted": True}))
+    if planted == "fifo":
+        os.mkfifo(entry)
+    else:
+        entry.symlink_to("/dev/zero")
+
+    def limit_memory() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    run = subprocess.run([sys.executable, "-c", PLANTED, str(cache)], env=env, text=True,
+                         capture_output=True, timeout=60, preexec_fn=limit_memory)
+    assert run.returncode == 0, run.stderr
+    assert f"WARNED: discarding corrupt graphnetz cache entry {entry} (NotARegularFileError: " \
+        in run.stdout
+    assert not entry.exists() and not entry.is_symlink()  # removed: the next run recomputes
+
+
+def test_a_download_cut_short_without_content_length_is_not_trusted(tmp_path: Path) -> None:
+    import http.server
+    import threading
+
+    from pytest_graphnetz.tasks.audit import MANIFEST, download
+
+    body = bytes(range(256)) * 64
+    served = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # HTTP/1.0, no Content-Length: the body ends at the close
+            served.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(body[: len(body) // 3] if len(served) == 1 else body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        path = download(f"http://127.0.0.1:{server.server_address[1]}/data.bin",
+                        tmp_path / "data.bin")
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert path.read_bytes() == body  # the cut first response was refused, not recorded
+    assert len(served) == 4  # cut + whole (differ: retry), then whole + whole (agree)
+    assert json.loads((tmp_path / MANIFEST).read_text())["data.bin"]["size"] == len(body)
+
+
+def test_a_missing_baseline_is_named_relative_to_the_rootdir(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_model=GATED.format(name="a", head=""))
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "E*BaselineMissingError: no baseline at baselines/test_model/test_a.json: create it "
+        "with `pytest test_model.py::test_a --graphnetz-update-baselines`"])
+
+
+# -- issue 25: the settings in effect, in the session header ---------------------------------------
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    ([], "graphnetz: seeds 0-9 (10), α 0.05, δ 0.01 for [[]0, 1[]] metrics, device auto, "
+         "workers 1, cache .pytest_cache/d/graphnetz"),
+    (["--graphnetz-seeds=5..20", "--graphnetz-alpha=0.01", "--graphnetz-min-effect=0.02",
+      "--graphnetz-device=cpu", "--graphnetz-no-cache", "--graphnetz-update-baselines"],
+     "graphnetz: seeds 5..20 adaptive, α 0.01, δ 0.02, device cpu, workers 1, cache off, "
+     "updating baselines"),
+    (["--graphnetz-seeds=1,4,7", "--graphnetz-cache-dir=ci-cache"],
+     "graphnetz: seeds 1,4,7, α 0.05, δ 0.01 for [[]0, 1[]] metrics, device auto, workers 1, "
+     "cache ci-cache"),
+])
+def test_the_session_header_shows_the_settings_in_effect(pytester: pytest.Pytester,
+                                                         args: list[str], line: str) -> None:
+    from pytest_graphnetz.gates import DEFAULT_MIN_EFFECT
+
+    assert DEFAULT_MIN_EFFECT == 0.01  # the header's default, written out there
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest(*args)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([line])
