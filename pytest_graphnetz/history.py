@@ -31,7 +31,11 @@ def unit_interval_problem(name: str, values: Sequence[float]) -> str | None:
     """Why ``values`` (a ``test`` series of metric ``name``) cannot be a metric bounded in
     [0, 1]: the first value outside it, with a hint when it looks like a percent; None when
     they fit (or the metric is not bounded). NaN (a diverged seed) fits."""
-    if not in_unit_interval(name):
+    if not in_unit_interval(name) or not values:
+        return None
+    # Fast path at C speed (reports are built often): min/max skip a NaN unless it comes
+    # first, and then the comparison fails and the loop below decides.
+    if min(values) >= 0.0 and max(values) <= 1.0:
         return None
     for epoch, v in enumerate(values):
         if not (0.0 <= v <= 1.0 or math.isnan(v)):

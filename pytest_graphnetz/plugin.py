@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .outputs import STEP_SUMMARY_ENV  # standard library only, like this module
+
 if TYPE_CHECKING:
     from .baselines import BaselineHandle
     from .progress import TerminalProgress
@@ -44,7 +46,6 @@ TRIPLES_PROPERTY = "graphnetz_triples"  # user_properties entry: {"trained", "ca
 USES_PROPERTY = "graphnetz_baseline"          # user_properties entry: a baseline file used
 USER_PROPERTY = "graphnetz_baseline_user"     # on every report of a test that asks for one
 SEEN_PROPERTY = "graphnetz_seen_modules"      # xdist workeroutput: modules collected, not skipped
-STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"      # GitHub's job summary file (outputs.py, same name)
 REPORT_PROPERTY = "graphnetz_report"    # user_properties entry: a saved candidate report's path
 FAILED_MARK = "✗ FAIL"                  # the table's Build column for rows that failed the build
 

@@ -765,10 +765,15 @@ def read_regular_file(path: Path, limit: int = MAX_READ_BYTES) -> bytes:
             raise NotARegularFileError(f"{path} holds {mode.st_size} bytes, more than the "
                                        f"{limit} any file of this package has; not read")
         with os.fdopen(os.dup(fd), "rb") as fh:
-            data = fh.read(limit + 1)
+            data = fh.read(mode.st_size)  # (read(limit) would allocate all of limit at once)
+            while len(data) <= limit:  # a file that grows after the check
+                more = fh.read(1 << 20)
+                if not more:
+                    break
+                data += more
     finally:
         os.close(fd)
-    if len(data) > limit:  # grew after the check
+    if len(data) > limit:
         raise NotARegularFileError(f"{path} grew beyond {limit} bytes while read; not read")
     return data
 

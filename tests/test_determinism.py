@@ -213,7 +213,7 @@ def test_protocol_records_the_gpu_on_cuda(root, simulated_cuda):
 
 
 def test_bad_mode_is_refused_before_training(root):
-    with pytest.raises(ValueError, match="graphnetz-deterministic"):
+    with pytest.raises(ValueError, match="^`deterministic`: expected one of on, warn, off"):
         run_benchmark({"t": tiny_task("t")}, {"GCN": gcn}, seeds=[0], device="cpu", root=root,
                       deterministic="maybe")
 
