@@ -70,7 +70,8 @@ _OPTIONS = (
             metavar="N|A-B|LIST|MIN..MAX"),
     _Option("device", "device for training: auto, cpu, cuda, cuda:i or mps (default auto)",
             metavar="DEVICE"),
-    _Option("workers", "processes training triples in parallel (default 1)", metavar="N"),
+    _Option("workers", "processes training triples in parallel (default 1; at most the CPU "
+            "count)", metavar="N"),
     _Option("cache-dir", "per-triple result cache (default: graphnetz/ under pytest's cache dir)",
             metavar="DIR"),
     _Option("no-cache", "train every triple, reading and writing no cache", flag=True),
