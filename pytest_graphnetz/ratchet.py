@@ -217,7 +217,7 @@ def prune_unused(baseline_dir: Path, *, used: set[str], users: Sequence[tuple[st
     be unused: those are listed as kept. A partial run only looks in the module directories of
     the tests it collected. ``show``: how a path is printed (relative to the rootdir, say).
     """
-    from .baselines import default_path, file_name, find_baselines
+    from .baselines import default_path, find_baselines
 
     known = {default_path(baseline_dir, stem, name).resolve() for _, stem, name in users}
     used_paths = {Path(p).resolve() for p in used}
@@ -227,9 +227,10 @@ def prune_unused(baseline_dir: Path, *, used: set[str], users: Sequence[tuple[st
               and (delete or p.resolve().parent in scope)]
     if not unused:
         return []
-    lines = []
     if delete:
-        seen = None if seen_modules is None else {file_name(stem) for stem in seen_modules}
+        lines = []
+        seen = None if seen_modules is None else {
+            default_path(baseline_dir, stem, "_").parent.name for stem in seen_modules}
         unseen = [p for p in unused if seen is not None and p.parent.name not in seen]
         gone = [p for p in unused if p not in unseen]
         for p in gone:

@@ -154,6 +154,16 @@ def test_a_full_refresh_deletes_no_baseline_of_a_module_it_did_not_see(
     ])
 
 
+def test_pruning_finds_the_folder_of_a_module_whose_name_was_shortened(tmp_path: Path) -> None:
+    from pytest_graphnetz.baselines import default_path
+    from pytest_graphnetz.ratchet import prune_unused
+
+    stem = "test_" + "m" * 200  # its folder name is shortened with a hash
+    stale = write_baseline(default_path(tmp_path, stem, "test_old"), _report([0.5, 0.6]), {})
+    lines = prune_unused(tmp_path, used=set(), users=[], delete=True, seen_modules=[stem])
+    assert lines[0].startswith("graphnetz: deleted 1 baseline(s)") and not stale.exists()
+
+
 # -- 5. output paths checked at session start -----------------------------------------------------
 
 PASSING = """
