@@ -126,7 +126,8 @@ def _baselines(pytester: pytest.Pytester) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.glob("*/*.json"))
 
 
-@pytest.mark.parametrize("unseen", ["--ignore=b", "subdirectory", "module-level skip"])
+@pytest.mark.parametrize("unseen", ["--ignore=b", "subdirectory", "module-level skip",
+                                    "module-level skip under xdist"])
 def test_a_full_refresh_deletes_no_baseline_of_a_module_it_did_not_see(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, unseen: str) -> None:
     _two_modules(pytester)
@@ -142,6 +143,8 @@ def test_a_full_refresh_deletes_no_baseline_of_a_module_it_did_not_see(
         monkeypatch.chdir(pytester.path / "a")
     else:
         _two_modules(pytester, skip_b=True)
+    if unseen.endswith("xdist"):  # the workers tell the controller what they collected
+        args += ["-n", "2"]
     result = pytester.runpytest(*args)
     assert result.ret == 0
     # test_a was seen: its stale file goes; test_b was not: its baseline stays, listed.
