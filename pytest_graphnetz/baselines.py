@@ -20,6 +20,7 @@ their own error, and none of them is ever overwritten unless the caller forces i
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -31,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .outputs import shown
 from .report import (
     SCHEMA,
     VALUES_SCHEMA,
@@ -68,6 +70,15 @@ class BaselineSchemaError(BaselineFormatError):
     """A baseline written by a newer pytest-graphnetz (a newer report schema version)."""
 
 
+# Most file systems allow 255 bytes per name; the temp file of an atomic write, a report dir's
+# labels (".10-seeds") and ".json" add to the stem, so a longer stem is shortened (see below).
+MAX_STEM_BYTES = 150
+# Temp files of baseline writes go in this directory beside the baselines, whose .gitignore
+# ignores everything: a write killed before its rename (kill -9, a power cut) leaves a complete
+# copy that `git add -A` must not commit. Same directory tree, so the rename stays atomic.
+TEMP_DIR = ".graphnetz-tmp"
+
+
 def file_name(name: str) -> str:
     """``name`` as a portable file-name stem; injective (``a/b`` → ``a%2Fb``, ``a b`` →
     ``a%20b``, ``%`` → ``%25``), so two test ids never share a file."""
@@ -76,8 +87,22 @@ def file_name(name: str) -> str:
 
 def default_path(baseline_dir: str | Path, module: str, name: str) -> Path:
     """``<baseline_dir>/<module>/<name>.json``, unportable characters escaped
-    (:func:`file_name`)."""
-    return Path(baseline_dir) / file_name(module) / f"{file_name(name)}.json"
+    (:func:`file_name`) and stems longer than :data:`MAX_STEM_BYTES` shortened
+    (:func:`short_stem`)."""
+    return Path(baseline_dir) / short_stem(file_name(module)) / \
+        f"{short_stem(file_name(name))}.json"
+
+
+def short_stem(stem: str) -> str:
+    """``stem`` when it fits :data:`MAX_STEM_BYTES` (UTF-8), else its head and ``~`` and 16 hex
+    digits of its sha256: a 260-character parametrized id gets a file name the file system
+    accepts, and two long ids that share their head still get different files."""
+    raw = stem.encode()
+    if len(raw) <= MAX_STEM_BYTES:
+        return stem
+    digest = hashlib.sha256(raw).hexdigest()[:16]
+    head = raw[:MAX_STEM_BYTES - len(digest) - 1].decode("utf-8", "ignore")
+    return f"{re.sub(r'%[0-9A-F]?$', '', head)}~{digest}"  # never half a %XX escape
 
 
 # -- what a file holds ------------------------------------------------------------------------
@@ -165,35 +190,39 @@ def to_text(report: BenchmarkReport, anchors: Mapping[Cell, Anchor]) -> str:
 
 
 def write_baseline(path: str | Path, report: BenchmarkReport,
-                   anchors: Mapping[Cell, Anchor]) -> Path:
-    """Write ``report`` with ``anchors`` to ``path`` atomically (a reader never sees half)."""
+                   anchors: Mapping[Cell, Anchor], *, root: Path | None = None) -> Path:
+    """Write ``report`` with ``anchors`` to ``path`` atomically (a reader never sees half);
+    messages print ``path`` relative to ``root`` (the rootdir) when it lies inside."""
     path = Path(path)
-    # A refresh killed mid-write left a temp file here, where it could get committed.
+    # Older versions wrote temp files beside the baseline, where a killed write's could get
+    # committed; sweep those, then write through the ignored temp directory.
     remove_stale_temp_files(path.parent)
     try:
-        write_text_atomic(path, to_text(report, anchors))
+        write_text_atomic(path, to_text(report, anchors), temp_dir=_temp_dir(path.parent))
     except OSError as exc:
-        raise BaselineError(_unwritable(path, exc)) from None
+        raise BaselineError(_unwritable(path, exc, shown(path, root))) from None
     return path
 
 
-def read_baseline(path: str | Path, *, update_command: str | None = None) -> StoredBaseline:
-    """Read a baseline file (either format).
+def read_baseline(path: str | Path, *, update_command: str | None = None,
+                  root: Path | None = None) -> StoredBaseline:
+    """Read a baseline file (either format); messages print ``path`` relative to ``root``.
 
     Raises :class:`BaselineMissingError` (with the command that creates it),
     :class:`BaselineSchemaError` (newer schema: upgrade) or :class:`BaselineFormatError`.
     """
     path = Path(path)
+    name = shown(path, root)
     if path.is_dir():
         raise BaselineFormatError(
-            f"baseline {path} is a directory, not a report file; move it away or delete it, "
-            f"then {_how_to_create(path, update_command)}"
+            f"baseline {name} is a directory, not a report file; move it away or delete it, "
+            f"then {_how_to_create(name, update_command)}"
         )
     if not path.is_file():
-        raise BaselineMissingError(f"no baseline at {path}: {_how_to_create(path, update_command)}")
+        raise BaselineMissingError(f"no baseline at {name}: {_how_to_create(name, update_command)}")
     try:
         data = read_json(path)
-        report = BenchmarkReport.from_dict(data, source=str(path))
+        report = BenchmarkReport.from_dict(data, source=name)
         if data["schema"] == SCHEMA:
             return StoredBaseline(report, legacy=True)
         anchors = {}
@@ -204,15 +233,15 @@ def read_baseline(path: str | Path, *, update_command: str | None = None) -> Sto
         return StoredBaseline(report, anchors)
     except ReportSchemaError as exc:
         raise BaselineSchemaError(
-            f"baseline {path} was written by a newer pytest-graphnetz (schema version "
+            f"baseline {name} was written by a newer pytest-graphnetz (schema version "
             f"{exc.version}; this one reads up to {VALUES_SCHEMA_VERSION}). Upgrade "
             "pytest-graphnetz (`pip install -U pytest-graphnetz`); the file was left as it is."
         ) from None
     except (ReportFormatError, KeyError, TypeError, ValueError, AttributeError) as exc:
         detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
         raise BaselineFormatError(
-            f"baseline {path} cannot be read: {detail}. The file was left as it is: fix it from "
-            f"version control (`git checkout -- {path}`), or replace it with "
+            f"baseline {name} cannot be read: {detail}. The file was left as it is: fix it from "
+            f"version control (`git checkout -- {name}`), or replace it with "
             f"{_force_hint(update_command)}"
         ) from None
 
@@ -279,13 +308,19 @@ class BaselineHandle:
     force: bool = False
     update_command: str | None = None
     accept: frozenset[str] = frozenset()
+    root: Path | None = None  # messages print ``path`` relative to it (the rootdir)
+
+    @property
+    def shown(self) -> str:
+        """``path`` as messages print it."""
+        return shown(self.path, self.root)
 
     def exists(self) -> bool:
         return self.path.is_file()
 
     def read(self) -> StoredBaseline:
         """The file's content; each kind of problem raises its own :class:`BaselineError`."""
-        return read_baseline(self.path, update_command=self.update_command)
+        return read_baseline(self.path, update_command=self.update_command, root=self.root)
 
     def load(self) -> BenchmarkReport:
         """The baseline report; each kind of problem raises its own :class:`BaselineError`."""
@@ -305,18 +340,32 @@ class BaselineHandle:
         return f"`pytest --graphnetz-update-baselines {accept}`"
 
 
-def _unwritable(path: Path, exc: OSError) -> str:
+def _temp_dir(directory: Path) -> Path:
+    """``<directory>/.graphnetz-tmp``, created with a .gitignore that ignores all of it."""
+    temp = directory / TEMP_DIR
+    ignore = temp / ".gitignore"
+    if not ignore.is_file():
+        temp.mkdir(parents=True, exist_ok=True)
+        ignore.write_text("# pytest-graphnetz: temp files of baseline writes\n*\n")
+    return temp
+
+
+def _unwritable(path: Path, exc: OSError, name: str) -> str:
+    if getattr(exc, "errno", None) == errno.ENAMETOOLONG:
+        return (f"cannot write baseline {name}: the path is too long for this file system "
+                f"({exc.strerror}); give the baseline a shorter name, "
+                "graphnetz_baseline(\"<short name>\"), or use a shorter --graphnetz-baseline-dir")
     if path.is_dir():
         why = "it is a directory, not a report file; move it away or delete it"
     elif isinstance(exc, PermissionError):
-        why = (f"no permission to write in {path.parent} ({exc.strerror}); make the directory "
-               "writable, or choose another with --graphnetz-baseline-dir")
+        why = (f"no permission to write in {Path(name).parent} ({exc.strerror}); make the "
+               "directory writable, or choose another with --graphnetz-baseline-dir")
     else:
         why = f"{type(exc).__name__}: {exc.strerror or exc}"
-    return f"cannot write baseline {path}: {why}. The old file, if any, is unchanged"
+    return f"cannot write baseline {name}: {why}. The old file, if any, is unchanged"
 
 
-def _how_to_create(path: Path, update_command: str | None) -> str:
+def _how_to_create(path: str, update_command: str | None) -> str:
     if update_command:
         return f"create it with `{update_command}`"
     return (f"create it with `report.to_json({str(path)!r})` or by running the gate's test "
@@ -331,4 +380,5 @@ def _force_hint(update_command: str | None) -> str:
 
 __all__ = ["Anchor", "BaselineError", "BaselineFormatError", "BaselineHandle",
            "BaselineMissingError", "BaselineSchemaError", "StoredBaseline", "baseline_lock",
-           "default_path", "file_name", "load_baseline", "read_baseline", "write_baseline"]
+           "default_path", "file_name", "load_baseline", "read_baseline", "short_stem",
+           "write_baseline"]

@@ -25,6 +25,7 @@ from .report import (
     dumps,
     history_from_json,
     history_to_json,
+    read_regular_file,
     remove_stale_temp_files,
     write_text_atomic,
 )
@@ -103,7 +104,9 @@ class TripleCache:
         """
         path = self.path(key)
         try:
-            text = path.read_bytes().decode("utf-8")
+            # Regular files of bounded size only: a FIFO or a link to /dev/zero planted in a
+            # shared cache must not block the run or exhaust its memory.
+            text = read_regular_file(path).decode("utf-8")
             entry = json.loads(text)
             problem = _entry_problem(entry, key)
             history = history_from_json(entry["history"]) if problem is None else None

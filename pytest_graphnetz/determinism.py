@@ -42,12 +42,12 @@ class DeterminismError(RuntimeError):
     """Deterministic CUDA algorithms cannot be honoured (the message says why and the fix)."""
 
 
-def check_mode(mode: Any) -> str:
-    """``mode`` as one of :data:`MODES`; anything else raises ``ValueError`` naming the option."""
+def check_mode(mode: Any, *, name: str = "`deterministic`") -> str:
+    """``mode`` as one of :data:`MODES`; anything else raises ``ValueError`` naming the option
+    (``name``: the argument, or the plugin's option or ini key where the value came from)."""
     text = str(mode).strip().lower()
     if text not in MODES:
-        raise ValueError(f"`{OPTION}` / `deterministic`: expected one of on, warn, off, "
-                         f"got {mode!r}")
+        raise ValueError(f"{name}: expected one of on, warn, off, got {mode!r}")
     return text
 
 

@@ -674,7 +674,7 @@ def _load(baseline: BaselineLike) -> tuple[str, BenchmarkReport]:
     if isinstance(baseline, BenchmarkReport):
         return "the baseline report", baseline
     if isinstance(baseline, BaselineHandle):
-        return str(baseline.path), baseline.load()
+        return baseline.shown, baseline.load()  # relative to the rootdir in pytest
     if isinstance(baseline, (str, os.PathLike)):
         observer = _OBSERVER.get()
         if observer is not None and observer.uses is not None:

@@ -27,6 +27,25 @@ def in_unit_interval(name: str) -> bool:
     return key in _UNIT_INTERVAL or key.startswith("hits@")
 
 
+def unit_interval_problem(name: str, values: Sequence[float]) -> str | None:
+    """Why ``values`` (a ``test`` series of metric ``name``) cannot be a metric bounded in
+    [0, 1]: the first value outside it, with a hint when it looks like a percent; None when
+    they fit (or the metric is not bounded). NaN (a diverged seed) fits."""
+    if not in_unit_interval(name) or not values:
+        return None
+    # Fast path at C speed (reports are built often): min/max skip a NaN unless it comes
+    # first, and then the comparison fails and the loop below decides.
+    if min(values) >= 0.0 and max(values) <= 1.0:
+        return None
+    for epoch, v in enumerate(values):
+        if not (0.0 <= v <= 1.0 or math.isnan(v)):
+            hint = (f"it looks like a percent; give fractions ({v / 100:.4g}), not percents"
+                    if 1.0 < v <= 100.0 else "give the metric as a fraction in [0, 1]")
+            return (f"{name} {v!r} at epoch {epoch} lies outside [0, 1]: {hint} (a metric "
+                    "that is not a proportion needs another name, e.g. Task(metric=...))")
+    return None
+
+
 CLIPPED = "clipped to [0, 1]"
 
 

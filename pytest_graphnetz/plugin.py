@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .outputs import STEP_SUMMARY_ENV  # standard library only, like this module
+
 if TYPE_CHECKING:
     from .baselines import BaselineHandle
     from .progress import TerminalProgress
@@ -42,6 +44,7 @@ TRIPLES_PROPERTY = "graphnetz_triples"  # user_properties entry: {"trained", "ca
 # With --graphnetz-update-baselines only (what finding unused baselines needs):
 USES_PROPERTY = "graphnetz_baseline"          # user_properties entry: a baseline file used
 USER_PROPERTY = "graphnetz_baseline_user"     # on every report of a test that asks for one
+SEEN_PROPERTY = "graphnetz_seen_modules"      # xdist workeroutput: modules collected, not skipped
 REPORT_PROPERTY = "graphnetz_report"    # user_properties entry: a saved candidate report's path
 GRAPHNETZ_TEST = "graphnetz_test"      # user_properties entry: this test uses our fixtures/marker
 BASELINE_FILE = "graphnetz_baseline_file"  # user_properties entry: a baseline handed to the test
@@ -68,7 +71,8 @@ _OPTIONS = (
             metavar="N|A-B|LIST|MIN..MAX"),
     _Option("device", "device for training: auto, cpu, cuda, cuda:i or mps (default auto)",
             metavar="DEVICE"),
-    _Option("workers", "processes training triples in parallel (default 1)", metavar="N"),
+    _Option("workers", "processes training triples in parallel (default 1; at most the CPU "
+            "count)", metavar="N"),
     _Option("cache-dir", "per-triple result cache (default: graphnetz/ under pytest's cache dir)",
             metavar="DIR"),
     _Option("no-cache", "train every triple, reading and writing no cache", flag=True),
@@ -196,28 +200,36 @@ class Settings:
         from .determinism import DEFAULT_MODE, check_mode  # stdlib only at import
 
         get = _getter(config)
-        workers = _convert("workers", get("workers", "1"), int, "a whole number of processes")
-        alpha = _convert("alpha", get("alpha", str(DEFAULT_ALPHA)), float, "a number")
+        workers = _convert(config, "workers", get("workers", "1"), int,
+                           "a whole number of processes")
+        alpha = _convert(config, "alpha", get("alpha", str(DEFAULT_ALPHA)), float, "a number")
         min_effect = get("min-effect", None)
         if min_effect is not None:
-            min_effect = _convert("min-effect", min_effect, float, "a number")
+            min_effect = _convert(config, "min-effect", min_effect, float, "a number")
         try:
-            deterministic = check_mode(get("deterministic", DEFAULT_MODE))
+            deterministic = check_mode(get("deterministic", DEFAULT_MODE),
+                                       name=named(config, "deterministic"))
             seeds = parse_seeds(get("seeds", DEFAULT_SEEDS))
             adaptive = parse_adaptive(get("seeds", DEFAULT_SEEDS))
         except ValueError as exc:
             raise pytest.UsageError(f"graphnetz: {exc}") from None
         if min_effect is not None and not 0.0 < min_effect < float("inf"):
             raise pytest.UsageError(
-                f"graphnetz: `--graphnetz-min-effect` must be a number > 0 (ini key "
-                f"`graphnetz_min_effect`; the smallest regression that matters, in metric "
-                f"units), got {min_effect}")
+                f"graphnetz: {named(config, 'min-effect')} must be a number > 0 (the smallest "
+                f"regression that matters, in metric units), got {min_effect}")
         if workers < 1:
             raise pytest.UsageError(
-                f"graphnetz: `--graphnetz-workers` must be >= 1, got {workers}")
+                f"graphnetz: {named(config, 'workers')} must be >= 1, got {workers}")
+        cpus = os.cpu_count() or 1
+        if workers > cpus:
+            # Each triple trains on one thread: processes beyond the CPUs only queue for them.
+            config.issue_config_time_warning(pytest.PytestConfigWarning(
+                f"graphnetz: {named(config, 'workers')} asks for {workers} processes but this "
+                f"machine has {cpus} CPU(s); using {cpus}"), stacklevel=2)
+            workers = cpus
         if not 0.0 < alpha < 0.5:
             raise pytest.UsageError(
-                f"graphnetz: `--graphnetz-alpha` must lie in (0, 0.5), got {alpha}")
+                f"graphnetz: {named(config, 'alpha')} must lie in (0, 0.5), got {alpha}")
         if get("no-cache", False):
             cache_dir = None
         elif get("cache-dir", None) is not None:
@@ -237,11 +249,6 @@ class Settings:
         baseline_dir = (_path(config, "baseline-dir") if get("baseline-dir", None) is not None
                         else config.rootpath / "baselines")
         report_dir = _path(config, "report-dir") if get("report-dir", None) else None
-        if report_dir is not None and report_dir.exists() and not report_dir.is_dir():
-            raise pytest.UsageError(
-                f"graphnetz: `--graphnetz-report-dir` (ini key `graphnetz_report_dir`) is a "
-                f"file, not a directory: {report_dir}; name a directory (it is created when "
-                "missing)")
         return cls(
             seeds=seeds, min_seeds=adaptive[0] if adaptive else None,
             device=str(get("device", "auto")), workers=workers, cache_dir=cache_dir,
@@ -274,13 +281,46 @@ def _accepted(config: pytest.Config) -> frozenset[str]:
     return cells
 
 
-def _convert(name: str, text: Any, convert: Callable[[str], Any], expected: str) -> Any:
+def named(config: pytest.Config, name: str) -> str:
+    """How a message names option ``name``: where its value came from, the command line
+    (``--graphnetz-workers``) or the ini file (``the ini key `graphnetz_workers` in
+    tox.ini``), so the user is sent to the place to fix."""
+    option = _option(name)
+    if config.getoption(option.dest) is not None:
+        return f"`--graphnetz-{name}`"
+    where = f" in {config.inipath.name}" if config.inipath else ""
+    return f"the ini key `{option.dest}`{where}"
+
+
+def header_line(settings: Settings, root: Path) -> str:
+    """The session header's line of the settings in effect (as pytest-randomly shows its
+    seed): ``graphnetz: seeds 0-9 (10), α 0.05, δ 0.01 for [0, 1] metrics, device auto,
+    workers 1, cache .pytest_cache/d/graphnetz``."""
+    from .outputs import shown
+
+    seeds = settings.seeds
+    if settings.min_seeds is not None:
+        which = f"{settings.min_seeds}..{len(seeds)} adaptive"
+    elif seeds == tuple(range(seeds[0], seeds[0] + len(seeds))):
+        which = f"{seeds[0]}-{seeds[-1]} ({len(seeds)})" if len(seeds) > 1 else str(seeds[0])
+    else:
+        which = ",".join(map(str, seeds))
+    # 0.01: gates.DEFAULT_MIN_EFFECT (not imported here: gates load scipy; a test pins it).
+    effect = (f"{settings.min_effect:g}" if settings.min_effect is not None
+              else "0.01 for [0, 1] metrics")
+    cache = "off" if settings.cache_dir is None else shown(settings.cache_dir, root)
+    return (f"graphnetz: seeds {which}, α {settings.alpha:g}, δ {effect}, device "
+            f"{settings.device}, workers {settings.workers}, cache {cache}"
+            + (", updating baselines" if settings.update_baselines else ""))
+
+
+def _convert(config: pytest.Config, name: str, text: Any, convert: Callable[[str], Any],
+             expected: str) -> Any:
     try:
         return convert(str(text).strip())
     except ValueError:
         raise pytest.UsageError(
-            f"graphnetz: `--graphnetz-{name}` / `graphnetz_{name.replace('-', '_')}` must be "
-            f"{expected}, got {text!r}") from None
+            f"graphnetz: {named(config, name)} must be {expected}, got {text!r}") from None
 
 
 def _getter(config: pytest.Config) -> Callable[[str, Any], Any]:
@@ -343,8 +383,14 @@ class GraphnetzSession:
         self.unused_cells: list[tuple[str, str]] = []
         # nodeid -> saved report path -> the gate calls that judged it (--graphnetz-report-dir)
         self.gate_calls: dict[str, dict[str, list[dict[str, Any]]]] = {}
+        # Test modules collected and not skipped: a refresh prunes only their baselines.
+        self.seen_modules: list[str] = []
+        # Checked at session start (pytest_configure): None when unset or unwritable.
+        self.step_summary: str | None = os.environ.get(STEP_SUMMARY_ENV) or None
+        self.unwritten: list[str] = []       # summary files that could not be written
         if self.is_xdist_worker:  # sent to the controller when the worker finishes
             config.workeroutput[USER_PROPERTY] = self.baseline_users  # type: ignore[attr-defined]
+            config.workeroutput[SEEN_PROPERTY] = self.seen_modules  # type: ignore[attr-defined]
 
     @property
     def is_xdist_worker(self) -> bool:
@@ -440,9 +486,9 @@ class GraphnetzSession:
             if others:
                 raise BaselineError(
                     f"tests {item.nodeid} and {', '.join(others)} would share the baseline file "
-                    f"{path} (a file name keeps only the module's name, and some file systems "
-                    "ignore case), so one would be compared with the other's numbers. Give "
-                    "each its own baseline: graphnetz_baseline(\"<unique name>\")"
+                    f"{self.shown(path)} (a file name keeps only the module's name, and some "
+                    "file systems ignore case), so one would be compared with the other's "
+                    "numbers. Give each its own baseline: graphnetz_baseline(\"<unique name>\")"
                 )
         if s.update_baselines:
             item.user_properties.append((USES_PROPERTY, str(path)))
@@ -451,7 +497,8 @@ class GraphnetzSession:
         if s.cli_baseline_dir is not None:
             command.append(f"--graphnetz-baseline-dir={s.cli_baseline_dir}")
         return BaselineHandle(path, update=s.update_baselines, force=s.force,
-                              update_command=shlex.join(command), accept=s.accept)
+                              update_command=shlex.join(command), accept=s.accept,
+                              root=self.config.rootpath)
 
     def _sharing(self, nodeid: str) -> list[str]:
         """Other collected tests whose default baseline is the same file as ``nodeid``'s."""
@@ -479,12 +526,28 @@ class GraphnetzSession:
                     item.user_properties.append((USER_PROPERTY, item.nodeid))
         return made
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_make_collect_report(self, collector: pytest.Collector) -> Any:
+        """Note each test module collected without a skip (a module-level ``pytest.skip``, an
+        ``importorskip`` or an import error leave it out): a refresh deletes baselines only in
+        the directories of modules it saw."""
+        report = yield
+        if isinstance(collector, pytest.Module) and report.passed:
+            stem = Path(str(collector.path)).stem
+            if stem not in self.seen_modules:
+                self.seen_modules.append(stem)
+        return report
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """xdist controller: every worker collected the same tests; take one worker's list."""
-        users = getattr(node, "workeroutput", {}).get(USER_PROPERTY)
+        output = getattr(node, "workeroutput", {})
+        users = output.get(USER_PROPERTY)
         if users and not self.baseline_users:
             self.baseline_users = [tuple(u) for u in users]
+        for stem in output.get(SEEN_PROPERTY) or ():
+            if stem not in self.seen_modules:
+                self.seen_modules.append(stem)
 
     def partial_reasons(self, exitstatus: int) -> list[str]:
         """Why this run cannot tell which baselines are unused (empty: a full, passing run)."""
@@ -511,7 +574,8 @@ class GraphnetzSession:
         reasons = self.partial_reasons(exitstatus)
         self.unused_lines = prune_unused(
             self.settings.baseline_dir, used=self.used_baselines, users=self.baseline_users,
-            delete=not reasons, why_kept=", ".join(reasons))
+            delete=not reasons, why_kept=", ".join(reasons), seen_modules=self.seen_modules,
+            show=self.shown)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -580,6 +644,19 @@ class GraphnetzSession:
                 current[:] = [str(self._report_path(item, k + 1))]
                 return []
             saved.append(report)
+            try:
+                return _save(report, further)
+            except OSError as exc:
+                # Checked writable at session start; a disk that fills up since must not
+                # replace the gate's verdicts with an OSError.
+                import warnings
+
+                warnings.warn(f"graphnetz: the candidate report of {item.nodeid} was not saved "
+                              f"under {self.shown(self.settings.report_dir)}: "
+                              f"{type(exc).__name__}: {exc.strerror or exc}", stacklevel=2)
+                return []
+
+        def _save(report: BenchmarkReport, further: Sequence[BenchmarkReport]) -> list[str]:
             paths = [report.to_json(self._report_path(item, len(saved)))]
             for part in further:  # an adaptive gate's cells that took more seeds
                 label = f"{len(part.seeds)}-seeds"
@@ -694,31 +771,32 @@ class GraphnetzSession:
             return []
         # Imported only now: report imports numpy (~0.3 s), which a session without gates or
         # triples must not pay for.
+        from .outputs import write_summaries
         from .report import write_text_atomic
 
         s, lines = self.settings, []
         text = summary.markdown()
-        outputs = [(path, option, content) for path, option, content in (
-            (s.summary, "summary", text), (s.comment, "comment", summary.comment()),
-            (s.json, "json", json.dumps(summary.to_json(), indent=1) + "\n")) if path]
-        for path, option, content in outputs:
+        for path, option, content in (
+                (s.comment, "comment", lambda: summary.comment()),
+                (s.json, "json", lambda: json.dumps(summary.to_json(), indent=1) + "\n")):
+            if not path:
+                continue
             try:
-                write_text_atomic(path, content)
+                write_text_atomic(path, content())
             except OSError as exc:
-                lines.append(f"graphnetz: cannot write --graphnetz-{option} {path}: {exc}")
+                lines.append(f"graphnetz: the {option} file was not written to {self.shown(path)} "
+                             f"({type(exc).__name__}: {exc.strerror or exc})")
             else:
-                lines.append(f"graphnetz: {option} written to {path}")
-        step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-        if step_summary:
-            # GitHub collects the whole step's summary from this file: append, never replace.
-            try:
-                with open(step_summary, "a", encoding="utf-8") as fh:
-                    fh.write(text)
-            except OSError as exc:
-                lines.append(f"graphnetz: cannot append to $GITHUB_STEP_SUMMARY: {exc}")
-            else:
-                lines.append(f"graphnetz: summary appended to {step_summary}")
-        return lines
+                lines.append(f"graphnetz: {option} written to {self.shown(path)}")
+        written, failed = write_summaries(text, s.summary, self.step_summary, show=self.shown)
+        lines += [f"graphnetz: Markdown summary written to {self.shown(path)}" for path in written]
+        return lines + failed
+
+    def shown(self, path: str | os.PathLike | None) -> str:
+        """``path`` as messages print it: relative to the rootdir when inside it."""
+        from .outputs import shown
+
+        return shown(path, self.config.rootpath) if path is not None else ""
 
     def _write_line(self, line: str) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -815,6 +893,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             parser.addini(option.dest, option.help, default=None)
 
 
+def pytest_report_header(config: pytest.Config) -> str:
+    return header_line(config.stash[STASH_KEY].settings, config.rootpath)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", f"{MARKER}: a multi-seed GNN benchmark gate (select with -m {MARKER})"
@@ -827,10 +909,39 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = Settings.from_config(config)
     _check_device(settings.device)
     session = GraphnetzSession(config, settings)
+    if not session.is_xdist_worker:  # the controller checks for everyone
+        session.step_summary = _check_outputs(config, settings, session.step_summary)
     config.stash[STASH_KEY] = session
     # Registered as a plugin so it receives every test report, on the controller those that
     # xdist workers send over too.
     config.pluginmanager.register(session, "graphnetz-session")
+
+
+def _check_outputs(config: pytest.Config, settings: Settings, step_summary: str | None
+                   ) -> str | None:
+    """The files the session will write, checked before any test runs (a verdict is never
+    lost to them at the end): a report dir or summary the user named that cannot be written is
+    a usage error; an unwritable ``$GITHUB_STEP_SUMMARY`` is one warning and is skipped (the
+    step summary to write is returned: None for none)."""
+    from .outputs import dir_problem, file_problem
+
+    root = config.rootpath
+    for name, path, problem in (
+            ("report-dir", settings.report_dir, dir_problem),
+            ("summary", settings.summary, file_problem),
+            ("comment", settings.comment, file_problem),
+            ("json", settings.json, file_problem)):
+        why = None if path is None else problem(path, root)
+        if why is not None:
+            raise pytest.UsageError(f"graphnetz: {named(config, name)} cannot be written: "
+                                    f"{why}; name a writable path")
+    why = None if not step_summary else file_problem(Path(step_summary), root)
+    if why is not None:
+        config.issue_config_time_warning(pytest.PytestConfigWarning(
+            f"graphnetz: ${STEP_SUMMARY_ENV} ({step_summary}) cannot be written: {why}; this "
+            "run's gate table is not added to the job summary"), stacklevel=2)
+        return None
+    return step_summary
 
 
 def _check_device(device: str) -> None:
@@ -937,7 +1048,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
     if session.reports:
         terminalreporter.write_line(
             f"graphnetz: {len(session.reports)} candidate report(s) saved under "
-            f"{session.settings.report_dir}")
+            f"{session.shown(session.settings.report_dir)}")
 
 
 # -- fixtures ------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ workers refreshing one shared baseline each merge into what the other wrote.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,7 +77,7 @@ class RefreshOutcome:
 
     def refusal(self) -> str:
         """The message of a refused refresh: the rule, each refusing cell's evidence, the fix."""
-        parts = [f"refusing to update baseline {self.handle.path}: {RULE}. "
+        parts = [f"refusing to update baseline {self.handle.shown}: {RULE}. "
                  f"{len(self.refused)} comparison(s) refuse:"]
         for label, verdicts in (("against the baseline it replaces", self.previous),
                                 ("against the cell's anchor (its first baseline)", self.anchored)):
@@ -121,9 +121,9 @@ def refresh(handle: BaselineHandle, candidate: BenchmarkReport, judge: Judge) ->
         anchored: list[Any] = []
         if stored is not None:
             try:
-                previous = _against_previous(candidate, stored, judge, str(handle.path))
+                previous = _against_previous(candidate, stored, judge, handle.shown)
                 anchored = _against_anchors(candidate, stored, judge,
-                                            f"the anchors in {handle.path}")
+                                            f"the anchors in {handle.shown}")
             except ValueError:  # a GateRefusal: data/split, metric or seeds do not pair
                 if not handle.force:
                     raise
@@ -136,7 +136,7 @@ def refresh(handle: BaselineHandle, candidate: BenchmarkReport, judge: Judge) ->
         if refused and not handle.force:
             return outcome
         report, anchors = _merge(stored, candidate, handle)
-        write_baseline(handle.path, report, anchors)
+        write_baseline(handle.path, report, anchors, root=handle.root)
         return RefreshOutcome(handle, True, previous, anchored, refused, new_cells,
                               outcome.replaced)
 
@@ -203,7 +203,7 @@ def _merge(stored: StoredBaseline | None, candidate: BenchmarkReport,
             if not handle.force:
                 old = stored.report
                 raise BaselineError(
-                    f"cannot merge the candidate into {handle.path}: {exc}. The candidate ran "
+                    f"cannot merge the candidate into {handle.shown}: {exc}. The candidate ran "
                     f"seeds {list(candidate.seeds)}, the baseline has {list(old.seeds)}; rerun "
                     "with the baseline's seeds (--graphnetz-seeds), or replace the whole file "
                     f"with {handle.force_command()}"
@@ -226,13 +226,19 @@ def _merge(stored: StoredBaseline | None, candidate: BenchmarkReport,
 
 
 def prune_unused(baseline_dir: Path, *, used: set[str], users: Sequence[tuple[str, str, str]],
-                 delete: bool, why_kept: str = "") -> list[str]:
+                 delete: bool, why_kept: str = "",
+                 seen_modules: Collection[str] | None = None,
+                 show: Callable[[Path], str] = str) -> list[str]:
     """After a refresh session: the baselines under ``baseline_dir`` that no test used,
     deleted when ``delete`` (a full run that passed), else listed; the summary's lines.
 
     ``used``: the files handed to tests; ``users``: (nodeid, module stem, default name) of every
     collected test that asks for a baseline, selected or not: its default file is never unused.
-    A partial run only looks in the module directories of the tests it collected.
+    ``seen_modules``: the stems of the test modules this run collected and did not skip (None:
+    all); even a full run deletes only in their directories, since the baselines of a module it
+    did not see (run from a subdirectory, ``--ignore``, a module-level skip) are not known to
+    be unused: those are listed as kept. A partial run only looks in the module directories of
+    the tests it collected. ``show``: how a path is printed (relative to the rootdir, say).
     """
     from .baselines import default_path, find_baselines
 
@@ -244,17 +250,28 @@ def prune_unused(baseline_dir: Path, *, used: set[str], users: Sequence[tuple[st
               and (delete or p.resolve().parent in scope)]
     if not unused:
         return []
-    names = [str(p) for p in unused]
     if delete:
-        for p in unused:
+        lines = []
+        seen = None if seen_modules is None else {
+            default_path(baseline_dir, stem, "_").parent.name for stem in seen_modules}
+        unseen = [p for p in unused if seen is not None and p.parent.name not in seen]
+        gone = [p for p in unused if p not in unseen]
+        for p in gone:
             p.unlink(missing_ok=True)
-        head = (f"graphnetz: deleted {len(unused)} baseline(s) that no test used (a full "
-                "refresh; a renamed test's old file is one; git restores them if needed):")
-    else:
-        head = (f"graphnetz: {len(unused)} baseline(s) that no test of this run used (a "
-                f"renamed test's old file, say); not deleted, the run was partial ({why_kept}); "
-                "a full `pytest --graphnetz-update-baselines` deletes them:")
-    return [head, *(f"  {name}" for name in names)]
+        if gone:
+            lines += [f"graphnetz: deleted {len(gone)} baseline(s) that no test used (a full "
+                      "refresh; a renamed test's old file is one; git restores them if needed):",
+                      *(f"  {show(p)}" for p in gone)]
+        if unseen:
+            lines += [f"graphnetz: {len(unseen)} baseline(s) of test modules this run did not "
+                      "collect, or skipped, kept (their tests were not seen; a refresh that "
+                      "collects the module deletes them if no test uses them, or delete them "
+                      "by hand if the module is gone):", *(f"  {show(p)}" for p in unseen)]
+        return lines
+    head = (f"graphnetz: {len(unused)} baseline(s) that no test of this run used (a "
+            f"renamed test's old file, say); not deleted, the run was partial ({why_kept}); "
+            "a full `pytest --graphnetz-update-baselines` deletes them:")
+    return [head, *(f"  {show(p)}" for p in unused)]
 
 
 __all__ = ["RULE", "RefreshOutcome", "prune_unused", "refresh", "refuses"]

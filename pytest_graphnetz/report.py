@@ -12,11 +12,13 @@ The report keeps the raw per-epoch histories, so every statistic can be re-deriv
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import json
 import math
 import os
 import re
+import stat
 import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -25,7 +27,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from .history import CLIPPED, History, MetricSpec, clip_to_metric
+from .history import CLIPPED, History, MetricSpec, clip_to_metric, unit_interval_problem
 from .text import check_name
 
 SCHEMA = "pytest-graphnetz/report"
@@ -100,6 +102,12 @@ class BenchmarkReport:
         if missing:
             raise ValueError(f"no history for {len(missing)} triple(s), e.g. {missing[0]}")
         self.histories = {k: histories[k] for k in self.triples()}
+        for (t, m, s), history in self.histories.items():
+            # Where every report is built (runner, from_arrays, from_json, baselines): a
+            # percent accuracy (75.3) would otherwise print as "75.33 [74.41, 1]".
+            problem = unit_interval_problem(self.metrics[t].name, history.test)
+            if problem is not None:
+                raise ValueError(f"cell {t}/{m}, seed {s}: {problem}")
         self.protocol = dict(protocol or {})
         # fingerprints[kind][name][seed]: kind "data" is keyed by task, "model" by model.
         self.fingerprints = {
@@ -743,14 +751,55 @@ class BenchmarkReport:
                 f"{len(self.seeds)} seeds, metric={self.metric_name()!r})")
 
 
+# Larger than any report or cache entry this package writes (a 600-cell report with per-epoch
+# histories is a few MB); a file beyond it is not read, so a planted giant cannot exhaust memory.
+MAX_READ_BYTES = 1 << 30
+
+
+class NotARegularFileError(OSError):
+    """A path that is not a regular file (a FIFO, a device, a symlink to one) or too large."""
+
+
+def read_regular_file(path: Path, limit: int = MAX_READ_BYTES) -> bytes:
+    """The bytes of ``path`` when it is a regular file of at most ``limit`` bytes, else
+    :class:`NotARegularFileError`: a FIFO planted where a file is expected would block a read,
+    a symlink to /dev/zero would never end. Opened non-blocking and checked on the open file
+    descriptor, so a swap between check and read changes nothing."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        mode = os.fstat(fd)
+        if stat.S_ISDIR(mode.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+        if not stat.S_ISREG(mode.st_mode):
+            raise NotARegularFileError(f"{path} is not a regular file (a FIFO, a device or a "
+                                       "link to one); not read")
+        if mode.st_size > limit:
+            raise NotARegularFileError(f"{path} holds {mode.st_size} bytes, more than the "
+                                       f"{limit} any file of this package has; not read")
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            data = fh.read(mode.st_size)  # (read(limit) would allocate all of limit at once)
+            while len(data) <= limit:  # a file that grows after the check
+                more = fh.read(1 << 20)
+                if not more:
+                    break
+                data += more
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise NotARegularFileError(f"{path} grew beyond {limit} bytes while read; not read")
+    return data
+
+
 def read_json(path: Path) -> Any:
     """The JSON document in ``path``; :class:`ReportFormatError` if it is not UTF-8 JSON."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_file(path).decode("utf-8")
     except FileNotFoundError:
         raise FileNotFoundError(f"no report at {path}") from None
     except IsADirectoryError:
         raise ReportFormatError(f"{path}: is a directory, not a report file") from None
+    except NotARegularFileError as exc:
+        raise ReportFormatError(str(exc)) from None
     except UnicodeDecodeError as exc:
         raise ReportFormatError(f"{path}: not a UTF-8 text file ({exc})") from exc
     try:
@@ -795,11 +844,14 @@ def values_from_json(d: Mapping, keys: Sequence[str]) -> dict[str, np.ndarray | 
         if d.get(k) is None:
             out[k] = None
             continue
-        if not isinstance(d[k], list) or any(isinstance(v, (bool, list, dict)) for v in d[k]):
-            raise ValueError(f"`{k}` must be a list of numbers, got {d[k]!r}")
+        # As report histories are read: numbers, or the strings of the non-finite ones;
+        # "0.9" is refused, never coerced.
+        if not isinstance(d[k], list) or not all(_is_number(v) or v in _NON_FINITE
+                                                 for v in d[k]):
+            raise ValueError(f"`{k}` must be a list of numbers (or \"NaN\", \"Infinity\", "
+                             f"\"-Infinity\"), got {d[k]!r}")
         doubles = np.array([float(v) for v in d[k]], dtype=np.float64)
-        out[k] = doubles.astype(np.float32).astype(np.float64) if d.get(_FLOAT32_MARK) \
-            else doubles
+        out[k] = _through_float32(doubles, f"`{k}`") if d.get(_FLOAT32_MARK) else doubles
     return out
 
 
@@ -1007,6 +1059,19 @@ def _check_series(where: str, values: Any) -> None:
 _FLOAT32_MARK = "float32"
 
 
+def _through_float32(doubles: np.ndarray, what: str) -> np.ndarray:
+    """``doubles`` rounded to float32 and widened back (a ``"float32": true`` vector); a finite
+    value beyond float32's range is a ValueError, not numpy's overflow warning and an inf."""
+    with np.errstate(over="ignore"):
+        narrow = doubles.astype(np.float32)
+    overflow = np.flatnonzero(np.isinf(narrow) & np.isfinite(doubles))
+    if overflow.size:
+        raise ValueError(
+            f"{what} {float(doubles[overflow[0]])!r} does not fit a float32 (the vector is marked "
+            f"`\"{_FLOAT32_MARK}\": true`; float32 reaches {float(np.finfo(np.float32).max):.8g})")
+    return narrow.astype(np.float64)
+
+
 def _float32_short(values: np.ndarray) -> list[float] | None:
     """``values`` at their shortest float32 repr, or None when they are not all float32."""
     with np.errstate(over="ignore", invalid="ignore"):  # out of float32 range: not float32
@@ -1071,7 +1136,7 @@ def history_from_json(d: Mapping) -> History:
     def widen(values: Any) -> list[float]:
         # Strings are the non-finite values ("NaN", "Infinity"); float() reads them.
         doubles = np.array([float(v) for v in values], dtype=np.float64)
-        return doubles.astype(np.float32).astype(np.float64).tolist()
+        return _through_float32(doubles, "a history value").tolist()
 
     extra = d.get("extra", {})
     return History(
@@ -1137,16 +1202,20 @@ def _scalar(v: Any) -> str:
 
 
 @contextlib.contextmanager
-def atomic_file(path: Path, *, binary: bool = False, suffix: str = ".tmp") -> Iterator[IO]:
+def atomic_file(path: Path, *, binary: bool = False, suffix: str = ".tmp",
+                temp_dir: Path | None = None) -> Iterator[IO]:
     """A file handle whose content replaces ``path`` only if the ``with`` block succeeds.
 
-    Written to a temp file in the same directory, flushed to disk, then ``os.replace``d: a
-    reader never sees a half-written file; on any error the old file is left untouched and
-    the temp file is removed.
+    Written to a temp file in the same directory (or in ``temp_dir``, which must be on the
+    same file system), flushed to disk, then ``os.replace``d: a reader never sees a
+    half-written file; on any error the old file is left untouched and the temp file is
+    removed.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temp_files(path.parent, target=path.name, suffix=suffix)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
+    directory = path.parent if temp_dir is None else temp_dir
+    directory.mkdir(parents=True, exist_ok=True)
+    remove_stale_temp_files(directory, target=path.name, suffix=suffix)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=suffix)
     try:
         with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") as fh:
             yield fh
@@ -1181,9 +1250,9 @@ def remove_stale_temp_files(directory: Path, *, target: str | None = None,
     return removed
 
 
-def write_text_atomic(path: Path, text: str) -> None:
+def write_text_atomic(path: Path, text: str, *, temp_dir: Path | None = None) -> None:
     """Write ``text`` to ``path`` through :func:`atomic_file`."""
-    with atomic_file(path) as fh:
+    with atomic_file(path, temp_dir=temp_dir) as fh:
         fh.write(text)
 
 

@@ -30,6 +30,7 @@ import dataclasses
 import math
 import os
 import platform
+import re
 import sys
 import threading
 import time
@@ -146,7 +147,8 @@ def resolve_device(device: str = "auto") -> str:
         return "mps"
     if spec == "cuda" or spec.startswith("cuda:"):
         index_text = spec.partition(":")[2] or "0"
-        if not index_text.isdigit():
+        # ASCII digits only: str.isdigit() also accepts "²", which int() then refuses.
+        if not re.fullmatch(r"[0-9]+", index_text):
             raise DeviceError(f"device={device!r} is not a device; use 'cuda' or 'cuda:<index>'")
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if int(index_text) >= count:
@@ -612,8 +614,9 @@ def run_benchmark(
              code=code.get((task.name, model)))
         for task in task_map.values() for model in models for seed in seed_list
     ]
-    outcomes = _execute(jobs, workers=int(workers), executor=executor, device=device_str,
-                        progress=progress, started=started)
+    # More processes than triples would only sit idle (24 workers for 2 triples).
+    outcomes = _execute(jobs, workers=max(1, min(int(workers), len(jobs))), executor=executor,
+                        device=device_str, progress=progress, started=started)
     _check_commands(jobs, outcomes)
     return _assemble(task_map, list(models), seed_list, jobs, outcomes,
                      protocol={"device": info, "threads": int(threads), "versions": versions,

@@ -32,14 +32,13 @@ def test_huge_seed_counts_are_usage_errors_at_parse_time(pytester: pytest.Pytest
 
 @pytest.mark.parametrize(("args", "ini", "message"), [
     (["--graphnetz-workers=abc"], "",
-     "ERROR: graphnetz: `--graphnetz-workers` / `graphnetz_workers` must be a whole number of "
-     "processes, got 'abc'"),
+     "ERROR: graphnetz: `--graphnetz-workers` must be a whole number of processes, got 'abc'"),
     (["--graphnetz-alpha=five"], "",
-     "ERROR: graphnetz: `--graphnetz-alpha` / `graphnetz_alpha` must be a number, got 'five'"),
+     "ERROR: graphnetz: `--graphnetz-alpha` must be a number, got 'five'"),
     ([], "graphnetz_update_baselines = maybe",
      "ERROR: graphnetz: the ini key `graphnetz_update_baselines` must be true or false*maybe*"),
     ([], "graphnetz_workers = many",
-     "ERROR: graphnetz: `--graphnetz-workers` / `graphnetz_workers` must be a whole number*"),
+     "ERROR: graphnetz: the ini key `graphnetz_workers` in tox.ini must be a whole number*"),
 ])
 def test_bad_option_values_name_the_option(pytester: pytest.Pytester, args: list[str], ini: str,
                                            message: str) -> None:

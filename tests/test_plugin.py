@@ -129,8 +129,8 @@ def test_a_report_dir_that_is_a_file_is_a_usage_error(pytester: pytest.Pytester)
     (pytester.path / "reports").write_text("not a directory")
     result = pytester.runpytest("--graphnetz-report-dir=reports")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "`--graphnetz-report-dir` (ini key `graphnetz_report_dir`) is a file, not a " \
-        f"directory: {pytester.path / 'reports'}" in result.stderr.str()
+    assert "graphnetz: `--graphnetz-report-dir` cannot be written: reports is a file, not a " \
+        "directory; name a writable path" in result.stderr.str()
 
 
 def test_parse_seeds() -> None:

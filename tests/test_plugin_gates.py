@@ -375,11 +375,11 @@ def test_min_effect_option_is_validated(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--graphnetz-min-effect=0")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*`--graphnetz-min-effect` must be a number > 0*got 0.0*"])
-    # the same check on the ini key, which the message names too
+    # the same check on the ini key, which the message then names instead
     pytester.makeini("[pytest]\ngraphnetz_min_effect = -0.01\n")
     result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*`--graphnetz-min-effect` must be a number > 0 (ini key "
-                                 "`graphnetz_min_effect`;*got -0.01*"])
+    result.stderr.fnmatch_lines(["*the ini key `graphnetz_min_effect` in tox.ini must be a "
+                                 "number > 0 (*got -0.01*"])
     result = pytester.runpytest("--graphnetz-min-effect=one point")
     assert result.ret == pytest.ExitCode.USAGE_ERROR

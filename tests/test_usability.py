@@ -167,7 +167,7 @@ def test_models_are_paired_with_the_tasks_they_fit_one_gate_per_kind(pytester):
     result = pytester.runpytest("--graphnetz-seeds=2", "--graphnetz-update-baselines",
                                 "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
-    written = sorted(p.name for p in (pytester.path / "baselines" / "test_by_kind").iterdir())
+    written = sorted(p.name for p in (pytester.path / "baselines" / "test_by_kind").glob("*.json"))
     assert written == ["test_not_worse[graph].json", "test_not_worse[node].json"]
 
 
@@ -278,5 +278,5 @@ def test_refresh_takes_a_node_id_and_rewrites_that_baseline_only(pytester):
     result = pytester.run(sys.executable, "-m", "pytest_graphnetz.cli", "refresh",
                           "test_gated.py::test_graph", "-p", "no:cacheprovider")
     assert result.ret == 0, result.stdout.str()
-    written = sorted(p.name for p in (pytester.path / "baselines" / "test_gated").iterdir())
+    written = sorted(p.name for p in (pytester.path / "baselines" / "test_gated").glob("*.json"))
     assert written == ["test_graph.json"]

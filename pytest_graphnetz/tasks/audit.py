@@ -3,7 +3,8 @@
 A dataset cache that keeps a half-written download fails identically on every later run. So:
 
 - :func:`download` writes to a temporary file and renames it into place only when the byte
-  count matches the server's ``Content-Length``; it records each file's size and sha256 in a
+  count matches the server's ``Content-Length`` (a server that sends none: only when a second
+  download gives the same bytes); it records each file's size and sha256 in a
   manifest (``graphnetz-manifest.json`` beside it). :func:`verify` re-checks a file against it.
 - :func:`audited` runs a build step (parse raw files, process, load); when it fails the way a
   damaged file fails (truncated pickle or archive, size or checksum mismatch), it clears the
@@ -99,18 +100,19 @@ def _fetch(url: str, path: Path, *, timeout: float, fill_hint: str) -> Path:
     """One download attempt of :func:`download`."""
     import http.client
     import urllib.error
-    import urllib.request
 
     with atomic_file(path, binary=True, suffix=".part") as out:
         try:
-            with urllib.request.urlopen(url, timeout=timeout) as response:
-                expected = response.headers.get("Content-Length")
-                size = 0
-                h = hashlib.sha256()
-                for chunk in iter(lambda: response.read(1 << 20), b""):
-                    out.write(chunk)
-                    h.update(chunk)
-                    size += len(chunk)
+            expected, size, digest = _stream(url, timeout, out.write)
+            if expected is None:
+                # No length to check (and no chunked encoding, whose cut http.client detects):
+                # a body cut short looks complete. Trust it only when a second download of
+                # the same URL gives the same bytes.
+                _, again, again_digest = _stream(url, timeout, lambda _: None)
+                if (again, again_digest) != (size, digest):
+                    raise CorruptDatasetError(
+                        f"{url}: the server announces no Content-Length and two downloads "
+                        f"differ ({size} and {again} bytes): one was cut short")
         except http.client.IncompleteRead as exc:
             raise CorruptDatasetError(
                 f"{url}: the download stopped after {len(exc.partial)} bytes "
@@ -123,8 +125,27 @@ def _fetch(url: str, path: Path, *, timeout: float, fill_hint: str) -> Path:
         if expected is not None and size != int(expected):
             raise CorruptDatasetError(
                 f"{url}: received {size} bytes but the server announced {expected}")
-    _record(path, size, h.hexdigest())
+    _record(path, size, digest)
     return path
+
+
+def _stream(url: str, timeout: float, write: Callable[[bytes], object]
+            ) -> tuple[str | None, int, str]:
+    """GET ``url``, handing each chunk to ``write``: ``(announced length, size, sha256)``; the
+    announced length is None when the server did not say where the body ends."""
+    import urllib.request
+
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        # A chunked body announces its end with its last chunk (http.client detects a cut).
+        chunked = bool(getattr(response, "chunked", False))
+        announced = response.headers.get("Content-Length")
+        size = 0
+        h = hashlib.sha256()
+        for chunk in iter(lambda: response.read(1 << 20), b""):
+            write(chunk)
+            h.update(chunk)
+            size += len(chunk)
+    return (str(size) if chunked else announced), size, h.hexdigest()
 
 
 def clear(paths: Iterable[Path]) -> None:

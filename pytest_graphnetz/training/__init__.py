@@ -28,7 +28,7 @@ import inspect
 from collections.abc import Mapping
 from typing import Any
 
-from ..history import History
+from ..history import History, unit_interval_problem
 
 # kind -> module (relative to this package) exposing `train` and `channels`
 _MODULES = {"node": ".node", "graph": ".graph", "graph_reg": ".graph", "link": ".link"}
@@ -197,6 +197,10 @@ def as_history(result: Any, *, where: str, metric: str | None = None) -> History
     if isinstance(result, Mapping) and "test" in result:
         result = History.from_dict(result)
     if isinstance(result, History):
+        if metric is not None:
+            problem = unit_interval_problem(metric, result.test)
+            if problem is not None:
+                raise ValueError(f"{where}: {problem}")
         if metric is not None and result.outcomes:
             from ..outcomes import outcomes_problem
 
