@@ -387,7 +387,6 @@ class GraphnetzSession:
         self.seen_modules: list[str] = []
         # Checked at session start (pytest_configure): None when unset or unwritable.
         self.step_summary: str | None = os.environ.get(STEP_SUMMARY_ENV) or None
-        self.unwritten: list[str] = []       # summary files that could not be written
         if self.is_xdist_worker:  # sent to the controller when the worker finishes
             config.workeroutput[USER_PROPERTY] = self.baseline_users  # type: ignore[attr-defined]
             config.workeroutput[SEEN_PROPERTY] = self.seen_modules  # type: ignore[attr-defined]
