@@ -109,7 +109,7 @@ def test_workflow_is_one_a_team_can_adopt() -> None:
     # the README's CI command is the workflow's
     command = step(workflow, "Gates")["run"]
     assert command.startswith("pytest -m graphnetz ")
-    readme = README.read_text()
+    readme = (ROOT / "README.md").read_text()
     assert "pytest -m graphnetz " in readme and re.search(r"^pytest examples", readme, re.M) \
         is None
     # the lines to change for a real repository are marked, and the README says which
