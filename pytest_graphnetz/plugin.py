@@ -21,7 +21,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +44,7 @@ TRIPLES_PROPERTY = "graphnetz_triples"  # user_properties entry: {"trained", "ca
 USES_PROPERTY = "graphnetz_baseline"          # user_properties entry: a baseline file used
 USER_PROPERTY = "graphnetz_baseline_user"     # on every report of a test that asks for one
 REPORT_PROPERTY = "graphnetz_report"    # user_properties entry: a saved candidate report's path
+CALIBRATION_PROPERTY = "graphnetz_calibration"  # user_properties entry: calibrated cells (JSON)
 FAILED_MARK = "✗ FAIL"                  # the table's Build column for rows that failed the build
 
 
@@ -87,6 +88,9 @@ _OPTIONS = (
     _Option("deterministic", "deterministic CUDA algorithms per triple: on, warn (let an "
             "operation without one run, with a warning) or off (default on)",
             metavar="on|warn|off"),
+    _Option("calibrate", "also train each graphnetz_run's models under salted seeds (same "
+            "data and splits) and write, beside each baseline, what δ its seeds resolve "
+            "(<test>.calibration.json; see docs/calibrate.md)", flag=True),
 )
 
 
@@ -174,6 +178,7 @@ class Settings:
     cli_baseline_dir: str | None  # as typed on the command line, for the commands we print
     deterministic: str         # on | warn | off (determinism.py)
     min_effect: float | None = None  # None: each metric's default (gates.default_min_effect)
+    calibrate: bool = False    # --graphnetz-calibrate (calibration.py)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -236,6 +241,7 @@ class Settings:
             report_dir=report_dir,
             cli_baseline_dir=config.getoption("graphnetz_baseline_dir"),
             deterministic=deterministic, min_effect=min_effect,
+            calibrate=bool(get("calibrate", False)),
         )
 
 
@@ -299,6 +305,7 @@ class GraphnetzSession:
         self.used_baselines: set[str] = set()
         self.unfinished: set[str] = set()   # baseline users that failed or were skipped
         self.unused_lines: list[str] = []
+        self.calibration_rows: list[dict[str, str]] = []
         if self.is_xdist_worker:  # sent to the controller when the worker finishes
             config.workeroutput[USER_PROPERTY] = self.baseline_users  # type: ignore[attr-defined]
 
@@ -402,6 +409,8 @@ class GraphnetzSession:
                 )
         if s.update_baselines:
             item.user_properties.append((USES_PROPERTY, str(path)))
+        if s.calibrate:
+            item.stash.setdefault(CALIBRATION_KEY, Calibrating()).baselines.append(path)
         command = ["pytest", item.nodeid, "--graphnetz-update-baselines"]
         if s.cli_baseline_dir is not None:
             command.append(f"--graphnetz-baseline-dir={s.cli_baseline_dir}")
@@ -537,6 +546,8 @@ class GraphnetzSession:
                 self.saved += int(self.rows[-1].get("saved", 0))
             elif name == REPORT_PROPERTY:
                 self.reports.append(value)
+            elif name == CALIBRATION_PROPERTY:
+                self.calibration_rows += json.loads(value)
             elif name == TRIPLES_PROPERTY:
                 runs.append(json.loads(value))
                 self.trained += runs[-1].get("trained", 0)
@@ -819,6 +830,19 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         terminalreporter.write_line(f"graphnetz: Markdown summary written to {path}")
     for line in session.unused_lines:
         terminalreporter.write_line(line)
+    if session.calibration_rows:
+        from .calibration import summary_table
+        from .text import format_table
+
+        terminalreporter.write_sep("=", "graphnetz calibration")
+        for line in format_table(*summary_table(session.calibration_rows)).splitlines():
+            terminalreporter.write_line(line)
+        files = dict.fromkeys(f for row in session.calibration_rows for f in row["files"])
+        for file in files:
+            terminalreporter.write_line(f"graphnetz: calibration written to {file}")
+        if not files:
+            terminalreporter.write_line("graphnetz: no test used a baseline, so no calibration "
+                                        "file was written")
     if session.reports:
         terminalreporter.write_line(
             f"graphnetz: {len(session.reports)} candidate report(s) saved under "
@@ -828,20 +852,53 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 # -- fixtures ------------------------------------------------------------------------------------
 
 
+@dataclass
+class Calibrating:
+    """One test's calibrations (``--graphnetz-calibrate``) and the baselines it asked for."""
+
+    calibrations: list[Any] = field(default_factory=list)
+    baselines: list[Path] = field(default_factory=list)
+
+
+CALIBRATION_KEY = pytest.StashKey[Calibrating]()
+
+
 @pytest.fixture
-def graphnetz_run(request: pytest.FixtureRequest) -> Callable[..., BenchmarkReport]:
+def graphnetz_run(request: pytest.FixtureRequest) -> Iterator[Callable[..., BenchmarkReport]]:
     """``graphnetz_run(tasks, models, **kwargs)`` → a report from ``run_benchmark``.
 
     Seeds, device, workers and cache come from the session's options; ``kwargs`` (anything
-    ``run_benchmark`` takes) override them for this call.
+    ``run_benchmark`` takes) override them for this call. With ``--graphnetz-calibrate`` each
+    call also trains its models under salted seeds (every configured seed, also under adaptive
+    seeds), and after the test the calibration is written beside each baseline it used.
     """
     session = request.config.stash[STASH_KEY]
+    settings = session.settings
 
     def run(tasks: Any, models: Any, **kwargs: Any) -> BenchmarkReport:
         __tracebackhide__ = True
-        return session.run(request.node, tasks, models, **kwargs)
+        if not settings.calibrate:
+            return session.run(request.node, tasks, models, **kwargs)
+        from .calibration import calibrate
 
-    return run
+        kwargs.setdefault("seeds", settings.seeds)
+        report = session.run(request.node, tasks, models, **kwargs)
+        calibration = calibrate(
+            tasks, models, baseline=report, alpha=settings.alpha,
+            runner=lambda t, m, **more: session.run(request.node, t, m, **more), **kwargs)
+        request.node.stash.setdefault(CALIBRATION_KEY, Calibrating()).calibrations.append(
+            calibration)
+        return report
+
+    yield run
+    pending = request.node.stash.get(CALIBRATION_KEY, None)
+    if pending is not None and pending.calibrations:
+        from .calibration import write_calibrations
+
+        # Without a baseline there is nothing to store it beside: the table still shows it.
+        rows = write_calibrations(pending.calibrations, pending.baselines,
+                                  min_effect=settings.min_effect)
+        request.node.user_properties.append((CALIBRATION_PROPERTY, json.dumps(rows)))
 
 
 @pytest.fixture
