@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -278,7 +279,12 @@ class Calibration:
 
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(path, json.dumps(self.to_dict(min_effect), indent=1) + "\n")
+        text = json.dumps(self.to_dict(min_effect), indent=1)
+        # One line per list of numbers (seeds, per-seed values): a diff shows the cell changed.
+        text = re.sub(r"\[\s*([^\[\]{}]*?)\s*\]",
+                      lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]",
+                      text)
+        write_text_atomic(path, text + "\n")
         return path
 
     @classmethod
