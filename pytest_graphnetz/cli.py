@@ -4,6 +4,7 @@
     graphnetz compare BASELINE REPORT [--gate not-worse|better|equivalent] [--test paired]
                       [--margin 0] [--min-effect D] [--alpha 0.05] [--strict] [--markdown]
     graphnetz refresh [PYTEST ARGS...] [--accept TASK/MODEL]
+    graphnetz calibrate [PYTEST ARGS...]
     graphnetz plot REPORT [CANDIDATE] -o FILE.png [--ci t|bootstrap] [--gate ...] [--margin]
     graphnetz latex REPORT [-o FILE.tex] [--ci t|bootstrap]
     graphnetz markdown REPORT [-o FILE.md] [--ci t|bootstrap]
@@ -200,6 +201,15 @@ def accept_options(argv: Sequence[str]) -> list[str]:
     return out
 
 
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    """Run pytest with ``--graphnetz-calibrate``: each gated test's models are trained again
+    under salted seeds, and what δ its seeds resolve is printed and stored beside its baseline
+    (see docs/calibrate.md)."""
+    import pytest
+
+    return int(pytest.main([*args.pytest_args, "--graphnetz-calibrate"]))
+
+
 def cmd_plot(args: argparse.Namespace) -> int:
     """REPORT: its forest plot. REPORT CANDIDATE: the paired comparison of CANDIDATE against
     REPORT as the baseline (per-cell Δ with its interval, per-seed dots, verdicts marked)."""
@@ -294,6 +304,14 @@ def build_parser() -> argparse.ArgumentParser:
     refresh.add_argument("pytest_args", nargs=argparse.REMAINDER,
                          help="passed to pytest (e.g. tests/test_models.py --graphnetz-seeds=10)")
     refresh.set_defaults(func=cmd_refresh)
+
+    calibrate = sub.add_parser(
+        "calibrate", help="what δ each cell's seeds resolve, from a rerun under salted seeds: "
+                          "pytest --graphnetz-calibrate [PYTEST ARGS]")
+    calibrate.add_argument("pytest_args", nargs=argparse.REMAINDER,
+                           help="passed to pytest (e.g. tests/test_models.py "
+                                "--graphnetz-seeds=10 --graphnetz-min-effect=0.02)")
+    calibrate.set_defaults(func=cmd_calibrate)
     return parser
 
 
@@ -301,9 +319,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
-    if args.command == "refresh":
-        # Everything after `refresh` is pytest's, in order (-k, -x, --graphnetz-seeds ...).
-        args.pytest_args = argv[argv.index("refresh") + 1:]
+    if args.command in ("refresh", "calibrate"):
+        # Everything after the command is pytest's, in order (-k, -x, --graphnetz-seeds ...).
+        args.pytest_args = argv[argv.index(args.command) + 1:]
     elif unknown:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if getattr(args, "gate", None) == "equivalent" and args.margin is not None \

@@ -481,6 +481,9 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
                 warnings.warn(f"graphnetz: the candidate report was not saved: {exc}",
                               stacklevel=2)
     notes = (_saved_note(saved, decided),) if len(saved) > 1 else ()
+    from .calibration import annotate_verdicts  # δ finer than the seeds resolve: a note
+
+    verdicts = annotate_verdicts(verdicts, baseline)
     _finish(f"assert_{gate}", verdicts, header=header, notes=notes)
     return verdicts
 

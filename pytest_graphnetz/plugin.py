@@ -19,7 +19,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +48,7 @@ SEEN_PROPERTY = "graphnetz_seen_modules"      # xdist workeroutput: modules coll
 REPORT_PROPERTY = "graphnetz_report"    # user_properties entry: a saved candidate report's path
 GRAPHNETZ_TEST = "graphnetz_test"      # user_properties entry: this test uses our fixtures/marker
 BASELINE_FILE = "graphnetz_baseline_file"  # user_properties entry: a baseline handed to the test
+CALIBRATION_PROPERTY = "graphnetz_calibration"  # user_properties entry: calibrated cells (JSON)
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,9 @@ _OPTIONS = (
     _Option("deterministic", "deterministic CUDA algorithms per triple: on, warn (let an "
             "operation without one run, with a warning) or off (default on)",
             metavar="on|warn|off"),
+    _Option("calibrate", "also train each graphnetz_run's models under salted seeds (same "
+            "data and splits) and write, beside each baseline, what δ its seeds resolve "
+            "(<test>.calibration.json; see docs/calibrate.md)", flag=True),
 )
 
 
@@ -193,6 +197,7 @@ class Settings:
     json: Path | None = None         # the JSON verdict file
     fail_unused: bool = False        # baseline cells no gate used fail the run
     accept: frozenset[str] = frozenset()  # TASK/MODEL cells whose loss a refresh accepts
+    calibrate: bool = False    # --graphnetz-calibrate (calibration.py)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -261,6 +266,7 @@ class Settings:
             comment=_path(config, "comment") if get("comment", None) else None,
             json=_path(config, "json") if get("json", None) else None,
             fail_unused=bool(get("fail-unused", False)), accept=_accepted(config),
+            calibrate=bool(get("calibrate", False)),
         )
 
 
@@ -387,6 +393,7 @@ class GraphnetzSession:
         self.seen_modules: list[str] = []
         # Checked at session start (pytest_configure): None when unset or unwritable.
         self.step_summary: str | None = os.environ.get(STEP_SUMMARY_ENV) or None
+        self.calibration_rows: list[dict[str, str]] = []
         if self.is_xdist_worker:  # sent to the controller when the worker finishes
             config.workeroutput[USER_PROPERTY] = self.baseline_users  # type: ignore[attr-defined]
             config.workeroutput[SEEN_PROPERTY] = self.seen_modules  # type: ignore[attr-defined]
@@ -492,6 +499,8 @@ class GraphnetzSession:
         if s.update_baselines:
             item.user_properties.append((USES_PROPERTY, str(path)))
         item.user_properties.append((BASELINE_FILE, str(path)))
+        if s.calibrate:
+            item.stash.setdefault(CALIBRATION_KEY, Calibrating()).baselines.append(path)
         command = ["pytest", item.nodeid, "--graphnetz-update-baselines"]
         if s.cli_baseline_dir is not None:
             command.append(f"--graphnetz-baseline-dir={s.cli_baseline_dir}")
@@ -742,6 +751,8 @@ class GraphnetzSession:
                 self.gated_cells.setdefault(report.nodeid, set()).add(self.rows[-1].get("cell"))
             elif name == REPORT_PROPERTY:
                 self.reports.append(value)
+            elif name == CALIBRATION_PROPERTY:
+                self.calibration_rows += json.loads(value)
             elif name == TRIPLES_PROPERTY:
                 runs.append(json.loads(value))
                 self.trained += runs[-1].get("trained", 0)
@@ -1044,6 +1055,19 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
         terminalreporter.write_line(line)
     for line in session.unused_lines:
         terminalreporter.write_line(line)
+    if session.calibration_rows:
+        from .calibration import summary_table
+        from .text import format_table
+
+        terminalreporter.write_sep("=", "graphnetz calibration")
+        for line in format_table(*summary_table(session.calibration_rows)).splitlines():
+            terminalreporter.write_line(line)
+        files = dict.fromkeys(f for row in session.calibration_rows for f in row["files"])
+        for file in files:
+            terminalreporter.write_line(f"graphnetz: calibration written to {file}")
+        if not files:
+            terminalreporter.write_line("graphnetz: no test used a baseline, so no calibration "
+                                        "file was written")
     if session.reports:
         terminalreporter.write_line(
             f"graphnetz: {len(session.reports)} candidate report(s) saved under "
@@ -1053,20 +1077,53 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
 # -- fixtures ------------------------------------------------------------------------------------
 
 
+@dataclass
+class Calibrating:
+    """One test's calibrations (``--graphnetz-calibrate``) and the baselines it asked for."""
+
+    calibrations: list[Any] = field(default_factory=list)
+    baselines: list[Path] = field(default_factory=list)
+
+
+CALIBRATION_KEY = pytest.StashKey[Calibrating]()
+
+
 @pytest.fixture
-def graphnetz_run(request: pytest.FixtureRequest) -> Callable[..., BenchmarkReport]:
+def graphnetz_run(request: pytest.FixtureRequest) -> Iterator[Callable[..., BenchmarkReport]]:
     """``graphnetz_run(tasks, models, **kwargs)`` → a report from ``run_benchmark``.
 
     Seeds, device, workers and cache come from the session's options; ``kwargs`` (anything
-    ``run_benchmark`` takes) override them for this call.
+    ``run_benchmark`` takes) override them for this call. With ``--graphnetz-calibrate`` each
+    call also trains its models under salted seeds (every configured seed, also under adaptive
+    seeds), and after the test the calibration is written beside each baseline it used.
     """
     session = request.config.stash[STASH_KEY]
+    settings = session.settings
 
     def run(tasks: Any, models: Any, **kwargs: Any) -> BenchmarkReport:
         __tracebackhide__ = True
-        return session.run(request.node, tasks, models, **kwargs)
+        if not settings.calibrate:
+            return session.run(request.node, tasks, models, **kwargs)
+        from .calibration import calibrate
 
-    return run
+        kwargs.setdefault("seeds", settings.seeds)
+        report = session.run(request.node, tasks, models, **kwargs)
+        calibration = calibrate(
+            tasks, models, baseline=report, alpha=settings.alpha,
+            runner=lambda t, m, **more: session.run(request.node, t, m, **more), **kwargs)
+        request.node.stash.setdefault(CALIBRATION_KEY, Calibrating()).calibrations.append(
+            calibration)
+        return report
+
+    yield run
+    pending = request.node.stash.get(CALIBRATION_KEY, None)
+    if pending is not None and pending.calibrations:
+        from .calibration import write_calibrations
+
+        # Without a baseline there is nothing to store it beside: the table still shows it.
+        rows = write_calibrations(pending.calibrations, pending.baselines,
+                                  min_effect=settings.min_effect)
+        request.node.user_properties.append((CALIBRATION_PROPERTY, json.dumps(rows)))
 
 
 @pytest.fixture
