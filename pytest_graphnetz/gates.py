@@ -27,17 +27,18 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from . import stats
-from .adaptive import AdaptiveReport
 from .baselines import BaselineError, BaselineHandle, BaselineMissingError, load_baseline
 from .history import CLIPPED, MetricSpec, clip_to_metric, in_unit_interval
 from .report import BenchmarkReport
+from .stats.decisions import holm_member, plan_seeds
+from .stats.sequential import sequential_design
 
 BaselineLike = BenchmarkReport | BaselineHandle | str | os.PathLike
 
@@ -65,6 +66,31 @@ class GateRefusal(ValueError):
         self.reason = reason or message.split("\n", 1)[0]
         self.cells = None if cells is None else list(cells)
         self.unpaired = tuple(unpaired)
+
+
+@runtime_checkable
+class Schedule(Protocol):
+    """A report that can train more seeds, look by look: adaptive seeds
+    (:class:`~pytest_graphnetz.adaptive.AdaptiveReport` is the one implementation). Only the
+    not-worse gate is sequential; the other gates, and refreshes, ``complete`` it to MAX."""
+
+    planned_seeds: tuple[int, ...]
+    min_seeds: int
+    gamma: float
+    extensions: list[BenchmarkReport]
+
+    @property
+    def max_seeds(self) -> int: ...
+
+    @property
+    def seeds_option(self) -> str: ...
+
+    def extend(self, task: str, models: Sequence[str],
+               seeds: Sequence[int]) -> BenchmarkReport: ...
+
+    def complete(self) -> BenchmarkReport: ...
+
+    def decided(self, since: int = 0) -> list[BenchmarkReport]: ...
 
 
 # -- the observer: how the pytest plugin hears about gates ------------------------------------
@@ -109,7 +135,7 @@ class CellVerdict:
     p, MDE, seeds needed); ``baseline`` / ``candidate`` describe each side on the paired seeds
     (mean and interval, :class:`~pytest_graphnetz.stats.CellStats`); ``seeds`` are those seeds.
     ``stop``: for an adaptive report, where the cell's schedule stopped
-    (:class:`~pytest_graphnetz.adaptive.Stop`); None for fixed seeds.
+    (:class:`Stop`); None for fixed seeds.
     """
 
     task: str
@@ -156,7 +182,8 @@ class CellVerdict:
             f"{self.cell} — {self.metric} ({direction} is better): {self.verdict}",
             f"  baseline  {_mean_ci(self.baseline)}",
             f"  candidate {_mean_ci(self.candidate)}",
-            f"  paired Δ {_signed(c.mean_diff)}{flipped} ({_level(c)} CI {_ci(c.ci)}) over "
+            f"  paired Δ {_signed(c.mean_diff)}{flipped} ({_level(c)} CI {_ci(c.ci)}"
+            f"{_level_note(c)}) over "
             f"{c.n} seeds {_seed_list(self.seeds)}; {p}; test {c.test}, margin "
             f"{_num(c.margin)}{delta}, alpha {_num(c.alpha)}",
             f"  minimum detectable effect{mde_of} at n={c.n}: {_num(c.mde)}{level}",
@@ -386,7 +413,7 @@ def assert_ci_width(report: BenchmarkReport, max_width: float, *,
     is measured at all MAX seeds, as the other non-sequential gates are (only missing ones train).
     """
     __tracebackhide__ = True
-    if isinstance(report, AdaptiveReport):
+    if isinstance(report, Schedule):
         report = report.complete()
     _announce(report)
     try:
@@ -426,7 +453,7 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
     strict = strict if strict is not None else (observer.strict if observer else False)
     if min_effect is None and observer is not None:
         min_effect = observer.min_effect
-    if isinstance(report, AdaptiveReport):
+    if isinstance(report, Schedule):
         # Saved once the seeds it is judged on are trained (below); from this gate's extensions.
         since = len(report.extensions)
     else:
@@ -438,7 +465,7 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
             raise ValueError(f"`test` must be one of {sorted(TESTS)} (every gate test is paired "
                              f"by seed), got {test!r}")
         test = TESTS[test]
-        if isinstance(report, AdaptiveReport) and (
+        if isinstance(report, Schedule) and (
                 gate != "not_worse" or (isinstance(baseline, BaselineHandle) and baseline.update)):
             # Only the not-worse gate is sequential; the others, and refreshes, use MAX seeds.
             report = report.complete()
@@ -448,10 +475,10 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
                             rng=rng, min_effect=min_effect)
         source, base = _load(baseline)
         command = baseline.update_command if isinstance(baseline, BaselineHandle) else None
-        if isinstance(report, AdaptiveReport):
+        if isinstance(report, Schedule):
             verdicts, header = _adaptive_gate(report, base, test=test, margin=margin,
                                               alpha=alpha, strict=strict, source=source,
-                                              baseline=baseline, min_effect=min_effect)
+                                              baseline=baseline, min_effect=min_effect, rng=rng)
         else:
             verdicts = compare_reports(report, base, gate=gate, test=test, margin=margin,
                                        min_effect=min_effect, alpha=alpha, strict=strict,
@@ -469,7 +496,7 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
     finally:
         # The sequential gate, decided or stopped: its cells at the seeds they were judged on.
         # A failed write warns: it must not hide the verdicts (or the error) of the gate itself.
-        if isinstance(report, AdaptiveReport) and observer and observer.candidate:
+        if isinstance(report, Schedule) and observer and observer.candidate:
             decided = report.decided(since)
             try:
                 saved = _announce(*decided)
@@ -483,13 +510,12 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
     return verdicts
 
 
-def _adaptive_gate(report: AdaptiveReport, base: BenchmarkReport, *, test: str, margin: float,
+def _adaptive_gate(report: Any, base: BenchmarkReport, *, test: str, margin: float,
                    alpha: float, strict: bool, source: str, baseline: BaselineLike,
-                   min_effect: float | None = None) -> tuple[list[CellVerdict], str]:
-    """``assert_not_worse`` on an adaptive report: each cell stops at its look (see
-    :mod:`pytest_graphnetz.adaptive`). Returns the verdicts and the header of the failure
-    message, which says what the schedule saved."""
-    from .adaptive import saved, sequential_gate
+                   min_effect: float | None = None, rng: Any = None
+                   ) -> tuple[list[CellVerdict], str]:
+    """``assert_not_worse`` on an adaptive report: :func:`compare_schedule`, and the header of
+    the failure message, which says what the schedule saved."""
     from .text import seed_trainings
 
     if test != "paired-t":
@@ -497,13 +523,296 @@ def _adaptive_gate(report: AdaptiveReport, base: BenchmarkReport, *, test: str, 
                          f"the paired t test's sequential boundaries; got test={test!r}: use "
                          "test='paired', or fixed seeds (e.g. --graphnetz-seeds=20)")
     command = baseline.update_command if isinstance(baseline, BaselineHandle) else None
-    verdicts = sequential_gate(report, base, margin=margin, min_effect=min_effect, alpha=alpha,
-                               strict=strict, source=source, refresh_command=command)
-    used, fixed = saved(verdicts)
+    verdicts = compare_schedule(report, base, margin=margin, min_effect=min_effect, alpha=alpha,
+                                strict=strict, source=source, rng=rng, refresh_command=command)
+    used = sum(v.stop.trained for v in verdicts)
+    pairable = sum(v.stop.max_seeds for v in verdicts)
     return verdicts, (
         f"{_TITLE['not_worse']} against {source} ({_config(verdicts)}; adaptive seeds "
-        f"{report.seeds_option}: {seed_trainings(used)}, {fixed - used} saved against fixed "
-        f"{report.max_seeds})")
+        f"{report.seeds_option}: {seed_trainings(used)}, {pairable - used} saved against the "
+        f"{pairable} the baseline could pair)")
+
+
+def compare_schedule(report: Schedule, baseline: BenchmarkReport, *, margin: float = 0.0,
+                     min_effect: float | None = None, alpha: float = 0.05,
+                     strict: bool = False, source: str = "the baseline", rng: Any = None,
+                     refresh_command: str | None = None) -> list[CellVerdict]:
+    """The not-worse verdicts of an adaptive ``report`` against ``baseline`` (the paired t
+    test), each cell decided look by look on the one decision path (:func:`decide_cells`),
+    training its next seeds only while open; what :func:`compare_reports` is for fixed seeds.
+
+    Per cell the seeds are the planned seeds the baseline has (finite), in planned order; a
+    baseline with fewer than MAX of them cuts the cell's schedule there (a note names the
+    refresh that completes it, and the table's Note says the cell was capped).
+    """
+    __tracebackhide__ = True
+    if min_effect is not None and not min_effect > margin:
+        raise ValueError(_min_effect_error(min_effect, margin))
+    _check_cells(report, baseline, source)
+    _check_metrics(report, baseline, source)
+    cells = []
+    for task in report.tasks:
+        spec = report.metric(task)
+        for model in report.models:
+            held = {s: float(v) for s, v in zip(baseline.seeds, baseline.values(task, model),
+                                                strict=True)}
+            seeds = [s for s in report.planned_seeds if math.isfinite(held.get(s, math.nan))]
+            if len(seeds) < 2:
+                raise GateRefusal(
+                    f"{task}/{model}: {source} pairs {len(seeds)} of the planned seeds "
+                    f"{list(report.planned_seeds)} (it has seeds {list(baseline.seeds)}, "
+                    "diverged ones excluded); a paired test needs at least 2. Refresh the "
+                    f"baseline with --graphnetz-seeds={report.seeds_option}.")
+            design = sequential_design(min(report.min_seeds, len(seeds)), len(seeds),
+                                       alpha=alpha, gamma=report.gamma)
+            notes: tuple[str, ...] = ()
+            capped = ""
+            if len(seeds) < report.max_seeds:
+                how = (f"`{refresh_command} --graphnetz-seeds={report.seeds_option}`"
+                       if refresh_command else
+                       f"a refresh with --graphnetz-seeds={report.seeds_option}")
+                notes = (f"{source} pairs {len(seeds)} of the {report.max_seeds} planned seeds, "
+                         f"so this cell's looks are {design.looks}; {how} completes it",)
+                capped = (f"capped at {len(seeds)} seeds: the baseline pairs {len(seeds)} of "
+                          f"the {report.max_seeds} planned")
+            values = {s: float(v) for s, v in zip(report.seeds, report.values(task, model),
+                                                   strict=True)}
+            cells.append(_Cell(task, model, spec, seeds, design, values, held,
+                               _min_effect(spec, margin, min_effect), report.folds(task), notes,
+                               capped))
+
+    def train(open_cells: Sequence[_Cell]) -> None:
+        _train_look(report, baseline, open_cells, source)
+
+    decide_cells(cells, test="paired-t", margin=margin, alpha=alpha, rng=rng, train=train)
+    env = _environment_notes(report, baseline)
+    return [c.verdict_of(report, baseline, strict=strict, notes=env,
+                         refresh_command=refresh_command, schedule=report) for c in cells]
+
+
+def _train_look(report: Any, base: BenchmarkReport, cells: Sequence[_Cell], source: str) -> None:
+    """The pairing of one look of an adaptive schedule: train each open cell's seeds up to its
+    current look (one runner call per task and seed list), then refuse a task whose data or
+    split differs from the baseline's at any seed of this look, the first look included."""
+    groups: dict[tuple[str, tuple[int, ...]], list[_Cell]] = {}
+    for c in cells:
+        need = tuple(s for s in c.look_seeds if s not in c.candidate)
+        if need:
+            groups.setdefault((c.task, need), []).append(c)
+    for (task, seeds), group in groups.items():
+        more = report.extend(task, [c.model for c in group], seeds)
+        for c in group:
+            c.candidate.update(zip(more.seeds, (float(v) for v in more.values(task, c.model)),
+                                   strict=True))
+            c.sources.update(dict.fromkeys(more.seeds, more))
+    checked: dict[tuple[int, str], set[int]] = {}
+    for c in cells:
+        for s in c.look_seeds:
+            checked.setdefault((id(c.sources.get(s, report)), c.task), set()).add(s)
+    for c in cells:   # one refusal per (report, task), on every seed of the look
+        for s in c.look_seeds:
+            src = c.sources.get(s, report)
+            key = (id(src), c.task)
+            if key in checked:
+                _check_fingerprints(src.subset(tasks=[c.task]), base.subset(tasks=[c.task]),
+                                    sorted(checked.pop(key)), source)
+
+
+@dataclass
+class _Cell:
+    """One not-worse cell while its looks run (a fixed seed count is a single look)."""
+
+    task: str
+    model: str
+    spec: MetricSpec
+    seeds: list[int]            # the seeds it pairs, in the order they are trained
+    design: Any                 # its stats.sequential.SequentialDesign (over len(seeds))
+    candidate: dict[int, float]
+    baseline: dict[int, float]
+    min_effect: float | None    # δ
+    folds: int | None
+    notes: tuple[str, ...] = ()
+    capped: str = ""            # the table's note when the baseline cut the schedule short
+    look: int = 0               # index into design.looks
+    comparisons: list[Any] = field(default_factory=list)   # one per look, on that look's seeds
+    verdict: Any = None         # stats.Verdict once stopped (REGRESSED: the family's)
+    tested: bool = True         # in the Holm family (not IDENTICAL, not diverged)
+    sources: dict[int, BenchmarkReport] = field(default_factory=dict)
+    family: Any = None          # (FamilyDecision, index) once the family is decided
+
+    @property
+    def look_seeds(self) -> list[int]:
+        return self.seeds[:self.design.looks[self.look]]
+
+    def compare(self, *, test: str, margin: float, alpha: float, rng: Any) -> Any:
+        """The comparison at exactly this look's seeds."""
+        seeds = self.look_seeds
+        cell = {"candidate": np.array([self.candidate[s] for s in seeds]),
+                "baseline": np.array([self.baseline[s] for s in seeds]),
+                "higher_is_better": self.spec.higher_is_better,
+                "label": f"{self.task}/{self.model}", "seeds": seeds}
+        cell = _fold_cell(cell, self.folds, test)
+        return stats.compare(**{"test": test, **cell}, kind="not_worse", margin=margin,
+                             min_effect=self.min_effect, alpha=alpha, rng=rng)
+
+    def verdict_of(self, report: BenchmarkReport, baseline: BenchmarkReport, *, strict: bool,
+                   notes: tuple[str, ...], refresh_command: str | None,
+                   schedule: Any = None) -> CellVerdict:
+        """The cell's :class:`CellVerdict`, every number from the look it is reported at (the
+        look whose statistic rejected it, for REGRESSED; else its last)."""
+        fam, i = self.family if self.family is not None else (None, None)
+        rejected_at = None if fam is None else fam.at_look[i]
+        k = self.look if rejected_at is None else rejected_at
+        comp = self.comparisons[k]
+        n_seeds = self.design.looks[k]
+        seeds = self.seeds[:n_seeds]
+        one_look = len(self.design.looks) == 1
+        extra: list[str] = []
+        stop = None
+        if self.tested and fam is not None:
+            low = self.design.nominal[k]
+            high = self.design.at_level(fam.level).nominal[k]
+            comp = replace(comp, verdict=self.verdict)
+            if one_look and fam.p_adjusted is not None and len(fam.rejected) > 1:
+                comp = holm_member(comp, fam.p_adjusted[i], len(fam.rejected))
+            else:
+                comp = replace(comp, seeds_needed=plan_seeds(comp, comp.alpha))
+            if not one_look:
+                extra.append(f"p is the fixed-n p at {n_seeds} seeds; the verdict is the "
+                             "sequential boundary's")
+            if (low, high) != (comp.alpha, comp.alpha):   # else ``ci`` is that interval
+                comp = replace(comp, ci=comp.interval(low, high), ci_alphas=(low, high))
+            comp = replace(comp, verdict=self.verdict, notes=(*comp.notes, *extra))
+        elif self.tested:
+            comp = replace(comp, verdict=self.verdict)
+        if schedule is not None:
+            trained = len([s for s in self.seeds if s in self.candidate])
+            stop = Stop(n=n_seeds, trained=trained, min_seeds=schedule.min_seeds,
+                        max_seeds=self.design.looks[-1], planned_max=schedule.max_seeds,
+                        look=k + 1, n_looks=len(self.design.looks),
+                        critical=self.design.critical[k] if self.tested else None,
+                        critical_regressed=(self.design.at_level(fam.level).critical[k]
+                                            if self.tested and fam is not None else None),
+                        regressed_alpha=fam.level if fam is not None else comp.alpha)
+        name = _verdict_name(comp.verdict)
+        changed = (_changed_model(report, baseline, self.model, seeds) if name == "IDENTICAL"
+                   else ())
+        if self.folds is not None:
+            from .stats.heldout import FOLD_NOTE
+
+            comp = replace(comp, notes=(*comp.notes, FOLD_NOTE.format(
+                task=self.task, k=self.folds, test=comp.test)))
+        table_note = CHANGED_MODEL_NOTE if changed else ""
+        if self.capped and name != "IDENTICAL":
+            table_note = "; ".join(x for x in (table_note, self.capped) if x)
+        return CellVerdict(
+            self.task, self.model, self.spec.name, self.spec.higher_is_better, "not_worse",
+            comp, _describe(np.array([self.baseline[s] for s in seeds]), baseline,
+                            metric=self.spec.name),
+            _describe(np.array([self.candidate[s] for s in seeds]), report,
+                      metric=self.spec.name),
+            tuple(seeds), failed_verdict("not_worse", name, strict),
+            (*notes, *self.notes, *changed), tuple(baseline.seeds), refresh_command,
+            stop=stop, table_note=table_note)
+
+
+def decide_cells(cells: Sequence[_Cell], *, test: str, margin: float, alpha: float, rng: Any,
+                 train: Callable[[Sequence[_Cell]], None] | None = None) -> None:
+    """The one decision path of ``assert_not_worse``, fixed or adaptive: at each look, the
+    open cells' seeds are trained and paired (``train``: adaptive seeds only), each open cell
+    is compared on exactly that look's seeds, NOT WORSE / BETTER stop a cell at the look's
+    boundaries, and REGRESSED comes from group-sequential Holm over every tested cell's
+    per-look p-values (classical Holm when every cell has one look). A cell still open at its
+    last look is INCONCLUSIVE, so no cell runs past its schedule. Sets each cell's verdict,
+    comparisons and family decision."""
+    from .stats.sequential import look_verdict, sequential_holm
+
+    while True:
+        open_cells = [c for c in cells if c.verdict is None]
+        if train is not None:
+            train(open_cells)
+        for c in open_cells:
+            comp = c.compare(test=test, margin=margin, alpha=alpha, rng=rng)
+            c.comparisons.append(comp)
+            if comp.diverged_seeds or comp.verdict is stats.Verdict.IDENTICAL:
+                # A candidate diverged where the baseline did not fails that seed (REGRESSED
+                # without a test); every difference 0 is IDENTICAL: neither is in the family.
+                c.verdict, c.tested = comp.verdict, False
+            else:
+                c.verdict = look_verdict(comp, c.design, c.look)
+        family = [c for c in cells if c.tested]
+        decision = sequential_holm([[x.p_value for x in c.comparisons] for c in family],
+                                   [c.design for c in family])
+        for i, c in enumerate(family):
+            c.family = (decision, i)
+            if decision.rejected[i]:
+                c.verdict = stats.Verdict.REGRESSED
+        open_cells = [c for c in cells if c.verdict is None]
+        if not open_cells:
+            return
+        for c in open_cells:
+            c.look += 1
+
+
+def failed_verdict(gate: str, name: str, strict: bool) -> bool:
+    """The pass rule: whether verdict ``name`` fails ``gate`` (``strict``: INCONCLUSIVE too)."""
+    return name not in _PASSES[gate] or (strict and name == "INCONCLUSIVE")
+
+
+def _min_effect(spec: MetricSpec, margin: float, min_effect: float | None) -> float | None:
+    return min_effect if min_effect is not None else default_min_effect(spec, margin)
+
+
+def _min_effect_error(min_effect: float, margin: float) -> str:
+    return (f"`min_effect` ({min_effect!r}) must be larger than `margin` ({margin!r}): δ is the "
+            "smallest regression that matters, margin the drop that is tolerated; raise "
+            "min_effect (--graphnetz-min-effect) or lower the margin")
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Where an adaptive cell stopped: the look it is reported at (``n`` seeds, ``look`` of
+    ``n_looks``), the seeds it ``trained``, its last look ``max_seeds`` (below the schedule's
+    ``planned_max`` when the baseline pairs fewer), and the boundaries of the reported look:
+    ``critical`` (t, NOT WORSE and BETTER at alpha), ``critical_regressed`` (REGRESSED's t at
+    the Holm level ``regressed_alpha``); None for a cell decided without a test."""
+
+    n: int
+    trained: int
+    min_seeds: int
+    max_seeds: int
+    planned_max: int
+    look: int
+    n_looks: int
+    critical: float | None = None
+    critical_regressed: float | None = None
+    regressed_alpha: float | None = None
+
+    @property
+    def saved(self) -> int:
+        """Seed-trainings saved against a fixed design at the seeds this cell could pair."""
+        return self.max_seeds - self.trained
+
+    def describe(self) -> str:
+        text = (f"adaptive seeds: stopped at look {self.look} of {self.n_looks} ({self.n}/"
+                f"{self.max_seeds} seeds), {seed_trainings_text(self.saved)} saved against fixed "
+                f"{self.max_seeds}")
+        if self.trained > self.n:
+            text += (f"; it trained {self.trained} seeds, and Holm rejected it at look "
+                     f"{self.look} once other cells were rejected")
+        if self.critical is not None:
+            text += f"; boundary |t| >= {self.critical:.3f} at this look"
+            if self.critical_regressed is not None and self.critical_regressed != self.critical:
+                text += (f" (REGRESSED {self.critical_regressed:.3f} at Holm level "
+                         f"{self.regressed_alpha:.3g})")
+            text += "; the CI is the repeated interval of this look at those boundaries"
+        return text
+
+
+def seed_trainings_text(n: int) -> str:
+    from .text import seed_trainings
+
+    return seed_trainings(n)
 
 
 _TITLE = {"not_worse": "paired regression gate", "better": "paired improvement gate",
@@ -518,17 +827,14 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
                     alpha: float = 0.05, strict: bool = False, source: str = "the baseline",
                     rng: Any = None, refresh_command: str | None = None) -> list[CellVerdict]:
     """Every candidate cell of ``report`` against ``baseline`` (``not_worse``: Holm across the
-    tested cells); raises nothing but :class:`GateRefusal` / :class:`BaselineMissingError` (the
-    gates decide what fails), and ``ValueError`` for a ``min_effect`` not above ``margin``.
+    tested cells, on the one decision path as a single look, :func:`decide_cells`); raises
+    nothing but :class:`GateRefusal` / :class:`BaselineMissingError` (the gates decide what
+    fails), and ``ValueError`` for a ``min_effect`` not above ``margin``.
     ``min_effect`` None: each task's :func:`default_min_effect`.
     """
     __tracebackhide__ = True
     if gate == "not_worse" and min_effect is not None and not min_effect > margin:
-        raise ValueError(
-            f"`min_effect` ({min_effect!r}) must be larger than `margin` ({margin!r}): δ is the "
-            "smallest regression that matters, margin the drop that is tolerated; raise "
-            "min_effect (--graphnetz-min-effect) or lower the margin"
-        )
+        raise ValueError(_min_effect_error(min_effect, margin))
     _check_cells(report, baseline, source)
     seeds = _shared_seeds(report, baseline, source)
     _check_metrics(report, baseline, source)
@@ -537,7 +843,24 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
                                                                     refresh_command)
     cand_idx = [report.seeds.index(s) for s in seeds]
     base_idx = [baseline.seeds.index(s) for s in seeds]
-    cells, specs, tested = [], [], []
+    if gate == "not_worse":
+        from .stats.sequential import sequential_design
+
+        design = sequential_design(len(seeds), len(seeds), alpha=alpha)   # one look
+        cells = []
+        for task in report.tasks:
+            spec = report.metric(task)
+            for model in report.models:
+                cells.append(_Cell(
+                    task, model, spec, list(seeds), design,
+                    dict(zip(seeds, report.values(task, model)[cand_idx].tolist(), strict=True)),
+                    dict(zip(seeds, baseline.values(task, model)[base_idx].tolist(),
+                             strict=True)),
+                    _min_effect(spec, margin, min_effect), report.folds(task)))
+        decide_cells(cells, test=test, margin=margin, alpha=alpha, rng=rng)
+        return [c.verdict_of(report, baseline, strict=strict, notes=notes,
+                             refresh_command=refresh_command) for c in cells]
+    specs, tested, described = [], [], []
     for task in report.tasks:
         spec = report.metric(task)
         for model in report.models:
@@ -546,30 +869,26 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
                     "baseline": baseline.values(task, model)[base_idx],
                     "higher_is_better": spec.higher_is_better,
                     "label": f"{task}/{model}", "seeds": seeds}
-            if gate == "not_worse":
-                cell["min_effect"] = (min_effect if min_effect is not None
-                                      else default_min_effect(spec, margin))
-            cells.append(cell)
+            described.append(cell)
             tested.append(_fold_cell(cell, report.folds(task), test))
-    comparisons = stats.compare_many(tested, kind=gate, test=test, margin=margin, alpha=alpha,
-                                     rng=rng)
+    # better / equivalent: intersection-union tests, every cell at alpha (no family)
+    comparisons = [stats.compare(**{"test": test, **cell}, kind=gate, margin=margin,
+                                 alpha=alpha, rng=rng) for cell in tested]
     verdicts = []
-    for (task, model, spec), cell, comp in zip(specs, cells, comparisons, strict=True):
+    for (task, model, spec), cell, comp in zip(specs, described, comparisons, strict=True):
         if report.folds(task) is not None:
-            from dataclasses import replace
-
             from .stats.heldout import FOLD_NOTE
 
             comp = replace(comp, notes=(*comp.notes, FOLD_NOTE.format(
                 task=task, k=report.folds(task), test=test)))
         name = _verdict_name(comp.verdict)
-        failed = name not in _PASSES[gate] or (strict and name == "INCONCLUSIVE")
         changed = _changed_model(report, baseline, model, seeds) if name == "IDENTICAL" else ()
         verdicts.append(CellVerdict(
             task, model, spec.name, spec.higher_is_better, gate, comp,
             _describe(cell["baseline"], baseline, metric=spec.name),
             _describe(cell["candidate"], report, metric=spec.name),
-            tuple(seeds), failed, (*notes, *changed), tuple(baseline.seeds), refresh_command,
+            tuple(seeds), failed_verdict(gate, name, strict), (*notes, *changed),
+            tuple(baseline.seeds), refresh_command,
             table_note=CHANGED_MODEL_NOTE if changed else ""))
     return verdicts
 
@@ -961,8 +1280,18 @@ def _num(x: float | None) -> str:
 
 
 def _level(c: Any) -> str:
-    """The label of a comparison's interval: "90%" at alpha 0.05."""
+    """The label of a comparison's interval: "90%" at alpha 0.05; its coverage when its ends
+    are at the levels its decisions use (Holm on REGRESSED's side, a sequential look's)."""
     return f"{100 * c.confidence_level:.3g}%"
+
+
+def _level_note(c: Any) -> str:
+    """Where the ends of an interval whose levels differ from alpha's sit (else "")."""
+    if c.ci_alphas is None:
+        return ""
+    low, high = c.ci_alphas
+    return (f" (lower end: one-sided level {low:.3g}, NOT WORSE's and BETTER's; upper end: "
+            f"{high:.3g}, REGRESSED's{' after Holm' if high < low else ''})")
 
 
 def _accepting_margin(c: Any) -> str:
