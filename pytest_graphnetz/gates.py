@@ -55,6 +55,7 @@ from .stats.sequential import sequential_design
 from .verdicts import (  # noqa: F401 - TABLE_*, UnpairedCell, gate_table: public here too
     CHANGED_MODEL_NOTE,
     DEFAULT_MIN_EFFECT,
+    NO_MIN_EFFECT_NOTE,
     TABLE_COLUMNS,
     TABLE_HEADERS,
     CellVerdict,
@@ -156,8 +157,9 @@ def assert_not_worse(report: BenchmarkReport, baseline: BaselineLike, *, test: s
     - INCONCLUSIVE (passes, fails with ``strict``); IDENTICAL: every d_s exactly 0.
 
     δ = ``min_effect``, the smallest regression that matters, in metric units, > ``margin``;
-    default the session's ``--graphnetz-min-effect``, else :func:`default_min_effect` (0.01 for
-    metrics bounded in [0, 1]; none for MAE/RMSE/loss, where NOT WORSE falls back to −margin).
+    default the session's ``--graphnetz-min-effect``, else :func:`default_min_effect` (margin +
+    0.01 for metrics bounded in [0, 1]; none for MAE/RMSE/loss, where NOT WORSE falls back to
+    −margin and the row's Note says so).
     ``alpha`` / ``strict`` default to 0.05 / False, or the session's options in pytest.
     Returns one :class:`CellVerdict` per candidate cell.
     """
@@ -490,9 +492,11 @@ class _Cell:
 
             comp = replace(comp, notes=(*comp.notes, FOLD_NOTE.format(
                 task=self.task, k=self.folds, test=comp.test)))
-        table_note = CHANGED_MODEL_NOTE if changed else ""
-        if self.capped and name != "IDENTICAL":
-            table_note = "; ".join(x for x in (table_note, self.capped) if x)
+        table_note = "; ".join(x for x in (
+            CHANGED_MODEL_NOTE if changed else "",
+            # NOT WORSE at −margin must never be silent: the row says so, not only a message
+            NO_MIN_EFFECT_NOTE if self.min_effect is None and name != "IDENTICAL" else "",
+            self.capped if name != "IDENTICAL" else "") if x)
         return CellVerdict(
             self.task, self.model, self.spec.name, self.spec.higher_is_better, "not_worse",
             comp, describe_values(np.array([self.baseline[s] for s in seeds]), baseline,

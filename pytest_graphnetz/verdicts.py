@@ -321,11 +321,17 @@ CHANGED_MODEL_NOTE = "the model changed, yet every seed scored the same"
 
 
 def default_min_effect(spec: MetricSpec, margin: float = 0.0) -> float | None:
-    """δ when none is given: :data:`DEFAULT_MIN_EFFECT` (one point) for a metric bounded in
-    [0, 1] whose ``margin`` is below it; None otherwise (MAE, RMSE, loss have no natural
-    scale: NOT WORSE then falls back to −margin and the message asks for ``min_effect``)."""
-    return (DEFAULT_MIN_EFFECT if in_unit_interval(spec.name) and margin < DEFAULT_MIN_EFFECT
-            else None)
+    """δ when none is given, for a metric bounded in [0, 1]: ``margin +``
+    :data:`DEFAULT_MIN_EFFECT`, the smallest regression that matters being one point beyond
+    the drop that is tolerated (0.01 at margin 0; 0.02 at margin 0.01). It never vanishes when
+    a margin is set, and the gap NOT WORSE must resolve (δ − margin) is one point whatever the
+    margin, so the seeds it needs do not jump with it. None for MAE, RMSE, loss (no natural
+    scale): NOT WORSE then falls back to −margin, and the row's Note says so
+    (:data:`NO_MIN_EFFECT_NOTE`)."""
+    return margin + DEFAULT_MIN_EFFECT if in_unit_interval(spec.name) else None
+
+
+NO_MIN_EFFECT_NOTE = "no min_effect: NOT WORSE only means above −margin; set δ"
 
 
 def gate_table(verdicts: Sequence[CellVerdict | WidthVerdict], *, markdown: bool = False) -> str:

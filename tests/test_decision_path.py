@@ -222,3 +222,23 @@ def test_float32_margin_case_reads_the_same_in_both_modes():
         adaptive = assert_not_worse(_adaptive(c, 5, 20), _report(b, range(20)), margin=0.01,
                                     min_effect=0.02)
         assert fixed[0].verdict == adaptive[0].verdict == "NOT WORSE"
+
+
+# -- δ is never silently absent (issue 23, item 1) --------------------------------------------
+
+
+def test_a_margin_keeps_delta_one_point_beyond_it_and_mae_rows_say_nothing_planned():
+    seeds = range(10)
+    rng = np.random.default_rng(2)
+    base = {"m": {s: 0.8 + 0.02 * rng.standard_normal() for s in seeds}}
+    cand = {"m": {s: base["m"][s] - 0.005 + 0.004 * rng.standard_normal() for s in seeds}}
+    (v,) = assert_not_worse(_report(cand, seeds), _report(base, seeds), margin=0.01)
+    assert v.comparison.min_effect == pytest.approx(0.02)   # margin + one point, not dropped
+    assert v.verdict == "NOT WORSE" and "note" not in v.row()
+    mae = BenchmarkReport.from_arrays([[[base["m"][s] for s in seeds]]], tasks=["toy"],
+                                      models=["m"], seeds=list(seeds), metric="mae")
+    worse = BenchmarkReport.from_arrays([[[cand["m"][s] for s in seeds]]], tasks=["toy"],
+                                        models=["m"], seeds=list(seeds), metric="mae")
+    (w,) = assert_not_worse(worse, mae, margin=0.01)
+    assert w.comparison.min_effect is None
+    assert "NOT WORSE only means above −margin" in w.row()["note"]
