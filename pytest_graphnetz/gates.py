@@ -443,7 +443,7 @@ class _Cell:
                 "label": f"{self.task}/{self.model}", "seeds": seeds}
         cell = _fold_cell(cell, self.folds, test)
         return stats.compare(**{"test": test, **cell}, kind="not_worse", margin=margin,
-                             min_effect=self.min_effect, alpha=alpha, rng=rng)
+                             min_effect=self.min_effect, alpha=alpha, rng=rng, plan=False)
 
     def verdict_of(self, report: BenchmarkReport, baseline: BenchmarkReport, *, strict: bool,
                    notes: tuple[str, ...], refresh_command: str | None,

@@ -102,7 +102,7 @@ def test_the_width_gate_measures_max_seeds_too():
 
 
 def test_refusals():
-    with pytest.raises(ValueError, match="2 <= MIN <= MAX"):
+    with pytest.raises(ValueError, match="3 <= MIN <= MAX"):
         run_adaptive({"toy": lambda root: None}, {"m": object}, seeds=range(4), min_seeds=5,
                       runner=CountingRunner())
     report = _adaptive(CountingRunner())

@@ -30,8 +30,13 @@ def test_schedule_doubles_from_min_and_ends_at_max():
     assert schedule(3, 20) == (3, 6, 12, 20)
     assert schedule(10, 10) == (10,)
     for bad in [(1, 10), (10, 5)]:
-        with pytest.raises(ValueError, match="2 <= MIN <= MAX"):
+        with pytest.raises(ValueError, match="3 <= MIN <= MAX"):
             schedule(*bad)
+    # MIN = 2 cannot hold α on discrete metrics: refused with the measured reason; a single
+    # look at 2 seeds is the fixed gate's (whose rates at n = 2 hold)
+    with pytest.raises(ValueError, match=r"cannot hold α on discrete metrics.*7\.9%"):
+        schedule(2, 20)
+    assert schedule(2, 2) == (2,)
 
 
 def test_spending_is_hwang_shih_decani():

@@ -141,7 +141,7 @@ def compare(candidate: Any, baseline: Any, *, higher_is_better: bool = True,
             kind: str = "not_worse", test: str = "paired-t", margin: float = 0.0,
             min_effect: float | None = None, alpha: float = 0.05, power: float = 0.8,
             n_resamples: int = 10_000, rng: RngLike = None, label: str | None = None,
-            seeds: Sequence[Any] | None = None) -> Comparison:
+            seeds: Sequence[Any] | None = None, plan: bool = True) -> Comparison:
     """Verdict on one cell: ``candidate`` vs ``baseline`` (n_seeds,), aligned by seed.
 
     ``kind="not_worse"``, in order (the first that holds):
@@ -252,7 +252,8 @@ def compare(candidate: Any, baseline: Any, *, higher_is_better: bool = True,
                       p_value=p_primary, p_adjusted=p_primary, p_reverse=p_reverse,
                       p_better=p_better, mde=effect_mde, seeds_needed=None, p_floor=ev.floor,
                       notes=tuple(notes), evidence=ev, **common)
-    return replace(comp, seeds_needed=plan_seeds(comp, alpha))
+    # plan=False: a look that is not the last a cell reports (the gate plans the one it prints)
+    return replace(comp, seeds_needed=plan_seeds(comp, alpha) if plan else None)
 
 
 def plan_seeds(comp: Comparison, alpha_regressed: float) -> int | None:
