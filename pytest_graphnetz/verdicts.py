@@ -179,6 +179,8 @@ class CellVerdict:
                 "failed": "yes" if self.failed else ""}
         if self.stop is not None:  # adaptive: n used / MAX, and what stopping early saved
             row.update(n=f"{c.n}/{self.stop.planned_max}", saved=str(self.stop.saved))
+            # the baseline's mean over the seeds this cell used, which vary from run to run
+            row["baseline"] += f" (seeds {seed_list(self.seeds)})"
         if self.table_note:
             row["note"] = self.table_note
         return row
