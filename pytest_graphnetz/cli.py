@@ -82,7 +82,7 @@ class _Parser(argparse.ArgumentParser):
 
 def cmd_show(args: argparse.Namespace) -> int:
     """Print a report's per-cell summary table (mean, interval, spread, seeds)."""
-    from .export import load_report
+    from .report import load_report
 
     report = load_report(args.report, args.ci)
     print(f"{args.report}: {report!r}")
@@ -213,10 +213,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 def cmd_plot(args: argparse.Namespace) -> int:
     """REPORT: its forest plot. REPORT CANDIDATE: the paired comparison of CANDIDATE against
     REPORT as the baseline (per-cell Δ with its interval, per-seed dots, verdicts marked)."""
-    from .plots import plot_command, plot_comparison
+    from .plots import plot_comparison, plot_forest
+    from .report import load_report
 
     if args.candidate is None:
-        return plot_command(args.report, args.output, ci_method=args.ci)
+        plot_forest(load_report(args.report, args.ci), path=args.output)
+        return EXIT_OK
     args.baseline, args.report = args.report, args.candidate
     baseline, candidate = _load_pair(args)
     plot_comparison(_verdicts(args, baseline, candidate), path=args.output,
@@ -226,16 +228,30 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 def cmd_latex(args: argparse.Namespace) -> int:
     """Print (or write with -o) a report's booktabs LaTeX table."""
-    from .export import latex_command
+    from .export import to_latex
 
-    return latex_command(args.report, ci_method=args.ci, output=args.output)
+    return _write_view(to_latex, args)
 
 
 def cmd_markdown(args: argparse.Namespace) -> int:
     """Print (or write with -o) a report's Markdown table and findings."""
-    from .export import markdown_command
+    from .export import to_markdown
 
-    return markdown_command(args.report, ci_method=args.ci, output=args.output)
+    return _write_view(to_markdown, args)
+
+
+def _write_view(render: Any, args: argparse.Namespace) -> int:
+    """Print the view ``render`` makes of REPORT, or write it atomically to ``-o``."""
+    from pathlib import Path
+
+    from .report import load_report, write_text_atomic
+
+    text = render(load_report(args.report, args.ci))
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        write_text_atomic(Path(args.output), text)
+    return EXIT_OK
 
 
 def _gate_arguments(parser: argparse.ArgumentParser) -> None:

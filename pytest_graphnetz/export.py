@@ -12,10 +12,8 @@ are shown only as a caution, because overlap is not a test (see docs: uncertaint
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING
 
 from .text import markdown_table
 
@@ -123,12 +121,12 @@ def _signed(x: float, digits: int) -> str:
     return f"{round(float(x), digits) + 0.0:+.{digits}f}"
 
 
-def _method_phrase(report: BenchmarkReport) -> str:
+def method_phrase(report: BenchmarkReport) -> str:
     level = f"{report.confidence_level * 100:g}%"
     return f"{level} {_CI_NAMES[report.ci_method]} interval"
 
 
-def _seeds_phrase(report: BenchmarkReport) -> str:
+def seeds_phrase(report: BenchmarkReport) -> str:
     n = len(report.seeds)
     return f"{n} seed" if n == 1 else f"{n} seeds"
 
@@ -226,8 +224,8 @@ def _caption(report: BenchmarkReport, cells: dict, alpha: float, *, latex: bool)
     selection = latex_escape(report.epoch_selection) if latex else report.epoch_selection
     bold = "Bold" if latex else "**Bold**"
     a = rf"$\alpha = {alpha:g}$" if latex else f"alpha = {alpha:g}"
-    method = latex_escape(_method_phrase(report)) if latex else _method_phrase(report)
-    text = (f"{shape} of the {method} over {_seeds_phrase(report)} "
+    method = latex_escape(method_phrase(report)) if latex else method_phrase(report)
+    text = (f"{shape} of the {method} over {seeds_phrase(report)} "
             f"(epoch selection: {selection}). {bold}: best in its task by a paired t-test "
             f"against every other model (Holm-corrected, {a}).")
     n_div = sum(1 for c in cells.values() if c.n_diverged)
@@ -318,42 +316,7 @@ def _findings(report: BenchmarkReport, found: dict[str, list[PairFinding]], *, d
     headers = ["task", "pair (a vs b)", f"Δ (+: a better) [{level} CI]", "p (Holm)", "n",
                "finding"]
     note = (f"_Paired t-test on per-seed differences, Holm-corrected over the pairs of each "
-            f"task, alpha = {alpha:g}. *Italics*: the two models' {_method_phrase(report)}s "
+            f"task, alpha = {alpha:g}. *Italics*: the two models' {method_phrase(report)}s "
             "overlap — a caution only; overlapping intervals can still differ under the "
             "paired test._")
     return "### Findings\n\n" + markdown_table(headers, rows) + "\n\n" + note + "\n"
-
-
-# -- command-line entry points (wired into `graphnetz` by cli.py) ---------------------------------
-
-def latex_command(report_path: str | Path, *, ci_method: str | None = None,
-                  output: str | Path | None = None, stream: TextIO | None = None) -> int:
-    """``graphnetz latex REPORT``: print (or write to ``output``) the LaTeX table. Returns 0."""
-    return _text_command(to_latex, report_path, ci_method, output, stream)
-
-
-def markdown_command(report_path: str | Path, *, ci_method: str | None = None,
-                     output: str | Path | None = None, stream: TextIO | None = None) -> int:
-    """``graphnetz markdown REPORT``: print (or write to ``output``) the Markdown. Returns 0."""
-    return _text_command(to_markdown, report_path, ci_method, output, stream)
-
-
-def load_report(report_path: str | Path, ci_method: str | None = None) -> BenchmarkReport:
-    """A report read from JSON, with ``ci_method`` overriding the stored one when given."""
-    from .report import BenchmarkReport
-
-    report = BenchmarkReport.from_json(report_path)
-    if ci_method is not None:
-        report.ci_method = ci_method
-    return report
-
-
-def _text_command(render, report_path, ci_method, output, stream) -> int:
-    text = render(load_report(report_path, ci_method))
-    if output is None:
-        (stream or sys.stdout).write(text)
-    else:
-        from .report import write_text_atomic
-
-        write_text_atomic(Path(output), text)
-    return 0

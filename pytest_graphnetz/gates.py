@@ -12,7 +12,10 @@ matches the one-sided decisions, p, test, margin, δ, n, MDE, and for an INCONCL
 seeds that would decide it, planned for δ).
 
 Pairing that would be fictional is refused (:class:`GateRefusal`): fewer than two shared
-seeds, a task whose data or split fingerprint differs for the same seed, a metric mismatch.
+seeds, a task whose data or split fingerprint differs for the same seed, a metric mismatch
+(:mod:`pytest_graphnetz.pairing`, at every look). Every not-worse cell, fixed or adaptive
+seeds, is decided on one path (:func:`decide_cells`: a fixed seed count is a one-look
+schedule); what a verdict holds and how it reads is :mod:`pytest_graphnetz.verdicts`.
 
 Inside pytest, the plugin sets a :class:`GateObserver` for each test body: it supplies the
 session's ``--graphnetz-alpha`` / ``--graphnetz-strict`` / ``--graphnetz-min-effect`` defaults
@@ -27,44 +30,78 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from . import stats
-from .adaptive import AdaptiveReport
 from .baselines import BaselineError, BaselineHandle, BaselineMissingError, load_baseline
-from .history import CLIPPED, MetricSpec, clip_to_metric, in_unit_interval
+from .history import MetricSpec
+from .pairing import (
+    changed_model_notes,
+    check_cells,
+    check_metrics,
+    environment_notes,
+    refuse_changed_data,
+    shared_seeds,
+    unpaired_cell,
+    unpaired_notes,
+)
 from .report import BenchmarkReport
+from .stats.decisions import holm_member, plan_seeds
+from .stats.sequential import sequential_design
+from .verdicts import (  # noqa: F401 - TABLE_*, UnpairedCell, gate_table: public here too
+    CHANGED_MODEL_NOTE,
+    DEFAULT_MIN_EFFECT,
+    NO_MIN_EFFECT_NOTE,
+    TABLE_COLUMNS,
+    TABLE_HEADERS,
+    CellVerdict,
+    GateRefusal,
+    Stop,
+    UnpairedCell,
+    WidthVerdict,
+    default_min_effect,
+    describe_values,
+    failed_verdict,
+    fmt_mean_ci,
+    fmt_num,
+    gate_table,
+    metric_label,
+    seed_list,
+    verdict_name,
+)
 
 BaselineLike = BenchmarkReport | BaselineHandle | str | os.PathLike
 
 # "paired" is the default spelling of the paired t-test; every test here pairs by seed.
 TESTS = {"paired": "paired-t", "paired-t": "paired-t", "wilcoxon": "wilcoxon",
           "permutation": "permutation", "bootstrap": "bootstrap"}
-# Protocol entries that change the last digits but not the protocol: noted, never refused.
-_ENVIRONMENT_KEYS = ("device", "threads", "versions", "gpu")
-# δ for metrics bounded in [0, 1] (accuracy, AUC, F1, MRR, Hits@K): one point.
-DEFAULT_MIN_EFFECT = 0.01
+@runtime_checkable
+class Schedule(Protocol):
+    """A report that can train more seeds, look by look: adaptive seeds
+    (:class:`~pytest_graphnetz.adaptive.AdaptiveReport` is the one implementation). Only the
+    not-worse gate is sequential; the other gates, and refreshes, ``complete`` it to MAX."""
 
+    planned_seeds: tuple[int, ...]
+    min_seeds: int
+    gamma: float
+    extensions: list[BenchmarkReport]
 
-class GateRefusal(ValueError):
-    """The comparison cannot be made honestly (the message says which cell and why).
+    @property
+    def max_seeds(self) -> int: ...
 
-    ``reason`` is the one-line reason for the summary table; ``cells`` the (task, model) cells
-    it concerns (None: every cell of the call); ``unpaired`` the before/after numbers of those
-    cells (:class:`UnpairedCell`) when they can still be shown, unpaired, without a verdict.
-    """
+    @property
+    def seeds_option(self) -> str: ...
 
-    def __init__(self, message: str, *, reason: str | None = None,
-                 cells: Sequence[tuple[str, str]] | None = None,
-                 unpaired: Sequence[UnpairedCell] = ()) -> None:
-        super().__init__(message)
-        self.reason = reason or message.split("\n", 1)[0]
-        self.cells = None if cells is None else list(cells)
-        self.unpaired = tuple(unpaired)
+    def extend(self, task: str, models: Sequence[str],
+               seeds: Sequence[int]) -> BenchmarkReport: ...
+
+    def complete(self) -> BenchmarkReport: ...
+
+    def decided(self, since: int = 0) -> list[BenchmarkReport]: ...
 
 
 # -- the observer: how the pytest plugin hears about gates ------------------------------------
@@ -103,227 +140,6 @@ def observing(observer: GateObserver) -> Iterator[GateObserver]:
 # -- verdicts ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class CellVerdict:
-    """The verdict of one (task, model) cell of a comparison gate.
-
-    ``comparison`` is the :class:`~pytest_graphnetz.stats.Comparison` (paired Δ, CI, p, Holm
-    p, MDE, seeds needed); ``baseline`` / ``candidate`` describe each side on the paired seeds
-    (mean and interval, :class:`~pytest_graphnetz.stats.CellStats`); ``seeds`` are those seeds.
-    ``stop``: for an adaptive report, where the cell's schedule stopped
-    (:class:`~pytest_graphnetz.adaptive.Stop`); None for fixed seeds.
-    """
-
-    task: str
-    model: str
-    metric: str
-    higher_is_better: bool
-    gate: str                       # "not_worse" | "better" | "equivalent"
-    comparison: Any                 # stats.Comparison
-    baseline: Any                   # stats.CellStats over `seeds`
-    candidate: Any                  # stats.CellStats over `seeds`
-    seeds: tuple[int, ...]
-    failed: bool
-    notes: tuple[str, ...] = ()
-    baseline_seeds: tuple[int, ...] = ()   # every seed the baseline holds
-    refresh_command: str | None = None      # the command that rewrites this baseline
-    stop: Any = None                        # adaptive seeds: where the cell stopped
-    table_note: str = ""                    # the summary table's Note for a passing cell
-
-    @property
-    def verdict(self) -> str:
-        return _verdict_name(self.comparison.verdict)
-
-    @property
-    def cell(self) -> str:
-        return f"{self.task}/{self.model}"
-
-    def message(self) -> str:
-        """The cell's evidence, as a reviewer reads it."""
-        c, direction = self.comparison, "higher" if self.higher_is_better else "lower"
-        p = f"p = {_p(c.p_value)}"
-        if c.p_adjusted is not None and c.p_adjusted != c.p_value:
-            p += f" (Holm-adjusted {_p(c.p_adjusted)})"
-        flipped = ""
-        if not self.higher_is_better:
-            flipped = (f" (+ = better: the sign is flipped, {self.metric} candidate − baseline "
-                       f"is {_signed(-c.mean_diff)})")
-        delta = f", min_effect {_num(c.min_effect)}" if self.gate == "not_worse" else ""
-        level = ""
-        if c.mde_alpha is not None and c.mde_alpha < c.alpha:
-            level = f" (at the Holm level {_num(c.mde_alpha)})"
-        # Adaptive: the MDE is a one-look t test's at the seeds used, not the sequential design's.
-        mde_of = " of a fixed-n test" if self.stop is not None else ""
-        lines = [
-            f"{self.cell} — {self.metric} ({direction} is better): {self.verdict}",
-            f"  baseline  {_mean_ci(self.baseline)}",
-            f"  candidate {_mean_ci(self.candidate)}",
-            f"  paired Δ {_signed(c.mean_diff)}{flipped} ({_level(c)} CI {_ci(c.ci)}) over "
-            f"{c.n} seeds {_seed_list(self.seeds)}; {p}; test {c.test}, margin "
-            f"{_num(c.margin)}{delta}, alpha {_num(c.alpha)}",
-            f"  minimum detectable effect{mde_of} at n={c.n}: {_num(c.mde)}{level}",
-        ]
-        if self.stop is not None:   # adaptive seeds: where the schedule stopped this cell
-            lines.append(f"  {self.stop.describe()}")
-        lines += self._advice()
-        lines += [f"  note: {n}" for n in (*self.notes, *c.notes)]
-        return "\n".join(lines)
-
-    def _advice(self) -> list[str]:
-        """What the reviewer can do about this verdict (lines of the message)."""
-        c = self.comparison
-        if c.below_min_effect:
-            return [f"  the drop is significant but smaller than min_effect {_num(c.min_effect)} "
-                    f"(the {_level(c)} CI lies above {_num(-c.min_effect)}); if a drop this "
-                    f"size is acceptable, accept it with margin={_accepting_margin(c)} (margin "
-                    "must stay below min_effect)"]
-        if self.verdict == "BETTER":
-            return [f"  the candidate is better than the baseline: refresh the baseline to keep "
-                    f"the gain ({_refresh_hint(self.refresh_command)})"]
-        if self.verdict != "INCONCLUSIVE":
-            return []
-        if self.gate != "not_worse":
-            if not c.seeds_needed:
-                return ["  no feasible number of seeds would decide it at this margin"]
-            return [f"  {c.seeds_needed} seeds would decide it "
-                    f"(rerun with {self._seeds_option(c.seeds_needed)})",
-                    *self._unpaired_advice()]
-        if c.min_effect is None:
-            return [f"  no min_effect for {self.metric}, so NOT WORSE means the lower bound lies "
-                    f"above −margin and no seeds can be planned: set `min_effect` (δ, the "
-                    f"smallest regression that matters, in {self.metric} units; "
-                    "--graphnetz-min-effect)"]
-        n = c.seeds_needed
-        lines = [f"  the {_level(c)} CI {_ci(c.ci)} reaches below {_num(-c.min_effect)} (a drop "
-                 f"that matters is not ruled out) and above {_num(0.0 - c.margin)} (no "
-                 "significant drop either)"]
-        if n:
-            lines.append(
-                f"  about {n} paired seeds would decide it: at the observed sd of Δ "
-                f"({_num(c.sd_diff)}), {n} seeds read no change as NOT WORSE and a drop of "
-                f"{_num(c.min_effect)} as REGRESSED, each with probability ≥ {c.power:g} "
-                f"(rerun with {self._seeds_option(n)})")
-            lines += self._unpaired_advice()
-        return lines
-
-    def _seeds_option(self, n: int) -> str:
-        """The option that runs ``n`` seeds (adaptive runs keep their MIN: ``MIN..n``)."""
-        if self.stop is not None:
-            return f"--graphnetz-seeds={self.stop.min_seeds}..{n}"
-        return f"--graphnetz-seeds={n}"
-
-    def _unpaired_advice(self) -> list[str]:
-        """When the planned seeds 0..n-1 are not all in the baseline, more candidate seeds
-        cannot pair: the baseline must be refreshed with them first."""
-        n = self.comparison.seeds_needed
-        if not n or not self.baseline_seeds:
-            return []
-        missing = [s for s in range(n) if s not in self.baseline_seeds]
-        if not missing:
-            return []
-        return [f"  but the baseline has only seeds {_seed_list(self.baseline_seeds)}: candidate "
-                f"seeds beyond them cannot pair. Refresh the baseline with {n} seeds first, from "
-                f"the baseline's code ({_refresh_hint(self.refresh_command, n)})"]
-
-    def row(self) -> dict[str, str]:
-        """The summary-table row (plain strings: it travels through xdist and JUnit XML)."""
-        c = self.comparison
-        p = c.p_adjusted if c.p_adjusted is not None else c.p_value
-        verdict = self.verdict + (": refresh baseline" if self.verdict == "BETTER" else "")
-        row = {"cell": self.cell, "metric": _metric(self.metric, self.higher_is_better),
-                "baseline": _mean_ci(self.baseline, short=True),
-                "candidate": _mean_ci(self.candidate, short=True),
-                "delta": f"{_signed(c.mean_diff)} {_ci(c.ci)} ({_level(c)})", "p": _p(p),
-                "verdict": verdict, "mde": _num(c.mde), "n": str(c.n), "gate": self.gate,
-                "failed": "yes" if self.failed else ""}
-        if self.stop is not None:  # adaptive: n used / MAX, and what stopping early saved
-            row.update(n=f"{c.n}/{self.stop.planned_max}", saved=str(self.stop.saved))
-        if self.table_note:
-            row["note"] = self.table_note
-        return row
-
-
-@dataclass(frozen=True)
-class WidthVerdict:
-    """One cell of :func:`assert_ci_width`: its interval, width, and the seeds to narrow it."""
-
-    task: str
-    model: str
-    metric: str
-    higher_is_better: bool
-    stats: Any                      # stats.CellStats
-    width: float
-    max_width: float
-    seeds_needed: int | None
-    failed: bool
-
-    @property
-    def cell(self) -> str:
-        return f"{self.task}/{self.model}"
-
-    @property
-    def verdict(self) -> str:
-        return "TOO WIDE" if self.failed else "OK"
-
-    def message(self) -> str:
-        s = self.stats
-        if self.seeds_needed:
-            more = (f"about {self.seeds_needed} seeds would bring it under "
-                    f"(rerun with --graphnetz-seeds={self.seeds_needed})")
-        else:  # n < 2: no spread to plan from, and more seeds are exactly what it needs
-            diverged = f" ({s.n_diverged} diverged)" if s.n_diverged else ""
-            more = (f"an interval needs at least 2 finished seeds and this cell has "
-                    f"{s.n}{diverged}: run more seeds (e.g. --graphnetz-seeds=10), then this "
-                    "gate says how many bring it under")
-        return (f"{self.cell} — {self.metric}: {s.method} {s.confidence_level:.0%} interval "
-                f"{_ci(s.ci)} is {_num(self.width)} wide, over the maximum "
-                f"{_num(self.max_width)} (n={s.n}, mean {_num(s.mean)}); {more}")
-
-    def row(self) -> dict[str, str]:
-        return {"cell": self.cell, "metric": _metric(self.metric, self.higher_is_better),
-                "baseline": "", "candidate": _mean_ci(self.stats, short=True),
-                "delta": f"width {_num(self.width)} (max {_num(self.max_width)})", "p": "",
-                "verdict": self.verdict, "mde": "", "n": str(self.stats.n), "gate": "ci_width",
-                "failed": "yes" if self.failed else ""}
-
-
-@dataclass(frozen=True)
-class UnpairedCell:
-    """One cell's before/after numbers when seeds cannot be paired (data or split changed).
-
-    ``baseline`` / ``candidate``: :class:`~pytest_graphnetz.stats.CellStats` of each side;
-    ``welch``: Welch's unpaired t comparison (a :class:`~pytest_graphnetz.stats.PairedResult`,
-    Δ = candidate − baseline, sign flipped for lower-is-better so + = better), or None when a
-    side has fewer than 2 finite values. Shown beside a refusal; never a verdict.
-    """
-
-    task: str
-    model: str
-    metric: str
-    higher_is_better: bool
-    baseline: Any
-    candidate: Any
-    welch: Any
-
-    @property
-    def cell(self) -> str:
-        return f"{self.task}/{self.model}"
-
-    def delta(self) -> str:
-        w = self.welch
-        if w is None:
-            return "unpaired: n/a"
-        return f"unpaired {_signed(w.mean_diff)} {_ci(w.ci)} ({w.confidence_level:.0%})"
-
-    def line(self) -> str:
-        w = self.welch
-        welch = ("Welch Δ n/a (fewer than 2 finite values on a side)" if w is None else
-                 f"Welch Δ {_signed(w.mean_diff)} ({w.confidence_level:.0%} CI {_ci(w.ci)}, "
-                 f"p = {_p(w.p_value)})")
-        return (f"  {self.cell}: baseline {_mean_ci(self.baseline)}; candidate "
-                f"{_mean_ci(self.candidate)}; {welch}")
-
-
 # -- the gates -----------------------------------------------------------------------------------
 
 
@@ -343,8 +159,9 @@ def assert_not_worse(report: BenchmarkReport, baseline: BaselineLike, *, test: s
     - INCONCLUSIVE (passes, fails with ``strict``); IDENTICAL: every d_s exactly 0.
 
     δ = ``min_effect``, the smallest regression that matters, in metric units, > ``margin``;
-    default the session's ``--graphnetz-min-effect``, else :func:`default_min_effect` (0.01 for
-    metrics bounded in [0, 1]; none for MAE/RMSE/loss, where NOT WORSE falls back to −margin).
+    default the session's ``--graphnetz-min-effect``, else :func:`default_min_effect` (margin +
+    0.01 for metrics bounded in [0, 1]; none for MAE/RMSE/loss, where NOT WORSE falls back to
+    −margin and the row's Note says so).
     ``alpha`` / ``strict`` default to 0.05 / False, or the session's options in pytest.
     Returns one :class:`CellVerdict` per candidate cell.
     """
@@ -388,7 +205,7 @@ def assert_ci_width(report: BenchmarkReport, max_width: float, *,
     is measured at all MAX seeds, as the other non-sequential gates are (only missing ones train).
     """
     __tracebackhide__ = True
-    if isinstance(report, AdaptiveReport):
+    if isinstance(report, Schedule):
         report = report.complete()
     _announce(report)
     try:
@@ -398,7 +215,7 @@ def assert_ci_width(report: BenchmarkReport, max_width: float, *,
         for task in report.tasks:
             spec = report.metric(task)
             for model in report.models:
-                cell = _describe(report.values(task, model), report, method=method)
+                cell = describe_values(report.values(task, model), report, method=method)
                 width = float(cell.ci.high - cell.ci.low)
                 failed = not width <= max_width   # a NaN width (n < 2) fails too
                 needed = None
@@ -410,7 +227,7 @@ def assert_ci_width(report: BenchmarkReport, max_width: float, *,
     except Exception as exc:
         _record_stopped("ci_width", report, None, exc)
         raise
-    _finish("assert_ci_width", verdicts, header=f"interval wider than {_num(max_width)}")
+    _finish("assert_ci_width", verdicts, header=f"interval wider than {fmt_num(max_width)}")
     return verdicts
 
 
@@ -428,7 +245,7 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
     strict = strict if strict is not None else (observer.strict if observer else False)
     if min_effect is None and observer is not None:
         min_effect = observer.min_effect
-    if isinstance(report, AdaptiveReport):
+    if isinstance(report, Schedule):
         # Saved once the seeds it is judged on are trained (below); from this gate's extensions.
         since = len(report.extensions)
     else:
@@ -440,7 +257,7 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
             raise ValueError(f"`test` must be one of {sorted(TESTS)} (every gate test is paired "
                              f"by seed), got {test!r}")
         test = TESTS[test]
-        if isinstance(report, AdaptiveReport) and (
+        if isinstance(report, Schedule) and (
                 gate != "not_worse" or (isinstance(baseline, BaselineHandle) and baseline.update)):
             # Only the not-worse gate is sequential; the others, and refreshes, use MAX seeds.
             report = report.complete()
@@ -450,10 +267,10 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
                             rng=rng, min_effect=min_effect)
         source, base = _load(baseline)
         command = baseline.update_command if isinstance(baseline, BaselineHandle) else None
-        if isinstance(report, AdaptiveReport):
+        if isinstance(report, Schedule):
             verdicts, header = _adaptive_gate(report, base, test=test, margin=margin,
                                               alpha=alpha, strict=strict, source=source,
-                                              baseline=baseline, min_effect=min_effect)
+                                              baseline=baseline, min_effect=min_effect, rng=rng)
         else:
             verdicts = compare_reports(report, base, gate=gate, test=test, margin=margin,
                                        min_effect=min_effect, alpha=alpha, strict=strict,
@@ -471,7 +288,7 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
     finally:
         # The sequential gate, decided or stopped: its cells at the seeds they were judged on.
         # A failed write warns: it must not hide the verdicts (or the error) of the gate itself.
-        if isinstance(report, AdaptiveReport) and observer and observer.candidate:
+        if isinstance(report, Schedule) and observer and observer.candidate:
             decided = report.decided(since)
             try:
                 saved = _announce(*decided)
@@ -488,13 +305,12 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
     return verdicts
 
 
-def _adaptive_gate(report: AdaptiveReport, base: BenchmarkReport, *, test: str, margin: float,
+def _adaptive_gate(report: Any, base: BenchmarkReport, *, test: str, margin: float,
                    alpha: float, strict: bool, source: str, baseline: BaselineLike,
-                   min_effect: float | None = None) -> tuple[list[CellVerdict], str]:
-    """``assert_not_worse`` on an adaptive report: each cell stops at its look (see
-    :mod:`pytest_graphnetz.adaptive`). Returns the verdicts and the header of the failure
-    message, which says what the schedule saved."""
-    from .adaptive import saved, sequential_gate
+                   min_effect: float | None = None, rng: Any = None
+                   ) -> tuple[list[CellVerdict], str]:
+    """``assert_not_worse`` on an adaptive report: :func:`compare_schedule`, and the header of
+    the failure message, which says what the schedule saved."""
     from .text import seed_trainings
 
     if test != "paired-t":
@@ -502,47 +318,290 @@ def _adaptive_gate(report: AdaptiveReport, base: BenchmarkReport, *, test: str, 
                          f"the paired t test's sequential boundaries; got test={test!r}: use "
                          "test='paired', or fixed seeds (e.g. --graphnetz-seeds=20)")
     command = baseline.update_command if isinstance(baseline, BaselineHandle) else None
-    verdicts = sequential_gate(report, base, margin=margin, min_effect=min_effect, alpha=alpha,
-                               strict=strict, source=source, refresh_command=command)
-    used, fixed = saved(verdicts)
+    verdicts = compare_schedule(report, base, margin=margin, min_effect=min_effect, alpha=alpha,
+                                strict=strict, source=source, rng=rng, refresh_command=command)
+    used = sum(v.stop.trained for v in verdicts)
+    pairable = sum(v.stop.max_seeds for v in verdicts)
     return verdicts, (
         f"{_TITLE['not_worse']} against {source} ({_config(verdicts)}; adaptive seeds "
-        f"{report.seeds_option}: {seed_trainings(used)}, {fixed - used} saved against fixed "
-        f"{report.max_seeds})")
+        f"{report.seeds_option}: {seed_trainings(used)}, {pairable - used} saved against the "
+        f"{pairable} the baseline could pair)")
+
+
+def compare_schedule(report: Schedule, baseline: BenchmarkReport, *, margin: float = 0.0,
+                     min_effect: float | None = None, alpha: float = 0.05,
+                     strict: bool = False, source: str = "the baseline", rng: Any = None,
+                     refresh_command: str | None = None) -> list[CellVerdict]:
+    """The not-worse verdicts of an adaptive ``report`` against ``baseline`` (the paired t
+    test), each cell decided look by look on the one decision path (:func:`decide_cells`),
+    training its next seeds only while open; what :func:`compare_reports` is for fixed seeds.
+
+    Per cell the seeds are the planned seeds the baseline has (finite), in planned order; a
+    baseline with fewer than MAX of them cuts the cell's schedule there (a note names the
+    refresh that completes it, and the table's Note says the cell was capped).
+    """
+    __tracebackhide__ = True
+    if min_effect is not None and not min_effect > margin:
+        raise ValueError(_min_effect_error(min_effect, margin))
+    check_cells(report, baseline, source)
+    check_metrics(report, baseline, source)
+    cells = []
+    for task in report.tasks:
+        spec = report.metric(task)
+        for model in report.models:
+            held = {s: float(v) for s, v in zip(baseline.seeds, baseline.values(task, model),
+                                                strict=True)}
+            seeds = [s for s in report.planned_seeds if math.isfinite(held.get(s, math.nan))]
+            if len(seeds) < 2:
+                raise GateRefusal(
+                    f"{task}/{model}: {source} pairs {len(seeds)} of the planned seeds "
+                    f"{list(report.planned_seeds)} (it has seeds {list(baseline.seeds)}, "
+                    "diverged ones excluded); a paired test needs at least 2. Refresh the "
+                    f"baseline with --graphnetz-seeds={report.seeds_option}.")
+            design = sequential_design(min(report.min_seeds, len(seeds)), len(seeds),
+                                       alpha=alpha, gamma=report.gamma)
+            notes: tuple[str, ...] = ()
+            capped = ""
+            if len(seeds) < report.max_seeds:
+                how = (f"`{refresh_command} --graphnetz-seeds={report.seeds_option}`"
+                       if refresh_command else
+                       f"a refresh with --graphnetz-seeds={report.seeds_option}")
+                notes = (f"{source} pairs {len(seeds)} of the {report.max_seeds} planned seeds, "
+                         f"so this cell's looks are {design.looks}; {how} completes it",)
+                capped = (f"capped at {len(seeds)} seeds: the baseline pairs {len(seeds)} of "
+                          f"the {report.max_seeds} planned")
+            values = {s: float(v) for s, v in zip(report.seeds, report.values(task, model),
+                                                   strict=True)}
+            cells.append(_Cell(task, model, spec, seeds, design, values, held,
+                               _min_effect(spec, margin, min_effect), report.folds(task), notes,
+                               capped))
+
+    def train(open_cells: Sequence[_Cell]) -> None:
+        _train_look(report, baseline, open_cells, source)
+
+    decide_cells(cells, test="paired-t", margin=margin, alpha=alpha, rng=rng, train=train)
+    env = environment_notes(report, baseline)
+    return [c.verdict_of(report, baseline, strict=strict, notes=env,
+                         refresh_command=refresh_command, schedule=report) for c in cells]
+
+
+def _train_look(report: Any, base: BenchmarkReport, cells: Sequence[_Cell], source: str) -> None:
+    """The pairing of one look of an adaptive schedule: train each open cell's seeds up to its
+    current look (one runner call per task and seed list), then refuse a task whose data or
+    split differs from the baseline's at any seed of this look, the first look included."""
+    groups: dict[tuple[str, tuple[int, ...]], list[_Cell]] = {}
+    for c in cells:
+        need = tuple(s for s in c.look_seeds if s not in c.candidate)
+        if need:
+            groups.setdefault((c.task, need), []).append(c)
+    for (task, seeds), group in groups.items():
+        more = report.extend(task, [c.model for c in group], seeds)
+        for c in group:
+            c.candidate.update(zip(more.seeds, (float(v) for v in more.values(task, c.model)),
+                                   strict=True))
+            c.sources.update(dict.fromkeys(more.seeds, more))
+    checked: dict[tuple[int, str], set[int]] = {}
+    for c in cells:
+        for s in c.look_seeds:
+            checked.setdefault((id(c.sources.get(s, report)), c.task), set()).add(s)
+    for c in cells:   # one refusal per (report, task), on every seed of the look
+        for s in c.look_seeds:
+            src = c.sources.get(s, report)
+            key = (id(src), c.task)
+            if key in checked:
+                refuse_changed_data(src.subset(tasks=[c.task]), base.subset(tasks=[c.task]),
+                                    sorted(checked.pop(key)), source)
+
+
+@dataclass
+class _Cell:
+    """One not-worse cell while its looks run (a fixed seed count is a single look)."""
+
+    task: str
+    model: str
+    spec: MetricSpec
+    seeds: list[int]            # the seeds it pairs, in the order they are trained
+    design: Any                 # its stats.sequential.SequentialDesign (over len(seeds))
+    candidate: dict[int, float]
+    baseline: dict[int, float]
+    min_effect: float | None    # δ
+    folds: int | None
+    notes: tuple[str, ...] = ()
+    capped: str = ""            # the table's note when the baseline cut the schedule short
+    look: int = 0               # index into design.looks
+    comparisons: list[Any] = field(default_factory=list)   # one per look, on that look's seeds
+    verdict: Any = None         # stats.Verdict once stopped (REGRESSED: the family's)
+    tested: bool = True         # in the Holm family (not IDENTICAL, not diverged)
+    sources: dict[int, BenchmarkReport] = field(default_factory=dict)
+    family: Any = None          # (FamilyDecision, index) once the family is decided
+
+    @property
+    def look_seeds(self) -> list[int]:
+        return self.seeds[:self.design.looks[self.look]]
+
+    def compare(self, *, test: str, margin: float, alpha: float, rng: Any) -> Any:
+        """The comparison at exactly this look's seeds."""
+        seeds = self.look_seeds
+        cell = {"candidate": np.array([self.candidate[s] for s in seeds]),
+                "baseline": np.array([self.baseline[s] for s in seeds]),
+                "higher_is_better": self.spec.higher_is_better,
+                "label": f"{self.task}/{self.model}", "seeds": seeds}
+        cell = _fold_cell(cell, self.folds, test)
+        return stats.compare(**{"test": test, **cell}, kind="not_worse", margin=margin,
+                             min_effect=self.min_effect, alpha=alpha, rng=rng, plan=False)
+
+    def verdict_of(self, report: BenchmarkReport, baseline: BenchmarkReport, *, strict: bool,
+                   notes: tuple[str, ...], refresh_command: str | None,
+                   schedule: Any = None) -> CellVerdict:
+        """The cell's :class:`CellVerdict`, every number from the look it is reported at (the
+        look whose statistic rejected it, for REGRESSED; else its last)."""
+        fam, i = self.family if self.family is not None else (None, None)
+        rejected_at = None if fam is None else fam.at_look[i]
+        k = self.look if rejected_at is None else rejected_at
+        comp = self.comparisons[k]
+        n_seeds = self.design.looks[k]
+        seeds = self.seeds[:n_seeds]
+        one_look = len(self.design.looks) == 1
+        extra: list[str] = []
+        stop = None
+        if self.tested and fam is not None:
+            low = self.design.nominal[k]
+            high = self.design.at_level(fam.level).nominal[k]
+            comp = replace(comp, verdict=self.verdict)
+            if one_look and fam.p_adjusted is not None and len(fam.rejected) > 1:
+                comp = holm_member(comp, fam.p_adjusted[i], len(fam.rejected))
+            else:
+                comp = replace(comp, seeds_needed=plan_seeds(comp, comp.alpha))
+            if not one_look:
+                extra.append(f"p is the fixed-n p at {n_seeds} seeds; the verdict is the "
+                             "sequential boundary's")
+            if (low, high) != (comp.alpha, comp.alpha):   # else ``ci`` is that interval
+                comp = replace(comp, ci=comp.interval(low, high), ci_alphas=(low, high))
+            comp = replace(comp, verdict=self.verdict, notes=(*comp.notes, *extra))
+        elif self.tested:
+            comp = replace(comp, verdict=self.verdict)
+        if schedule is not None:
+            trained = len([s for s in self.seeds if s in self.candidate])
+            stop = Stop(n=n_seeds, trained=trained, min_seeds=schedule.min_seeds,
+                        max_seeds=self.design.looks[-1], planned_max=schedule.max_seeds,
+                        look=k + 1, n_looks=len(self.design.looks),
+                        critical=self.design.critical[k] if self.tested else None,
+                        critical_regressed=(self.design.at_level(fam.level).critical[k]
+                                            if self.tested and fam is not None else None),
+                        regressed_alpha=fam.level if fam is not None else comp.alpha)
+        name = verdict_name(comp.verdict)
+        changed = (changed_model_notes(report, baseline, self.model, seeds) if name == "IDENTICAL"
+                   else ())
+        if self.folds is not None:
+            from .stats.heldout import FOLD_NOTE
+
+            comp = replace(comp, notes=(*comp.notes, FOLD_NOTE.format(
+                task=self.task, k=self.folds, test=comp.test)))
+        table_note = "; ".join(x for x in (
+            CHANGED_MODEL_NOTE if changed else "",
+            # NOT WORSE at −margin must never be silent: the row says so, not only a message
+            NO_MIN_EFFECT_NOTE if self.min_effect is None and name != "IDENTICAL" else "",
+            self.capped if name != "IDENTICAL" else "") if x)
+        return CellVerdict(
+            self.task, self.model, self.spec.name, self.spec.higher_is_better, "not_worse",
+            comp, describe_values(np.array([self.baseline[s] for s in seeds]), baseline,
+                            metric=self.spec.name),
+            describe_values(np.array([self.candidate[s] for s in seeds]), report,
+                      metric=self.spec.name),
+            tuple(seeds), failed_verdict("not_worse", name, strict),
+            (*notes, *self.notes, *changed), tuple(baseline.seeds), refresh_command,
+            stop=stop, table_note=table_note)
+
+
+def decide_cells(cells: Sequence[_Cell], *, test: str, margin: float, alpha: float, rng: Any,
+                 train: Callable[[Sequence[_Cell]], None] | None = None) -> None:
+    """The one decision path of ``assert_not_worse``, fixed or adaptive: at each look, the
+    open cells' seeds are trained and paired (``train``: adaptive seeds only), each open cell
+    is compared on exactly that look's seeds, NOT WORSE / BETTER stop a cell at the look's
+    boundaries, and REGRESSED comes from group-sequential Holm over every tested cell's
+    per-look p-values (classical Holm when every cell has one look). A cell still open at its
+    last look is INCONCLUSIVE, so no cell runs past its schedule. Sets each cell's verdict,
+    comparisons and family decision."""
+    from .stats.sequential import look_verdict, sequential_holm
+
+    while True:
+        open_cells = [c for c in cells if c.verdict is None]
+        if train is not None:
+            train(open_cells)
+        for c in open_cells:
+            comp = c.compare(test=test, margin=margin, alpha=alpha, rng=rng)
+            c.comparisons.append(comp)
+            if comp.diverged_seeds or comp.verdict is stats.Verdict.IDENTICAL:
+                # A candidate diverged where the baseline did not fails that seed (REGRESSED
+                # without a test); every difference 0 is IDENTICAL: neither is in the family.
+                c.verdict, c.tested = comp.verdict, False
+            else:
+                c.verdict = look_verdict(comp, c.design, c.look)
+        family = [c for c in cells if c.tested]
+        decision = sequential_holm([[x.p_value for x in c.comparisons] for c in family],
+                                   [c.design for c in family])
+        for i, c in enumerate(family):
+            c.family = (decision, i)
+            if decision.rejected[i]:
+                c.verdict = stats.Verdict.REGRESSED
+        open_cells = [c for c in cells if c.verdict is None]
+        if not open_cells:
+            return
+        for c in open_cells:
+            c.look += 1
+
+
+def _min_effect(spec: MetricSpec, margin: float, min_effect: float | None) -> float | None:
+    return min_effect if min_effect is not None else default_min_effect(spec, margin)
+
+
+def _min_effect_error(min_effect: float, margin: float) -> str:
+    return (f"`min_effect` ({min_effect!r}) must be larger than `margin` ({margin!r}): δ is the "
+            "smallest regression that matters, margin the drop that is tolerated; raise "
+            "min_effect (--graphnetz-min-effect) or lower the margin")
 
 
 _TITLE = {"not_worse": "paired regression gate", "better": "paired improvement gate",
           "equivalent": "paired equivalence gate (TOST)"}
-# What each gate lets through (``strict`` also fails INCONCLUSIVE).
-_PASSES = {"not_worse": {"NOT WORSE", "BETTER", "IDENTICAL", "INCONCLUSIVE"}, "better": {"BETTER"},
-           "equivalent": {"EQUIVALENT", "IDENTICAL"}}
-
-
 def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate: str = "not_worse",
                     test: str = "paired-t", margin: float = 0.0, min_effect: float | None = None,
                     alpha: float = 0.05, strict: bool = False, source: str = "the baseline",
                     rng: Any = None, refresh_command: str | None = None) -> list[CellVerdict]:
     """Every candidate cell of ``report`` against ``baseline`` (``not_worse``: Holm across the
-    tested cells); raises nothing but :class:`GateRefusal` / :class:`BaselineMissingError` (the
-    gates decide what fails), and ``ValueError`` for a ``min_effect`` not above ``margin``.
+    tested cells, on the one decision path as a single look, :func:`decide_cells`); raises
+    nothing but :class:`GateRefusal` / :class:`BaselineMissingError` (the gates decide what
+    fails), and ``ValueError`` for a ``min_effect`` not above ``margin``.
     ``min_effect`` None: each task's :func:`default_min_effect`.
     """
     __tracebackhide__ = True
     if gate == "not_worse" and min_effect is not None and not min_effect > margin:
-        raise ValueError(
-            f"`min_effect` ({min_effect!r}) must be larger than `margin` ({margin!r}): δ is the "
-            "smallest regression that matters, margin the drop that is tolerated; raise "
-            "min_effect (--graphnetz-min-effect) or lower the margin"
-        )
-    _check_cells(report, baseline, source)
-    seeds = _shared_seeds(report, baseline, source)
-    _check_metrics(report, baseline, source)
-    _check_fingerprints(report, baseline, seeds, source)
-    notes = _environment_notes(report, baseline) + _unpaired_notes(report, baseline, seeds,
+        raise ValueError(_min_effect_error(min_effect, margin))
+    check_cells(report, baseline, source)
+    seeds = shared_seeds(report, baseline, source)
+    check_metrics(report, baseline, source)
+    refuse_changed_data(report, baseline, seeds, source)
+    notes = environment_notes(report, baseline) + unpaired_notes(report, baseline, seeds,
                                                                     refresh_command)
     cand_idx = [report.seeds.index(s) for s in seeds]
     base_idx = [baseline.seeds.index(s) for s in seeds]
-    cells, specs, tested = [], [], []
+    if gate == "not_worse":
+        from .stats.sequential import sequential_design
+
+        design = sequential_design(len(seeds), len(seeds), alpha=alpha)   # one look
+        cells = []
+        for task in report.tasks:
+            spec = report.metric(task)
+            for model in report.models:
+                cells.append(_Cell(
+                    task, model, spec, list(seeds), design,
+                    dict(zip(seeds, report.values(task, model)[cand_idx].tolist(), strict=True)),
+                    dict(zip(seeds, baseline.values(task, model)[base_idx].tolist(),
+                             strict=True)),
+                    _min_effect(spec, margin, min_effect), report.folds(task)))
+        decide_cells(cells, test=test, margin=margin, alpha=alpha, rng=rng)
+        return [c.verdict_of(report, baseline, strict=strict, notes=notes,
+                             refresh_command=refresh_command) for c in cells]
+    specs, tested, described = [], [], []
     for task in report.tasks:
         spec = report.metric(task)
         for model in report.models:
@@ -551,53 +610,28 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
                     "baseline": baseline.values(task, model)[base_idx],
                     "higher_is_better": spec.higher_is_better,
                     "label": f"{task}/{model}", "seeds": seeds}
-            if gate == "not_worse":
-                cell["min_effect"] = (min_effect if min_effect is not None
-                                      else default_min_effect(spec, margin))
-            cells.append(cell)
+            described.append(cell)
             tested.append(_fold_cell(cell, report.folds(task), test))
-    comparisons = stats.compare_many(tested, kind=gate, test=test, margin=margin, alpha=alpha,
-                                     rng=rng)
+    # better / equivalent: intersection-union tests, every cell at alpha (no family)
+    comparisons = [stats.compare(**{"test": test, **cell}, kind=gate, margin=margin,
+                                 alpha=alpha, rng=rng) for cell in tested]
     verdicts = []
-    for (task, model, spec), cell, comp in zip(specs, cells, comparisons, strict=True):
+    for (task, model, spec), cell, comp in zip(specs, described, comparisons, strict=True):
         if report.folds(task) is not None:
-            from dataclasses import replace
-
             from .stats.heldout import FOLD_NOTE
 
             comp = replace(comp, notes=(*comp.notes, FOLD_NOTE.format(
                 task=task, k=report.folds(task), test=test)))
-        name = _verdict_name(comp.verdict)
-        failed = name not in _PASSES[gate] or (strict and name == "INCONCLUSIVE")
-        changed = _changed_model(report, baseline, model, seeds) if name == "IDENTICAL" else ()
+        name = verdict_name(comp.verdict)
+        changed = changed_model_notes(report, baseline, model, seeds) if name == "IDENTICAL" else ()
         verdicts.append(CellVerdict(
             task, model, spec.name, spec.higher_is_better, gate, comp,
-            _describe(cell["baseline"], baseline, metric=spec.name),
-            _describe(cell["candidate"], report, metric=spec.name),
-            tuple(seeds), failed, (*notes, *changed), tuple(baseline.seeds), refresh_command,
+            describe_values(cell["baseline"], baseline, metric=spec.name),
+            describe_values(cell["candidate"], report, metric=spec.name),
+            tuple(seeds), failed_verdict(gate, name, strict), (*notes, *changed),
+            tuple(baseline.seeds), refresh_command,
             table_note=CHANGED_MODEL_NOTE if changed else ""))
     return verdicts
-
-
-CHANGED_MODEL_NOTE = "the model changed, yet every seed scored the same"
-
-
-def _changed_model(report: BenchmarkReport, baseline: BenchmarkReport, model: str,
-                   seeds: Sequence[int]) -> tuple[str, ...]:
-    """For an IDENTICAL cell: a note when the candidate's model is not the baseline's (its
-    fingerprint, the built model's structure and initial weights, differs at a paired seed
-    where both sides recorded one): the metric did not register the change, which a reviewer
-    would otherwise read as "nothing changed"."""
-    ours = report.fingerprints.get("model", {}).get(model, {})
-    theirs = baseline.fingerprints.get("model", {}).get(model, {})
-    differ = [s for s in seeds if ours.get(s) and theirs.get(s) and ours[s] != theirs[s]]
-    if not differ:
-        return ()
-    return (f"{CHANGED_MODEL_NOTE}: the model's fingerprint (its structure and initial "
-            f"weights) differs from the baseline's at seed(s) {_seed_list(differ)}, but every "
-            "paired seed gave exactly the baseline's value. The test set may be too coarse to "
-            "register the change (karate has 8 test nodes: 12.5-point steps); judge it on a "
-            "larger task before reading IDENTICAL as unchanged",)
 
 
 def _fold_cell(cell: dict, k: int | None, test: str) -> dict:
@@ -610,14 +644,6 @@ def _fold_cell(cell: dict, k: int | None, test: str) -> dict:
 
     return {**cell, "test": "paired-t",
             "candidate": fold_corrected(cell["candidate"], cell["baseline"], k=k)}
-
-
-def default_min_effect(spec: MetricSpec, margin: float = 0.0) -> float | None:
-    """δ when none is given: :data:`DEFAULT_MIN_EFFECT` (one point) for a metric bounded in
-    [0, 1] whose ``margin`` is below it; None otherwise (MAE, RMSE, loss have no natural
-    scale: NOT WORSE then falls back to −margin and the message asks for ``min_effect``)."""
-    return (DEFAULT_MIN_EFFECT if in_unit_interval(spec.name) and margin < DEFAULT_MIN_EFFECT
-            else None)
 
 
 def _refresh(gate: str, report: BenchmarkReport, handle: BaselineHandle, *, test: str,
@@ -656,13 +682,13 @@ def _record_written(report: BenchmarkReport, gate: str, cells: Sequence[tuple[st
         return
     for task, model in cells:
         spec = report.metric(task)
-        cell = _describe(report.values(task, model), report, metric=spec.name)
-        row = {"cell": f"{task}/{model}", "metric": _metric(spec.name, spec.higher_is_better),
-               "candidate": _mean_ci(cell, short=True), "verdict": "WRITTEN",
+        cell = describe_values(report.values(task, model), report, metric=spec.name)
+        row = {"cell": f"{task}/{model}", "metric": metric_label(spec.name, spec.higher_is_better),
+               "candidate": fmt_mean_ci(cell, short=True), "verdict": "WRITTEN",
                "n": str(cell.n), "gate": gate, "baseline": "(new)"}
         if old is not None and task in old.tasks and model in old.models:
-            before = _unpaired(report, old, task, model)
-            row.update(baseline=_mean_ci(before.baseline, short=True),
+            before = unpaired_cell(report, old, task, model)
+            row.update(baseline=fmt_mean_ci(before.baseline, short=True),
                        delta=before.delta(), verdict="WRITTEN (forced)",
                        note="replaced a baseline it could not be paired with; "
                             "Δ is unpaired (Welch), not a verdict")
@@ -685,143 +711,6 @@ def _load(baseline: BaselineLike) -> tuple[str, BenchmarkReport]:
         return str(baseline), load_baseline(Path(baseline))
     raise TypeError(f"`baseline` must be a BenchmarkReport, a path or a baseline handle, "
                     f"got {type(baseline).__name__}")
-
-
-def _shared_seeds(report: BenchmarkReport, baseline: BenchmarkReport, source: str) -> list[int]:
-    seeds = [s for s in report.seeds if s in baseline.seeds]
-    if len(seeds) < 2:
-        raise GateRefusal(
-            f"cannot pair the candidate with {source}: they share {len(seeds)} seed(s) "
-            f"{seeds} (candidate seeds {_seed_list(report.seeds)}, baseline seeds "
-            f"{_seed_list(baseline.seeds)}); a paired test needs at least 2. Run the seeds the "
-            "baseline has (--graphnetz-seeds), or refresh the baseline."
-        )
-    return seeds
-
-
-def _check_cells(report: BenchmarkReport, baseline: BenchmarkReport, source: str) -> None:
-    missing = [(t, m) for t in report.tasks for m in report.models
-               if t not in baseline.tasks or m not in baseline.models]
-    if missing:
-        exc = BaselineMissingError(
-            f"{source} has no baseline for cell(s) {[f'{t}/{m}' for t, m in missing]} (it has "
-            f"tasks {list(baseline.tasks)}, models {list(baseline.models)}); add them with "
-            "`pytest --graphnetz-update-baselines` (merges cell by cell)"
-        )
-        exc.cells = missing   # for the summary rows: only these cells are missing
-        raise exc
-
-
-def _check_metrics(report: BenchmarkReport, baseline: BenchmarkReport, source: str) -> None:
-    for task in report.tasks:
-        a, b = report.metric(task), baseline.metric(task)
-        if (a.name, a.higher_is_better) != (b.name, b.higher_is_better):
-            raise GateRefusal(
-                f"task {task!r}: the candidate reports {a.name} ({a.direction}) but {source} "
-                f"has {b.name} ({b.direction}); two different metrics cannot be paired. "
-                "Refresh the baseline if the metric change is intended."
-            )
-
-
-def _check_fingerprints(report: BenchmarkReport, baseline: BenchmarkReport, seeds: Sequence[int],
-                        source: str) -> None:
-    changed = {}
-    for task in report.tasks:
-        seeds_changed = [s for s in seeds
-                         if None not in (fa := report.data_fingerprint(task, s),
-                                         fb := baseline.data_fingerprint(task, s)) and fa != fb]
-        if seeds_changed:
-            changed[task] = seeds_changed
-    if not changed:
-        return
-    unpaired = [_unpaired(report, baseline, task, model, seeds)
-                for task in changed for model in report.models]
-    which = "; ".join(f"task {task!r}: its data or split differs from {source} for the same "
-                      f"seed(s) {s}" for task, s in changed.items())
-    raise GateRefusal(
-        f"{which}, so a per-seed pairing would be fictional: no verdict. If the data change is "
-        "intended, refresh the baseline (--graphnetz-update-baselines --graphnetz-force).\n\n"
-        f"What the change did, UNPAIRED (Welch's t on seeds {_seed_list(seeds)} of each side; "
-        "not a verdict: the data differ, so model and data effects cannot be told apart):\n"
-        + "\n".join(u.line() for u in unpaired),
-        reason=f"data/split of {', '.join(changed)} changed: no paired verdict; "
-               "Δ shown is unpaired (Welch), not a verdict",
-        cells=[(u.task, u.model) for u in unpaired], unpaired=unpaired,
-    )
-
-
-def _unpaired(report: BenchmarkReport, baseline: BenchmarkReport, task: str, model: str,
-              seeds: Sequence[int] | None = None) -> UnpairedCell:
-    """Before/after of one cell without pairing: each side's mean and interval over all its
-    seeds, and Welch's unpaired t on ``seeds`` (default: the seeds both sides ran)."""
-    spec = report.metric(task)
-    cand, base = report.values(task, model), baseline.values(task, model)
-    if seeds is None:
-        seeds = [s for s in report.seeds if s in baseline.seeds]
-    c = cand[[report.seeds.index(s) for s in seeds]]
-    b = base[[baseline.seeds.index(s) for s in seeds]]
-    better, worse = (c, b) if spec.higher_is_better else (b, c)
-    try:
-        # A seed diverged on either side is left out (and noted), as in every comparison.
-        welch = stats.paired_test(better, worse, test="welch",
-                                  confidence_level=report.confidence_level)
-    except ValueError:
-        welch = None   # fewer than 2 usable seeds
-    return UnpairedCell(task, model, spec.name, spec.higher_is_better,
-                        _describe(base, baseline, metric=spec.name),
-                        _describe(cand, report, metric=spec.name), welch)
-
-
-def _unpaired_notes(report: BenchmarkReport, baseline: BenchmarkReport, seeds: Sequence[int],
-                    refresh_command: str | None) -> tuple[str, ...]:
-    """Candidate seeds the baseline lacks are left out: say so, and how to pair them."""
-    extra = [s for s in report.seeds if s not in seeds]
-    if not extra:
-        return ()
-    return (f"candidate seed(s) {_seed_list(extra)} have no baseline counterpart (the baseline "
-            f"holds {_seed_list(baseline.seeds)}) and are not used; to pair them, refresh the "
-            f"baseline with those seeds from the baseline's code "
-            f"({_refresh_hint(refresh_command, max(report.seeds) + 1)})",)
-
-
-def _environment_notes(report: BenchmarkReport, baseline: BenchmarkReport) -> tuple[str, ...]:
-    notes = []
-    for key in _ENVIRONMENT_KEYS:
-        a, b = report.protocol.get(key), baseline.protocol.get(key)
-        if a is not None and b is not None and a != b:
-            notes.append(f"{key} differs (baseline {_brief(b, a)}, candidate {_brief(a, b)}): "
-                         "the protocol is the same, the last digits may not be")
-    # The determinism mode acts on CUDA only ("gpu" is None on CPU): two CPU runs in different
-    # modes computed the same thing.
-    a, b = report.protocol.get("deterministic"), baseline.protocol.get("deterministic")
-    if a and b and a != b and (report.protocol.get("gpu") or baseline.protocol.get("gpu")):
-        notes.append(f"deterministic CUDA algorithms differ (baseline {b}, candidate {a}): "
-                     "a CUDA run not in mode 'on' may vary in the last digits from rerun to "
-                     "rerun, so even an unchanged model need not be IDENTICAL")
-    return tuple(notes)
-
-
-def _brief(value: Any, other: Any) -> str:
-    # For version dicts, show only the entries that differ.
-    if isinstance(value, dict) and isinstance(other, dict):
-        return ", ".join(f"{k} {value.get(k)}" for k in sorted(value)
-                         if value.get(k) != other.get(k)) or "-"
-    return str(value)
-
-
-def gate_table(verdicts: Sequence[CellVerdict | WidthVerdict], *, markdown: bool = False) -> str:
-    """The verdicts as the summary table (plain text, or GitHub Markdown)."""
-    from .text import format_table, markdown_table
-
-    rows = [v.row() for v in verdicts]
-    body = [[r.get(c, "") for c in TABLE_COLUMNS] for r in rows]
-    return (markdown_table if markdown else format_table)(TABLE_HEADERS, body)
-
-
-# Row keys and headers of the gate table (the plugin's session summary adds the test).
-TABLE_COLUMNS = ("cell", "metric", "baseline", "candidate", "delta", "p", "verdict", "mde", "n")
-TABLE_HEADERS = ("Cell", "Metric", "Baseline", "Candidate", "Paired Δ (+ = better) [CI]", "p",
-                 "Verdict", "MDE", "n")
 
 
 # -- failing, recording, formatting --------------------------------------------------------------
@@ -854,9 +743,9 @@ def _saved_note(paths: Sequence[str], reports: Sequence[BenchmarkReport]) -> str
     """Which saved candidate report holds which cells, at which seeds (an adaptive gate whose
     cells stopped at different seeds is saved as several dense reports)."""
     first, *further = zip(paths, reports, strict=True)
-    parts = [f"{first[0]} holds every cell at seeds {_seed_list(first[1].seeds)}"]
+    parts = [f"{first[0]} holds every cell at seeds {seed_list(first[1].seeds)}"]
     parts += [f"{path} holds {', '.join(f'{t}/{m}' for t in r.tasks for m in r.models)} at "
-              f"seeds {_seed_list(r.seeds)}" for path, r in further]
+              f"seeds {seed_list(r.seeds)}" for path, r in further]
     return ("the candidate reports saved (--graphnetz-report-dir) hold each cell at the seeds "
             "it was decided on: " + "; ".join(parts))
 
@@ -890,15 +779,16 @@ def _record_stopped(gate: str, report: Any, baseline: Any, exc: Exception) -> No
         spec = report.metric(task)
         for model in report.models:
             mine = concerned is None or (task, model) in concerned
-            row = {"cell": f"{task}/{model}", "metric": _metric(spec.name, spec.higher_is_better),
-                   "candidate": _mean_ci(_describe(report.values(task, model), report,
+            row = {"cell": f"{task}/{model}",
+                   "metric": metric_label(spec.name, spec.higher_is_better),
+                   "candidate": fmt_mean_ci(describe_values(report.values(task, model), report,
                                                    metric=spec.name), short=True),
                    "verdict": status if mine else "NOT COMPARED", "gate": gate,
                    "failed": "yes" if mine else "",
                    "note": reason if mine else f"the gate stopped on another cell ({status})"}
             if (task, model) in unpaired:
                 u = unpaired[(task, model)]
-                row.update(baseline=_mean_ci(u.baseline, short=True), delta=u.delta())
+                row.update(baseline=fmt_mean_ci(u.baseline, short=True), delta=u.delta())
             observer.record(row)
 
 
@@ -925,91 +815,11 @@ def _record(verdicts: Sequence[CellVerdict | WidthVerdict], status: str | None =
 
 def _config(verdicts: Sequence[CellVerdict]) -> str:
     c = verdicts[0].comparison
-    text = f"{c.test}, alpha {_num(c.alpha)}, margin {_num(c.margin)}"
+    text = f"{c.test}, alpha {fmt_num(c.alpha)}, margin {fmt_num(c.margin)}"
     if c.kind != "not_worse":
         return text + (", every cell must pass (no Holm needed)" if len(verdicts) > 1 else "")
-    effects = sorted({_num(v.comparison.min_effect) for v in verdicts})
+    effects = sorted({fmt_num(v.comparison.min_effect) for v in verdicts})
     text += f", min_effect {'/'.join(effects)}"
     tested = sum(v.verdict != "IDENTICAL" for v in verdicts)
     return text + (f", Holm across the {tested} tested cells" if tested > 1 else "")
 
-
-def _describe(x: np.ndarray, report: BenchmarkReport, *, method: str | None = None,
-              metric: str | None = None) -> Any:
-    """``x`` described by ``method`` (default the report's) at the report's level, bootstrap
-    draws from a fixed seed: the same interval every time the cell is shown.
-
-    Given the ``metric`` (cells that are shown, not judged), an interval that leaves [0, 1] for a
-    metric bounded there is clipped to it, and its method says so, as ``summary()`` does;
-    ``assert_ci_width`` judges the unclipped width, so it passes no metric."""
-    cell = stats.describe(x, method=method or report.ci_method,
-                          confidence_level=report.confidence_level,
-                          rng=np.random.default_rng(0))
-    clipped = None if metric is None else clip_to_metric(metric, cell.ci.low, cell.ci.high)
-    if clipped is None:
-        return cell
-    return replace(cell, ci=stats.ConfidenceInterval(*clipped), method=f"{cell.method}, {CLIPPED}")
-
-
-def _verdict_name(verdict: Any) -> str:
-    return str(getattr(verdict, "value", verdict))
-
-
-def _metric(name: str, higher_is_better: bool) -> str:
-    return f"{name} {'↑' if higher_is_better else '↓'}"
-
-
-def _num(x: float | None) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "n/a"
-    return f"{float(x):.4g}"
-
-
-def _level(c: Any) -> str:
-    """The label of a comparison's interval: "90%" at alpha 0.05."""
-    return f"{100 * c.confidence_level:.3g}%"
-
-
-def _accepting_margin(c: Any) -> str:
-    """A margin that accepts a drop smaller than δ: the magnitude of the interval's lower end,
-    rounded up to two significant digits while that stays below δ."""
-    x = -c.ci.low
-    exponent = math.floor(math.log10(x)) - 1 if x > 0 else 0
-    up = math.ceil(x / 10.0**exponent) * 10.0**exponent
-    return _num(up if up < c.min_effect else x)
-
-
-def _refresh_hint(command: str | None, n_seeds: int | None = None) -> str:
-    seeds = f" --graphnetz-seeds={n_seeds}" if n_seeds else ""
-    if command:
-        return f"`{command}{seeds}`"
-    return f"`pytest --graphnetz-update-baselines{seeds}` on the gate's test"
-
-
-def _signed(x: float) -> str:
-    return "n/a" if math.isnan(x) else f"{float(x) + 0.0:+.4g}"
-
-
-def _p(x: float | None) -> str:
-    if x is None or math.isnan(x):
-        return "n/a"
-    return f"{x:.2g}" if x < 0.01 else f"{x:.3f}"
-
-
-def _ci(ci: Any) -> str:
-    return f"[{_num(ci.low)}, {_num(ci.high)}]"
-
-
-def _mean_ci(cell: Any, *, short: bool = False) -> str:
-    text = f"{_num(cell.mean)} {_ci(cell.ci)}"
-    if short:
-        return text
-    extra = f", {cell.n_diverged} diverged" if getattr(cell, "n_diverged", 0) else ""
-    return f"{text} ({cell.method} {cell.confidence_level:.0%} CI, n={cell.n}{extra})"
-
-
-def _seed_list(seeds: Sequence[int]) -> str:
-    seeds = list(seeds)
-    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
-        return f"{seeds[0]}-{seeds[-1]}"
-    return ",".join(str(s) for s in seeds)

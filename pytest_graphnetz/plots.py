@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .export import _method_phrase, _seeds_phrase, cell_stats
+from .export import cell_stats, method_phrase, seeds_phrase
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -140,9 +140,9 @@ def plot_forest(
 
 def _forest_caption(report: BenchmarkReport, source: str = "seeds") -> str:
     if source != "seeds":
-        return (f"Mean over {_seeds_phrase(report)}, {source.replace('_', ' ')} interval "
+        return (f"Mean over {seeds_phrase(report)}, {source.replace('_', ' ')} interval "
                 f"(epoch: {report.epoch_selection}); dots: single seeds")
-    return (f"Mean and {_method_phrase(report)} over {_seeds_phrase(report)} "
+    return (f"Mean and {method_phrase(report)} over {seeds_phrase(report)} "
             f"(epoch: {report.epoch_selection}); dots: single seeds")
 
 
@@ -245,12 +245,3 @@ def _paired_differences(verdict: Any, baseline: BenchmarkReport,
     base = baseline.values(task, model)[[baseline.seeds.index(s) for s in verdict.seeds]]
     d = cand - base
     return d if candidate.metric(task).higher_is_better else -d
-
-
-def plot_command(report_path: str | os.PathLike, output: str | os.PathLike, *,
-                 ci_method: str | None = None) -> int:
-    """``graphnetz plot REPORT -o FILE.png``: write the forest plot of a report. Returns 0."""
-    from .export import load_report
-
-    plot_forest(load_report(report_path, ci_method), path=output)
-    return 0

@@ -398,11 +398,11 @@ class BenchmarkReport:
 
     def _example_pairwise(self, test: str, confidence_level: float | None,
                           epoch_selection: str | None, strict: bool, rng: Any):
-        from .stats._common import _rng
+        from .stats import resolve_rng
         from .stats.heldout import EXAMPLE_NOTES, ExamplePairwise, example_pair_rows
 
         level = self.confidence_level if confidence_level is None else confidence_level
-        gen = _rng(rng)
+        gen = resolve_rng(rng)
         rows, notes = [], list(EXAMPLE_NOTES)
         for t in self.tasks:
             found = {m: self.outcomes(t, m, epoch_selection=epoch_selection, strict=strict)
@@ -452,14 +452,13 @@ class BenchmarkReport:
 
     def _example_summary(self, X: np.ndarray, source: str, method: str | None, level: float,
                          epoch_selection: str | None, strict: bool, rng: Any):
-        from .stats import SummaryRow, describe_many
-        from .stats._common import _rng
+        from .stats import SummaryRow, describe_many, resolve_rng
         from .stats.heldout import COVERS, SOURCES, example_interval
         from .stats.tables import Summary
 
         if source not in SOURCES:
             raise ValueError(f"`source` must be one of {list(SOURCES)}, got {source!r}")
-        gen = _rng(rng)
+        gen = resolve_rng(rng)
         t_n, m_n, s_n = X.shape
         cells = describe_many(X.reshape(t_n * m_n, s_n), method="t", confidence_level=level)
         rows, methods = [], set()
@@ -1262,3 +1261,11 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def load_report(report_path: str | os.PathLike, ci_method: str | None = None) -> BenchmarkReport:
+    """A report read from JSON, with ``ci_method`` overriding the stored one when given."""
+    report = BenchmarkReport.from_json(report_path)
+    if ci_method is not None:
+        report.ci_method = ci_method
+    return report

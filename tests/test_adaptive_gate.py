@@ -63,7 +63,8 @@ def test_only_open_cells_train_their_next_seeds():
     message = str(failure.value)
     assert "adaptive seeds: stopped at look 1 of 3 (5/20 seeds), 15 seed-trainings saved" \
         in message
-    assert f"{15 + 15 + 20 - runner.count('border')} saved against fixed 20" in message
+    assert (f"{15 + 15 + 20 - runner.count('border')} saved against the 60 the baseline could "
+            "pair") in message
 
 
 def test_a_short_baseline_cuts_the_schedule_and_says_how_to_complete_it():
@@ -75,6 +76,11 @@ def test_a_short_baseline_cuts_the_schedule_and_says_how_to_complete_it():
     assert border.stop.max_seeds == 10 and border.stop.planned_max == 20
     assert border.comparison.n == runner.count("border") == 10
     assert border.row()["n"] == "10/20"
+    # issue 23: the capped cell says so in its Note, its Baseline column names its seeds, and
+    # what it saved is counted against the 10 seeds that could pair, not the planned 20
+    assert border.row()["note"] == "capped at 10 seeds: the baseline pairs 10 of the 20 planned"
+    assert border.row()["baseline"].endswith("(seeds 0-9)")
+    assert border.stop.saved == 10 - border.stop.trained
     assert any("pairs 10 of the 20 planned seeds, so this cell's looks are (5, 10)" in n
                and "--graphnetz-seeds=5..20" in n for n in border.notes)
 
@@ -101,7 +107,7 @@ def test_the_width_gate_measures_max_seeds_too():
 
 
 def test_refusals():
-    with pytest.raises(ValueError, match="2 <= MIN <= MAX"):
+    with pytest.raises(ValueError, match="3 <= MIN <= MAX"):
         run_adaptive({"toy": lambda root: None}, {"m": object}, seeds=range(4), min_seeds=5,
                       runner=CountingRunner())
     report = _adaptive(CountingRunner())

@@ -160,6 +160,8 @@ def test_comparison_plot_colours_by_verdict_and_marks_the_margin(tmp_path):
     # axvline: x = [b, b] spanning the axes' height, y = [0, 1]
     vlines = sorted(float(ln.get_xdata()[0]) for ln in axis.lines
                     if list(ln.get_ydata()) == [0, 1])
-    assert vlines == pytest.approx([-0.01, 0.0])
+    # and the dotted −δ: with margin 0.01 accuracy's default δ is one point beyond it (0.02)
+    assert vlines == pytest.approx([-0.02, -0.01, 0.0])
     legend = [t.get_text() for t in axis.get_legend().get_texts()]
-    assert legend == ["IDENTICAL", "REGRESSED", "BETTER", "margin (-0.01)"]
+    assert legend[:4] == ["IDENTICAL", "REGRESSED", "BETTER", "margin (-0.01)"]
+    assert legend[4].startswith("−δ, min_effect")

@@ -30,8 +30,13 @@ def test_schedule_doubles_from_min_and_ends_at_max():
     assert schedule(3, 20) == (3, 6, 12, 20)
     assert schedule(10, 10) == (10,)
     for bad in [(1, 10), (10, 5)]:
-        with pytest.raises(ValueError, match="2 <= MIN <= MAX"):
+        with pytest.raises(ValueError, match="3 <= MIN <= MAX"):
             schedule(*bad)
+    # MIN = 2 cannot hold α on discrete metrics: refused with the measured reason; a single
+    # look at 2 seeds is the fixed gate's (whose rates at n = 2 hold)
+    with pytest.raises(ValueError, match=r"cannot hold α on discrete metrics.*7\.9%"):
+        schedule(2, 20)
+    assert schedule(2, 2) == (2,)
 
 
 def test_spending_is_hwang_shih_decani():
@@ -184,15 +189,24 @@ def test_refusals_name_the_problem():
 
 
 def test_holm_across_cells_steps_down_and_retests_earlier_looks():
+    # histories are each look's own one-sided REGRESSED p (never an earlier look's statistic)
     design = sequential_design(5, 20, alpha=ALPHA)
-    c3, c2 = (design.at_level(ALPHA / k).critical[0] for k in (3, 2))
-    between = -(c3 + c2) / 2  # crosses at α/2 but not at α/3
+    n3, n2 = (design.at_level(ALPHA / k).nominal[0] for k in (3, 2))
+    between = (n3 + n2) / 2  # crosses at α/2 but not at α/3
     designs = [design] * 3
-    assert gs_holm([[-50.0], [between], [0.0]], designs) == (True, True, False)
-    assert gs_holm([[0.0], [between], [0.0]], designs) == (False, False, False)
+    assert gs_holm([[1e-9], [between], [0.5]], designs).rejected == (True, True, False)
+    assert gs_holm([[0.5], [between], [0.5]], designs).rejected == (False, False, False)
     # a cell whose first look crossed only at the new level is rejected at that look, even
     # though it has since moved on (its later statistic is ordinary)
-    assert gs_holm([[-1.0, -50.0], [between, 0.5], [0.0, 0.0]], designs) == (True, True, False)
+    both = gs_holm([[0.3, 1e-9], [between, 0.7], [0.5, 0.5]], designs)
+    assert both.rejected == (True, True, False) and both.at_look == (1, 0, None)
+    assert both.level == ALPHA  # one left: the last step's level
+    # one look per cell: Holm's step-down itself, with its adjusted p
+    one = sequential_design(10, 10, alpha=ALPHA)
+    p = [0.012, 0.04, 0.3]
+    family = gs_holm([[x] for x in p], [one] * 3)
+    assert family.rejected == (True, False, False) and family.level == ALPHA / 2
+    assert family.p_adjusted == pytest.approx([0.036, 0.08, 0.3])
 
 
 def test_holm_across_cells_keeps_the_familywise_rate():
@@ -201,10 +215,10 @@ def test_holm_across_cells_keeps_the_familywise_rate():
     rng = np.random.default_rng(21)
     trials, hits = 3000, 0
     X = rng.standard_normal((trials, 3, 20))
-    T = np.stack([X[..., :n].mean(-1) / (X[..., :n].std(-1, ddof=1) / math.sqrt(n))
-                  for n in design.looks], axis=-1)
-    for t in T:
-        hits += any(gs_holm(t.tolist(), [design] * 3))
+    P = np.stack([stats.t.cdf(X[..., :n].mean(-1) / (X[..., :n].std(-1, ddof=1) / math.sqrt(n)),
+                              n - 1) for n in design.looks], axis=-1)
+    for p in P:
+        hits += any(gs_holm(p.tolist(), [design] * 3).rejected)
     assert gs.wilson_interval(hits, trials).low <= ALPHA
 
 

@@ -31,6 +31,7 @@ from ._common import (
     PAIRED_TESTS,
     ConfidenceInterval,
     RngLike,
+    resolve_rng,
 )
 from .decisions import Comparison, HolmResult, Verdict, compare, compare_many, holm, holm_adjust
 from .heldout import (
@@ -51,6 +52,7 @@ __all__ = [
     "PairedResult", "Pairwise", "PairwiseRow", "RngLike", "Summary", "SummaryRow", "Verdict",
     "bootstrap_interval", "bootstrap_metric", "compare", "compare_many",
     "corrected_resampled_ttest", "describe", "describe_folds", "describe_many", "holm",
-    "holm_adjust", "mde", "paired_test", "paired_tests", "pairwise_table", "seeds_for_min_effect",
-    "seeds_for_width", "seeds_to_decide", "summarize", "t_interval", "wilson_interval",
+    "holm_adjust", "mde", "paired_test", "paired_tests", "pairwise_table", "resolve_rng",
+    "seeds_for_min_effect", "seeds_for_width", "seeds_to_decide", "summarize", "t_interval",
+    "wilson_interval",
 ]

@@ -36,7 +36,7 @@ class ConfidenceInterval:
         return iter((self.low, self.high))
 
 
-def _rng(rng: RngLike) -> np.random.Generator:
+def resolve_rng(rng: RngLike) -> np.random.Generator:
     if isinstance(rng, np.random.Generator):
         return rng
     return np.random.default_rng(DEFAULT_SEED if rng is None else int(rng))

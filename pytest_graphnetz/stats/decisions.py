@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
@@ -97,11 +97,28 @@ class Comparison:
     min_effect: float | None = None
     p_better: float = 1.0
     mde_alpha: float | None = None
+    # One-sided levels of ``ci``'s lower and upper end when they are not both ``alpha`` (the
+    # gate's Holm level on REGRESSED's side, a sequential look's nominal levels).
+    ci_alphas: tuple[float, float] | None = None
+    evidence: Any = field(default=None, repr=False, compare=False)
 
     @property
     def confidence_level(self) -> float:
-        """Level of ``ci``: ``1 - 2·alpha``, the two-sided interval of the one-sided tests."""
+        """Level of ``ci``: ``1 - 2·alpha``, the two-sided interval of the one-sided tests
+        (``1 - low_alpha - high_alpha`` when its ends are at the levels of ``ci_alphas``)."""
+        if self.ci_alphas is not None:
+            return 1 - self.ci_alphas[0] - self.ci_alphas[1]
         return 1 - 2 * self.alpha
+
+    def interval(self, low_alpha: float, high_alpha: float) -> ConfidenceInterval:
+        """The interval whose lower end is the one-sided ``1 - low_alpha`` bound and whose
+        upper end is the one-sided ``1 - high_alpha`` bound of this test on these seeds
+        (``interval(alpha, alpha) == ci``). IDENTICAL and untested cells keep ``ci``."""
+        if self.evidence is None:
+            return self.ci
+        low = self.evidence.bounds(1 - 2 * low_alpha)[0]
+        high = self.evidence.bounds(1 - 2 * high_alpha)[1]
+        return ConfidenceInterval(low, high)
 
     @property
     def below_min_effect(self) -> bool:
@@ -124,7 +141,7 @@ def compare(candidate: Any, baseline: Any, *, higher_is_better: bool = True,
             kind: str = "not_worse", test: str = "paired-t", margin: float = 0.0,
             min_effect: float | None = None, alpha: float = 0.05, power: float = 0.8,
             n_resamples: int = 10_000, rng: RngLike = None, label: str | None = None,
-            seeds: Sequence[Any] | None = None) -> Comparison:
+            seeds: Sequence[Any] | None = None, plan: bool = True) -> Comparison:
     """Verdict on one cell: ``candidate`` vs ``baseline`` (n_seeds,), aligned by seed.
 
     ``kind="not_worse"``, in order (the first that holds):
@@ -234,11 +251,12 @@ def compare(candidate: Any, baseline: Any, *, higher_is_better: bool = True,
     comp = Comparison(verdict=verdict, ci=ConfidenceInterval(low, high), lower_bound=low,
                       p_value=p_primary, p_adjusted=p_primary, p_reverse=p_reverse,
                       p_better=p_better, mde=effect_mde, seeds_needed=None, p_floor=ev.floor,
-                      notes=tuple(notes), **common)
-    return replace(comp, seeds_needed=_plan(comp, alpha))
+                      notes=tuple(notes), evidence=ev, **common)
+    # plan=False: a look that is not the last a cell reports (the gate plans the one it prints)
+    return replace(comp, seeds_needed=plan_seeds(comp, alpha) if plan else None)
 
 
-def _plan(comp: Comparison, alpha_regressed: float) -> int | None:
+def plan_seeds(comp: Comparison, alpha_regressed: float) -> int | None:
     """Seeds that would decide an INCONCLUSIVE cell (None for the other verdicts): for
     ``not_worse`` planned for δ, with REGRESSED at ``alpha_regressed`` (the Holm level)."""
     if comp.verdict is not Verdict.INCONCLUSIVE:
@@ -319,15 +337,22 @@ def holm_adjust(comparisons: Sequence[Comparison]) -> list[Comparison]:
         comp = comparisons[i]
         verdict = _decide(comp.kind, p_adj, comp.p_reverse, comp.p_better, alpha,
                           bool(comp.diverged_seeds))
-        level = alpha / m
-        mde_holm = math.inf
-        if comp.p_floor <= level and math.isfinite(comp.sd_diff):
-            mde_holm = _mde_se(comp.sd_diff / math.sqrt(comp.n), comp.n - 1, alpha=level,
-                               power=comp.power, one_sided=True)
-        comp = replace(comp, p_adjusted=p_adj, verdict=verdict, mde=mde_holm, mde_alpha=level,
-                       notes=(*comp.notes, f"p Holm-adjusted across the {m} tested cells"))
-        out[i] = replace(comp, seeds_needed=_plan(comp, level))
+        out[i] = holm_member(replace(comp, verdict=verdict), p_adj, m)
     return out
+
+
+def holm_member(comp: Comparison, p_adjusted: float, m: int) -> Comparison:
+    """``comp`` as one of ``m`` tested cells of a Holm family (its verdict already decided):
+    its adjusted p, and its MDE and seeds plan at ``alpha / m``, the level Holm demands of the
+    most significant cell, with a note saying so."""
+    level = comp.alpha / m
+    mde_holm = math.inf
+    if comp.p_floor <= level and math.isfinite(comp.sd_diff):
+        mde_holm = _mde_se(comp.sd_diff / math.sqrt(comp.n), comp.n - 1, alpha=level,
+                           power=comp.power, one_sided=True)
+    comp = replace(comp, p_adjusted=p_adjusted, mde=mde_holm, mde_alpha=level,
+                   notes=(*comp.notes, f"p Holm-adjusted across the {m} tested cells"))
+    return replace(comp, seeds_needed=plan_seeds(comp, level))
 
 
 def compare_many(cells: Sequence[Mapping[str, Any]], **common: Any) -> list[Comparison]:

@@ -16,9 +16,9 @@ from ._common import (
     _check_level,
     _effect,
     _finite,
-    _rng,
     _t_p_greater,
     _t_quantile,
+    resolve_rng,
 )
 from .paired import PairedResult
 from .tables import _Table
@@ -103,7 +103,7 @@ def bootstrap_metric(y_true: Any, y_pred: Any, metric: Callable[[np.ndarray, np.
         raise ValueError(f"`y_true` ({len(y_true)}) and `y_pred` ({len(y_pred)}) need the same "
                          "length, at least 2 examples")
     level = _check_level(confidence_level)
-    idx = _rng(rng).integers(0, len(y_true), size=(n_resamples, len(y_true)))
+    idx = resolve_rng(rng).integers(0, len(y_true), size=(n_resamples, len(y_true)))
     values = np.array([float(metric(y_true[i], y_pred[i])) for i in idx])
     low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
     return ConfidenceInterval(float(low), float(high))
@@ -174,7 +174,7 @@ def example_interval(outcomes: Sequence[Any], *, source: str = "test_set",
     if source == "test_set" and proportion and method != "bootstrap":
         ci = wilson_interval(mean * n_examples, n_examples, confidence_level=level)
         return ExampleInterval(mean, ci, "wilson", source, len(outcomes), n_examples, shared)
-    gen = _rng(rng)
+    gen = resolve_rng(rng)
     M = np.empty((len(outcomes), n_resamples))
     if shared:
         weights = _resample_counts(gen, n_examples, n_resamples)
@@ -265,7 +265,7 @@ def paired_example_bootstrap(a: Any, b: Any, *, higher_is_better: bool = True,
                          "test needs the same test examples")
     level = _check_level(confidence_level)
     sign = 1.0 if higher_is_better else -1.0
-    weights = _resample_counts(_rng(rng), a.n, n_resamples)
+    weights = _resample_counts(resolve_rng(rng), a.n, n_resamples)
     d = sign * (a.resampled(weights) - b.resampled(weights))
     d = d[np.isfinite(d)]
     diff = sign * (a.value() - b.value())
@@ -345,7 +345,7 @@ def example_pair_rows(task: str, model_a: str, model_b: str, pairs: Sequence[tup
 
     _choice("test", test, EXAMPLE_TESTS)
     level = _check_level(confidence_level)
-    gen = _rng(rng)
+    gen = resolve_rng(rng)
     sign = 1.0 if higher_is_better else -1.0
     rows, diffs = [], []
     for seed, a, b in pairs:

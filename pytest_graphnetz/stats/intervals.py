@@ -17,10 +17,10 @@ from ._common import (
     _check_level,
     _finite,
     _group_rows,
-    _rng,
     _t_moments,
     _t_quantile,
     _vector,
+    resolve_rng,
 )
 from ._resampling import _bootstrap_means, _percentile_ci, _require_bootstrap_seeds
 
@@ -66,7 +66,7 @@ def bootstrap_interval(x: Any, *, confidence_level: float = 0.95, n_resamples: i
     """
     arr = _finite(x, "x")
     _require_bootstrap_seeds(arr.size, "a percentile bootstrap interval", _T_INSTEAD)
-    means = _bootstrap_means(arr[None, :], n_resamples, _rng(rng))
+    means = _bootstrap_means(arr[None, :], n_resamples, resolve_rng(rng))
     low, high = _percentile_ci(means, _check_level(confidence_level), arr[None, :])
     return ConfidenceInterval(float(low[0]), float(high[0]))
 
@@ -107,7 +107,7 @@ def describe_many(X: Any, *, method: str = "t", confidence_level: float = 0.95,
                 low, high = mean - half, mean + half
             else:
                 _require_bootstrap_seeds(n, "a percentile bootstrap interval", _T_INSTEAD)
-                means = _bootstrap_means(D, n_resamples, _rng(rng))
+                means = _bootstrap_means(D, n_resamples, resolve_rng(rng))
                 low, high = _percentile_ci(means, level, D)
         else:
             mean = D[:, 0] if n == 1 else nan

@@ -16,11 +16,11 @@ from ._common import (
     _check_choice,
     _check_level,
     _effect,
-    _rng,
     _t_moments,
     _t_p_greater,
     _t_quantile,
     _vector,
+    resolve_rng,
 )
 from ._resampling import (
     BOOTSTRAP_MIN_SEEDS,
@@ -147,7 +147,7 @@ def paired_tests(A: Any, B: Any, *, test: str = "paired-t", confidence_level: fl
     else:
         if test == "bootstrap":
             _require_bootstrap_seeds(n, "test='bootstrap'", _T_INSTEAD)
-        gen = _rng(rng)
+        gen = resolve_rng(rng)
         if n >= BOOTSTRAP_MIN_SEEDS:  # the expanded percentile interval
             means = _bootstrap_means(D, n_resamples, gen)
             low, high = _percentile_ci(means, _expanded_level(level, n), D)
@@ -410,6 +410,6 @@ def _evidence(test: str, cand: np.ndarray, base: np.ndarray, n_resamples: int,
             _require_bootstrap_seeds(cand.size, "test='bootstrap'", _T_INSTEAD)
         cls = {"bootstrap": _BootstrapEvidence, "permutation": _SignFlipEvidence,
                "wilcoxon": _WilcoxonEvidence}[test]
-        ev = cls(cand, base, n_resamples, _rng(rng))
+        ev = cls(cand, base, n_resamples, resolve_rng(rng))
     ev.floor = max(ev.floor_at(c) for c in at)
     return ev

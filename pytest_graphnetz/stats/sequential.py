@@ -67,7 +67,18 @@ def schedule(min_seeds: int, max_seeds: int) -> tuple[int, ...]:
     if isinstance(min_seeds, bool) or isinstance(max_seeds, bool):
         raise TypeError("`min_seeds` and `max_seeds` must be integers")
     if not 2 <= int(min_seeds) <= int(max_seeds):
-        raise ValueError(f"adaptive seeds need 2 <= MIN <= MAX, got {min_seeds}..{max_seeds}")
+        raise ValueError(f"adaptive seeds need 3 <= MIN <= MAX, got {min_seeds}..{max_seeds}")
+    if int(min_seeds) < 3 and int(max_seeds) > int(min_seeds):
+        # At 2 seeds two equal non-zero differences have no spread: t = ±inf crosses any
+        # boundary, and on a discrete metric that happens far more often than the α the first
+        # look may spend (karate, 8 test nodes: 2..20 read false REGRESSED 7.9% [6.4, 9.7] of
+        # 1,000 null trials through the real gate, benchmarks/adaptive_fwer.py; 2..40 7.0-8.9%
+        # in issue 21).
+        raise ValueError(
+            f"adaptive seeds need 3 <= MIN <= MAX, got {min_seeds}..{max_seeds}: a first look "
+            "at 2 seeds cannot hold α on discrete metrics (two equal non-zero differences give "
+            "t = ±inf; on karate-like accuracies 2..20 read false REGRESSED 7.9% of the time at "
+            "α = 0.05, measured by benchmarks/adaptive_fwer.py). Start at 3 or more (e.g. 5..20)")
     looks = []
     n = int(min_seeds)
     while n < max_seeds:
@@ -139,7 +150,11 @@ def _design(looks: tuple[int, ...], alpha: float, gamma: float) -> SequentialDes
     cum = spent(np.asarray(looks, dtype=float) / looks[-1], alpha, gamma)
     cum[-1] = alpha  # exactly α at MAX, whatever the rounding
     critical = _calibrate(looks, cum)
-    nominal = tuple(float(special.stdtr(n - 1, -c)) for n, c in zip(looks, critical, strict=True))
+    # The first look's critical value is the exact t quantile of what it spends, so its nominal
+    # level is that spend itself: a one-look design (a fixed seed count) decides at exactly
+    # `alpha`, bit for bit as the fixed-n test does.
+    nominal = (float(cum[0]), *(float(special.stdtr(n - 1, -c))
+                                for n, c in zip(looks[1:], critical[1:], strict=True)))
     return SequentialDesign(looks=looks, alpha=alpha, gamma=gamma, critical=critical,
                             nominal=nominal, spent=tuple(float(a) for a in cum))
 
@@ -243,7 +258,9 @@ def sequential_decide(diffs: Any, design: SequentialDesign, *, margin: float = 0
                       min_effect: float | None = None, regressed_alpha: float | None = None,
                       label: str | None = None) -> SequentialDecision:
     """The decision on one cell at a look: ``diffs`` (n,) are its finite paired differences,
-    sign-flipped so ``+`` is better, with ``n`` one of ``design.looks``.
+    sign-flipped so ``+`` is better, with ``n`` one of ``design.looks``. The cell is taken to be
+    open at this look (no earlier look stopped it): the decision and every statistic are those
+    of these ``n`` differences at this look's boundaries, never an earlier look's.
 
     ``min_effect`` (δ > margin): NOT WORSE's boundary; None falls back to ``-margin``.
     ``regressed_alpha``: the level of REGRESSED's boundary when it differs from the design's
@@ -258,9 +275,9 @@ def sequential_decide(diffs: Any, design: SequentialDesign, *, margin: float = 0
     if d.size not in design.looks:
         raise ValueError(f"{where}: {d.size} paired seeds is not a look of the schedule "
                          f"{design.looks}; train up to the next look")
-    codes, n_used, stats = _run(d[None, :], design, margin=margin, min_effect=min_effect,
-                                regressed_alpha=regressed_alpha, upto=d.size)
     k = design.looks.index(d.size)
+    codes, n_used, stats = _run(d[None, :], design, margin=margin, min_effect=min_effect,
+                                regressed_alpha=regressed_alpha, upto=d.size, first=k)
     code = int(codes[0])
     verdict = _VERDICTS[code]
     more = design.looks[k + 1] - d.size if code == _CONTINUE else 0
@@ -290,10 +307,12 @@ def run_schedule(D: Any, design: SequentialDesign, *, margin: float = 0.0,
 
 
 def _run(D: np.ndarray, design: SequentialDesign, *, margin: float, min_effect: float | None,
-         regressed_alpha: float | None, upto: int) -> tuple[np.ndarray, np.ndarray, tuple]:
+         regressed_alpha: float | None, upto: int,
+         first: int = 0) -> tuple[np.ndarray, np.ndarray, tuple]:
     """The vectorised core behind :func:`sequential_decide` and :func:`run_schedule`: walks the
-    looks up to ``upto`` seeds; returns per row the code, the seeds used, and the statistics at
-    the row's last look (mean, sd, se, c, c_regressed, t_regressed, t_not_worse, t_better)."""
+    looks from index ``first`` up to ``upto`` seeds; returns per row the code, the seeds used,
+    and the statistics at the row's last look (mean, sd, se, c, c_regressed, t_regressed,
+    t_not_worse, t_better)."""
     if not margin >= 0:
         raise ValueError(f"`margin` must be >= 0 (in metric units), got {margin!r}")
     if min_effect is not None and not min_effect > margin:
@@ -305,6 +324,8 @@ def _run(D: np.ndarray, design: SequentialDesign, *, margin: float, min_effect: 
     n_used = np.zeros(rows, dtype=int)
     stats = tuple(np.full(rows, np.nan) for _ in range(8))
     for k, n in enumerate(design.looks):
+        if k < first:
+            continue
         if n > upto:
             break
         open_ = code == _CONTINUE
@@ -323,7 +344,7 @@ def _run(D: np.ndarray, design: SequentialDesign, *, margin: float, min_effect: 
         new[not_worse] = _NOT_WORSE
         new[t_bt >= c] = _BETTER
         new[t_reg <= -c_reg] = _REGRESSED
-        if k == 0:
+        if k == first:
             new[np.all(X == 0, axis=1)] = _IDENTICAL
         if k == len(design.looks) - 1:
             new[new == _CONTINUE] = _INCONCLUSIVE
@@ -349,31 +370,100 @@ def _sided_t(mean: np.ndarray, se: np.ndarray, X: np.ndarray, bound: float) -> n
         return np.where(flat, exact, gap / np.where(flat, 1.0, se))
 
 
+def look_verdict(comparison: Any, design: SequentialDesign, look: int) -> Verdict | None:
+    """The verdict of NOT WORSE's and BETTER's boundaries (REGRESSED is the family's, see
+    :func:`sequential_holm`) on a cell open at look index ``look``, from ``comparison``: a
+    ``not_worse`` :class:`~pytest_graphnetz.stats.Comparison` made on exactly that look's seeds.
+
+    Each boundary is its one-sided p against the look's nominal level ``design.nominal[look]``
+    (``p <= nominal`` is ``t >= c_k`` for the paired t test, whose p-values already treat a
+    difference within the data's rounding as none). Before the last look, NOT WORSE also needs
+    the lean rule: REGRESSED's p above ``P(T <= -lean)``. Returns BETTER, NOT WORSE, IDENTICAL,
+    INCONCLUSIVE (still open at the last look) or None (take the next look's seeds). A one-look
+    design decides exactly as :func:`~pytest_graphnetz.stats.compare` does at ``alpha``.
+    """
+    from scipy import special
+
+    if comparison.verdict is Verdict.IDENTICAL:
+        return Verdict.IDENTICAL
+    last = look == len(design.looks) - 1
+    level = design.nominal[look]
+    if comparison.p_better <= level:
+        return Verdict.BETTER
+    leans = (not last and design.lean is not None
+             and comparison.p_value <= float(special.stdtr(comparison.n - 1, -design.lean)))
+    if comparison.p_reverse <= level and not leans:
+        return Verdict.NOT_WORSE
+    return Verdict.INCONCLUSIVE if last else None
+
+
+@dataclass(frozen=True)
+class FamilyDecision:
+    """Group-sequential Holm on one gate call's REGRESSED hypotheses.
+
+    ``rejected[i]``: cell i is REGRESSED; ``at_look[i]``: the look index whose statistic
+    rejected it (None if not rejected); ``level``: the last level of the step-down,
+    ``alpha / (m - r)`` with r rejections (``alpha`` when every cell is rejected), the level at
+    which every cell's REGRESSED boundary reads as its verdict (rejected cells are below it, the
+    others above); ``p_adjusted``: classical Holm-adjusted p per cell for one-look designs
+    (None for sequential ones, whose decision is the boundaries').
+    """
+
+    rejected: tuple[bool, ...]
+    at_look: tuple[int | None, ...]
+    level: float
+    p_adjusted: tuple[float, ...] | None
+
+
 def sequential_holm(histories: Sequence[Sequence[float]],
-                    designs: Sequence[SequentialDesign]) -> tuple[bool, ...]:
+                    designs: Sequence[SequentialDesign]) -> FamilyDecision:
     """Holm across the cells of one gate call for their REGRESSED boundaries, the
     group-sequential way (Maurer & Bretz 2013, Statistics in Biopharmaceutical Research
     5:311-320): each open hypothesis is tested at level ``α / (m − r)``, ``r`` the number
     already rejected, and when one is rejected the others are re-tested at every look they
     have had, with the boundaries of the new level.
 
-    ``histories[i]``: cell i's REGRESSED t statistics at its looks so far (its
-    :attr:`SequentialDecision.t_regressed` per look); ``designs[i]``: its design (one ``alpha``
-    for all). Returns per cell whether REGRESSED is rejected.
+    ``histories[i]``: cell i's one-sided REGRESSED p-values, one per look it has had, each
+    computed on exactly that look's seeds (:attr:`Comparison.p_value`); ``designs[i]``: its
+    design (one ``alpha`` for all). A look rejects at level ``a`` when its p is at most
+    ``design.at_level(a).nominal[k]``. When every design has one look this is Holm's
+    step-down on the p-values, computed the classical way (adjusted p ``<= alpha``).
     """
+    from .decisions import holm
+
     if len(histories) != len(designs):
         raise ValueError(f"{len(histories)} histories for {len(designs)} designs")
     alphas = {d.alpha for d in designs}
     if len(alphas) > 1:
         raise ValueError(f"Holm needs one `alpha` for the whole family, got {sorted(alphas)}")
-    rejected = [False] * len(histories)
-    while not all(rejected):
-        level = designs[0].alpha / rejected.count(False)
-        new = [i for i, (hist, design) in enumerate(zip(histories, designs, strict=True))
-               if not rejected[i] and any(
-                   t <= -c for t, c in zip(hist, design.at_level(level).critical, strict=False))]
+    m = len(histories)
+    if m == 0:
+        return FamilyDecision((), (), 0.0, ())
+    alpha = designs[0].alpha
+    if all(len(d.looks) == 1 for d in designs):
+        if any(len(h) != 1 for h in histories):
+            raise ValueError("a one-look design has exactly one p-value per cell")
+        result = holm([h[0] for h in histories], alpha)
+        r = sum(result.reject)
+        return FamilyDecision(result.reject, tuple(0 if x else None for x in result.reject),
+                              alpha / max(m - r, 1), result.p_adjusted)
+    at: list[int | None] = [None] * m
+    while None in at:
+        level = alpha / at.count(None)
+        new = {}
+        for i, (hist, design) in enumerate(zip(histories, designs, strict=True)):
+            if at[i] is None:
+                if len(hist) > len(design.looks):
+                    raise ValueError(f"cell {i}: {len(hist)} looks for a design of "
+                                     f"{len(design.looks)}")
+                nominal = design.at_level(level).nominal
+                hit = [k for k, p in enumerate(hist) if p <= nominal[k]]
+                if hit:
+                    new[i] = hit[0]
         if not new:
             break
-        for i in new:
-            rejected[i] = True
-    return tuple(rejected)
+        for i, k in new.items():
+            at[i] = k
+    r = m - at.count(None)
+    return FamilyDecision(tuple(k is not None for k in at), tuple(at), alpha / max(m - r, 1),
+                          None)

@@ -1,0 +1,169 @@
+"""Pairing: what makes a candidate's seeds comparable with a baseline's, checked once per
+look for every cell, fixed or adaptive seeds.
+
+Seeds pair **by seed value**; fewer than two shared seeds, a missing cell, a metric mismatch and
+a task whose data or split fingerprint differs at a paired seed are refused
+(:class:`~pytest_graphnetz.verdicts.GateRefusal`, with the unpaired before/after numbers where
+they can be shown); a device or library difference is a note on the verdict, not a refusal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from . import stats
+from .baselines import BaselineMissingError
+from .report import BenchmarkReport
+from .verdicts import (
+    CHANGED_MODEL_NOTE,
+    GateRefusal,
+    UnpairedCell,
+    describe_values,
+    refresh_hint,
+    seed_list,
+)
+
+# Protocol entries that change the last digits but not the protocol: noted, never refused.
+_ENVIRONMENT_KEYS = ("device", "threads", "versions", "gpu")
+# δ for metrics bounded in [0, 1] (accuracy, AUC, F1, MRR, Hits@K): one point.
+
+
+def changed_model_notes(report: BenchmarkReport, baseline: BenchmarkReport, model: str,
+                   seeds: Sequence[int]) -> tuple[str, ...]:
+    """For an IDENTICAL cell: a note when the candidate's model is not the baseline's (its
+    fingerprint, the built model's structure and initial weights, differs at a paired seed
+    where both sides recorded one): the metric did not register the change, which a reviewer
+    would otherwise read as "nothing changed"."""
+    ours = report.fingerprints.get("model", {}).get(model, {})
+    theirs = baseline.fingerprints.get("model", {}).get(model, {})
+    differ = [s for s in seeds if ours.get(s) and theirs.get(s) and ours[s] != theirs[s]]
+    if not differ:
+        return ()
+    return (f"{CHANGED_MODEL_NOTE}: the model's fingerprint (its structure and initial "
+            f"weights) differs from the baseline's at seed(s) {seed_list(differ)}, but every "
+            "paired seed gave exactly the baseline's value. The test set may be too coarse to "
+            "register the change (karate has 8 test nodes: 12.5-point steps); judge it on a "
+            "larger task before reading IDENTICAL as unchanged",)
+
+
+def shared_seeds(report: BenchmarkReport, baseline: BenchmarkReport, source: str) -> list[int]:
+    seeds = [s for s in report.seeds if s in baseline.seeds]
+    if len(seeds) < 2:
+        raise GateRefusal(
+            f"cannot pair the candidate with {source}: they share {len(seeds)} seed(s) "
+            f"{seeds} (candidate seeds {seed_list(report.seeds)}, baseline seeds "
+            f"{seed_list(baseline.seeds)}); a paired test needs at least 2. Run the seeds the "
+            "baseline has (--graphnetz-seeds), or refresh the baseline."
+        )
+    return seeds
+
+
+def check_cells(report: BenchmarkReport, baseline: BenchmarkReport, source: str) -> None:
+    missing = [(t, m) for t in report.tasks for m in report.models
+               if t not in baseline.tasks or m not in baseline.models]
+    if missing:
+        exc = BaselineMissingError(
+            f"{source} has no baseline for cell(s) {[f'{t}/{m}' for t, m in missing]} (it has "
+            f"tasks {list(baseline.tasks)}, models {list(baseline.models)}); add them with "
+            "`pytest --graphnetz-update-baselines` (merges cell by cell)"
+        )
+        exc.cells = missing   # for the summary rows: only these cells are missing
+        raise exc
+
+
+def check_metrics(report: BenchmarkReport, baseline: BenchmarkReport, source: str) -> None:
+    for task in report.tasks:
+        a, b = report.metric(task), baseline.metric(task)
+        if (a.name, a.higher_is_better) != (b.name, b.higher_is_better):
+            raise GateRefusal(
+                f"task {task!r}: the candidate reports {a.name} ({a.direction}) but {source} "
+                f"has {b.name} ({b.direction}); two different metrics cannot be paired. "
+                "Refresh the baseline if the metric change is intended."
+            )
+
+
+def refuse_changed_data(report: BenchmarkReport, baseline: BenchmarkReport, seeds: Sequence[int],
+                        source: str) -> None:
+    changed = {}
+    for task in report.tasks:
+        seeds_changed = [s for s in seeds
+                         if None not in (fa := report.data_fingerprint(task, s),
+                                         fb := baseline.data_fingerprint(task, s)) and fa != fb]
+        if seeds_changed:
+            changed[task] = seeds_changed
+    if not changed:
+        return
+    unpaired = [unpaired_cell(report, baseline, task, model, seeds)
+                for task in changed for model in report.models]
+    which = "; ".join(f"task {task!r}: its data or split differs from {source} for the same "
+                      f"seed(s) {s}" for task, s in changed.items())
+    raise GateRefusal(
+        f"{which}, so a per-seed pairing would be fictional: no verdict. If the data change is "
+        "intended, refresh the baseline (--graphnetz-update-baselines --graphnetz-force).\n\n"
+        f"What the change did, UNPAIRED (Welch's t on seeds {seed_list(seeds)} of each side; "
+        "not a verdict: the data differ, so model and data effects cannot be told apart):\n"
+        + "\n".join(u.line() for u in unpaired),
+        reason=f"data/split of {', '.join(changed)} changed: no paired verdict; "
+               "Δ shown is unpaired (Welch), not a verdict",
+        cells=[(u.task, u.model) for u in unpaired], unpaired=unpaired,
+    )
+
+
+def unpaired_cell(report: BenchmarkReport, baseline: BenchmarkReport, task: str, model: str,
+              seeds: Sequence[int] | None = None) -> UnpairedCell:
+    """Before/after of one cell without pairing: each side's mean and interval over all its
+    seeds, and Welch's unpaired t on ``seeds`` (default: the seeds both sides ran)."""
+    spec = report.metric(task)
+    cand, base = report.values(task, model), baseline.values(task, model)
+    if seeds is None:
+        seeds = [s for s in report.seeds if s in baseline.seeds]
+    c = cand[[report.seeds.index(s) for s in seeds]]
+    b = base[[baseline.seeds.index(s) for s in seeds]]
+    better, worse = (c, b) if spec.higher_is_better else (b, c)
+    try:
+        # A seed diverged on either side is left out (and noted), as in every comparison.
+        welch = stats.paired_test(better, worse, test="welch",
+                                  confidence_level=report.confidence_level)
+    except ValueError:
+        welch = None   # fewer than 2 usable seeds
+    return UnpairedCell(task, model, spec.name, spec.higher_is_better,
+                        describe_values(base, baseline, metric=spec.name),
+                        describe_values(cand, report, metric=spec.name), welch)
+
+
+def unpaired_notes(report: BenchmarkReport, baseline: BenchmarkReport, seeds: Sequence[int],
+                    refresh_command: str | None) -> tuple[str, ...]:
+    """Candidate seeds the baseline lacks are left out: say so, and how to pair them."""
+    extra = [s for s in report.seeds if s not in seeds]
+    if not extra:
+        return ()
+    return (f"candidate seed(s) {seed_list(extra)} have no baseline counterpart (the baseline "
+            f"holds {seed_list(baseline.seeds)}) and are not used; to pair them, refresh the "
+            f"baseline with those seeds from the baseline's code "
+            f"({refresh_hint(refresh_command, max(report.seeds) + 1)})",)
+
+
+def environment_notes(report: BenchmarkReport, baseline: BenchmarkReport) -> tuple[str, ...]:
+    notes = []
+    for key in _ENVIRONMENT_KEYS:
+        a, b = report.protocol.get(key), baseline.protocol.get(key)
+        if a is not None and b is not None and a != b:
+            notes.append(f"{key} differs (baseline {_brief(b, a)}, candidate {_brief(a, b)}): "
+                         "the protocol is the same, the last digits may not be")
+    # The determinism mode acts on CUDA only ("gpu" is None on CPU): two CPU runs in different
+    # modes computed the same thing.
+    a, b = report.protocol.get("deterministic"), baseline.protocol.get("deterministic")
+    if a and b and a != b and (report.protocol.get("gpu") or baseline.protocol.get("gpu")):
+        notes.append(f"deterministic CUDA algorithms differ (baseline {b}, candidate {a}): "
+                     "a CUDA run not in mode 'on' may vary in the last digits from rerun to "
+                     "rerun, so even an unchanged model need not be IDENTICAL")
+    return tuple(notes)
+
+
+def _brief(value: Any, other: Any) -> str:
+    # For version dicts, show only the entries that differ.
+    if isinstance(value, dict) and isinstance(other, dict):
+        return ", ".join(f"{k} {value.get(k)}" for k in sorted(value)
+                         if value.get(k) != other.get(k)) or "-"
+    return str(value)

@@ -1,0 +1,447 @@
+"""Verdicts: what a gate says about each cell, and how it reads.
+
+One constructor per kind of verdict (:class:`CellVerdict` for the comparison gates, fixed or
+adaptive seeds, :class:`WidthVerdict` for ``assert_ci_width``), one pass rule per gate
+(:data:`PASSES`, :func:`failed_verdict`), one δ default (:func:`default_min_effect`), the
+refusal (:class:`GateRefusal`), and the formatting every message, table row and summary shares.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from . import stats
+from .history import CLIPPED, MetricSpec, clip_to_metric, in_unit_interval
+from .report import BenchmarkReport
+from .text import seed_trainings
+
+# δ for metrics bounded in [0, 1] (accuracy, AUC, F1, MRR, Hits@K): one point.
+DEFAULT_MIN_EFFECT = 0.01
+
+
+class GateRefusal(ValueError):
+    """The comparison cannot be made honestly (the message says which cell and why).
+
+    ``reason`` is the one-line reason for the summary table; ``cells`` the (task, model) cells
+    it concerns (None: every cell of the call); ``unpaired`` the before/after numbers of those
+    cells (:class:`UnpairedCell`) when they can still be shown, unpaired, without a verdict.
+    """
+
+    def __init__(self, message: str, *, reason: str | None = None,
+                 cells: Sequence[tuple[str, str]] | None = None,
+                 unpaired: Sequence[UnpairedCell] = ()) -> None:
+        super().__init__(message)
+        self.reason = reason or message.split("\n", 1)[0]
+        self.cells = None if cells is None else list(cells)
+        self.unpaired = tuple(unpaired)
+
+
+@dataclass(frozen=True)
+class CellVerdict:
+    """The verdict of one (task, model) cell of a comparison gate.
+
+    ``comparison`` is the :class:`~pytest_graphnetz.stats.Comparison` (paired Δ, CI, p, Holm
+    p, MDE, seeds needed); ``baseline`` / ``candidate`` describe each side on the paired seeds
+    (mean and interval, :class:`~pytest_graphnetz.stats.CellStats`); ``seeds`` are those seeds.
+    ``stop``: for an adaptive report, where the cell's schedule stopped
+    (:class:`Stop`); None for fixed seeds.
+    """
+
+    task: str
+    model: str
+    metric: str
+    higher_is_better: bool
+    gate: str                       # "not_worse" | "better" | "equivalent"
+    comparison: Any                 # stats.Comparison
+    baseline: Any                   # stats.CellStats over `seeds`
+    candidate: Any                  # stats.CellStats over `seeds`
+    seeds: tuple[int, ...]
+    failed: bool
+    notes: tuple[str, ...] = ()
+    baseline_seeds: tuple[int, ...] = ()   # every seed the baseline holds
+    refresh_command: str | None = None      # the command that rewrites this baseline
+    stop: Any = None                        # adaptive seeds: where the cell stopped
+    table_note: str = ""                    # the summary table's Note for a passing cell
+
+    @property
+    def verdict(self) -> str:
+        return verdict_name(self.comparison.verdict)
+
+    @property
+    def cell(self) -> str:
+        return f"{self.task}/{self.model}"
+
+    def message(self) -> str:
+        """The cell's evidence, as a reviewer reads it."""
+        c, direction = self.comparison, "higher" if self.higher_is_better else "lower"
+        p = f"p = {fmt_p(c.p_value)}"
+        if c.p_adjusted is not None and c.p_adjusted != c.p_value:
+            p += f" (Holm-adjusted {fmt_p(c.p_adjusted)})"
+        flipped = ""
+        if not self.higher_is_better:
+            flipped = (f" (+ = better: the sign is flipped, {self.metric} candidate − baseline "
+                       f"is {fmt_signed(-c.mean_diff)})")
+        delta = f", min_effect {fmt_num(c.min_effect)}" if self.gate == "not_worse" else ""
+        level = ""
+        if c.mde_alpha is not None and c.mde_alpha < c.alpha:
+            level = f" (at the Holm level {fmt_num(c.mde_alpha)})"
+        # Adaptive: the MDE is a one-look t test's at the seeds used, not the sequential design's.
+        mde_of = " of a fixed-n test" if self.stop is not None else ""
+        lines = [
+            f"{self.cell} — {self.metric} ({direction} is better): {self.verdict}",
+            f"  baseline  {fmt_mean_ci(self.baseline)}",
+            f"  candidate {fmt_mean_ci(self.candidate)}",
+            f"  paired Δ {fmt_signed(c.mean_diff)}{flipped} ({ci_level(c)} CI {fmt_ci(c.ci)}"
+            f"{_level_note(c)}) over "
+            f"{c.n} seeds {seed_list(self.seeds)}; {p}; test {c.test}, margin "
+            f"{fmt_num(c.margin)}{delta}, alpha {fmt_num(c.alpha)}",
+            f"  minimum detectable effect{mde_of} at n={c.n}: {fmt_num(c.mde)}{level}",
+        ]
+        if self.stop is not None:   # adaptive seeds: where the schedule stopped this cell
+            lines.append(f"  {self.stop.describe()}")
+        lines += self._advice()
+        lines += [f"  note: {n}" for n in (*self.notes, *c.notes)]
+        return "\n".join(lines)
+
+    def _advice(self) -> list[str]:
+        """What the reviewer can do about this verdict (lines of the message)."""
+        c = self.comparison
+        if c.below_min_effect:
+            return [f"  the drop is significant but smaller than min_effect "
+                    f"{fmt_num(c.min_effect)} "
+                    f"(the {ci_level(c)} CI lies above {fmt_num(-c.min_effect)}); if a drop this "
+                    f"size is acceptable, accept it with margin={_accepting_margin(c)} (margin "
+                    "must stay below min_effect)"]
+        if self.verdict == "BETTER":
+            return [f"  the candidate is better than the baseline: refresh the baseline to keep "
+                    f"the gain ({refresh_hint(self.refresh_command)})"]
+        if self.verdict != "INCONCLUSIVE":
+            return []
+        if self.gate != "not_worse":
+            if not c.seeds_needed:
+                return ["  no feasible number of seeds would decide it at this margin"]
+            return [f"  {c.seeds_needed} seeds would decide it "
+                    f"(rerun with {self._seeds_option(c.seeds_needed)})",
+                    *self._unpaired_advice()]
+        if c.min_effect is None:
+            return [f"  no min_effect for {self.metric}, so NOT WORSE means the lower bound lies "
+                    f"above −margin and no seeds can be planned: set `min_effect` (δ, the "
+                    f"smallest regression that matters, in {self.metric} units; "
+                    "--graphnetz-min-effect)"]
+        n = c.seeds_needed
+        lines = [f"  the {ci_level(c)} CI {fmt_ci(c.ci)} reaches below "
+                 f"{fmt_num(-c.min_effect)} (a drop "
+                 f"that matters is not ruled out) and above {fmt_num(0.0 - c.margin)} (no "
+                 "significant drop either)"]
+        if n:
+            lines.append(
+                f"  about {n} paired seeds would decide it: at the observed sd of Δ "
+                f"({fmt_num(c.sd_diff)}), {n} seeds read no change as NOT WORSE and a drop of "
+                f"{fmt_num(c.min_effect)} as REGRESSED, each with probability ≥ {c.power:g} "
+                f"(rerun with {self._seeds_option(n)})")
+            lines += self._unpaired_advice()
+        return lines
+
+    def _seeds_option(self, n: int) -> str:
+        """The option that runs ``n`` seeds (adaptive runs keep their MIN: ``MIN..n``)."""
+        if self.stop is not None:
+            return f"--graphnetz-seeds={self.stop.min_seeds}..{n}"
+        return f"--graphnetz-seeds={n}"
+
+    def _unpaired_advice(self) -> list[str]:
+        """When the planned seeds 0..n-1 are not all in the baseline, more candidate seeds
+        cannot pair: the baseline must be refreshed with them first."""
+        n = self.comparison.seeds_needed
+        if not n or not self.baseline_seeds:
+            return []
+        missing = [s for s in range(n) if s not in self.baseline_seeds]
+        if not missing:
+            return []
+        return [f"  but the baseline has only seeds {seed_list(self.baseline_seeds)}: candidate "
+                f"seeds beyond them cannot pair. Refresh the baseline with {n} seeds first, from "
+                f"the baseline's code ({refresh_hint(self.refresh_command, n)})"]
+
+    def row(self) -> dict[str, str]:
+        """The summary-table row (plain strings: it travels through xdist and JUnit XML)."""
+        c = self.comparison
+        p = c.p_adjusted if c.p_adjusted is not None else c.p_value
+        verdict = self.verdict + (": refresh baseline" if self.verdict == "BETTER" else "")
+        row = {"cell": self.cell, "metric": metric_label(self.metric, self.higher_is_better),
+                "baseline": fmt_mean_ci(self.baseline, short=True),
+                "candidate": fmt_mean_ci(self.candidate, short=True),
+                "delta": f"{fmt_signed(c.mean_diff)} {fmt_ci(c.ci)} ({ci_level(c)})", "p": fmt_p(p),
+                "verdict": verdict, "mde": fmt_num(c.mde), "n": str(c.n), "gate": self.gate,
+                "failed": "yes" if self.failed else ""}
+        if self.stop is not None:  # adaptive: n used / MAX, and what stopping early saved
+            row.update(n=f"{c.n}/{self.stop.planned_max}", saved=str(self.stop.saved))
+            # the baseline's mean over the seeds this cell used, which vary from run to run
+            row["baseline"] += f" (seeds {seed_list(self.seeds)})"
+        if self.table_note:
+            row["note"] = self.table_note
+        return row
+
+
+@dataclass(frozen=True)
+class WidthVerdict:
+    """One cell of :func:`assert_ci_width`: its interval, width, and the seeds to narrow it."""
+
+    task: str
+    model: str
+    metric: str
+    higher_is_better: bool
+    stats: Any                      # stats.CellStats
+    width: float
+    max_width: float
+    seeds_needed: int | None
+    failed: bool
+
+    @property
+    def cell(self) -> str:
+        return f"{self.task}/{self.model}"
+
+    @property
+    def verdict(self) -> str:
+        return "TOO WIDE" if self.failed else "OK"
+
+    def message(self) -> str:
+        s = self.stats
+        if self.seeds_needed:
+            more = (f"about {self.seeds_needed} seeds would bring it under "
+                    f"(rerun with --graphnetz-seeds={self.seeds_needed})")
+        else:  # n < 2: no spread to plan from, and more seeds are exactly what it needs
+            diverged = f" ({s.n_diverged} diverged)" if s.n_diverged else ""
+            more = (f"an interval needs at least 2 finished seeds and this cell has "
+                    f"{s.n}{diverged}: run more seeds (e.g. --graphnetz-seeds=10), then this "
+                    "gate says how many bring it under")
+        return (f"{self.cell} — {self.metric}: {s.method} {s.confidence_level:.0%} interval "
+                f"{fmt_ci(s.ci)} is {fmt_num(self.width)} wide, over the maximum "
+                f"{fmt_num(self.max_width)} (n={s.n}, mean {fmt_num(s.mean)}); {more}")
+
+    def row(self) -> dict[str, str]:
+        return {"cell": self.cell, "metric": metric_label(self.metric, self.higher_is_better),
+                "baseline": "", "candidate": fmt_mean_ci(self.stats, short=True),
+                "delta": f"width {fmt_num(self.width)} (max {fmt_num(self.max_width)})", "p": "",
+                "verdict": self.verdict, "mde": "", "n": str(self.stats.n), "gate": "ci_width",
+                "failed": "yes" if self.failed else ""}
+
+
+@dataclass(frozen=True)
+class UnpairedCell:
+    """One cell's before/after numbers when seeds cannot be paired (data or split changed).
+
+    ``baseline`` / ``candidate``: :class:`~pytest_graphnetz.stats.CellStats` of each side;
+    ``welch``: Welch's unpaired t comparison (a :class:`~pytest_graphnetz.stats.PairedResult`,
+    Δ = candidate − baseline, sign flipped for lower-is-better so + = better), or None when a
+    side has fewer than 2 finite values. Shown beside a refusal; never a verdict.
+    """
+
+    task: str
+    model: str
+    metric: str
+    higher_is_better: bool
+    baseline: Any
+    candidate: Any
+    welch: Any
+
+    @property
+    def cell(self) -> str:
+        return f"{self.task}/{self.model}"
+
+    def delta(self) -> str:
+        w = self.welch
+        if w is None:
+            return "unpaired: n/a"
+        return f"unpaired {fmt_signed(w.mean_diff)} {fmt_ci(w.ci)} ({w.confidence_level:.0%})"
+
+    def line(self) -> str:
+        w = self.welch
+        welch = ("Welch Δ n/a (fewer than 2 finite values on a side)" if w is None else
+                 f"Welch Δ {fmt_signed(w.mean_diff)} ({w.confidence_level:.0%} CI {fmt_ci(w.ci)}, "
+                 f"p = {fmt_p(w.p_value)})")
+        return (f"  {self.cell}: baseline {fmt_mean_ci(self.baseline)}; candidate "
+                f"{fmt_mean_ci(self.candidate)}; {welch}")
+
+
+def failed_verdict(gate: str, name: str, strict: bool) -> bool:
+    """The pass rule: whether verdict ``name`` fails ``gate`` (``strict``: INCONCLUSIVE too)."""
+    return name not in PASSES[gate] or (strict and name == "INCONCLUSIVE")
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Where an adaptive cell stopped: the look it is reported at (``n`` seeds, ``look`` of
+    ``n_looks``), the seeds it ``trained``, its last look ``max_seeds`` (below the schedule's
+    ``planned_max`` when the baseline pairs fewer), and the boundaries of the reported look:
+    ``critical`` (t, NOT WORSE and BETTER at alpha), ``critical_regressed`` (REGRESSED's t at
+    the Holm level ``regressed_alpha``); None for a cell decided without a test."""
+
+    n: int
+    trained: int
+    min_seeds: int
+    max_seeds: int
+    planned_max: int
+    look: int
+    n_looks: int
+    critical: float | None = None
+    critical_regressed: float | None = None
+    regressed_alpha: float | None = None
+
+    @property
+    def saved(self) -> int:
+        """Seed-trainings saved against a fixed design at the seeds this cell could pair."""
+        return self.max_seeds - self.trained
+
+    def describe(self) -> str:
+        text = (f"adaptive seeds: stopped at look {self.look} of {self.n_looks} ({self.n}/"
+                f"{self.max_seeds} seeds), {seed_trainings(self.saved)} saved against fixed "
+                f"{self.max_seeds}")
+        if self.trained > self.n:
+            text += (f"; it trained {self.trained} seeds, and Holm rejected it at look "
+                     f"{self.look} once other cells were rejected")
+        if self.critical is not None:
+            text += f"; boundary |t| >= {self.critical:.3f} at this look"
+            if self.critical_regressed is not None and self.critical_regressed != self.critical:
+                text += (f" (REGRESSED {self.critical_regressed:.3f} at Holm level "
+                         f"{self.regressed_alpha:.3g})")
+            text += "; the CI is the repeated interval of this look at those boundaries"
+        return text
+
+
+
+
+# What each gate lets through (``strict`` also fails INCONCLUSIVE).
+PASSES = {"not_worse": {"NOT WORSE", "BETTER", "IDENTICAL", "INCONCLUSIVE"}, "better": {"BETTER"},
+           "equivalent": {"EQUIVALENT", "IDENTICAL"}}
+
+
+CHANGED_MODEL_NOTE = "the model changed, yet every seed scored the same"
+
+
+def default_min_effect(spec: MetricSpec, margin: float = 0.0) -> float | None:
+    """δ when none is given, for a metric bounded in [0, 1]: ``margin +``
+    :data:`DEFAULT_MIN_EFFECT`, the smallest regression that matters being one point beyond
+    the drop that is tolerated (0.01 at margin 0; 0.02 at margin 0.01). It never vanishes when
+    a margin is set, and the gap NOT WORSE must resolve (δ − margin) is one point whatever the
+    margin, so the seeds it needs do not jump with it. None for MAE, RMSE, loss (no natural
+    scale): NOT WORSE then falls back to −margin, and the row's Note says so
+    (:data:`NO_MIN_EFFECT_NOTE`)."""
+    return margin + DEFAULT_MIN_EFFECT if in_unit_interval(spec.name) else None
+
+
+NO_MIN_EFFECT_NOTE = "no min_effect: NOT WORSE only means above −margin; set δ"
+
+
+def gate_table(verdicts: Sequence[CellVerdict | WidthVerdict], *, markdown: bool = False) -> str:
+    """The verdicts as the summary table (plain text, or GitHub Markdown)."""
+    from .text import format_table, markdown_table
+
+    rows = [v.row() for v in verdicts]
+    body = [[r.get(c, "") for c in TABLE_COLUMNS] for r in rows]
+    return (markdown_table if markdown else format_table)(TABLE_HEADERS, body)
+
+
+# Row keys and headers of the gate table (the plugin's session summary adds the test).
+
+
+# Row keys and headers of the gate table (the plugin's session summary adds the test).
+TABLE_COLUMNS = ("cell", "metric", "baseline", "candidate", "delta", "p", "verdict", "mde", "n")
+
+
+TABLE_HEADERS = ("Cell", "Metric", "Baseline", "Candidate", "Paired Δ (+ = better) [CI]", "p",
+                 "Verdict", "MDE", "n")
+
+
+def describe_values(x: np.ndarray, report: BenchmarkReport, *, method: str | None = None,
+              metric: str | None = None) -> Any:
+    """``x`` described by ``method`` (default the report's) at the report's level, bootstrap
+    draws from a fixed seed: the same interval every time the cell is shown.
+
+    Given the ``metric`` (cells that are shown, not judged), an interval that leaves [0, 1] for a
+    metric bounded there is clipped to it, and its method says so, as ``summary()`` does;
+    ``assert_ci_width`` judges the unclipped width, so it passes no metric."""
+    cell = stats.describe(x, method=method or report.ci_method,
+                          confidence_level=report.confidence_level,
+                          rng=np.random.default_rng(0))
+    clipped = None if metric is None else clip_to_metric(metric, cell.ci.low, cell.ci.high)
+    if clipped is None:
+        return cell
+    return replace(cell, ci=stats.ConfidenceInterval(*clipped), method=f"{cell.method}, {CLIPPED}")
+
+
+def verdict_name(verdict: Any) -> str:
+    return str(getattr(verdict, "value", verdict))
+
+
+def metric_label(name: str, higher_is_better: bool) -> str:
+    return f"{name} {'↑' if higher_is_better else '↓'}"
+
+
+def fmt_num(x: float | None) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    return f"{float(x):.4g}"
+
+
+def ci_level(c: Any) -> str:
+    """The label of a comparison's interval: "90%" at alpha 0.05; its coverage when its ends
+    are at the levels its decisions use (Holm on REGRESSED's side, a sequential look's)."""
+    return f"{100 * c.confidence_level:.3g}%"
+
+
+def _level_note(c: Any) -> str:
+    """Where the ends of an interval whose levels differ from alpha's sit (else "")."""
+    if c.ci_alphas is None:
+        return ""
+    low, high = c.ci_alphas
+    return (f" (lower end: one-sided level {low:.3g}, NOT WORSE's and BETTER's; upper end: "
+            f"{high:.3g}, REGRESSED's{' after Holm' if high < low else ''})")
+
+
+def _accepting_margin(c: Any) -> str:
+    """A margin that accepts a drop smaller than δ: the magnitude of the interval's lower end,
+    rounded up to two significant digits while that stays below δ."""
+    x = -c.ci.low
+    exponent = math.floor(math.log10(x)) - 1 if x > 0 else 0
+    up = math.ceil(x / 10.0**exponent) * 10.0**exponent
+    return fmt_num(up if up < c.min_effect else x)
+
+
+def refresh_hint(command: str | None, n_seeds: int | None = None) -> str:
+    seeds = f" --graphnetz-seeds={n_seeds}" if n_seeds else ""
+    if command:
+        return f"`{command}{seeds}`"
+    return f"`pytest --graphnetz-update-baselines{seeds}` on the gate's test"
+
+
+def fmt_signed(x: float) -> str:
+    return "n/a" if math.isnan(x) else f"{float(x) + 0.0:+.4g}"
+
+
+def fmt_p(x: float | None) -> str:
+    if x is None or math.isnan(x):
+        return "n/a"
+    return f"{x:.2g}" if x < 0.01 else f"{x:.3f}"
+
+
+def fmt_ci(ci: Any) -> str:
+    return f"[{fmt_num(ci.low)}, {fmt_num(ci.high)}]"
+
+
+def fmt_mean_ci(cell: Any, *, short: bool = False) -> str:
+    text = f"{fmt_num(cell.mean)} {fmt_ci(cell.ci)}"
+    if short:
+        return text
+    extra = f", {cell.n_diverged} diverged" if getattr(cell, "n_diverged", 0) else ""
+    return f"{text} ({cell.method} {cell.confidence_level:.0%} CI, n={cell.n}{extra})"
+
+
+def seed_list(seeds: Sequence[int]) -> str:
+    seeds = list(seeds)
+    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ",".join(str(s) for s in seeds)

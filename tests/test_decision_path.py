@@ -1,0 +1,244 @@
+"""One decision path for every gate (issue 21): a fixed seed count is the one-look case of the
+sequential design; every number an adaptive cell prints recomputes from the seeds it reports;
+a data change is refused at every look in both modes; float32 at the margin reads the same in
+both modes. Reports come from arrays and a scripted runner: no training."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scipy import stats as sps
+
+from pytest_graphnetz import BenchmarkReport, assert_not_worse
+from pytest_graphnetz.adaptive import run_adaptive
+from pytest_graphnetz.gates import GateRefusal, compare_reports, compare_schedule
+from pytest_graphnetz.stats import compare_many
+
+POOL = Path(__file__).resolve().parents[1] / "benchmarks" / "gate_quality_values.json"
+
+
+class Scripted:
+    """run_benchmark's stand-in: values[model][seed]; data fingerprints per seed if given."""
+
+    def __init__(self, values, data=None) -> None:
+        self.values, self.data = values, data
+
+    def __call__(self, tasks, models, *, seeds, **kwargs):
+        seeds = list(seeds)
+        X = [[[self.values[m][s] for s in seeds] for m in models] for _ in tasks]
+        r = BenchmarkReport.from_arrays(X, tasks=list(tasks), models=list(models), seeds=seeds,
+                                        metric="accuracy")
+        if self.data is not None:
+            r.fingerprints = {"data": {t: {s: self.data(s) for s in seeds} for t in tasks}}
+        return r
+
+
+def _report(values, seeds, data=None):
+    models = list(values)
+    r = BenchmarkReport.from_arrays([[[values[m][s] for s in seeds] for m in models]],
+                                    tasks=["toy"], models=models, seeds=list(seeds),
+                                    metric="accuracy")
+    if data is not None:
+        r.fingerprints = {"data": {"toy": {s: data(s) for s in seeds}}}
+    return r
+
+
+def _adaptive(values, lo, hi, data=None):
+    return run_adaptive({"toy": lambda root: None}, dict.fromkeys(values, object),
+                        seeds=range(hi), min_seeds=lo, runner=Scripted(values, data))
+
+
+# -- a fixed seed count is the one-look schedule ----------------------------------------------
+
+
+@pytest.mark.parametrize("task", ["csbm_homophilous", "karate"])
+@pytest.mark.parametrize("n", [5, 10])
+def test_one_look_schedule_is_the_fixed_gate_bit_for_bit_on_the_committed_pool(task, n):
+    pool = json.loads(POOL.read_text())[task]["values"]
+    variants = [v for v in pool if v != "baseline"]
+    base = np.asarray(pool["baseline"]["final"])
+    for start in (0, 20):   # two disjoint blocks of seeds of the pool
+        seeds = list(range(start, start + n))
+        cand = {v: {s: float(pool[v]["final"][s]) for s in seeds} for v in variants}
+        baseline = _report({v: {s: float(base[s]) for s in seeds} for v in variants}, seeds)
+        fixed = compare_reports(_report(cand, seeds), baseline)
+        # the adaptive gate with MIN = MAX: one look, on the real runner path
+        shifted = {v: {i: cand[v][s] for i, s in enumerate(seeds)} for v in variants}
+        one_base = _report({v: {i: float(base[s]) for i, s in enumerate(seeds)}
+                            for v in variants}, range(n))
+        try:
+            one = assert_not_worse(_adaptive(shifted, n, n), one_base)
+        except AssertionError:
+            one = None
+        if one is None:   # it failed: the verdicts are those the fixed gate gives too
+            one = [v for v in compare_reports(_report(shifted, range(n)), one_base)]
+        # the reference: today's fixed implementation, compare per cell + Holm
+        reference = compare_many(
+            [{"candidate": np.array([cand[v][s] for s in seeds]), "baseline": base[seeds],
+              "label": f"toy/{v}", "seeds": seeds, "min_effect": 0.01} for v in variants],
+            kind="not_worse", test="paired-t", margin=0.0, alpha=0.05)
+        holm = sum(c.verdict.value != "IDENTICAL" for c in reference) > 1
+        for f, o, ref in zip(fixed, one, reference, strict=True):
+            a, b = f.comparison, o.comparison
+            assert a.verdict == b.verdict == ref.verdict, (task, f.model)
+            assert a.p_value == b.p_value == ref.p_value
+            assert a.p_adjusted == b.p_adjusted == ref.p_adjusted
+            assert a.mean_diff == b.mean_diff == ref.mean_diff
+            assert a.ci == b.ci and a.mde == b.mde == ref.mde
+            assert a.seeds_needed == b.seeds_needed == ref.seeds_needed
+            # the interval: 90% as before for one tested cell; with Holm, the upper end moves
+            # to the level REGRESSED is decided at (the lower end stays)
+            assert a.ci.low == ref.ci.low
+            if not holm or a.verdict.value == "IDENTICAL":
+                assert a.ci == ref.ci
+            else:
+                assert a.ci.high >= ref.ci.high and a.ci_alphas[0] == 0.05
+
+
+# -- every printed number recomputes from the reported seeds ----------------------------------
+
+
+def _recompute(v, base_values, cand_values, margin, delta, alpha):
+    c = v.comparison
+    seeds = list(v.seeds)
+    d = np.array([cand_values[v.model][s] - base_values[v.model][s] for s in seeds])
+    assert c.n == len(seeds)
+    assert math.isclose(c.mean_diff, d.mean(), rel_tol=1e-12, abs_tol=1e-15)
+    if v.verdict == "IDENTICAL":
+        assert np.all(d == 0)
+        return
+    sd = d.std(ddof=1)
+    se = sd / math.sqrt(len(d))
+    if se < 1e-12:
+        return   # no spread: the rounding rules of the snapped test decide (tested elsewhere)
+    p = sps.ttest_1samp(d + margin, 0.0, alternative="less").pvalue
+    assert c.p_value == pytest.approx(p, rel=1e-7, abs=1e-12)
+    low_a, high_a = c.ci_alphas or (alpha, alpha)
+    df = len(d) - 1
+    assert c.ci.low == pytest.approx(d.mean() - sps.t.isf(low_a, df) * se, rel=1e-9, abs=1e-12)
+    assert c.ci.high == pytest.approx(d.mean() + sps.t.isf(high_a, df) * se, rel=1e-9,
+                                      abs=1e-12)
+    # the boundaries the message prints are those levels' t quantiles
+    if v.stop is not None and v.stop.critical is not None:
+        assert v.stop.critical == pytest.approx(sps.t.isf(low_a, df), rel=1e-6)
+        assert v.stop.critical_regressed == pytest.approx(sps.t.isf(high_a, df), rel=1e-6)
+    # and the verdict reads off the printed interval
+    if v.verdict == "REGRESSED":
+        assert c.ci.high < -margin + 1e-12
+    if v.verdict == "NOT WORSE":
+        assert c.ci.low > -delta - 1e-12
+    if v.verdict == "BETTER":
+        assert c.ci.low > margin - 1e-12
+    if v.verdict == "INCONCLUSIVE":
+        assert c.ci.high >= -margin - 1e-12 and c.ci.low <= -delta + 1e-12
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(m=st.integers(1, 4), design=st.sampled_from([(3, 12), (5, 20), (4, 8), (6, 6)]),
+       seed=st.integers(0, 2**32 - 1), shift=st.sampled_from([0.0, -0.004, -0.01, 0.006]))
+def test_every_number_a_cell_prints_recomputes_from_its_seeds(m, design, seed, shift):
+    lo, hi = design
+    rng = np.random.default_rng(seed)
+    models = [f"m{i}" for i in range(m)]
+    base = {x: {s: 0.8 + 0.02 * rng.standard_normal() for s in range(hi)} for x in models}
+    cand = {x: {s: base[x][s] + shift * (i % 2 == 0) + 0.008 * rng.standard_normal()
+                for s in range(hi)} for i, x in enumerate(models)}
+    for v in compare_schedule(_adaptive(cand, lo, hi), _report(base, range(hi))):
+        _recompute(v, base, cand, 0.0, 0.01, 0.05)
+
+
+def test_a_regressed_cell_rejected_only_at_a_later_holm_level_reports_that_looks_seeds():
+    """A cell that crosses REGRESSED at α but not at the Holm level goes on; its printed numbers
+    are its own at the look that decides it, never a stale look's (the old bug: look 1's t was
+    kept and reported at 10 seeds, with an interval excluding its own mean)."""
+    lo, hi = 5, 20
+    hits = 0
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        base = {m: {s: 0.8 + 0.02 * rng.standard_normal() for s in range(hi)} for m in "abc"}
+        cand = {m: {s: base[m][s] - 0.004 + 0.01 * rng.standard_normal() for s in range(hi)}
+                for m in "abc"}
+        verdicts = compare_schedule(_adaptive(cand, lo, hi), _report(base, range(hi)))
+        for v in verdicts:
+            _recompute(v, base, cand, 0.0, 0.01, 0.05)
+            hits += v.stop.n < v.stop.trained or (v.stop.look > 1 and v.verdict == "REGRESSED")
+    assert hits, "no cell went on past a look it crossed at α only: the case is not exercised"
+
+
+def test_holm_pushes_the_upper_end_and_labels_it():
+    # three cells, one clearly broken: the others' intervals carry REGRESSED's Holm level
+    seeds = list(range(10))
+    rng = np.random.default_rng(9)
+    base = {m: {s: 0.8 + 0.02 * rng.standard_normal() for s in seeds} for m in "abc"}
+    cand = {m: {s: base[m][s] + 0.01 * rng.standard_normal() for s in seeds} for m in "abc"}
+    verdicts = compare_reports(_report(cand, seeds), _report(base, seeds))
+    for v in verdicts:
+        c = v.comparison
+        assert c.ci_alphas is not None and c.ci_alphas[0] == 0.05
+        assert c.ci_alphas[1] in (0.05 / 3, 0.05 / 2, 0.05)
+        assert "upper end" in v.message()
+        _recompute(v, base, cand, 0.0, 0.01, 0.05)
+
+
+# -- pairing at every look --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("changed_at", [0, 7, 15])
+def test_a_data_change_is_refused_at_every_look_in_both_modes(changed_at):
+    hi = 20
+    rng = np.random.default_rng(changed_at)
+    # noisy enough that the cell runs to MAX: a seed changed at any look is seen
+    base = {"m": {s: 0.8 + 0.02 * rng.standard_normal() for s in range(hi)}}
+    cand = {"m": {s: base["m"][s] - 0.004 + 0.02 * rng.standard_normal() for s in range(hi)}}
+
+    def data(s):
+        return "changed" if s >= changed_at else f"split-{s}"
+
+    baseline = _report(base, range(hi), data=lambda s: f"split-{s}")
+    with pytest.raises(GateRefusal, match="data or split differs"):
+        assert_not_worse(_adaptive(cand, 5, hi, data), baseline)
+    with pytest.raises(GateRefusal, match="data or split differs"):
+        assert_not_worse(_report(cand, range(hi), data=data), baseline)
+
+
+# -- float32 at the margin --------------------------------------------------------------------
+
+
+def test_float32_margin_case_reads_the_same_in_both_modes():
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        base = rng.uniform(0.7, 0.9, 20).astype(np.float32)
+        cand = (base - np.float32(0.01)).astype(np.float32)   # every seed drops by the margin
+        b = {"m": {s: float(base[s]) for s in range(20)}}
+        c = {"m": {s: float(cand[s]) for s in range(20)}}
+        fixed = assert_not_worse(_report(c, range(10)), _report(b, range(20)), margin=0.01,
+                                 min_effect=0.02)
+        adaptive = assert_not_worse(_adaptive(c, 5, 20), _report(b, range(20)), margin=0.01,
+                                    min_effect=0.02)
+        assert fixed[0].verdict == adaptive[0].verdict == "NOT WORSE"
+
+
+# -- δ is never silently absent (issue 23, item 1) --------------------------------------------
+
+
+def test_a_margin_keeps_delta_one_point_beyond_it_and_mae_rows_say_nothing_planned():
+    seeds = range(10)
+    rng = np.random.default_rng(2)
+    base = {"m": {s: 0.8 + 0.02 * rng.standard_normal() for s in seeds}}
+    cand = {"m": {s: base["m"][s] - 0.005 + 0.004 * rng.standard_normal() for s in seeds}}
+    (v,) = assert_not_worse(_report(cand, seeds), _report(base, seeds), margin=0.01)
+    assert v.comparison.min_effect == pytest.approx(0.02)   # margin + one point, not dropped
+    assert v.verdict == "NOT WORSE" and "note" not in v.row()
+    mae = BenchmarkReport.from_arrays([[[base["m"][s] for s in seeds]]], tasks=["toy"],
+                                      models=["m"], seeds=list(seeds), metric="mae")
+    worse = BenchmarkReport.from_arrays([[[cand["m"][s] for s in seeds]]], tasks=["toy"],
+                                        models=["m"], seeds=list(seeds), metric="mae")
+    (w,) = assert_not_worse(worse, mae, margin=0.01)
+    assert w.comparison.min_effect is None
+    assert "NOT WORSE only means above −margin" in w.row()["note"]
