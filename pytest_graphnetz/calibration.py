@@ -474,8 +474,8 @@ def write_calibrations(calibrations: Sequence[Calibration], baselines: Iterable[
 def default_min_effects(calibration: Calibration,
                         min_effect: float | None) -> dict[tuple[str, str], float | None]:
     """Per cell the δ its gate uses: ``min_effect`` when set, else the metric's default."""
-    from .verdicts import default_min_effect
     from .history import MetricSpec
+    from .verdicts import default_min_effect
 
     return {key: min_effect if min_effect is not None
             else default_min_effect(MetricSpec.from_name(c.metric))

@@ -606,6 +606,8 @@ class GraphnetzSession:
             return
         if any(nodeid not in self.ran for nodeid, _, _ in self.baseline_users):
             return
+        if not self.baseline_tests:
+            return  # no baseline handed out: nothing to read (and numpy not to pay for)
         from .baselines import BaselineError, read_baseline
 
         unused = []

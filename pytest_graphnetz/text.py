@@ -46,8 +46,9 @@ _INVISIBLE = frozenset({"Cc", "Cf", "Zl", "Zp"})
 # Backslash-escaped: what could end a table cell, open code, raw HTML or an entity. `*` and `_`
 # only change emphasis, and the tables use `**` for bold: left alone. Brackets stay readable
 # (intervals are [low, high]): a link or image needs "](" (reference definitions need a line of
-# their own, which a cell cannot start), so only that "]" is escaped.
-_MARKDOWN_SPECIAL = re.compile(r"([\\`|<>&]|\](?=\())")
+# their own, which a cell cannot start), so only that "]" is escaped. ">" is left alone for the
+# same reason ("gap > 0 pt"): it only quotes at the start of a line, where no cell starts.
+_MARKDOWN_SPECIAL = re.compile(r"([\\`|<&]|\](?=\())")
 # GitHub turns @name into a notification and bare URLs into links, after rendering (so no
 # backslash escape stops them): a zero-width space after the @ or the scheme breaks both.
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
