@@ -475,6 +475,9 @@ class _Cell:
             if not one_look:
                 extra.append(f"p is the fixed-n p at {n_seeds} seeds; the verdict is the "
                              "sequential boundary's")
+            comp = replace(comp, seeds_needed=self._plan(
+                comp, comp.alpha / max(len(fam.rejected), 1),
+                None if schedule is None else schedule.min_seeds))
             if (low, high) != (comp.alpha, comp.alpha):   # else ``ci`` is that interval
                 comp = replace(comp, ci=comp.interval(low, high), ci_alphas=(low, high))
             comp = replace(comp, verdict=self.verdict, notes=(*comp.notes, *extra))
@@ -510,7 +513,35 @@ class _Cell:
                       metric=self.spec.name),
             tuple(seeds), failed_verdict("not_worse", name, strict),
             (*notes, *self.notes, *changed), tuple(baseline.seeds), refresh_command,
-            stop=stop, table_note=table_note)
+            stop=stop, table_note=table_note, folds=self.folds)
+
+    def _plan(self, comp: Any, level: float, min_seeds: int | None) -> int | None:
+        """The seeds that would decide an INCONCLUSIVE cell, for the design the advice
+        recommends (issue 21): on a k-fold task the corrected resampled t test's own plan (None
+        when no seed count resolves δ); under adaptive seeds the MAX of ``min_seeds..MAX`` whose
+        sequential boundaries deliver the power; else the fixed-n plan already in ``comp``.
+        ``level``: REGRESSED's level (Holm's ``alpha / m``)."""
+        if (comp.verdict is not stats.Verdict.INCONCLUSIVE or self.min_effect is None
+                or not math.isfinite(comp.sd_diff)):
+            return comp.seeds_needed
+        if self.folds is not None:
+            from .stats.heldout import fold_ratio
+            from .stats.planning import fold_seeds_for_min_effect
+
+            # the per-fold sd: comp's is inflated by the correction (fold_corrected)
+            sd = comp.sd_diff / math.sqrt(1 + comp.n * fold_ratio(self.folds))
+            needed = fold_seeds_for_min_effect(
+                sd, self.min_effect, folds=self.folds, margin=comp.margin, alpha=comp.alpha,
+                alpha_regressed=comp.mde_alpha or comp.alpha, power=comp.power)
+            return None if needed is None else max(needed, comp.n + 1)
+        if min_seeds is None or comp.seeds_needed is None:
+            return comp.seeds_needed
+        from .stats.sequential import sequential_seeds_for_min_effect
+
+        return sequential_seeds_for_min_effect(
+            comp.sd_diff, self.min_effect, min_seeds=min_seeds, start=comp.seeds_needed,
+            margin=comp.margin, alpha=comp.alpha, regressed_alpha=level, power=comp.power,
+            gamma=self.design.gamma, lean=self.design.lean)
 
 
 def decide_cells(cells: Sequence[_Cell], *, test: str, margin: float, alpha: float, rng: Any,

@@ -67,6 +67,7 @@ class CellVerdict:
     refresh_command: str | None = None      # the command that rewrites this baseline
     stop: Any = None                        # adaptive seeds: where the cell stopped
     table_note: str = ""                    # the summary table's Note for a passing cell
+    folds: int | None = None                # k of a k-fold CV task (corrected resampled t)
 
     @property
     def verdict(self) -> str:
@@ -138,6 +139,8 @@ class CellVerdict:
                  f"{fmt_num(-c.min_effect)} (a drop "
                  f"that matters is not ruled out) and above {fmt_num(0.0 - c.margin)} (no "
                  "significant drop either)"]
+        if self.folds is not None:
+            return lines + self._fold_advice(n)
         if n:
             lines.append(
                 f"  about {n} paired seeds would decide it: at the observed sd of Δ "
@@ -146,6 +149,32 @@ class CellVerdict:
                 f"(rerun with {self._seeds_option(n)})")
             lines += self._unpaired_advice()
         return lines
+
+    def _fold_advice(self, n: int | None) -> list[str]:
+        """The plan of a k-fold CV cell, at the per-fold sd of Δ (the comparison's sd is the
+        one the correction inflated), or why no seed count decides it and what would."""
+        from .stats.heldout import fold_ratio
+        from .stats.planning import fold_min_effect_floor
+
+        c, k = self.comparison, self.folds
+        rho = fold_ratio(k)
+        sd = c.sd_diff / math.sqrt(1 + c.n * rho)
+        if n:
+            return [f"  about {n} paired seeds would decide it: at the observed per-fold sd of Δ "
+                    f"({fmt_num(sd)}; the corrected resampled se is sqrt(1/J + 1/{k - 2}) times "
+                    f"it on J seeds), {n} seeds read no change as NOT WORSE and a drop of "
+                    f"{fmt_num(c.min_effect)} as REGRESSED, each with probability ≥ {c.power:g} "
+                    f"(rerun with {self._seeds_option(n)})", *self._unpaired_advice()]
+        floor = math.sqrt(rho) * sd
+        least = fold_min_effect_floor(sd, folds=k, margin=c.margin, alpha=c.alpha,
+                                      alpha_regressed=c.mde_alpha or c.alpha, power=c.power)
+        return [f"  no number of seeds would decide it: on {k}-fold cross-validation the "
+                f"corrected resampled se never falls below sqrt(1/{k - 2}) × the per-fold sd of "
+                f"Δ ({fmt_num(sd)}), i.e. {fmt_num(floor)}, however many seeds run, and "
+                f"min_effect {fmt_num(c.min_effect)} needs it well below that. What would "
+                f"decide it: a min_effect of more than {fmt_num(least)} (the least any seed "
+                "count resolves with probability "
+                f"≥ {c.power:g}), or a smaller per-fold spread (more test data per fold)"]
 
     def _seeds_option(self, n: int) -> str:
         """The option that runs ``n`` seeds (adaptive runs keep their MIN: ``MIN..n``)."""

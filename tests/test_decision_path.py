@@ -91,7 +91,11 @@ def test_one_look_schedule_is_the_fixed_gate_bit_for_bit_on_the_committed_pool(t
             assert a.p_adjusted == b.p_adjusted == ref.p_adjusted
             assert a.mean_diff == b.mean_diff == ref.mean_diff
             assert a.ci == b.ci and a.mde == b.mde == ref.mde
-            assert a.seeds_needed == b.seeds_needed == ref.seeds_needed
+            assert a.seeds_needed == ref.seeds_needed
+            # the adaptive cell's advice is `MIN..N`, planned for that sequential design, which
+            # needs at least the fixed test's seeds (tests/test_seeds_advice.py)
+            assert (b.seeds_needed is None) == (a.seeds_needed is None)
+            assert b.seeds_needed is None or b.seeds_needed >= a.seeds_needed
             # the interval: 90% as before for one tested cell; with Holm, the upper end moves
             # to the level REGRESSED is decided at (the lower end stays)
             assert a.ci.low == ref.ci.low

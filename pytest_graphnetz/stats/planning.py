@@ -142,7 +142,7 @@ _SD_GRID = 2048
 
 
 def _p_not_worse(n: int, delta: float, margin: float, *, alpha: float,
-                 alpha_regressed: float, mean: float = 0.0) -> float:
+                 alpha_regressed: float, mean: float = 0.0, rho: float = 0.0) -> float:
     """P(the paired t gate passes as NOT WORSE or BETTER) on ``n`` pairs whose differences are
     N(``mean``, 1): the lower ``1 - alpha`` bound lies above ``-delta`` *and* the REGRESSED test
     at ``alpha_regressed`` does not reject (it would win). ``delta``, ``margin``, ``mean`` in
@@ -150,6 +150,8 @@ def _p_not_worse(n: int, delta: float, margin: float, *, alpha: float,
 
     Given the sample sd s, the mean must exceed ``max(-delta + t1·s/√n, -margin - t2·s/√n)``
     (a normal probability); that is averaged over s² ~ χ²(n-1)/(n-1) on a grid of its quantiles.
+    ``rho`` > 0: a k-fold CV task under the corrected resampled t test, whose standard error
+    (and, in its model, the sd of the mean) is ``sqrt(1/n + rho)`` instead of ``1/√n``.
     """
     from scipy import special
 
@@ -157,7 +159,7 @@ def _p_not_worse(n: int, delta: float, margin: float, *, alpha: float,
     q = (np.arange(_SD_GRID) + 0.5) / _SD_GRID
     s = np.sqrt(special.chdtri(df, q) / df)
     t_nw, t_reg = _t_quantile(1 - alpha, df), _t_quantile(1 - alpha_regressed, df)
-    root = math.sqrt(n)
+    root = 1 / math.sqrt(1 / n + rho)
     threshold = np.maximum(-delta + t_nw * s / root, -margin - t_reg * s / root)
     return float(special.ndtr((mean - threshold) * root).mean())
 
@@ -190,11 +192,63 @@ def seeds_for_min_effect(sd_diff: float, min_effect: float, *, margin: float = 0
             raise ValueError(f"`{name}` must lie in (0, 0.5), got {level!r}")
     if sd_diff == 0:
         return 2
+    return _smallest_n(_min_effect_decided(sd_diff, min_effect, margin=margin, alpha=alpha,
+                                           alpha_regressed=a_reg, power=power))
+
+
+def _min_effect_decided(sd_diff: float, min_effect: float, *, margin: float, alpha: float,
+                        alpha_regressed: float, power: float,
+                        rho: float = 0.0) -> Callable[[int], bool]:
+    """Whether n pairs separate "no change" from "a drop of δ" (:func:`seeds_for_min_effect`);
+    ``rho``: the fold term of the corrected resampled t test (see :func:`_p_not_worse`)."""
     delta, gap = min_effect / sd_diff, (min_effect - margin) / sd_diff
 
     def decided(n: int) -> bool:
-        return (_power(gap * math.sqrt(n), n - 1, a_reg, True) >= power
+        scale = 1 / math.sqrt(1 / n + rho)
+        return (_power(gap * scale, n - 1, alpha_regressed, True) >= power
                 and _p_not_worse(n, delta, margin / sd_diff, alpha=alpha,
-                                 alpha_regressed=a_reg) >= power)
+                                 alpha_regressed=alpha_regressed, rho=rho) >= power)
 
-    return _smallest_n(decided)
+    return decided
+
+
+def fold_seeds_for_min_effect(sd_diff: float, min_effect: float, *, folds: int,
+                              margin: float = 0.0, alpha: float = 0.05,
+                              alpha_regressed: float | None = None,
+                              power: float = 0.8) -> int | None:
+    """:func:`seeds_for_min_effect` for a ``folds``-fold CV task, judged by the corrected
+    resampled t test: ``sd_diff`` is the sd of the per-fold differences (not the inflated sd the
+    corrected test is computed on), and the standard error on J pairs is
+    ``sqrt(1/J + ρ)·sd_diff``, ρ = 1/(k − 2) (Nadeau & Bengio 2003, whose model also takes it
+    for the sd of the mean). It never falls below ``sqrt(ρ)·sd_diff``, so the power of either
+    test tends to ``Φ(gap / (sqrt(ρ)·sd) − z)``, not 1: None when that limit is below ``power``
+    for either target (no number of seeds decides it; see :func:`fold_min_effect_floor`)."""
+    from .heldout import fold_ratio
+
+    a_reg = alpha if alpha_regressed is None else alpha_regressed
+    if fold_min_effect_floor(sd_diff, folds=folds, margin=margin, alpha=alpha,
+                             alpha_regressed=a_reg, power=power) >= min_effect:
+        return None
+    if sd_diff == 0:
+        return 2
+    return _smallest_n(_min_effect_decided(sd_diff, min_effect, margin=margin, alpha=alpha,
+                                           alpha_regressed=a_reg, power=power,
+                                           rho=fold_ratio(folds)))
+
+
+def fold_min_effect_floor(sd_diff: float, *, folds: int, margin: float = 0.0,
+                          alpha: float = 0.05, alpha_regressed: float | None = None,
+                          power: float = 0.8) -> float:
+    """The δ that infinitely many seeds would just resolve on a ``folds``-fold CV task (per-fold
+    sd of the differences ``sd_diff``): with the standard error at its floor ``sqrt(ρ)·sd``,
+    ``δ = max((z_{1-α} + z_p)·floor, margin + (z_{1-α_reg} + z_p)·floor)`` (normal limit of
+    the t). Any δ at or below it is resolved by no number of seeds."""
+    from scipy import special
+
+    from .heldout import fold_ratio
+
+    a_reg = alpha if alpha_regressed is None else alpha_regressed
+    floor = math.sqrt(fold_ratio(folds)) * sd_diff
+    z_p = float(special.ndtri(power))
+    return max((float(special.ndtri(1 - alpha)) + z_p) * floor,
+               margin + (float(special.ndtri(1 - a_reg)) + z_p) * floor)

@@ -467,3 +467,60 @@ def sequential_holm(histories: Sequence[Sequence[float]],
     r = m - at.count(None)
     return FamilyDecision(tuple(k is not None for k in at), tuple(at), alpha / max(m - r, 1),
                           None)
+
+
+PLAN_PATHS = 1 << 14   # simulated cells per target and MAX: Monte-Carlo sd about 0.003 at 0.8
+PLAN_SEED = 20_231_984  # any fixed seed: the same cell gets the same advice every time
+
+
+def sequential_power(sd_diff: float, min_effect: float, design: SequentialDesign, *,
+                     margin: float = 0.0, regressed_alpha: float | None = None,
+                     paths: int = PLAN_PATHS, seed: int = PLAN_SEED) -> tuple[float, float]:
+    """What ``design`` delivers for a cell whose paired differences are normal with sd
+    ``sd_diff``: the chance that no change (true mean 0) reads NOT WORSE or BETTER, and the
+    chance that a drop of ``min_effect`` (δ) reads REGRESSED (at ``regressed_alpha``), each
+    through the design's own boundaries and lean rule (:func:`run_schedule`), on ``paths``
+    simulated cells from ``seed``. The draws are laid out seed by seed, so designs of different
+    MAX share the first seeds' draws (common random numbers: the search below is smooth)."""
+    if not (math.isfinite(sd_diff) and sd_diff > 0):
+        raise ValueError(f"`sd_diff` must be a finite number > 0, got {sd_diff!r}")
+    n = design.max_seeds
+    Z = np.random.default_rng(seed).standard_normal((n, paths)).T
+    kw = dict(margin=margin / sd_diff, min_effect=min_effect / sd_diff,
+              regressed_alpha=regressed_alpha)
+    null, _ = run_schedule(Z, design, **kw)
+    drop, _ = run_schedule(Z - min_effect / sd_diff, design, **kw)
+    passes = np.isin(null, [Verdict.NOT_WORSE, Verdict.BETTER, Verdict.IDENTICAL])
+    return float(passes.mean()), float(np.mean(drop == Verdict.REGRESSED))
+
+
+def sequential_seeds_for_min_effect(sd_diff: float, min_effect: float, *, min_seeds: int,
+                                    start: int, margin: float = 0.0, alpha: float = 0.05,
+                                    regressed_alpha: float | None = None, power: float = 0.8,
+                                    gamma: float = DEFAULT_GAMMA,
+                                    lean: float | None = DEFAULT_LEAN) -> int:
+    """The MAX of ``min_seeds..MAX`` whose calibrated design separates "no change" from "a
+    drop of δ": both chances of :func:`sequential_power` at least ``power``.
+
+    The fixed-n plan (:func:`~pytest_graphnetz.stats.planning.seeds_for_min_effect`, passed as
+    ``start``) is where the search begins: a sequential design spends α over its looks, so at
+    the same MAX it delivers less than the fixed test (issue 21: the fixed plan's 34 seeds,
+    run as 5..34, delivered 0.61 and 0.61). MAX grows by about 15% until both chances reach
+    ``power``, then bisects down to the smallest such MAX (taking power to grow with MAX)."""
+    lo_max = max(int(min_seeds), 3)
+    n = max(int(start), lo_max)
+    if sd_diff == 0:
+        return n
+
+    def ok(m: int) -> bool:
+        design = sequential_design(min_seeds, m, alpha=alpha, gamma=gamma, lean=lean)
+        return min(sequential_power(sd_diff, min_effect, design, margin=margin,
+                                    regressed_alpha=regressed_alpha)) >= power
+
+    lo = n - 1
+    while not ok(n):
+        lo, n = n, max(n + 1, math.ceil(n * 1.15))
+    while n - lo > 1:
+        mid = (lo + n) // 2
+        lo, n = (lo, mid) if ok(mid) else (mid, n)
+    return n
