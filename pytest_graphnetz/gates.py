@@ -43,6 +43,7 @@ from .pairing import (
     changed_model_notes,
     check_cells,
     check_metrics,
+    collapse_notes,
     environment_notes,
     refuse_changed_data,
     shared_seeds,
@@ -497,8 +498,16 @@ class _Cell:
 
             comp = replace(comp, notes=(*comp.notes, FOLD_NOTE.format(
                 task=self.task, k=self.folds, test=comp.test)))
+        collapsed: tuple[tuple[str, ...], str] = ((), "")
+        # Only a tested cell has a t test to warn about; on folds the seeds' differences are
+        # not independent, which the Grubbs test assumes.
+        if self.tested and self.folds is None:
+            collapsed = collapse_notes([self.baseline[s] for s in seeds],
+                                       [self.candidate[s] for s in seeds], seeds,
+                                       higher_is_better=self.spec.higher_is_better)
         table_note = "; ".join(x for x in (
             CHANGED_MODEL_NOTE if changed else "",
+            collapsed[1],
             # NOT WORSE at −margin must never be silent: the row says so, not only a message
             NO_MIN_EFFECT_NOTE if self.min_effect is None and name != "IDENTICAL" else "",
             self.capped if name != "IDENTICAL" else "") if x)
@@ -509,8 +518,8 @@ class _Cell:
             describe_values(np.array([self.candidate[s] for s in seeds]), report,
                       metric=self.spec.name),
             tuple(seeds), failed_verdict("not_worse", name, strict),
-            (*notes, *self.notes, *changed), tuple(baseline.seeds), refresh_command,
-            stop=stop, table_note=table_note)
+            (*notes, *self.notes, *changed, *collapsed[0]), tuple(baseline.seeds),
+            refresh_command, stop=stop, table_note=table_note)
 
 
 def decide_cells(cells: Sequence[_Cell], *, test: str, margin: float, alpha: float, rng: Any,
