@@ -485,7 +485,12 @@ class _Cell:
             high = self.design.at_level(fam.level if fam.levels is None
                                         else fam.levels[i]).nominal[k]
             comp = replace(comp, verdict=self.verdict)
-            if one_look and fam.p_adjusted is not None and len(fam.rejected) > 1:
+            if fam.levels is not None:   # weighted with suite rows (one look): own level
+                comp = replace(comp, p_adjusted=fam.p_adjusted[i],
+                               seeds_needed=plan_seeds(comp, fam.levels[i]))
+                extra.append("p adjusted by weighted Holm across the tested cells and the "
+                             f"suite row(s) (suite weight {DEFAULT_SUITE_WEIGHT:g})")
+            elif one_look and fam.p_adjusted is not None and len(fam.rejected) > 1:
                 comp = holm_member(comp, fam.p_adjusted[i], len(fam.rejected))
             else:
                 comp = replace(comp, seeds_needed=plan_seeds(comp, comp.alpha))
@@ -586,7 +591,8 @@ SUITE = "suite"   # the task label of a suite row: ``suite/<model>``
 class _SuiteRow:
     """One model's suite row: ``candidate`` / ``baseline`` (seed,), the per-seed means over
     ``tasks``, paired by seed; ``result``: :func:`~pytest_graphnetz.stats.suite.suite_test` on
-    their differences; ``rejected`` / ``level``: its REGRESSED decision in the call's family."""
+    their differences; ``rejected`` / ``level`` / ``p_adjusted``: its REGRESSED decision in the
+    call's family (weighted Holm)."""
 
     model: str
     spec: MetricSpec
@@ -598,6 +604,7 @@ class _SuiteRow:
     result: Any
     rejected: bool = False
     level: float = 0.0
+    p_adjusted: float | None = None
 
     def verdict_of(self, report: BenchmarkReport, baseline: BenchmarkReport, *, strict: bool,
                    notes: tuple[str, ...], refresh_command: str | None) -> CellVerdict:
@@ -628,7 +635,8 @@ class _SuiteRow:
         if self.level and self.level != res.alpha and verdict is not stats.Verdict.IDENTICAL:
             comp = replace(comp, ci=comp.interval(res.alpha, self.level),
                            ci_alphas=(res.alpha, self.level))
-        comp = replace(comp, seeds_needed=plan_seeds(comp, self.level or res.alpha))
+        comp = replace(comp, seeds_needed=plan_seeds(comp, self.level or res.alpha),
+                       p_adjusted=self.p_adjusted)
         name = verdict_name(verdict)
         return CellVerdict(
             SUITE, self.model, self.spec.name, self.spec.higher_is_better, "not_worse", comp,
@@ -700,12 +708,12 @@ def _suite_family(rows: Sequence[_SuiteRow], alpha: float) -> Callable[..., Any]
             raise ValueError("a suite row needs one look per cell (fixed seeds)")
         result = suite_family([h[0] for h in histories], [r.result.p_value for r in rows],
                               alpha=alpha)
-        for r, rejected, level in zip(rows, result.reject_suite, result.level_suite,
-                                      strict=True):
-            r.rejected, r.level = rejected, level
+        for r, rejected, level, p in zip(rows, result.reject_suite, result.level_suite,
+                                         result.p_adjusted_suite, strict=True):
+            r.rejected, r.level, r.p_adjusted = rejected, level, p
         return FamilyDecision(result.reject_cells,
                               tuple(0 if x else None for x in result.reject_cells),
-                              min(result.level_cells, default=alpha), None,
+                              min(result.level_cells, default=alpha), result.p_adjusted_cells,
                               levels=result.level_cells)
 
     return decide

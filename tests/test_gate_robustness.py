@@ -220,6 +220,9 @@ def test_suite_false_changes_no_verdict_and_a_suite_row_keeps_the_cells_open_ver
     on = assert_not_worse(c, b, suite=True)
     assert [v.cell for v in on[len(plain):]] == ["suite/m", "suite/n"]
     assert [v.verdict for v in on[:len(plain)]] == [v.verdict for v in plain]
+    # the table's p is the weighted-Holm adjusted p of the family with the rows
+    assert all(v.comparison.p_adjusted >= v.comparison.p_value for v in on)
+    assert all("weighted Holm" in " ".join(v.comparison.notes) for v in on[:len(plain)])
 
 
 def test_a_suite_row_leaves_out_tasks_of_another_metric() -> None:
