@@ -179,12 +179,14 @@ def test_models(graphnetz_run, graphnetz_baseline):
 """
 
 
-@pytest.mark.parametrize("suite", [True, False], ids=["suite", "no-suite"])
-def test_a_diffuse_drop_fails_only_on_the_suite_row(pytester: pytest.Pytester,
-                                                    suite: bool) -> None:
+@pytest.mark.parametrize("suite, seeds", [(True, "10"), (False, "10"), (True, "5..10")],
+                         ids=["suite", "no-suite", "suite-adaptive"])
+def test_a_diffuse_drop_fails_only_on_the_suite_row(pytester: pytest.Pytester, suite: bool,
+                                                    seeds: str) -> None:
+    """Adaptive seeds with a suite row are judged at MAX: the same verdicts as fixed 10."""
     pytester.makepyfile(project=SUITE_PROJECT.format(drop=0, jitter=JITTER),
                         test_model=SUITE_GATE.format(suite=suite))
-    option = "--graphnetz-seeds=10"
+    option = f"--graphnetz-seeds={seeds}"
     pytester.runpytest(option, "--graphnetz-update-baselines").assert_outcomes(passed=1)
     pytester.makepyfile(project=SUITE_PROJECT.format(drop=0.004, jitter=JITTER))
     result = pytester.runpytest(option, "-p", "no:cacheprovider")
