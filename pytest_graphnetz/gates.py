@@ -43,6 +43,7 @@ from .pairing import (
     changed_model_notes,
     check_cells,
     check_metrics,
+    collapse_notes,
     environment_notes,
     refuse_changed_data,
     shared_seeds,
@@ -52,6 +53,7 @@ from .pairing import (
 from .report import BenchmarkReport
 from .stats.decisions import holm_member, plan_seeds
 from .stats.sequential import sequential_design
+from .stats.suite import DEFAULT_SUITE_WEIGHT
 from .verdicts import (  # noqa: F401 - TABLE_*, UnpairedCell, gate_table: public here too
     CHANGED_MODEL_NOTE,
     DEFAULT_MIN_EFFECT,
@@ -146,7 +148,8 @@ def observing(observer: GateObserver) -> Iterator[GateObserver]:
 def assert_not_worse(report: BenchmarkReport, baseline: BaselineLike, *, test: str = "paired",
                      margin: float = 0.0, min_effect: float | None = None,
                      alpha: float | None = None, strict: bool | None = None,
-                     rng: Any = None) -> list[CellVerdict]:
+                     rng: Any = None, suite: bool = False,
+                     suite_min_effect: float | None = None) -> list[CellVerdict]:
     """Fail on paired evidence that ``report`` is worse than ``baseline`` by more than ``margin``.
 
     Per cell, d = candidate − baseline (sign flipped for lower-is-better metrics), the first of:
@@ -163,11 +166,20 @@ def assert_not_worse(report: BenchmarkReport, baseline: BaselineLike, *, test: s
     0.01 for metrics bounded in [0, 1]; none for MAE/RMSE/loss, where NOT WORSE falls back to
     −margin and the row's Note says so).
     ``alpha`` / ``strict`` default to 0.05 / False, or the session's options in pytest.
-    Returns one :class:`CellVerdict` per candidate cell.
+
+    ``suite``: per model, one more row, ``suite/<model>``, for the per-seed mean paired
+    difference across the call's tasks of one metric (a diffuse drop no single cell shows),
+    decided like a cell with δ ``suite_min_effect`` (default: the cells' δ), its REGRESSED in
+    one weighted Holm family with the cells (:func:`~pytest_graphnetz.stats.suite.suite_family`,
+    suite weight 0.5; docs/guarantees.md). Tasks of another metric, and k-fold tasks, are left
+    out of it (a note says so). An adaptive report is then judged at its MAX seeds: the row's
+    family has one look.
+    Returns one :class:`CellVerdict` per candidate cell, then one per suite row.
     """
     __tracebackhide__ = True
     return _comparison_gate("not_worse", report, baseline, test=test, margin=margin,
-                            min_effect=min_effect, alpha=alpha, strict=strict, rng=rng)
+                            min_effect=min_effect, alpha=alpha, strict=strict, rng=rng,
+                            suite=suite, suite_min_effect=suite_min_effect)
 
 
 def assert_better(report: BenchmarkReport, baseline: BaselineLike, *, test: str = "paired",
@@ -236,7 +248,8 @@ def assert_ci_width(report: BenchmarkReport, max_width: float, *,
 
 def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike, *, test: str,
                      margin: float, alpha: float | None, strict: bool | None,
-                     rng: Any, min_effect: float | None = None) -> list[CellVerdict]:
+                     rng: Any, min_effect: float | None = None, suite: bool = False,
+                     suite_min_effect: float | None = None) -> list[CellVerdict]:
     # Hidden from pytest's traceback (as are the helpers below): a failing gate shows the test's
     # own line and the verdict message, not the plugin's frames and their locals.
     __tracebackhide__ = True
@@ -258,8 +271,10 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
                              f"by seed), got {test!r}")
         test = TESTS[test]
         if isinstance(report, Schedule) and (
-                gate != "not_worse" or (isinstance(baseline, BaselineHandle) and baseline.update)):
-            # Only the not-worse gate is sequential; the others, and refreshes, use MAX seeds.
+                gate != "not_worse" or suite
+                or (isinstance(baseline, BaselineHandle) and baseline.update)):
+            # Only the not-worse gate is sequential; the others, refreshes and a suite row
+            # (its weighted family has one look) use MAX seeds.
             report = report.complete()
             _announce(report)
         if isinstance(baseline, BaselineHandle) and baseline.update:
@@ -274,7 +289,8 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
         else:
             verdicts = compare_reports(report, base, gate=gate, test=test, margin=margin,
                                        min_effect=min_effect, alpha=alpha, strict=strict,
-                                       source=source, rng=rng, refresh_command=command)
+                                       source=source, rng=rng, refresh_command=command,
+                                       suite=suite, suite_min_effect=suite_min_effect)
             header = f"{_TITLE[gate]} against {source} ({_config(verdicts)})"
     except AssertionError:
         raise  # a refused refresh: its rows are recorded already
@@ -466,9 +482,15 @@ class _Cell:
         stop = None
         if self.tested and fam is not None:
             low = self.design.nominal[k]
-            high = self.design.at_level(fam.level).nominal[k]
+            high = self.design.at_level(fam.level if fam.levels is None
+                                        else fam.levels[i]).nominal[k]
             comp = replace(comp, verdict=self.verdict)
-            if one_look and fam.p_adjusted is not None and len(fam.rejected) > 1:
+            if fam.levels is not None:   # weighted with suite rows (one look): own level
+                comp = replace(comp, p_adjusted=fam.p_adjusted[i],
+                               seeds_needed=plan_seeds(comp, fam.levels[i]))
+                extra.append("p adjusted by weighted Holm across the tested cells and the "
+                             f"suite row(s) (suite weight {DEFAULT_SUITE_WEIGHT:g})")
+            elif one_look and fam.p_adjusted is not None and len(fam.rejected) > 1:
                 comp = holm_member(comp, fam.p_adjusted[i], len(fam.rejected))
             else:
                 comp = replace(comp, seeds_needed=plan_seeds(comp, comp.alpha))
@@ -500,8 +522,16 @@ class _Cell:
 
             comp = replace(comp, notes=(*comp.notes, FOLD_NOTE.format(
                 task=self.task, k=self.folds, test=comp.test)))
+        collapsed: tuple[tuple[str, ...], str] = ((), "")
+        # Only a tested cell has a t test to warn about; on folds the seeds' differences are
+        # not independent, which the Grubbs test assumes.
+        if self.tested and self.folds is None:
+            collapsed = collapse_notes([self.baseline[s] for s in seeds],
+                                       [self.candidate[s] for s in seeds], seeds,
+                                       higher_is_better=self.spec.higher_is_better)
         table_note = "; ".join(x for x in (
             CHANGED_MODEL_NOTE if changed else "",
+            collapsed[1],
             # NOT WORSE at −margin must never be silent: the row says so, not only a message
             NO_MIN_EFFECT_NOTE if self.min_effect is None and name != "IDENTICAL" else "",
             self.capped if name != "IDENTICAL" else "") if x)
@@ -512,8 +542,8 @@ class _Cell:
             describe_values(np.array([self.candidate[s] for s in seeds]), report,
                       metric=self.spec.name),
             tuple(seeds), failed_verdict("not_worse", name, strict),
-            (*notes, *self.notes, *changed), tuple(baseline.seeds), refresh_command,
-            stop=stop, table_note=table_note, folds=self.folds)
+            (*notes, *self.notes, *changed, *collapsed[0]), tuple(baseline.seeds),
+            refresh_command, stop=stop, table_note=table_note, folds=self.folds)
 
     def _plan(self, comp: Any, level: float, min_seeds: int | None) -> int | None:
         """The seeds that would decide an INCONCLUSIVE cell, for the design the advice
@@ -545,16 +575,19 @@ class _Cell:
 
 
 def decide_cells(cells: Sequence[_Cell], *, test: str, margin: float, alpha: float, rng: Any,
-                 train: Callable[[Sequence[_Cell]], None] | None = None) -> None:
+                 train: Callable[[Sequence[_Cell]], None] | None = None,
+                 family: Callable[..., Any] | None = None) -> None:
     """The one decision path of ``assert_not_worse``, fixed or adaptive: at each look, the
     open cells' seeds are trained and paired (``train``: adaptive seeds only), each open cell
     is compared on exactly that look's seeds, NOT WORSE / BETTER stop a cell at the look's
     boundaries, and REGRESSED comes from group-sequential Holm over every tested cell's
     per-look p-values (classical Holm when every cell has one look). A cell still open at its
     last look is INCONCLUSIVE, so no cell runs past its schedule. Sets each cell's verdict,
-    comparisons and family decision."""
+    comparisons and family decision. ``family``: the REGRESSED family in place of
+    group-sequential Holm (the suite rows' weighted Holm, :func:`_suite_family`)."""
     from .stats.sequential import look_verdict, sequential_holm
 
+    family = family or sequential_holm
     while True:
         open_cells = [c for c in cells if c.verdict is None]
         if train is not None:
@@ -568,10 +601,10 @@ def decide_cells(cells: Sequence[_Cell], *, test: str, margin: float, alpha: flo
                 c.verdict, c.tested = comp.verdict, False
             else:
                 c.verdict = look_verdict(comp, c.design, c.look)
-        family = [c for c in cells if c.tested]
-        decision = sequential_holm([[x.p_value for x in c.comparisons] for c in family],
-                                   [c.design for c in family])
-        for i, c in enumerate(family):
+        tested = [c for c in cells if c.tested]
+        decision = family([[x.p_value for x in c.comparisons] for c in tested],
+                          [c.design for c in tested])
+        for i, c in enumerate(tested):
             c.family = (decision, i)
             if decision.rejected[i]:
                 c.verdict = stats.Verdict.REGRESSED
@@ -580,6 +613,141 @@ def decide_cells(cells: Sequence[_Cell], *, test: str, margin: float, alpha: flo
             return
         for c in open_cells:
             c.look += 1
+
+
+SUITE = "suite"   # the task label of a suite row: ``suite/<model>``
+
+
+@dataclass
+class _SuiteRow:
+    """One model's suite row: ``candidate`` / ``baseline`` (seed,), the per-seed means over
+    ``tasks``, paired by seed; ``result``: :func:`~pytest_graphnetz.stats.suite.suite_test` on
+    their differences; ``rejected`` / ``level`` / ``p_adjusted``: its REGRESSED decision in the
+    call's family (weighted Holm)."""
+
+    model: str
+    spec: MetricSpec
+    tasks: list[str]
+    seeds: list[int]
+    candidate: np.ndarray
+    baseline: np.ndarray
+    min_effect: float | None
+    result: Any
+    rejected: bool = False
+    level: float = 0.0
+    p_adjusted: float | None = None
+
+    def verdict_of(self, report: BenchmarkReport, baseline: BenchmarkReport, *, strict: bool,
+                   notes: tuple[str, ...], refresh_command: str | None) -> CellVerdict:
+        res = self.result
+        if self.rejected:
+            verdict = stats.Verdict.REGRESSED
+        elif res.verdict is stats.Verdict.IDENTICAL:
+            verdict = stats.Verdict.IDENTICAL
+        elif res.p_better <= res.alpha:
+            verdict = stats.Verdict.BETTER
+        elif res.p_not_worse <= res.alpha:
+            verdict = stats.Verdict.NOT_WORSE
+        else:
+            verdict = stats.Verdict.INCONCLUSIVE
+        # The paired t on the per-seed task means is suite_test's test (their difference is
+        # suite_differences); compare() adds what a cell's message shows (interval, MDE, plan).
+        comp = stats.compare(self.candidate, self.baseline,
+                             higher_is_better=self.spec.higher_is_better, kind="not_worse",
+                             test="paired-t", margin=res.margin, min_effect=self.min_effect,
+                             alpha=res.alpha, label=f"{SUITE}/{self.model}", seeds=self.seeds,
+                             plan=False)
+        comp = replace(comp, verdict=verdict, notes=(
+            *comp.notes,
+            f"suite row: per seed, the mean over {len(self.tasks)} tasks {self.tasks} of "
+            f"{self.spec.name} candidate − baseline, paired by seed; REGRESSED is decided in "
+            f"one weighted Holm family with the call's cells (suite weight "
+            f"{DEFAULT_SUITE_WEIGHT:g}), here at level {self.level:.3g}; docs/guarantees.md"))
+        if self.level and self.level != res.alpha and verdict is not stats.Verdict.IDENTICAL:
+            comp = replace(comp, ci=comp.interval(res.alpha, self.level),
+                           ci_alphas=(res.alpha, self.level))
+        comp = replace(comp, seeds_needed=plan_seeds(comp, self.level or res.alpha),
+                       p_adjusted=self.p_adjusted)
+        name = verdict_name(verdict)
+        return CellVerdict(
+            SUITE, self.model, self.spec.name, self.spec.higher_is_better, "not_worse", comp,
+            describe_values(self.baseline, baseline, metric=self.spec.name),
+            describe_values(self.candidate, report, metric=self.spec.name),
+            tuple(self.seeds), failed_verdict("not_worse", name, strict), notes,
+            tuple(baseline.seeds), refresh_command,
+            table_note=f"mean over {len(self.tasks)} tasks, paired by seed")
+
+
+def suite_rows(report: BenchmarkReport, baseline: BenchmarkReport, seeds: Sequence[int], *,
+               margin: float, min_effect: float | None, alpha: float
+               ) -> tuple[list[_SuiteRow], tuple[str, ...]]:
+    """Per model, the suite row over the tasks of the call's most common metric (the first
+    task's on a tie), paired on ``seeds``, and the notes on what it left out: tasks of another
+    metric, k-fold tasks (their seeds index folds), seeds diverged on a task. No row with fewer
+    than 2 such tasks (the row would be the cell itself)."""
+    from .stats.suite import suite_differences, suite_test
+
+    plain = [t for t in report.tasks if report.folds(t) is None]
+    kinds = [(report.metric(t).name, report.metric(t).higher_is_better) for t in plain]
+    if not kinds:
+        return [], ("suite row: no task without folds, so no suite row",)
+    common = max(dict.fromkeys(kinds), key=kinds.count)
+    used = [t for t, k in zip(plain, kinds, strict=True) if k == common]
+    notes = []
+    left = [t for t in report.tasks if t not in used]
+    if left:
+        notes.append(f"suite row: task(s) {left} left out: the row averages one metric "
+                     f"({common[0]}) over tasks, and k-fold tasks index folds, not seeds")
+    if len(used) < 2:
+        return [], (*notes, f"suite row: {len(used)} task(s) of {common[0]}; a suite row needs "
+                            "at least 2, so there is none")
+    spec = report.metric(used[0])
+    delta = min_effect if min_effect is not None else default_min_effect(spec, margin)
+    cand_idx = [report.seeds.index(s) for s in seeds]
+    base_idx = [baseline.seeds.index(s) for s in seeds]
+    rows = []
+    for model in report.models:
+        cand = np.array([report.values(t, model)[cand_idx] for t in used])   # (task, seed)
+        base = np.array([baseline.values(t, model)[base_idx] for t in used])
+        ok = np.all(np.isfinite(cand) & np.isfinite(base), axis=0)
+        kept = [s for s, k in zip(seeds, ok, strict=True) if k]
+        if not ok.all():
+            notes.append(f"suite/{model}: seed(s) {seed_list([s for s in seeds if s not in kept])}"
+                         " diverged on a task and are left out of the row (their cells count "
+                         "them)")
+        if len(kept) < 2:
+            notes.append(f"suite/{model}: fewer than 2 seeds finished on every task: no row")
+            continue
+        diffs = suite_differences(cand[:, ok], base[:, ok],
+                                  higher_is_better=spec.higher_is_better, tasks=used)
+        rows.append(_SuiteRow(model, spec, used, kept, cand[:, ok].mean(axis=0),
+                              base[:, ok].mean(axis=0), delta,
+                              suite_test(diffs, margin=margin, min_effect=delta, alpha=alpha,
+                                         n_tasks=len(used))))
+    return rows, tuple(notes)
+
+
+def _suite_family(rows: Sequence[_SuiteRow], alpha: float) -> Callable[..., Any]:
+    """The REGRESSED family of a call with suite rows, for :func:`decide_cells` (one look):
+    weighted Holm over the tested cells' p and the rows' (suite weight 0.5). Sets each row's
+    decision; returns the cells' as a :class:`FamilyDecision` with per-cell levels."""
+    from .stats.sequential import FamilyDecision
+    from .stats.suite import suite_family
+
+    def decide(histories: Sequence[Sequence[float]], designs: Sequence[Any]) -> Any:
+        if any(len(d.looks) != 1 for d in designs):
+            raise ValueError("a suite row needs one look per cell (fixed seeds)")
+        result = suite_family([h[0] for h in histories], [r.result.p_value for r in rows],
+                              alpha=alpha)
+        for r, rejected, level, p in zip(rows, result.reject_suite, result.level_suite,
+                                         result.p_adjusted_suite, strict=True):
+            r.rejected, r.level, r.p_adjusted = rejected, level, p
+        return FamilyDecision(result.reject_cells,
+                              tuple(0 if x else None for x in result.reject_cells),
+                              min(result.level_cells, default=alpha), result.p_adjusted_cells,
+                              levels=result.level_cells)
+
+    return decide
 
 
 def _min_effect(spec: MetricSpec, margin: float, min_effect: float | None) -> float | None:
@@ -597,9 +765,11 @@ _TITLE = {"not_worse": "paired regression gate", "better": "paired improvement g
 def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate: str = "not_worse",
                     test: str = "paired-t", margin: float = 0.0, min_effect: float | None = None,
                     alpha: float = 0.05, strict: bool = False, source: str = "the baseline",
-                    rng: Any = None, refresh_command: str | None = None) -> list[CellVerdict]:
+                    rng: Any = None, refresh_command: str | None = None, suite: bool = False,
+                    suite_min_effect: float | None = None) -> list[CellVerdict]:
     """Every candidate cell of ``report`` against ``baseline`` (``not_worse``: Holm across the
-    tested cells, on the one decision path as a single look, :func:`decide_cells`); raises
+    tested cells, on the one decision path as a single look, :func:`decide_cells`; ``suite``:
+    the suite rows after the cells, see :func:`assert_not_worse`); raises
     nothing but :class:`GateRefusal` / :class:`BaselineMissingError` (the gates decide what
     fails), and ``ValueError`` for a ``min_effect`` not above ``margin``.
     ``min_effect`` None: each task's :func:`default_min_effect`.
@@ -607,6 +777,9 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
     __tracebackhide__ = True
     if gate == "not_worse" and min_effect is not None and not min_effect > margin:
         raise ValueError(_min_effect_error(min_effect, margin))
+    if suite and suite_min_effect is not None and not suite_min_effect > margin:
+        raise ValueError(_min_effect_error(suite_min_effect, margin).replace(
+            "`min_effect`", "`suite_min_effect`"))
     check_cells(report, baseline, source)
     seeds = shared_seeds(report, baseline, source)
     check_metrics(report, baseline, source)
@@ -629,9 +802,21 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
                     dict(zip(seeds, baseline.values(task, model)[base_idx].tolist(),
                              strict=True)),
                     _min_effect(spec, margin, min_effect), report.folds(task)))
-        decide_cells(cells, test=test, margin=margin, alpha=alpha, rng=rng)
-        return [c.verdict_of(report, baseline, strict=strict, notes=notes,
-                             refresh_command=refresh_command) for c in cells]
+        rows: list[_SuiteRow] = []
+        family = None
+        if suite:
+            rows, suite_notes = suite_rows(report, baseline, seeds, margin=margin,
+                                           min_effect=(suite_min_effect if suite_min_effect
+                                                       is not None else min_effect),
+                                           alpha=alpha)
+            notes = (*notes, *suite_notes)
+            if rows:
+                family = _suite_family(rows, alpha)
+        decide_cells(cells, test=test, margin=margin, alpha=alpha, rng=rng, family=family)
+        return [*(c.verdict_of(report, baseline, strict=strict, notes=notes,
+                               refresh_command=refresh_command) for c in cells),
+                *(r.verdict_of(report, baseline, strict=strict, notes=notes,
+                               refresh_command=refresh_command) for r in rows)]
     specs, tested, described = [], [], []
     for task in report.tasks:
         spec = report.metric(task)
@@ -851,6 +1036,10 @@ def _config(verdicts: Sequence[CellVerdict]) -> str:
         return text + (", every cell must pass (no Holm needed)" if len(verdicts) > 1 else "")
     effects = sorted({fmt_num(v.comparison.min_effect) for v in verdicts})
     text += f", min_effect {'/'.join(effects)}"
-    tested = sum(v.verdict != "IDENTICAL" for v in verdicts)
+    rows = sum(v.task == SUITE for v in verdicts)
+    tested = sum(v.verdict != "IDENTICAL" for v in verdicts if v.task != SUITE)
+    if rows:
+        return text + (f", weighted Holm across the {tested} tested cells and {rows} suite "
+                       f"row(s) (suite weight {DEFAULT_SUITE_WEIGHT:g})")
     return text + (f", Holm across the {tested} tested cells" if tested > 1 else "")
 

@@ -9,6 +9,7 @@ they can be shown); a device or library difference is a note on the verdict, not
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -45,6 +46,44 @@ def changed_model_notes(report: BenchmarkReport, baseline: BenchmarkReport, mode
             "paired seed gave exactly the baseline's value. The test set may be too coarse to "
             "register the change (karate has 8 test nodes: 12.5-point steps); judge it on a "
             "larger task before reading IDENTICAL as unchanged",)
+
+
+# Measured by benchmarks/skew.py (skew_results.md, paired t, α = 0.05, 5-20 seeds) on seeds
+# that collapse 5% of the time by 4 sd: what the flag warns of. A flag does not change the
+# verdict: holding flagged cells back moves these rates by at most 0.3 point.
+_COLLAPSE_RATES = {
+    "baseline": "no change reads REGRESSED 8.2-8.8% of the time instead of 5%",
+    "candidate": "a drop reads NOT WORSE or BETTER 7.9-8.8% of the time instead of 5%",
+}
+
+
+def collapse_notes(baseline: Sequence[float], candidate: Sequence[float], seeds: Sequence[int],
+                   *, higher_is_better: bool) -> tuple[tuple[str, ...], str]:
+    """For a tested cell, paired ``baseline`` / ``candidate`` values at ``seeds``: the notes
+    and the table's Note when one side's seed collapsed far below the others
+    (:func:`~pytest_graphnetz.stats.robust.collapse_check`), naming the seed and what the t
+    test's error rates are known to become; ``((), "")`` when nothing is flagged. Diverged
+    (non-finite) seeds are left out: the cell decides them."""
+    from .stats.robust import collapse_check
+
+    finite = [i for i, (b, c) in enumerate(zip(baseline, candidate, strict=True))
+              if math.isfinite(b) and math.isfinite(c)]
+    check = collapse_check([baseline[i] for i in finite], [candidate[i] for i in finite],
+                           higher_is_better=higher_is_better, seeds=[seeds[i] for i in finite])
+    notes, short = [], []
+    for side, flagged, g in (("baseline", check.baseline_seeds, check.g_baseline),
+                             ("candidate", check.candidate_seeds, check.g_candidate)):
+        if not flagged:
+            continue
+        notes.append(
+            f"the {side} collapsed at seed(s) {seed_list(flagged)}: far below its other seeds "
+            f"(one-sided Grubbs G = {g:.2f} > {check.critical:.2f}, {check.alpha:.0%} per side, "
+            f"n = {check.n}). The verdict stands, but the t test is less reliable on such "
+            f"seeds: when seeds of the {side} collapse 5% of the time by 4 sd, "
+            f"{_COLLAPSE_RATES[side]} (5-20 seeds, benchmarks/skew_results.md). Rerun or "
+            "inspect that seed before trusting a close verdict")
+        short.append(f"seed {seed_list(flagged)} collapsed ({side}): t test less reliable")
+    return tuple(notes), "; ".join(short)
 
 
 def shared_seeds(report: BenchmarkReport, baseline: BenchmarkReport, source: str) -> list[int]:

@@ -16,6 +16,7 @@ from pytest_graphnetz.stats.suite import (
     suite_family,
     suite_test,
     weighted_holm,
+    weighted_holm_adjusted,
 )
 
 
@@ -83,6 +84,20 @@ def test_weighted_holm_is_closed_testing_with_weighted_bonferroni():
                 any(p[j] <= alpha * w[j] / w[list(s)].sum() for j in s)
                 for s in subsets if i in s))
         assert list(weighted_holm(p, w, alpha)[0]) == closed
+
+
+def test_weighted_holm_adjusted_p_is_the_smallest_rejecting_alpha():
+    rng = np.random.default_rng(11)
+    P = rng.uniform(0, 0.1, size=(30, 5)) ** rng.uniform(0.5, 2, size=(30, 1))
+    for row in P:   # equal weights: statsmodels' Holm
+        np.testing.assert_allclose(weighted_holm_adjusted(row, np.full(5, 0.2)),
+                                   multipletests(row, method="holm")[1], rtol=1e-12)
+    w = np.array([0.1, 0.1, 0.1, 0.2, 0.5])
+    alphas = np.linspace(0.001, 0.2, 400)
+    for row in P:
+        adjusted = weighted_holm_adjusted(row, w)
+        for a in alphas:
+            assert list(weighted_holm(row, w, a)[0]) == list(adjusted <= a + 1e-12)
 
 
 def test_suite_family_weights_and_levels():

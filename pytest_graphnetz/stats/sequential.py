@@ -406,13 +406,16 @@ class FamilyDecision:
     ``alpha / (m - r)`` with r rejections (``alpha`` when every cell is rejected), the level at
     which every cell's REGRESSED boundary reads as its verdict (rejected cells are below it, the
     others above); ``p_adjusted``: classical Holm-adjusted p per cell for one-look designs
-    (None for sequential ones, whose decision is the boundaries').
+    (None for sequential ones, whose decision is the boundaries'); ``levels``: per cell, the
+    level it was last tested at when the cells' levels differ (a weighted family, e.g. with a
+    suite row, :func:`~pytest_graphnetz.stats.suite.suite_family`), else None.
     """
 
     rejected: tuple[bool, ...]
     at_look: tuple[int | None, ...]
     level: float
     p_adjusted: tuple[float, ...] | None
+    levels: tuple[float, ...] | None = None
 
 
 def sequential_holm(histories: Sequence[Sequence[float]],

@@ -146,7 +146,9 @@ class FamilyResult:
 
     ``reject_cells`` / ``reject_suite``: rejections in input order; ``level_cells`` /
     ``level_suite``: the level each hypothesis was last tested at (its rejection level when
-    rejected), the level its printed interval should use; ``alpha``, ``suite_weight``.
+    rejected), the level its printed interval should use; ``alpha``, ``suite_weight``;
+    ``p_adjusted_cells`` / ``p_adjusted_suite``: weighted-Holm adjusted p
+    (:func:`weighted_holm_adjusted`), ``<= alpha`` exactly when rejected.
     """
 
     reject_cells: tuple[bool, ...]
@@ -155,6 +157,28 @@ class FamilyResult:
     level_suite: tuple[float, ...]
     alpha: float
     suite_weight: float
+    p_adjusted_cells: tuple[float, ...] = ()
+    p_adjusted_suite: tuple[float, ...] = ()
+
+
+def weighted_holm_adjusted(p_values: Any, weights: Any) -> np.ndarray:
+    """Adjusted p of weighted Holm, ``p_values`` (m,) with ``weights`` (m,) summing to 1: the
+    smallest α at which :func:`weighted_holm` rejects each hypothesis. In the order of ``p/w``,
+    ``max`` over the steps so far of ``p · (weight left) / w``, capped at 1 (1 at weight 0)."""
+    p = np.asarray(p_values, dtype=float)
+    w = np.asarray(weights, dtype=float)
+    if p.ndim != 1 or w.shape != p.shape:
+        raise ValueError(f"`p_values` and `weights` must be 1-D and equal, got {p.shape} and "
+                         f"{w.shape}")
+    with np.errstate(divide="ignore"):
+        ratio = np.where(w > 0, p / np.where(w > 0, w, 1.0), np.inf)
+    order = np.argsort(ratio, kind="stable")
+    left = np.flip(np.cumsum(np.flip(w[order])))
+    with np.errstate(invalid="ignore"):
+        step = np.minimum(1.0, np.where(np.isfinite(ratio[order]), ratio[order] * left, 1.0))
+    adjusted = np.empty_like(p)
+    adjusted[order] = np.maximum.accumulate(step)
+    return adjusted
 
 
 def weighted_holm(p_values: Any, weights: Any, alpha: float = 0.05) -> tuple[np.ndarray,
@@ -207,15 +231,18 @@ def suite_family(cell_p: Sequence[float], suite_p: Sequence[float], *, alpha: fl
     if not 0 <= suite_weight < 1:
         raise ValueError(f"`suite_weight` must lie in [0, 1), got {suite_weight!r}")
     if not cells and not rows:
-        return FamilyResult((), (), (), (), float(alpha), float(suite_weight))
+        return FamilyResult((), (), (), (), float(alpha), float(suite_weight), (), ())
     share = suite_weight if rows and cells else (1.0 if rows else 0.0)
     weights = np.array([(1 - share) / max(len(cells), 1)] * len(cells)
                        + [share / max(len(rows), 1)] * len(rows))
     reject, level = weighted_holm(np.array(cells + rows), weights, alpha)
+    adjusted = weighted_holm_adjusted(np.array(cells + rows), weights)
     k = len(cells)
     return FamilyResult(
         reject_cells=tuple(bool(x) for x in reject[:k]),
         reject_suite=tuple(bool(x) for x in reject[k:]),
         level_cells=tuple(float(x) for x in level[:k]),
         level_suite=tuple(float(x) for x in level[k:]),
-        alpha=float(alpha), suite_weight=float(share))
+        alpha=float(alpha), suite_weight=float(share),
+        p_adjusted_cells=tuple(float(x) for x in adjusted[:k]),
+        p_adjusted_suite=tuple(float(x) for x in adjusted[k:]))
