@@ -164,6 +164,16 @@ def _parse(obj: Any) -> tuple[str | None, ast.Module | None]:
     return source, _without_docstrings(tree)
 
 
+def normalised_source(text: str) -> str:
+    """A file's source ``text`` without comments, docstrings and formatting (``ast.dump``);
+    a text that is not Python (a shell script) counts as it is."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return text
+    return ast.dump(_without_docstrings(tree))
+
+
 def _without_docstrings(tree: ast.Module) -> ast.Module:
     """``tree`` with the docstring of each module, class and function removed (in place)."""
     for node in ast.walk(tree):

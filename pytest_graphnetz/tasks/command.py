@@ -18,7 +18,6 @@ arguments and the environment the runner sets.
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 import math
@@ -117,21 +116,12 @@ class Command:
 
 
 def script_code(path: str | os.PathLike) -> str:
-    """The script's code without comments, docstrings and formatting (``ast.dump``, as
-    :func:`pytest_graphnetz.fingerprint.normalised_code` reads a function); a file that is not
-    Python (a shell script) counts byte for byte."""
-    text = Path(path).read_text(encoding="utf-8")
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return text
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                    and isinstance(body[0].value.value, str):
-                node.body = body[1:] or [ast.Pass()]
-    return ast.dump(tree)
+    """The script's code without comments, docstrings and formatting, as project modules count
+    in the cache key (:func:`pytest_graphnetz.fingerprint.normalised_source`); a file that is
+    not Python (a shell script) counts byte for byte."""
+    from ..fingerprint import normalised_source
+
+    return normalised_source(Path(path).read_text(encoding="utf-8"))
 
 
 def project_code(script: Path) -> Any:
