@@ -619,7 +619,7 @@ class GraphnetzSession:
                 stored = read_baseline(Path(path)).report
             except BaselineError:
                 continue   # the gates said so already
-            shown = _relative(Path(path), self.config.rootpath)
+            shown = self.shown(Path(path).resolve())
             unused += [(shown, f"{t}/{m}") for t in stored.tasks for m in stored.models
                        if f"{t}/{m}" not in gated]
         self.unused_cells = unused
@@ -877,13 +877,6 @@ def _add_cell(calls: list[dict[str, Any]], call: dict[str, Any], cell: str) -> N
                 known["cells"].append(cell)
             return
     calls.append({**call, "cells": [cell]})
-
-
-def _relative(path: Path, root: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(root.resolve()))
-    except ValueError:
-        return str(path)
 
 
 # -- hooks ---------------------------------------------------------------------------------------
