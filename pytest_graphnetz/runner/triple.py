@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard, cast
 
 from .. import determinism
 from ..cache import TripleCache
@@ -265,7 +265,7 @@ def _cached_without_loading(job: Job, cache: TripleCache, load_key: str) -> Outc
     return Outcome(history, record["data"], model_fp, True, 0.0, _model_info(model))
 
 
-def _usable_record(record: Any) -> bool:
+def _usable_record(record: Any) -> TypeGuard[dict[str, Any]]:
     """Whether a load record has the fields :func:`_cached_without_loading` reads."""
     return (isinstance(record, dict) and isinstance(record.get("data"), str)
             and isinstance(record.get("channels"), list) and len(record["channels"]) == 2
@@ -282,10 +282,11 @@ def _run_command(job: Job, start: float) -> Outcome:
     from ..fingerprint import data_fingerprint
     from ..tasks import command
 
-    task, script = job.task, job.factory
+    # run_benchmark admits only Commands as the models of a command task.
+    task, script = job.task, cast(Command, job.factory)
     environment.reseed(job.seed if task.seeded else 0)
     data_fp = data_fingerprint(task.load(job.root, job.seed))
-    settings = {"seed": job.seed, "device": job.device, "threads": job.threads,
+    settings: dict[str, Any] = {"seed": job.seed, "device": job.device, "threads": job.threads,
                 "deterministic": job.deterministic, "metric": task.metric_name}
 
     def train() -> History:
@@ -308,7 +309,7 @@ def check_commands(jobs: list[Job], outcomes: list[Outcome]) -> None:
     (``Command(check_determinism=True)``); a script whose two runs differ is refused."""
     from ..tasks import command
 
-    checked = set()
+    checked: set[tuple[str, str]] = set()
     for job, outcome in zip(jobs, outcomes, strict=True):
         script = job.factory
         if not (isinstance(script, Command) and script.check_determinism) or \
