@@ -100,7 +100,8 @@ def marker_blind(keyword: str, items: list[pytest.Item]) -> Selection | None:
     expression = parse(text)
     if expression is None:
         return None
-    kept, deselected = [], []
+    kept: list[pytest.Item] = []
+    deselected: list[pytest.Item] = []
     for item in items:
         (kept if expression(matcher(names(item))) else deselected).append(item)
     return Selection(kept, deselected)

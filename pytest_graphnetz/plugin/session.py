@@ -17,7 +17,7 @@ import json
 import os
 import shlex
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -350,9 +350,13 @@ class GraphnetzSession:
 
         s, lines = self.settings, []
         text = summary.markdown()
-        for path, option, content in (
-                (s.comment, "comment", lambda: summary.comment()),
-                (s.json, "json", lambda: json.dumps(summary.to_json(), indent=1) + "\n")):
+
+        def verdicts_json() -> str:
+            return json.dumps(summary.to_json(), indent=1) + "\n"
+
+        outputs: tuple[tuple[Path | None, str, Callable[[], str]], ...] = (
+            (s.comment, "comment", summary.comment), (s.json, "json", verdicts_json))
+        for path, option, content in outputs:
             if not path:
                 continue
             try:
@@ -381,7 +385,7 @@ class GraphnetzSession:
             lines.append("graphnetz: no test used a baseline, so no calibration file was written")
         return lines
 
-    def shown(self, path: str | os.PathLike | None) -> str:
+    def shown(self, path: str | os.PathLike[str] | None) -> str:
         """``path`` as messages print it: relative to the rootdir when inside it."""
         from ..outputs import shown
 

@@ -328,9 +328,9 @@ def _path(config: pytest.Config, name: str) -> Path:
     dest = _option(name).dest
     value = config.getoption(dest)
     if value is not None:
-        return (config.invocation_params.dir / value).resolve()
+        return (config.invocation_params.dir / str(value)).resolve()
     base = config.inipath.parent if config.inipath else config.rootpath
-    return (base / config.getini(dest)).resolve()
+    return (base / str(config.getini(dest))).resolve()
 
 
 def add_options(parser: pytest.Parser) -> None:
