@@ -408,7 +408,6 @@ class GraphnetzSession:
             yield
 
 
-
 def _test_counts(nodeid: str, runs: list[dict[str, float]]) -> str:
     """``graphnetz: test_m.py::test_a: 30 triples (27 trained, 3 from cache) in 0:41``."""
     from ..progress import duration
@@ -453,7 +452,6 @@ def _add_cell(calls: list[dict[str, Any]], call: dict[str, Any], cell: str) -> N
                 known["cells"].append(cell)
             return
     calls.append({**call, "cells": [cell]})
-
 
 
 STASH_KEY = pytest.StashKey[GraphnetzSession]()

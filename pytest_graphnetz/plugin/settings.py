@@ -390,6 +390,7 @@ def check_device(device: str) -> None:
         raise pytest.UsageError(f"graphnetz: `--graphnetz-device` / `graphnetz_device`: {exc}")\
             from None
 
+
 __all__ = ["DEFAULT_ALPHA", "DEFAULT_SEEDS", "MAX_SEEDS", "OPTIONS", "SEED_LIMIT", "Option",
            "Settings", "add_options", "check_device", "check_outputs", "header_line", "named",
            "parse_adaptive", "parse_seeds"]
