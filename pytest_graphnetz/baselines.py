@@ -33,19 +33,15 @@ from pathlib import Path
 import numpy as np
 
 from .outputs import shown
-from .report import (
+from .report import BenchmarkReport
+from .report.codec import dumps, read_json, values_from_json, values_to_json
+from .report.files import remove_stale_temp_files, write_text_atomic
+from .report.schema import (
     SCHEMA,
     VALUES_SCHEMA,
     VALUES_SCHEMA_VERSION,
-    BenchmarkReport,
     ReportFormatError,
     ReportSchemaError,
-    dumps,
-    read_json,
-    remove_stale_temp_files,
-    values_from_json,
-    values_to_json,
-    write_text_atomic,
 )
 
 # Characters that are not portable in file names (Windows forbids these; "/" would nest), and
@@ -170,7 +166,7 @@ class StoredBaseline:
         base = self.report
         data = {
             "schema": VALUES_SCHEMA, "schema_version": VALUES_SCHEMA_VERSION,
-            "seeds": list(seeds), "settings": base._settings(), "environment": {},
+            "seeds": list(seeds), "settings": base.settings(), "environment": {},
             "tasks": {t: {"metric": {"name": base.metric(t).name,
                                      "higher_is_better": base.metric(t).higher_is_better},
                           "data_fingerprints": [base.data_fingerprint(t, s) for s in seeds]}

@@ -21,14 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from .history import History
-from .report import (
-    dumps,
-    history_from_json,
-    history_to_json,
-    read_regular_file,
-    remove_stale_temp_files,
-    write_text_atomic,
-)
+from .report.codec import dumps, history_from_json, history_to_json
+from .report.files import read_regular_file, remove_stale_temp_files, write_text_atomic
 
 CACHE_SCHEMA = "pytest-graphnetz/triple"
 CACHE_VERSION = 1
