@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,6 +35,10 @@ from .schema import (
     _check_report_dict,
     check_schema,
 )
+
+if TYPE_CHECKING:
+    from ..stats import Pairwise, Summary
+    from ..stats.heldout import ExamplePairwise
 
 Triple = tuple[str, str, int]
 
@@ -329,7 +333,7 @@ class BenchmarkReport:
 
     def summary(self, method: str | None = None, *, source: str = "seeds",
                 confidence_level: float | None = None, epoch_selection: str | None = None,
-                strict: bool = True, rng: Any = None) -> Any:
+                strict: bool = True, rng: Any = None) -> Summary:
         """Per (task, model): n_seeds, mean, std, sem, ci_low, ci_high (prints as a table);
         see :func:`pytest_graphnetz.report.views.summary`."""
         return views.summary(self, method, source=source, confidence_level=confidence_level,
@@ -337,11 +341,21 @@ class BenchmarkReport:
 
     def pairwise(self, test: str = "paired-t", *, confidence_level: float | None = None,
                  epoch_selection: str | None = None, strict: bool = True, rng: Any = None,
-                 untestable: str = "raise") -> Any:
-        """Per task, every model pair; see :func:`pytest_graphnetz.report.views.pairwise`."""
+                 untestable: str = "raise") -> Pairwise:
+        """Per task, every model pair on seeds paired by seed value (``test``: ``"paired-t"``,
+        ``"wilcoxon"``, ``"permutation"``, ``"bootstrap"``); see
+        :func:`pytest_graphnetz.report.views.pairwise`."""
         return views.pairwise(self, test, confidence_level=confidence_level,
                               epoch_selection=epoch_selection, strict=strict, rng=rng,
                               untestable=untestable)
+
+    def pairwise_examples(self, test: str = "mcnemar", *, confidence_level: float | None = None,
+                          epoch_selection: str | None = None, strict: bool = True,
+                          rng: Any = None) -> ExamplePairwise:
+        """Per task, every model pair on the same test examples (``test``: ``"mcnemar"``,
+        ``"bootstrap-examples"``); see :func:`pytest_graphnetz.report.views.pairwise_examples`."""
+        return views.pairwise_examples(self, test, confidence_level=confidence_level,
+                                       epoch_selection=epoch_selection, strict=strict, rng=rng)
 
     def outcomes(self, task: str, model: str, *, epoch_selection: str | None = None,
                  strict: bool = True) -> list:

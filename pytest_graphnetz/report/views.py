@@ -18,7 +18,8 @@ import numpy as np
 from ..history import CLIPPED, clip_to_metric
 
 if TYPE_CHECKING:
-    from ..stats import Summary, SummaryRow
+    from ..stats import Pairwise, Summary, SummaryRow
+    from ..stats.heldout import ExamplePairwise
     from .model import BenchmarkReport
 
 _CI_NAMES = {"t": "Student-t", "bootstrap": "percentile bootstrap"}
@@ -117,28 +118,22 @@ def _example_summary(report: BenchmarkReport, X: np.ndarray, source: str, method
 
 def pairwise(report: BenchmarkReport, test: str = "paired-t", *,
              confidence_level: float | None = None, epoch_selection: str | None = None,
-             strict: bool = True, rng: Any = None, untestable: str = "raise") -> Any:
+             strict: bool = True, rng: Any = None, untestable: str = "raise") -> Pairwise:
     """Per task, every model pair on seeds paired by seed value.
 
     A :class:`~pytest_graphnetz.stats.Pairwise` of frozen rows (mean paired difference, its
     CI, p, Holm-adjusted p within the task, effect size, n, whether the cells' intervals
     overlap). Oriented so that a positive difference means ``model_a`` is better, whatever
     the metric's direction. A pair with fewer than 2 seeds finite in both models raises;
-    ``untestable="skip"`` gives it a row of NaN statistics and a note instead.
-
-    ``test="mcnemar"`` (accuracy) and ``test="bootstrap-examples"`` (any metric with
-    per-example outcomes) pair the two models on the same test examples instead, and work
-    at one seed: an :class:`~pytest_graphnetz.stats.heldout.ExamplePairwise` with one row
-    per seed (exact McNemar, or a paired bootstrap over examples) and, with 2+ seeds, a
-    combined row that keeps the seed as the unit (sign-flip test over seeds). Its notes say
-    that the per-seed rows do not cover seed variance.
+    ``untestable="skip"`` gives it a row of NaN statistics and a note instead. Pairs on test
+    examples instead of seeds are :func:`pairwise_examples`' job.
     """
     from ..stats import pairwise_table
     from ..stats.heldout import EXAMPLE_TESTS
 
     if test in EXAMPLE_TESTS:
-        return _example_pairwise(report, test, confidence_level, epoch_selection, strict, rng)
-
+        raise ValueError(f"test={test!r} pairs the models on test examples, not on seeds: use "
+                         f"report.pairwise_examples(test={test!r})")
     X = report.to_array(epoch_selection, strict=strict)
     table = pairwise_table(
         X, tasks=report.tasks, models=report.models,
@@ -151,11 +146,23 @@ def pairwise(report: BenchmarkReport, test: str = "paired-t", *,
         else table
 
 
-def _example_pairwise(report: BenchmarkReport, test: str, confidence_level: float | None,
-                      epoch_selection: str | None, strict: bool, rng: Any):
-    from ..stats import resolve_rng
-    from ..stats.heldout import EXAMPLE_NOTES, ExamplePairwise, example_pair_rows
+def pairwise_examples(report: BenchmarkReport, test: str = "mcnemar", *,
+                      confidence_level: float | None = None, epoch_selection: str | None = None,
+                      strict: bool = True, rng: Any = None) -> ExamplePairwise:
+    """Per task, every model pair on the same test examples; works at one seed.
 
+    ``test="mcnemar"`` (accuracy: exact McNemar) or ``"bootstrap-examples"`` (any metric with
+    per-example outcomes: a paired bootstrap over examples). An
+    :class:`~pytest_graphnetz.stats.heldout.ExamplePairwise` with one row per seed and, with
+    2+ seeds, a combined row that keeps the seed as the unit (sign-flip test over seeds). Its
+    notes say that the per-seed rows do not cover seed variance.
+    """
+    from ..stats import resolve_rng
+    from ..stats.heldout import EXAMPLE_NOTES, EXAMPLE_TESTS, ExamplePairwise, example_pair_rows
+
+    if test not in EXAMPLE_TESTS:
+        raise ValueError(f"`test` must be one of {list(EXAMPLE_TESTS)}, got {test!r} (tests on "
+                         "seeds are report.pairwise's)")
     level = report.confidence_level if confidence_level is None else confidence_level
     gen = resolve_rng(rng)
     rows, notes = [], list(EXAMPLE_NOTES)
