@@ -2,7 +2,7 @@
 
 A baseline file, by default ``baselines/<test module>/<test name>.json``, is a report in its
 values-only form (:meth:`~pytest_graphnetz.report.BenchmarkReport.to_values_dict`): per
-(model, task) cell the per-seed values under both epoch rules, mean and interval, n, the
+(model, task) cell the per-seed values under each epoch rule, by name, mean and interval, n, the
 model's repr and parameter count, per-seed fingerprints, and the cell's **anchor** (the
 per-seed values of the cell's first baseline, which the ratchet in :mod:`.ratchet` also
 compares a refresh with). Per-epoch histories stay in the triple cache and in saved reports.
@@ -34,7 +34,7 @@ import numpy as np
 
 from .outputs import shown
 from .report import BenchmarkReport
-from .report.codec import dumps, read_json, values_from_json, values_to_json
+from .report.codec import dumps, read_json, values_to_json
 from .report.files import remove_stale_temp_files, write_text_atomic
 from .report.schema import (
     SCHEMA,
@@ -43,6 +43,7 @@ from .report.schema import (
     ReportFormatError,
     ReportSchemaError,
 )
+from .report.values import rule_values, rule_values_from_json
 
 # Characters that are not portable in file names (Windows forbids these; "/" would nest), and
 # "%" itself: each is written as %XX (its UTF-8 bytes), so distinct names stay distinct files.
@@ -106,41 +107,45 @@ def short_stem(stem: str) -> str:
 
 @dataclass(frozen=True)
 class Anchor:
-    """The per-seed values of a cell's first baseline (``final`` / ``best_val``, seeds order)."""
+    """The per-seed values of a cell's first baseline (``seeds`` order), by epoch rule name."""
 
     seeds: tuple[int, ...]
-    final: np.ndarray
-    best_val: np.ndarray | None
+    values: Mapping[str, np.ndarray]
+
+    @property
+    def final(self) -> np.ndarray:
+        return self.values["final"]
+
+    @property
+    def best_val(self) -> np.ndarray | None:
+        return self.values.get("best_val")
 
     @classmethod
     def of(cls, report: BenchmarkReport, task: str, model: str) -> Anchor:
         """The cell's current values in ``report`` as an anchor."""
-        supported = report.epoch_selection_support()[task]
-        return cls(report.seeds, report.values(task, model, epoch_selection="final"),
-                   report.values(task, model, epoch_selection="best_val") if supported else None)
+        return cls(report.seeds, rule_values(report, task, model))
 
     def to_json(self) -> dict:
-        return {"seeds": list(self.seeds),
-                **values_to_json({"final": self.final, "best_val": self.best_val})}
+        return {"seeds": list(self.seeds), "values": values_to_json(self.values)}
 
     @classmethod
-    def from_json(cls, d: Mapping) -> Anchor:
+    def from_json(cls, d: Mapping, version: int = VALUES_SCHEMA_VERSION) -> Anchor:
+        """An anchor from :meth:`to_json` (``version``: the file's schema version)."""
         seeds = d["seeds"]
         if not isinstance(seeds, list) or any(type(s) is not int for s in seeds):
             raise ValueError(f"anchor `seeds` must be a list of integers, got {seeds!r}")
-        v = values_from_json(d, ("final", "best_val"))
-        for rule, vec in v.items():
-            if (vec is None and rule == "final") or (vec is not None and len(vec) != len(seeds)):
+        values = rule_values_from_json(d, version, "anchor")
+        for rule, vec in values.items():
+            if len(vec) != len(seeds):
                 raise ValueError(f"anchor `{rule}` must hold one value per anchor seed")
-        return cls(tuple(seeds), v["final"], v["best_val"])
+        return cls(tuple(seeds), values)
 
     def same_as(self, report: BenchmarkReport, task: str, model: str) -> bool:
         """Whether ``report``'s cell holds exactly these seeds and values (a redundant check)."""
         other = Anchor.of(report, task, model)
-        return self.seeds == other.seeds and all(
-            (a is None and b is None) or (a is not None and b is not None
-                                          and np.array_equal(a, b, equal_nan=True))
-            for a, b in ((self.final, other.final), (self.best_val, other.best_val)))
+        return self.seeds == other.seeds and self.values.keys() == other.values.keys() and all(
+            np.array_equal(vec, other.values[rule], equal_nan=True)
+            for rule, vec in self.values.items())
 
 
 @dataclass(frozen=True)
@@ -225,7 +230,8 @@ def read_baseline(path: str | Path, *, update_command: str | None = None,
         for model, block in data["models"].items():
             for task, cell in block["tasks"].items():
                 if cell.get("anchor") is not None:
-                    anchors[(task, model)] = Anchor.from_json(cell["anchor"])
+                    anchors[(task, model)] = Anchor.from_json(cell["anchor"],
+                                                              data["schema_version"])
         return StoredBaseline(report, anchors)
     except ReportSchemaError as exc:
         raise BaselineSchemaError(

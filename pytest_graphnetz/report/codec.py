@@ -96,7 +96,7 @@ def history_to_json(hist: History) -> dict:
         out["train_loss"] = take(d["train_loss"])
     if "extra" in d:
         out["extra"] = {k: take(v) for k, v in d["extra"].items()}
-    for key in ("outcomes", "val_metric", "restored_epoch"):
+    for key in ("outcomes", "val_metric", "restored_epoch", "selected"):
         if key in d:
             out[key] = d[key]
     return out
@@ -138,6 +138,7 @@ def history_from_json(d: Mapping) -> History:
         outcomes=d.get("outcomes") or {},
         val_metric=d.get("val_metric"),
         restored_epoch=d.get("restored_epoch"),
+        selected=d.get("selected"),
     )
 
 

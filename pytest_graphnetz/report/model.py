@@ -26,6 +26,7 @@ from .codec import dumps, history_to_json, read_json, report_arguments
 from .files import write_text_atomic
 from .schema import (
     _EPOCH_RULE_KEYS,
+    _SELECTED_KEY,
     CI_METHODS,
     EPOCH_SELECTIONS,
     SCHEMA,
@@ -199,6 +200,7 @@ class BenchmarkReport:
         """Per task: whether every run recorded a held-out validation series (``best_val``)."""
         return {
             t: all(self.histories[(t, m, s)].val is not None
+                   or "best_val" in (self.histories[(t, m, s)].selected or {})
                    for m in self.models for s in self.seeds)
             for t in self.tasks
         }
@@ -209,7 +211,8 @@ class BenchmarkReport:
         """The epoch (0-based) whose test value enters X, per (task, model, seed).
 
         ``final`` picks the last epoch, or the one a trainer restored (``History.restored_epoch``,
-        early stopping that restores the best weights). ``best_val`` picks the epoch that
+        early stopping that restores the best weights), or the one a baseline's history names
+        (``History.selected``, as for every rule). ``best_val`` picks the epoch that
         optimised the validation series in its direction: the task metric's, or that of the
         history's ``val_metric`` (a validation loss: its minimum); the first such epoch on ties.
         A task with no validation series raises :class:`EpochSelectionError`, unless
@@ -231,7 +234,11 @@ class BenchmarkReport:
                 )
         chosen: dict[Triple, int] = {}
         for key, hist in self.histories.items():
-            if rule == "final" or not support[key[0]]:
+            use = rule if support[key[0]] else "final"
+            if hist.selected is not None and use in hist.selected:
+                chosen[key] = hist.selected[use]  # a baseline's values, one per rule
+                continue
+            if use == "final":
                 chosen[key] = hist.final_epoch
                 continue
             val = np.asarray(hist.val, dtype=float)
@@ -405,11 +412,15 @@ class BenchmarkReport:
         cells: dict = {}
         for (t, m, s), hist in self.histories.items():
             cells.setdefault(t, {}).setdefault(m, {})[str(s)] = history_to_json(hist)
-        uses_rules = any(key in h for by_model in cells.values() for by_seed in by_model.values()
-                         for h in by_seed.values() for key in _EPOCH_RULE_KEYS)
+        written = [h for by_model in cells.values() for by_seed in by_model.values()
+                   for h in by_seed.values()]
+        if any(_SELECTED_KEY in h for h in written):
+            version = SCHEMA_VERSION
+        else:
+            version = 4 if any(key in h for h in written for key in _EPOCH_RULE_KEYS) else 3
         return {
             "schema": SCHEMA,
-            "schema_version": SCHEMA_VERSION if uses_rules else 3,
+            "schema_version": version,
             "tasks": list(self.tasks),
             "models": list(self.models),
             "seeds": list(self.seeds),

@@ -12,13 +12,18 @@ SCHEMA = "pytest-graphnetz/report"
 # the marker `"float32": true` (version-1 files, without it, are read as before).
 # 3: a history may carry `outcomes`, per-example test outcomes keyed by epoch (base64, see
 # pytest_graphnetz.outcomes); version-1 and -2 files have none and are read as before.
-# 4: a history may carry `val_metric` and `restored_epoch` (epoch rules, see History); a report
-# whose histories use neither is still written as version 3, which earlier readers read.
-SCHEMA_VERSION = 4
+# 4: a history may carry `val_metric` and `restored_epoch` (epoch rules, see History).
+# 5: a history may carry `selected`, each epoch rule's epoch by name (a baseline read back).
+# A report is written with the lowest version whose readers read it: 3 when its histories use
+# none of these keys, 4 without `selected`.
+SCHEMA_VERSION = 5
 _EPOCH_RULE_KEYS = ("val_metric", "restored_epoch")
+_SELECTED_KEY = "selected"
 # The values-only form committed baselines use (BenchmarkReport.to_values_dict).
+# 2: a cell's (and an anchor's) per-seed values sit under `values`, keyed by epoch rule name
+# (a new rule is a new key); version 1 held `final` and `best_val` beside the cell's other keys.
 VALUES_SCHEMA = "pytest-graphnetz/baseline"
-VALUES_SCHEMA_VERSION = 1
+VALUES_SCHEMA_VERSION = 2
 # The settings a report holds (BenchmarkReport.ci_method, .epoch_selection).
 CI_METHODS = ("t", "bootstrap")
 EPOCH_SELECTIONS = ("final", "best_val")

@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..history import History, MetricSpec
-from .codec import values_from_json, values_to_json
+from .codec import _FLOAT32_MARK, values_from_json, values_to_json
 from .schema import EPOCH_SELECTIONS, VALUES_SCHEMA, VALUES_SCHEMA_VERSION, ReportFormatError
 
 if TYPE_CHECKING:
@@ -15,34 +17,57 @@ if TYPE_CHECKING:
 
 # Protocol entries kept per task or per model in the values form (the rest is "environment").
 _PER_CELL_PROTOCOL = ("tasks", "models", "source")
-_VALUES_SOURCE = "values only: each history holds the best_val and final selections"
+_VALUES_SOURCE = "values only: each history holds the value each epoch rule selected"
+
+
+def rule_values(report: BenchmarkReport, task: str, model: str) -> dict[str, np.ndarray]:
+    """The cell's per-seed values (``seeds`` order) under every epoch rule its task supports,
+    by rule name: ``final`` always, ``best_val`` where the task has validation series."""
+    supported = report.epoch_selection_support()[task]
+    return {rule: report.values(task, model, epoch_selection=rule)
+            for rule in EPOCH_SELECTIONS if rule == "final" or supported}
+
+
+def rule_values_from_json(d: Mapping, version: int, what: str) -> dict[str, np.ndarray]:
+    """Inverse of ``{"values": values_to_json(rule_values(...))}``: per rule name, the per-seed
+    values a cell or an anchor holds. Version 1 files held ``final`` and ``best_val`` beside the
+    cell's other keys (``best_val`` null where unsupported); they read the same."""
+    if version >= 2:
+        vectors = d["values"]
+        if not isinstance(vectors, Mapping):
+            raise ValueError(f"{what}: `values` must be an object of per-seed lists by epoch "
+                             f"rule, got {vectors!r}")
+        found = values_from_json(vectors, [k for k in vectors if k != _FLOAT32_MARK])
+    else:
+        found = values_from_json(d, ("final", "best_val"))
+    out = {rule: vec for rule, vec in found.items() if vec is not None}
+    if "final" not in out:
+        raise ValueError(f"{what}: no `final` values")
+    return out
 
 
 def to_values_dict(report: BenchmarkReport) -> dict:
     """The values-only JSON form that committed baselines use (no per-epoch histories).
 
-    Per (model, task) cell: the per-seed values under both epoch rules (``best_val`` is
-    null where the task has no validation series), mean and interval (``summary``, under
-    the report's settings), the model's repr and parameter count when the runner recorded
-    them; per model its per-seed fingerprints; per task its metric, protocol and per-seed
-    data fingerprints. Per-seed lists follow ``seeds``. Everything of one model sits in
+    Per (model, task) cell: the per-seed values under each epoch rule by name (``values``:
+    ``final``, and ``best_val`` where the task has validation series), mean and interval
+    (``summary``, under the report's settings), the model's repr and parameter count when the
+    runner recorded them; per model its per-seed fingerprints; per task its metric, protocol
+    and per-seed data fingerprints. Per-seed lists follow ``seeds``. Everything of one model sits in
     that model's block, so a change to one model changes only its lines. Read back by
     :meth:`BenchmarkReport.from_dict`, it is a report whose history per triple is just the
-    two selected values (see :func:`from_values_dict`).
+    selected values (see :func:`from_values_dict`).
     """
-    support = report.epoch_selection_support()
-    X = {rule: report.to_array(rule, strict=False) for rule in EPOCH_SELECTIONS}
     rows = {(r.task, r.model): r for r in report.summary()}
     info = report.protocol.get("models", {})
     models: dict = {}
-    for j, m in enumerate(report.models):
+    for m in report.models:
         block: dict = {"tasks": {}}
         fps = [report.fingerprints.get("model", {}).get(m, {}).get(s) for s in report.seeds]
         if any(fp is not None for fp in fps):
             block["fingerprints"] = fps
-        for i, t in enumerate(report.tasks):
-            cell = values_to_json({"final": X["final"][i, j],
-                                   "best_val": X["best_val"][i, j] if support[t] else None})
+        for t in report.tasks:
+            cell: dict = {"values": values_to_json(rule_values(report, t, m))}
             described = info.get(m, {}).get(t, {})
             row = rows[(t, m)]
             cell.update({
@@ -71,12 +96,11 @@ def to_values_dict(report: BenchmarkReport) -> dict:
 def from_values_dict(cls: type[BenchmarkReport], data: Mapping, source: str) -> BenchmarkReport:
     """A report from :meth:`BenchmarkReport.to_values_dict`.
 
-    With no per-epoch record to keep, each triple's history is the two selected values:
-    epoch 0 the ``best_val`` pick, epoch 1 the final epoch, and a two-point validation series
-    that makes ``best_val`` choose epoch 0; so ``values()`` under either rule, and every
-    statistic, gate and view built on it, gives back exactly the stored numbers. A task
-    without a validation series gets a one-epoch history (``best_val`` unsupported, as before).
-    ``protocol["source"]`` says the histories are selections, not training curves.
+    With no per-epoch record to keep, each triple's history holds one value per epoch rule and
+    names the rule of each (``History.selected``), so ``values()`` under any rule, and every
+    statistic, gate and view built on it, gives back exactly the stored numbers; a rule a task
+    lacks (``best_val`` without validation series) stays unsupported. ``protocol["source"]``
+    says the histories are selections, not training curves.
     """
     try:
         seeds = [int(s) for s in data["seeds"]]
@@ -104,19 +128,15 @@ def from_values_dict(cls: type[BenchmarkReport], data: Mapping, source: str) -> 
             for t, cell in block["tasks"].items():
                 if t not in metrics:
                     raise ValueError(f"cell {t}/{m}: task {t!r} is not among `tasks`")
-                v = values_from_json(cell, ("final", "best_val"))
+                v = rule_values_from_json(cell, data["schema_version"], f"cell {t}/{m}")
                 for rule, vec in v.items():
-                    if vec is not None and len(vec) != len(seeds):
+                    if len(vec) != len(seeds):
                         raise ValueError(f"cell {t}/{m}: `{rule}` has {len(vec)} values for "
                                          f"{len(seeds)} seeds")
-                if v["final"] is None:
-                    raise ValueError(f"cell {t}/{m}: no `final` values")
-                up = metrics[t].higher_is_better
+                rules = sorted(v)  # one order whatever the file's: equal files, equal reports
                 for k, s in enumerate(seeds):
-                    final = float(v["final"][k])
-                    best = v["best_val"]
-                    histories[(t, m, s)] = (History(test=[final]) if best is None else History(
-                        test=[float(best[k]), final], val=[1.0, 0.0] if up else [0.0, 1.0]))
+                    histories[(t, m, s)] = History(test=[float(v[r][k]) for r in rules],
+                                                   selected={r: i for i, r in enumerate(rules)})
                 if cell.get("model") is not None or cell.get("parameters") is not None:
                     model_info.setdefault(m, {})[t] = {"repr": cell.get("model"),
                                                        "parameters": cell.get("parameters")}
