@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import os
 import re
-import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -35,7 +33,7 @@ import numpy as np
 from .outputs import shown
 from .report import BenchmarkReport
 from .report.codec import dumps, read_json, values_to_json
-from .report.files import remove_stale_temp_files, write_text_atomic
+from .report.files import file_lock, remove_stale_temp_files, write_text_atomic
 from .report.schema import (
     SCHEMA,
     VALUES_SCHEMA,
@@ -270,21 +268,22 @@ def find_baselines(directory: Path) -> list[Path]:
 
 
 @contextmanager
-def baseline_lock(path: Path) -> Iterator[None]:
+def baseline_lock(path: Path, *, root: Path | None = None) -> Iterator[None]:
     """Hold the inter-process lock of baseline ``path`` (pytest-xdist workers refreshing one
     shared baseline take turns at its read-merge-write).
 
-    The lock file lives in a per-user directory of the system temp dir, keyed by the file's
-    resolved path, so no ``.lock`` file appears beside the baselines (where it would be
-    committed).
+    The lock file follows the package's one convention (:func:`~.report.files.file_lock`) in
+    the git-ignored temp directory beside the baselines (:data:`TEMP_DIR`), so no ``.lock``
+    file can be committed; it is removed on release. A directory that cannot be written
+    raises :class:`BaselineError` as :func:`write_baseline` would (``path`` shown relative to
+    ``root``).
     """
-    from filelock import FileLock
-
-    uid = os.getuid() if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
-    directory = Path(tempfile.gettempdir()) / f"pytest-graphnetz-{uid}"
-    directory.mkdir(mode=0o700, exist_ok=True)
-    key = hashlib.sha256(str(Path(path).resolve()).encode()).hexdigest()[:32]
-    with FileLock(str(directory / f"baseline-{key}.lock")):
+    path = Path(path)
+    try:
+        lock_dir = _temp_dir(path.parent)
+    except OSError as exc:
+        raise BaselineError(_unwritable(path, exc, shown(path, root))) from None
+    with file_lock(path, lock_dir=lock_dir, remove=True):
         yield
 
 

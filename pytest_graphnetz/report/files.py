@@ -3,7 +3,10 @@
 :func:`atomic_file` writes to a temp file and renames it over the target; a temp file left by a
 killed write is swept by the next write (:func:`remove_stale_temp_files`).
 :func:`read_regular_file` refuses what is not a bounded regular file (a FIFO, a device, a giant).
-Shared by the report, the baselines, the triple cache and the task loaders; stdlib only.
+:func:`file_lock` is the one lock convention: the lock of ``path`` is the file ``.<name>.lock``
+beside it, or in a directory git ignores for files under version control (baselines).
+Shared by the report, the baselines, the triple cache and the task loaders; stdlib only
+(filelock is imported when a lock is taken).
 """
 
 from __future__ import annotations
@@ -119,3 +122,30 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def lock_path(path: Path, lock_dir: Path | None = None) -> Path:
+    """The lock file of ``path``: ``.<name>.lock`` beside it, or in ``lock_dir``."""
+    return (path.parent if lock_dir is None else lock_dir) / f".{path.name}.lock"
+
+
+@contextlib.contextmanager
+def file_lock(path: Path, *, lock_dir: Path | None = None,
+              remove: bool = False) -> Iterator[None]:
+    """Hold the inter-process lock of ``path`` (pytest-xdist workers, processes sharing a
+    directory) while the ``with`` block runs; blocks while another process holds it.
+
+    ``remove``: delete the lock file before releasing it, so locks do not pile up; a process
+    still waiting on the deleted file notices and retries on a fresh one (filelock).
+    """
+    from filelock import FileLock
+
+    lock = lock_path(path, lock_dir)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(lock)):
+        try:
+            yield
+        finally:
+            if remove:
+                with contextlib.suppress(OSError):
+                    lock.unlink()
