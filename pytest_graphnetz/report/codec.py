@@ -124,10 +124,10 @@ def history_from_json(d: Mapping) -> History:
     if not d.get(_FLOAT32_MARK):
         return History.from_dict(d)
 
-    def widen(values: Any) -> list[float]:
+    def widen(values: Any) -> tuple[float, ...]:
         # Strings are the non-finite values ("NaN", "Infinity"); float() reads them.
         doubles = np.array([float(v) for v in values], dtype=np.float64)
-        return _through_float32(doubles, "a history value").tolist()
+        return tuple(_through_float32(doubles, "a history value").tolist())
 
     extra = d.get("extra", {})
     return History(

@@ -170,7 +170,7 @@ class BenchmarkReport:
             for t, m in per_task.items()
         }
         histories = {
-            (t, m, int(s)): History(test=[arr[i, j, k]])
+            (t, m, int(s)): History(test=(float(arr[i, j, k]),))
             for i, t in enumerate(tasks)
             for j, m in enumerate(models)
             for k, s in enumerate(seeds)

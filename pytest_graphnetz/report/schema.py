@@ -125,11 +125,12 @@ def _check_report_dict(data: Mapping, source: str) -> None:
 
     settings = mapping("settings", data.get("settings", {}))
     for name, value in settings.items():
-        kind = {"ci_method": str, "epoch_selection": str, "confidence_level": float}.get(name)
-        if kind is None:
+        expected = {"ci_method": str, "epoch_selection": str,
+                    "confidence_level": float}.get(name)
+        if expected is None:
             continue  # the constructor refuses a setting it does not take
-        if not (isinstance(value, str) if kind is str else _is_number(value)):
-            fail(f"settings.{name}", f"must be a {'string' if kind is str else 'number'}, "
+        if not (isinstance(value, str) if expected is str else _is_number(value)):
+            fail(f"settings.{name}", f"must be a {'string' if expected is str else 'number'}, "
                  f"got {value!r}")
     mapping("protocol", data.get("protocol", {}))
     for kind, by_name in mapping("fingerprints", data.get("fingerprints", {})).items():

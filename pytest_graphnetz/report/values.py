@@ -118,7 +118,9 @@ def from_values_dict(cls: type[BenchmarkReport], data: Mapping, source: str) -> 
                 task_protocol[t] = block["protocol"]
             if block.get("data_fingerprints") is not None:
                 data_fps[t] = _per_seed(block["data_fingerprints"], seeds, f"task {t!r}")
-        histories, model_fps, model_info = {}, {}, {}
+        histories: dict[tuple[str, str, int], History] = {}
+        model_fps: dict[str, dict[int, str]] = {}
+        model_info: dict[str, dict[str, dict[str, Any]]] = {}
         for m, block in data["models"].items():
             if block.get("fingerprints") is not None:
                 model_fps[m] = _per_seed(block["fingerprints"], seeds, f"model {m!r}")
@@ -135,7 +137,7 @@ def from_values_dict(cls: type[BenchmarkReport], data: Mapping, source: str) -> 
                                          f"{len(seeds)} seeds")
                 rules = sorted(v)  # one order whatever the file's: equal files, equal reports
                 for k, s in enumerate(seeds):
-                    histories[(t, m, s)] = History(test=[float(v[r][k]) for r in rules],
+                    histories[(t, m, s)] = History(test=tuple(float(v[r][k]) for r in rules),
                                                    selected={r: i for i, r in enumerate(rules)})
                 if cell.get("model") is not None or cell.get("parameters") is not None:
                     model_info.setdefault(m, {})[t] = {"repr": cell.get("model"),
