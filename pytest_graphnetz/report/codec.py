@@ -8,13 +8,26 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..history import History, MetricSpec
 from .files import NotARegularFileError, read_regular_file
-from .schema import _NON_FINITE, ReportFormatError, _check_series, _is_number, _json_type
+from .schema import (
+    _EPOCH_RULE_KEYS,
+    _NON_FINITE,
+    _SELECTED_KEY,
+    SCHEMA,
+    SCHEMA_VERSION,
+    ReportFormatError,
+    _check_series,
+    _is_number,
+    _json_type,
+)
+
+if TYPE_CHECKING:
+    from .model import BenchmarkReport
 
 
 def read_json(path: Path) -> Any:
@@ -230,6 +243,37 @@ def _scalar(v: Any) -> str:
     if isinstance(v, np.integer):
         return str(int(v))
     return json.dumps(v, allow_nan=False)
+
+
+def report_to_dict(report: BenchmarkReport) -> dict[str, Any]:
+    """The JSON-ready form of ``report`` (:meth:`BenchmarkReport.to_dict`): labels, metrics,
+    protocol, fingerprints and every history, at the lowest schema version that holds it."""
+    cells: dict = {}
+    for (t, m, s), hist in report.histories.items():
+        cells.setdefault(t, {}).setdefault(m, {})[str(s)] = history_to_json(hist)
+    written = [h for by_model in cells.values() for by_seed in by_model.values()
+               for h in by_seed.values()]
+    if any(_SELECTED_KEY in h for h in written):
+        version = SCHEMA_VERSION
+    else:
+        version = 4 if any(key in h for h in written for key in _EPOCH_RULE_KEYS) else 3
+    return {
+        "schema": SCHEMA,
+        "schema_version": version,
+        "tasks": list(report.tasks),
+        "models": list(report.models),
+        "seeds": list(report.seeds),
+        "metrics": {t: {"name": spec.name, "higher_is_better": spec.higher_is_better}
+                    for t, spec in report.metrics.items()},
+        "settings": report.settings(),
+        "protocol": report.protocol,
+        "fingerprints": {
+            kind: {name: {str(s): fp for s, fp in per_seed.items()}
+                   for name, per_seed in by_name.items()}
+            for kind, by_name in report.fingerprints.items()
+        },
+        "histories": cells,
+    }
 
 
 def report_arguments(data: Mapping) -> dict[str, Any]:

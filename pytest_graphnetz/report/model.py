@@ -22,15 +22,11 @@ from ..history import History, MetricSpec, unit_interval_problem
 from ..text import check_name
 from . import values as values_form
 from . import views
-from .codec import dumps, history_to_json, read_json, report_arguments
+from .codec import dumps, read_json, report_arguments, report_to_dict
 from .files import write_text_atomic
 from .schema import (
-    _EPOCH_RULE_KEYS,
-    _SELECTED_KEY,
     CI_METHODS,
     EPOCH_SELECTIONS,
-    SCHEMA,
-    SCHEMA_VERSION,
     VALUES_SCHEMA,
     ReportFormatError,
     _check_report_dict,
@@ -409,32 +405,7 @@ class BenchmarkReport:
 
     def to_dict(self) -> dict:
         """The JSON-ready form: labels, metrics, protocol, fingerprints and every history."""
-        cells: dict = {}
-        for (t, m, s), hist in self.histories.items():
-            cells.setdefault(t, {}).setdefault(m, {})[str(s)] = history_to_json(hist)
-        written = [h for by_model in cells.values() for by_seed in by_model.values()
-                   for h in by_seed.values()]
-        if any(_SELECTED_KEY in h for h in written):
-            version = SCHEMA_VERSION
-        else:
-            version = 4 if any(key in h for h in written for key in _EPOCH_RULE_KEYS) else 3
-        return {
-            "schema": SCHEMA,
-            "schema_version": version,
-            "tasks": list(self.tasks),
-            "models": list(self.models),
-            "seeds": list(self.seeds),
-            "metrics": {t: {"name": spec.name, "higher_is_better": spec.higher_is_better}
-                        for t, spec in self.metrics.items()},
-            "settings": self.settings(),
-            "protocol": self.protocol,
-            "fingerprints": {
-                kind: {name: {str(s): fp for s, fp in per_seed.items()}
-                       for name, per_seed in by_name.items()}
-                for kind, by_name in self.fingerprints.items()
-            },
-            "histories": cells,
-        }
+        return report_to_dict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping, *, source: str = "<dict>") -> BenchmarkReport:
