@@ -64,7 +64,7 @@ class AdaptiveReport(BenchmarkReport):
         more = self._runner({task: self._task_map[task]},
                             {m: self._factories[m] for m in models}, seeds=list(seeds))
         # Read the new seeds as this report's are read (a user may have set best_val).
-        for name, value in self._settings().items():
+        for name, value in self.settings().items():
             setattr(more, name, value)
         self.extensions.append(more)
         return more

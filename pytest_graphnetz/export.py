@@ -1,8 +1,9 @@
 """Reading a report: LaTeX (booktabs) and Markdown tables, and the findings view.
 
-Every view here takes its intervals from one place, :func:`cell_stats`, which follows the
-report's ``ci_method`` and ``confidence_level``; the forest plot (``plots.py``) uses the same
-function, so a figure and a table made from one report cannot disagree about the interval.
+Every view here takes its intervals from one place,
+:func:`~pytest_graphnetz.report.views.cell_stats`, which follows the report's ``ci_method`` and
+``confidence_level``; the forest plot (``plots.py``) uses the same function, so a figure and a
+table made from one report cannot disagree about the interval.
 
 "Best in task" (bold) and "distinguishable" come from the paired test on per-seed differences,
 Holm-corrected over every model pair of a task (:func:`pair_findings`); overlapping intervals
@@ -15,6 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .report.views import cell_stats, method_phrase, seeds_phrase
 from .text import markdown_table
 
 if TYPE_CHECKING:
@@ -22,22 +24,9 @@ if TYPE_CHECKING:
     from .stats import PairwiseRow, SummaryRow
 
 PAIRED_TEST = "paired-t"
-_CI_NAMES = {"t": "Student-t", "bootstrap": "percentile bootstrap"}
 
 
 # -- the numbers every view shares -------------------------------------------------------------
-
-def cell_stats(report: BenchmarkReport,
-               source: str = "seeds") -> dict[tuple[str, str], SummaryRow]:
-    """Per (task, model): the row of ``report.summary(source=source)`` (mean, ci_low, ci_high,
-    n_diverged...).
-
-    The summary follows ``report.ci_method``, ``confidence_level`` and ``epoch_selection``,
-    and its bootstrap draws from a fixed seed, so every view of one report shows the same
-    interval as ``print(report.summary(source=source))``.
-    """
-    return {(row.task, row.model): row for row in report.summary(source=source)}
-
 
 def _source_sentence(cells: dict, source: str) -> str:
     """What a view's intervals cover when they are not the seed intervals ('' for seeds)."""
@@ -119,16 +108,6 @@ def _fmt(x: float, digits: int) -> str:
 
 def _signed(x: float, digits: int) -> str:
     return f"{round(float(x), digits) + 0.0:+.{digits}f}"
-
-
-def method_phrase(report: BenchmarkReport) -> str:
-    level = f"{report.confidence_level * 100:g}%"
-    return f"{level} {_CI_NAMES[report.ci_method]} interval"
-
-
-def seeds_phrase(report: BenchmarkReport) -> str:
-    n = len(report.seeds)
-    return f"{n} seed" if n == 1 else f"{n} seeds"
 
 
 # -- LaTeX ----------------------------------------------------------------------------------------
@@ -281,20 +260,14 @@ def to_markdown(report: BenchmarkReport, *, digits: int = 3, alpha: float = 0.05
             + _findings(report, found, digits=digits, alpha=alpha))
 
 
-def findings(report: BenchmarkReport, *, digits: int = 3, alpha: float = 0.05) -> str:
+def _findings(report: BenchmarkReport, found: dict[str, list[PairFinding]], *, digits: int,
+              alpha: float) -> str:
     """Markdown: per task, every model pair, whether the paired test tells them apart.
 
     Columns: pair, Δ (positive: a better, so b − a for lower-is-better metrics) with its CI,
-    Holm-adjusted p, n paired seeds, finding. A pair
-    whose two cell intervals overlap is written in *italics*: a caution for readers who judge
-    by overlap, never the verdict (the paired test decides). Returns the Markdown as a string.
-    """
-    return _findings(report, pair_findings(report, alpha=alpha), digits=digits, alpha=alpha)
-
-
-def _findings(report: BenchmarkReport, found: dict[str, list[PairFinding]], *, digits: int,
-              alpha: float) -> str:
-    """:func:`findings` from already computed pair findings."""
+    Holm-adjusted p, n paired seeds, finding. A pair whose two cell intervals overlap is
+    written in *italics*: a caution for readers who judge by overlap, never the verdict (the
+    paired test decides)."""
     level = f"{report.confidence_level * 100:g}%"
     rows = []
     for task in report.tasks:

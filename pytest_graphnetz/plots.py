@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .export import cell_stats, method_phrase, seeds_phrase
+from .report.views import cell_stats, method_phrase, seeds_phrase
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

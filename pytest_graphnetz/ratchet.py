@@ -115,7 +115,7 @@ def refresh(handle: BaselineHandle, candidate: BenchmarkReport, judge: Judge) ->
     cannot be merged into the file's seed grid raise, unless ``handle.force``: then the file
     is replaced by the candidate alone.
     """
-    with baseline_lock(handle.path):
+    with baseline_lock(handle.path, root=handle.root):
         stored = _read(handle)
         previous: list[Any] = []
         anchored: list[Any] = []
