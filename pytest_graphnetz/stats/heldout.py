@@ -316,7 +316,7 @@ class ExamplePairwise(_Table):
     confidence_level: float
     notes: tuple[str, ...] = ()
 
-    def _table(self) -> tuple[list[str], list[list[str]]]:
+    def _table(self) -> tuple[list[str], list[list[object]]]:
         pct = f"{100 * self.confidence_level:g}%"
         headers = ["task", "A", "B", "seed", "n", "Δ (+: A better)", f"{pct} CI low",
                    f"{pct} CI high", "p", "A only", "B only", "test"]

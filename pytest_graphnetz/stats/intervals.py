@@ -97,7 +97,7 @@ def describe_many(X: Any, *, method: str = "t", confidence_level: float = 0.95,
     out: list[CellStats | None] = [None] * X.shape[0]
     finite = np.isfinite(X)
     for mask, rows in _group_rows(finite):
-        D = X[np.ix_(rows, mask)]
+        D = X[np.ix_(np.asarray(rows), mask)]
         n = D.shape[-1]
         nan = np.full(len(rows), np.nan)
         if n >= 2:

@@ -301,9 +301,14 @@ class _TEvidence(_Evidence):
         return float(_t_p_greater(-mean, se, self.d.size - 1))
 
     def bounds(self, level: float) -> tuple[float, float]:
-        mean, _, se = _t_moments(self.d)
-        half = float(_t_quantile((1 + level) / 2, self.d.size - 1)) * se
-        return float(mean - half), float(mean + half)
+        return _t_bounds(self.d, level)
+
+
+def _t_bounds(d: np.ndarray, level: float) -> tuple[float, float]:
+    """The two-sided t interval at ``level`` for the mean of ``d``."""
+    mean, _, se = _t_moments(d)
+    half = float(_t_quantile((1 + level) / 2, d.size - 1)) * se
+    return float(mean - half), float(mean + half)
 
 
 class _WelchEvidence(_Evidence):
@@ -348,17 +353,24 @@ class _BootstrapEvidence(_Evidence):
     def _tol(self, c: float) -> float:
         return float(_tolerance(self.cand, self.base, shift=c)[0])
 
+    def _resampled(self) -> np.ndarray:
+        # _evidence refuses test="bootstrap" below BOOTSTRAP_MIN_SEEDS: its p-values always
+        # have resampled means (only the rank and sign-flip subclasses' bounds go without).
+        if self.means is None:
+            raise RuntimeError(f"no bootstrap below {BOOTSTRAP_MIN_SEEDS} seeds")
+        return self.means
+
     def p_greater(self, c: float) -> float:
-        raw = _bootstrap_p_greater(self.means, c, self._tol(c))[0]
+        raw = _bootstrap_p_greater(self._resampled(), c, self._tol(c))[0]
         return float(_expanded_p(raw, self.d.size))
 
     def p_less(self, c: float) -> float:
-        raw = _bootstrap_p_less(self.means, c, self._tol(c))[0]
+        raw = _bootstrap_p_less(self._resampled(), c, self._tol(c))[0]
         return float(_expanded_p(raw, self.d.size))
 
     def bounds(self, level: float) -> tuple[float, float]:
         if self.means is None:
-            return _TEvidence.bounds(self, level)
+            return _t_bounds(self.d, level)
         low, high = _percentile_ci(self.means, _expanded_level(level, self.d.size),
                                    self.d[None, :])
         return float(low[0]), float(high[0])
