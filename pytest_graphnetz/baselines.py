@@ -59,7 +59,10 @@ class BaselineError(Exception):
 
 
 class BaselineMissingError(BaselineError, FileNotFoundError):
-    """No baseline file, or no cell for part of the candidate in it."""
+    """No baseline file, or no cell for part of the candidate in it: ``cells``, the
+    (task, model) cells missing (None: the whole file), for the summary rows."""
+
+    cells: list[tuple[str, str]] | None = None
 
 
 class BaselineFormatError(BaselineError, ValueError):
@@ -134,9 +137,12 @@ class Anchor:
             raise ValueError(f"anchor `seeds` must be a list of integers, got {seeds!r}")
         v = values_from_json(d, ("final", "best_val"))
         for rule, vec in v.items():
-            if (vec is None and rule == "final") or (vec is not None and len(vec) != len(seeds)):
+            if vec is not None and len(vec) != len(seeds):
                 raise ValueError(f"anchor `{rule}` must hold one value per anchor seed")
-        return cls(tuple(seeds), v["final"], v["best_val"])
+        final = v["final"]
+        if final is None:
+            raise ValueError("anchor `final` must hold one value per anchor seed")
+        return cls(tuple(seeds), final, v["best_val"])
 
     def same_as(self, report: BenchmarkReport, task: str, model: str) -> bool:
         """Whether ``report``'s cell holds exactly these seeds and values (a redundant check)."""

@@ -109,9 +109,10 @@ class TripleCache:
             text = read_regular_file(path).decode("utf-8")
             entry = json.loads(text)
             problem = _entry_problem(entry, key)
-            history = history_from_json(entry["history"]) if problem is None else None
-            if problem is None and check is not None:
-                problem = check(history)
+            history = None
+            if problem is None:
+                history = history_from_json(entry["history"])
+                problem = None if check is None else check(history)
         except FileNotFoundError:
             return None
         except (OSError, ValueError, RecursionError, KeyError, TypeError) as exc:

@@ -352,7 +352,9 @@ def calibrate(tasks: Any, models: Mapping[str, Callable[[int, int], Any]], *,
     its session's); ``run_kwargs`` go to it (seeds, device, cache_dir, epochs...).
     """
     if runner is None:
-        from .runner import run_benchmark as runner
+        from .runner import run_benchmark
+
+        runner = run_benchmark
     if baseline is None:
         baseline = runner(tasks, models, **run_kwargs)
     run_kwargs.setdefault("seeds", list(baseline.seeds))

@@ -139,9 +139,11 @@ class TestOutcomes:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TestOutcomes):
             return NotImplemented
-        return (self.metric == other.metric and np.array_equal(self.values, other.values)
-                and (self.labels is None) == (other.labels is None)
-                and (self.labels is None or np.array_equal(self.labels, other.labels)))
+        if self.metric != other.metric or not np.array_equal(self.values, other.values):
+            return False
+        if self.labels is None or other.labels is None:
+            return self.labels is None and other.labels is None
+        return bool(np.array_equal(self.labels, other.labels))
 
     __hash__ = None  # type: ignore[assignment]
 

@@ -179,18 +179,19 @@ def _against_anchors(candidate: BenchmarkReport, stored: StoredBaseline, judge: 
         groups.setdefault(stored.anchors[cell].seeds, []).append(cell)
     verdicts = []
     for group in groups.values():
-        tasks = list(dict.fromkeys(t for t, _ in group))
-        models = list(dict.fromkeys(m for _, m in group))
+        tasks, models = _grid(group)
         calls = [group] if len(group) == len(tasks) * len(models) else [[c] for c in group]
         for part in calls:
-            grid = _grid(part)
-            verdicts += judge(candidate.subset(**grid), stored.anchor_report(part), source)
+            part_tasks, part_models = _grid(part)
+            verdicts += judge(candidate.subset(tasks=part_tasks, models=part_models),
+                              stored.anchor_report(part), source)
     return verdicts
 
 
-def _grid(cells: Sequence[Cell]) -> dict[str, list[str]]:
-    return {"tasks": list(dict.fromkeys(t for t, _ in cells)),
-            "models": list(dict.fromkeys(m for _, m in cells))}
+def _grid(cells: Sequence[Cell]) -> tuple[list[str], list[str]]:
+    """The tasks and the models of ``cells``, in first-seen order."""
+    return (list(dict.fromkeys(t for t, _ in cells)),
+            list(dict.fromkeys(m for _, m in cells)))
 
 
 def _merge(stored: StoredBaseline | None, candidate: BenchmarkReport,

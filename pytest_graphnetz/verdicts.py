@@ -18,6 +18,7 @@ import numpy as np
 from . import stats
 from .history import CLIPPED, MetricSpec, clip_to_metric, in_unit_interval
 from .report import BenchmarkReport
+from .stats import Verdict
 from .text import seed_trainings
 
 # δ for metrics bounded in [0, 1] (accuracy, AUC, F1, MRR, Hits@K): one point.
@@ -57,21 +58,21 @@ class CellVerdict:
     metric: str
     higher_is_better: bool
     gate: str                       # "not_worse" | "better" | "equivalent"
-    comparison: Any                 # stats.Comparison
-    baseline: Any                   # stats.CellStats over `seeds`
-    candidate: Any                  # stats.CellStats over `seeds`
+    comparison: stats.Comparison
+    baseline: stats.CellStats       # over `seeds`
+    candidate: stats.CellStats      # over `seeds`
     seeds: tuple[int, ...]
     failed: bool
     notes: tuple[str, ...] = ()
     baseline_seeds: tuple[int, ...] = ()   # every seed the baseline holds
     refresh_command: str | None = None      # the command that rewrites this baseline
-    stop: Any = None                        # adaptive seeds: where the cell stopped
+    stop: Stop | None = None                # adaptive seeds: where the cell stopped
     table_note: str = ""                    # the summary table's Note for a passing cell
     folds: int | None = None                # k of a k-fold CV task (corrected resampled t)
 
     @property
-    def verdict(self) -> str:
-        return verdict_name(self.comparison.verdict)
+    def verdict(self) -> stats.Verdict:
+        return self.comparison.verdict
 
     @property
     def cell(self) -> str:
@@ -111,17 +112,17 @@ class CellVerdict:
 
     def _advice(self) -> list[str]:
         """What the reviewer can do about this verdict (lines of the message)."""
-        c = self.comparison
-        if c.below_min_effect:
+        c, delta = self.comparison, self.comparison.min_effect
+        if c.below_min_effect and delta is not None:
             return [f"  the drop is significant but smaller than min_effect "
-                    f"{fmt_num(c.min_effect)} "
-                    f"(the {ci_level(c)} CI lies above {fmt_num(-c.min_effect)}); if a drop this "
-                    f"size is acceptable, accept it with margin={_accepting_margin(c)} (margin "
-                    "must stay below min_effect)"]
-        if self.verdict == "BETTER":
+                    f"{fmt_num(delta)} "
+                    f"(the {ci_level(c)} CI lies above {fmt_num(-delta)}); if a drop this "
+                    f"size is acceptable, accept it with margin={_accepting_margin(c.ci, delta)} "
+                    "(margin must stay below min_effect)"]
+        if self.verdict == Verdict.BETTER:
             return [f"  the candidate is better than the baseline: refresh the baseline to keep "
                     f"the gain ({refresh_hint(self.refresh_command)})"]
-        if self.verdict != "INCONCLUSIVE":
+        if self.verdict != Verdict.INCONCLUSIVE:
             return []
         if self.gate != "not_worse":
             if not c.seeds_needed:
@@ -140,7 +141,7 @@ class CellVerdict:
                  f"that matters is not ruled out) and above {fmt_num(0.0 - c.margin)} (no "
                  "significant drop either)"]
         if self.folds is not None:
-            return lines + self._fold_advice(n)
+            return lines + self._fold_advice(n, self.folds)
         if n:
             lines.append(
                 f"  about {n} paired seeds would decide it: at the observed sd of Δ "
@@ -150,13 +151,13 @@ class CellVerdict:
             lines += self._unpaired_advice()
         return lines
 
-    def _fold_advice(self, n: int | None) -> list[str]:
-        """The plan of a k-fold CV cell, at the per-fold sd of Δ (the comparison's sd is the
-        one the correction inflated), or why no seed count decides it and what would."""
+    def _fold_advice(self, n: int | None, k: int) -> list[str]:
+        """The plan of a ``k``-fold CV cell, at the per-fold sd of Δ (the comparison's sd is
+        the one the correction inflated), or why no seed count decides it and what would."""
         from .stats.heldout import fold_ratio
         from .stats.planning import fold_min_effect_floor
 
-        c, k = self.comparison, self.folds
+        c = self.comparison
         rho = fold_ratio(k)
         sd = c.sd_diff / math.sqrt(1 + c.n * rho)
         if n:
@@ -199,7 +200,8 @@ class CellVerdict:
         """The summary-table row (plain strings: it travels through xdist and JUnit XML)."""
         c = self.comparison
         p = c.p_adjusted if c.p_adjusted is not None else c.p_value
-        verdict = self.verdict + (": refresh baseline" if self.verdict == "BETTER" else "")
+        verdict = str(self.verdict) + (": refresh baseline" if self.verdict == Verdict.BETTER
+                                       else "")
         row = {"cell": self.cell, "metric": metric_label(self.metric, self.higher_is_better),
                 "baseline": fmt_mean_ci(self.baseline, short=True),
                 "candidate": fmt_mean_ci(self.candidate, short=True),
@@ -223,7 +225,7 @@ class WidthVerdict:
     model: str
     metric: str
     higher_is_better: bool
-    stats: Any                      # stats.CellStats
+    stats: stats.CellStats
     width: float
     max_width: float
     seeds_needed: int | None
@@ -273,9 +275,9 @@ class UnpairedCell:
     model: str
     metric: str
     higher_is_better: bool
-    baseline: Any
-    candidate: Any
-    welch: Any
+    baseline: stats.CellStats
+    candidate: stats.CellStats
+    welch: stats.PairedResult | None
 
     @property
     def cell(self) -> str:
@@ -298,7 +300,7 @@ class UnpairedCell:
 
 def failed_verdict(gate: str, name: str, strict: bool) -> bool:
     """The pass rule: whether verdict ``name`` fails ``gate`` (``strict``: INCONCLUSIVE too)."""
-    return name not in PASSES[gate] or (strict and name == "INCONCLUSIVE")
+    return name not in PASSES[gate] or (strict and name == Verdict.INCONCLUSIVE)
 
 
 @dataclass(frozen=True)
@@ -344,8 +346,11 @@ class Stop:
 
 
 # What each gate lets through (``strict`` also fails INCONCLUSIVE).
-PASSES = {"not_worse": {"NOT WORSE", "BETTER", "IDENTICAL", "INCONCLUSIVE"}, "better": {"BETTER"},
-           "equivalent": {"EQUIVALENT", "IDENTICAL"}}
+PASSES: dict[str, frozenset[Verdict]] = {
+    "not_worse": frozenset({Verdict.NOT_WORSE, Verdict.BETTER, Verdict.IDENTICAL,
+                            Verdict.INCONCLUSIVE}),
+    "better": frozenset({Verdict.BETTER}),
+    "equivalent": frozenset({Verdict.EQUIVALENT, Verdict.IDENTICAL})}
 
 
 CHANGED_MODEL_NOTE = "the model changed, yet every seed scored the same"
@@ -386,7 +391,7 @@ TABLE_HEADERS = ("Cell", "Metric", "Baseline", "Candidate", "Paired Δ (+ = bett
 
 
 def describe_values(x: np.ndarray, report: BenchmarkReport, *, method: str | None = None,
-              metric: str | None = None) -> Any:
+              metric: str | None = None) -> stats.CellStats:
     """``x`` described by ``method`` (default the report's) at the report's level, bootstrap
     draws from a fixed seed: the same interval every time the cell is shown.
 
@@ -416,13 +421,13 @@ def fmt_num(x: float | None) -> str:
     return f"{float(x):.4g}"
 
 
-def ci_level(c: Any) -> str:
+def ci_level(c: stats.Comparison) -> str:
     """The label of a comparison's interval: "90%" at alpha 0.05; its coverage when its ends
     are at the levels its decisions use (Holm on REGRESSED's side, a sequential look's)."""
     return f"{100 * c.confidence_level:.3g}%"
 
 
-def _level_note(c: Any) -> str:
+def _level_note(c: stats.Comparison) -> str:
     """Where the ends of an interval whose levels differ from alpha's sit (else "")."""
     if c.ci_alphas is None:
         return ""
@@ -431,13 +436,13 @@ def _level_note(c: Any) -> str:
             f"{high:.3g}, REGRESSED's{' after Holm' if high < low else ''})")
 
 
-def _accepting_margin(c: Any) -> str:
+def _accepting_margin(ci: stats.ConfidenceInterval, min_effect: float) -> str:
     """A margin that accepts a drop smaller than δ: the magnitude of the interval's lower end,
-    rounded up to two significant digits while that stays below δ."""
-    x = -c.ci.low
+    rounded up to two significant digits while that stays below δ (``min_effect``)."""
+    x = -ci.low
     exponent = math.floor(math.log10(x)) - 1 if x > 0 else 0
     up = math.ceil(x / 10.0**exponent) * 10.0**exponent
-    return fmt_num(up if up < c.min_effect else x)
+    return fmt_num(up if up < min_effect else x)
 
 
 def refresh_hint(command: str | None, n_seeds: int | None = None) -> str:
@@ -457,11 +462,11 @@ def fmt_p(x: float | None) -> str:
     return f"{x:.2g}" if x < 0.01 else f"{x:.3f}"
 
 
-def fmt_ci(ci: Any) -> str:
+def fmt_ci(ci: stats.ConfidenceInterval) -> str:
     return f"[{fmt_num(ci.low)}, {fmt_num(ci.high)}]"
 
 
-def fmt_mean_ci(cell: Any, *, short: bool = False) -> str:
+def fmt_mean_ci(cell: stats.CellStats, *, short: bool = False) -> str:
     text = f"{fmt_num(cell.mean)} {fmt_ci(cell.ci)}"
     if short:
         return text
