@@ -25,6 +25,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .text import fmt_num
+
 SCHEMA = "graphnetz-calibration/1"
 SUFFIX = ".calibration.json"
 DEFAULT_SALT = 1
@@ -384,9 +386,9 @@ def resolution_note(cell_key: tuple[str, str], delta: float | None, n_seeds: int
         return None
     needed = calibration.seeds_needed(cell_key, delta, alpha=alpha)
     where = f" in {calibration.path}" if calibration.path is not None else ""
-    return (f"δ {delta:g} needs about {needed} seeds here (paired sd of an innocent change "
-            f"{cell.sd_paired:.3g}, calibrated{where} on {cell.n} seeds): raise δ to "
-            f"{_ceil_significant(resolvable):g} (what {n_seeds} seeds resolve) or accept "
+    return (f"δ {fmt_num(delta)} needs about {needed} seeds here (paired sd of an innocent "
+            f"change {fmt_num(cell.sd_paired)}, calibrated{where} on {cell.n} seeds): raise δ "
+            f"to {fmt_num(_ceil_significant(resolvable))} (what {n_seeds} seeds resolve) or accept "
             "INCONCLUSIVE")
 
 
@@ -442,9 +444,9 @@ def summary_rows(calibration: Calibration,
         delta = min_effect.get(key)
         rows.append({
             "cell": f"{c.task}/{c.model}", "metric": c.metric, "n": str(c.n),
-            "sd_seed": f"{c.sd_seed:.4g}", "sd_paired": f"{c.sd_paired:.4g}",
-            "resolvable": f"{_ceil_significant(calibration.resolvable(key)):g}" if ok else "—",
-            "delta": "—" if delta is None else f"{delta:g}",
+            "sd_seed": fmt_num(c.sd_seed), "sd_paired": fmt_num(c.sd_paired),
+            "resolvable": fmt_num(_ceil_significant(calibration.resolvable(key))) if ok else "—",
+            "delta": "—" if delta is None else fmt_num(delta),
             "needed": str(calibration.seeds_needed(key, delta)) if ok and delta else "—",
         })
     return rows

@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .text import code_block, fmt_num, inline_code
+
 EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
 GATES = {"not-worse": "not_worse", "better": "better", "equivalent": "equivalent"}
 
@@ -163,11 +165,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def compare_markdown(verdicts: Sequence[Any], args: argparse.Namespace) -> str:
     """``compare --markdown``: a headline, the verdict table and each failing cell's message."""
     from .gates import gate_table
-    from .text import code_block, inline_code
 
     failed = [v for v in verdicts if v.failed]
-    gate = f"{args.gate} gate ({verdicts[0].comparison.test}, alpha {args.alpha:g}, margin " \
-           f"{args.margin:g})"
+    gate = f"{args.gate} gate ({verdicts[0].comparison.test}, alpha {fmt_num(args.alpha)}, " \
+           f"margin {fmt_num(args.margin)})"
     headline = (f"**{len(failed)} of {len(verdicts)} cell(s) failed the {gate}**" if failed
                 else f"All {len(verdicts)} cell(s) pass the {gate}.")
     parts = [f"### graphnetz compare: {inline_code(args.report)} against "
@@ -346,8 +347,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                      "--margin > 0")
     if getattr(args, "min_effect", None) is not None and args.margin is not None \
             and not args.min_effect > args.margin:
-        parser.error(f"argument --min-effect: δ ({args.min_effect:g}) must be larger than "
-                     f"--margin ({args.margin:g}): it is the smallest regression that matters")
+        parser.error(f"argument --min-effect: δ ({fmt_num(args.min_effect)}) must be larger "
+                     f"than --margin ({fmt_num(args.margin)}): it is the smallest regression "
+                     "that matters")
     from .baselines import BaselineError
     from .gates import GateRefusal
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from .export import cell_stats, method_phrase, seeds_phrase
 from .stats import Verdict
+from .text import fmt_level, fmt_signed
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -212,19 +213,20 @@ def plot_comparison(
     for b in sorted(bounds - {0.0}):
         ax.axvline(b, color=_MARGIN_COLOUR, lw=_BOUND_LW, ls="--", zorder=2)
     if bounds - {0.0}:
-        text = ", ".join(f"{b:+g}" for b in sorted(bounds - {0.0}))
+        text = ", ".join(fmt_signed(b) for b in sorted(bounds - {0.0}))
         handles.append(Line2D([], [], color=_MARGIN_COLOUR, lw=_BOUND_LW, ls="--",
                               label=f"margin ({text})"))
     for b in sorted(deltas):
         ax.axvline(b, color=_DELTA_COLOUR, lw=_BOUND_LW, ls=":", zorder=2)
     if deltas:
-        text = ", ".join(f"{b:+g}" for b in sorted(deltas))
+        text = ", ".join(fmt_signed(b) for b in sorted(deltas))
         handles.append(Line2D([], [], color=_DELTA_COLOUR, lw=_BOUND_LW, ls=":",
                               label=f"−δ, min_effect ({text})"))
     ax.set_yticks(ys, [f"{v.task} · {v.model}\n{v.comparison.verdict}" for v in verdicts])
     ax.set_ylim(-0.6, n - 0.4)
-    # Comparisons print the two-sided (1 - 2 alpha) interval that matches their one-sided tests.
-    levels = sorted({f"{100 * (1 - 2 * v.comparison.alpha):.3g}%" for v in verdicts})
+    # Each comparison's interval at its own level (1 - 2 alpha, or its ends' levels after Holm
+    # or at a sequential look), labelled as the gate's message labels it.
+    levels = sorted({fmt_level(v.comparison.confidence_level) for v in verdicts})
     dots = "; dots: single seeds" if reports is not None else ""
     ax.set_xlabel(f"mean paired Δ with its {'/'.join(levels)} CI: candidate − baseline "
                   f"(positive = better){dots}", fontsize=9)

@@ -19,7 +19,15 @@ from . import stats
 from .history import CLIPPED, MetricSpec, clip_to_metric, in_unit_interval
 from .report import BenchmarkReport
 from .stats import Verdict
-from .text import seed_trainings
+from .text import (
+    fmt_fixed,
+    fmt_interval,
+    fmt_level,
+    fmt_num,
+    fmt_p,
+    fmt_signed,
+    seed_trainings,
+)
 
 # δ for metrics bounded in [0, 1] (accuracy, AUC, F1, MRR, Hits@K): one point.
 DEFAULT_MIN_EFFECT = 0.01
@@ -249,7 +257,7 @@ class WidthVerdict:
             more = (f"an interval needs at least 2 finished seeds and this cell has "
                     f"{s.n}{diverged}: run more seeds (e.g. --graphnetz-seeds=10), then this "
                     "gate says how many bring it under")
-        return (f"{self.cell} — {self.metric}: {s.method} {s.confidence_level:.0%} interval "
+        return (f"{self.cell} — {self.metric}: {s.method} {fmt_level(s.confidence_level)} interval "
                 f"{fmt_ci(s.ci)} is {fmt_num(self.width)} wide, over the maximum "
                 f"{fmt_num(self.max_width)} (n={s.n}, mean {fmt_num(s.mean)}); {more}")
 
@@ -287,12 +295,14 @@ class UnpairedCell:
         w = self.welch
         if w is None:
             return "unpaired: n/a"
-        return f"unpaired {fmt_signed(w.mean_diff)} {fmt_ci(w.ci)} ({w.confidence_level:.0%})"
+        level = fmt_level(w.confidence_level)
+        return f"unpaired {fmt_signed(w.mean_diff)} {fmt_ci(w.ci)} ({level})"
 
     def line(self) -> str:
         w = self.welch
         welch = ("Welch Δ n/a (fewer than 2 finite values on a side)" if w is None else
-                 f"Welch Δ {fmt_signed(w.mean_diff)} ({w.confidence_level:.0%} CI {fmt_ci(w.ci)}, "
+                 f"Welch Δ {fmt_signed(w.mean_diff)} ({fmt_level(w.confidence_level)} CI "
+                 f"{fmt_ci(w.ci)}, "
                  f"p = {fmt_p(w.p_value)})")
         return (f"  {self.cell}: baseline {fmt_mean_ci(self.baseline)}; candidate "
                 f"{fmt_mean_ci(self.candidate)}; {welch}")
@@ -335,10 +345,10 @@ class Stop:
             text += (f"; it trained {self.trained} seeds, and Holm rejected it at look "
                      f"{self.look} once other cells were rejected")
         if self.critical is not None:
-            text += f"; boundary |t| >= {self.critical:.3f} at this look"
+            text += f"; boundary |t| >= {fmt_fixed(self.critical, 3)} at this look"
             if self.critical_regressed is not None and self.critical_regressed != self.critical:
-                text += (f" (REGRESSED {self.critical_regressed:.3f} at Holm level "
-                         f"{self.regressed_alpha:.3g})")
+                text += (f" (REGRESSED {fmt_fixed(self.critical_regressed, 3)} at Holm level "
+                         f"{fmt_num(self.regressed_alpha)})")
             text += "; the CI is the repeated interval of this look at those boundaries"
         return text
 
@@ -415,16 +425,10 @@ def metric_label(name: str, higher_is_better: bool) -> str:
     return f"{name} {'↑' if higher_is_better else '↓'}"
 
 
-def fmt_num(x: float | None) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "n/a"
-    return f"{float(x):.4g}"
-
-
 def ci_level(c: stats.Comparison) -> str:
     """The label of a comparison's interval: "90%" at alpha 0.05; its coverage when its ends
     are at the levels its decisions use (Holm on REGRESSED's side, a sequential look's)."""
-    return f"{100 * c.confidence_level:.3g}%"
+    return fmt_level(c.confidence_level)
 
 
 def _level_note(c: stats.Comparison) -> str:
@@ -432,8 +436,8 @@ def _level_note(c: stats.Comparison) -> str:
     if c.ci_alphas is None:
         return ""
     low, high = c.ci_alphas
-    return (f" (lower end: one-sided level {low:.3g}, NOT WORSE's and BETTER's; upper end: "
-            f"{high:.3g}, REGRESSED's{' after Holm' if high < low else ''})")
+    return (f" (lower end: one-sided level {fmt_num(low)}, NOT WORSE's and BETTER's; upper "
+            f"end: {fmt_num(high)}, REGRESSED's{' after Holm' if high < low else ''})")
 
 
 def _accepting_margin(ci: stats.ConfidenceInterval, min_effect: float) -> str:
@@ -452,18 +456,8 @@ def refresh_hint(command: str | None, n_seeds: int | None = None) -> str:
     return f"`pytest --graphnetz-update-baselines{seeds}` on the gate's test"
 
 
-def fmt_signed(x: float) -> str:
-    return "n/a" if math.isnan(x) else f"{float(x) + 0.0:+.4g}"
-
-
-def fmt_p(x: float | None) -> str:
-    if x is None or math.isnan(x):
-        return "n/a"
-    return f"{x:.2g}" if x < 0.01 else f"{x:.3f}"
-
-
 def fmt_ci(ci: stats.ConfidenceInterval) -> str:
-    return f"[{fmt_num(ci.low)}, {fmt_num(ci.high)}]"
+    return fmt_interval(ci.low, ci.high)
 
 
 def fmt_mean_ci(cell: stats.CellStats, *, short: bool = False) -> str:
@@ -471,7 +465,7 @@ def fmt_mean_ci(cell: stats.CellStats, *, short: bool = False) -> str:
     if short:
         return text
     extra = f", {cell.n_diverged} diverged" if getattr(cell, "n_diverged", 0) else ""
-    return f"{text} ({cell.method} {cell.confidence_level:.0%} CI, n={cell.n}{extra})"
+    return f"{text} ({cell.method} {fmt_level(cell.confidence_level)} CI, n={cell.n}{extra})"
 
 
 def seed_list(seeds: Sequence[int]) -> str:

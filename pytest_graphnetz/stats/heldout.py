@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ..text import fmt_fixed, fmt_level, fmt_p
 from ._common import (
     ConfidenceInterval,
     RngLike,
@@ -317,7 +318,7 @@ class ExamplePairwise(_Table):
     notes: tuple[str, ...] = ()
 
     def _table(self) -> tuple[list[str], list[list[object]]]:
-        pct = f"{100 * self.confidence_level:g}%"
+        pct = fmt_level(self.confidence_level)
         headers = ["task", "A", "B", "seed", "n", "Δ (+: A better)", f"{pct} CI low",
                    f"{pct} CI high", "p", "A only", "B only", "test"]
 
@@ -325,8 +326,8 @@ class ExamplePairwise(_Table):
             return "" if x is None else str(x)
 
         return headers, [[r.task, r.model_a, r.model_b, "all" if r.seed is None else r.seed,
-                          r.n, f"{r.mean_diff:.4f}", f"{r.ci_low:.4f}", f"{r.ci_high:.4f}",
-                          f"{r.p_value:.3g}", cell(r.a_only), cell(r.b_only), r.test]
+                          r.n, fmt_fixed(r.mean_diff), fmt_fixed(r.ci_low), fmt_fixed(r.ci_high),
+                          fmt_p(r.p_value), cell(r.a_only), cell(r.b_only), r.test]
                          for r in self.rows]
 
     def __str__(self) -> str:

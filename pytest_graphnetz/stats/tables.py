@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..text import format_table, markdown_table
+from ..text import fmt_fixed, fmt_level, fmt_p, format_table, markdown_table
 from ._common import PAIRED_TESTS, RngLike, _check_choice, _check_level, _group_rows
 from .decisions import holm
 from .intervals import describe_many
 from .paired import PairedResult, _require_pairs, paired_tests
-
-
-def _fmt(x: float, digits: int = 4) -> str:
-    return f"{x:.{digits}f}" if math.isfinite(x) else str(x)
-
-
-def _fmt_p(p: float) -> str:
-    return f"{p:.3g}"
 
 
 class _Table(Sequence):
@@ -78,12 +69,13 @@ class Summary(_Table):
     notes: tuple[str, ...] = ()
 
     def _table(self) -> tuple[list[str], list[list[object]]]:
-        pct = f"{100 * self.confidence_level:g}%"
+        pct = fmt_level(self.confidence_level)
         which = "" if self.source == "seeds" else f" ({self.source.replace('_', ' ')})"
         headers = ["task", "model", "metric", "seeds", "diverged", "mean", "std", "sem",
                    f"{pct} CI low{which}", f"{pct} CI high{which}", "method"]
-        return headers, [[r.task, r.model, r.metric, r.n_seeds, r.n_diverged, _fmt(r.mean),
-                          _fmt(r.std), _fmt(r.sem), _fmt(r.ci_low), _fmt(r.ci_high), r.method]
+        return headers, [[r.task, r.model, r.metric, r.n_seeds, r.n_diverged,
+                          *(fmt_fixed(x) for x in (r.mean, r.std, r.sem, r.ci_low, r.ci_high)),
+                          r.method]
                          for r in self.rows]
 
     def __str__(self) -> str:
@@ -130,12 +122,13 @@ class Pairwise(_Table):
     notes: tuple[str, ...] = ()
 
     def _table(self) -> tuple[list[str], list[list[object]]]:
-        pct = f"{100 * self.confidence_level:g}%"
+        pct = fmt_level(self.confidence_level)
         headers = ["task", "A", "B", "n", "Δ (+: A better)", f"{pct} CI low", f"{pct} CI high",
                    "p", "p (Holm)", "effect", "CIs overlap", "test"]
-        return headers, [[r.task, r.model_a, r.model_b, r.n, _fmt(r.mean_diff), _fmt(r.ci_low),
-                          _fmt(r.ci_high), _fmt_p(r.p_value), _fmt_p(r.p_holm),
-                          _fmt(r.effect_size, 2), "yes" if r.intervals_overlap else "no", r.test]
+        return headers, [[r.task, r.model_a, r.model_b, r.n,
+                          *(fmt_fixed(x) for x in (r.mean_diff, r.ci_low, r.ci_high)),
+                          fmt_p(r.p_value), fmt_p(r.p_holm), fmt_fixed(r.effect_size, 2),
+                          "yes" if r.intervals_overlap else "no", r.test]
                          for r in self.rows]
 
     def __str__(self) -> str:
