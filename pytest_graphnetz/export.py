@@ -274,20 +274,16 @@ def to_markdown(report: BenchmarkReport, *, digits: int = 3, alpha: float = 0.05
             + _findings(report, found, digits=digits, alpha=alpha))
 
 
-def findings(report: BenchmarkReport, *, digits: int = 3, alpha: float = 0.05) -> str:
-    """Markdown: per task, every model pair, whether the paired test tells them apart.
-
-    Columns: pair, Δ (positive: a better, so b − a for lower-is-better metrics) with its CI,
-    Holm-adjusted p, n paired seeds, finding. A pair
-    whose two cell intervals overlap is written in *italics*: a caution for readers who judge
-    by overlap, never the verdict (the paired test decides). Returns the Markdown as a string.
-    """
-    return _findings(report, pair_findings(report, alpha=alpha), digits=digits, alpha=alpha)
-
-
 def _findings(report: BenchmarkReport, found: dict[str, list[PairFinding]], *, digits: int,
               alpha: float) -> str:
-    """:func:`findings` from already computed pair findings."""
+    """Markdown (the Findings section of :func:`to_markdown`): per task, every model pair,
+    whether the paired test tells them apart, from the pair findings ``found``.
+
+    Columns: pair, Δ (positive: a better, so b − a for lower-is-better metrics) with its CI,
+    Holm-adjusted p, n paired seeds, finding. A pair whose two cell intervals overlap is
+    written in *italics*: a caution for readers who judge by overlap, never the verdict (the
+    paired test decides).
+    """
     level = fmt_level(report.confidence_level)
     rows = []
     for task in report.tasks:

@@ -417,7 +417,7 @@ def describe_values(x: np.ndarray, report: BenchmarkReport, *, method: str | Non
     return replace(cell, ci=stats.ConfidenceInterval(*clipped), method=f"{cell.method}, {CLIPPED}")
 
 
-def verdict_name(verdict: Any) -> str:
+def verdict_name(verdict: stats.Verdict | str) -> str:
     return str(getattr(verdict, "value", verdict))
 
 

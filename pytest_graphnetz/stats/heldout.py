@@ -126,8 +126,8 @@ COVERS = {
 
 @dataclass(frozen=True)
 class ExampleInterval:
-    """An interval for a cell's mean from per-example outcomes; ``method`` and ``covers`` say
-    how it was made and which source of uncertainty it covers."""
+    """An interval for a cell's mean from per-example outcomes; ``method`` and ``source`` say
+    how it was made and which source of uncertainty it covers (:data:`COVERS`)."""
 
     mean: float
     ci: ConfidenceInterval
@@ -136,10 +136,6 @@ class ExampleInterval:
     n_seeds: int
     n_examples: int
     shared_test_set: bool
-
-    @property
-    def covers(self) -> str:
-        return COVERS[self.source]
 
 
 def example_interval(outcomes: Sequence[Any], *, source: str = "test_set",

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ..text import fmt_num
 from ._common import (
     PAIRED_TESTS,
     ConfidenceInterval,
@@ -255,8 +256,11 @@ def _snap(D: np.ndarray, tol: np.ndarray) -> np.ndarray:
 def _floor_notes(test: str, n: int, floor: float, alpha: float, sides: str) -> tuple[str, ...]:
     if floor <= alpha:
         return ()
-    return (f"{test} with n={n} cannot reach α={alpha:g}: its smallest possible {sides} p is "
-            f"{floor:.4g}, so no result can be significant; add seeds or use test='paired-t'",)
+    # The floor is an exact fraction (1/16 = 0.0625): four significant digits, not fmt_p's three
+    # decimals, so it reads exactly against α.
+    return (f"{test} with n={n} cannot reach α={fmt_num(alpha)}: its smallest possible {sides} "
+            f"p is {fmt_num(floor)}, so no result can be significant; add seeds or use "
+            "test='paired-t'",)
 
 
 class _Evidence:
