@@ -23,9 +23,15 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .text import fmt_num
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .report import BenchmarkReport
+    from .verdicts import CellVerdict
 
 SCHEMA = "graphnetz-calibration/1"
 SUFFIX = ".calibration.json"
@@ -160,7 +166,7 @@ class CellCalibration:
     baseline: tuple[float, ...]
     salted: tuple[float, ...]
 
-    def _pairs(self) -> tuple[Any, Any]:
+    def _pairs(self) -> tuple[np.ndarray, np.ndarray]:
         import numpy as np
 
         base, salted = np.asarray(self.baseline, float), np.asarray(self.salted, float)
@@ -310,8 +316,9 @@ def calibration_path(baseline_path: str | Path) -> Path:
     return path.with_name(path.name.removesuffix(".json") + SUFFIX)
 
 
-def calibrate_reports(baseline: Any, salted: Any, *, salt: int = DEFAULT_SALT,
-                      alpha: float = 0.05, power: float = DEFAULT_POWER) -> Calibration:
+def calibrate_reports(baseline: BenchmarkReport, salted: BenchmarkReport, *,
+                      salt: int = DEFAULT_SALT, alpha: float = 0.05,
+                      power: float = DEFAULT_POWER) -> Calibration:
     """The calibration from a report and its salted rerun (same tasks, models and seeds).
 
     Refuses (:class:`CalibrationError`) when, for some task and seed, the data fingerprints of
@@ -345,7 +352,8 @@ def calibrate_reports(baseline: Any, salted: Any, *, salt: int = DEFAULT_SALT,
 
 def calibrate(tasks: Any, models: Mapping[str, Callable[[int, int], Any]], *,
               salt: int = DEFAULT_SALT, alpha: float = 0.05, power: float = DEFAULT_POWER,
-              runner: Callable[..., Any] | None = None, baseline: Any = None,
+              runner: Callable[..., Any] | None = None,
+              baseline: BenchmarkReport | None = None,
               **run_kwargs: Any) -> Calibration:
     """Train ``models`` on ``tasks`` (unless ``baseline``, that run's report, is given) and
     again with salted seeds; their :func:`calibrate_reports`.
@@ -395,7 +403,7 @@ def resolution_note(cell_key: tuple[str, str], delta: float | None, n_seeds: int
 RESOLUTION_TABLE_NOTE = "δ below what the seeds resolve (calibration)"
 
 
-def annotate_verdicts(verdicts: Sequence[Any], baseline: Any) -> list[Any]:
+def annotate_verdicts(verdicts: Sequence[CellVerdict], baseline: object) -> list[CellVerdict]:
     """The gate's hook: ``verdicts`` of a not-worse gate against a baseline handle, each with
     :func:`resolution_note` added (and warned about) where the baseline has a calibration file
     and the cell's δ is finer than its seeds resolve. An unreadable calibration warns and
@@ -417,8 +425,8 @@ def annotate_verdicts(verdicts: Sequence[Any], baseline: Any) -> list[Any]:
         return list(verdicts)
     out = []
     for v in verdicts:
-        c = getattr(v, "comparison", None)
-        if getattr(v, "gate", None) != "not_worse" or c is None:
+        c = v.comparison
+        if v.gate != "not_worse":
             out.append(v)
             continue
         # Adaptive seeds: what the schedule can reach (the baseline's MAX seeds), not where

@@ -21,11 +21,15 @@ import argparse
 import math
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .text import code_block, fmt_num, inline_code
+
+if TYPE_CHECKING:
+    from .report import BenchmarkReport
+    from .verdicts import CellVerdict
 
 EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
 GATES = {"not-worse": "not_worse", "better": "better", "equivalent": "equivalent"}
@@ -100,7 +104,7 @@ GATE_DEFAULTS = {"gate": "not-worse", "test": "paired", "margin": 0.0, "min_effe
                  "alpha": 0.05, "strict": False}
 
 
-def gate_settings(args: argparse.Namespace, candidate: Any) -> list[str]:
+def gate_settings(args: argparse.Namespace, candidate: BenchmarkReport) -> list[str]:
     """Fill the gate options not given on the command line from the gate that judged
     ``candidate`` in pytest (a report saved by --graphnetz-report-dir records its gate's
     settings in ``protocol["gates"]``), else from :data:`GATE_DEFAULTS`. Returns the options
@@ -124,7 +128,8 @@ def gate_settings(args: argparse.Namespace, candidate: Any) -> list[str]:
     return taken
 
 
-def _verdicts(args: argparse.Namespace, baseline: Any, candidate: Any) -> list:
+def _verdicts(args: argparse.Namespace, baseline: BenchmarkReport,
+              candidate: BenchmarkReport) -> list[CellVerdict]:
     from .gates import TESTS, compare_reports
 
     taken = gate_settings(args, candidate)
@@ -138,7 +143,7 @@ def _verdicts(args: argparse.Namespace, baseline: Any, candidate: Any) -> list:
                            strict=getattr(args, "strict", False), source=args.baseline)
 
 
-def _load_pair(args: argparse.Namespace) -> tuple[Any, Any]:
+def _load_pair(args: argparse.Namespace) -> tuple[BenchmarkReport, BenchmarkReport]:
     from .baselines import load_baseline
     from .report import BenchmarkReport
 
@@ -162,7 +167,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_FAILED if failed else EXIT_OK
 
 
-def compare_markdown(verdicts: Sequence[Any], args: argparse.Namespace) -> str:
+def compare_markdown(verdicts: Sequence[CellVerdict], args: argparse.Namespace) -> str:
     """``compare --markdown``: a headline, the verdict table and each failing cell's message."""
     from .gates import gate_table
 
@@ -241,7 +246,7 @@ def cmd_markdown(args: argparse.Namespace) -> int:
     return _write_view(to_markdown, args)
 
 
-def _write_view(render: Any, args: argparse.Namespace) -> int:
+def _write_view(render: Callable[[BenchmarkReport], str], args: argparse.Namespace) -> int:
     """Print the view ``render`` makes of REPORT, or write it atomically to ``-o``."""
     from pathlib import Path
 

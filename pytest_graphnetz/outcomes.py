@@ -22,9 +22,12 @@ import base64
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .history import History
 
 KINDS = {"accuracy": "correct", "acc": "correct", "mae": "errors", "rmse": "errors",
          "auc": "scores", "roc_auc": "scores", "mrr": "scores"}
@@ -216,7 +219,7 @@ def _read(raw: Any, n: int | None, *, bits: bool, what: str) -> np.ndarray:
     return arr
 
 
-def outcomes_problem(hist: Any, metric: str) -> str | None:
+def outcomes_problem(hist: History, metric: str) -> str | None:
     """Why ``hist``'s outcomes do not match its recorded test values (None: they do).
 
     The metric recomputed from each epoch's outcomes must equal the ``test`` value of that

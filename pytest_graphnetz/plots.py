@@ -12,7 +12,7 @@ import math
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -62,9 +62,9 @@ def _new_figure(height: float, n_rows: int,
     return fig, list(axes[:, 0])
 
 
-def _axes_list(ax: Any, n: int, what: str) -> list[Axes]:
-    axes = list(ax) if isinstance(ax, (Sequence, np.ndarray)) else [ax]
-    axes = list(np.ravel(axes))
+def _axes_list(ax: Axes | Sequence[Axes] | np.ndarray, n: int, what: str) -> list[Axes]:
+    # One Axes, a list of them, or fig.subplots' array (any shape): flattened in order.
+    axes: list[Axes] = list(np.ravel(np.asarray(ax, dtype=object)))
     if len(axes) != n:
         raise ValueError(
             f"`ax`: {what} needs {n} Axes (one per task) but got {len(axes)}; pass "
@@ -85,7 +85,8 @@ def axis_label(metric: str, higher_is_better: bool) -> str:
 
 
 def plot_forest(
-    report: BenchmarkReport, path: str | os.PathLike | None = None, ax: Any = None,
+    report: BenchmarkReport, path: str | os.PathLike | None = None,
+    ax: Axes | Sequence[Axes] | np.ndarray | None = None,
     source: str = "seeds",
 ) -> Figure:
     """Forest plot: one row per (task, model), a panel per task.

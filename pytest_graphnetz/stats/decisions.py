@@ -10,6 +10,7 @@ from enum import Enum
 from typing import Any, TypedDict
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._common import KINDS, PAIRED_TESTS, ConfidenceInterval, RngLike, _check_choice, _vector
 from .paired import _Evidence, _evidence, _floor_notes, _require_pairs
@@ -156,7 +157,7 @@ class HolmResult:
     alpha: float
 
 
-def compare(candidate: Any, baseline: Any, *, higher_is_better: bool = True,
+def compare(candidate: ArrayLike, baseline: ArrayLike, *, higher_is_better: bool = True,
             kind: str = "not_worse", test: str = "paired-t", margin: float = 0.0,
             min_effect: float | None = None, alpha: float = 0.05, power: float = 0.8,
             n_resamples: int = 10_000, rng: RngLike = None, label: str | None = None,

@@ -6,9 +6,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..text import fmt_fixed, fmt_level, fmt_p
 from ._common import (
@@ -23,6 +24,9 @@ from ._common import (
 )
 from .paired import PairedResult
 from .tables import _Table
+
+if TYPE_CHECKING:
+    from ..outcomes import TestOutcomes
 
 
 @dataclass(frozen=True)
@@ -41,13 +45,13 @@ class FoldSummary:
         return f"{self.mean:.4f} ± {self.std:.4f} (spread over {self.k} folds, not a CI)"
 
 
-def describe_folds(scores: Any) -> FoldSummary:
+def describe_folds(scores: ArrayLike) -> FoldSummary:
     """Mean ± sample std of k fold scores (k,): fold spread, with no confidence level."""
     arr = _finite(scores, "scores")
     return FoldSummary(mean=float(arr.mean()), std=float(arr.std(ddof=1)), k=int(arr.size))
 
 
-def corrected_resampled_ttest(a: Any, b: Any, *, n_train: int, n_test: int,
+def corrected_resampled_ttest(a: ArrayLike, b: ArrayLike, *, n_train: int, n_test: int,
                               confidence_level: float = 0.95) -> PairedResult:
     """Nadeau–Bengio corrected resampled t test on paired fold scores ``a``, ``b`` (J,).
 
@@ -90,8 +94,9 @@ def wilson_interval(k: float, n: int, *, confidence_level: float = 0.95) -> Conf
     return ConfidenceInterval(max(0.0, centre - half), min(1.0, centre + half))
 
 
-def bootstrap_metric(y_true: Any, y_pred: Any, metric: Callable[[np.ndarray, np.ndarray], float],
-                     *, confidence_level: float = 0.95, n_resamples: int = 10_000,
+def bootstrap_metric(y_true: ArrayLike, y_pred: ArrayLike,
+                     metric: Callable[[np.ndarray, np.ndarray], float], *,
+                     confidence_level: float = 0.95, n_resamples: int = 10_000,
                      rng: RngLike = None) -> ConfidenceInterval:
     """Percentile bootstrap interval of ``metric(y_true, y_pred)`` over test examples.
 
@@ -138,7 +143,7 @@ class ExampleInterval:
     shared_test_set: bool
 
 
-def example_interval(outcomes: Sequence[Any], *, source: str = "test_set",
+def example_interval(outcomes: Sequence[TestOutcomes], *, source: str = "test_set",
                      method: str | None = None, shared_test_set: bool = True,
                      confidence_level: float = 0.95, n_resamples: int = 2000,
                      rng: RngLike = None) -> ExampleInterval:
@@ -233,7 +238,7 @@ class McNemarResult:
     p_value: float
 
 
-def mcnemar_exact(a_correct: Any, b_correct: Any) -> McNemarResult:
+def mcnemar_exact(a_correct: ArrayLike, b_correct: ArrayLike) -> McNemarResult:
     """Exact McNemar test on per-example correctness bits ``a_correct``, ``b_correct`` (n,)."""
     from scipy.stats import binom
 
@@ -247,7 +252,7 @@ def mcnemar_exact(a_correct: Any, b_correct: Any) -> McNemarResult:
     return McNemarResult(n=int(a.size), a_only=a_only, b_only=b_only, statistic=low, p_value=p)
 
 
-def paired_example_bootstrap(a: Any, b: Any, *, higher_is_better: bool = True,
+def paired_example_bootstrap(a: TestOutcomes, b: TestOutcomes, *, higher_is_better: bool = True,
                              confidence_level: float = 0.95, n_resamples: int = 2000,
                              rng: RngLike = None) -> tuple[float, ConfidenceInterval, float]:
     """Paired percentile bootstrap over test examples of ``metric(a) - metric(b)``.
@@ -386,7 +391,7 @@ def fold_ratio(k: int) -> float:
     return 1.0 / (k - 2)
 
 
-def fold_corrected(candidate: Any, baseline: Any, *, k: int) -> np.ndarray:
+def fold_corrected(candidate: ArrayLike, baseline: ArrayLike, *, k: int) -> np.ndarray:
     """Candidate values (n,) on which the *plain* paired t test against ``baseline`` is the
     Nadeau–Bengio corrected resampled t test of k-fold CV.
 

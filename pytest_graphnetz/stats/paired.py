@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..text import fmt_num
 from ._common import (
@@ -82,8 +83,8 @@ def _welch_moments(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return A.mean(axis=-1) - B.mean(axis=-1), se, df, np.sqrt((va + vb) / 2)
 
 
-def paired_test(a: Any, b: Any, *, test: str = "paired-t", confidence_level: float = 0.95,
-                n_resamples: int = 10_000, rng: RngLike = None,
+def paired_test(a: ArrayLike, b: ArrayLike, *, test: str = "paired-t",
+                confidence_level: float = 0.95, n_resamples: int = 10_000, rng: RngLike = None,
                 label: str | None = None) -> PairedResult:
     """Two-sided comparison of ``a`` and ``b`` (n_seeds,), aligned by seed, on ``a - b``.
 
@@ -119,8 +120,9 @@ def _require_pairs(n: int, where: str, bad: Sequence) -> None:
         )
 
 
-def paired_tests(A: Any, B: Any, *, test: str = "paired-t", confidence_level: float = 0.95,
-                 n_resamples: int = 10_000, rng: RngLike = None) -> list[PairedResult]:
+def paired_tests(A: ArrayLike, B: ArrayLike, *, test: str = "paired-t",
+                 confidence_level: float = 0.95, n_resamples: int = 10_000,
+                 rng: RngLike = None) -> list[PairedResult]:
     """:func:`paired_test` for every row of finite ``A``, ``B`` (k, n), vectorised over rows."""
 
     _check_choice("test", test, PAIRED_TESTS)

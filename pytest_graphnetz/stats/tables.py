@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..text import fmt_fixed, fmt_level, fmt_p, format_table, markdown_table
 from ._common import PAIRED_TESTS, RngLike, _check_choice, _check_level, _group_rows
@@ -138,7 +139,7 @@ class Pairwise(_Table):
         return f"Pairwise({len(self.rows)} rows, test={self.test!r})\n{self}"
 
 
-def summarize(X: Any, *, tasks: Sequence[str], models: Sequence[str], metrics: Sequence[str],
+def summarize(X: ArrayLike, *, tasks: Sequence[str], models: Sequence[str], metrics: Sequence[str],
               method: str = "t", confidence_level: float = 0.95, n_resamples: int = 10_000,
               rng: RngLike = None) -> Summary:
     """:class:`Summary` of ``X[task, model, seed]`` (T, M, S); ``metrics``: each task's metric."""
@@ -155,11 +156,11 @@ def summarize(X: Any, *, tasks: Sequence[str], models: Sequence[str], metrics: S
     return Summary(rows=rows, method=method, confidence_level=_check_level(confidence_level))
 
 
-def pairwise_table(X: Any, *, tasks: Sequence[str], models: Sequence[str],
+def pairwise_table(X: ArrayLike, *, tasks: Sequence[str], models: Sequence[str],
                    higher_is_better: Sequence[bool], test: str = "paired-t",
                    confidence_level: float = 0.95, ci_method: str = "t",
                    n_resamples: int = 10_000, rng: RngLike = None,
-                   seeds: Sequence[Any] | None = None, untestable: str = "raise") -> Pairwise:
+                   seeds: Sequence[int] | None = None, untestable: str = "raise") -> Pairwise:
     """:class:`Pairwise` over ``X[task, model, seed]`` (T, M, S): every pair i < j of models per
     task; sign convention in :class:`PairwiseRow`.
 
