@@ -132,7 +132,9 @@ def run_adaptive(tasks: Any, models: Mapping[str, Callable], *, seeds: Any = ran
     from .tasks import resolve_tasks
 
     if runner is None:
-        from .runner import run_benchmark as runner
+        from .runner import run_benchmark
+
+        runner = run_benchmark
     planned = [int(s) for s in seeds]
     if len(set(planned)) != len(planned):
         raise ValueError(f"`seeds` has duplicates: {planned}")

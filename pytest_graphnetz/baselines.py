@@ -54,7 +54,10 @@ class BaselineError(Exception):
 
 
 class BaselineMissingError(BaselineError, FileNotFoundError):
-    """No baseline file, or no cell for part of the candidate in it."""
+    """No baseline file, or no cell for part of the candidate in it: ``cells``, the
+    (task, model) cells missing (None: the whole file), for the summary rows."""
+
+    cells: list[tuple[str, str]] | None = None
 
 
 class BaselineFormatError(BaselineError, ValueError):

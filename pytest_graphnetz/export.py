@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .report.views import cell_stats, method_phrase, seeds_phrase
-from .text import markdown_table
+from .text import fmt_fixed, fmt_level, fmt_num, fmt_p, markdown_table
 
 if TYPE_CHECKING:
     from .report import BenchmarkReport
@@ -99,17 +99,6 @@ def _best(report: BenchmarkReport, cells: dict[tuple[str, str], SummaryRow],
     return best
 
 
-# -- number formatting ---------------------------------------------------------------------------
-
-def _fmt(x: float, digits: int) -> str:
-    # `+ 0.0` turns a rounded -0.0 into 0.0, so "-0.000" never appears.
-    return f"{round(float(x), digits) + 0.0:.{digits}f}"
-
-
-def _signed(x: float, digits: int) -> str:
-    return f"{round(float(x), digits) + 0.0:+.{digits}f}"
-
-
 # -- LaTeX ----------------------------------------------------------------------------------------
 
 _LATEX_SPECIAL = {
@@ -127,13 +116,14 @@ def _latex_cell(c: SummaryRow, method: str, digits: int, bold: bool) -> str:
     if not math.isfinite(c.mean):
         return "---$^\\dagger$" if c.n_diverged else "---"  # diverged on every seed
     if not (math.isfinite(c.ci_low) and math.isfinite(c.ci_high)):
-        body = f"{_fmt(c.mean, digits)}\\ (n={c.n_seeds})"  # one finite seed: no interval
+        body = f"{fmt_fixed(c.mean, digits)}\\ (n={c.n_seeds})"  # one finite seed: no interval
     elif method == "t" and c.method == "t":  # a clipped t interval is no longer symmetric
-        body = f"{_fmt(c.mean, digits)} \\pm {_fmt((c.ci_high - c.ci_low) / 2, digits)}"
+        body = f"{fmt_fixed(c.mean, digits)} \\pm {fmt_fixed((c.ci_high - c.ci_low) / 2, digits)}"
     else:
         # Bootstrap: the interval's own endpoints, printed as offsets from the mean.
-        up, down = c.ci_high - c.mean, c.ci_low - c.mean
-        body = f"{_fmt(c.mean, digits)}^{{{_signed(up, digits)}}}_{{{_signed(down, digits)}}}"
+        up, down = (fmt_fixed(x, digits, signed=True) for x in (c.ci_high - c.mean,
+                                                                c.ci_low - c.mean))
+        body = f"{fmt_fixed(c.mean, digits)}^{{{up}}}_{{{down}}}"
     if bold:
         body = f"\\mathbf{{{body}}}"
     # `{}` gives the dagger its own base: `x^{+u}_{-d}^{\dagger}` is a double superscript.
@@ -202,7 +192,7 @@ def _caption(report: BenchmarkReport, cells: dict, alpha: float, *, latex: bool)
         shape = "Mean with offsets to the endpoints" if latex else "Mean [low, high]"
     selection = latex_escape(report.epoch_selection) if latex else report.epoch_selection
     bold = "Bold" if latex else "**Bold**"
-    a = rf"$\alpha = {alpha:g}$" if latex else f"alpha = {alpha:g}"
+    a = rf"$\alpha = {fmt_num(alpha)}$" if latex else f"alpha = {fmt_num(alpha)}"
     method = latex_escape(method_phrase(report)) if latex else method_phrase(report)
     text = (f"{shape} of the {method} over {seeds_phrase(report)} "
             f"(epoch selection: {selection}). {bold}: best in its task by a paired t-test "
@@ -225,11 +215,12 @@ def _markdown_cell(c: SummaryRow, method: str, digits: int, bold: bool) -> str:
     if not math.isfinite(c.mean):
         return "— †" if c.n_diverged else "—"  # diverged on every seed
     if not (math.isfinite(c.ci_low) and math.isfinite(c.ci_high)):
-        text = f"{_fmt(c.mean, digits)} (n={c.n_seeds})"  # one finite seed: no interval
+        text = f"{fmt_fixed(c.mean, digits)} (n={c.n_seeds})"  # one finite seed: no interval
     elif method == "t" and c.method == "t":  # a clipped t interval is no longer symmetric
-        text = f"{_fmt(c.mean, digits)} ± {_fmt((c.ci_high - c.ci_low) / 2, digits)}"
+        text = f"{fmt_fixed(c.mean, digits)} ± {fmt_fixed((c.ci_high - c.ci_low) / 2, digits)}"
     else:
-        text = f"{_fmt(c.mean, digits)} [{_fmt(c.ci_low, digits)}, {_fmt(c.ci_high, digits)}]"
+        low, high = fmt_fixed(c.ci_low, digits), fmt_fixed(c.ci_high, digits)
+        text = f"{fmt_fixed(c.mean, digits)} [{low}, {high}]"
     if bold:
         text = f"**{text}**"
     return text + (" †" if c.n_diverged else "")
@@ -262,13 +253,15 @@ def to_markdown(report: BenchmarkReport, *, digits: int = 3, alpha: float = 0.05
 
 def _findings(report: BenchmarkReport, found: dict[str, list[PairFinding]], *, digits: int,
               alpha: float) -> str:
-    """Markdown: per task, every model pair, whether the paired test tells them apart.
+    """Markdown (the Findings section of :func:`to_markdown`): per task, every model pair,
+    whether the paired test tells them apart, from the pair findings ``found``.
 
     Columns: pair, Δ (positive: a better, so b − a for lower-is-better metrics) with its CI,
     Holm-adjusted p, n paired seeds, finding. A pair whose two cell intervals overlap is
     written in *italics*: a caution for readers who judge by overlap, never the verdict (the
-    paired test decides)."""
-    level = f"{report.confidence_level * 100:g}%"
+    paired test decides).
+    """
+    level = fmt_level(report.confidence_level)
     rows = []
     for task in report.tasks:
         for f in found[task]:
@@ -280,16 +273,17 @@ def _findings(report: BenchmarkReport, found: dict[str, list[PairFinding]], *, d
                 rows.append([task, pair, "—", "—", str(r.n),
                              f"not compared: {r.n} seed(s) finite in both"])
                 continue
-            diff = (f"{_signed(r.mean_diff, digits)} "
-                    f"[{_signed(r.ci_low, digits)}, {_signed(r.ci_high, digits)}]")
+            mean, low, high = (fmt_fixed(x, digits, signed=True)
+                               for x in (r.mean_diff, r.ci_low, r.ci_high))
+            diff = f"{mean} [{low}, {high}]"
             verdict = f"{f.better} better" if f.better else "not distinguishable"
-            rows.append([task, pair, diff, f"{r.p_holm:.3g}", str(r.n), verdict])
+            rows.append([task, pair, diff, fmt_p(r.p_holm), str(r.n), verdict])
     if not rows:
         return "### Findings\n\nFewer than two models: nothing to compare.\n"
     headers = ["task", "pair (a vs b)", f"Δ (+: a better) [{level} CI]", "p (Holm)", "n",
                "finding"]
     note = (f"_Paired t-test on per-seed differences, Holm-corrected over the pairs of each "
-            f"task, alpha = {alpha:g}. *Italics*: the two models' {method_phrase(report)}s "
+            f"task, alpha = {fmt_num(alpha)}. *Italics*: the two models' {method_phrase(report)}s "
             "overlap — a caution only; overlapping intervals can still differ under the "
             "paired test._")
     return "### Findings\n\n" + markdown_table(headers, rows) + "\n\n" + note + "\n"

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..history import CLIPPED, clip_to_metric
+from ..text import fmt_level
 
 if TYPE_CHECKING:
     from ..stats import Pairwise, Summary, SummaryRow
@@ -253,7 +254,7 @@ def cell_stats(report: BenchmarkReport,
 
 def method_phrase(report: BenchmarkReport) -> str:
     """The report's interval in words, e.g. ``95% Student-t interval``."""
-    level = f"{report.confidence_level * 100:g}%"
+    level = fmt_level(report.confidence_level)
     return f"{level} {_CI_NAMES[report.ci_method]} interval"
 
 
