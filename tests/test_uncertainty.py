@@ -310,16 +310,22 @@ def test_paired_bootstrap_over_examples_for_a_non_proportion_metric():
         report.pairwise_examples(test="mcnemar")
 
 
-def test_pairwise_on_seeds_and_on_examples_are_two_functions_with_one_type_each():
+def test_pairwise_has_one_return_type_per_test_kind():
     from pytest_graphnetz.stats import Pairwise
     from pytest_graphnetz.stats.heldout import ExamplePairwise
 
     report = _two_model_report(3)
     assert type(report.pairwise()) is Pairwise
     assert type(report.pairwise_examples()) is ExamplePairwise
+    # DESIGN.md's public call: pairwise(test="mcnemar") is pairwise_examples, row for row.
+    via_pairwise = report.pairwise(test="mcnemar")
+    assert type(via_pairwise) is ExamplePairwise
+    assert via_pairwise.rows == report.pairwise_examples(test="mcnemar").rows
+    # The free function on seeds refuses example tests and names the method that runs them.
+    from pytest_graphnetz.report.views import pairwise
     with pytest.raises(ValueError, match=r"pairs the models on test examples.*"
                                          r"report\.pairwise_examples\(test='mcnemar'\)"):
-        report.pairwise(test="mcnemar")
+        pairwise(report, "mcnemar")
     with pytest.raises(ValueError, match="`test` must be one of.*got 'paired-t'"):
         report.pairwise_examples(test="paired-t")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
@@ -342,12 +342,30 @@ class BenchmarkReport:
         return views.summary(self, method, source=source, confidence_level=confidence_level,
                              epoch_selection=epoch_selection, strict=strict, rng=rng)
 
+    # DESIGN.md's public call pairwise(test="mcnemar") stays; each literal has one return type.
+    @overload  # the literals are also str: mypy's documented overlap, resolved first-match
+    def pairwise(  # type: ignore[overload-overlap]
+            self, test: Literal["mcnemar", "bootstrap-examples"], *,
+                 confidence_level: float | None = None, epoch_selection: str | None = None,
+                 strict: bool = True, rng: Any = None, untestable: str = "raise",
+                 ) -> ExamplePairwise: ...
+
+    @overload
     def pairwise(self, test: str = "paired-t", *, confidence_level: float | None = None,
                  epoch_selection: str | None = None, strict: bool = True, rng: Any = None,
-                 untestable: str = "raise") -> Pairwise:
+                 untestable: str = "raise") -> Pairwise: ...
+
+    def pairwise(self, test: str = "paired-t", *, confidence_level: float | None = None,
+                 epoch_selection: str | None = None, strict: bool = True, rng: Any = None,
+                 untestable: str = "raise") -> Pairwise | ExamplePairwise:
         """Per task, every model pair on seeds paired by seed value (``test``: ``"paired-t"``,
-        ``"wilcoxon"``, ``"permutation"``, ``"bootstrap"``); see
-        :func:`pytest_graphnetz.report.views.pairwise`."""
+        ``"wilcoxon"``, ``"permutation"``, ``"bootstrap"``; see
+        :func:`pytest_graphnetz.report.views.pairwise`), or on the same test examples
+        (``"mcnemar"``, ``"bootstrap-examples"``: :meth:`pairwise_examples`)."""
+        if test in ("mcnemar", "bootstrap-examples"):
+            return self.pairwise_examples(test, confidence_level=confidence_level,
+                                          epoch_selection=epoch_selection, strict=strict,
+                                          rng=rng)
         return views.pairwise(self, test, confidence_level=confidence_level,
                               epoch_selection=epoch_selection, strict=strict, rng=rng,
                               untestable=untestable)
