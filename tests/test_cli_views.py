@@ -171,3 +171,24 @@ def test_console_script_runs(report_file):
                           text=True, check=False, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout == LATEX["t"]
+
+
+def test_t_intervals_are_clipped_to_the_metric_range_and_say_so():
+    import numpy as np
+    from scipy import stats as sps
+
+    from pytest_graphnetz import BenchmarkReport
+
+    values = np.array([1.0] * 9 + [0.9])
+    low, high = sps.t.interval(0.95, df=9, loc=values.mean(), scale=sps.sem(values))
+    assert high > 1.0  # what t gives: beyond what an accuracy can be
+    X = np.stack([values, values])[:, None, :]
+    for metric, clipped in (("accuracy", True), ("mae", False)):
+        report = BenchmarkReport.from_arrays(X[:1], tasks=["motifs"], models=["GIN"],
+                                             seeds=list(range(10)), metric=metric)
+        row = report.summary().rows[0]
+        assert row.ci_low == pytest.approx(low)
+        assert row.ci_high == (1.0 if clipped else pytest.approx(high))
+        assert (row.method == "t, clipped to [0, 1]") is clipped
+        assert ("clipped to it" in report.to_markdown()) is clipped
+        assert ("0.990 [0.967, 1.000]" in report.to_markdown()) is clipped  # not a false ±

@@ -1,6 +1,6 @@
 """What the plugin and the runner cost a user who did not ask for them: imports and warnings.
 
-Both checks run real pytest sessions in fresh interpreters (``runpytest_subprocess``): in this
+Every check runs real pytest sessions in fresh interpreters (``runpytest_subprocess``): in this
 process torch and PyG are long imported, so an in-process run could not see what a user's
 first import does.
 """
@@ -73,3 +73,18 @@ def test_pyg_import_warnings_neither_fail_w_error_nor_reach_the_summary(
                     "nothing to silence (the run above still passed)")
     control.assert_outcomes(failed=1)
     control.stdout.fnmatch_lines(["*DeprecationWarning*"])
+
+
+def test_pyg_import_warning_is_not_shown_in_a_users_session(pytester):
+    pytester.makepyfile(test_imports_pyg="""
+        import torch_geometric.nn  # what a user's model module does
+
+
+        def test_nothing():
+            pass
+    """)
+    without = pytester.runpytest_subprocess("-p", "no:graphnetz", "-W", "default")
+    assert "torch.jit.script` is deprecated" in without.stdout.str()  # the noise exists...
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(passed=1)
+    assert "torch.jit.script" not in result.stdout.str()              # ...and we remove it
