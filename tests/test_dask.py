@@ -19,6 +19,11 @@ distributed = pytest.importorskip("distributed")
 MODELS = {"GCN": gcn, "SAGE": sage}
 SEEDS = [0, 1, 2]
 
+# The module-scoped cluster (two worker processes) is built once per xdist worker
+# that runs a test of this file: under `--dist loadgroup` (pyproject addopts) this group
+# keeps the file on one worker.
+pytestmark = pytest.mark.xdist_group("dask")
+
 
 @pytest.fixture(scope="module")
 def client():
