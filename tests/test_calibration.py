@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import sys
 
 import numpy as np
 import pytest
@@ -242,7 +241,9 @@ def test_graphnetz_calibrate_writes_beside_the_baseline_and_the_gate_warns(pytes
               "-p", "no:randomly"]
     pytester.runpytest_inprocess(*common, "--graphnetz-update-baselines").assert_outcomes(
         passed=1)
-    result = pytester.run(sys.executable, "-m", "pytest_graphnetz.cli", "calibrate", *common)
+    # `graphnetz calibrate ARGS` is `pytest ARGS --graphnetz-calibrate` (the next test): run in
+    # this process, as a second interpreter's torch import costs more than the calibration.
+    result = pytester.runpytest_inprocess(*common, "--graphnetz-calibrate")
     assert result.ret == 0, result.stdout.str()
     path = pytester.path / "baselines" / "test_toy" / "test_gate.calibration.json"
     assert path.is_file()
@@ -263,3 +264,18 @@ def test_graphnetz_calibrate_writes_beside_the_baseline_and_the_gate_warns(pytes
     coarse = pytester.runpytest_inprocess(*common, f"--graphnetz-min-effect={1.01 * resolved}")
     coarse.assert_outcomes(passed=1)
     assert "needs about" not in coarse.stdout.str()
+
+
+def test_the_calibrate_command_is_pytest_with_the_calibrate_flag(monkeypatch):
+    from pytest_graphnetz.cli import main
+
+    calls = []
+
+    def fake_main(args):
+        calls.append(args)
+        return pytest.ExitCode.TESTS_FAILED
+
+    monkeypatch.setattr(pytest, "main", fake_main)
+    assert main(["calibrate", "tests/test_toy.py", "-k", "gate", "--graphnetz-seeds=4"]) == 1
+    assert calls == [["tests/test_toy.py", "-k", "gate", "--graphnetz-seeds=4",
+                      "--graphnetz-calibrate"]]

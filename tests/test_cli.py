@@ -250,3 +250,34 @@ def test_compare_min_effect_reaches_the_gate(tmp_path, capsys) -> None:
     legend = [t.get_text() for t in axis.get_legend().get_texts()]
     assert "−δ, min_effect (-0.05)" in legend
     assert run(["plot", base, cand, "--min-effect", "0.05", "-o", str(tmp_path / "p.png")]) == 0
+
+
+GATED = """
+import pytest
+
+from pytest_graphnetz import BenchmarkReport, assert_not_worse
+
+pytestmark = pytest.mark.graphnetz
+
+
+def report():
+    return BenchmarkReport.from_arrays([[[0.8, 0.7, 0.9]]], tasks=["t"], models=["m"],
+                                       seeds=[0, 1, 2], metric="accuracy")
+
+
+def test_graph(graphnetz_baseline):
+    assert_not_worse(report(), graphnetz_baseline())
+
+
+def test_node(graphnetz_baseline):
+    assert_not_worse(report(), graphnetz_baseline())
+"""
+
+
+def test_refresh_takes_a_node_id_and_rewrites_that_baseline_only(pytester):
+    pytester.makepyfile(test_gated=GATED)
+    result = pytester.run(sys.executable, "-m", "pytest_graphnetz.cli", "refresh",
+                          "test_gated.py::test_graph", "-p", "no:cacheprovider")
+    assert result.ret == 0, result.stdout.str()
+    written = sorted(p.name for p in (pytester.path / "baselines" / "test_gated").glob("*.json"))
+    assert written == ["test_graph.json"]

@@ -12,9 +12,62 @@ import pytest
 
 from pytest_graphnetz import BenchmarkReport
 from pytest_graphnetz.cli import main
-from pytest_graphnetz.text import fmt_fixed
 
+# GIN: nine seeds at 1.0 and one at 0.9 (mean 0.99, a t interval reaching past the ceiling);
+# GCN: mean 0.81, sd 0.0183. The expected views below are written out, not rendered by the code
+# under test: the t half-width 0.013 is t(0.975, 9) * 0.0183 / sqrt(10); GIN's t interval
+# [0.967, 1.013] is clipped to [0, 1] and shown by its endpoints; GIN's percentile bootstrap low
+# end is 0.97 because at least 3 of 10 resampled seeds are the 0.9 one with probability 0.070
+# (> 2.5%) and at least 4 with 0.013 (< 2.5%).
 X = np.array([[[1.0] * 9 + [0.9], [0.80, 0.82, 0.78, 0.84, 0.81, 0.79, 0.83, 0.80, 0.82, 0.81]]])
+
+CAPTION = {
+    "t": r"Mean $\pm$ half-width of the 95\% Student-t interval over 10 seeds (epoch selection:"
+         r" final). Bold: best in its task by a paired t-test against every other model"
+         r" (Holm-corrected, $\alpha = 0.05$). 1 interval(s) reaching beyond [0, 1] clipped to"
+         r" it (shown by their endpoints).",
+    "bootstrap": r"Mean with offsets to the endpoints of the 95\% percentile bootstrap interval"
+                 r" over 10 seeds (epoch selection: final). Bold: best in its task by a paired"
+                 r" t-test against every other model (Holm-corrected, $\alpha = 0.05$).",
+}
+LATEX_ROWS = {
+    "t": (r"GIN & $\mathbf{0.990^{+0.010}_{-0.023}}$ \\", r"GCN & $0.810 \pm 0.013$ \\"),
+    "bootstrap": (r"GIN & $\mathbf{0.990^{+0.010}_{-0.020}}$ \\",
+                  r"GCN & $0.810^{+0.011}_{-0.011}$ \\"),
+}
+LATEX = {method: "\n".join([
+    r"\begin{table}[t]", r"\centering", r"\caption{" + CAPTION[method] + "}",
+    r"\label{tab:graphnetz}", r"\begin{tabular}{lc}", r"\toprule",
+    r"Model & karate (accuracy $\uparrow$) \\", r"\midrule", *LATEX_ROWS[method],
+    r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]) for method in ("t", "bootstrap")}
+
+MARKDOWN_ROWS = {
+    "t": ("| GIN | **0.990 [0.967, 1.000]** |", "| GCN | 0.810 ± 0.013 |",
+          "_Mean ± half-width of the 95% Student-t interval over 10 seeds (epoch selection: "
+          "final). **Bold**: best in its task by a paired t-test against every other model "
+          "(Holm-corrected, alpha = 0.05). 1 interval(s) reaching beyond [0, 1] clipped to it "
+          "(shown by their endpoints)._"),
+    "bootstrap": ("| GIN | **0.990 [0.970, 1.000]** |", "| GCN | 0.810 [0.799, 0.821] |",
+                  "_Mean [low, high] of the 95% percentile bootstrap interval over 10 seeds "
+                  "(epoch selection: final). **Bold**: best in its task by a paired t-test "
+                  "against every other model (Holm-corrected, alpha = 0.05)._"),
+}
+NAME = {"t": "Student-t", "bootstrap": "percentile bootstrap"}
+MARKDOWN = {method: "\n".join([
+    "| model | karate (accuracy ↑) |", "|---|---|", *MARKDOWN_ROWS[method][:2], "",
+    MARKDOWN_ROWS[method][2], "",
+    "### Findings", "",
+    "| task | pair (a vs b) | Δ (+: a better) [95% CI] | p (Holm) | n | finding |",
+    "|---|---|---|---|---|---|",
+    "| karate | GIN vs GCN | +0.180 [+0.154, +0.206] | 8.07e-08 | 10 | GIN better |", "",
+    "_Paired t-test on per-seed differences, Holm-corrected over the pairs of each task, "
+    f"alpha = 0.05. *Italics*: the two models' 95% {NAME[method]} intervals overlap — a "
+    "caution only; overlapping intervals can still differ under the paired test._", ""])
+    for method in ("t", "bootstrap")}
+
+# The plotted error bars: (low, high) per model, GIN first.
+BARS = {"t": [(0.96738, 1.0), (0.79694, 0.82306)],
+        "bootstrap": [(0.97, 1.0), (0.799, 0.821)]}
 
 
 def _report(ci_method: str = "t") -> BenchmarkReport:
@@ -27,36 +80,28 @@ def report_file(tmp_path) -> Path:
     return _report().to_json(tmp_path / "report.json")
 
 
-def _views(report: BenchmarkReport) -> tuple[str, str, list[np.ndarray]]:
-    from matplotlib.container import ErrorbarContainer
-
-    fig = report.plot_forest()
-    bars = [c for c in fig.axes[0].containers if isinstance(c, ErrorbarContainer)]
-    return report.to_latex(), report.to_markdown(), [
-        np.asarray(c.lines[2][0].get_segments()[0])[:, 0] for c in bars]
-
-
 @pytest.mark.parametrize("method", ["t", "bootstrap"])
 def test_ci_method_drives_all_three_views(method):
     pytest.importorskip("matplotlib")
+    from matplotlib.container import ErrorbarContainer
+
     report = _report("t")
     report.ci_method = method  # set once, after construction
-    latex, markdown, bars = _views(report)
-    for row, segment in zip(report.summary(), bars, strict=True):
-        assert row.method in (method, f"{method}, clipped to [0, 1]")
-        assert segment == pytest.approx([row.ci_low, row.ci_high], abs=1e-12)
-        mean = fmt_fixed(row.mean, 3)
-        if row.method == "t":  # a clipped t interval is shown by its endpoints
-            half = fmt_fixed((row.ci_high - row.ci_low) / 2, 3)
-            assert f"{mean} \\pm {half}" in latex and f"{mean} ± {half}" in markdown
-        else:
-            up, down = (fmt_fixed(x, 3, signed=True)
-                        for x in (row.ci_high - row.mean, row.ci_low - row.mean))
-            assert f"{mean}^{{{up}}}_{{{down}}}" in latex
-            assert f"{mean} [{fmt_fixed(row.ci_low, 3)}, {fmt_fixed(row.ci_high, 3)}]" in markdown
-    name = {"t": "Student-t", "bootstrap": "percentile bootstrap"}[method]
-    assert f"95\\% {name} interval" in latex and f"95% {name} interval" in markdown
-    assert name in report.plot_forest().get_suptitle()
+    assert report.to_latex() == LATEX[method]
+    assert report.to_markdown() == MARKDOWN[method]
+    fig = report.plot_forest()
+    bars = [c for c in fig.axes[0].containers if isinstance(c, ErrorbarContainer)]
+    drawn = [tuple(np.asarray(c.lines[2][0].get_segments()[0])[:, 0]) for c in bars]
+    assert drawn == [pytest.approx(bar, abs=1e-5) for bar in BARS[method]]
+    assert NAME[method] in fig.get_suptitle()
+
+
+def test_the_t_bars_are_scipys_t_interval():
+    from scipy import stats
+
+    for values, (low, high) in zip(X[0], BARS["t"], strict=True):
+        ref = stats.t.interval(0.95, len(values) - 1, loc=values.mean(), scale=stats.sem(values))
+        assert (low, high) == pytest.approx((ref[0], min(ref[1], 1.0)), abs=1e-5)
 
 
 def test_the_two_methods_give_different_numbers_near_a_ceiling():
@@ -78,9 +123,9 @@ def test_confidence_level_reaches_the_views():
 
 def test_latex_command_prints_the_table(report_file, capsys):
     assert main(["latex", str(report_file)]) == 0
-    assert capsys.readouterr().out == _report().to_latex()
+    assert capsys.readouterr().out == LATEX["t"]
     assert main(["latex", str(report_file), "--ci", "bootstrap"]) == 0
-    assert capsys.readouterr().out == _report("bootstrap").to_latex()
+    assert capsys.readouterr().out == LATEX["bootstrap"]
 
 
 def test_markdown_command_writes_a_file(report_file, tmp_path, capsys):
@@ -88,8 +133,7 @@ def test_markdown_command_writes_a_file(report_file, tmp_path, capsys):
     assert main(["markdown", str(report_file), "-o", str(out)]) == 0
     assert capsys.readouterr().out == ""
     text = out.read_text(encoding="utf-8")
-    assert text == _report().to_markdown()
-    assert "### Findings" in text and "| karate | GIN vs GCN |" in text
+    assert text == MARKDOWN["t"]
 
 
 def test_plot_command_writes_a_png(report_file, tmp_path):
@@ -126,4 +170,25 @@ def test_console_script_runs(report_file):
     done = subprocess.run([str(exe), "latex", str(report_file)], capture_output=True,
                           text=True, check=False, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == _report().to_latex()
+    assert done.stdout == LATEX["t"]
+
+
+def test_t_intervals_are_clipped_to_the_metric_range_and_say_so():
+    import numpy as np
+    from scipy import stats as sps
+
+    from pytest_graphnetz import BenchmarkReport
+
+    values = np.array([1.0] * 9 + [0.9])
+    low, high = sps.t.interval(0.95, df=9, loc=values.mean(), scale=sps.sem(values))
+    assert high > 1.0  # what t gives: beyond what an accuracy can be
+    X = np.stack([values, values])[:, None, :]
+    for metric, clipped in (("accuracy", True), ("mae", False)):
+        report = BenchmarkReport.from_arrays(X[:1], tasks=["motifs"], models=["GIN"],
+                                             seeds=list(range(10)), metric=metric)
+        row = report.summary().rows[0]
+        assert row.ci_low == pytest.approx(low)
+        assert row.ci_high == (1.0 if clipped else pytest.approx(high))
+        assert (row.method == "t, clipped to [0, 1]") is clipped
+        assert ("clipped to it" in report.to_markdown()) is clipped
+        assert ("0.990 [0.967, 1.000]" in report.to_markdown()) is clipped  # not a false ±

@@ -33,6 +33,11 @@ from pytest_graphnetz.tasks.command import (  # noqa: E402
     read_output,
 )
 
+# The module-scoped baseline (one subprocess per seed) is built once per xdist worker
+# that runs a test of this file: under `--dist loadgroup` (pyproject addopts) this group
+# keeps the file on one worker.
+pytestmark = pytest.mark.xdist_group("command_task")
+
 SCRIPT = Path(__file__).parent / "scripts" / "gcn.py"
 SEEDS = [0, 1, 2, 3, 4, 5]
 

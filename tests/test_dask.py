@@ -19,6 +19,11 @@ distributed = pytest.importorskip("distributed")
 MODELS = {"GCN": gcn, "SAGE": sage}
 SEEDS = [0, 1, 2]
 
+# The module-scoped cluster (two worker processes) is built once per xdist worker
+# that runs a test of this file: under `--dist loadgroup` (pyproject addopts) this group
+# keeps the file on one worker.
+pytestmark = pytest.mark.xdist_group("dask")
+
 
 @pytest.fixture(scope="module")
 def client():
@@ -80,7 +85,10 @@ def test_adaptive_seeds_on_a_dask_cluster_equal_the_local_schedule(client, root)
     def schedule(**kw):
         report = run_adaptive({"tiny": tiny_task()}, MODELS, seeds=range(6), min_seeds=3,
                               device="cpu", root=root, **kw)
-        verdicts = assert_not_worse(report, baseline)
+        # δ 0.2, not the default 0.01: the same stops and verdicts, but the INCONCLUSIVE
+        # cell's advice is planned for a δ this noisy tiny task can reach (at 0.01 the
+        # sequential plan runs to thousands of seeds: ~180 CPU s for this test, not ~2).
+        verdicts = assert_not_worse(report, baseline, min_effect=0.2)
         return report, {v.cell: (v.verdict, v.stop.n, v.seeds) for v in verdicts}
 
     local, local_verdicts = schedule()

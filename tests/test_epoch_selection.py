@@ -21,6 +21,11 @@ from pytest_graphnetz.tasks.structure import triangle_graphs  # noqa: E402
 
 SEEDS = (0, 1)
 
+# The module-scoped report (three trained tasks) is built once per xdist worker
+# that runs a test of this file: under `--dist loadgroup` (pyproject addopts) this group
+# keeps the file on one worker.
+pytestmark = pytest.mark.xdist_group("epoch_selection")
+
 
 def few_graphs(root: str, *, seed: int):
     train, val, test = triangle_graphs(root, seed=seed, num_graphs=60)

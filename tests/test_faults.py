@@ -174,7 +174,7 @@ def test_a_custom_trainer_may_record_any_number_of_epochs(root, tmp_path):
 def _three_epoch_trainer(model, data, *, task, device):
     from pytest_graphnetz import History
 
-    # 3 epochs: its business (a percent accuracy is not: refused, see test_seams.py)
+    # 3 epochs: its business (a percent accuracy is not: refused, see test_report_validation.py)
     return History(test=[0.5, 0.6, 0.7])
 
 

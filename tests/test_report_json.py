@@ -45,7 +45,7 @@ def reports(draw) -> BenchmarkReport:
                     extra=draw(st.dictionaries(labels, series, max_size=2)),
                 )
     # Unbounded metrics: the values are any floats (a bounded metric refuses those outside
-    # [0, 1], tested in test_seams.py).
+    # [0, 1], tested in test_report_validation.py).
     metrics = {t: MetricSpec(draw(st.sampled_from(["mae", "loss", "custom"])),
                              draw(st.booleans())) for t in tasks}
     fingerprints = {"data": {t: {s: draw(st.text(max_size=10)) for s in seeds} for t in tasks}}

@@ -4,10 +4,12 @@ serving fabricated Planetoid files, and the catalogue auditor's recovery from da
 from __future__ import annotations
 
 import http.server
+import json
 import socket
 import threading
 from collections import Counter
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from planetoid_fake import fake_planetoid, write_files
@@ -159,3 +161,37 @@ def test_retries_are_bounded(root):
             pytest.raises(CorruptDatasetError, match="still damaged after 2 attempts"):
         load_planetoid(root, name="Cora", url=server.url, attempts=2)
     assert server.requests["ind.cora.x"] == 2
+
+
+def test_a_download_cut_short_without_content_length_is_not_trusted(tmp_path: Path) -> None:
+    import http.server
+    import threading
+
+    from pytest_graphnetz.tasks.audit import MANIFEST, download
+
+    body = bytes(range(256)) * 64
+    served = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # HTTP/1.0, no Content-Length: the body ends at the close
+            served.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(body[: len(body) // 3] if len(served) == 1 else body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        path = download(f"http://127.0.0.1:{server.server_address[1]}/data.bin",
+                        tmp_path / "data.bin")
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert path.read_bytes() == body  # the cut first response was refused, not recorded
+    assert len(served) == 4  # cut + whole (differ: retry), then whole + whole (agree)
+    assert json.loads((tmp_path / MANIFEST).read_text())["data.bin"]["size"] == len(body)

@@ -1,9 +1,8 @@
-"""What a new user hits in the first hour: an absent pinned device, ``-k`` and the marker,
-refreshing one gate, tuning catalogue tasks, models paired with the tasks they fit."""
+"""Task definitions: names that could leave the data root are refused, plain names stay allowed;
+catalogue tasks retuned by overrides, from a script and from a test.
+"""
 
 from __future__ import annotations
-
-import sys
 
 import pytest
 
@@ -13,33 +12,46 @@ pytest.importorskip("torch")
 pytest.importorskip("torch_geometric.nn")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
+from pytest_graphnetz import Task  # noqa: E402
 
-TWO_GATES = """
-import pytest
-
-pytestmark = pytest.mark.graphnetz
+# -- task names ------------------------------------------------------------------------------------
 
 
-def test_one(graphnetz_run):
-    graphnetz_run("social", {})
+def _loader(root):  # never called: the name is refused first
+    raise AssertionError("loaded")
 
 
-def test_two(graphnetz_run):
-    graphnetz_run("social", {})
-"""
+@pytest.mark.parametrize("name", ["../../../x", "/tmp/escape", "..", ".", "", "a/b", "a\\b",
+                                  "C:evil"])
+def test_a_task_name_cannot_leave_the_data_root(name: str) -> None:
+    from pytest_graphnetz.tasks import resolve_tasks
+
+    with pytest.raises(ValueError, match="cannot name a directory under the data root"):
+        Task(name, _loader)
+    with pytest.raises(ValueError, match="cannot name a directory under the data root"):
+        resolve_tasks({name: _loader})
+    with pytest.raises(ValueError, match="`category`"):
+        Task("fine", _loader, category="../up")
 
 
-@pytest.mark.parametrize("device", ["cuda:99", "tpu"])
-def test_absent_pinned_device_is_one_usage_error_at_session_start(pytester, device):
-    pytester.makepyfile(test_gates=TWO_GATES)
-    result = pytester.runpytest(f"--graphnetz-device={device}")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    errors = result.stderr.str()
-    assert errors.count("--graphnetz-device") == 1 and device in errors, errors
-    assert "collected" not in result.stdout.str()  # no test ran, none failed one by one
+def test_a_hostile_task_name_writes_nothing_outside_the_root(tmp_path) -> None:
+    from conftest import gcn, tiny_csbm
+
+    from pytest_graphnetz import run_benchmark
+
+    root = tmp_path / "a" / "b" / "root"
+    with pytest.raises(ValueError, match=r"rename it, e\.g\. to 'x'"):
+        run_benchmark({"../../../x": tiny_csbm}, {"GCN": gcn}, seeds=[0], device="cpu",
+                      root=root)
+    # <root>/custom/../../../x would have been tmp_path/a/x
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
 
 
-# -- tuning catalogue tasks ------------------------------------------------------------------
+def test_plain_names_with_spaces_and_dots_stay_allowed(tmp_path) -> None:
+    assert Task("cora v2.1 (full)", _loader).name == "cora v2.1 (full)"
+
+
+# -- tuning catalogue tasks ------------------------------------------------------------------------
 
 
 def test_overrides_retune_every_task_and_enter_the_cache_key(root, tmp_path):
@@ -96,7 +108,8 @@ def test_a_catalogue_task_is_tuned_from_a_test(pytester):
     result.assert_outcomes(passed=2)
 
 
-# -- models and the kinds of tasks they fit ---------------------------------------------------
+# -- models and the kinds of tasks they fit --------------------------------------------------------
+
 
 GRAPH_MODEL = """
 import torch
@@ -169,114 +182,3 @@ def test_models_are_paired_with_the_tasks_they_fit_one_gate_per_kind(pytester):
     result.assert_outcomes(passed=2)
     written = sorted(p.name for p in (pytester.path / "baselines" / "test_by_kind").glob("*.json"))
     assert written == ["test_not_worse[graph].json", "test_not_worse[node].json"]
-
-
-# -- noise -------------------------------------------------------------------------------------
-
-
-def test_t_intervals_are_clipped_to_the_metric_range_and_say_so():
-    import numpy as np
-    from scipy import stats as sps
-
-    from pytest_graphnetz import BenchmarkReport
-
-    values = np.array([1.0] * 9 + [0.9])
-    low, high = sps.t.interval(0.95, df=9, loc=values.mean(), scale=sps.sem(values))
-    assert high > 1.0  # what t gives: beyond what an accuracy can be
-    X = np.stack([values, values])[:, None, :]
-    for metric, clipped in (("accuracy", True), ("mae", False)):
-        report = BenchmarkReport.from_arrays(X[:1], tasks=["motifs"], models=["GIN"],
-                                             seeds=list(range(10)), metric=metric)
-        row = report.summary().rows[0]
-        assert row.ci_low == pytest.approx(low)
-        assert row.ci_high == (1.0 if clipped else pytest.approx(high))
-        assert (row.method == "t, clipped to [0, 1]") is clipped
-        assert ("clipped to it" in report.to_markdown()) is clipped
-        assert ("0.990 [0.967, 1.000]" in report.to_markdown()) is clipped  # not a false ±
-
-
-def test_pyg_import_warning_is_not_shown_in_a_users_session(pytester):
-    pytester.makepyfile(test_imports_pyg="""
-        import torch_geometric.nn  # what a user's model module does
-
-
-        def test_nothing():
-            pass
-    """)
-    without = pytester.runpytest_subprocess("-p", "no:graphnetz", "-W", "default")
-    assert "torch.jit.script` is deprecated" in without.stdout.str()  # the noise exists...
-    result = pytester.runpytest_subprocess()
-    result.assert_outcomes(passed=1)
-    assert "torch.jit.script" not in result.stdout.str()              # ...and we remove it
-
-
-# -- selecting gates ---------------------------------------------------------------------------
-
-MARKED = """
-import pytest
-
-pytestmark = pytest.mark.graphnetz
-
-
-def test_graph_classification():
-    pass
-
-
-def test_node_task():
-    pass
-
-
-@pytest.mark.slow
-def test_slow_node_task():
-    pass
-"""
-
-
-@pytest.mark.parametrize("args, selected", [
-    (["-k", "graph"], ["test_graph_classification"]),
-    (["-k", "not graph"], ["test_node_task", "test_slow_node_task"]),
-    (["-k", "node and not slow"], ["test_node_task"]),
-    (["-k", "slow"], ["test_slow_node_task"]),             # other markers still match -k
-    (["-m", "graphnetz"], ["test_graph_classification", "test_node_task", "test_slow_node_task"]),
-    (["-m", "graphnetz", "-k", "graph"], ["test_graph_classification"]),
-    (["-m", "not graphnetz", "-k", "node"], []),
-    (["-k", "graphnetz"], ["test_graph_classification", "test_node_task",   # asked by name
-                           "test_slow_node_task"]),
-])
-def test_k_does_not_match_the_graphnetz_marker(pytester, args, selected):
-    pytester.makeini("[pytest]\nmarkers =\n    slow: slow\n")
-    pytester.makepyfile(test_marked=MARKED)
-    result = pytester.runpytest("--collect-only", "-q", *args)
-    got = [line.split("::")[1] for line in result.stdout.lines if "::" in line]
-    assert got == selected
-
-
-GATED = """
-import pytest
-
-from pytest_graphnetz import BenchmarkReport, assert_not_worse
-
-pytestmark = pytest.mark.graphnetz
-
-
-def report():
-    return BenchmarkReport.from_arrays([[[0.8, 0.7, 0.9]]], tasks=["t"], models=["m"],
-                                       seeds=[0, 1, 2], metric="accuracy")
-
-
-def test_graph(graphnetz_baseline):
-    assert_not_worse(report(), graphnetz_baseline())
-
-
-def test_node(graphnetz_baseline):
-    assert_not_worse(report(), graphnetz_baseline())
-"""
-
-
-def test_refresh_takes_a_node_id_and_rewrites_that_baseline_only(pytester):
-    pytester.makepyfile(test_gated=GATED)
-    result = pytester.run(sys.executable, "-m", "pytest_graphnetz.cli", "refresh",
-                          "test_gated.py::test_graph", "-p", "no:cacheprovider")
-    assert result.ret == 0, result.stdout.str()
-    written = sorted(p.name for p in (pytester.path / "baselines" / "test_gated").glob("*.json"))
-    assert written == ["test_graph.json"]

@@ -1,5 +1,7 @@
-"""Defects found in the review of the statistics (issue 11, item 3), each pinned by a test that
-failed before its fix, checked against scipy / statsmodels or by simulation."""
+"""The statistics at the edges of real data: rounding at the margin, zeros and ties in rank and
+sign-flip tests, diverged candidates, TOST planning, too few seeds for the bootstrap. Each test
+failed before its fix (the review of issue 11, item 3); references are scipy / statsmodels or
+simulation."""
 
 from __future__ import annotations
 

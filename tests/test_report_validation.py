@@ -1,92 +1,99 @@
-"""Hostile or mistaken input: option values, task names, report files. Each is refused with a
-message that names the option, task or file, the value and the fix; nothing is coerced."""
+"""Values and files refused where they enter: a percent accuracy, a value beyond float32, wrong
+types, hostile nesting or grids, a directory. Each refusal names the cell or file, the value and
+the fix, in one line; nothing is coerced.
+"""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+import warnings
+from pathlib import Path
 
 import pytest
 
-from pytest_graphnetz import BenchmarkReport, Task
+from pytest_graphnetz import BenchmarkReport
+from pytest_graphnetz.baselines import BaselineFormatError, read_baseline, write_baseline
 from pytest_graphnetz.report import ReportFormatError
 
-# -- options -------------------------------------------------------------------------------------
+
+def _report(values: list[float], metric: str = "accuracy") -> BenchmarkReport:
+    return BenchmarkReport.from_arrays([[values]], tasks=["karate"], models=["GCN"],
+                                       seeds=range(len(values)), metric=metric)
 
 
-@pytest.mark.parametrize(("value", "message"), [
-    ("4294967296", "*'4294967296' asks for 4294967296 seeds; at most 10000 are allowed*"),
-    ("0-99999999", "*'0-99999999' asks for 100000000 seeds; at most 10000 are allowed*"),
-    ("4294967296,1", "*'4294967296,1' has seed 4294967296; seeds must be below 2**32*"),
-    ("4294967290-4294967296", "*has seed 4294967296; seeds must be below 2**32*"),
-])
-def test_huge_seed_counts_are_usage_errors_at_parse_time(pytester: pytest.Pytester, value: str,
-                                                          message: str) -> None:
-    pytester.makepyfile("def test_x(): pass")
-    result = pytester.runpytest_subprocess(f"--graphnetz-seeds={value}")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"ERROR: graphnetz: `--graphnetz-seeds`*{message}"])
-    assert "INTERNALERROR" not in result.stderr.str() + result.stdout.str()
+# -- values checked where they enter ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("args", "ini", "message"), [
-    (["--graphnetz-workers=abc"], "",
-     "ERROR: graphnetz: `--graphnetz-workers` must be a whole number of processes, got 'abc'"),
-    (["--graphnetz-alpha=five"], "",
-     "ERROR: graphnetz: `--graphnetz-alpha` must be a number, got 'five'"),
-    ([], "graphnetz_update_baselines = maybe",
-     "ERROR: graphnetz: the ini key `graphnetz_update_baselines` must be true or false*maybe*"),
-    ([], "graphnetz_workers = many",
-     "ERROR: graphnetz: the ini key `graphnetz_workers` in tox.ini must be a whole number*"),
-])
-def test_bad_option_values_name_the_option(pytester: pytest.Pytester, args: list[str], ini: str,
-                                           message: str) -> None:
-    pytester.makeini(f"[pytest]\n{ini}\n")
-    pytester.makepyfile("def test_x(): pass")
-    result = pytester.runpytest_subprocess(*args)
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([message])
+def test_from_arrays_refuses_a_percent_accuracy_naming_the_cell() -> None:
+    with pytest.raises(ValueError) as info:
+        _report([0.75, 75.3, 0.74])
+    assert str(info.value) == (
+        "cell karate/GCN, seed 1: accuracy 75.3 at epoch 0 lies outside [0, 1]: it looks like "
+        "a percent; give fractions (0.753), not percents (a metric that is not a proportion "
+        "needs another name, e.g. Task(metric=...))")
+    _report([0.0, 1.0, float("nan")])  # the bounds themselves and a diverged seed are fine
+    _report([75.3, 80.1], metric="mae")  # an unbounded metric takes any value
 
 
-# -- task names ----------------------------------------------------------------------------------
-
-
-def _loader(root):  # never called: the name is refused first
-    raise AssertionError("loaded")
-
-
-@pytest.mark.parametrize("name", ["../../../x", "/tmp/escape", "..", ".", "", "a/b", "a\\b",
-                                  "C:evil"])
-def test_a_task_name_cannot_leave_the_data_root(name: str) -> None:
-    from pytest_graphnetz.tasks import resolve_tasks
-
-    with pytest.raises(ValueError, match="cannot name a directory under the data root"):
-        Task(name, _loader)
-    with pytest.raises(ValueError, match="cannot name a directory under the data root"):
-        resolve_tasks({name: _loader})
-    with pytest.raises(ValueError, match="`category`"):
-        Task("fine", _loader, category="../up")
-
-
-def test_a_hostile_task_name_writes_nothing_outside_the_root(tmp_path) -> None:
-    from conftest import gcn, tiny_csbm
+def test_a_custom_trainer_returning_percents_is_refused_before_it_is_cached(root, tmp_path
+                                                                          ) -> None:
+    pytest.importorskip("torch")
+    from conftest import gcn, tiny_task
 
     from pytest_graphnetz import run_benchmark
+    from pytest_graphnetz.runner import TripleError
 
-    root = tmp_path / "a" / "b" / "root"
-    with pytest.raises(ValueError, match=r"rename it, e\.g\. to 'x'"):
-        run_benchmark({"../../../x": tiny_csbm}, {"GCN": gcn}, seeds=[0], device="cpu",
-                      root=root)
-    # <root>/custom/../../../x would have been tmp_path/a/x
-    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
-
-
-def test_plain_names_with_spaces_and_dots_stay_allowed(tmp_path) -> None:
-    assert Task("cora v2.1 (full)", _loader).name == "cora v2.1 (full)"
+    task = tiny_task(trainer=percent_trainer)
+    cache = tmp_path / "cache"
+    with pytest.raises(TripleError, match=r"trainer of task 'tiny': accuracy 75\.3 at epoch 1 "
+                                          r"lies outside \[0, 1\]: it looks like a percent"):
+        run_benchmark({"tiny": task}, {"GCN": gcn}, seeds=[0], device="cpu", root=root,
+                      cache_dir=cache)
+    assert not list(cache.glob("*.json"))  # nothing stored: a fixed trainer is not served this
 
 
-# -- report files --------------------------------------------------------------------------------
+def percent_trainer(model, data, *, task, device) -> dict:
+    return {"test": [0.5, 75.3]}
+
+
+def _baseline_file(tmp_path: Path, **cell: object) -> Path:
+    path = write_baseline(tmp_path / "baselines" / "test_m" / "test_a.json",
+                          _report([0.5, 0.75, 0.25]), {})
+    data = json.loads(path.read_text())
+    data["models"]["GCN"]["tasks"]["karate"]["values"].update(cell)
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize(("cell", "message"), [
+    ({"final": [0.5, "0.9", 0.25]}, "`final` must be a list of numbers"),
+    ({"final": [0.5, 1e39, 0.25], "float32": True}, "`final` 1e+39 does not fit a float32"),
+    ({"final": [0.5, 75.3, 0.25], "float32": False},
+     "accuracy 75.3 at epoch 0 lies outside [0, 1]"),
+])
+def test_baselines_refuse_what_reports_refuse_in_one_line(tmp_path: Path, cell: dict,
+                                                          message: str) -> None:
+    path = _baseline_file(tmp_path, **cell)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's overflow RuntimeWarning was printed before
+        with pytest.raises(BaselineFormatError) as info:
+            read_baseline(path)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_a_history_value_beyond_float32_is_a_format_error() -> None:
+    from pytest_graphnetz.report import history_from_json
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"a history value 1e\+39 does not fit a float32"):
+            history_from_json({"test": [0.5, 1e39], "float32": True})
+
+
+# -- report files ----------------------------------------------------------------------------------
 
 
 def _valid() -> dict:

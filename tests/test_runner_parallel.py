@@ -184,3 +184,23 @@ def test_a_dead_worker_process_is_named_and_finished_triples_are_kept(
     assert statuses[3] == "trained"
     assert finished and all(statuses[s] == "cached" for s in finished)
     assert dumps(report.to_dict()) == serial
+
+
+def test_run_benchmark_starts_no_more_processes_than_triples(root, monkeypatch) -> None:
+    pytest.importorskip("torch")
+    from conftest import gcn, tiny_task
+
+    from pytest_graphnetz import run_benchmark
+    from pytest_graphnetz.runner import workers as pool_module
+
+    sizes = []
+
+    def pool(workers, device, jobs):
+        sizes.append(workers)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(pool_module, "_process_pool", pool)
+    with pytest.raises(RuntimeError, match="stop here"):
+        run_benchmark({"tiny": tiny_task()}, {"GCN": gcn}, seeds=[0, 1], device="cpu",
+                      root=root, workers=24)
+    assert sizes == [2]

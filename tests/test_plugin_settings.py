@@ -1,0 +1,199 @@
+"""The settings a session starts with: options and ini keys refused by name, the pinned device,
+workers, the session header, and which gates a selection runs. Real pytest sessions (pytester).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+# In-process pytester runs drop modules first imported inside them; scipy's extensions and torch
+# do not survive a second import: load the gates and the runner (and what they use) here, once.
+pytest.importorskip("scipy.stats")
+pytest.importorskip("scipy.optimize")
+pytest.importorskip("torch")
+pytest.importorskip("torch_geometric.nn")
+import pytest_graphnetz.gates  # noqa: E402,F401
+import pytest_graphnetz.runner  # noqa: E402,F401
+
+# -- workers, ini keys and the device --------------------------------------------------------------
+
+
+SHOW_WORKERS = """
+def test_settings(pytestconfig):
+    from pytest_graphnetz.plugin import STASH_KEY
+
+    print("WORKERS=%d" % pytestconfig.stash[STASH_KEY].settings.workers)
+"""
+
+
+def test_workers_beyond_the_cpus_are_clamped_with_a_note(pytester: pytest.Pytester) -> None:
+    import os
+
+    pytester.makepyfile(SHOW_WORKERS)
+    result = pytester.runpytest("-s", "--graphnetz-workers=100000")
+    result.assert_outcomes(passed=1, warnings=1)
+    cpus = os.cpu_count() or 1
+    result.stdout.fnmatch_lines([
+        f"*WORKERS={cpus}",
+        f"*graphnetz: `--graphnetz-workers` asks for 100000 processes but this machine has "
+        f"{cpus} CPU(s); using {cpus}"])
+
+
+@pytest.mark.parametrize(("ini", "message"), [
+    ("graphnetz_workers = 0",
+     "graphnetz: the ini key `graphnetz_workers` in tox.ini must be >= 1, got 0"),
+    ("graphnetz_alpha = 0.7",
+     "graphnetz: the ini key `graphnetz_alpha` in tox.ini must lie in (0, 0.5), got 0.7"),
+    ("graphnetz_deterministic = maybe",
+     "graphnetz: the ini key `graphnetz_deterministic` in tox.ini: expected one of on, warn, "
+     "off, got 'maybe'"),
+])
+def test_bad_ini_values_are_named_by_their_ini_key(pytester: pytest.Pytester, ini: str,
+                                                   message: str) -> None:
+    pytester.makeini(f"[pytest]\n{ini}\n")
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in result.stderr.str()
+
+
+def test_a_device_index_in_superscript_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("torch")
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest_subprocess("--graphnetz-device=cuda:²")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: graphnetz: `--graphnetz-device` / `graphnetz_device`: "
+                                 "device='cuda:²' is not a device; use 'cuda' or 'cuda:<index>'"])
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
+# -- the settings in effect, in the session header -------------------------------------------------
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    ([], "graphnetz: seeds 0-9 (10), α 0.05, δ 0.01 for [[]0, 1[]] metrics, device auto, "
+         "workers 1, cache .pytest_cache/d/graphnetz"),
+    (["--graphnetz-seeds=5..20", "--graphnetz-alpha=0.01", "--graphnetz-min-effect=0.02",
+      "--graphnetz-device=cpu", "--graphnetz-no-cache", "--graphnetz-update-baselines"],
+     "graphnetz: seeds 5..20 adaptive, α 0.01, δ 0.02, device cpu, workers 1, cache off, "
+     "updating baselines"),
+    (["--graphnetz-seeds=1,4,7", "--graphnetz-cache-dir=ci-cache"],
+     "graphnetz: seeds 1,4,7, α 0.05, δ 0.01 for [[]0, 1[]] metrics, device auto, workers 1, "
+     "cache ci-cache"),
+])
+def test_the_session_header_shows_the_settings_in_effect(pytester: pytest.Pytester,
+                                                         args: list[str], line: str) -> None:
+    from pytest_graphnetz.gates import DEFAULT_MIN_EFFECT
+
+    assert DEFAULT_MIN_EFFECT == 0.01  # the header's default, written out there
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest(*args)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([line])
+
+
+# -- option values ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("4294967296", "*'4294967296' asks for 4294967296 seeds; at most 10000 are allowed*"),
+    ("0-99999999", "*'0-99999999' asks for 100000000 seeds; at most 10000 are allowed*"),
+    ("4294967296,1", "*'4294967296,1' has seed 4294967296; seeds must be below 2**32*"),
+    ("4294967290-4294967296", "*has seed 4294967296; seeds must be below 2**32*"),
+])
+def test_huge_seed_counts_are_usage_errors_at_parse_time(pytester: pytest.Pytester, value: str,
+                                                          message: str) -> None:
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest_subprocess(f"--graphnetz-seeds={value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: graphnetz: `--graphnetz-seeds`*{message}"])
+    assert "INTERNALERROR" not in result.stderr.str() + result.stdout.str()
+
+
+@pytest.mark.parametrize(("args", "ini", "message"), [
+    (["--graphnetz-workers=abc"], "",
+     "ERROR: graphnetz: `--graphnetz-workers` must be a whole number of processes, got 'abc'"),
+    (["--graphnetz-alpha=five"], "",
+     "ERROR: graphnetz: `--graphnetz-alpha` must be a number, got 'five'"),
+    ([], "graphnetz_update_baselines = maybe",
+     "ERROR: graphnetz: the ini key `graphnetz_update_baselines` must be true or false*maybe*"),
+    ([], "graphnetz_workers = many",
+     "ERROR: graphnetz: the ini key `graphnetz_workers` in tox.ini must be a whole number*"),
+])
+def test_bad_option_values_name_the_option(pytester: pytest.Pytester, args: list[str], ini: str,
+                                           message: str) -> None:
+    pytester.makeini(f"[pytest]\n{ini}\n")
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest_subprocess(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+# -- the pinned device -----------------------------------------------------------------------------
+
+
+TWO_GATES = """
+import pytest
+
+pytestmark = pytest.mark.graphnetz
+
+
+def test_one(graphnetz_run):
+    graphnetz_run("social", {})
+
+
+def test_two(graphnetz_run):
+    graphnetz_run("social", {})
+"""
+
+
+@pytest.mark.parametrize("device", ["cuda:99", "tpu"])
+def test_absent_pinned_device_is_one_usage_error_at_session_start(pytester, device):
+    pytester.makepyfile(test_gates=TWO_GATES)
+    result = pytester.runpytest(f"--graphnetz-device={device}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = result.stderr.str()
+    assert errors.count("--graphnetz-device") == 1 and device in errors, errors
+    assert "collected" not in result.stdout.str()  # no test ran, none failed one by one
+
+
+# -- selecting gates -------------------------------------------------------------------------------
+
+
+MARKED = """
+import pytest
+
+pytestmark = pytest.mark.graphnetz
+
+
+def test_graph_classification():
+    pass
+
+
+def test_node_task():
+    pass
+
+
+@pytest.mark.slow
+def test_slow_node_task():
+    pass
+"""
+
+
+@pytest.mark.parametrize("args, selected", [
+    (["-k", "graph"], ["test_graph_classification"]),
+    (["-k", "not graph"], ["test_node_task", "test_slow_node_task"]),
+    (["-k", "node and not slow"], ["test_node_task"]),
+    (["-k", "slow"], ["test_slow_node_task"]),             # other markers still match -k
+    (["-m", "graphnetz"], ["test_graph_classification", "test_node_task", "test_slow_node_task"]),
+    (["-m", "graphnetz", "-k", "graph"], ["test_graph_classification"]),
+    (["-m", "not graphnetz", "-k", "node"], []),
+    (["-k", "graphnetz"], ["test_graph_classification", "test_node_task",   # asked by name
+                           "test_slow_node_task"]),
+])
+def test_k_does_not_match_the_graphnetz_marker(pytester, args, selected):
+    pytester.makeini("[pytest]\nmarkers =\n    slow: slow\n")
+    pytester.makepyfile(test_marked=MARKED)
+    result = pytester.runpytest("--collect-only", "-q", *args)
+    got = [line.split("::")[1] for line in result.stdout.lines if "::" in line]
+    assert got == selected
