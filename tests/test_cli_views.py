@@ -59,7 +59,7 @@ MARKDOWN = {method: "\n".join([
     "### Findings", "",
     "| task | pair (a vs b) | Δ (+: a better) [95% CI] | p (Holm) | n | finding |",
     "|---|---|---|---|---|---|",
-    "| karate | GIN vs GCN | +0.180 [+0.154, +0.206] | 8.07e-08 | 10 | GIN better |", "",
+    "| karate | GIN vs GCN | +0.180 [+0.154, +0.206] | 8.1e-08 | 10 | GIN better |", "",
     "_Paired t-test on per-seed differences, Holm-corrected over the pairs of each task, "
     f"alpha = 0.05. *Italics*: the two models' 95% {NAME[method]} intervals overlap — a "
     "caution only; overlapping intervals can still differ under the paired test._", ""])
