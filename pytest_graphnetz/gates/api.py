@@ -35,7 +35,8 @@ def assert_not_worse(report: BenchmarkReport, baseline: BaselineLike, *, test: s
                      margin: float = 0.0, min_effect: float | None = None,
                      alpha: float | None = None, strict: bool | None = None,
                      rng: Any = None, suite: bool = False,
-                     suite_min_effect: float | None = None) -> list[CellVerdict]:
+                     suite_min_effect: float | None = None,
+                     rerun_safe: bool | None = None) -> list[CellVerdict]:
     """Fail on paired evidence that ``report`` is worse than ``baseline`` by more than ``margin``.
 
     Per cell, d = candidate − baseline (sign flipped for lower-is-better metrics), the first of:
@@ -60,12 +61,19 @@ def assert_not_worse(report: BenchmarkReport, baseline: BaselineLike, *, test: s
     suite weight 0.5; docs/guarantees.md). Tasks of another metric, and k-fold tasks, are left
     out of it (a note says so). An adaptive report is then judged at its MAX seeds: the row's
     family has one look.
+    ``rerun_safe`` (default: the session's ``--graphnetz-rerun-safe``, else True): a fixed-seed
+    run is the first look of an open-ended chain of runs and spends ρα (ρ = 0.85); a rerun of
+    the same test with more seeds after INCONCLUSIVE is judged as the chain's next look, so
+    rerunning on the advice keeps every error rate (docs/guarantees.md). Paired t cells without
+    folds, in calls without a suite row; adaptive reports are not rerun-safe. False: each run
+    is judged alone at ``alpha`` (for a team that never reruns).
     Returns one :class:`CellVerdict` per candidate cell, then one per suite row.
     """
     __tracebackhide__ = True
     return _comparison_gate("not_worse", report, baseline, test=test, margin=margin,
                             min_effect=min_effect, alpha=alpha, strict=strict, rng=rng,
-                            suite=suite, suite_min_effect=suite_min_effect)
+                            suite=suite, suite_min_effect=suite_min_effect,
+                            rerun_safe=rerun_safe)
 
 
 def assert_better(report: BenchmarkReport, baseline: BaselineLike, *, test: str = "paired",
@@ -135,7 +143,8 @@ def assert_ci_width(report: BenchmarkReport, max_width: float, *,
 def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike, *, test: str,
                      margin: float, alpha: float | None, strict: bool | None,
                      rng: Any, min_effect: float | None = None, suite: bool = False,
-                     suite_min_effect: float | None = None) -> list[CellVerdict]:
+                     suite_min_effect: float | None = None,
+                     rerun_safe: bool | None = None) -> list[CellVerdict]:
     # Hidden from pytest's traceback (as are the helpers below): a failing gate shows the test's
     # own line and the verdict message, not the plugin's frames and their locals.
     __tracebackhide__ = True
@@ -144,6 +153,8 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
     strict = strict if strict is not None else (observer.strict if observer else False)
     if min_effect is None and observer is not None:
         min_effect = observer.min_effect
+    if rerun_safe is None:
+        rerun_safe = observer.rerun_safe if observer is not None else True
     if isinstance(report, Schedule):
         # Saved once the seeds it is judged on are trained (below); from this gate's extensions.
         since = len(report.extensions)
@@ -176,8 +187,10 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
             verdicts = compare_reports(report, base, gate=gate, test=test, margin=margin,
                                        min_effect=min_effect, alpha=alpha, strict=strict,
                                        source=source, rng=rng, refresh_command=command,
-                                       suite=suite, suite_min_effect=suite_min_effect)
-            header = f"{_TITLE[gate]} against {source} ({_config(verdicts)})"
+                                       suite=suite, suite_min_effect=suite_min_effect,
+                                       rerun_safe=rerun_safe,
+                                       chains=observer.chains if observer is not None else None)
+            header = f"{_TITLE[gate]} against {source} ({_config(verdicts, alpha=alpha)})"
     except AssertionError:
         raise  # a refused refresh: its rows are recorded already
     except (GateRefusal, BaselineError) as exc:
@@ -242,8 +255,10 @@ def _refresh(gate: str, report: BenchmarkReport, handle: BaselineHandle, *, test
 
     def judge(candidate: BenchmarkReport, reference: BenchmarkReport,
               source: str) -> list[CellVerdict]:
+        # A refresh is judged alone at alpha: the ratchet is not a rerun of a gate.
         return compare_reports(candidate, reference, gate="not_worse", test=test, margin=margin,
-                               min_effect=min_effect, alpha=alpha, source=source, rng=rng)
+                               min_effect=min_effect, alpha=alpha, source=source, rng=rng,
+                               rerun_safe=False)
 
     outcome = refresh(handle, report, judge)
     status = "UPDATED" if outcome.written else "REFUSED"
@@ -275,15 +290,18 @@ def _load(baseline: BaselineLike) -> tuple[str, BenchmarkReport]:
 
 
 
-def _config(verdicts: Sequence[CellVerdict]) -> str:
+def _config(verdicts: Sequence[CellVerdict], alpha: float | None = None) -> str:
     c = verdicts[0].comparison
-    text = f"{c.test}, alpha {fmt_num(c.alpha)}, margin {fmt_num(c.margin)}"
+    alpha = c.alpha if alpha is None else alpha
+    text = f"{c.test}, alpha {fmt_num(alpha)}, margin {fmt_num(c.margin)}"
     if c.kind != "not_worse":
         return text + (", every cell must pass (no Holm needed)" if len(verdicts) > 1 else "")
     effects = sorted({fmt_num(v.comparison.min_effect) for v in verdicts})
     text += f", min_effect {'/'.join(effects)}"
     rows = sum(v.task == SUITE for v in verdicts)
     tested = sum(v.verdict != "IDENTICAL" for v in verdicts if v.task != SUITE)
+    if any(v.comparison.alpha < alpha for v in verdicts if v.task != SUITE):
+        text += ", rerun-safe seeds (docs/guarantees.md)"
     if rows:
         return text + (f", weighted Holm across the {tested} tested cells and {rows} suite "
                        f"row(s) (suite weight {DEFAULT_SUITE_WEIGHT:g})")

@@ -27,6 +27,7 @@ from ..verdicts import (
     failed_verdict,
     verdict_name,
 )
+from .chain import chain_notes
 
 
 @dataclass
@@ -50,13 +51,17 @@ class _Cell:
     tested: bool = True         # in the Holm family (not IDENTICAL, not diverged)
     sources: dict[int, BenchmarkReport] = field(default_factory=dict)
     family: Any = None          # (FamilyDecision, index) once the family is decided
+    chain: Any = None           # its .chain.ChainLook under rerun-safe seeds (design: the chain's)
 
     @property
     def look_seeds(self) -> list[int]:
         return self.seeds[:self.design.looks[self.look]]
 
     def compare(self, *, test: str, margin: float, alpha: float, rng: Any) -> Any:
-        """The comparison at exactly this look's seeds."""
+        """The comparison at exactly this look's seeds; a rerun chain's look at the level it
+        tests (its nominal: ρα at a first run), so p, interval, MDE and plan read at it."""
+        if self.chain is not None:
+            alpha = self.design.nominal[self.look]
         seeds = self.look_seeds
         cell: dict[str, Any] = {"candidate": np.array([self.candidate[s] for s in seeds]),
                 "baseline": np.array([self.baseline[s] for s in seeds]),
@@ -129,7 +134,14 @@ class _Cell:
             collapsed = collapse_notes([self.baseline[s] for s in seeds],
                                        [self.candidate[s] for s in seeds], seeds,
                                        higher_is_better=self.spec.higher_is_better)
+        chain_note = ""
+        if self.chain is not None and name != "IDENTICAL":
+            spent = self.design.spent[k]
+            comp = replace(comp, notes=(*comp.notes, *chain_notes(
+                self.chain, spent, self.design.alpha, self.design.rho)))
+            chain_note = self.chain.describe(spent, self.design.alpha)
         table_note = "; ".join(x for x in (
+            chain_note,
             CHANGED_MODEL_NOTE if changed else "",
             collapsed[1],
             # NOT WORSE at −margin must never be silent: the row says so, not only a message
@@ -154,6 +166,16 @@ class _Cell:
         if (comp.verdict is not stats.Verdict.INCONCLUSIVE or self.min_effect is None
                 or not math.isfinite(comp.sd_diff)):
             return comp.seeds_needed
+        if self.chain is not None and self.folds is None:
+            # the next run of the chain, planned for its own boundary (stats.rerun)
+            from ..stats.rerun import rerun_seeds_needed
+
+            m = max(round(comp.alpha / level), 1) if level > 0 else 1   # Holm's m
+            needed = rerun_seeds_needed(
+                self.design.looks, comp.sd_diff, self.min_effect, margin=comp.margin,
+                alpha=self.design.alpha, alpha_regressed=self.design.alpha / m,
+                rho=self.design.rho, power=comp.power)
+            return None if needed is None else max(needed, self.design.looks[-1] + 1)
         if self.folds is not None:
             from ..stats.heldout import fold_ratio
             from ..stats.planning import fold_seeds_for_min_effect

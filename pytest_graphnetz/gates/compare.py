@@ -31,6 +31,7 @@ from ..verdicts import (
     verdict_name,
 )
 from .cells import _Cell, _fold_cell, _min_effect, _min_effect_error, decide_cells
+from .chain import ChainLook, ChainRecord, ChainStore, chain_key, plan_chain, side_digest
 from .suite import _suite_family, _SuiteRow, suite_rows
 
 # "paired" is the default spelling of the paired t-test; every test here pairs by seed.
@@ -66,13 +67,19 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
                     test: str = "paired-t", margin: float = 0.0, min_effect: float | None = None,
                     alpha: float = 0.05, strict: bool = False, source: str = "the baseline",
                     rng: Any = None, refresh_command: str | None = None, suite: bool = False,
-                    suite_min_effect: float | None = None) -> list[CellVerdict]:
+                    suite_min_effect: float | None = None, rerun_safe: bool = True,
+                    chains: ChainStore | None = None) -> list[CellVerdict]:
     """Every candidate cell of ``report`` against ``baseline`` (``not_worse``: Holm across the
     tested cells, on the one decision path as a single look, :func:`decide_cells`; ``suite``:
     the suite rows after the cells, see :func:`assert_not_worse`); raises
     nothing but :class:`GateRefusal` / :class:`BaselineMissingError` (the gates decide what
     fails), and ``ValueError`` for a ``min_effect`` not above ``margin``.
     ``min_effect`` None: each task's :func:`default_min_effect`.
+
+    ``rerun_safe`` (not-worse, paired t, cells without folds, no suite row): each cell is a look
+    of its rerun chain (:mod:`.chain`): a first run at ρα, or, with ``chains`` (the test's
+    record store) holding an INCONCLUSIVE earlier run of the same cell on seeds these contain,
+    the chain's next look. False: one look at ``alpha``, as before rerun-safe seeds.
     """
     __tracebackhide__ = True
     if gate == "not_worse" and min_effect is not None and not min_effect > margin:
@@ -96,12 +103,15 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
         for task in report.tasks:
             spec = report.metric(task)
             for model in report.models:
-                cells.append(_Cell(
+                one = _Cell(
                     task, model, spec, list(seeds), design,
                     dict(zip(seeds, report.values(task, model)[cand_idx].tolist(), strict=True)),
                     dict(zip(seeds, baseline.values(task, model)[base_idx].tolist(),
                              strict=True)),
-                    _min_effect(spec, margin, min_effect), report.folds(task)))
+                    _min_effect(spec, margin, min_effect), report.folds(task))
+                if rerun_safe and not suite and test == "paired-t" and one.folds is None:
+                    _join_chain(one, report, baseline, chains, margin=margin, alpha=alpha)
+                cells.append(one)
         rows: list[_SuiteRow] = []
         family = None
         if suite:
@@ -113,6 +123,9 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
             if rows:
                 family = _suite_family(rows, alpha)
         decide_cells(cells, test=test, margin=margin, alpha=alpha, rng=rng, family=family)
+        if chains is not None:
+            for c in cells:
+                _record_chain(c, report, baseline, chains)
         return [*(c.verdict_of(report, baseline, strict=strict, notes=notes,
                                refresh_command=refresh_command) for c in cells),
                 *(r.verdict_of(report, baseline, strict=strict, notes=notes,
@@ -240,3 +253,46 @@ def _train_look(report: Any, base: BenchmarkReport, cells: Sequence[_Cell], sour
                                     sorted(checked.pop(key)), source)
 
 
+
+def _digests(report: BenchmarkReport, baseline: BenchmarkReport, cell: _Cell,
+             seeds: Sequence[int]) -> tuple[str, str]:
+    """Each side of ``cell`` at ``seeds``, as a chain record keeps it (:func:`side_digest`)."""
+    def prints(r: BenchmarkReport) -> dict[int, Any]:
+        model = r.fingerprints.get("model", {}).get(cell.model, {})
+        return {s: [model.get(s), r.data_fingerprint(cell.task, s)] for s in seeds}
+
+    return (side_digest(cell.candidate, seeds, prints(report)),
+            side_digest(cell.baseline, seeds, prints(baseline)))
+
+
+def _join_chain(cell: _Cell, report: BenchmarkReport, baseline: BenchmarkReport,
+                chains: ChainStore | None, *, margin: float, alpha: float) -> None:
+    """Give ``cell`` its rerun chain's look and design (a first run without ``chains``)."""
+    from ..stats.rerun import DEFAULT_RHO, rerun_design
+
+    if chains is None:
+        look = ChainLook("", tuple(cell.seeds), (len(cell.seeds),), ())
+    else:
+        key = chain_key(chains.test, cell.task, cell.model, cell.spec.name,
+                        cell.spec.higher_is_better, stat_test="paired-t", margin=margin,
+                        min_effect=cell.min_effect, alpha=alpha, rho=DEFAULT_RHO)
+        cand, base = _digests(report, baseline, cell, cell.seeds)
+        look = plan_chain(chains, key, cell.seeds, cand, base,
+                          lambda seeds: _digests(report, baseline, cell, seeds))
+    cell.seeds = list(look.seeds)
+    cell.chain = look
+    cell.design = rerun_design(look.looks[:-1], look.looks[-1], alpha=alpha, rho=DEFAULT_RHO)
+
+
+def _record_chain(cell: _Cell, report: BenchmarkReport, baseline: BenchmarkReport,
+                  chains: ChainStore) -> None:
+    """After the decision: the cell's chain as it now stands (an IDENTICAL or untested cell
+    leaves no record: it spent nothing)."""
+    look = cell.chain
+    if look is None or not look.key or not cell.tested:
+        return
+    seeds = cell.seeds[:cell.design.looks[-1]]
+    cand, base = _digests(report, baseline, cell, seeds)
+    chains.write(look.key, ChainRecord(tuple(cell.design.looks),
+                                       (*look.prior, verdict_name(cell.verdict)),
+                                       tuple(seeds), cand, base))
