@@ -80,7 +80,7 @@ def test_model_order_changes_no_number(root):
 def test_reseeding_once_per_sweep_changes_numbers(root, monkeypatch):
     """Teeth: without the per-triple reseed, later triples draw from a shifted stream."""
     proper = _run(root)
-    real = runner._reseed
+    real = runner.environment.reseed
     calls = []
 
     def once(seed: int) -> None:
@@ -88,7 +88,7 @@ def test_reseeding_once_per_sweep_changes_numbers(root, monkeypatch):
             real(seed)
         calls.append(seed)
 
-    monkeypatch.setattr(runner, "_reseed", once)
+    monkeypatch.setattr(runner.environment, "reseed", once)
     broken = _run(root)
     assert len(calls) == 2 * len(proper.triples())  # before loading and before building
     first, *later = proper.triples()

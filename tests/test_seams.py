@@ -265,7 +265,8 @@ def test_run_benchmark_starts_no_more_processes_than_triples(root, monkeypatch) 
     pytest.importorskip("torch")
     from conftest import gcn, tiny_task
 
-    from pytest_graphnetz import run_benchmark, runner
+    from pytest_graphnetz import run_benchmark
+    from pytest_graphnetz.runner import workers as pool_module
 
     sizes = []
 
@@ -273,7 +274,7 @@ def test_run_benchmark_starts_no_more_processes_than_triples(root, monkeypatch) 
         sizes.append(workers)
         raise RuntimeError("stop here")
 
-    monkeypatch.setattr(runner, "_process_pool", pool)
+    monkeypatch.setattr(pool_module, "_process_pool", pool)
     with pytest.raises(RuntimeError, match="stop here"):
         run_benchmark({"tiny": tiny_task()}, {"GCN": gcn}, seeds=[0, 1], device="cpu",
                       root=root, workers=24)

@@ -227,7 +227,7 @@ def test_short_schedules_design_without_a_runtime_warning():
     output: a float32 χ² path draw of exactly 0. That path's t is ±inf, which is its limit."""
     import warnings
 
-    from pytest_graphnetz.stats.sequential import _design
+    from pytest_graphnetz.stats.boundaries import _design
 
     for lo, hi in [(3, 6), (3, 5)]:
         _design.cache_clear()

@@ -23,7 +23,7 @@ import pytest
 pytest.importorskip("scipy.stats")
 pytest.importorskip("scipy.optimize")
 import pytest_graphnetz.gates  # noqa: E402,F401
-from pytest_graphnetz.plugin import _OPTIONS  # noqa: E402
+from pytest_graphnetz.plugin import OPTIONS  # noqa: E402
 from pytest_graphnetz.text import code_block  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,7 +73,7 @@ def test_the_schema_check_catches_a_broken_workflow(tmp_path: Path) -> None:
 
 def test_workflow_restores_the_cache_gates_uploads_and_comments() -> None:
     workflow = load_workflow()
-    known = {f"--graphnetz-{o.name}" for o in _OPTIONS}
+    known = {f"--graphnetz-{o.name}" for o in OPTIONS}
     command = step(workflow, "Gates")["run"]
     used = set(re.findall(r"--graphnetz-[a-z-]+", command))
     assert used <= known, f"the workflow uses options the plugin does not have: {used - known}"

@@ -1,0 +1,280 @@
+"""Project code: every module of the user's project that a run depends on, for the cache key
+(:func:`project_code_key`), and what counts as the user's code (:func:`is_project_file`)."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import functools
+import hashlib
+import inspect
+import os
+import sys
+import types
+import warnings
+from collections.abc import Iterable
+from typing import Any
+
+
+def project_code_key(targets: Iterable[Any]) -> str:
+    """sha256 hex of the project code ``targets`` depend on, for a cache key.
+
+    ``targets``: functions, classes, callable objects, ``functools.partial`` objects, modules,
+    or paths (``str`` / ``os.PathLike``) of Python scripts. A command task (a script run in a
+    subprocess) passes its script's path and gets the same closure an in-process trainer gets.
+
+    What is in the key:
+
+    - The *closure*: each target's module (for a callable, the module defining it; for a path,
+      the script), every module its source imports (``import`` and ``from ... import``
+      statements anywhere in the file, inside functions and ``try`` blocks too, and
+      ``importlib.import_module("literal")``), transitively, and the packages above each one
+      (importing ``a.b`` runs ``a/__init__.py``). Only project modules are followed.
+    - A *project module* is a ``.py`` file outside the library locations: the standard library
+      and site-packages directories of this interpreter (:mod:`sysconfig`, :mod:`site`), any
+      directory named ``site-packages`` or ``dist-packages`` (other virtual environments, tox
+      environments) and pytest-graphnetz's own package. So a project's own modules, a sibling
+      checkout on ``PYTHONPATH`` and an editable install all count as code; an installed
+      library does not.
+    - Each project module counts by its whole normalised code (syntax tree without docstrings,
+      so comments, docstrings and formatting do not count): every module-level statement is
+      in, e.g. an ``argparse`` default, a constant, a helper's body, a loss function in another
+      file. A module that does not parse counts by its raw bytes.
+    - Every other imported top-level module (a library) counts by its version: its
+      ``__version__`` when imported, else that of the installed distribution of its name
+      (``importlib.metadata``); the standard library by nothing here (the Python version is in
+      the runner's key).
+
+    Not in the key: values computed at run time from outside the code (environment variables,
+    files, the command line, a module global changed by a caller), files the code reads (the
+    runner stamps a loader's data files apart), modules imported only under a computed name.
+    Paths never enter the key, so a checkout in another directory shares it.
+
+    Imports resolve as Python would at run time: a module already imported in this process is
+    taken from ``sys.modules``, any other is searched on ``sys.path`` (a script's own directory
+    first) without being imported; one that cannot be found is skipped. Each module's code is
+    parsed once per process and file version (path, size, mtime); a call costs a ``stat`` per
+    module of the closure.
+    """
+    # (module name, source file, search path, whether to resolve without sys.modules)
+    todo: list[tuple[str, str | None, tuple[str, ...], bool]] = []
+    for target in targets:
+        todo.append(_target_module(target))
+    digests: set[str] = set()
+    libraries: set[str] = set()
+    seen: set[str] = set()
+    while todo:
+        name, file, search, fresh = todo.pop()
+        if file is None or not is_project_file(file):
+            libraries.add(name.partition(".")[0])
+            continue
+        if file in seen:
+            continue
+        seen.add(file)
+        try:
+            stat = os.stat(file)
+            digest, imports = _module_code(file, stat.st_mtime_ns, stat.st_size)
+        except OSError as exc:  # unreadable: its name and the error stand in for its code
+            digests.add(f"unreadable {name}: {type(exc).__name__}")
+            continue
+        digests.add(digest)
+        package = name if os.path.basename(file) == "__init__.py" else name.rpartition(".")[0]
+        for module, members in _absolute_imports(imports, package):
+            parts = module.split(".")
+            for i in range(1, len(parts) + 1):  # `import a.b` runs a/__init__.py too
+                found, found_file = _locate(".".join(parts[:i]), search, fresh)
+                if found:
+                    todo.append((".".join(parts[:i]), found_file, search, fresh))
+            if found and found_file is not None and is_project_file(found_file) \
+                    and os.path.basename(found_file) == "__init__.py":
+                # `from package import name`: name may be a submodule (of a project package
+                # only: a library's submodules count through its version already).
+                for member in members:
+                    found, found_file = _locate(f"{module}.{member}", search, fresh)
+                    if found:
+                        todo.append((f"{module}.{member}", found_file, search, fresh))
+    payload = {"modules": sorted(digests), "libraries": _library_versions(libraries)}
+    return hashlib.sha256(repr(sorted(payload.items())).encode()).hexdigest()
+
+
+def _target_module(target: Any) -> tuple[str, str | None, tuple[str, ...], bool]:
+    """``(module name, source file or None, import search path, fresh)`` where ``target``
+    lives; ``fresh`` for a script, whose imports resolve as in a new process (not through
+    this process's ``sys.modules``)."""
+    if isinstance(target, (str, os.PathLike)):
+        path = os.path.abspath(os.fspath(target))
+        return "__main__", _source_file(path), (os.path.dirname(path), *sys.path), True
+    while isinstance(target, functools.partial):
+        target = target.func
+    module: types.ModuleType | None
+    if inspect.ismodule(target):
+        module = target
+    else:
+        target = getattr(target, "__func__", target)  # a bound method: its function
+        owner = target if inspect.isfunction(target) or inspect.isclass(target) else type(target)
+        module = sys.modules.get(getattr(owner, "__module__", None) or "")
+    if module is None:
+        return "", None, tuple(sys.path), False
+    return (module.__name__, _source_file(getattr(module, "__file__", None)), tuple(sys.path),
+            False)
+
+
+def _source_file(file: str | None) -> str | None:
+    """The absolute path of ``file`` when it is Python source (not bytecode or a C extension)."""
+    if not file or not file.endswith(".py"):
+        return None
+    return os.path.abspath(file)
+
+
+def _locate(name: str, search: tuple[str, ...], fresh: bool) -> tuple[bool, str | None]:
+    """Whether module ``name`` exists, and its source file (None: builtin, extension...);
+    ``fresh``: as a new process would find it, ignoring ``sys.modules``."""
+    module = None if fresh else sys.modules.get(name)
+    if module is not None:
+        return True, _source_file(getattr(module, "__file__", None))
+    spec = _find_spec(name, search, fresh)
+    if spec is None:
+        return False, None
+    return True, _source_file(spec.origin if spec.has_location else None)
+
+
+def _find_spec(name: str, search: tuple[str, ...], fresh: bool) -> Any:
+    """The spec of ``name`` found on the file system, importing nothing (None: not found)."""
+    from importlib.machinery import PathFinder
+
+    parent = name.rpartition(".")[0]
+    if parent:
+        imported = None if fresh else sys.modules.get(parent)
+        if imported is not None:
+            locations = getattr(imported, "__path__", None)
+        else:
+            parent_spec = _find_spec(parent, search, fresh)
+            locations = None if parent_spec is None else parent_spec.submodule_search_locations
+        if not locations:
+            return None
+        search = tuple(locations)
+    try:
+        return PathFinder.find_spec(name, list(search))
+    except (ImportError, ValueError, OSError):
+        return None
+
+
+def _absolute_imports(imports: tuple[tuple[str, int, tuple[str, ...]], ...],
+                      package: str) -> list[tuple[str, tuple[str, ...]]]:
+    """``(absolute module name, imported names)`` of ``imports`` (from :func:`_module_code`),
+    relative ones resolved against ``package``; ones that cannot resolve are left out."""
+    out = []
+    for module, level, members in imports:
+        if level:
+            bits = package.rsplit(".", level - 1) if package else []
+            if len(bits) < level:
+                continue  # a relative import above the top package fails at run time too
+            module = bits[0] + (f".{module}" if module else "")
+        if module:
+            out.append((module, members))
+    return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _module_code(path: str, mtime_ns: int, size: int) -> tuple[str, tuple]:
+    """``(sha256 of the normalised code, imports)`` of the source file ``path`` at this version
+    (``mtime_ns`` and ``size`` key the memo); imports are ``(module, level, names)``."""
+    import re
+
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    try:
+        with warnings.catch_warnings():  # the user's SyntaxWarnings are Python's to report
+            warnings.simplefilter("ignore")
+            tree = ast.parse(raw, filename=path)
+    except (SyntaxError, ValueError):
+        return hashlib.sha256(raw).hexdigest(), ()
+    imports: list[tuple[str, int, tuple[str, ...]]] = []
+    _strip_statements(tree.body, imports, docstring=True)
+    # importlib.import_module("name") / __import__("name") with a literal name
+    for match in re.finditer(rb"(?:import_module|__import__)\(\s*['\"]([\w.]+)['\"]", raw):
+        imports.append((match.group(1).decode(), 0, ()))
+    code = ast.dump(tree)
+    return hashlib.sha256(code.encode()).hexdigest(), tuple(imports)
+
+
+def _strip_statements(body: list[ast.stmt], imports: list, *, docstring: bool) -> None:
+    """Remove the docstrings of the modules, classes and functions in ``body`` (in place) and
+    collect its import statements, at any depth. Walks statements only (imports and
+    definitions are statements): a full :func:`ast.walk` costs several times as much."""
+    if docstring and body and isinstance(body[0], ast.Expr) \
+            and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+        del body[0]
+        if not body:
+            body.append(ast.Pass())
+    for node in body:
+        if isinstance(node, ast.Import):
+            imports.extend((alias.name, 0, ()) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            imports.append((node.module or "", node.level,
+                            tuple(a.name for a in node.names if a.name != "*")))
+        definition = isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(node, field, None)
+            if isinstance(inner, list):
+                _strip_statements(inner, imports, docstring=definition and field == "body")
+        for inner in (*getattr(node, "handlers", ()), *getattr(node, "cases", ())):
+            _strip_statements(inner.body, imports, docstring=False)
+
+
+def is_project_file(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a ``.py`` file of the user's code: one outside every library location
+    (see :func:`project_code_key`)."""
+    path = os.fspath(path)
+    return path.endswith(".py") and not in_library_location(path)
+
+
+@functools.lru_cache(maxsize=16384)
+def in_library_location(path: str) -> bool:
+    """Whether ``path`` lies in this interpreter's standard library or site-packages, in any
+    directory named ``site-packages`` or ``dist-packages``, or in pytest-graphnetz itself."""
+    real = os.path.realpath(path)
+    parts = real.split(os.sep)
+    if "site-packages" in parts or "dist-packages" in parts:
+        return True
+    return any(real == d or real.startswith(d + os.sep) for d in _library_dirs())
+
+
+@functools.lru_cache(maxsize=1)
+def _library_dirs() -> tuple[str, ...]:
+    import site
+    import sysconfig
+
+    # Not sys.prefix itself: a system Python's prefix is /usr, and a project under /usr/src
+    # would then not count as code at all.
+    dirs = [sysconfig.get_paths().get(key) for key in ("stdlib", "platstdlib", "purelib",
+                                                       "platlib")]
+    with contextlib.suppress(AttributeError):  # some embedded interpreters lack these
+        dirs += site.getsitepackages() + [site.getusersitepackages()]
+    # pytest-graphnetz itself counts by its version (and its built-in trainers by their code,
+    # in the trainer's identity), also when run from a checkout: hashing its 40 modules would
+    # cost every session here a second.
+    # (this file is pytest_graphnetz/fingerprint/project.py: the package is two levels up)
+    dirs.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return tuple(sorted({os.path.realpath(d) for d in dirs if d}))
+
+
+def _library_versions(tops: set[str]) -> list[str]:
+    """``top==version`` for each non-stdlib top-level module in ``tops``: its ``__version__``
+    when imported, else the version of the distribution of that name ("?" when neither).
+
+    (Not ``importlib.metadata.packages_distributions``: it reads every installed package's
+    file list, 0.3-1.7 s here, on every session.)"""
+    import importlib.metadata
+
+    out = []
+    for top in sorted(tops - set(sys.stdlib_module_names) - {"", "__main__"}):
+        version = getattr(sys.modules.get(top), "__version__", None)
+        if not isinstance(version, str):
+            try:
+                version = importlib.metadata.version(top)
+            except (importlib.metadata.PackageNotFoundError, ValueError):
+                version = "?"
+        out.append(f"{top}=={version}")
+    return out
+

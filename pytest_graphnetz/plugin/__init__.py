@@ -1,0 +1,72 @@
+"""The pytest plugin: options, ini keys, the ``graphnetz`` marker, fixtures and the gate summary.
+
+This package is the ``pytest11`` entry point (``pytest_graphnetz.plugin``): pytest registers it
+on every run, and finds the hooks and fixtures it re-exports below. By concept:
+
+- :mod:`.settings`: the ``--graphnetz-*`` options and ini keys, read and validated into
+  :class:`Settings` (messages name the option or the ini key the value came from);
+- :mod:`.hooks` and :mod:`.fixtures`: a few lines each, handing the work to
+- :mod:`.session`: :class:`GraphnetzSession` runs benchmarks (with live progress), hands out
+  baselines, gathers every gate row and feeds :class:`~pytest_graphnetz.summary.GateSummary`,
+  which renders the terminal table, the Markdown and the JSON;
+- :mod:`.usage`: :class:`BaselineUsage`, its own plugin object, tracks which baselines and
+  cells a run used (xdist included) and prunes or reports the rest;
+- :mod:`.selection`: ``-k`` blind to our marker's name;
+- :mod:`.keys`: the marker and the ``user_properties`` names the parts share.
+
+At import time the package touches only pytest and the standard library: the runner, the gates
+and the statistics (torch, PyG, scipy, numpy) are imported inside the functions that use them.
+
+Under pytest-xdist every worker trains through the same on-disk triple cache (file locks make
+one worker wait for another's triple instead of training it twice), and gate results travel to
+the controller in the test reports' ``user_properties``, which xdist serialises.
+"""
+
+from __future__ import annotations
+
+from .fixtures import graphnetz_baseline, graphnetz_run
+from .hooks import (
+    pytest_addoption,
+    pytest_collection_modifyitems,
+    pytest_configure,
+    pytest_report_header,
+    pytest_runtest_call,
+    pytest_terminal_summary,
+)
+from .keys import (
+    BASELINE_FILE,
+    CALIBRATION_PROPERTY,
+    GATE_PROPERTY,
+    GRAPHNETZ_TEST,
+    MARKER,
+    REPORT_PROPERTY,
+    SEEN_PROPERTY,
+    TRIPLES_PROPERTY,
+    USER_PROPERTY,
+    USES_PROPERTY,
+)
+from .session import CALIBRATION_KEY, STASH_KEY, Calibrating, GraphnetzSession
+from .settings import (
+    DEFAULT_ALPHA,
+    DEFAULT_SEEDS,
+    MAX_SEEDS,
+    OPTIONS,
+    SEED_LIMIT,
+    Option,
+    Settings,
+    header_line,
+    named,
+    parse_adaptive,
+    parse_seeds,
+)
+from .usage import USAGE_KEY, BaselineUsage
+
+__all__ = [
+    "BASELINE_FILE", "CALIBRATION_KEY", "CALIBRATION_PROPERTY", "DEFAULT_ALPHA", "DEFAULT_SEEDS",
+    "GATE_PROPERTY", "GRAPHNETZ_TEST", "MARKER", "MAX_SEEDS", "OPTIONS", "REPORT_PROPERTY",
+    "SEED_LIMIT", "SEEN_PROPERTY", "STASH_KEY", "TRIPLES_PROPERTY", "USAGE_KEY", "USER_PROPERTY",
+    "USES_PROPERTY", "BaselineUsage", "Calibrating", "GraphnetzSession", "Option", "Settings",
+    "graphnetz_baseline", "graphnetz_run", "header_line", "named", "parse_adaptive",
+    "parse_seeds", "pytest_addoption", "pytest_collection_modifyitems", "pytest_configure",
+    "pytest_report_header", "pytest_runtest_call", "pytest_terminal_summary",
+]

@@ -1,0 +1,76 @@
+"""The plugin's fixtures: ``graphnetz_run`` and ``graphnetz_baseline``, thin handles on the
+session (:class:`~.session.GraphnetzSession`).
+
+Standard library and pytest only at import: the runner and calibration load when called.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .keys import CALIBRATION_PROPERTY
+from .session import CALIBRATION_KEY, STASH_KEY, Calibrating
+
+if TYPE_CHECKING:
+    from ..baselines import BaselineHandle
+    from ..report import BenchmarkReport
+
+
+@pytest.fixture
+def graphnetz_run(request: pytest.FixtureRequest) -> Iterator[Callable[..., BenchmarkReport]]:
+    """``graphnetz_run(tasks, models, **kwargs)`` → a report from ``run_benchmark``.
+
+    Seeds, device, workers and cache come from the session's options; ``kwargs`` (anything
+    ``run_benchmark`` takes) override them for this call. With ``--graphnetz-calibrate`` each
+    call also trains its models under salted seeds (every configured seed, also under adaptive
+    seeds), and after the test the calibration is written beside each baseline it used.
+    """
+    session = request.config.stash[STASH_KEY]
+    settings = session.settings
+
+    def run(tasks: Any, models: Any, **kwargs: Any) -> BenchmarkReport:
+        __tracebackhide__ = True
+        if not settings.calibrate:
+            return session.run(request.node, tasks, models, **kwargs)
+        from ..calibration import calibrate
+
+        kwargs.setdefault("seeds", settings.seeds)
+        report = session.run(request.node, tasks, models, **kwargs)
+        calibration = calibrate(
+            tasks, models, baseline=report, alpha=settings.alpha,
+            runner=lambda t, m, **more: session.run(request.node, t, m, **more), **kwargs)
+        request.node.stash.setdefault(CALIBRATION_KEY, Calibrating()).calibrations.append(
+            calibration)
+        return report
+
+    yield run
+    pending = request.node.stash.get(CALIBRATION_KEY, None)
+    if pending is not None and pending.calibrations:
+        from ..calibration import write_calibrations
+
+        # Without a baseline there is nothing to store it beside: the table still shows it.
+        rows = write_calibrations(pending.calibrations, pending.baselines,
+                                  min_effect=settings.min_effect)
+        request.node.user_properties.append((CALIBRATION_PROPERTY, json.dumps(rows)))
+
+
+@pytest.fixture
+def graphnetz_baseline(request: pytest.FixtureRequest) -> Callable[..., BaselineHandle]:
+    """``graphnetz_baseline(name=None)`` → this test's baseline handle, for the gates.
+
+    The file is ``<baseline dir>/<test module>/<test name>.json``; ``name`` replaces the test
+    name (two tests sharing one baseline, or one test with several).
+    """
+    session = request.config.stash[STASH_KEY]
+
+    def baseline(name: str | None = None) -> BaselineHandle:
+        return session.baseline(request.node, name)
+
+    return baseline
+
+
+__all__ = ["graphnetz_baseline", "graphnetz_run"]

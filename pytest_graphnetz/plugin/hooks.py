@@ -1,0 +1,112 @@
+"""The plugin's hooks: a few lines each, handing the work to the objects ``pytest_configure``
+creates: the :class:`~.session.GraphnetzSession` (``config.stash[STASH_KEY]``) and the
+:class:`~.usage.BaselineUsage` plugin (``config.stash[USAGE_KEY]``).
+
+Standard library and pytest only at import: pytest loads the plugin on every run.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from . import selection
+from .keys import FIXTURES, MARKER
+from .session import STASH_KEY, GraphnetzSession
+from .settings import Settings, add_options, check_device, check_outputs, header_line
+from .usage import USAGE_KEY, BaselineUsage
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return header_line(config.stash[STASH_KEY].settings, config.rootpath)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{MARKER}: a multi-seed GNN benchmark gate (select with -m {MARKER})"
+    )
+    # PyG calls torch.jit.script while importing, which torch >= 2.10 deprecates: noise in every
+    # session that imports PyG (a user's model module does, before our runner can silence it),
+    # and a failure under -W error. The warning is raised inside torch, whoever called.
+    config.addinivalue_line(
+        "filterwarnings", r"ignore:`torch\.jit\.script` is deprecated:DeprecationWarning")
+    settings = Settings.from_config(config)
+    check_device(settings.device)
+    usage = BaselineUsage(config, settings)
+    session = GraphnetzSession(config, settings, usage)
+    if not session.is_xdist_worker:  # the controller checks for everyone
+        session.step_summary = check_outputs(config, settings, session.step_summary)
+    config.stash[USAGE_KEY] = usage
+    config.stash[STASH_KEY] = session
+    # Both are plugins so they receive every test report, on the controller those that xdist
+    # workers send over too; usage tracking is its own (as cacheprovider's LFPlugin is).
+    config.pluginmanager.register(usage, "graphnetz-baseline-usage")
+    config.pluginmanager.register(session, "graphnetz-session")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]
+                                  ) -> Iterator[None]:
+    """``-k`` blind to the ``graphnetz`` marker's name (:mod:`.selection`): ``-k graph`` no
+    longer selects every gate; ``-m graphnetz`` and ``-k graphnetz`` keep pytest's meaning."""
+    with selection.keyword_applied(config, items):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    # Gates report to an observer set for the test body. Only when the gates module is already
+    # loaded (the test imported it) or the test uses our fixtures: otherwise importing it here
+    # would make every unrelated test pay for numpy and scipy.
+    uses_us = FIXTURES & set(getattr(item, "fixturenames", ()))
+    if "pytest_graphnetz.gates" not in sys.modules and not uses_us:
+        return (yield)
+    from ..gates import observing
+
+    session = item.config.stash[STASH_KEY]
+    try:
+        with observing(session.observer(item)):
+            return (yield)
+    finally:
+        session.record_gate_settings(item)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
+                            config: pytest.Config) -> None:
+    session = config.stash[STASH_KEY]
+    if session.is_xdist_worker:
+        return
+    summary = session.summary(int(exitstatus))
+    lines = list(summary.lines())
+    if lines:
+        terminalreporter.write_sep("=", "graphnetz gates")
+        for line in lines:
+            terminalreporter.write_line(line)
+    if summary.unused and session.settings.fail_unused:
+        terminalreporter.write_line(
+            "graphnetz: --graphnetz-fail-unused: the run fails on the unused baseline cells "
+            "above")
+    for line in session.write_outputs(summary):
+        terminalreporter.write_line(line)
+    for line in config.stash[USAGE_KEY].unused_lines:
+        terminalreporter.write_line(line)
+    calibration = session.calibration_lines()
+    if calibration:
+        terminalreporter.write_sep("=", "graphnetz calibration")
+        for line in calibration:
+            terminalreporter.write_line(line)
+    if session.reports:
+        terminalreporter.write_line(
+            f"graphnetz: {len(session.reports)} candidate report(s) saved under "
+            f"{session.shown(session.settings.report_dir)}")
+
+
+__all__ = ["pytest_addoption", "pytest_collection_modifyitems", "pytest_configure",
+           "pytest_report_header", "pytest_runtest_call", "pytest_terminal_summary"]

@@ -1,0 +1,457 @@
+"""The session object: where the hooks' work lives.
+
+:class:`GraphnetzSession` (one per pytest session, in ``config.stash[STASH_KEY]``) runs the
+benchmarks the fixtures ask for, with their live progress; hands out baseline handles; gives
+each test the observer its gates report to (rows, saved candidate reports); gathers every row,
+failure and triple count from the test reports (on the xdist controller: the workers'); and
+feeds them to :class:`~pytest_graphnetz.summary.GateSummary`, which renders them, and to the
+files the user asked for. Which baselines a run used is :mod:`.usage`'s job.
+
+Standard library and pytest only at import: the runner, the gates and the statistics (torch,
+PyG, scipy) are imported inside the methods that use them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ..outputs import STEP_SUMMARY_ENV  # standard library only, like this module
+from .keys import (
+    BASELINE_FILE,
+    CALIBRATION_PROPERTY,
+    FIXTURES,
+    GATE_PROPERTY,
+    GRAPHNETZ_TEST,
+    MARKER,
+    REPORT_PROPERTY,
+    TRIPLES_PROPERTY,
+    USES_PROPERTY,
+)
+from .settings import Settings
+from .usage import BaselineUsage, baseline_name
+
+if TYPE_CHECKING:
+    from ..baselines import BaselineHandle
+    from ..gates import GateObserver
+    from ..progress import TerminalProgress
+    from ..report import BenchmarkReport
+    from ..summary import GateSummary
+
+
+@dataclass
+class Calibrating:
+    """One test's calibrations (``--graphnetz-calibrate``) and the baselines it asked for."""
+
+    calibrations: list[Any] = field(default_factory=list)
+    baselines: list[Path] = field(default_factory=list)
+
+
+CALIBRATION_KEY = pytest.StashKey[Calibrating]()
+
+
+class GraphnetzSession:
+    """Runs benchmarks for fixtures, hands baselines out, and gathers every gate's row."""
+
+    def __init__(self, config: pytest.Config, settings: Settings, usage: BaselineUsage) -> None:
+        self.config = config
+        self.settings = settings
+        self.usage = usage
+        self.rows: list[dict[str, Any]] = []
+        self.failures: dict[str, str] = {}   # nodeid -> what failed it (the crash message)
+        self.reports: list[str] = []         # candidate reports saved (--graphnetz-report-dir)
+        self.trained = 0
+        self.cached = 0
+        self.saved = 0  # adaptive seeds: seed-trainings not needed against fixed MAX
+        self.graphnetz_tests: set[str] = set()  # tests that use our fixtures, marker or gates
+        # nodeid -> saved report path -> the gate calls that judged it (--graphnetz-report-dir)
+        self.gate_calls: dict[str, dict[str, list[dict[str, Any]]]] = {}
+        # Checked at session start (pytest_configure): None when unset or unwritable.
+        self.step_summary: str | None = os.environ.get(STEP_SUMMARY_ENV) or None
+        self.calibration_rows: list[dict[str, Any]] = []
+
+    @property
+    def is_xdist_worker(self) -> bool:
+        return hasattr(self.config, "workerinput")
+
+    @property
+    def is_xdist_controller(self) -> bool:
+        return self.config.pluginmanager.has_plugin("dsession")
+
+    # fixtures
+
+    def run(self, item: pytest.Item, tasks: Any, models: Any, **kwargs: Any) -> BenchmarkReport:
+        """``run_benchmark`` with the session's seeds, device, workers, cache; ``kwargs`` win.
+        With adaptive seeds (and no ``seeds`` given), the first look of the schedule, as a
+        report the gates extend through this same method."""
+        __tracebackhide__ = True
+        from ..runner import run_benchmark
+
+        s = self.settings
+        if s.min_seeds is not None and "seeds" not in kwargs:
+            from ..adaptive import run_adaptive
+
+            def runner(tasks: Any, models: Any, **more: Any) -> BenchmarkReport:
+                return self.run(item, tasks, models, **{**kwargs, **more})
+
+            return run_adaptive(tasks, models, seeds=s.seeds, min_seeds=s.min_seeds,
+                                runner=runner)
+        kwargs.setdefault("seeds", s.seeds)
+        kwargs.setdefault("device", s.device)
+        kwargs.setdefault("workers", s.workers)
+        kwargs.setdefault("cache_dir", s.cache_dir)
+        kwargs.setdefault("deterministic", s.deterministic)
+        counts: dict[str, float] = {"trained": 0, "cached": 0}
+        user_progress = kwargs.pop("progress", None)
+        with self._uncaptured():  # its first line (0/N) is written at once
+            live = self._live_progress(tasks, models, kwargs["seeds"])
+
+        def progress(task: str, model: str, seed: int, status: str, seconds: float) -> None:
+            counts[status] = counts.get(status, 0) + 1
+            if live is not None:
+                with self._uncaptured():
+                    live.update(task, model, seed, status)
+            if user_progress is not None:
+                user_progress(task, model, seed, status, seconds)
+
+        user_started = kwargs.pop("started", None)
+
+        def started(task: str, model: str, seed: int) -> None:
+            if live is not None:
+                with self._uncaptured():
+                    live.start(task, model, seed)
+            if user_started is not None:
+                user_started(task, model, seed)
+
+        start = time.monotonic()
+        try:
+            return run_benchmark(tasks, models, progress=progress, started=started, **kwargs)
+        finally:
+            if live is not None:
+                with self._uncaptured():
+                    live.finish()
+            counts["seconds"] = round(time.monotonic() - start, 3)
+            item.user_properties.append((TRIPLES_PROPERTY, json.dumps(counts, sort_keys=True)))
+
+    def _live_progress(self, tasks: Any, models: Any, seeds: Any) -> TerminalProgress | None:
+        """The live progress display of one run; None under ``-q``, on an xdist worker (whose
+        output nobody sees: the controller prints per-test counts) or without a terminal."""
+        from ..progress import RunProgress, TerminalProgress
+
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None or self.is_xdist_worker or self.config.get_verbosity() < 0:
+            return None
+
+        def rewrite(line: str) -> None:
+            reporter.ensure_newline()
+            reporter.rewrite(line, erase=True)
+
+        return TerminalProgress(
+            RunProgress(_count_triples(tasks, models, seeds)), write=reporter.write_line,
+            rewrite=rewrite, end=lambda: reporter.line(""), tty=bool(reporter.isatty),
+            every_triple=self.config.get_verbosity() > 0)
+
+    def baseline(self, item: pytest.Item, name: str | None = None) -> BaselineHandle:
+        """The baseline handle of ``item``: ``<baseline dir>/<module>/<name or test>.json``
+        (``<Class>.<test>`` for a test in a class)."""
+        from ..baselines import BaselineError, BaselineHandle, default_path
+
+        s = self.settings
+        path = default_path(s.baseline_dir, Path(str(item.path)).stem,
+                            baseline_name(item) if name is None else name)
+        if name is None:
+            others = self.usage.sharing(item.nodeid)
+            if others:
+                raise BaselineError(
+                    f"tests {item.nodeid} and {', '.join(others)} would share the baseline file "
+                    f"{self.shown(path)} (a file name keeps only the module's name, and some "
+                    "file systems ignore case), so one would be compared with the other's "
+                    "numbers. Give each its own baseline: graphnetz_baseline(\"<unique name>\")"
+                )
+        if s.update_baselines:
+            item.user_properties.append((USES_PROPERTY, str(path)))
+        item.user_properties.append((BASELINE_FILE, str(path)))
+        if s.calibrate:
+            item.stash.setdefault(CALIBRATION_KEY, Calibrating()).baselines.append(path)
+        command = ["pytest", item.nodeid, "--graphnetz-update-baselines"]
+        if s.cli_baseline_dir is not None:
+            command.append(f"--graphnetz-baseline-dir={s.cli_baseline_dir}")
+        return BaselineHandle(path, update=s.update_baselines, force=s.force,
+                              update_command=shlex.join(command), accept=s.accept,
+                              root=self.config.rootpath)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        """Mark a test that uses our fixtures or marker (a hook: the session is a plugin): if
+        it fails before any gate, the summary still gives it a row."""
+        if FIXTURES & set(getattr(item, "fixturenames", ())) \
+                or item.get_closest_marker(MARKER) is not None:
+            item.user_properties.append((GRAPHNETZ_TEST, "1"))
+
+    def observer(self, item: pytest.Item) -> GateObserver:
+        """What the gates called inside ``item`` report to (session alpha/strict, the rows)."""
+        from ..gates import GateObserver
+
+        saved: list[Any] = []   # the reports this test's gates saw, each written once
+        # --graphnetz-report-dir: the paths of the report the gate now running judges, and per
+        # path the settings of the gates that judged it (gate_calls, written after the test).
+        current: list[str] = []
+        calls = self.gate_calls.setdefault(item.nodeid, {})
+
+        def record(row: dict[str, Any]) -> None:
+            item.user_properties.append((GATE_PROPERTY, json.dumps({"test": item.nodeid, **row})))
+
+        def verdict(row: dict[str, str], v: Any) -> dict[str, Any]:
+            """A verdict's row with its numbers; its gate's settings noted for the reports."""
+            from ..summary import gate_call, verdict_stats
+
+            call = gate_call(v, strict=self.settings.strict)
+            if call is not None and not self.settings.update_baselines:
+                for path in current:
+                    _add_cell(calls.setdefault(path, []), call, v.cell)
+            return {**row, "stats": verdict_stats(v)}
+
+        def candidate(report: BenchmarkReport,
+                      further: Sequence[BenchmarkReport] = ()) -> list[str]:
+            if not further and any(r is report for r in saved):
+                k = next(i for i, r in enumerate(saved) if r is report)
+                current[:] = [str(self._report_path(item, k + 1))]
+                return []
+            saved.append(report)
+            try:
+                return _save(report, further)
+            except OSError as exc:
+                # Checked writable at session start; a disk that fills up since must not
+                # replace the gate's verdicts with an OSError.
+                import warnings
+
+                warnings.warn(f"graphnetz: the candidate report of {item.nodeid} was not saved "
+                              f"under {self.shown(self.settings.report_dir)}: "
+                              f"{type(exc).__name__}: {exc.strerror or exc}", stacklevel=2)
+                return []
+
+        def _save(report: BenchmarkReport, further: Sequence[BenchmarkReport]) -> list[str]:
+            paths = [report.to_json(self._report_path(item, len(saved)))]
+            for part in further:  # an adaptive gate's cells that took more seeds
+                label = f"{len(part.seeds)}-seeds"
+                if len(report.tasks) > 1:
+                    label = f"{part.tasks[0]}.{label}"
+                path = self._report_path(item, len(saved), label)
+                # Two cells of a task can hold as many seeds but different ones (a baseline
+                # seed diverged): keep their files apart.
+                k = 1
+                while path in paths:
+                    k += 1
+                    path = self._report_path(item, len(saved), f"{label}-{k}")
+                paths.append(part.to_json(path))
+            item.user_properties += [(REPORT_PROPERTY, str(p)) for p in paths]
+            current[:] = [str(p) for p in paths]
+            return [str(p) for p in paths]
+
+        def uses(path: str) -> None:
+            item.user_properties.append((USES_PROPERTY, path))
+
+        return GateObserver(alpha=self.settings.alpha, strict=self.settings.strict, record=record,
+                            min_effect=self.settings.min_effect,
+                            uses=uses if self.settings.update_baselines else None,
+                            candidate=candidate if self.settings.report_dir else None,
+                            verdict=verdict)
+
+    def record_gate_settings(self, item: pytest.Item) -> None:
+        """After a test: write into each candidate report it saved the settings of the gates
+        that judged it (gate, test, margin, δ, α, strict, the cells of the call: its Holm
+        family), so ``graphnetz compare BASE CAND`` reproduces the verdicts without flags."""
+        calls = self.gate_calls.pop(item.nodeid, {})
+        if not calls:
+            return
+        from ..report import BenchmarkReport
+
+        for path, gates in calls.items():
+            try:
+                report = BenchmarkReport.from_json(path)
+                report.protocol["gates"] = gates
+                report.to_json(path)
+            except (OSError, ValueError) as exc:   # the verdicts stand; the file lacks them
+                import warnings
+
+                warnings.warn(f"graphnetz: could not record the gate settings in {path}: {exc}",
+                              stacklevel=2)
+
+    def _report_path(self, item: pytest.Item, k: int, label: str | None = None) -> Path:
+        """``<report dir>/<module>/<test>.json`` (laid out as the baselines are, so a CI job can
+        run ``graphnetz compare`` on the pair); a test's k-th distinct report adds ``-k``, and
+        the part of it an adaptive gate trained further adds ``.<label>`` (``.10-seeds``)."""
+        from ..baselines import default_path
+
+        assert self.settings.report_dir is not None
+        name = baseline_name(item) + (f"-{k}" if k > 1 else "") + (f".{label}" if label else "")
+        return default_path(self.settings.report_dir, Path(str(item.path)).stem, name)
+
+    # collection (reports come from this process or, on the xdist controller, from workers)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Gather gate rows, failures and triple counts (registered as a plugin: a hook)."""
+        if report.failed and report.nodeid not in self.failures:
+            self.failures[report.nodeid] = _crash_message(report)
+        # user_properties accumulate over setup/call/teardown; the teardown report has them all.
+        if report.when != "teardown":
+            return
+        runs = []
+        for name, value in report.user_properties:
+            if name == GRAPHNETZ_TEST:
+                self.graphnetz_tests.add(report.nodeid)
+            elif name == GATE_PROPERTY:
+                self.rows.append(json.loads(str(value)))
+                self.saved += int(self.rows[-1].get("saved", 0))
+                self.graphnetz_tests.add(report.nodeid)
+            elif name == REPORT_PROPERTY:
+                self.reports.append(str(value))
+            elif name == CALIBRATION_PROPERTY:
+                self.calibration_rows += json.loads(str(value))
+            elif name == TRIPLES_PROPERTY:
+                runs.append(json.loads(str(value)))
+                self.trained += runs[-1].get("trained", 0)
+                self.cached += runs[-1].get("cached", 0)
+        if runs and self.is_xdist_controller and self.config.get_verbosity() >= 0:
+            # Workers' output is not shown: their live progress becomes one line per test.
+            self._write_line(_test_counts(report.nodeid, runs))
+
+    # the summary
+
+    def summary(self, exitstatus: int | None = None) -> GateSummary:
+        """The session's rows as a :class:`~pytest_graphnetz.summary.GateSummary` value."""
+        from ..summary import GateSummary
+
+        return GateSummary(rows=self.rows, failures=self.failures,
+                           graphnetz_tests=sorted(self.graphnetz_tests), exitstatus=exitstatus,
+                           trained=self.trained, cached=self.cached, saved=self.saved,
+                           unused=self.usage.unused_cells)
+
+    def write_outputs(self, summary: GateSummary) -> list[str]:
+        """Write the Markdown summary (``--graphnetz-summary`` and ``$GITHUB_STEP_SUMMARY``),
+        the pull-request comment (``--graphnetz-comment``) and the JSON verdict file
+        (``--graphnetz-json``); a line for each. A file that cannot be written is a line too:
+        it must not turn the verdicts into a traceback or change the exit status."""
+        if not (summary.rows or self.trained or self.cached):
+            return []
+        # Imported only now: report imports numpy (~0.3 s), which a session without gates or
+        # triples must not pay for.
+        from ..outputs import write_summaries
+        from ..report import write_text_atomic
+
+        s, lines = self.settings, []
+        text = summary.markdown()
+
+        def verdicts_json() -> str:
+            return json.dumps(summary.to_json(), indent=1) + "\n"
+
+        outputs: tuple[tuple[Path | None, str, Callable[[], str]], ...] = (
+            (s.comment, "comment", summary.comment), (s.json, "json", verdicts_json))
+        for path, option, content in outputs:
+            if not path:
+                continue
+            try:
+                write_text_atomic(path, content())
+            except OSError as exc:
+                lines.append(f"graphnetz: the {option} file was not written to {self.shown(path)} "
+                             f"({type(exc).__name__}: {exc.strerror or exc})")
+            else:
+                lines.append(f"graphnetz: {option} written to {self.shown(path)}")
+        written, failed = write_summaries(text, s.summary, self.step_summary, show=self.shown)
+        lines += [f"graphnetz: Markdown summary written to {self.shown(path)}" for path in written]
+        return lines + failed
+
+    def calibration_lines(self) -> list[str]:
+        """``--graphnetz-calibrate``: the table of what δ each cell's seeds resolve and the
+        files written (empty: nothing was calibrated)."""
+        if not self.calibration_rows:
+            return []
+        from ..calibration import summary_table
+        from ..text import format_table
+
+        lines = format_table(*summary_table(self.calibration_rows)).splitlines()
+        files = dict.fromkeys(f for row in self.calibration_rows for f in row["files"])
+        lines += [f"graphnetz: calibration written to {file}" for file in files]
+        if not files:
+            lines.append("graphnetz: no test used a baseline, so no calibration file was written")
+        return lines
+
+    def shown(self, path: str | os.PathLike[str] | None) -> str:
+        """``path`` as messages print it: relative to the rootdir when inside it."""
+        from ..outputs import shown
+
+        return shown(path, self.config.rootpath) if path is not None else ""
+
+    def _write_line(self, line: str) -> None:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            with self._uncaptured():
+                reporter.write_line(line)
+
+    @contextmanager
+    def _uncaptured(self) -> Iterator[None]:
+        """Inside a test, output is captured; progress is for the person watching."""
+        capture = self.config.pluginmanager.get_plugin("capturemanager")
+        if capture is None:
+            yield
+            return
+        with capture.global_and_fixture_disabled():
+            yield
+
+
+def _test_counts(nodeid: str, runs: list[dict[str, float]]) -> str:
+    """``graphnetz: test_m.py::test_a: 30 triples (27 trained, 3 from cache) in 0:41``."""
+    from ..progress import duration
+
+    trained = sum(int(r.get("trained", 0)) for r in runs)
+    cached = sum(int(r.get("cached", 0)) for r in runs)
+    seconds = sum(float(r.get("seconds", 0.0)) for r in runs)
+    return (f"graphnetz: {_short_test(nodeid)}: {trained + cached} triples ({trained} trained, "
+            f"{cached} from cache) in {duration(seconds)}")
+
+
+def _count_triples(tasks: Any, models: Any, seeds: Any) -> int | None:
+    """How many (task, model, seed) triples ``run_benchmark`` will run (None: it will refuse
+    the arguments itself, with its own message)."""
+    from ..tasks import resolve_tasks
+
+    try:
+        return len(resolve_tasks(tasks)) * len(models) * len(seeds)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _crash_message(report: pytest.TestReport) -> str:
+    """What failed the test: the exception's message (the gate's verdict text), else the
+    whole failure text."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    message = getattr(crash, "message", None)
+    return str(message) if message else report.longreprtext
+
+
+def _short_test(nodeid: str) -> str:
+    from ..summary import short_test  # stdlib only
+
+    return short_test(nodeid)
+
+
+def _add_cell(calls: list[dict[str, Any]], call: dict[str, Any], cell: str) -> None:
+    """Add ``cell`` to the call with ``call``'s settings (a new call when none has them)."""
+    for known in calls:
+        if all(known.get(k) == v for k, v in call.items()):
+            if cell not in known["cells"]:
+                known["cells"].append(cell)
+            return
+    calls.append({**call, "cells": [cell]})
+
+
+STASH_KEY = pytest.StashKey[GraphnetzSession]()

@@ -1,0 +1,21 @@
+"""``run_benchmark``: every (task, model, seed) triple, reseeded, on a pinned device, cached.
+
+The guarantees (DESIGN.md, "Runner guarantees"): before every triple — not once per sweep —
+:func:`~.environment.reseed` reseeds ``random``, ``numpy``, ``torch`` and ``torch.cuda``, and
+torch's thread count is pinned; so the same seeds on the same stack and hardware give bit-for-bit
+the same report whatever the order of the models dict, the number of workers or the cache state.
+
+One module per concept: :mod:`.sweep` (``run_benchmark``: arguments, the run's context, the
+jobs, the report), :mod:`.triple` (one triple: load, build, fingerprint, cache or train),
+:mod:`.workers` (in this process, a process pool or a user's executor; the triple errors) and
+:mod:`.environment` (seeding, device, versions).
+"""
+
+from __future__ import annotations
+
+from .environment import DeviceError, resolve_device
+from .sweep import DEFAULT_ROOT, ROOT_ENV, run_benchmark
+from .workers import Progress, TripleError, WorkerCrashError
+
+__all__ = ["run_benchmark", "resolve_device", "DeviceError", "TripleError", "WorkerCrashError",
+           "DEFAULT_ROOT", "ROOT_ENV", "Progress"]

@@ -1,0 +1,114 @@
+"""What a triple runs in: torch and PyG imported quietly, every RNG reseeded, the device resolved
+and described, and the library versions that enter the cache key."""
+
+from __future__ import annotations
+
+import platform
+import re
+
+
+class DeviceError(RuntimeError):
+    """A pinned device that this machine does not have (never silently replaced)."""
+
+
+
+def import_torch_geometric() -> None:
+    """Import torch_geometric (and torch) with their import-time DeprecationWarnings silenced.
+
+    PyG 2.8 calls ``torch.jit.script`` while importing, which torch >= 2.10 deprecates: warnings
+    that are not the user's doing would fill their pytest warnings summary and fail a
+    ``-W error`` run. Only the import is silenced; once cached, later imports cost nothing.
+    """
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import torch_geometric  # noqa: F401
+
+
+
+def reseed(seed: int) -> None:
+    """Reseed every RNG training code can reach: Python, NumPy, torch CPU and all CUDA devices."""
+    import random
+
+    import numpy as np
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.cuda.manual_seed_all(seed)
+
+
+def resolve_device(device: str = "auto") -> str:
+    """The torch device string for ``device``: ``auto``, ``cpu``, ``cuda``, ``cuda:i`` or ``mps``.
+
+    ``auto`` picks CUDA, then MPS, then CPU. A pinned device that is absent raises
+    :class:`DeviceError`; it is never replaced by another one.
+    """
+    import torch
+
+    spec = str(device).strip().lower()
+    mps = getattr(torch.backends, "mps", None)
+    has_mps = bool(mps is not None and mps.is_available())
+    if spec == "auto":
+        if torch.cuda.is_available():
+            return "cuda:0"
+        return "mps" if has_mps else "cpu"
+    if spec == "cpu":
+        return "cpu"
+    if spec == "mps":
+        if not has_mps:
+            raise DeviceError("device='mps' was asked for but this machine has no usable MPS "
+                              "(Apple-silicon GPU); pass device='cpu' or device='auto'")
+        return "mps"
+    if spec == "cuda" or spec.startswith("cuda:"):
+        index_text = spec.partition(":")[2] or "0"
+        # ASCII digits only: str.isdigit() also accepts "²", which int() then refuses.
+        if not re.fullmatch(r"[0-9]+", index_text):
+            raise DeviceError(f"device={device!r} is not a device; use 'cuda' or 'cuda:<index>'")
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if int(index_text) >= count:
+            have = f"{count} CUDA device(s)" if count else "no CUDA device (or a CPU-only torch)"
+            raise DeviceError(f"device={device!r} was asked for but this machine has {have}; "
+                              "pass an existing device, device='cpu' or device='auto'")
+        return f"cuda:{int(index_text)}"
+    raise DeviceError(f"device={device!r} is not one of 'auto', 'cpu', 'cuda', 'cuda:<i>', 'mps'")
+
+
+def device_info(device: str) -> dict[str, str]:
+    """``{"kind": "cpu"|"cuda"|"mps", "name": ...}`` of a resolved device."""
+    kind = device.partition(":")[0]
+    if kind == "cuda":
+        import torch
+
+        name = torch.cuda.get_device_name(int(device.partition(":")[2] or 0))
+    elif kind == "mps":
+        name = f"Apple MPS ({platform.machine()})"
+    else:
+        name = _cpu_name()
+    return {"kind": kind, "name": name}
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def versions() -> dict[str, str]:
+    import numpy
+    import torch
+    import torch_geometric
+
+    from .. import __version__
+
+    return {"python": platform.python_version(), "torch": torch.__version__,
+            "torch_geometric": torch_geometric.__version__, "numpy": numpy.__version__,
+            "pytest_graphnetz": __version__}
+

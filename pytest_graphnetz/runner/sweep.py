@@ -1,0 +1,217 @@
+"""The sweep: :func:`run_benchmark` checks its arguments, fixes the run's context (device,
+versions, determinism mode), builds one job per (task, model, seed), runs them
+(:mod:`.workers`) and assembles the report."""
+
+from __future__ import annotations
+
+import os
+import platform
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from .. import determinism
+from ..cache import TripleCache
+from ..history import MetricSpec
+from ..report import BenchmarkReport
+from ..tasks import resolve_tasks
+from ..tasks.base import Task
+from ..tasks.command import Command
+from ..text import check_name
+from . import environment
+from .triple import Job, Outcome, check_commands, code_identities
+from .workers import Progress, execute
+
+DEFAULT_ROOT = "data/benchmark"
+ROOT_ENV = "GRAPHNETZ_ROOT"
+
+
+def run_benchmark(
+    tasks: str | list[str] | Mapping[str, Any],
+    models: Mapping[str, Callable[[int, int], Any]],
+    *,
+    seeds: Iterable[int] = range(10),
+    device: str = "auto",
+    root: str | os.PathLike | None = None,
+    workers: int = 1,
+    executor: Any = None,
+    threads: int = 1,
+    cache_dir: str | os.PathLike | None = None,
+    progress: Progress | None = None,
+    started: Callable[[str, str, int], None] | None = None,
+    epochs: int | None = None,
+    lr: float | None = None,
+    weight_decay: float | None = None,
+    batch_size: int | None = None,
+    options: Mapping[str, Any] | None = None,
+    deterministic: str = determinism.DEFAULT_MODE,
+) -> BenchmarkReport:
+    """Train every model on every task under every seed; the per-seed, per-epoch report.
+
+    - ``tasks``: a catalogue category (``"social"``), a list of catalogue task names, or
+      ``{name: Task | loader}`` (custom tasks, category ``custom``).
+    - ``models``: ``{name: factory}``, ``factory(in_channels, out_channels) -> nn.Module``.
+    - ``seeds``: the seed labels, in the order the report keeps (non-negative ints < 2**32).
+    - ``device``: ``auto`` (CUDA, then MPS, then CPU), ``cpu``, ``cuda``, ``cuda:i``, ``mps``.
+    - ``root``: dataset directory (default ``$GRAPHNETZ_ROOT`` or ``data/benchmark``); task
+      data lives in ``<root>/<category>/<task>/``, the directory its loader receives.
+    - ``workers``: triples run in this many processes (fork where available, CPU only);
+      ``executor``: any ``concurrent.futures.Executor`` instead (e.g. a Dask client's
+      ``client.get_executor(pure=False)``; see docs/distributed.md).
+    - ``threads``: torch intra-op threads per triple (the thread count changes the bits).
+    - ``cache_dir``: a :class:`~pytest_graphnetz.cache.TripleCache` directory (None: no cache).
+    - ``progress``: ``progress(task, model, seed, status, seconds)``, status ``"trained"`` or
+      ``"cached"``, called in this process as each triple finishes; ``started(task, model,
+      seed)``: called just before each triple when the triples run in this process
+      (``workers=1``, no executor), so a display can say which one is training.
+    - ``epochs``, ``lr``, ``weight_decay``, ``batch_size``: replace that setting of every task
+      of this run (catalogue or custom); ``options``: merged into each task's ``options``
+      (``hidden``, ``hits_k``...). They are part of each task's config, so of the cache key
+      and the report's protocol. For one task only, pass ``{name: dataclasses.replace(task,
+      epochs=...)}`` with ``task = pytest_graphnetz.tasks.get_task(name)``.
+    - ``deterministic``: ``on`` (default), ``warn`` or ``off``: deterministic CUDA algorithms
+      per triple (see :mod:`~pytest_graphnetz.determinism`; no effect on CPU and MPS).
+
+    Returns a :class:`BenchmarkReport` with ``X[task, model, seed]`` in the order of ``tasks``,
+    ``models`` and ``seeds``, every history, data/model fingerprints and the run's protocol.
+    A failing triple raises :class:`TripleError` naming it (finished triples stay cached); a
+    worker process that dies outright raises :class:`WorkerCrashError` naming the suspects.
+    """
+    environment.import_torch_geometric()
+    task_map = _tuned(resolve_tasks(tasks), epochs=epochs, lr=lr, weight_decay=weight_decay,
+                      batch_size=batch_size, options=options)
+    seed_list = _check_seeds(seeds)
+    if not isinstance(models, Mapping) or not models:
+        raise TypeError("`models` must be a non-empty dict {name: factory(in_channels, "
+                        f"out_channels) -> torch.nn.Module}}, got {models!r}")
+    for name, factory in models.items():
+        check_name("model", name)
+        if not callable(factory) and not isinstance(factory, Command):
+            raise TypeError(f"model {name!r}: the factory must be callable, got {factory!r}")
+        for task in task_map.values():
+            task.trainer_for(name)  # a per-model trainer mapping must name every model
+            if (task.kind == "command") != isinstance(factory, Command):
+                raise TypeError(
+                    f"model {name!r} on task {task.name!r}: a command task runs models that are "
+                    "`Command`s (a training script each) and other tasks build models from "
+                    f"factories; got {type(factory).__name__} on a {task.kind!r} task. Gate "
+                    "them in separate runs")
+    if int(threads) < 1:
+        raise ValueError(f"`threads` must be >= 1, got {threads!r}")
+    if int(workers) < 1:
+        raise ValueError(f"`workers` must be >= 1, got {workers!r}")
+    mode = determinism.check_mode(deterministic)
+    device_str = environment.resolve_device(device)
+    if determinism.applies(device_str):
+        determinism.prepare_cublas(mode)  # before device_info starts CUDA
+    info = environment.device_info(device_str)
+    gpu = determinism.gpu_protocol(device_str)
+    versions = environment.versions()
+    base = Path(root if root is not None else os.environ.get(ROOT_ENV) or DEFAULT_ROOT)
+    opened = None if cache_dir is None else TripleCache.open(Path(cache_dir).resolve())
+    cache = None if opened is None else str(opened.directory)
+    context: dict[str, Any] = {"device": info, "versions": versions}
+    if gpu is not None:
+        # CPU keys stay as they were: there the mode changes no number (see determinism.py).
+        context.update(gpu=gpu, deterministic=mode)
+
+    per_task: dict[str, dict[str, Any]] = {}
+    code = {} if cache is None else {
+        (task.name, model): code_identities(task, model, models[model], per_task)
+        for task in task_map.values() if task.kind != "command" for model in models}
+    jobs = [
+        Job(task=task, model=model, factory=models[model], seed=seed, device=device_str,
+             threads=int(threads), root=str((base / task.category / task.name).resolve()),
+             cache_dir=cache, context=context, deterministic=mode,
+             code=code.get((task.name, model)))
+        for task in task_map.values() for model in models for seed in seed_list
+    ]
+    # More processes than triples would only sit idle (24 workers for 2 triples).
+    outcomes = execute(jobs, workers=max(1, min(int(workers), len(jobs))), executor=executor,
+                        device=device_str, progress=progress, started=started)
+    check_commands(jobs, outcomes)
+    return _assemble(task_map, list(models), seed_list, jobs, outcomes,
+                     protocol={"device": info, "threads": int(threads), "versions": versions,
+                               "deterministic": mode, "gpu": gpu,
+                               "platform": platform.platform(),
+                               "tasks": {t.name: _task_protocol(t) for t in task_map.values()}})
+
+
+def _tuned(task_map: dict[str, Task], *, options: Mapping[str, Any] | None,
+           **settings: Any) -> dict[str, Task]:
+    """Every task with the run's overrides (``None``: keep the task's own setting)."""
+    from dataclasses import replace
+
+    changes = {name: value for name, value in settings.items() if value is not None}
+    if not changes and not options:
+        return task_map
+    if options is not None and not isinstance(options, Mapping):
+        raise TypeError(f"`options` must be a dict of trainer settings, got {options!r}")
+    return {name: replace(task, **changes, options={**task.options, **(options or {})})
+            for name, task in task_map.items()}
+
+
+def _check_seeds(seeds: Iterable[int]) -> list[int]:
+    out = []
+    for s in seeds:
+        if isinstance(s, bool) or int(s) != s or not 0 <= int(s) < 2**32:
+            raise ValueError(f"seed {s!r} is not an integer in [0, 2**32) (numpy's seed range)")
+        out.append(int(s))
+    if not out:
+        raise ValueError("`seeds` is empty; give at least one seed (two or more for statistics)")
+    if len(set(out)) != len(out):
+        raise ValueError(f"`seeds` has duplicates: {out}")
+    return out
+
+
+def _task_protocol(task: Task) -> dict[str, Any]:
+    import json
+
+    from ..cache import canonical_json
+
+    protocol = {"category": task.category, "seeded": task.seeded,
+                "config": json.loads(canonical_json(task.config())),
+                "trainer": "builtin" if task.trainer is None else "custom"}
+    if task.kind == "command":
+        protocol.update(trainer="command", reseeding=(
+            "the script's: the runner passes the seed (GRAPHNETZ_SEED, {seed}) and pins threads "
+            "and device through the environment; the script must call graphnetz.seed()"))
+    return protocol
+
+
+def _assemble(task_map: Mapping[str, Task], models: list[str], seeds: list[int],
+              jobs: list[Job], outcomes: list[Outcome], protocol: dict) -> BenchmarkReport:
+    import hashlib
+
+    histories = {}
+    data_fps: dict[str, dict[int, str]] = {}
+    model_fps: dict[str, dict[int, dict[str, str]]] = {}
+    model_info: dict[str, dict[str, dict]] = {}
+    for job, out in zip(jobs, outcomes, strict=True):
+        t = job.task.name
+        histories[(t, job.model, job.seed)] = out.history
+        known = data_fps.setdefault(t, {}).setdefault(job.seed, out.data_fp)
+        if known != out.data_fp:
+            raise RuntimeError(
+                f"task {t!r}, seed {job.seed}: the loader returned different data for different "
+                "models although it was reseeded before each load; it draws from a source the "
+                "runner does not seed (time, os.urandom, a private generator?). Make it "
+                "deterministic given `seed` — otherwise seeds cannot be paired"
+            )
+        model_fps.setdefault(job.model, {}).setdefault(job.seed, {})[t] = out.model_fp
+        model_info.setdefault(job.model, {}).setdefault(t, out.model_info)
+    # A model is built once per task (its channels differ), so its per-seed fingerprint
+    # combines the per-task ones (sorted by task name: task order never changes it).
+    combined = {
+        m: {s: hashlib.sha256(repr(sorted(per_task.items())).encode()).hexdigest()
+            for s, per_task in per_seed.items()}
+        for m, per_seed in model_fps.items()
+    }
+    metrics = {t: MetricSpec.from_name(task.metric_name) for t, task in task_map.items()}
+    # The model as a reviewer reads it (per task: its channels differ), kept in baselines.
+    protocol = {**protocol, "models": {m: model_info[m] for m in models}}
+    return BenchmarkReport(
+        tasks=list(task_map), models=models, seeds=seeds, metrics=metrics, histories=histories,
+        protocol=protocol, fingerprints={"data": data_fps, "model": combined},
+    )
+

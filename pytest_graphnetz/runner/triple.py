@@ -1,0 +1,356 @@
+"""One (task, model, seed) triple: load, build, fingerprint, then fetch from the cache or train.
+
+:func:`run_triple` is a picklable top-level function, so any executor can run it:
+
+0. with a cache, a full hit without the loader: the load record of the task and seed (data
+   fingerprint and channels from the loader's last run, trusted while its data files are
+   unchanged) and the freshly built model's fingerprint give the key; its entry, when there
+   is one, is the outcome (:func:`_cached_without_loading`);
+1. reseed (with the seed; with 0 for a loader that takes no seed, so its data is the same
+   for every seed), load the task data; refuse data a task cannot train with;
+2. reseed again, build the model (so loading — from disk or freshly generated — never shifts
+   the initialisation draws); refuse a model or code the trainer cannot run;
+3. fingerprint data and model; look the triple up in the cache, else move model and data to
+   the device and train with the task's trainer (custom) or the built-in one of its kind —
+   on CUDA under the run's determinism mode (:mod:`~pytest_graphnetz.determinism`).
+
+The cache key's code parts (:func:`code_identities`: the trainer, the project code, the
+loader) are computed once per sweep, in the calling process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeGuard, cast
+
+from .. import determinism
+from ..cache import TripleCache
+from ..fingerprint import model_fingerprint
+from ..history import History
+from ..tasks.base import Task
+from ..tasks.command import Command
+from . import environment
+
+
+@dataclass(frozen=True)
+class Job:
+    """Everything one triple needs; pickled to worker processes."""
+
+    task: Task
+    model: str
+    factory: Callable[[int, int], Any]
+    seed: int
+    device: str
+    threads: int
+    root: str
+    cache_dir: str | None
+    context: Mapping[str, Any]  # device info and versions (+ GPU and mode): part of the cache key
+    deterministic: str = determinism.DEFAULT_MODE
+    # The code identities of the cache keys (see code_identities), computed once per sweep in
+    # the parent process; None without a cache.
+    code: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one triple gave: its history, fingerprints, whether it came from the cache."""
+
+    history: History
+    data_fp: str
+    model_fp: str
+    cached: bool
+    seconds: float
+    model_info: dict[str, Any]    # what the model was: its repr and parameter count
+
+
+def _trainer_identity(task: Task, trainer: Callable[..., Any] | None) -> Any:
+    """What identifies the training loop in the cache key (its code, not only its name)."""
+    from .. import metrics
+    from ..fingerprint import callable_identity
+    from ..training import builtin, common
+
+    if trainer is not None:
+        return callable_identity(trainer)
+    # Whole modules, not just `train`: an edit to any helper or metric of the built-in loop
+    # must invalidate cached results (a stale hit hiding a change is the worst failure).
+    return [callable_identity(module) for module in (builtin(task.kind), common, metrics)]
+
+
+# Seeds and torch's thread count are process-wide: two triples in threads of one process (a
+# Dask worker with several threads, say) would interleave their RNG draws, so they take turns.
+_ONE_TRIPLE_PER_PROCESS = threading.Lock()
+
+
+def run_triple(job: Job) -> Outcome:
+    """Load, build, fingerprint, then fetch from the cache or train one (task, model, seed)."""
+    with _ONE_TRIPLE_PER_PROCESS:
+        return _run_triple_alone(job)
+
+
+def _run_triple_alone(job: Job) -> Outcome:
+    import torch
+
+    from .. import training
+    from ..cache import TripleCache, make_key
+    from ..fingerprint import (
+        data_files_stamp,
+        data_fingerprint,
+        files_under,
+        recording_opened_files,
+    )
+    from ..training.common import to_device
+
+    start = time.perf_counter()
+    environment.import_torch_geometric()  # a spawned or remote worker imports it here first
+    task = job.task
+    if task.kind == "command":
+        return _run_command(job, start)
+    trainer = task.trainer_for(job.model)
+    torch.set_num_threads(job.threads)
+    cache = None if job.cache_dir is None else TripleCache(job.cache_dir)
+    load_key = _load_key(job)
+    if cache is not None and load_key is not None:
+        hit = _cached_without_loading(job, cache, load_key)
+        if hit is not None:
+            return dataclasses.replace(hit, seconds=time.perf_counter() - start)
+    # An unseeded loader is reseeded with one fixed value: its data is then the same for every
+    # seed (DESIGN: "constant across seeds"), even when it draws random numbers.
+    environment.reseed(job.seed if task.seeded else 0)
+    with recording_opened_files() if load_key is not None else contextlib.nullcontext(()) \
+            as opened:
+        data = task.load(job.root, job.seed)
+    data_fp = data_fingerprint(data)
+    in_channels, out_channels = training.channels(task, data)
+    if cache is not None and load_key is not None:
+        # The files the loader opened; when it opened none that way (C code reading by itself),
+        # every file under its root.
+        files, walked = data_files_stamp(opened), False
+        if not files:
+            files, walked = data_files_stamp(files_under(job.root)), True
+        cache.put_record(load_key, {"data": data_fp, "channels": [in_channels, out_channels],
+                                    "files": files, "walked_root": walked})
+    environment.reseed(job.seed)
+    model = job.factory(in_channels, out_channels)
+    if trainer is None:
+        training.check_fits(model, kind=task.kind, task=task.name, model_name=job.model)
+    training.check_backends(task, job.factory, model_name=job.model)
+    model_fp = model_fingerprint(model, job.factory)
+
+    def train() -> History:
+        device = torch.device(job.device)
+        with determinism.deterministic_scope(job.deterministic, job.device):
+            moved = model.to(device)
+            on_device = to_device(data, device)
+            if trainer is not None:
+                result = trainer(moved, on_device, task=task, device=device)
+                return training.as_history(result, where=f"trainer of task {task.name!r}",
+                                           metric=task.metric_name)
+            return training.builtin(task.kind).train(moved, on_device, task=task, device=device)
+
+    if cache is None:
+        history, cached = train(), False
+    else:
+        fields = _triple_fields(job, data_fp, [in_channels, out_channels], model_fp)
+        history, cached = cache.get_or_compute(make_key(fields), train, fields,
+                                               check=_entry_check(task, trainer))
+    return Outcome(history, data_fp, model_fp, cached, time.perf_counter() - start,
+                    _model_info(model))
+
+
+def _model_info(model: Any) -> dict[str, Any]:
+    """What the model was, as reports and baselines keep it: its repr and parameter count
+    (lazy parameters, sized at the first forward, do not count: they have no size yet)."""
+    from torch.nn.parameter import UninitializedParameter
+
+    return {"repr": repr(model), "parameters": sum(
+        p.numel() for p in model.parameters() if not isinstance(p, UninitializedParameter))}
+
+
+def _triple_fields(job: Job, data_fp: str, channels: list[int], model_fp: str) -> dict:
+    """Everything a triple's result depends on: its cache key's fields."""
+    code = job.code or {}
+    return {
+        "task": {"data": data_fp, "config": job.task.config(), "trainer": code.get("trainer"),
+                 "channels": channels},
+        "model": model_fp, "code": code.get("project"), "seed": job.seed,
+        "threads": job.threads, **job.context,
+    }
+
+
+def code_identities(task: Task, model: str, factory: Callable[..., Any],
+                     per_task: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The code parts of a triple's cache keys, for ``task`` × ``model`` built by ``factory``:
+
+    - ``trainer``: the training loop's identity (:func:`_trainer_identity`);
+    - ``project``: :func:`~pytest_graphnetz.fingerprint.project_code_key` of the factory, the
+      trainer and the loader (every project module they import, whole);
+    - ``loader``: what the loader's result depends on besides its files and arguments (its
+      identity, the values it carries, its project code), or None when a value it carries has
+      no stable text (then the loader runs on every triple, as it must).
+
+    ``per_task`` memoises the parts that do not depend on the model.
+    """
+    from .. import training
+    from ..fingerprint import callable_identity, callable_state, project_code_key
+
+    own = task.trainer_for(model)
+    trainer = own if own is not None else training.builtin(task.kind)
+    if task.name not in per_task:
+        try:
+            state = callable_state(task.loader)
+        except Exception:  # noqa: BLE001 - a value whose repr or attributes fail: not keyable
+            state = None
+        per_task[task.name] = {
+            "loader": None if state is None else {
+                "identity": callable_identity(task.loader), "state": state,
+                "project": project_code_key([task.loader])},
+        }
+    return {**per_task[task.name], "trainer": _trainer_identity(task, own),
+            "project": project_code_key([factory, trainer, task.loader])}
+
+
+def _load_key(job: Job) -> str | None:
+    """The key of the load record of ``job``'s task and seed: the loader's code and the values
+    it carries, its arguments (root, and seed for a seeded loader), the task's settings and
+    the library versions; None when the loader cannot be keyed (it then always runs)."""
+    from ..cache import make_key
+
+    loader = None if job.code is None else job.code.get("loader")
+    if loader is None:
+        return None
+    task = job.task
+    return make_key({
+        "load": loader, "root": job.root, "seed": job.seed if task.seeded else None,
+        "task": {"name": task.name, "category": task.category, "config": task.config(),
+                 "channels": [task.in_channels, task.out_channels]},
+        **job.context,
+    })
+
+
+def _cached_without_loading(job: Job, cache: TripleCache, load_key: str) -> Outcome | None:
+    """The cached outcome of ``job`` found without running its loader, or None.
+
+    The load record (written when the loader last ran) gives the data fingerprint and the
+    channels; it is trusted only while the stamp (size, mtime) of the loader's data files is
+    unchanged: the files it opened or wrote, or, when it opened none through Python, every
+    file under the task's root. The model is built as usual
+    (reseeded, so its initial weights and fingerprint are the cold run's); a triple entry
+    under the resulting key is the hit.
+    """
+    from ..cache import make_key
+    from ..fingerprint import data_files_stamp, files_under
+
+    record = cache.get_record(load_key)
+    if not _usable_record(record):
+        return None
+    paths = files_under(job.root) if record["walked_root"] else \
+        [path for path, _, _ in record["files"]]
+    if data_files_stamp(paths) != record["files"]:
+        return None
+    environment.reseed(job.seed)
+    model = job.factory(*record["channels"])
+    model_fp = model_fingerprint(model, job.factory)
+    key = make_key(_triple_fields(job, record["data"], record["channels"], model_fp))
+    if not cache.path(key).exists():
+        return None
+    history = cache.get(key, _entry_check(job.task, job.task.trainer_for(job.model)))
+    if history is None:
+        return None
+    return Outcome(history, record["data"], model_fp, True, 0.0, _model_info(model))
+
+
+def _usable_record(record: Any) -> TypeGuard[dict[str, Any]]:
+    """Whether a load record has the fields :func:`_cached_without_loading` reads."""
+    return (isinstance(record, dict) and isinstance(record.get("data"), str)
+            and isinstance(record.get("channels"), list) and len(record["channels"]) == 2
+            and all(type(c) is int for c in record["channels"])
+            and isinstance(record.get("files"), list) and type(record.get("walked_root")) is bool
+            and all(isinstance(f, list) and len(f) == 3 and isinstance(f[0], str)
+                    for f in record["files"]))
+
+
+def _run_command(job: Job, start: float) -> Outcome:
+    """One triple of a command task: fingerprint the data its loader names, then fetch the run
+    from the cache or run the script (reseeding is the script's job: see tasks/command.py)."""
+    from ..cache import make_key
+    from ..fingerprint import data_fingerprint
+    from ..tasks import command
+
+    # run_benchmark admits only Commands as the models of a command task.
+    task, script = job.task, cast(Command, job.factory)
+    environment.reseed(job.seed if task.seeded else 0)
+    data_fp = data_fingerprint(task.load(job.root, job.seed))
+    settings: dict[str, Any] = {"seed": job.seed, "device": job.device, "threads": job.threads,
+                "deterministic": job.deterministic, "metric": task.metric_name}
+
+    def train() -> History:
+        return command.run(script, task=task.name, model=job.model, **settings)
+
+    if job.cache_dir is None:
+        history, cached = train(), False
+    else:
+        fields = {"task": {"data": data_fp, "config": task.config()},
+                  "command": script.identity(), "environment": command.environment(**settings),
+                  "seed": job.seed, "threads": job.threads, **job.context}
+        history, cached = TripleCache(job.cache_dir).get_or_compute(make_key(fields), train,
+                                                                    fields)
+    return Outcome(history, data_fp, script.fingerprint(), cached, time.perf_counter() - start,
+                    {"repr": str(script), "parameters": None})
+
+
+def check_commands(jobs: list[Job], outcomes: list[Outcome]) -> None:
+    """Rerun, uncached, the first seed of every command model that asks for it
+    (``Command(check_determinism=True)``); a script whose two runs differ is refused."""
+    from ..tasks import command
+
+    checked: set[tuple[str, str]] = set()
+    for job, outcome in zip(jobs, outcomes, strict=True):
+        script = job.factory
+        if not (isinstance(script, Command) and script.check_determinism) or \
+                (job.task.name, job.model) in checked:
+            continue
+        checked.add((job.task.name, job.model))
+        command.check_rerun(script, outcome.history, task=job.task.name, model=job.model,
+                            seed=job.seed, device=job.device, threads=job.threads,
+                            deterministic=job.deterministic, metric=job.task.metric_name)
+
+
+def _entry_check(task: Task, trainer: Callable[..., Any] | None,
+                 ) -> Callable[[History], str | None] | None:
+    """What a cached history must satisfy to stand for a run of ``task`` (else it is retrained).
+
+    A built-in trainer records exactly ``task.epochs`` epochs (NaN after a divergence), its
+    metrics bounded in [0, 1] (accuracy, AUC...) lie there and its per-example outcomes
+    recompute the test value recorded at their epoch. A custom trainer's history is only
+    checked for its value types (it may record any epochs, and in any units).
+    """
+    from ..history import in_unit_interval
+    from ..outcomes import outcomes_problem
+
+    if trainer is not None:
+        return None
+    epochs = task.epochs
+    bounded = in_unit_interval(task.metric_name)
+
+    def check(history: History) -> str | None:
+        if history.n_epochs != epochs:
+            return f"{history.n_epochs} epoch(s) recorded, the task trains {epochs}"
+        if history.outcomes:
+            problem = outcomes_problem(history, task.metric_name)
+            if problem is not None:
+                return problem
+        if bounded:
+            for name, series in (("test", history.test), ("val", history.val or ())):
+                outside = [v for v in series if not (0.0 <= v <= 1.0 or math.isnan(v))]
+                if outside:
+                    return (f"{task.metric_name} {outside[0]!r} in `{name}` lies outside [0, 1]")
+        return None
+
+    return check
+
