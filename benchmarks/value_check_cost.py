@@ -10,8 +10,8 @@ import time
 
 import numpy as np
 
-from pytest_graphnetz import report
 from pytest_graphnetz.history import History, MetricSpec
+from pytest_graphnetz.report import model as report
 
 rng = np.random.default_rng(0)
 tasks, models, seeds = [f"t{i}" for i in range(10)], [f"m{i}" for i in range(10)], range(20)

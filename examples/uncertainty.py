@@ -30,11 +30,11 @@ def worked_example(root: str) -> str:
     report = run_benchmark(["karate"], {"GCN": gcn, "GraphSAGE": sage}, seeds=range(5),
                            device="cpu", root=root)
     out = [str(report.summary(source=source)) for source in ("seeds", "test_set", "total")]
-    out.append(str(report.pairwise(test="mcnemar")))
+    out.append(str(report.pairwise_examples(test="mcnemar")))
     code = ('report = run_benchmark(["karate"], {"GCN": gcn, "GraphSAGE": sage}, seeds=range(5))\n'
             'for source in ("seeds", "test_set", "total"):\n'
             '    print(report.summary(source=source))\n'
-            'print(report.pairwise(test="mcnemar"))')
+            'print(report.pairwise_examples(test="mcnemar"))')
     # tests/test_readme.py runs the docs' Python blocks; this one is an excerpt (imports and
     # factories are in examples/), so it is marked as a fragment.
     return ("<!-- fragment: an excerpt of examples/uncertainty.py, which runs it -->\n"

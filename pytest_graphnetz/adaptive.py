@@ -64,7 +64,7 @@ class AdaptiveReport(BenchmarkReport):
         more = self._runner({task: self._task_map[task]},
                             {m: self._factories[m] for m in models}, seeds=list(seeds))
         # Read the new seeds as this report's are read (a user may have set best_val).
-        for name, value in self._settings().items():
+        for name, value in self.settings().items():
             setattr(more, name, value)
         self.extensions.append(more)
         return more
@@ -132,7 +132,9 @@ def run_adaptive(tasks: Any, models: Mapping[str, Callable], *, seeds: Any = ran
     from .tasks import resolve_tasks
 
     if runner is None:
-        from .runner import run_benchmark as runner
+        from .runner import run_benchmark
+
+        runner = run_benchmark
     planned = [int(s) for s in seeds]
     if len(set(planned)) != len(planned):
         raise ValueError(f"`seeds` has duplicates: {planned}")

@@ -2,7 +2,7 @@
 
 A baseline file, by default ``baselines/<test module>/<test name>.json``, is a report in its
 values-only form (:meth:`~pytest_graphnetz.report.BenchmarkReport.to_values_dict`): per
-(model, task) cell the per-seed values under both epoch rules, mean and interval, n, the
+(model, task) cell the per-seed values under each epoch rule, by name, mean and interval, n, the
 model's repr and parameter count, per-seed fingerprints, and the cell's **anchor** (the
 per-seed values of the cell's first baseline, which the ratchet in :mod:`.ratchet` also
 compares a refresh with). Per-epoch histories stay in the triple cache and in saved reports.
@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import os
 import re
-import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -33,20 +31,17 @@ from pathlib import Path
 import numpy as np
 
 from .outputs import shown
-from .report import (
+from .report import BenchmarkReport
+from .report.codec import dumps, read_json, values_to_json
+from .report.files import file_lock, remove_stale_temp_files, write_text_atomic
+from .report.schema import (
     SCHEMA,
     VALUES_SCHEMA,
     VALUES_SCHEMA_VERSION,
-    BenchmarkReport,
     ReportFormatError,
     ReportSchemaError,
-    dumps,
-    read_json,
-    remove_stale_temp_files,
-    values_from_json,
-    values_to_json,
-    write_text_atomic,
 )
+from .report.values import rule_values, rule_values_from_json
 
 # Characters that are not portable in file names (Windows forbids these; "/" would nest), and
 # "%" itself: each is written as %XX (its UTF-8 bytes), so distinct names stay distinct files.
@@ -59,7 +54,10 @@ class BaselineError(Exception):
 
 
 class BaselineMissingError(BaselineError, FileNotFoundError):
-    """No baseline file, or no cell for part of the candidate in it."""
+    """No baseline file, or no cell for part of the candidate in it: ``cells``, the
+    (task, model) cells missing (None: the whole file), for the summary rows."""
+
+    cells: list[tuple[str, str]] | None = None
 
 
 class BaselineFormatError(BaselineError, ValueError):
@@ -110,41 +108,45 @@ def short_stem(stem: str) -> str:
 
 @dataclass(frozen=True)
 class Anchor:
-    """The per-seed values of a cell's first baseline (``final`` / ``best_val``, seeds order)."""
+    """The per-seed values of a cell's first baseline (``seeds`` order), by epoch rule name."""
 
     seeds: tuple[int, ...]
-    final: np.ndarray
-    best_val: np.ndarray | None
+    values: Mapping[str, np.ndarray]
+
+    @property
+    def final(self) -> np.ndarray:
+        return self.values["final"]
+
+    @property
+    def best_val(self) -> np.ndarray | None:
+        return self.values.get("best_val")
 
     @classmethod
     def of(cls, report: BenchmarkReport, task: str, model: str) -> Anchor:
         """The cell's current values in ``report`` as an anchor."""
-        supported = report.epoch_selection_support()[task]
-        return cls(report.seeds, report.values(task, model, epoch_selection="final"),
-                   report.values(task, model, epoch_selection="best_val") if supported else None)
+        return cls(report.seeds, rule_values(report, task, model))
 
     def to_json(self) -> dict:
-        return {"seeds": list(self.seeds),
-                **values_to_json({"final": self.final, "best_val": self.best_val})}
+        return {"seeds": list(self.seeds), "values": values_to_json(self.values)}
 
     @classmethod
-    def from_json(cls, d: Mapping) -> Anchor:
+    def from_json(cls, d: Mapping, version: int = VALUES_SCHEMA_VERSION) -> Anchor:
+        """An anchor from :meth:`to_json` (``version``: the file's schema version)."""
         seeds = d["seeds"]
         if not isinstance(seeds, list) or any(type(s) is not int for s in seeds):
             raise ValueError(f"anchor `seeds` must be a list of integers, got {seeds!r}")
-        v = values_from_json(d, ("final", "best_val"))
-        for rule, vec in v.items():
-            if (vec is None and rule == "final") or (vec is not None and len(vec) != len(seeds)):
+        values = rule_values_from_json(d, version, "anchor")
+        for rule, vec in values.items():
+            if len(vec) != len(seeds):
                 raise ValueError(f"anchor `{rule}` must hold one value per anchor seed")
-        return cls(tuple(seeds), v["final"], v["best_val"])
+        return cls(tuple(seeds), values)
 
     def same_as(self, report: BenchmarkReport, task: str, model: str) -> bool:
         """Whether ``report``'s cell holds exactly these seeds and values (a redundant check)."""
         other = Anchor.of(report, task, model)
-        return self.seeds == other.seeds and all(
-            (a is None and b is None) or (a is not None and b is not None
-                                          and np.array_equal(a, b, equal_nan=True))
-            for a, b in ((self.final, other.final), (self.best_val, other.best_val)))
+        return self.seeds == other.seeds and self.values.keys() == other.values.keys() and all(
+            np.array_equal(vec, other.values[rule], equal_nan=True)
+            for rule, vec in self.values.items())
 
 
 @dataclass(frozen=True)
@@ -170,7 +172,7 @@ class StoredBaseline:
         base = self.report
         data = {
             "schema": VALUES_SCHEMA, "schema_version": VALUES_SCHEMA_VERSION,
-            "seeds": list(seeds), "settings": base._settings(), "environment": {},
+            "seeds": list(seeds), "settings": base.settings(), "environment": {},
             "tasks": {t: {"metric": {"name": base.metric(t).name,
                                      "higher_is_better": base.metric(t).higher_is_better},
                           "data_fingerprints": [base.data_fingerprint(t, s) for s in seeds]}
@@ -229,7 +231,8 @@ def read_baseline(path: str | Path, *, update_command: str | None = None,
         for model, block in data["models"].items():
             for task, cell in block["tasks"].items():
                 if cell.get("anchor") is not None:
-                    anchors[(task, model)] = Anchor.from_json(cell["anchor"])
+                    anchors[(task, model)] = Anchor.from_json(cell["anchor"],
+                                                              data["schema_version"])
         return StoredBaseline(report, anchors)
     except ReportSchemaError as exc:
         raise BaselineSchemaError(
@@ -268,21 +271,22 @@ def find_baselines(directory: Path) -> list[Path]:
 
 
 @contextmanager
-def baseline_lock(path: Path) -> Iterator[None]:
+def baseline_lock(path: Path, *, root: Path | None = None) -> Iterator[None]:
     """Hold the inter-process lock of baseline ``path`` (pytest-xdist workers refreshing one
     shared baseline take turns at its read-merge-write).
 
-    The lock file lives in a per-user directory of the system temp dir, keyed by the file's
-    resolved path, so no ``.lock`` file appears beside the baselines (where it would be
-    committed).
+    The lock file follows the package's one convention (:func:`~.report.files.file_lock`) in
+    the git-ignored temp directory beside the baselines (:data:`TEMP_DIR`), so no ``.lock``
+    file can be committed; it is removed on release. A directory that cannot be written
+    raises :class:`BaselineError` as :func:`write_baseline` would (``path`` shown relative to
+    ``root``).
     """
-    from filelock import FileLock
-
-    uid = os.getuid() if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
-    directory = Path(tempfile.gettempdir()) / f"pytest-graphnetz-{uid}"
-    directory.mkdir(mode=0o700, exist_ok=True)
-    key = hashlib.sha256(str(Path(path).resolve()).encode()).hexdigest()[:32]
-    with FileLock(str(directory / f"baseline-{key}.lock")):
+    path = Path(path)
+    try:
+        lock_dir = _temp_dir(path.parent)
+    except OSError as exc:
+        raise BaselineError(_unwritable(path, exc, shown(path, root))) from None
+    with file_lock(path, lock_dir=lock_dir, remove=True):
         yield
 
 

@@ -15,16 +15,14 @@ import os
 import re
 import tempfile
 import warnings
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from .history import History
-from .report import (
-    dumps,
-    history_from_json,
-    history_to_json,
+from .report.codec import dumps, history_from_json, history_to_json
+from .report.files import (
+    file_lock,
     read_regular_file,
     remove_stale_temp_files,
     write_text_atomic,
@@ -109,9 +107,10 @@ class TripleCache:
             text = read_regular_file(path).decode("utf-8")
             entry = json.loads(text)
             problem = _entry_problem(entry, key)
-            history = history_from_json(entry["history"]) if problem is None else None
-            if problem is None and check is not None:
-                problem = check(history)
+            history = None
+            if problem is None:
+                history = history_from_json(entry["history"])
+                problem = None if check is None else check(history)
         except FileNotFoundError:
             return None
         except (OSError, ValueError, RecursionError, KeyError, TypeError) as exc:
@@ -135,15 +134,10 @@ class TripleCache:
         write_text_atomic(path, dumps(entry))
         return path
 
-    @contextmanager
-    def lock(self, key: str) -> Iterator[None]:
-        """Hold ``key``'s inter-process lock (blocks while another process holds it)."""
-        from filelock import FileLock
-
-        path = self.path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(path) + ".lock"):
-            yield
+    def lock(self, key: str) -> contextlib.AbstractContextManager[None]:
+        """``key``'s inter-process lock (blocks while another process holds it); its lock file
+        is removed on release, so locks do not pile up (waiters retry on a fresh one)."""
+        return file_lock(self.path(key), remove=True)
 
     def get_or_compute(
         self, key: str, compute: Callable[[], History], fields: Mapping[str, Any] | None = None,
@@ -153,8 +147,8 @@ class TripleCache:
 
         A hit is read without locking (entries appear whole, by rename). On a miss the lock is
         held across check, compute and write, so concurrent callers with the same key compute
-        it once; the others wait and then read the stored entry. The lock file is removed once
-        the entry exists (late waiters then find the entry), so locks do not pile up.
+        it once; the others wait and then read the stored entry. The lock file is removed on
+        release (late waiters then find the entry), so locks do not pile up.
         """
         path = self.path(key)
         hit = self.get(key, check) if path.exists() else None
@@ -168,8 +162,6 @@ class TripleCache:
                 warnings.warn(f"could not lock graphnetz cache entry {path} ({exc}); training "
                               "without the cache", CacheWarning, stacklevel=2)
                 return compute(), False
-            # Runs while the lock is still held (callbacks run last in, first out).
-            held.callback(self._drop_lock_file, key)
             hit = self.get(key, check)
             if hit is not None:
                 return hit, True
@@ -226,16 +218,6 @@ class TripleCache:
         with contextlib.suppress(OSError):
             path.parent.mkdir(exist_ok=True)
             write_text_atomic(path, dumps(entry))
-
-    def _drop_lock_file(self, key: str) -> None:
-        """Remove ``key``'s lock file, held by this process, once its entry exists.
-
-        A process still waiting on the removed file finds the entry when it gets the lock
-        (filelock also notices the unlinked file and retries on a fresh one).
-        """
-        if self.path(key).exists():
-            with contextlib.suppress(OSError):
-                Path(str(self.path(key)) + ".lock").unlink()
 
 
 class CacheWarning(UserWarning):

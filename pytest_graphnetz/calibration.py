@@ -23,7 +23,15 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from .text import fmt_num
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .report import BenchmarkReport
+    from .verdicts import CellVerdict
 
 SCHEMA = "graphnetz-calibration/1"
 SUFFIX = ".calibration.json"
@@ -158,7 +166,7 @@ class CellCalibration:
     baseline: tuple[float, ...]
     salted: tuple[float, ...]
 
-    def _pairs(self) -> tuple[Any, Any]:
+    def _pairs(self) -> tuple[np.ndarray, np.ndarray]:
         import numpy as np
 
         base, salted = np.asarray(self.baseline, float), np.asarray(self.salted, float)
@@ -308,8 +316,9 @@ def calibration_path(baseline_path: str | Path) -> Path:
     return path.with_name(path.name.removesuffix(".json") + SUFFIX)
 
 
-def calibrate_reports(baseline: Any, salted: Any, *, salt: int = DEFAULT_SALT,
-                      alpha: float = 0.05, power: float = DEFAULT_POWER) -> Calibration:
+def calibrate_reports(baseline: BenchmarkReport, salted: BenchmarkReport, *,
+                      salt: int = DEFAULT_SALT, alpha: float = 0.05,
+                      power: float = DEFAULT_POWER) -> Calibration:
     """The calibration from a report and its salted rerun (same tasks, models and seeds).
 
     Refuses (:class:`CalibrationError`) when, for some task and seed, the data fingerprints of
@@ -343,7 +352,8 @@ def calibrate_reports(baseline: Any, salted: Any, *, salt: int = DEFAULT_SALT,
 
 def calibrate(tasks: Any, models: Mapping[str, Callable[[int, int], Any]], *,
               salt: int = DEFAULT_SALT, alpha: float = 0.05, power: float = DEFAULT_POWER,
-              runner: Callable[..., Any] | None = None, baseline: Any = None,
+              runner: Callable[..., Any] | None = None,
+              baseline: BenchmarkReport | None = None,
               **run_kwargs: Any) -> Calibration:
     """Train ``models`` on ``tasks`` (unless ``baseline``, that run's report, is given) and
     again with salted seeds; their :func:`calibrate_reports`.
@@ -352,7 +362,9 @@ def calibrate(tasks: Any, models: Mapping[str, Callable[[int, int], Any]], *,
     its session's); ``run_kwargs`` go to it (seeds, device, cache_dir, epochs...).
     """
     if runner is None:
-        from .runner import run_benchmark as runner
+        from .runner import run_benchmark
+
+        runner = run_benchmark
     if baseline is None:
         baseline = runner(tasks, models, **run_kwargs)
     run_kwargs.setdefault("seeds", list(baseline.seeds))
@@ -382,16 +394,16 @@ def resolution_note(cell_key: tuple[str, str], delta: float | None, n_seeds: int
         return None
     needed = calibration.seeds_needed(cell_key, delta, alpha=alpha)
     where = f" in {calibration.path}" if calibration.path is not None else ""
-    return (f"δ {delta:g} needs about {needed} seeds here (paired sd of an innocent change "
-            f"{cell.sd_paired:.3g}, calibrated{where} on {cell.n} seeds): raise δ to "
-            f"{_ceil_significant(resolvable):g} (what {n_seeds} seeds resolve) or accept "
+    return (f"δ {fmt_num(delta)} needs about {needed} seeds here (paired sd of an innocent "
+            f"change {fmt_num(cell.sd_paired)}, calibrated{where} on {cell.n} seeds): raise δ "
+            f"to {fmt_num(_ceil_significant(resolvable))} (what {n_seeds} seeds resolve) or accept "
             "INCONCLUSIVE")
 
 
 RESOLUTION_TABLE_NOTE = "δ below what the seeds resolve (calibration)"
 
 
-def annotate_verdicts(verdicts: Sequence[Any], baseline: Any) -> list[Any]:
+def annotate_verdicts(verdicts: Sequence[CellVerdict], baseline: object) -> list[CellVerdict]:
     """The gate's hook: ``verdicts`` of a not-worse gate against a baseline handle, each with
     :func:`resolution_note` added (and warned about) where the baseline has a calibration file
     and the cell's δ is finer than its seeds resolve. An unreadable calibration warns and
@@ -413,8 +425,8 @@ def annotate_verdicts(verdicts: Sequence[Any], baseline: Any) -> list[Any]:
         return list(verdicts)
     out = []
     for v in verdicts:
-        c = getattr(v, "comparison", None)
-        if getattr(v, "gate", None) != "not_worse" or c is None:
+        c = v.comparison
+        if v.gate != "not_worse":
             out.append(v)
             continue
         # Adaptive seeds: what the schedule can reach (the baseline's MAX seeds), not where
@@ -440,9 +452,9 @@ def summary_rows(calibration: Calibration,
         delta = min_effect.get(key)
         rows.append({
             "cell": f"{c.task}/{c.model}", "metric": c.metric, "n": str(c.n),
-            "sd_seed": f"{c.sd_seed:.4g}", "sd_paired": f"{c.sd_paired:.4g}",
-            "resolvable": f"{_ceil_significant(calibration.resolvable(key)):g}" if ok else "—",
-            "delta": "—" if delta is None else f"{delta:g}",
+            "sd_seed": fmt_num(c.sd_seed), "sd_paired": fmt_num(c.sd_paired),
+            "resolvable": fmt_num(_ceil_significant(calibration.resolvable(key))) if ok else "—",
+            "delta": "—" if delta is None else fmt_num(delta),
             "needed": str(calibration.seeds_needed(key, delta)) if ok and delta else "—",
         })
     return rows

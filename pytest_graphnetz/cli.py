@@ -21,9 +21,15 @@ import argparse
 import math
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+from .text import code_block, fmt_num, inline_code
+
+if TYPE_CHECKING:
+    from .report import BenchmarkReport
+    from .verdicts import CellVerdict
 
 EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
 GATES = {"not-worse": "not_worse", "better": "better", "equivalent": "equivalent"}
@@ -98,7 +104,7 @@ GATE_DEFAULTS = {"gate": "not-worse", "test": "paired", "margin": 0.0, "min_effe
                  "alpha": 0.05, "strict": False}
 
 
-def gate_settings(args: argparse.Namespace, candidate: Any) -> list[str]:
+def gate_settings(args: argparse.Namespace, candidate: BenchmarkReport) -> list[str]:
     """Fill the gate options not given on the command line from the gate that judged
     ``candidate`` in pytest (a report saved by --graphnetz-report-dir records its gate's
     settings in ``protocol["gates"]``), else from :data:`GATE_DEFAULTS`. Returns the options
@@ -122,7 +128,8 @@ def gate_settings(args: argparse.Namespace, candidate: Any) -> list[str]:
     return taken
 
 
-def _verdicts(args: argparse.Namespace, baseline: Any, candidate: Any) -> list:
+def _verdicts(args: argparse.Namespace, baseline: BenchmarkReport,
+              candidate: BenchmarkReport) -> list[CellVerdict]:
     from .gates import TESTS, compare_reports
 
     taken = gate_settings(args, candidate)
@@ -136,7 +143,7 @@ def _verdicts(args: argparse.Namespace, baseline: Any, candidate: Any) -> list:
                            strict=getattr(args, "strict", False), source=args.baseline)
 
 
-def _load_pair(args: argparse.Namespace) -> tuple[Any, Any]:
+def _load_pair(args: argparse.Namespace) -> tuple[BenchmarkReport, BenchmarkReport]:
     from .baselines import load_baseline
     from .report import BenchmarkReport
 
@@ -160,14 +167,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_FAILED if failed else EXIT_OK
 
 
-def compare_markdown(verdicts: Sequence[Any], args: argparse.Namespace) -> str:
+def compare_markdown(verdicts: Sequence[CellVerdict], args: argparse.Namespace) -> str:
     """``compare --markdown``: a headline, the verdict table and each failing cell's message."""
     from .gates import gate_table
-    from .text import code_block, inline_code
 
     failed = [v for v in verdicts if v.failed]
-    gate = f"{args.gate} gate ({verdicts[0].comparison.test}, alpha {args.alpha:g}, margin " \
-           f"{args.margin:g})"
+    gate = f"{args.gate} gate ({verdicts[0].comparison.test}, alpha {fmt_num(args.alpha)}, " \
+           f"margin {fmt_num(args.margin)})"
     headline = (f"**{len(failed)} of {len(verdicts)} cell(s) failed the {gate}**" if failed
                 else f"All {len(verdicts)} cell(s) pass the {gate}.")
     parts = [f"### graphnetz compare: {inline_code(args.report)} against "
@@ -240,7 +246,7 @@ def cmd_markdown(args: argparse.Namespace) -> int:
     return _write_view(to_markdown, args)
 
 
-def _write_view(render: Any, args: argparse.Namespace) -> int:
+def _write_view(render: Callable[[BenchmarkReport], str], args: argparse.Namespace) -> int:
     """Print the view ``render`` makes of REPORT, or write it atomically to ``-o``."""
     from pathlib import Path
 
@@ -346,8 +352,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                      "--margin > 0")
     if getattr(args, "min_effect", None) is not None and args.margin is not None \
             and not args.min_effect > args.margin:
-        parser.error(f"argument --min-effect: δ ({args.min_effect:g}) must be larger than "
-                     f"--margin ({args.margin:g}): it is the smallest regression that matters")
+        parser.error(f"argument --min-effect: δ ({fmt_num(args.min_effect)}) must be larger "
+                     f"than --margin ({fmt_num(args.margin)}): it is the smallest regression "
+                     "that matters")
     from .baselines import BaselineError
     from .gates import GateRefusal
 

@@ -1,8 +1,9 @@
 """Reading a report: LaTeX (booktabs) and Markdown tables, and the findings view.
 
-Every view here takes its intervals from one place, :func:`cell_stats`, which follows the
-report's ``ci_method`` and ``confidence_level``; the forest plot (``plots.py``) uses the same
-function, so a figure and a table made from one report cannot disagree about the interval.
+Every view here takes its intervals from one place,
+:func:`~pytest_graphnetz.report.views.cell_stats`, which follows the report's ``ci_method`` and
+``confidence_level``; the forest plot (``plots.py``) uses the same function, so a figure and a
+table made from one report cannot disagree about the interval.
 
 "Best in task" (bold) and "distinguishable" come from the paired test on per-seed differences,
 Holm-corrected over every model pair of a task (:func:`pair_findings`); overlapping intervals
@@ -15,29 +16,17 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .text import markdown_table
+from .report.views import cell_stats, method_phrase, seeds_phrase
+from .text import fmt_fixed, fmt_level, fmt_num, fmt_p, markdown_table
 
 if TYPE_CHECKING:
     from .report import BenchmarkReport
     from .stats import PairwiseRow, SummaryRow
 
 PAIRED_TEST = "paired-t"
-_CI_NAMES = {"t": "Student-t", "bootstrap": "percentile bootstrap"}
 
 
 # -- the numbers every view shares -------------------------------------------------------------
-
-def cell_stats(report: BenchmarkReport,
-               source: str = "seeds") -> dict[tuple[str, str], SummaryRow]:
-    """Per (task, model): the row of ``report.summary(source=source)`` (mean, ci_low, ci_high,
-    n_diverged...).
-
-    The summary follows ``report.ci_method``, ``confidence_level`` and ``epoch_selection``,
-    and its bootstrap draws from a fixed seed, so every view of one report shows the same
-    interval as ``print(report.summary(source=source))``.
-    """
-    return {(row.task, row.model): row for row in report.summary(source=source)}
-
 
 def _source_sentence(cells: dict, source: str) -> str:
     """What a view's intervals cover when they are not the seed intervals ('' for seeds)."""
@@ -110,27 +99,6 @@ def _best(report: BenchmarkReport, cells: dict[tuple[str, str], SummaryRow],
     return best
 
 
-# -- number formatting ---------------------------------------------------------------------------
-
-def _fmt(x: float, digits: int) -> str:
-    # `+ 0.0` turns a rounded -0.0 into 0.0, so "-0.000" never appears.
-    return f"{round(float(x), digits) + 0.0:.{digits}f}"
-
-
-def _signed(x: float, digits: int) -> str:
-    return f"{round(float(x), digits) + 0.0:+.{digits}f}"
-
-
-def method_phrase(report: BenchmarkReport) -> str:
-    level = f"{report.confidence_level * 100:g}%"
-    return f"{level} {_CI_NAMES[report.ci_method]} interval"
-
-
-def seeds_phrase(report: BenchmarkReport) -> str:
-    n = len(report.seeds)
-    return f"{n} seed" if n == 1 else f"{n} seeds"
-
-
 # -- LaTeX ----------------------------------------------------------------------------------------
 
 _LATEX_SPECIAL = {
@@ -148,13 +116,14 @@ def _latex_cell(c: SummaryRow, method: str, digits: int, bold: bool) -> str:
     if not math.isfinite(c.mean):
         return "---$^\\dagger$" if c.n_diverged else "---"  # diverged on every seed
     if not (math.isfinite(c.ci_low) and math.isfinite(c.ci_high)):
-        body = f"{_fmt(c.mean, digits)}\\ (n={c.n_seeds})"  # one finite seed: no interval
+        body = f"{fmt_fixed(c.mean, digits)}\\ (n={c.n_seeds})"  # one finite seed: no interval
     elif method == "t" and c.method == "t":  # a clipped t interval is no longer symmetric
-        body = f"{_fmt(c.mean, digits)} \\pm {_fmt((c.ci_high - c.ci_low) / 2, digits)}"
+        body = f"{fmt_fixed(c.mean, digits)} \\pm {fmt_fixed((c.ci_high - c.ci_low) / 2, digits)}"
     else:
         # Bootstrap: the interval's own endpoints, printed as offsets from the mean.
-        up, down = c.ci_high - c.mean, c.ci_low - c.mean
-        body = f"{_fmt(c.mean, digits)}^{{{_signed(up, digits)}}}_{{{_signed(down, digits)}}}"
+        up, down = (fmt_fixed(x, digits, signed=True) for x in (c.ci_high - c.mean,
+                                                                c.ci_low - c.mean))
+        body = f"{fmt_fixed(c.mean, digits)}^{{{up}}}_{{{down}}}"
     if bold:
         body = f"\\mathbf{{{body}}}"
     # `{}` gives the dagger its own base: `x^{+u}_{-d}^{\dagger}` is a double superscript.
@@ -223,7 +192,7 @@ def _caption(report: BenchmarkReport, cells: dict, alpha: float, *, latex: bool)
         shape = "Mean with offsets to the endpoints" if latex else "Mean [low, high]"
     selection = latex_escape(report.epoch_selection) if latex else report.epoch_selection
     bold = "Bold" if latex else "**Bold**"
-    a = rf"$\alpha = {alpha:g}$" if latex else f"alpha = {alpha:g}"
+    a = rf"$\alpha = {fmt_num(alpha)}$" if latex else f"alpha = {fmt_num(alpha)}"
     method = latex_escape(method_phrase(report)) if latex else method_phrase(report)
     text = (f"{shape} of the {method} over {seeds_phrase(report)} "
             f"(epoch selection: {selection}). {bold}: best in its task by a paired t-test "
@@ -246,11 +215,12 @@ def _markdown_cell(c: SummaryRow, method: str, digits: int, bold: bool) -> str:
     if not math.isfinite(c.mean):
         return "— †" if c.n_diverged else "—"  # diverged on every seed
     if not (math.isfinite(c.ci_low) and math.isfinite(c.ci_high)):
-        text = f"{_fmt(c.mean, digits)} (n={c.n_seeds})"  # one finite seed: no interval
+        text = f"{fmt_fixed(c.mean, digits)} (n={c.n_seeds})"  # one finite seed: no interval
     elif method == "t" and c.method == "t":  # a clipped t interval is no longer symmetric
-        text = f"{_fmt(c.mean, digits)} ± {_fmt((c.ci_high - c.ci_low) / 2, digits)}"
+        text = f"{fmt_fixed(c.mean, digits)} ± {fmt_fixed((c.ci_high - c.ci_low) / 2, digits)}"
     else:
-        text = f"{_fmt(c.mean, digits)} [{_fmt(c.ci_low, digits)}, {_fmt(c.ci_high, digits)}]"
+        low, high = fmt_fixed(c.ci_low, digits), fmt_fixed(c.ci_high, digits)
+        text = f"{fmt_fixed(c.mean, digits)} [{low}, {high}]"
     if bold:
         text = f"**{text}**"
     return text + (" †" if c.n_diverged else "")
@@ -281,21 +251,17 @@ def to_markdown(report: BenchmarkReport, *, digits: int = 3, alpha: float = 0.05
             + _findings(report, found, digits=digits, alpha=alpha))
 
 
-def findings(report: BenchmarkReport, *, digits: int = 3, alpha: float = 0.05) -> str:
-    """Markdown: per task, every model pair, whether the paired test tells them apart.
-
-    Columns: pair, Δ (positive: a better, so b − a for lower-is-better metrics) with its CI,
-    Holm-adjusted p, n paired seeds, finding. A pair
-    whose two cell intervals overlap is written in *italics*: a caution for readers who judge
-    by overlap, never the verdict (the paired test decides). Returns the Markdown as a string.
-    """
-    return _findings(report, pair_findings(report, alpha=alpha), digits=digits, alpha=alpha)
-
-
 def _findings(report: BenchmarkReport, found: dict[str, list[PairFinding]], *, digits: int,
               alpha: float) -> str:
-    """:func:`findings` from already computed pair findings."""
-    level = f"{report.confidence_level * 100:g}%"
+    """Markdown (the Findings section of :func:`to_markdown`): per task, every model pair,
+    whether the paired test tells them apart, from the pair findings ``found``.
+
+    Columns: pair, Δ (positive: a better, so b − a for lower-is-better metrics) with its CI,
+    Holm-adjusted p, n paired seeds, finding. A pair whose two cell intervals overlap is
+    written in *italics*: a caution for readers who judge by overlap, never the verdict (the
+    paired test decides).
+    """
+    level = fmt_level(report.confidence_level)
     rows = []
     for task in report.tasks:
         for f in found[task]:
@@ -307,16 +273,17 @@ def _findings(report: BenchmarkReport, found: dict[str, list[PairFinding]], *, d
                 rows.append([task, pair, "—", "—", str(r.n),
                              f"not compared: {r.n} seed(s) finite in both"])
                 continue
-            diff = (f"{_signed(r.mean_diff, digits)} "
-                    f"[{_signed(r.ci_low, digits)}, {_signed(r.ci_high, digits)}]")
+            mean, low, high = (fmt_fixed(x, digits, signed=True)
+                               for x in (r.mean_diff, r.ci_low, r.ci_high))
+            diff = f"{mean} [{low}, {high}]"
             verdict = f"{f.better} better" if f.better else "not distinguishable"
-            rows.append([task, pair, diff, f"{r.p_holm:.3g}", str(r.n), verdict])
+            rows.append([task, pair, diff, fmt_p(r.p_holm), str(r.n), verdict])
     if not rows:
         return "### Findings\n\nFewer than two models: nothing to compare.\n"
     headers = ["task", "pair (a vs b)", f"Δ (+: a better) [{level} CI]", "p (Holm)", "n",
                "finding"]
     note = (f"_Paired t-test on per-seed differences, Holm-corrected over the pairs of each "
-            f"task, alpha = {alpha:g}. *Italics*: the two models' {method_phrase(report)}s "
+            f"task, alpha = {fmt_num(alpha)}. *Italics*: the two models' {method_phrase(report)}s "
             "overlap — a caution only; overlapping intervals can still differ under the "
             "paired test._")
     return "### Findings\n\n" + markdown_table(headers, rows) + "\n\n" + note + "\n"

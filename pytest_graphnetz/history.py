@@ -111,6 +111,10 @@ class History:
     - ``restored_epoch``: the 0-based epoch whose weights training ended with, for a trainer
       whose early stopping restores the best weights: the ``final`` rule reports that epoch's
       test value (the model training produced), not the last epoch run. ``None``: the last.
+    - ``selected``: for a history that keeps only the values the epoch rules selected (a
+      committed baseline keeps no per-epoch record), the epoch of each rule by name, e.g.
+      ``{"final": 0, "best_val": 1}``; a rule named here picks that epoch, whatever the series
+      say. ``None``: every rule picks from the series.
     """
 
     test: tuple[float, ...]
@@ -120,6 +124,7 @@ class History:
     outcomes: Mapping[int, TestOutcomes] = field(default_factory=dict)
     val_metric: str | None = None
     restored_epoch: int | None = None
+    selected: Mapping[str, int] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "test", _floats(self.test))
@@ -159,6 +164,13 @@ class History:
             if isinstance(epoch, bool) or not isinstance(epoch, int) or not 0 <= epoch < n:
                 raise ValueError(f"History `restored_epoch` must be a 0-based epoch of the run "
                                  f"(0..{n - 1}), got {epoch!r}")
+        if self.selected is not None:
+            if not isinstance(self.selected, Mapping) or not all(
+                    isinstance(rule, str) and type(e) is int and 0 <= e < n
+                    for rule, e in self.selected.items()):
+                raise ValueError(f"History `selected` must map epoch rule names to 0-based "
+                                 f"epochs of the run (0..{n - 1}), got {self.selected!r}")
+            object.__setattr__(self, "selected", dict(sorted(self.selected.items())))
 
     @property
     def n_epochs(self) -> int:
@@ -196,6 +208,8 @@ class History:
             out["val_metric"] = self.val_metric
         if self.restored_epoch is not None:
             out["restored_epoch"] = self.restored_epoch
+        if self.selected is not None:
+            out["selected"] = dict(self.selected)
         return out
 
     @classmethod
@@ -208,6 +222,7 @@ class History:
             outcomes=d.get("outcomes") or {},
             val_metric=d.get("val_metric"),
             restored_epoch=d.get("restored_epoch"),
+            selected=d.get("selected"),
         )
 
 

@@ -22,9 +22,12 @@ import base64
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .history import History
 
 KINDS = {"accuracy": "correct", "acc": "correct", "mae": "errors", "rmse": "errors",
          "auc": "scores", "roc_auc": "scores", "mrr": "scores"}
@@ -139,9 +142,11 @@ class TestOutcomes:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TestOutcomes):
             return NotImplemented
-        return (self.metric == other.metric and np.array_equal(self.values, other.values)
-                and (self.labels is None) == (other.labels is None)
-                and (self.labels is None or np.array_equal(self.labels, other.labels)))
+        if self.metric != other.metric or not np.array_equal(self.values, other.values):
+            return False
+        if self.labels is None or other.labels is None:
+            return self.labels is None and other.labels is None
+        return bool(np.array_equal(self.labels, other.labels))
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -214,7 +219,7 @@ def _read(raw: Any, n: int | None, *, bits: bool, what: str) -> np.ndarray:
     return arr
 
 
-def outcomes_problem(hist: Any, metric: str) -> str | None:
+def outcomes_problem(hist: History, metric: str) -> str | None:
     """Why ``hist``'s outcomes do not match its recorded test values (None: they do).
 
     The metric recomputed from each epoch's outcomes must equal the ``test`` value of that

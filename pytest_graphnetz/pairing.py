@@ -16,6 +16,7 @@ from typing import Any
 from . import stats
 from .baselines import BaselineMissingError
 from .report import BenchmarkReport
+from .text import fmt_level
 from .verdicts import (
     CHANGED_MODEL_NOTE,
     GateRefusal,
@@ -77,8 +78,8 @@ def collapse_notes(baseline: Sequence[float], candidate: Sequence[float], seeds:
             continue
         notes.append(
             f"the {side} collapsed at seed(s) {seed_list(flagged)}: far below its other seeds "
-            f"(one-sided Grubbs G = {g:.2f} > {check.critical:.2f}, {check.alpha:.0%} per side, "
-            f"n = {check.n}). The verdict stands, but the t test is less reliable on such "
+            f"(one-sided Grubbs G = {g:.2f} > {check.critical:.2f}, {fmt_level(check.alpha)} per "
+            f"side, n = {check.n}). The verdict stands, but the t test is less reliable on such "
             f"seeds: when seeds of the {side} collapse 5% of the time by 4 sd, "
             f"{_COLLAPSE_RATES[side]} (5-20 seeds, benchmarks/skew_results.md). Rerun or "
             "inspect that seed before trusting a close verdict")

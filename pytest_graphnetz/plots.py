@@ -12,17 +12,20 @@ import math
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .export import cell_stats, method_phrase, seeds_phrase
+from .report.views import cell_stats, method_phrase, seeds_phrase
+from .stats import Verdict
+from .text import fmt_level, fmt_signed
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
     from .report import BenchmarkReport
+    from .verdicts import CellVerdict
 
 INSTALL_HINT = "pip install 'pytest-graphnetz[plot]'"
 
@@ -31,14 +34,16 @@ _ROW_IN, _PANEL_IN, _WIDTH_IN = 0.32, 1.05, 6.4
 
 # Verdict colours: failures red, passes green/blue, undecided orange, no change grey.
 VERDICT_COLOURS = {
-    "REGRESSED": "#c62828",
-    "NOT EQUIVALENT": "#c62828",
-    "NOT WORSE": "#2e7d32",
-    "EQUIVALENT": "#2e7d32",
-    "BETTER": "#1565c0",
-    "INCONCLUSIVE": "#ef6c00",
-    "IDENTICAL": "#757575",
+    Verdict.REGRESSED: "#c62828",
+    Verdict.NOT_EQUIVALENT: "#c62828",
+    Verdict.NOT_WORSE: "#2e7d32",
+    Verdict.EQUIVALENT: "#2e7d32",
+    Verdict.BETTER: "#1565c0",
+    Verdict.INCONCLUSIVE: "#ef6c00",
+    Verdict.IDENTICAL: "#757575",
 }
+# The bound lines: the gate's margin (dashed) and −δ (dotted).
+_MARGIN_COLOUR, _DELTA_COLOUR, _BOUND_LW = "#c62828", "#6a1b9a", 0.9
 
 
 def _require_matplotlib() -> None:
@@ -48,7 +53,8 @@ def _require_matplotlib() -> None:
         raise ImportError(f"plotting needs matplotlib, an optional extra: {INSTALL_HINT}") from exc
 
 
-def _new_figure(height: float, n_rows: int, height_ratios: Sequence[float]) -> tuple[Figure, list]:
+def _new_figure(height: float, n_rows: int,
+                height_ratios: Sequence[float]) -> tuple[Figure, list[Axes]]:
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(_WIDTH_IN, height), layout="constrained")
@@ -56,9 +62,9 @@ def _new_figure(height: float, n_rows: int, height_ratios: Sequence[float]) -> t
     return fig, list(axes[:, 0])
 
 
-def _axes_list(ax: Any, n: int, what: str) -> list[Axes]:
-    axes = list(ax) if isinstance(ax, (Sequence, np.ndarray)) else [ax]
-    axes = list(np.ravel(axes))
+def _axes_list(ax: Axes | Sequence[Axes] | np.ndarray, n: int, what: str) -> list[Axes]:
+    # One Axes, a list of them, or fig.subplots' array (any shape): flattened in order.
+    axes: list[Axes] = list(np.ravel(np.asarray(ax, dtype=object)))
     if len(axes) != n:
         raise ValueError(
             f"`ax`: {what} needs {n} Axes (one per task) but got {len(axes)}; pass "
@@ -79,7 +85,8 @@ def axis_label(metric: str, higher_is_better: bool) -> str:
 
 
 def plot_forest(
-    report: BenchmarkReport, path: str | os.PathLike | None = None, ax: Any = None,
+    report: BenchmarkReport, path: str | os.PathLike | None = None,
+    ax: Axes | Sequence[Axes] | np.ndarray | None = None,
     source: str = "seeds",
 ) -> Figure:
     """Forest plot: one row per (task, model), a panel per task.
@@ -104,7 +111,7 @@ def plot_forest(
         fig.suptitle(_forest_caption(report, source), fontsize=9)
     else:
         axes = _axes_list(ax, len(report.tasks), "a forest plot of this report")
-        fig = axes[0].figure
+        fig = _root_figure(axes[0])
 
     cells = cell_stats(report, source)
     X = report.X  # [task, model, seed]
@@ -121,7 +128,7 @@ def plot_forest(
                          linewidths=0, zorder=1)
             if math.isfinite(c.mean):
                 # Asymmetric by construction: the interval's own endpoints, never mean ± half.
-                xerr = [[c.mean - c.ci_low], [c.ci_high - c.mean]]
+                xerr: list[list[float]] | None = [[c.mean - c.ci_low], [c.ci_high - c.mean]]
                 if not (math.isfinite(c.ci_low) and math.isfinite(c.ci_high)):
                     xerr = None  # a single finite seed has no interval
                 axis.errorbar([c.mean], [ys[j]], xerr=xerr, fmt="o", color=colour, ms=5,
@@ -147,7 +154,7 @@ def _forest_caption(report: BenchmarkReport, source: str = "seeds") -> str:
 
 
 def plot_comparison(
-    verdicts: Iterable[Any],
+    verdicts: Iterable[CellVerdict],
     path: str | os.PathLike | None = None,
     ax: Axes | None = None,
     margin: float | None = None,
@@ -176,20 +183,20 @@ def plot_comparison(
     n = len(verdicts)
     if ax is None:
         fig, (ax,) = _new_figure(_ROW_IN * n + _PANEL_IN, 1, [1.0])
-    fig = ax.figure
+    fig = _root_figure(ax)
 
     ys = np.arange(n)[::-1].astype(float)
-    seen: dict[str, str] = {}
+    seen: dict[Verdict, str] = {}
     bounds: set[float] = set()
     deltas: set[float] = set()
     for y, v in zip(ys, verdicts, strict=True):
         c = v.comparison
-        name = _verdict_name(v)
+        name = c.verdict
         colour = VERDICT_COLOURS.get(name, "#000000")
         seen.setdefault(name, colour)
         m = float(c.margin if margin is None else margin)
         bounds.update({"not_worse": [-m], "better": [m]}.get(c.kind, [-m, m]))
-        if c.kind == "not_worse" and getattr(c, "min_effect", None) is not None:
+        if c.kind == "not_worse" and c.min_effect is not None:
             deltas.add(-float(c.min_effect))
         if reports is not None:
             d = _paired_differences(v, *reports)
@@ -202,24 +209,25 @@ def plot_comparison(
         if verdicts[k].task != verdicts[k - 1].task:
             ax.axhline(ys[k] + 0.5, color="0.6", lw=0.6, zorder=1)
     ax.axvline(0.0, color="black", lw=0.9, zorder=2)
-    style = {"color": "#c62828", "lw": 0.9, "ls": "--"}
-    handles = [Line2D([], [], color=col, marker="o", ls="", label=name)
+    handles = [Line2D([], [], color=col, marker="o", ls="", label=str(name))
                for name, col in seen.items()]
     for b in sorted(bounds - {0.0}):
-        ax.axvline(b, zorder=2, **style)
+        ax.axvline(b, color=_MARGIN_COLOUR, lw=_BOUND_LW, ls="--", zorder=2)
     if bounds - {0.0}:
-        text = ", ".join(f"{b:+g}" for b in sorted(bounds - {0.0}))
-        handles.append(Line2D([], [], label=f"margin ({text})", **style))
-    dotted = {"color": "#6a1b9a", "lw": 0.9, "ls": ":"}
+        text = ", ".join(fmt_signed(b) for b in sorted(bounds - {0.0}))
+        handles.append(Line2D([], [], color=_MARGIN_COLOUR, lw=_BOUND_LW, ls="--",
+                              label=f"margin ({text})"))
     for b in sorted(deltas):
-        ax.axvline(b, zorder=2, **dotted)
+        ax.axvline(b, color=_DELTA_COLOUR, lw=_BOUND_LW, ls=":", zorder=2)
     if deltas:
-        text = ", ".join(f"{b:+g}" for b in sorted(deltas))
-        handles.append(Line2D([], [], label=f"−δ, min_effect ({text})", **dotted))
-    ax.set_yticks(ys, [f"{v.task} · {v.model}\n{_verdict_name(v)}" for v in verdicts])
+        text = ", ".join(fmt_signed(b) for b in sorted(deltas))
+        handles.append(Line2D([], [], color=_DELTA_COLOUR, lw=_BOUND_LW, ls=":",
+                              label=f"−δ, min_effect ({text})"))
+    ax.set_yticks(ys, [f"{v.task} · {v.model}\n{v.comparison.verdict}" for v in verdicts])
     ax.set_ylim(-0.6, n - 0.4)
-    # Comparisons print the two-sided (1 - 2 alpha) interval that matches their one-sided tests.
-    levels = sorted({f"{100 * (1 - 2 * v.comparison.alpha):.3g}%" for v in verdicts})
+    # Each comparison's interval at its own level (1 - 2 alpha, or its ends' levels after Holm
+    # or at a sequential look), labelled as the gate's message labels it.
+    levels = sorted({fmt_level(v.comparison.confidence_level) for v in verdicts})
     dots = "; dots: single seeds" if reports is not None else ""
     ax.set_xlabel(f"mean paired Δ with its {'/'.join(levels)} CI: candidate − baseline "
                   f"(positive = better){dots}", fontsize=9)
@@ -232,12 +240,15 @@ def plot_comparison(
     return fig
 
 
-def _verdict_name(verdict: Any) -> str:
-    v = verdict.comparison.verdict
-    return str(getattr(v, "value", v))
+def _root_figure(ax: Axes) -> Figure:
+    """The Figure that holds ``ax``, through any SubFigure (only a Figure saves)."""
+    from matplotlib.figure import Figure
+
+    fig = ax.figure
+    return fig if isinstance(fig, Figure) else fig.figure
 
 
-def _paired_differences(verdict: Any, baseline: BenchmarkReport,
+def _paired_differences(verdict: CellVerdict, baseline: BenchmarkReport,
                         candidate: BenchmarkReport) -> np.ndarray:
     """The per-seed d_s of one verdict's cell over its paired seeds (+ = better)."""
     task, model = verdict.task, verdict.model

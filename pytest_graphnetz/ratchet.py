@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .baselines import (
     Anchor,
@@ -39,9 +39,13 @@ from .baselines import (
     write_baseline,
 )
 from .report import BenchmarkReport
+from .stats import Verdict
+
+if TYPE_CHECKING:
+    from .verdicts import CellVerdict
 
 # judge(candidate, reference, source) -> the not-worse verdicts of every candidate cell.
-Judge = Callable[[BenchmarkReport, BenchmarkReport, str], list[Any]]
+Judge = Callable[[BenchmarkReport, BenchmarkReport, str], "list[CellVerdict]"]
 
 RULE = ("the ratchet refuses a refresh in which a cell is REGRESSED, or INCONCLUSIVE with a "
         "negative mean Δ, against the baseline it replaces or against the cell's anchor (the "
@@ -49,10 +53,10 @@ RULE = ("the ratchet refuses a refresh in which a cell is REGRESSED, or INCONCLU
         "a little cannot add up")
 
 
-def refuses(verdict: Any) -> bool:
+def refuses(verdict: CellVerdict) -> bool:
     """Whether the ratchet refuses on ``verdict`` (a gate's not-worse cell verdict)."""
-    return verdict.verdict == "REGRESSED" or (
-        verdict.verdict == "INCONCLUSIVE" and verdict.comparison.mean_diff < 0)
+    return verdict.verdict is Verdict.REGRESSED or (
+        verdict.verdict is Verdict.INCONCLUSIVE and verdict.comparison.mean_diff < 0)
 
 
 @dataclass(frozen=True)
@@ -69,9 +73,9 @@ class RefreshOutcome:
 
     handle: BaselineHandle
     written: bool
-    previous: list[Any]
-    anchored: list[Any]
-    refused: list[Any]
+    previous: list[CellVerdict]
+    anchored: list[CellVerdict]
+    refused: list[CellVerdict]
     new_cells: list[Cell]
     replaced: BenchmarkReport | None
 
@@ -96,7 +100,7 @@ class RefreshOutcome:
                  f"<node id> --accept {cells[0]}`); their anchors are reset, every other cell "
                  "keeps its anchor."]
         needed = [v.comparison.seeds_needed for v in self.refused
-                  if v.verdict == "INCONCLUSIVE" and v.comparison.seeds_needed]
+                  if v.verdict is Verdict.INCONCLUSIVE and v.comparison.seeds_needed]
         if needed:
             lines.append(f"If you are not sure it is a loss: about {max(needed)} paired seeds "
                          f"would decide the INCONCLUSIVE cell(s) (rerun with "
@@ -115,10 +119,10 @@ def refresh(handle: BaselineHandle, candidate: BenchmarkReport, judge: Judge) ->
     cannot be merged into the file's seed grid raise, unless ``handle.force``: then the file
     is replaced by the candidate alone.
     """
-    with baseline_lock(handle.path):
+    with baseline_lock(handle.path, root=handle.root):
         stored = _read(handle)
-        previous: list[Any] = []
-        anchored: list[Any] = []
+        previous: list[CellVerdict] = []
+        anchored: list[CellVerdict] = []
         if stored is not None:
             try:
                 previous = _against_previous(candidate, stored, judge, handle.shown)
@@ -157,7 +161,7 @@ def _cells(report: BenchmarkReport) -> list[Cell]:
 
 
 def _against_previous(candidate: BenchmarkReport, stored: StoredBaseline, judge: Judge,
-                      source: str) -> list[Any]:
+                      source: str) -> list[CellVerdict]:
     old = stored.report
     tasks = [t for t in candidate.tasks if t in old.tasks]
     models = [m for m in candidate.models if m in old.models]
@@ -168,7 +172,7 @@ def _against_previous(candidate: BenchmarkReport, stored: StoredBaseline, judge:
 
 
 def _against_anchors(candidate: BenchmarkReport, stored: StoredBaseline, judge: Judge,
-                     source: str) -> list[Any]:
+                     source: str) -> list[CellVerdict]:
     """The candidate against the anchors that differ from the replaced baseline: one call per
     anchor seed set that forms a task × model grid (Holm across its cells, as in a gate),
     else one call per cell."""
@@ -179,18 +183,19 @@ def _against_anchors(candidate: BenchmarkReport, stored: StoredBaseline, judge: 
         groups.setdefault(stored.anchors[cell].seeds, []).append(cell)
     verdicts = []
     for group in groups.values():
-        tasks = list(dict.fromkeys(t for t, _ in group))
-        models = list(dict.fromkeys(m for _, m in group))
+        tasks, models = _grid(group)
         calls = [group] if len(group) == len(tasks) * len(models) else [[c] for c in group]
         for part in calls:
-            grid = _grid(part)
-            verdicts += judge(candidate.subset(**grid), stored.anchor_report(part), source)
+            part_tasks, part_models = _grid(part)
+            verdicts += judge(candidate.subset(tasks=part_tasks, models=part_models),
+                              stored.anchor_report(part), source)
     return verdicts
 
 
-def _grid(cells: Sequence[Cell]) -> dict[str, list[str]]:
-    return {"tasks": list(dict.fromkeys(t for t, _ in cells)),
-            "models": list(dict.fromkeys(m for _, m in cells))}
+def _grid(cells: Sequence[Cell]) -> tuple[list[str], list[str]]:
+    """The tasks and the models of ``cells``, in first-seen order."""
+    return (list(dict.fromkeys(t for t, _ in cells)),
+            list(dict.fromkeys(m for _, m in cells)))
 
 
 def _merge(stored: StoredBaseline | None, candidate: BenchmarkReport,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .text import (
     code_block,
@@ -33,6 +33,9 @@ from .text import (
     markdown_table,
     seed_trainings,
 )
+
+if TYPE_CHECKING:
+    from .verdicts import CellVerdict, WidthVerdict
 
 FAILED_MARK = "✗ FAIL"     # the table's Build column for rows that failed the build
 # Verdicts that are no verdict: the comparison was not made.
@@ -49,38 +52,44 @@ WHERE_THE_REST_IS = ("the full table and every failing test's message are in the
                      "summary and in the graphnetz-verdicts artifact")
 
 
-def verdict_stats(verdict: Any) -> dict[str, Any]:
+def verdict_stats(verdict: CellVerdict | WidthVerdict) -> dict[str, Any]:
     """The numbers of a gate verdict (a ``CellVerdict`` or ``WidthVerdict``), JSON-ready: NaN
     and infinities become None. Read from the verdict's public attributes."""
-    c = getattr(verdict, "comparison", None)
-    if c is not None:
-        p = c.p_adjusted if getattr(c, "p_adjusted", None) is not None else c.p_value
-        out = {"kind": getattr(c, "kind", None), "test": c.test, "n": c.n,
-               "mean_diff": c.mean_diff, "ci_low": c.ci.low, "ci_high": c.ci.high,
-               "level": c.confidence_level, "p": p, "p_raw": c.p_value,
-               "alpha": c.alpha, "margin": c.margin, "min_effect": c.min_effect,
-               "mde": getattr(c, "mde", None),
-               "seeds": list(getattr(verdict, "seeds", ())),
-               "baseline_mean": getattr(verdict.baseline, "mean", None),
-               "candidate_mean": getattr(verdict.candidate, "mean", None)}
-    else:  # assert_ci_width
+    from .verdicts import WidthVerdict  # loaded already: the verdict came from it
+
+    out: dict[str, Any]
+    if isinstance(verdict, WidthVerdict):  # assert_ci_width
         s = verdict.stats
         out = {"kind": "ci_width", "n": s.n, "candidate_mean": s.mean, "ci_low": s.ci.low,
                "ci_high": s.ci.high, "level": s.confidence_level, "width": verdict.width,
                "max_width": verdict.max_width}
-    out["verdict"] = verdict.verdict
+    else:
+        c = verdict.comparison
+        out = {"kind": c.kind, "test": c.test, "n": c.n, "mean_diff": c.mean_diff,
+               "ci_low": c.ci.low, "ci_high": c.ci.high, "level": c.confidence_level,
+               # a suite row's p_adjusted may be None (gates.py): its raw p then
+               "p": c.p_value if c.p_adjusted is None else c.p_adjusted, "p_raw": c.p_value,
+               "alpha": c.alpha, "margin": c.margin,
+               "min_effect": c.min_effect, "mde": c.mde, "seeds": list(verdict.seeds),
+               "baseline_mean": verdict.baseline.mean,
+               "candidate_mean": verdict.candidate.mean}
+    out["verdict"] = str(verdict.verdict)  # a plain str: rows travel through pytest-xdist
     out["failed"] = bool(verdict.failed)
     return {k: _number(v) for k, v in out.items()}
 
 
-def gate_call(verdict: Any, *, strict: bool = False) -> dict[str, Any] | None:
+def gate_call(verdict: CellVerdict | WidthVerdict, *, strict: bool = False
+              ) -> dict[str, Any] | None:
     """The settings of the gate call that gave ``verdict`` (a comparison's ``CellVerdict``; None
     for others), as a saved report records them for ``graphnetz compare``: gate, test, margin,
     δ (``min_effect``), α, strict. ``strict``: the session's; a failing INCONCLUSIVE implies it."""
-    c = getattr(verdict, "comparison", None)
-    if c is None or getattr(verdict, "gate", None) is None:
+    from .stats import Verdict  # loaded already: the verdict came from it
+    from .verdicts import WidthVerdict
+
+    if isinstance(verdict, WidthVerdict):
         return None
-    strict = strict or (verdict.verdict == "INCONCLUSIVE" and bool(verdict.failed))
+    c = verdict.comparison
+    strict = strict or (verdict.verdict is Verdict.INCONCLUSIVE and bool(verdict.failed))
     return {"gate": verdict.gate, "test": c.test, "margin": _number(c.margin),
             "min_effect": _number(c.min_effect), "alpha": _number(c.alpha), "strict": strict}
 
@@ -151,7 +160,9 @@ class GateSummary:
         return bool(row.get("failed")) and row.get("test", "") in self.failures
 
     def is_identical(self, row: Mapping[str, Any]) -> bool:
-        return row.get("verdict") == "IDENTICAL" and not self.failed_build(row)
+        from .stats import Verdict  # loaded already: the rows came from it
+
+        return row.get("verdict") == Verdict.IDENTICAL and not self.failed_build(row)
 
     def kind(self, row: Mapping[str, Any]) -> str:
         """``failed``, ``refused`` or ``passed`` (see :class:`Counts`)."""

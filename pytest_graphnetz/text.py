@@ -1,8 +1,11 @@
-"""Plain-text and Markdown tables, shared by every view (summary, pairwise, gates, export)."""
+"""Plain-text and Markdown tables, shared by every view (summary, pairwise, gates, export), and
+the one spelling of each kind of number they print (:func:`fmt_num`, :func:`fmt_signed`,
+:func:`fmt_fixed`, :func:`fmt_p`, :func:`fmt_level`, :func:`fmt_interval`)."""
 
 from __future__ import annotations
 
 import html
+import math
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -95,6 +98,51 @@ def check_name(kind: str, name: object) -> None:
             f"{kind} name {str(name)!r} contains a control character ({bad[0]!r}): names reach "
             "the terminal, Markdown summaries and file names; rename it without control, "
             "format or line-separator characters")
+
+
+# -- numbers: one spelling per kind, for every message, table and page ------------------------
+
+
+def fmt_num(x: float | None) -> str:
+    """A number to 4 significant digits (``0.9375``, ``0.02921``, ``1.2e-05``): means, Δ,
+    widths, MDEs, settings; None or NaN: ``n/a``."""
+    if x is None or math.isnan(x):
+        return "n/a"
+    return f"{float(x):.4g}"
+
+
+def fmt_signed(x: float | None) -> str:
+    """:func:`fmt_num` with its sign: ``+0.0123``, ``-0.5``, ``+0`` (never ``-0``)."""
+    if x is None or math.isnan(x):
+        return "n/a"
+    return f"{float(x) + 0.0:+.4g}"
+
+
+def fmt_fixed(x: float, digits: int = 4, *, signed: bool = False) -> str:
+    """``x`` to ``digits`` decimals, a table column's spelling (``0.9375``, ``+0.050`` when
+    ``signed``); a value that rounds to zero prints as ``0.000``, never ``-0.000``; NaN and
+    infinities as ``nan``, ``inf``."""
+    # `+ 0.0` turns a rounded -0.0 into 0.0.
+    return f"{round(float(x), digits) + 0.0:{'+' if signed else ''}.{digits}f}"
+
+
+def fmt_p(p: float | None) -> str:
+    """A p-value: three decimals (``0.500``, ``1.000``, ``0.012``), two significant digits
+    below 0.01 (``0.0012``, ``7.6e-07``); None or NaN: ``n/a``."""
+    if p is None or math.isnan(p):
+        return "n/a"
+    return f"{p:.2g}" if p < 0.01 else f"{p:.3f}"
+
+
+def fmt_level(level: float) -> str:
+    """A confidence level as a percent, to 3 significant digits: ``0.95`` → ``95%``, ``0.9``
+    → ``90%``, ``0.925`` → ``92.5%``."""
+    return f"{100 * level:.3g}%"
+
+
+def fmt_interval(low: float, high: float) -> str:
+    """An interval as ``[low, high]``, each end by :func:`fmt_num`."""
+    return f"[{fmt_num(low)}, {fmt_num(high)}]"
 
 
 def seed_trainings(n: int) -> str:

@@ -11,14 +11,22 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 
 from . import stats
 from .history import CLIPPED, MetricSpec, clip_to_metric, in_unit_interval
 from .report import BenchmarkReport
-from .text import seed_trainings
+from .stats import Verdict
+from .text import (
+    fmt_fixed,
+    fmt_interval,
+    fmt_level,
+    fmt_num,
+    fmt_p,
+    fmt_signed,
+    seed_trainings,
+)
 
 # δ for metrics bounded in [0, 1] (accuracy, AUC, F1, MRR, Hits@K): one point.
 DEFAULT_MIN_EFFECT = 0.01
@@ -57,21 +65,21 @@ class CellVerdict:
     metric: str
     higher_is_better: bool
     gate: str                       # "not_worse" | "better" | "equivalent"
-    comparison: Any                 # stats.Comparison
-    baseline: Any                   # stats.CellStats over `seeds`
-    candidate: Any                  # stats.CellStats over `seeds`
+    comparison: stats.Comparison
+    baseline: stats.CellStats       # over `seeds`
+    candidate: stats.CellStats      # over `seeds`
     seeds: tuple[int, ...]
     failed: bool
     notes: tuple[str, ...] = ()
     baseline_seeds: tuple[int, ...] = ()   # every seed the baseline holds
     refresh_command: str | None = None      # the command that rewrites this baseline
-    stop: Any = None                        # adaptive seeds: where the cell stopped
+    stop: Stop | None = None                # adaptive seeds: where the cell stopped
     table_note: str = ""                    # the summary table's Note for a passing cell
     folds: int | None = None                # k of a k-fold CV task (corrected resampled t)
 
     @property
-    def verdict(self) -> str:
-        return verdict_name(self.comparison.verdict)
+    def verdict(self) -> stats.Verdict:
+        return self.comparison.verdict
 
     @property
     def cell(self) -> str:
@@ -111,17 +119,17 @@ class CellVerdict:
 
     def _advice(self) -> list[str]:
         """What the reviewer can do about this verdict (lines of the message)."""
-        c = self.comparison
-        if c.below_min_effect:
+        c, delta = self.comparison, self.comparison.min_effect
+        if c.below_min_effect and delta is not None:
             return [f"  the drop is significant but smaller than min_effect "
-                    f"{fmt_num(c.min_effect)} "
-                    f"(the {ci_level(c)} CI lies above {fmt_num(-c.min_effect)}); if a drop this "
-                    f"size is acceptable, accept it with margin={_accepting_margin(c)} (margin "
-                    "must stay below min_effect)"]
-        if self.verdict == "BETTER":
+                    f"{fmt_num(delta)} "
+                    f"(the {ci_level(c)} CI lies above {fmt_num(-delta)}); if a drop this "
+                    f"size is acceptable, accept it with margin={_accepting_margin(c.ci, delta)} "
+                    "(margin must stay below min_effect)"]
+        if self.verdict == Verdict.BETTER:
             return [f"  the candidate is better than the baseline: refresh the baseline to keep "
                     f"the gain ({refresh_hint(self.refresh_command)})"]
-        if self.verdict != "INCONCLUSIVE":
+        if self.verdict != Verdict.INCONCLUSIVE:
             return []
         if self.gate != "not_worse":
             if not c.seeds_needed:
@@ -140,7 +148,7 @@ class CellVerdict:
                  f"that matters is not ruled out) and above {fmt_num(0.0 - c.margin)} (no "
                  "significant drop either)"]
         if self.folds is not None:
-            return lines + self._fold_advice(n)
+            return lines + self._fold_advice(n, self.folds)
         if n:
             lines.append(
                 f"  about {n} paired seeds would decide it: at the observed sd of Δ "
@@ -150,13 +158,13 @@ class CellVerdict:
             lines += self._unpaired_advice()
         return lines
 
-    def _fold_advice(self, n: int | None) -> list[str]:
-        """The plan of a k-fold CV cell, at the per-fold sd of Δ (the comparison's sd is the
-        one the correction inflated), or why no seed count decides it and what would."""
+    def _fold_advice(self, n: int | None, k: int) -> list[str]:
+        """The plan of a ``k``-fold CV cell, at the per-fold sd of Δ (the comparison's sd is
+        the one the correction inflated), or why no seed count decides it and what would."""
         from .stats.heldout import fold_ratio
         from .stats.planning import fold_min_effect_floor
 
-        c, k = self.comparison, self.folds
+        c = self.comparison
         rho = fold_ratio(k)
         sd = c.sd_diff / math.sqrt(1 + c.n * rho)
         if n:
@@ -199,7 +207,8 @@ class CellVerdict:
         """The summary-table row (plain strings: it travels through xdist and JUnit XML)."""
         c = self.comparison
         p = c.p_adjusted if c.p_adjusted is not None else c.p_value
-        verdict = self.verdict + (": refresh baseline" if self.verdict == "BETTER" else "")
+        verdict = str(self.verdict) + (": refresh baseline" if self.verdict == Verdict.BETTER
+                                       else "")
         row = {"cell": self.cell, "metric": metric_label(self.metric, self.higher_is_better),
                 "baseline": fmt_mean_ci(self.baseline, short=True),
                 "candidate": fmt_mean_ci(self.candidate, short=True),
@@ -223,7 +232,7 @@ class WidthVerdict:
     model: str
     metric: str
     higher_is_better: bool
-    stats: Any                      # stats.CellStats
+    stats: stats.CellStats
     width: float
     max_width: float
     seeds_needed: int | None
@@ -247,7 +256,7 @@ class WidthVerdict:
             more = (f"an interval needs at least 2 finished seeds and this cell has "
                     f"{s.n}{diverged}: run more seeds (e.g. --graphnetz-seeds=10), then this "
                     "gate says how many bring it under")
-        return (f"{self.cell} — {self.metric}: {s.method} {s.confidence_level:.0%} interval "
+        return (f"{self.cell} — {self.metric}: {s.method} {fmt_level(s.confidence_level)} interval "
                 f"{fmt_ci(s.ci)} is {fmt_num(self.width)} wide, over the maximum "
                 f"{fmt_num(self.max_width)} (n={s.n}, mean {fmt_num(s.mean)}); {more}")
 
@@ -273,9 +282,9 @@ class UnpairedCell:
     model: str
     metric: str
     higher_is_better: bool
-    baseline: Any
-    candidate: Any
-    welch: Any
+    baseline: stats.CellStats
+    candidate: stats.CellStats
+    welch: stats.PairedResult | None
 
     @property
     def cell(self) -> str:
@@ -285,12 +294,14 @@ class UnpairedCell:
         w = self.welch
         if w is None:
             return "unpaired: n/a"
-        return f"unpaired {fmt_signed(w.mean_diff)} {fmt_ci(w.ci)} ({w.confidence_level:.0%})"
+        level = fmt_level(w.confidence_level)
+        return f"unpaired {fmt_signed(w.mean_diff)} {fmt_ci(w.ci)} ({level})"
 
     def line(self) -> str:
         w = self.welch
         welch = ("Welch Δ n/a (fewer than 2 finite values on a side)" if w is None else
-                 f"Welch Δ {fmt_signed(w.mean_diff)} ({w.confidence_level:.0%} CI {fmt_ci(w.ci)}, "
+                 f"Welch Δ {fmt_signed(w.mean_diff)} ({fmt_level(w.confidence_level)} CI "
+                 f"{fmt_ci(w.ci)}, "
                  f"p = {fmt_p(w.p_value)})")
         return (f"  {self.cell}: baseline {fmt_mean_ci(self.baseline)}; candidate "
                 f"{fmt_mean_ci(self.candidate)}; {welch}")
@@ -298,7 +309,7 @@ class UnpairedCell:
 
 def failed_verdict(gate: str, name: str, strict: bool) -> bool:
     """The pass rule: whether verdict ``name`` fails ``gate`` (``strict``: INCONCLUSIVE too)."""
-    return name not in PASSES[gate] or (strict and name == "INCONCLUSIVE")
+    return name not in PASSES[gate] or (strict and name == Verdict.INCONCLUSIVE)
 
 
 @dataclass(frozen=True)
@@ -333,10 +344,10 @@ class Stop:
             text += (f"; it trained {self.trained} seeds, and Holm rejected it at look "
                      f"{self.look} once other cells were rejected")
         if self.critical is not None:
-            text += f"; boundary |t| >= {self.critical:.3f} at this look"
+            text += f"; boundary |t| >= {fmt_fixed(self.critical, 3)} at this look"
             if self.critical_regressed is not None and self.critical_regressed != self.critical:
-                text += (f" (REGRESSED {self.critical_regressed:.3f} at Holm level "
-                         f"{self.regressed_alpha:.3g})")
+                text += (f" (REGRESSED {fmt_fixed(self.critical_regressed, 3)} at Holm level "
+                         f"{fmt_num(self.regressed_alpha)})")
             text += "; the CI is the repeated interval of this look at those boundaries"
         return text
 
@@ -344,8 +355,11 @@ class Stop:
 
 
 # What each gate lets through (``strict`` also fails INCONCLUSIVE).
-PASSES = {"not_worse": {"NOT WORSE", "BETTER", "IDENTICAL", "INCONCLUSIVE"}, "better": {"BETTER"},
-           "equivalent": {"EQUIVALENT", "IDENTICAL"}}
+PASSES: dict[str, frozenset[Verdict]] = {
+    "not_worse": frozenset({Verdict.NOT_WORSE, Verdict.BETTER, Verdict.IDENTICAL,
+                            Verdict.INCONCLUSIVE}),
+    "better": frozenset({Verdict.BETTER}),
+    "equivalent": frozenset({Verdict.EQUIVALENT, Verdict.IDENTICAL})}
 
 
 CHANGED_MODEL_NOTE = "the model changed, yet every seed scored the same"
@@ -386,7 +400,7 @@ TABLE_HEADERS = ("Cell", "Metric", "Baseline", "Candidate", "Paired Δ (+ = bett
 
 
 def describe_values(x: np.ndarray, report: BenchmarkReport, *, method: str | None = None,
-              metric: str | None = None) -> Any:
+              metric: str | None = None) -> stats.CellStats:
     """``x`` described by ``method`` (default the report's) at the report's level, bootstrap
     draws from a fixed seed: the same interval every time the cell is shown.
 
@@ -402,7 +416,7 @@ def describe_values(x: np.ndarray, report: BenchmarkReport, *, method: str | Non
     return replace(cell, ci=stats.ConfidenceInterval(*clipped), method=f"{cell.method}, {CLIPPED}")
 
 
-def verdict_name(verdict: Any) -> str:
+def verdict_name(verdict: stats.Verdict | str) -> str:
     return str(getattr(verdict, "value", verdict))
 
 
@@ -410,34 +424,28 @@ def metric_label(name: str, higher_is_better: bool) -> str:
     return f"{name} {'↑' if higher_is_better else '↓'}"
 
 
-def fmt_num(x: float | None) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "n/a"
-    return f"{float(x):.4g}"
-
-
-def ci_level(c: Any) -> str:
+def ci_level(c: stats.Comparison) -> str:
     """The label of a comparison's interval: "90%" at alpha 0.05; its coverage when its ends
     are at the levels its decisions use (Holm on REGRESSED's side, a sequential look's)."""
-    return f"{100 * c.confidence_level:.3g}%"
+    return fmt_level(c.confidence_level)
 
 
-def _level_note(c: Any) -> str:
+def _level_note(c: stats.Comparison) -> str:
     """Where the ends of an interval whose levels differ from alpha's sit (else "")."""
     if c.ci_alphas is None:
         return ""
     low, high = c.ci_alphas
-    return (f" (lower end: one-sided level {low:.3g}, NOT WORSE's and BETTER's; upper end: "
-            f"{high:.3g}, REGRESSED's{' after Holm' if high < low else ''})")
+    return (f" (lower end: one-sided level {fmt_num(low)}, NOT WORSE's and BETTER's; upper "
+            f"end: {fmt_num(high)}, REGRESSED's{' after Holm' if high < low else ''})")
 
 
-def _accepting_margin(c: Any) -> str:
+def _accepting_margin(ci: stats.ConfidenceInterval, min_effect: float) -> str:
     """A margin that accepts a drop smaller than δ: the magnitude of the interval's lower end,
-    rounded up to two significant digits while that stays below δ."""
-    x = -c.ci.low
+    rounded up to two significant digits while that stays below δ (``min_effect``)."""
+    x = -ci.low
     exponent = math.floor(math.log10(x)) - 1 if x > 0 else 0
     up = math.ceil(x / 10.0**exponent) * 10.0**exponent
-    return fmt_num(up if up < c.min_effect else x)
+    return fmt_num(up if up < min_effect else x)
 
 
 def refresh_hint(command: str | None, n_seeds: int | None = None) -> str:
@@ -447,26 +455,16 @@ def refresh_hint(command: str | None, n_seeds: int | None = None) -> str:
     return f"`pytest --graphnetz-update-baselines{seeds}` on the gate's test"
 
 
-def fmt_signed(x: float) -> str:
-    return "n/a" if math.isnan(x) else f"{float(x) + 0.0:+.4g}"
+def fmt_ci(ci: stats.ConfidenceInterval) -> str:
+    return fmt_interval(ci.low, ci.high)
 
 
-def fmt_p(x: float | None) -> str:
-    if x is None or math.isnan(x):
-        return "n/a"
-    return f"{x:.2g}" if x < 0.01 else f"{x:.3f}"
-
-
-def fmt_ci(ci: Any) -> str:
-    return f"[{fmt_num(ci.low)}, {fmt_num(ci.high)}]"
-
-
-def fmt_mean_ci(cell: Any, *, short: bool = False) -> str:
+def fmt_mean_ci(cell: stats.CellStats, *, short: bool = False) -> str:
     text = f"{fmt_num(cell.mean)} {fmt_ci(cell.ci)}"
     if short:
         return text
     extra = f", {cell.n_diverged} diverged" if getattr(cell, "n_diverged", 0) else ""
-    return f"{text} ({cell.method} {cell.confidence_level:.0%} CI, n={cell.n}{extra})"
+    return f"{text} ({cell.method} {fmt_level(cell.confidence_level)} CI, n={cell.n}{extra})"
 
 
 def seed_list(seeds: Sequence[int]) -> str:

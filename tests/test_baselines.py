@@ -10,8 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from pytest_graphnetz import BenchmarkReport, History
+from pytest_graphnetz import BenchmarkReport, History, MetricSpec
 from pytest_graphnetz.baselines import (
     BaselineError,
     BaselineFormatError,
@@ -90,7 +92,7 @@ def test_each_problem_has_its_own_error(tmp_path) -> None:
                                                   f"{VALUES_SCHEMA_VERSION + 1}.*Upgrade"):
         load_baseline(path)
     data["schema_version"] = VALUES_SCHEMA_VERSION
-    del data["models"]["GCN"]["tasks"]["karate"]["final"][0]
+    del data["models"]["GCN"]["tasks"]["karate"]["values"]["final"][0]
     path.write_text(json.dumps(data))
     with pytest.raises(BaselineFormatError, match="karate/GCN: `final` has 3 values for 4 seeds"):
         load_baseline(path)
@@ -145,7 +147,7 @@ def test_a_task_without_validation_series_keeps_best_val_unsupported(tmp_path) -
     back = load_baseline(write_baseline(tmp_path / "b.json", report(), {}))
     assert back.epoch_selection_support() == {"karate": False}
     data = json.loads((tmp_path / "b.json").read_text())
-    assert data["models"]["GCN"]["tasks"]["karate"]["best_val"] is None
+    assert list(data["models"]["GCN"]["tasks"]["karate"]["values"]) == ["final"]
 
 
 def test_todays_baseline_files_still_load_and_migrate_bit_for_bit(tmp_path) -> None:
@@ -166,6 +168,69 @@ def test_todays_baseline_files_still_load_and_migrate_bit_for_bit(tmp_path) -> N
     assert stored.report.fingerprints == old.fingerprints
     for (t, m), anchor in stored.anchors.items():
         np.testing.assert_array_equal(anchor.final, old.values(t, m, epoch_selection="final"))
+
+
+def _v1_numbers(vectors: dict, rule: str) -> np.ndarray:
+    """A version-1 cell's stored numbers, read without the package's reader."""
+    doubles = np.array([float(v) for v in vectors[rule]])
+    return doubles.astype(np.float32).astype(np.float64) if vectors.get("float32") else doubles
+
+
+def test_old_format_baselines_load_as_their_new_format_does(tmp_path) -> None:
+    """The committed example baselines are version 1 (`final`/`best_val` beside a cell's other
+    keys); written again they are version 2 (`values` by rule name), and both read the same."""
+    files = sorted((ROOT / "baselines").glob("*/*.json"))
+    assert files
+    for path in files:
+        raw = json.loads(path.read_text())
+        assert raw["schema_version"] == 1, f"{path} is no longer an old-format file"
+        old = read_baseline(path)
+        new_path = write_baseline(tmp_path / path.name, old.report, old.anchors)
+        written = json.loads(new_path.read_text())
+        assert written["schema_version"] == VALUES_SCHEMA_VERSION == 2
+        new = read_baseline(new_path)
+        assert new.report == old.report
+        assert new.report.epoch_selection_support() == old.report.epoch_selection_support()
+        for model, block in raw["models"].items():
+            for task, cell in block["tasks"].items():
+                rules = [r for r in ("final", "best_val") if cell[r] is not None]
+                assert set(written["models"][model]["tasks"][task]["values"]) == \
+                    {*rules, "float32"}
+                for rule in rules:
+                    expected = _v1_numbers(cell, rule).tobytes()
+                    for stored in (old, new):
+                        got = stored.report.values(task, model, epoch_selection=rule)
+                        assert got.tobytes() == expected, (path, task, model, rule)
+                    anchor = _v1_numbers(cell["anchor"], rule).tobytes()
+                    assert old.anchors[(task, model)].values[rule].tobytes() == anchor
+                    assert new.anchors[(task, model)].values[rule].tobytes() == anchor
+        assert str(new.report.summary()) == str(old.report.summary())
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_baseline_round_trip_keeps_every_value_bit_for_bit(data, tmp_path_factory) -> None:
+    n_seeds = data.draw(st.integers(1, 4))
+    float32 = data.draw(st.booleans())
+    unit = st.floats(0.0, 1.0, width=32 if float32 else 64)  # -0.0, subnormals included
+    value = st.one_of(unit, st.just(float("nan")))
+    histories = {}
+    for s in range(n_seeds):
+        test = data.draw(st.lists(value, min_size=1, max_size=3))
+        val = data.draw(st.lists(unit, min_size=len(test), max_size=len(test)))
+        histories[("karate", "GCN", s)] = History(test=test, val=val)
+    original = BenchmarkReport(tasks=["karate"], models=["GCN"], seeds=range(n_seeds),
+                               metrics={"karate": MetricSpec("accuracy", True)},
+                               histories=histories)
+    path = tmp_path_factory.mktemp("b") / "b.json"
+    write_baseline(path, original, {})
+    back = read_baseline(path)
+    for rule in ("final", "best_val"):
+        want = original.values("karate", "GCN", epoch_selection=rule)
+        assert back.report.values("karate", "GCN", epoch_selection=rule).tobytes() == \
+            want.tobytes()
+    again = write_baseline(path.with_name("c.json"), back.report, back.anchors)
+    assert again.read_bytes() == path.read_bytes()
 
 
 def test_committed_example_baselines_are_reviewable_and_hold_todays_numbers() -> None:
@@ -588,6 +653,8 @@ def test_two_xdist_workers_refreshing_one_baseline_both_keep_their_cells(
 IDS = """
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pytest_graphnetz import BenchmarkReport, assert_not_worse
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from pytest_graphnetz import BenchmarkReport
 from pytest_graphnetz.cli import main
-from pytest_graphnetz.export import _fmt, _signed
+from pytest_graphnetz.text import fmt_fixed
 
 X = np.array([[[1.0] * 9 + [0.9], [0.80, 0.82, 0.78, 0.84, 0.81, 0.79, 0.83, 0.80, 0.82, 0.81]]])
 
@@ -45,14 +45,15 @@ def test_ci_method_drives_all_three_views(method):
     for row, segment in zip(report.summary(), bars, strict=True):
         assert row.method in (method, f"{method}, clipped to [0, 1]")
         assert segment == pytest.approx([row.ci_low, row.ci_high], abs=1e-12)
-        mean = _fmt(row.mean, 3)
+        mean = fmt_fixed(row.mean, 3)
         if row.method == "t":  # a clipped t interval is shown by its endpoints
-            half = _fmt((row.ci_high - row.ci_low) / 2, 3)
+            half = fmt_fixed((row.ci_high - row.ci_low) / 2, 3)
             assert f"{mean} \\pm {half}" in latex and f"{mean} ± {half}" in markdown
         else:
-            up, down = _signed(row.ci_high - row.mean, 3), _signed(row.ci_low - row.mean, 3)
+            up, down = (fmt_fixed(x, 3, signed=True)
+                        for x in (row.ci_high - row.mean, row.ci_low - row.mean))
             assert f"{mean}^{{{up}}}_{{{down}}}" in latex
-            assert f"{mean} [{_fmt(row.ci_low, 3)}, {_fmt(row.ci_high, 3)}]" in markdown
+            assert f"{mean} [{fmt_fixed(row.ci_low, 3)}, {fmt_fixed(row.ci_high, 3)}]" in markdown
     name = {"t": "Student-t", "bootstrap": "percentile bootstrap"}[method]
     assert f"95\\% {name} interval" in latex and f"95% {name} interval" in markdown
     assert name in report.plot_forest().get_suptitle()

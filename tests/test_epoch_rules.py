@@ -75,7 +75,7 @@ def test_json_keeps_the_rules_and_old_reports_still_load(tmp_path) -> None:
     ruled = _report(**{"0": History(test=TEST, val=VAL_LOSS, val_metric="loss",
                                     restored_epoch=3)})
     data = ruled.to_dict()
-    assert data["schema_version"] == SCHEMA_VERSION == 4
+    assert data["schema_version"] == 4 and SCHEMA_VERSION == 5
     path = tmp_path / "r.json"
     ruled.to_json(path)
     back = BenchmarkReport.from_json(path)
@@ -88,6 +88,14 @@ def test_json_keeps_the_rules_and_old_reports_still_load(tmp_path) -> None:
                                    restored_epoch=1)})
     again = BenchmarkReport.from_dict(json.loads(dumps(wide.to_dict())))
     assert again.histories[("t", "m", 0)] == wide.histories[("t", "m", 0)]
+    # A baseline read back names each rule's epoch (`selected`): version 5, kept by a round trip.
+    baseline = BenchmarkReport.from_dict(ruled.to_values_dict())
+    assert baseline.histories[("t", "m", 0)].selected == {"best_val": 0, "final": 1}
+    assert baseline.to_dict()["schema_version"] == 5
+    assert BenchmarkReport.from_dict(json.loads(dumps(baseline.to_dict()))) == baseline
+    for rule in ("final", "best_val"):
+        assert baseline.values("t", "m", epoch_selection=rule).tolist() == \
+            ruled.values("t", "m", epoch_selection=rule).tolist()
 
 
 def test_the_committed_values_form_keeps_both_selections() -> None:

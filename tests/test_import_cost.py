@@ -1,4 +1,4 @@
-"""Loading the plugin must not import torch, torch_geometric or scipy (seconds on every run)."""
+"""Loading the plugin must not import torch, torch_geometric, scipy or numpy (seconds a run)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-HEAVY = ("torch", "torch_geometric", "scipy")
+HEAVY = ("torch", "torch_geometric", "scipy", "numpy")
 
 
 def test_importing_the_plugin_imports_nothing_heavy() -> None:

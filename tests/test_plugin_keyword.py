@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_graphnetz.plugin.selection import parse
+from pytest_graphnetz.plugin.selection import matcher, parse
 
 INI = "[pytest]\nmarkers =\n    slow: slow\n    graphnetz: gate\n"
 
@@ -69,6 +69,22 @@ def pytest_itemcollected(item):
     if item.name == "test_extra":
         item.extra_keyword_matches.add("bonus_kw")
 """
+
+
+@pytest.mark.parametrize("expression, names, expected", [
+    ("graph", {"test_Graph_x"}, True),                 # part of a name, any case
+    ("graph", {"test_node"}, False),
+    ("not graph", {"test_node"}, True),
+    ("a and not b", {"xa", "yb"}, False),
+    ("a or b and c", {"a"}, True),                     # and binds tighter than or
+    ("(a or b) and c", {"a"}, False),
+    ("not not a", {"a"}, True),
+    ("test_x[1-2] and m.py", {"test_x[1-2]", "m.py"}, True),
+])
+def test_the_grammar_reads_as_pytest_documents_it(expression: str, names: set[str],
+                                                  expected: bool) -> None:
+    parsed = parse(expression)
+    assert parsed is not None and parsed(matcher(names)) is expected
 
 
 def _selected(result: pytest.RunResult) -> list[str]:

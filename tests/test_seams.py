@@ -67,7 +67,7 @@ def _baseline_file(tmp_path: Path, **cell: object) -> Path:
     path = write_baseline(tmp_path / "baselines" / "test_m" / "test_a.json",
                           _report([0.5, 0.75, 0.25]), {})
     data = json.loads(path.read_text())
-    data["models"]["GCN"]["tasks"]["karate"].update(cell)
+    data["models"]["GCN"]["tasks"]["karate"]["values"].update(cell)
     path.write_text(json.dumps(data))
     return path
 

@@ -270,7 +270,7 @@ def test_mcnemar_pairwise_works_at_one_seed_and_says_seed_variance_is_not_covere
     from statsmodels.stats.contingency_tables import mcnemar
 
     one = _two_model_report(1)
-    table = one.pairwise(test="mcnemar")
+    table = one.pairwise_examples(test="mcnemar")
     (row,) = table.rows
     a = one.outcomes("t", "A")[0].values
     b = one.outcomes("t", "B")[0].values
@@ -282,7 +282,7 @@ def test_mcnemar_pairwise_works_at_one_seed_and_says_seed_variance_is_not_covere
     text = str(table)
     assert "NOT seed variance" in text and "no combined test across seeds" in text
 
-    many = _two_model_report(4).pairwise(test="mcnemar")
+    many = _two_model_report(4).pairwise_examples(test="mcnemar")
     assert [r.seed for r in many.rows] == [0, 1, 2, 3, None]
     combined = many.rows[-1]
     per_seed = [r.mean_diff for r in many.rows[:-1]]
@@ -302,12 +302,32 @@ def test_paired_bootstrap_over_examples_for_a_non_proportion_metric():
                                    outcomes={0: TestOutcomes("mae", err_b)})}
     report = BenchmarkReport(tasks=["t"], models=["A", "B"], seeds=[0],
                              metrics={"t": MetricSpec.from_name("mae")}, histories=hist)
-    (row,) = report.pairwise(test="bootstrap-examples").rows
+    (row,) = report.pairwise_examples(test="bootstrap-examples").rows
     # Lower is better: A better means a positive difference, and it is certain on every draw.
     assert row.mean_diff == pytest.approx(0.3 * np.abs(err_a.astype(float)).mean(), rel=1e-5)
     assert row.ci_low > 0 and row.p_value == pytest.approx(1 / 2000)
     with pytest.raises(ValueError, match="McNemar needs right/wrong.*bootstrap-examples"):
-        report.pairwise(test="mcnemar")
+        report.pairwise_examples(test="mcnemar")
+
+
+def test_pairwise_has_one_return_type_per_test_kind():
+    from pytest_graphnetz.stats import Pairwise
+    from pytest_graphnetz.stats.heldout import ExamplePairwise
+
+    report = _two_model_report(3)
+    assert type(report.pairwise()) is Pairwise
+    assert type(report.pairwise_examples()) is ExamplePairwise
+    # DESIGN.md's public call: pairwise(test="mcnemar") is pairwise_examples, row for row.
+    via_pairwise = report.pairwise(test="mcnemar")
+    assert type(via_pairwise) is ExamplePairwise
+    assert via_pairwise.rows == report.pairwise_examples(test="mcnemar").rows
+    # The free function on seeds refuses example tests and names the method that runs them.
+    from pytest_graphnetz.report.views import pairwise
+    with pytest.raises(ValueError, match=r"pairs the models on test examples.*"
+                                         r"report\.pairwise_examples\(test='mcnemar'\)"):
+        pairwise(report, "mcnemar")
+    with pytest.raises(ValueError, match="`test` must be one of.*got 'paired-t'"):
+        report.pairwise_examples(test="paired-t")
 
 
 def test_readme_example_is_what_the_code_prints(tmp_path):

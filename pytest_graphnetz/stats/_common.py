@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 DEFAULT_SEED = 0
 CI_METHODS = ("t", "bootstrap")
@@ -42,7 +43,7 @@ def resolve_rng(rng: RngLike) -> np.random.Generator:
     return np.random.default_rng(DEFAULT_SEED if rng is None else int(rng))
 
 
-def _vector(x: Any, name: str, label: str | None = None) -> np.ndarray:
+def _vector(x: ArrayLike, name: str, label: str | None = None) -> np.ndarray:
     arr = np.asarray(x, dtype=float)
     if arr.ndim != 1:
         where = f"{label}: " if label else ""
@@ -50,7 +51,7 @@ def _vector(x: Any, name: str, label: str | None = None) -> np.ndarray:
     return arr
 
 
-def _finite(x: Any, name: str, *, min_n: int = 2) -> np.ndarray:
+def _finite(x: ArrayLike, name: str, *, min_n: int = 2) -> np.ndarray:
     arr = _vector(x, name)
     if not np.all(np.isfinite(arr)):
         raise ValueError(

@@ -7,12 +7,13 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._common import KINDS, PAIRED_TESTS, ConfidenceInterval, RngLike, _check_choice, _vector
-from .paired import _evidence, _floor_notes, _require_pairs
+from .paired import _Evidence, _evidence, _floor_notes, _require_pairs
 from .planning import _mde_se, _seeds_needed, seeds_for_min_effect
 
 
@@ -90,8 +91,8 @@ class Comparison:
     p_floor: float
     higher_is_better: bool
     label: str
-    diverged_seeds: tuple = ()
-    excluded_seeds: tuple = ()
+    diverged_seeds: tuple[int, ...] = ()
+    excluded_seeds: tuple[int, ...] = ()
     notes: tuple[str, ...] = ()
     power: float = 0.8
     min_effect: float | None = None
@@ -100,7 +101,7 @@ class Comparison:
     # One-sided levels of ``ci``'s lower and upper end when they are not both ``alpha`` (the
     # gate's Holm level on REGRESSED's side, a sequential look's nominal levels).
     ci_alphas: tuple[float, float] | None = None
-    evidence: Any = field(default=None, repr=False, compare=False)
+    evidence: _Evidence | None = field(default=None, repr=False, compare=False)
 
     @property
     def confidence_level(self) -> float:
@@ -128,6 +129,25 @@ class Comparison:
                 and not self.diverged_seeds and self.p_reverse <= self.alpha)
 
 
+class _Shared(TypedDict):
+    """The :class:`Comparison` fields :func:`compare` shares between its outcomes."""
+
+    kind: str
+    test: str
+    n: int
+    mean_diff: float
+    sd_diff: float
+    margin: float
+    alpha: float
+    higher_is_better: bool
+    label: str
+    diverged_seeds: tuple[int, ...]
+    excluded_seeds: tuple[int, ...]
+    power: float
+    min_effect: float | None
+    mde_alpha: float | None
+
+
 @dataclass(frozen=True)
 class HolmResult:
     """Holm step-down adjustment: adjusted p-values and rejections, in the input order."""
@@ -137,11 +157,11 @@ class HolmResult:
     alpha: float
 
 
-def compare(candidate: Any, baseline: Any, *, higher_is_better: bool = True,
+def compare(candidate: ArrayLike, baseline: ArrayLike, *, higher_is_better: bool = True,
             kind: str = "not_worse", test: str = "paired-t", margin: float = 0.0,
             min_effect: float | None = None, alpha: float = 0.05, power: float = 0.8,
             n_resamples: int = 10_000, rng: RngLike = None, label: str | None = None,
-            seeds: Sequence[Any] | None = None, plan: bool = True) -> Comparison:
+            seeds: Sequence[int] | None = None, plan: bool = True) -> Comparison:
     """Verdict on one cell: ``candidate`` vs ``baseline`` (n_seeds,), aligned by seed.
 
     ``kind="not_worse"``, in order (the first that holds):
@@ -214,10 +234,10 @@ def compare(candidate: Any, baseline: Any, *, higher_is_better: bool = True,
               else float(np.sqrt(c.var(ddof=1) + b.var(ddof=1))))
     identical = not diverged and bool(np.all(d == 0))
     mean_diff = float(d.mean()) if n else math.nan
-    common = dict(kind=kind, test=test, n=n, mean_diff=mean_diff, sd_diff=sd, margin=margin,
-                  alpha=alpha, higher_is_better=higher_is_better, label=where,
-                  diverged_seeds=diverged, excluded_seeds=excluded, power=power,
-                  min_effect=min_effect if kind == "not_worse" else None, mde_alpha=alpha)
+    common = _Shared(kind=kind, test=test, n=n, mean_diff=mean_diff, sd_diff=sd, margin=margin,
+                     alpha=alpha, higher_is_better=higher_is_better, label=where,
+                     diverged_seeds=diverged, excluded_seeds=excluded, power=power,
+                     min_effect=min_effect if kind == "not_worse" else None, mde_alpha=alpha)
     if n < 2:
         return _diverged_untested(len(diverged), notes, common)
     if identical:
@@ -365,7 +385,7 @@ def compare_many(cells: Sequence[Mapping[str, Any]], **common: Any) -> list[Comp
     return holm_adjust([compare(**{**common, **cell}) for cell in cells])
 
 
-def _diverged_untested(n_diverged: int, notes: list[str], common: dict[str, Any]) -> Comparison:
+def _diverged_untested(n_diverged: int, notes: list[str], common: _Shared) -> Comparison:
     """A cell whose candidate diverged on so many seeds that fewer than 2 pairs remain
     (``common``: the fields :func:`compare` shares between its outcomes).
 

@@ -6,10 +6,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from ..text import fmt_fixed, fmt_level, fmt_p
 from ._common import (
     ConfidenceInterval,
     RngLike,
@@ -22,6 +24,9 @@ from ._common import (
 )
 from .paired import PairedResult
 from .tables import _Table
+
+if TYPE_CHECKING:
+    from ..outcomes import TestOutcomes
 
 
 @dataclass(frozen=True)
@@ -40,13 +45,13 @@ class FoldSummary:
         return f"{self.mean:.4f} ± {self.std:.4f} (spread over {self.k} folds, not a CI)"
 
 
-def describe_folds(scores: Any) -> FoldSummary:
+def describe_folds(scores: ArrayLike) -> FoldSummary:
     """Mean ± sample std of k fold scores (k,): fold spread, with no confidence level."""
     arr = _finite(scores, "scores")
     return FoldSummary(mean=float(arr.mean()), std=float(arr.std(ddof=1)), k=int(arr.size))
 
 
-def corrected_resampled_ttest(a: Any, b: Any, *, n_train: int, n_test: int,
+def corrected_resampled_ttest(a: ArrayLike, b: ArrayLike, *, n_train: int, n_test: int,
                               confidence_level: float = 0.95) -> PairedResult:
     """Nadeau–Bengio corrected resampled t test on paired fold scores ``a``, ``b`` (J,).
 
@@ -89,8 +94,9 @@ def wilson_interval(k: float, n: int, *, confidence_level: float = 0.95) -> Conf
     return ConfidenceInterval(max(0.0, centre - half), min(1.0, centre + half))
 
 
-def bootstrap_metric(y_true: Any, y_pred: Any, metric: Callable[[np.ndarray, np.ndarray], float],
-                     *, confidence_level: float = 0.95, n_resamples: int = 10_000,
+def bootstrap_metric(y_true: ArrayLike, y_pred: ArrayLike,
+                     metric: Callable[[np.ndarray, np.ndarray], float], *,
+                     confidence_level: float = 0.95, n_resamples: int = 10_000,
                      rng: RngLike = None) -> ConfidenceInterval:
     """Percentile bootstrap interval of ``metric(y_true, y_pred)`` over test examples.
 
@@ -125,8 +131,8 @@ COVERS = {
 
 @dataclass(frozen=True)
 class ExampleInterval:
-    """An interval for a cell's mean from per-example outcomes; ``method`` and ``covers`` say
-    how it was made and which source of uncertainty it covers."""
+    """An interval for a cell's mean from per-example outcomes; ``method`` and ``source`` say
+    how it was made and which source of uncertainty it covers (:data:`COVERS`)."""
 
     mean: float
     ci: ConfidenceInterval
@@ -136,12 +142,8 @@ class ExampleInterval:
     n_examples: int
     shared_test_set: bool
 
-    @property
-    def covers(self) -> str:
-        return COVERS[self.source]
 
-
-def example_interval(outcomes: Sequence[Any], *, source: str = "test_set",
+def example_interval(outcomes: Sequence[TestOutcomes], *, source: str = "test_set",
                      method: str | None = None, shared_test_set: bool = True,
                      confidence_level: float = 0.95, n_resamples: int = 2000,
                      rng: RngLike = None) -> ExampleInterval:
@@ -236,7 +238,7 @@ class McNemarResult:
     p_value: float
 
 
-def mcnemar_exact(a_correct: Any, b_correct: Any) -> McNemarResult:
+def mcnemar_exact(a_correct: ArrayLike, b_correct: ArrayLike) -> McNemarResult:
     """Exact McNemar test on per-example correctness bits ``a_correct``, ``b_correct`` (n,)."""
     from scipy.stats import binom
 
@@ -250,7 +252,7 @@ def mcnemar_exact(a_correct: Any, b_correct: Any) -> McNemarResult:
     return McNemarResult(n=int(a.size), a_only=a_only, b_only=b_only, statistic=low, p_value=p)
 
 
-def paired_example_bootstrap(a: Any, b: Any, *, higher_is_better: bool = True,
+def paired_example_bootstrap(a: TestOutcomes, b: TestOutcomes, *, higher_is_better: bool = True,
                              confidence_level: float = 0.95, n_resamples: int = 2000,
                              rng: RngLike = None) -> tuple[float, ConfidenceInterval, float]:
     """Paired percentile bootstrap over test examples of ``metric(a) - metric(b)``.
@@ -316,8 +318,8 @@ class ExamplePairwise(_Table):
     confidence_level: float
     notes: tuple[str, ...] = ()
 
-    def _table(self) -> tuple[list[str], list[list[str]]]:
-        pct = f"{100 * self.confidence_level:g}%"
+    def _table(self) -> tuple[list[str], list[list[object]]]:
+        pct = fmt_level(self.confidence_level)
         headers = ["task", "A", "B", "seed", "n", "Δ (+: A better)", f"{pct} CI low",
                    f"{pct} CI high", "p", "A only", "B only", "test"]
 
@@ -325,8 +327,8 @@ class ExamplePairwise(_Table):
             return "" if x is None else str(x)
 
         return headers, [[r.task, r.model_a, r.model_b, "all" if r.seed is None else r.seed,
-                          r.n, f"{r.mean_diff:.4f}", f"{r.ci_low:.4f}", f"{r.ci_high:.4f}",
-                          f"{r.p_value:.3g}", cell(r.a_only), cell(r.b_only), r.test]
+                          r.n, fmt_fixed(r.mean_diff), fmt_fixed(r.ci_low), fmt_fixed(r.ci_high),
+                          fmt_p(r.p_value), cell(r.a_only), cell(r.b_only), r.test]
                          for r in self.rows]
 
     def __str__(self) -> str:
@@ -389,7 +391,7 @@ def fold_ratio(k: int) -> float:
     return 1.0 / (k - 2)
 
 
-def fold_corrected(candidate: Any, baseline: Any, *, k: int) -> np.ndarray:
+def fold_corrected(candidate: ArrayLike, baseline: ArrayLike, *, k: int) -> np.ndarray:
     """Candidate values (n,) on which the *plain* paired t test against ``baseline`` is the
     Nadeau–Bengio corrected resampled t test of k-fold CV.
 

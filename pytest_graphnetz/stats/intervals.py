@@ -5,9 +5,9 @@ diverged seeds, counted, never dropped silently."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._common import (
     CI_METHODS,
@@ -46,7 +46,7 @@ class CellStats:
     confidence_level: float
 
 
-def t_interval(x: Any, *, confidence_level: float = 0.95) -> ConfidenceInterval:
+def t_interval(x: ArrayLike, *, confidence_level: float = 0.95) -> ConfidenceInterval:
     """Student's t interval ``mean ± t_{1-α/2, n-1} · s / sqrt(n)`` of finite values ``x`` (n,)."""
     arr = _finite(x, "x")
     level = _check_level(confidence_level)
@@ -55,7 +55,7 @@ def t_interval(x: Any, *, confidence_level: float = 0.95) -> ConfidenceInterval:
     return ConfidenceInterval(float(mean - half), float(mean + half))
 
 
-def bootstrap_interval(x: Any, *, confidence_level: float = 0.95, n_resamples: int = 10_000,
+def bootstrap_interval(x: ArrayLike, *, confidence_level: float = 0.95, n_resamples: int = 10_000,
                        rng: RngLike = None) -> ConfidenceInterval:
     """Percentile bootstrap interval of the mean of finite values ``x`` (n,).
 
@@ -71,7 +71,7 @@ def bootstrap_interval(x: Any, *, confidence_level: float = 0.95, n_resamples: i
     return ConfidenceInterval(float(low[0]), float(high[0]))
 
 
-def describe(x: Any, *, method: str = "t", confidence_level: float = 0.95,
+def describe(x: ArrayLike, *, method: str = "t", confidence_level: float = 0.95,
              n_resamples: int = 10_000, rng: RngLike = None) -> CellStats:
     """Describe one cell ``x`` (n_seeds,): NaN/inf entries are diverged seeds, counted in
     ``n_diverged``; the statistics are over the finite values."""
@@ -79,7 +79,7 @@ def describe(x: Any, *, method: str = "t", confidence_level: float = 0.95,
                          confidence_level=confidence_level, n_resamples=n_resamples, rng=rng)[0]
 
 
-def describe_many(X: Any, *, method: str = "t", confidence_level: float = 0.95,
+def describe_many(X: ArrayLike, *, method: str = "t", confidence_level: float = 0.95,
                   n_resamples: int = 10_000, rng: RngLike = None) -> list[CellStats]:
     """:func:`describe` for every row of ``X`` (k, n_seeds), vectorised.
 
@@ -97,7 +97,7 @@ def describe_many(X: Any, *, method: str = "t", confidence_level: float = 0.95,
     out: list[CellStats | None] = [None] * X.shape[0]
     finite = np.isfinite(X)
     for mask, rows in _group_rows(finite):
-        D = X[np.ix_(rows, mask)]
+        D = X[np.ix_(np.asarray(rows), mask)]
         n = D.shape[-1]
         nan = np.full(len(rows), np.nan)
         if n >= 2:

@@ -8,7 +8,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from ..text import fmt_num
 from ._common import (
     PAIRED_TESTS,
     ConfidenceInterval,
@@ -81,8 +83,8 @@ def _welch_moments(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return A.mean(axis=-1) - B.mean(axis=-1), se, df, np.sqrt((va + vb) / 2)
 
 
-def paired_test(a: Any, b: Any, *, test: str = "paired-t", confidence_level: float = 0.95,
-                n_resamples: int = 10_000, rng: RngLike = None,
+def paired_test(a: ArrayLike, b: ArrayLike, *, test: str = "paired-t",
+                confidence_level: float = 0.95, n_resamples: int = 10_000, rng: RngLike = None,
                 label: str | None = None) -> PairedResult:
     """Two-sided comparison of ``a`` and ``b`` (n_seeds,), aligned by seed, on ``a - b``.
 
@@ -118,8 +120,9 @@ def _require_pairs(n: int, where: str, bad: Sequence) -> None:
         )
 
 
-def paired_tests(A: Any, B: Any, *, test: str = "paired-t", confidence_level: float = 0.95,
-                 n_resamples: int = 10_000, rng: RngLike = None) -> list[PairedResult]:
+def paired_tests(A: ArrayLike, B: ArrayLike, *, test: str = "paired-t",
+                 confidence_level: float = 0.95, n_resamples: int = 10_000,
+                 rng: RngLike = None) -> list[PairedResult]:
     """:func:`paired_test` for every row of finite ``A``, ``B`` (k, n), vectorised over rows."""
 
     _check_choice("test", test, PAIRED_TESTS)
@@ -255,8 +258,11 @@ def _snap(D: np.ndarray, tol: np.ndarray) -> np.ndarray:
 def _floor_notes(test: str, n: int, floor: float, alpha: float, sides: str) -> tuple[str, ...]:
     if floor <= alpha:
         return ()
-    return (f"{test} with n={n} cannot reach α={alpha:g}: its smallest possible {sides} p is "
-            f"{floor:.4g}, so no result can be significant; add seeds or use test='paired-t'",)
+    # The floor is an exact fraction (1/16 = 0.0625): four significant digits, not fmt_p's three
+    # decimals, so it reads exactly against α.
+    return (f"{test} with n={n} cannot reach α={fmt_num(alpha)}: its smallest possible {sides} "
+            f"p is {fmt_num(floor)}, so no result can be significant; add seeds or use "
+            "test='paired-t'",)
 
 
 class _Evidence:
@@ -301,9 +307,14 @@ class _TEvidence(_Evidence):
         return float(_t_p_greater(-mean, se, self.d.size - 1))
 
     def bounds(self, level: float) -> tuple[float, float]:
-        mean, _, se = _t_moments(self.d)
-        half = float(_t_quantile((1 + level) / 2, self.d.size - 1)) * se
-        return float(mean - half), float(mean + half)
+        return _t_bounds(self.d, level)
+
+
+def _t_bounds(d: np.ndarray, level: float) -> tuple[float, float]:
+    """The two-sided t interval at ``level`` for the mean of ``d``."""
+    mean, _, se = _t_moments(d)
+    half = float(_t_quantile((1 + level) / 2, d.size - 1)) * se
+    return float(mean - half), float(mean + half)
 
 
 class _WelchEvidence(_Evidence):
@@ -348,17 +359,24 @@ class _BootstrapEvidence(_Evidence):
     def _tol(self, c: float) -> float:
         return float(_tolerance(self.cand, self.base, shift=c)[0])
 
+    def _resampled(self) -> np.ndarray:
+        # _evidence refuses test="bootstrap" below BOOTSTRAP_MIN_SEEDS: its p-values always
+        # have resampled means (only the rank and sign-flip subclasses' bounds go without).
+        if self.means is None:
+            raise RuntimeError(f"no bootstrap below {BOOTSTRAP_MIN_SEEDS} seeds")
+        return self.means
+
     def p_greater(self, c: float) -> float:
-        raw = _bootstrap_p_greater(self.means, c, self._tol(c))[0]
+        raw = _bootstrap_p_greater(self._resampled(), c, self._tol(c))[0]
         return float(_expanded_p(raw, self.d.size))
 
     def p_less(self, c: float) -> float:
-        raw = _bootstrap_p_less(self.means, c, self._tol(c))[0]
+        raw = _bootstrap_p_less(self._resampled(), c, self._tol(c))[0]
         return float(_expanded_p(raw, self.d.size))
 
     def bounds(self, level: float) -> tuple[float, float]:
         if self.means is None:
-            return _TEvidence.bounds(self, level)
+            return _t_bounds(self.d, level)
         low, high = _percentile_ci(self.means, _expanded_level(level, self.d.size),
                                    self.d[None, :])
         return float(low[0]), float(high[0])

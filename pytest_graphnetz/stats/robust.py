@@ -21,9 +21,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._common import _t_quantile, _vector
 
@@ -51,8 +51,8 @@ class CollapseCheck:
     """
 
     n: int
-    baseline_seeds: tuple[Any, ...]
-    candidate_seeds: tuple[Any, ...]
+    baseline_seeds: tuple[int, ...]
+    candidate_seeds: tuple[int, ...]
     g_baseline: float
     g_candidate: float
     critical: float
@@ -63,9 +63,9 @@ class CollapseCheck:
         return bool(self.baseline_seeds or self.candidate_seeds)
 
 
-def collapse_check(baseline: Any, candidate: Any, *, higher_is_better: bool = True,
+def collapse_check(baseline: ArrayLike, candidate: ArrayLike, *, higher_is_better: bool = True,
                    alpha: float = DEFAULT_COLLAPSE_ALPHA,
-                   seeds: Sequence[Any] | None = None) -> CollapseCheck:
+                   seeds: Sequence[int] | None = None) -> CollapseCheck:
     """Flags a seed at which the baseline or the candidate collapsed: ``baseline`` and
     ``candidate`` (n_seeds,) aligned by seed, finite (diverged seeds are decided apart).
     ``seeds`` labels the positions (default 0, 1, ...)."""
@@ -97,7 +97,7 @@ def collapse_check(baseline: Any, candidate: Any, *, higher_is_better: bool = Tr
         g_baseline=g_base, g_candidate=g_cand, critical=crit, alpha=float(alpha))
 
 
-def grubbs_statistics(D: Any) -> tuple[np.ndarray, np.ndarray]:
+def grubbs_statistics(D: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Per row of ``D`` (cells, n) of paired differences: the one-sided Grubbs statistics of
     the highest (baseline collapse) and lowest (candidate collapse) value; 0 with no spread.
     The vectorised form of :func:`collapse_check`, for simulation."""

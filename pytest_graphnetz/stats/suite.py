@@ -21,9 +21,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._common import ConfidenceInterval, _check_level, _t_quantile, _t_sf
 from .decisions import Verdict
@@ -31,7 +31,7 @@ from .decisions import Verdict
 DEFAULT_SUITE_WEIGHT = 0.5  # share of α the suite row gets first in its call's family
 
 
-def suite_differences(candidate: Any, baseline: Any, *, higher_is_better: bool = True,
+def suite_differences(candidate: ArrayLike, baseline: ArrayLike, *, higher_is_better: bool = True,
                       tasks: Sequence[str] | None = None) -> np.ndarray:
     """Per seed, the mean paired difference across tasks: ``candidate`` and ``baseline`` are
     shaped (task, seed), one model's values of one metric on seeds aligned by seed value.
@@ -96,7 +96,7 @@ class SuiteResult:
         return ConfidenceInterval(self.mean_diff - half, self.mean_diff + half)
 
 
-def suite_test(diffs: Any, *, margin: float = 0.0, min_effect: float | None = None,
+def suite_test(diffs: ArrayLike, *, margin: float = 0.0, min_effect: float | None = None,
                alpha: float = 0.05, n_tasks: int | None = None) -> SuiteResult:
     """One-sided paired t tests of a suite row: ``diffs`` (seed,) from
     :func:`suite_differences`. ``margin`` and ``min_effect`` (δ > margin) are in metric units."""
@@ -161,7 +161,7 @@ class FamilyResult:
     p_adjusted_suite: tuple[float, ...] = ()
 
 
-def weighted_holm_adjusted(p_values: Any, weights: Any) -> np.ndarray:
+def weighted_holm_adjusted(p_values: ArrayLike, weights: ArrayLike) -> np.ndarray:
     """Adjusted p of weighted Holm, ``p_values`` (m,) with ``weights`` (m,) summing to 1: the
     smallest α at which :func:`weighted_holm` rejects each hypothesis. In the order of ``p/w``,
     ``max`` over the steps so far of ``p · (weight left) / w``, capped at 1 (1 at weight 0)."""
@@ -181,7 +181,7 @@ def weighted_holm_adjusted(p_values: Any, weights: Any) -> np.ndarray:
     return adjusted
 
 
-def weighted_holm(p_values: Any, weights: Any, alpha: float = 0.05) -> tuple[np.ndarray,
+def weighted_holm(p_values: ArrayLike, weights: ArrayLike, alpha: float = 0.05) -> tuple[np.ndarray,
                                                                              np.ndarray]:
     """Weighted Holm step-down on ``p_values`` shaped (..., m) with ``weights`` (m,) summing
     to 1: at each step the hypothesis with the smallest ``p/w`` among those left is rejected

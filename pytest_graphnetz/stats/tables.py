@@ -2,26 +2,18 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from ..text import format_table, markdown_table
+from ..text import fmt_fixed, fmt_level, fmt_p, format_table, markdown_table
 from ._common import PAIRED_TESTS, RngLike, _check_choice, _check_level, _group_rows
 from .decisions import holm
 from .intervals import describe_many
-from .paired import _require_pairs, paired_tests
-
-
-def _fmt(x: float, digits: int = 4) -> str:
-    return f"{x:.{digits}f}" if math.isfinite(x) else str(x)
-
-
-def _fmt_p(p: float) -> str:
-    return f"{p:.3g}"
+from .paired import PairedResult, _require_pairs, paired_tests
 
 
 class _Table(Sequence):
@@ -35,7 +27,7 @@ class _Table(Sequence):
     def __len__(self) -> int:
         return len(self.rows)
 
-    def _table(self) -> tuple[list[str], list[list[str]]]:
+    def _table(self) -> tuple[list[str], list[list[object]]]:
         raise NotImplementedError
 
     def __str__(self) -> str:
@@ -77,13 +69,14 @@ class Summary(_Table):
     source: str = "seeds"
     notes: tuple[str, ...] = ()
 
-    def _table(self) -> tuple[list[str], list[list[str]]]:
-        pct = f"{100 * self.confidence_level:g}%"
+    def _table(self) -> tuple[list[str], list[list[object]]]:
+        pct = fmt_level(self.confidence_level)
         which = "" if self.source == "seeds" else f" ({self.source.replace('_', ' ')})"
         headers = ["task", "model", "metric", "seeds", "diverged", "mean", "std", "sem",
                    f"{pct} CI low{which}", f"{pct} CI high{which}", "method"]
-        return headers, [[r.task, r.model, r.metric, r.n_seeds, r.n_diverged, _fmt(r.mean),
-                          _fmt(r.std), _fmt(r.sem), _fmt(r.ci_low), _fmt(r.ci_high), r.method]
+        return headers, [[r.task, r.model, r.metric, r.n_seeds, r.n_diverged,
+                          *(fmt_fixed(x) for x in (r.mean, r.std, r.sem, r.ci_low, r.ci_high)),
+                          r.method]
                          for r in self.rows]
 
     def __str__(self) -> str:
@@ -129,13 +122,14 @@ class Pairwise(_Table):
     confidence_level: float
     notes: tuple[str, ...] = ()
 
-    def _table(self) -> tuple[list[str], list[list[str]]]:
-        pct = f"{100 * self.confidence_level:g}%"
+    def _table(self) -> tuple[list[str], list[list[object]]]:
+        pct = fmt_level(self.confidence_level)
         headers = ["task", "A", "B", "n", "Δ (+: A better)", f"{pct} CI low", f"{pct} CI high",
                    "p", "p (Holm)", "effect", "CIs overlap", "test"]
-        return headers, [[r.task, r.model_a, r.model_b, r.n, _fmt(r.mean_diff), _fmt(r.ci_low),
-                          _fmt(r.ci_high), _fmt_p(r.p_value), _fmt_p(r.p_holm),
-                          _fmt(r.effect_size, 2), "yes" if r.intervals_overlap else "no", r.test]
+        return headers, [[r.task, r.model_a, r.model_b, r.n,
+                          *(fmt_fixed(x) for x in (r.mean_diff, r.ci_low, r.ci_high)),
+                          fmt_p(r.p_value), fmt_p(r.p_holm), fmt_fixed(r.effect_size, 2),
+                          "yes" if r.intervals_overlap else "no", r.test]
                          for r in self.rows]
 
     def __str__(self) -> str:
@@ -145,7 +139,7 @@ class Pairwise(_Table):
         return f"Pairwise({len(self.rows)} rows, test={self.test!r})\n{self}"
 
 
-def summarize(X: Any, *, tasks: Sequence[str], models: Sequence[str], metrics: Sequence[str],
+def summarize(X: ArrayLike, *, tasks: Sequence[str], models: Sequence[str], metrics: Sequence[str],
               method: str = "t", confidence_level: float = 0.95, n_resamples: int = 10_000,
               rng: RngLike = None) -> Summary:
     """:class:`Summary` of ``X[task, model, seed]`` (T, M, S); ``metrics``: each task's metric."""
@@ -162,11 +156,11 @@ def summarize(X: Any, *, tasks: Sequence[str], models: Sequence[str], metrics: S
     return Summary(rows=rows, method=method, confidence_level=_check_level(confidence_level))
 
 
-def pairwise_table(X: Any, *, tasks: Sequence[str], models: Sequence[str],
+def pairwise_table(X: ArrayLike, *, tasks: Sequence[str], models: Sequence[str],
                    higher_is_better: Sequence[bool], test: str = "paired-t",
                    confidence_level: float = 0.95, ci_method: str = "t",
                    n_resamples: int = 10_000, rng: RngLike = None,
-                   seeds: Sequence[Any] | None = None, untestable: str = "raise") -> Pairwise:
+                   seeds: Sequence[int] | None = None, untestable: str = "raise") -> Pairwise:
     """:class:`Pairwise` over ``X[task, model, seed]`` (T, M, S): every pair i < j of models per
     task; sign convention in :class:`PairwiseRow`.
 
@@ -190,7 +184,7 @@ def pairwise_table(X: Any, *, tasks: Sequence[str], models: Sequence[str],
         return Pairwise(rows=(), test=test, confidence_level=level)
     A = np.stack([V[t, i] for t, i, _ in keys])
     B = np.stack([V[t, j] for t, _, j in keys])
-    results: list[Any] = [None] * len(keys)
+    results: list[PairedResult | None] = [None] * len(keys)
     notes: list[str] = []
     finite = np.isfinite(A) & np.isfinite(B)
     for mask, idx in _group_rows(finite):
@@ -209,28 +203,34 @@ def pairwise_table(X: Any, *, tasks: Sequence[str], models: Sequence[str],
                 notes.append(f"{where}: seed(s) {bad} excluded (diverged in one model or both)")
         if skip:
             continue  # results[k] stays None for these pairs
-        batch = paired_tests(A[np.ix_(idx, mask)], B[np.ix_(idx, mask)], test=test,
-                             confidence_level=level, n_resamples=n_resamples, rng=rng)
+        at = np.ix_(np.asarray(idx), mask)
+        batch = paired_tests(A[at], B[at], test=test, confidence_level=level,
+                             n_resamples=n_resamples, rng=rng)
         for k, res in zip(idx, batch, strict=True):
             results[k] = res
             notes.extend(n for n in res.notes if n not in notes)
     p_holm = np.full(len(keys), np.nan)
     for t in range(t_n):
-        in_task = [k for k, key in enumerate(keys) if key[0] == t and results[k] is not None]
-        if in_task:
-            p_holm[in_task] = holm([results[k].p_value for k in in_task]).p_adjusted
+        tested = [(k, r) for k, (key, r) in enumerate(zip(keys, results, strict=True))
+                  if key[0] == t and r is not None]
+        if tested:
+            p_holm[[k for k, _ in tested]] = holm([r.p_value for _, r in tested]).p_adjusted
     rows = []
     nan = float("nan")
-    for k, (t, i, j) in enumerate(keys):
-        res, ca, cb = results[k], cells[t * m_n + i].ci, cells[t * m_n + j].ci
-        if res is None:  # skipped as untestable: NaN statistics (p_holm is NaN already)
-            found = dict(n=int(finite[k].sum()), mean_diff=nan, ci_low=nan, ci_high=nan,
-                         p_value=nan, effect_size=nan, intervals_overlap=False)
+    for k, ((t, i, j), found) in enumerate(zip(keys, results, strict=True)):
+        ca, cb = cells[t * m_n + i].ci, cells[t * m_n + j].ci
+        if found is None:  # skipped as untestable: NaN statistics (p_holm is NaN already)
+            row = PairwiseRow(task=tasks[t], model_a=models[i], model_b=models[j],
+                              n=int(finite[k].sum()), mean_diff=nan, ci_low=nan, ci_high=nan,
+                              p_value=nan, p_holm=nan, effect_size=nan,
+                              intervals_overlap=False, test=test)
         else:
-            found = dict(n=res.n, mean_diff=res.mean_diff, ci_low=res.ci.low,
-                         ci_high=res.ci.high, p_value=res.p_value, effect_size=res.effect_size,
-                         intervals_overlap=bool(ca.low <= cb.high and cb.low <= ca.high))
-        rows.append(PairwiseRow(task=tasks[t], model_a=models[i], model_b=models[j],
-                                p_holm=float(p_holm[k]), test=test, **found))
+            row = PairwiseRow(task=tasks[t], model_a=models[i], model_b=models[j], n=found.n,
+                              mean_diff=found.mean_diff, ci_low=found.ci.low,
+                              ci_high=found.ci.high, p_value=found.p_value,
+                              p_holm=float(p_holm[k]), effect_size=found.effect_size,
+                              intervals_overlap=bool(ca.low <= cb.high and cb.low <= ca.high),
+                              test=test)
+        rows.append(row)
     return Pairwise(rows=tuple(rows), test=test, confidence_level=level, notes=tuple(notes))
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
 
-from ..report import atomic_file, write_text_atomic
+from ..report.files import atomic_file, write_text_atomic
 
 T = TypeVar("T")
 

@@ -47,8 +47,9 @@ def load_planetoid(root: str, *, name: str, url: str | None = None,
     cleared and rebuilt (at most ``attempts`` tries). Holds a file lock on ``root`` so parallel
     workers never read a half-written file.
     """
-    from filelock import FileLock
     from torch_geometric.datasets import Planetoid
+
+    from ..report.files import file_lock
 
     base = Path(root)
     raw, processed = base / name / "raw", base / name / "processed"
@@ -74,7 +75,7 @@ def load_planetoid(root: str, *, name: str, url: str | None = None,
         return [processed] if stage["now"] == "load" else [processed, raw]
 
     base.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(base / f".{name}.lock")):
+    with file_lock(base / name):  # .<name>.lock beside the dataset directory
         return audited(build, clear_on_failure=damaged, attempts=attempts,
                        what=f"Planetoid {name} under {base / name}")
 

@@ -101,11 +101,11 @@ class Command:
     def identity(self) -> dict[str, Any]:
         """What keys the cache and fingerprints the model: the script's normalised code, the
         arguments and the extra environment (the runner adds seed, device and threads)."""
-        out: dict[str, Any] = {"script": Path(str(self.script)).name,
-                               "code": hashlib.sha256(script_code(self.script).encode())
-                               .hexdigest(),
+        script = Path(str(self.script))  # a str path after __post_init__
+        out: dict[str, Any] = {"script": script.name,
+                               "code": hashlib.sha256(script_code(script).encode()).hexdigest(),
                                "args": list(self.args), "env": dict(sorted(self.env.items()))}
-        project = project_code(Path(str(self.script)))
+        project = project_code(script)
         if project is not None:
             out["project"] = project
         return out
@@ -277,9 +277,11 @@ def read_output(text: str, *, metric: str) -> History:
     extra = data.get("extra") or {}
     if not isinstance(extra, Mapping):
         raise ValueError("`extra` must be an object of named series")
-    return History(test=series("test", data["test"]) or [], val=series("val", data.get("val")),
-                   train_loss=series("train_loss", data.get("train_loss")) or (),
-                   extra={k: series(f"extra.{k}", v) or [] for k, v in extra.items()},
+    val = series("val", data.get("val"))
+    return History(test=tuple(series("test", data["test"]) or ()),
+                   val=None if val is None else tuple(val),
+                   train_loss=tuple(series("train_loss", data.get("train_loss")) or ()),
+                   extra={k: tuple(series(f"extra.{k}", v) or ()) for k, v in extra.items()},
                    val_metric=data.get("val_metric"), restored_epoch=data.get("restored_epoch"))
 
 

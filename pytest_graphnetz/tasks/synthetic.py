@@ -87,7 +87,7 @@ def load_csbm(params: CSBM, root: str, seed: int) -> Any:
     import torch
     from torch_geometric.data import Data
 
-    from ..report import atomic_file
+    from ..report.files import atomic_file
 
     path = Path(root) / f"seed_{seed}.pt"
     header = _header(params, seed)

@@ -17,8 +17,8 @@ example at that epoch — a :class:`~pytest_graphnetz.outcomes.TestOutcomes`, or
 ``{"metric": "accuracy", "correct": [1, 0, ...]}`` / ``{"metric": "mae", "errors": [...]}`` /
 ``{"metric": "auc", "scores": [...], "labels": [1, 0, ...]}`` — for the epochs the report may
 select (the last one, and the best-validation one). They enable
-``summary(source="test_set" | "total")`` and ``pairwise(test="mcnemar")``; the metric they
-recompute must equal the ``test`` value of their epoch, else the run is refused.
+``summary(source="test_set" | "total")`` and ``pairwise_examples(test="mcnemar")``; the
+metric they recompute must equal the ``test`` value of their epoch, else the run is refused.
 """
 
 from __future__ import annotations

@@ -127,10 +127,10 @@ class EpochRecorder:
             host[name] = values[:stop] + [math.nan] * (self.epochs - stop)
         special = {test, val, train_loss}
         return History(
-            test=host[test],
-            val=host[val] if val is not None else None,
-            train_loss=host[train_loss] if train_loss is not None else (),
-            extra={n: v for n, v in host.items() if n not in special},
+            test=tuple(host[test]),
+            val=tuple(host[val]) if val is not None else None,
+            train_loss=tuple(host[train_loss]) if train_loss is not None else (),
+            extra={n: tuple(v) for n, v in host.items() if n not in special},
         )
 
 

@@ -23,11 +23,14 @@ score and label, or prediction − target) are kept for the final and the best-v
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..history import History
 from ..metrics import accuracy, mae, rmse, roc_auc
 from .common import EpochRecorder, OutcomeTracker, check_metric, make_optimizer
+
+if TYPE_CHECKING:
+    import torch
 
 _GRAPH_METRICS = ("accuracy", "auc")
 _REG_METRICS = ("mae", "rmse")
@@ -112,7 +115,7 @@ def train(model: Any, data: Any, *, task: Any, device: Any) -> History:
         values = {"train_loss": float(total) / len(train_set)}
 
         model.eval()
-        per_example: tuple = ()
+        per_example: tuple[torch.Tensor, ...] = ()
         for split, batches in eval_loaders.items():
             out, target = _predict(model, batches, device)
             rec.flag(epoch, out)
@@ -120,7 +123,7 @@ def train(model: Any, data: Any, *, task: Any, device: Any) -> History:
                 pred = out.reshape(-1) * std + mean
                 scores = {"mae": mae(pred, target), "rmse": rmse(pred, target)}
                 values[split], values[f"{split}_{other}"] = scores[metric], scores[other]
-                example = (pred.double() - target.double(),)
+                example: tuple[torch.Tensor, ...] = (pred.double() - target.double(),)
             elif metric == "auc":
                 if out.shape[-1] != 2:
                     raise ValueError(f"task {task.name!r}: metric 'auc' needs a binary task (2 "

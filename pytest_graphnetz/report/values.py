@@ -1,0 +1,163 @@
+"""The values-only form of a report that committed baselines use: per cell the selected
+per-seed values, no per-epoch histories (schema ``pytest-graphnetz/baseline``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..history import History, MetricSpec
+from .codec import _FLOAT32_MARK, values_from_json, values_to_json
+from .schema import EPOCH_SELECTIONS, VALUES_SCHEMA, VALUES_SCHEMA_VERSION, ReportFormatError
+
+if TYPE_CHECKING:
+    from .model import BenchmarkReport
+
+# Protocol entries kept per task or per model in the values form (the rest is "environment").
+_PER_CELL_PROTOCOL = ("tasks", "models", "source")
+_VALUES_SOURCE = "values only: each history holds the value each epoch rule selected"
+
+
+def rule_values(report: BenchmarkReport, task: str, model: str) -> dict[str, np.ndarray]:
+    """The cell's per-seed values (``seeds`` order) under every epoch rule its task supports,
+    by rule name: ``final`` always, ``best_val`` where the task has validation series."""
+    supported = report.epoch_selection_support()[task]
+    return {rule: report.values(task, model, epoch_selection=rule)
+            for rule in EPOCH_SELECTIONS if rule == "final" or supported}
+
+
+def rule_values_from_json(d: Mapping, version: int, what: str) -> dict[str, np.ndarray]:
+    """Inverse of ``{"values": values_to_json(rule_values(...))}``: per rule name, the per-seed
+    values a cell or an anchor holds. Version 1 files held ``final`` and ``best_val`` beside the
+    cell's other keys (``best_val`` null where unsupported); they read the same."""
+    if version >= 2:
+        vectors = d["values"]
+        if not isinstance(vectors, Mapping):
+            raise ValueError(f"{what}: `values` must be an object of per-seed lists by epoch "
+                             f"rule, got {vectors!r}")
+        found = values_from_json(vectors, [k for k in vectors if k != _FLOAT32_MARK])
+    else:
+        found = values_from_json(d, ("final", "best_val"))
+    out = {rule: vec for rule, vec in found.items() if vec is not None}
+    if "final" not in out:
+        raise ValueError(f"{what}: no `final` values")
+    return out
+
+
+def to_values_dict(report: BenchmarkReport) -> dict:
+    """The values-only JSON form that committed baselines use (no per-epoch histories).
+
+    Per (model, task) cell: the per-seed values under each epoch rule by name (``values``:
+    ``final``, and ``best_val`` where the task has validation series), mean and interval
+    (``summary``, under the report's settings), the model's repr and parameter count when the
+    runner recorded them; per model its per-seed fingerprints; per task its metric, protocol
+    and per-seed data fingerprints. Per-seed lists follow ``seeds``. Everything of one model sits in
+    that model's block, so a change to one model changes only its lines. Read back by
+    :meth:`BenchmarkReport.from_dict`, it is a report whose history per triple is just the
+    selected values (see :func:`from_values_dict`).
+    """
+    rows = {(r.task, r.model): r for r in report.summary()}
+    info = report.protocol.get("models", {})
+    models: dict = {}
+    for m in report.models:
+        block: dict = {"tasks": {}}
+        fps = [report.fingerprints.get("model", {}).get(m, {}).get(s) for s in report.seeds]
+        if any(fp is not None for fp in fps):
+            block["fingerprints"] = fps
+        for t in report.tasks:
+            cell: dict = {"values": values_to_json(rule_values(report, t, m))}
+            described = info.get(m, {}).get(t, {})
+            row = rows[(t, m)]
+            cell.update({
+                "model": described.get("repr"), "parameters": described.get("parameters"),
+                # For the reader only (never read back): six digits are plenty.
+                "summary": {"mean": _round(row.mean), "n": row.n_seeds,
+                            "ci": [_round(row.ci_low), _round(row.ci_high)],
+                            "n_diverged": row.n_diverged},
+            })
+            block["tasks"][t] = cell
+        models[m] = block
+    tasks = {}
+    for t in report.tasks:
+        spec = report.metrics[t]
+        tasks[t] = {"metric": {"name": spec.name, "higher_is_better": spec.higher_is_better},
+                    "protocol": report.protocol.get("tasks", {}).get(t)}
+        fps = [report.data_fingerprint(t, s) for s in report.seeds]
+        if any(fp is not None for fp in fps):
+            tasks[t]["data_fingerprints"] = fps
+    environment = {k: v for k, v in report.protocol.items() if k not in _PER_CELL_PROTOCOL}
+    return {"schema": VALUES_SCHEMA, "schema_version": VALUES_SCHEMA_VERSION,
+            "seeds": list(report.seeds), "settings": report.settings(),
+            "environment": environment, "tasks": tasks, "models": models}
+
+
+def from_values_dict(cls: type[BenchmarkReport], data: Mapping, source: str) -> BenchmarkReport:
+    """A report from :meth:`BenchmarkReport.to_values_dict`.
+
+    With no per-epoch record to keep, each triple's history holds one value per epoch rule and
+    names the rule of each (``History.selected``), so ``values()`` under any rule, and every
+    statistic, gate and view built on it, gives back exactly the stored numbers; a rule a task
+    lacks (``best_val`` without validation series) stays unsupported. ``protocol["source"]``
+    says the histories are selections, not training curves.
+    """
+    try:
+        seeds = [int(s) for s in data["seeds"]]
+        if any(isinstance(s, bool) for s in data["seeds"]) or \
+                [float(s) for s in data["seeds"]] != seeds:
+            raise ValueError(f"`seeds` must be integers, got {data['seeds']}")
+        tasks, models = list(data["tasks"]), list(data["models"])
+        metrics, task_protocol, data_fps = {}, {}, {}
+        for t, block in data["tasks"].items():
+            m = block["metric"]
+            if not isinstance(m["higher_is_better"], bool):
+                raise ValueError(f"task {t!r}: `higher_is_better` must be true or false")
+            metrics[t] = MetricSpec(str(m["name"]), m["higher_is_better"])
+            if block.get("protocol") is not None:
+                task_protocol[t] = block["protocol"]
+            if block.get("data_fingerprints") is not None:
+                data_fps[t] = _per_seed(block["data_fingerprints"], seeds, f"task {t!r}")
+        histories: dict[tuple[str, str, int], History] = {}
+        model_fps: dict[str, dict[int, str]] = {}
+        model_info: dict[str, dict[str, dict[str, Any]]] = {}
+        for m, block in data["models"].items():
+            if block.get("fingerprints") is not None:
+                model_fps[m] = _per_seed(block["fingerprints"], seeds, f"model {m!r}")
+            missing = [t for t in tasks if t not in block["tasks"]]
+            if missing:
+                raise ValueError(f"model {m!r} has no cell for task(s) {missing}")
+            for t, cell in block["tasks"].items():
+                if t not in metrics:
+                    raise ValueError(f"cell {t}/{m}: task {t!r} is not among `tasks`")
+                v = rule_values_from_json(cell, data["schema_version"], f"cell {t}/{m}")
+                for rule, vec in v.items():
+                    if len(vec) != len(seeds):
+                        raise ValueError(f"cell {t}/{m}: `{rule}` has {len(vec)} values for "
+                                         f"{len(seeds)} seeds")
+                rules = sorted(v)  # one order whatever the file's: equal files, equal reports
+                for k, s in enumerate(seeds):
+                    histories[(t, m, s)] = History(test=tuple(float(v[r][k]) for r in rules),
+                                                   selected={r: i for i, r in enumerate(rules)})
+                if cell.get("model") is not None or cell.get("parameters") is not None:
+                    model_info.setdefault(m, {})[t] = {"repr": cell.get("model"),
+                                                       "parameters": cell.get("parameters")}
+        protocol = {**data.get("environment", {}), "source": _VALUES_SOURCE,
+                    "tasks": task_protocol, "models": model_info}
+        return cls(tasks=tasks, models=models, seeds=seeds, metrics=metrics,
+                   histories=histories, protocol=protocol,
+                   fingerprints={"data": data_fps, "model": model_fps},
+                   **data.get("settings", {}))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise ReportFormatError(f"{source}: malformed baseline: {detail}") from exc
+
+
+def _round(x: float) -> float:
+    return float(f"{x:.6g}")
+
+
+def _per_seed(values: Any, seeds: Sequence[int], what: str) -> dict[int, str]:
+    if not isinstance(values, list) or len(values) != len(seeds):
+        raise ValueError(f"{what}: fingerprints must be a list with one entry per seed")
+    return {s: str(fp) for s, fp in zip(seeds, values, strict=True) if fp is not None}
