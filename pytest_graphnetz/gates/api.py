@@ -235,8 +235,9 @@ def _adaptive_gate(report: Any, base: BenchmarkReport, *, test: str, margin: flo
     command = baseline.update_command if isinstance(baseline, BaselineHandle) else None
     verdicts = compare_schedule(report, base, margin=margin, min_effect=min_effect, alpha=alpha,
                                 strict=strict, source=source, rng=rng, refresh_command=command)
-    used = sum(v.stop.trained for v in verdicts)
-    pairable = sum(v.stop.max_seeds for v in verdicts)
+    stops = [v.stop for v in verdicts if v.stop is not None]   # every adaptive cell's
+    used = sum(stop.trained for stop in stops)
+    pairable = sum(stop.max_seeds for stop in stops)
     return verdicts, (
         f"{_TITLE['not_worse']} against {source} ({_config(verdicts)}; adaptive seeds "
         f"{report.seeds_option}: {seed_trainings(used)}, {pairable - used} saved against the "
