@@ -109,7 +109,7 @@ def test_a_rerun_on_the_advice_is_look_two_of_the_chain(pytester: pytest.Pyteste
     from pytest_graphnetz.stats.rerun import rerun_design, rerun_seeds_needed
 
     pytester.makepyfile(project=PROJECT.format(candidate=False, shift=SHIFT, sd=SD),
-                        test_gates=GATES)
+                        test_chained=GATES)
     pytester.runpytest("--graphnetz-seeds=50", "--graphnetz-update-baselines").assert_outcomes(
         passed=2)
     pytester.makepyfile(project=PROJECT.format(candidate=True, shift=SHIFT, sd=SD))

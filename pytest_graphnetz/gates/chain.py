@@ -178,11 +178,11 @@ def plan_chain(store: ChainStore, key: str, seeds: Sequence[int], candidate: str
             why = "the baseline differs from the earlier runs' at their seeds (refreshed)"
     if why:
         return ChainLook(key, seeds, (len(seeds),), (), why_new=why)
-    last = record.verdicts[-1]
-    if last != "INCONCLUSIVE":
-        return ChainLook(key, prior, record.looks, record.verdicts[:-1], held=last)
     if len(seeds) == record.looks[-1]:   # the same run again: the same look
         return ChainLook(key, prior, record.looks, record.verdicts[:-1])
+    last = record.verdicts[-1]
+    if last != "INCONCLUSIVE":   # more seeds after a decided run: judged at its seeds again
+        return ChainLook(key, prior, record.looks, record.verdicts[:-1], held=last)
     order = (*prior, *(s for s in seeds if s not in prior))
     return ChainLook(key, order, (*record.looks, len(seeds)), record.verdicts)
 
