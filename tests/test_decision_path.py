@@ -67,7 +67,8 @@ def test_one_look_schedule_is_the_fixed_gate_bit_for_bit_on_the_committed_pool(t
         seeds = list(range(start, start + n))
         cand = {v: {s: float(pool[v]["final"][s]) for s in seeds} for v in variants}
         baseline = _report({v: {s: float(base[s]) for s in seeds} for v in variants}, seeds)
-        fixed = compare_reports(_report(cand, seeds), baseline)
+        # a run judged alone at α (rerun-safe seeds off): the one look of the fixed gate
+        fixed = compare_reports(_report(cand, seeds), baseline, rerun_safe=False)
         # the adaptive gate with MIN = MAX: one look, on the real runner path
         shifted = {v: {i: cand[v][s] for i, s in enumerate(seeds)} for v in variants}
         one_base = _report({v: {i: float(base[s]) for i, s in enumerate(seeds)}
@@ -77,7 +78,8 @@ def test_one_look_schedule_is_the_fixed_gate_bit_for_bit_on_the_committed_pool(t
         except AssertionError:
             one = None
         if one is None:   # it failed: the verdicts are those the fixed gate gives too
-            one = [v for v in compare_reports(_report(shifted, range(n)), one_base)]
+            one = [v for v in compare_reports(_report(shifted, range(n)), one_base,
+                                              rerun_safe=False)]
         # the reference: today's fixed implementation, compare per cell + Holm
         reference = compare_many(
             [{"candidate": np.array([cand[v][s] for s in seeds]), "baseline": base[seeds],
@@ -175,19 +177,21 @@ def test_a_regressed_cell_rejected_only_at_a_later_holm_level_reports_that_looks
     assert hits, "no cell went on past a look it crossed at α only: the case is not exercised"
 
 
-def test_holm_pushes_the_upper_end_and_labels_it():
+@pytest.mark.parametrize(("rerun_safe", "level"), [(True, 0.85 * 0.05), (False, 0.05)])
+def test_holm_pushes_the_upper_end_and_labels_it(rerun_safe, level):
     # three cells, one clearly broken: the others' intervals carry REGRESSED's Holm level
+    # (a first run of a rerun chain spends ρα = 0.85 × 0.05; a run alone, α)
     seeds = list(range(10))
     rng = np.random.default_rng(9)
     base = {m: {s: 0.8 + 0.02 * rng.standard_normal() for s in seeds} for m in "abc"}
     cand = {m: {s: base[m][s] + 0.01 * rng.standard_normal() for s in seeds} for m in "abc"}
-    verdicts = compare_reports(_report(cand, seeds), _report(base, seeds))
+    verdicts = compare_reports(_report(cand, seeds), _report(base, seeds), rerun_safe=rerun_safe)
     for v in verdicts:
         c = v.comparison
-        assert c.ci_alphas is not None and c.ci_alphas[0] == 0.05
-        assert c.ci_alphas[1] in (0.05 / 3, 0.05 / 2, 0.05)
+        assert c.ci_alphas is not None and c.ci_alphas[0] == pytest.approx(level)
+        assert any(c.ci_alphas[1] == pytest.approx(x) for x in (level / 3, level / 2, level))
         assert "upper end" in v.message()
-        _recompute(v, base, cand, 0.0, 0.01, 0.05)
+        _recompute(v, base, cand, 0.0, 0.01, level)
 
 
 # -- pairing at every look --------------------------------------------------------------------

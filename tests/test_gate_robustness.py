@@ -164,7 +164,10 @@ def test_models(graphnetz_run, graphnetz_baseline):
         assert_not_worse(report, graphnetz_baseline())
         return
     if not SUITE:
-        verdicts = assert_not_worse(report, graphnetz_baseline(), suite=False)
+        # judged alone at α, as a call with a suite row is (suite calls are one look, not
+        # rerun-safe): the same cells' verdicts, without the row
+        verdicts = assert_not_worse(report, graphnetz_baseline(), suite=False,
+                                    rerun_safe=False)
         assert [v.cell for v in verdicts] == [f"t{{i}}/{{m}}" for i in range(5)
                                               for m in ("diffuse", "steady")]
         assert [v.verdict for v in verdicts] == ["NOT WORSE", "IDENTICAL"] * 5
@@ -221,7 +224,10 @@ def test_suite_false_changes_no_verdict_and_a_suite_row_keeps_the_cells_open_ver
         [(v.cell, v.verdict, v.comparison.p_value) for v in plain]
     on = assert_not_worse(c, b, suite=True)
     assert [v.cell for v in on[len(plain):]] == ["suite/m", "suite/n"]
-    assert [v.verdict for v in on[:len(plain)]] == [v.verdict for v in plain]
+    # a call with a suite row is one look at α (not rerun-safe): the cells' verdicts are
+    # those of the call judged alone at α
+    alone = assert_not_worse(c, b, rerun_safe=False)
+    assert [v.verdict for v in on[:len(plain)]] == [v.verdict for v in alone]
     # the table's p is the weighted-Holm adjusted p of the family with the rows
     assert all(v.comparison.p_adjusted >= v.comparison.p_value for v in on)
     assert all("weighted Holm" in " ".join(v.comparison.notes) for v in on[:len(plain)])

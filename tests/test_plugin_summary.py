@@ -173,7 +173,8 @@ def test_failure_first_without_plugin_frames(pytester: pytest.Pytester) -> None:
         ">       assert_not_worse(report(BASE), graphnetz_baseline())",
         "E       pytest_graphnetz.baselines.BaselineMissingError: no baseline at *",
     ])
-    for internal in ("gates.py", "baselines.py", "plugin/", "CellVerdict(", "_comparison_gate",
+    for internal in ("gates.py", "pytest_graphnetz/gates", "baselines.py", "plugin/",
+                     "CellVerdict(", "_comparison_gate",
                      "verdicts = [", "def _finish"):
         assert internal not in out, internal
 

@@ -64,6 +64,10 @@ OPTIONS = (
     Option("min-effect", "the smallest regression that matters (δ, metric units; default 0.01 "
             "for metrics in [0, 1], none for MAE/RMSE/loss)", metavar="DELTA"),
     Option("strict", "an INCONCLUSIVE gate fails too", flag=True),
+    Option("single-run", "judge each gate run alone at the full alpha, with no rerun chains "
+            "(for a team that never reruns a gate with more seeds after INCONCLUSIVE; by "
+            "default a rerun is judged as the next look of the cell's chain, "
+            "docs/guarantees.md)", flag=True),
     Option("summary", "also write the gate table as Markdown to PATH", metavar="PATH"),
     Option("comment", "write the concise pull-request comment (Markdown: one headline, the "
             "rows that are not IDENTICAL, failing first, under 10,000 characters) to PATH",
@@ -172,6 +176,7 @@ class Settings:
     fail_unused: bool = False        # baseline cells no gate used fail the run
     accept: frozenset[str] = frozenset()  # TASK/MODEL cells whose loss a refresh accepts
     calibrate: bool = False    # --graphnetz-calibrate (calibration.py)
+    single_run: bool = False   # --graphnetz-single-run: no rerun chains (gates/chain.py)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -233,6 +238,7 @@ class Settings:
             device=str(get("device", "auto")), workers=workers, cache_dir=cache_dir,
             baseline_dir=baseline_dir, update_baselines=bool(get("update-baselines", False)),
             force=bool(get("force", False)), alpha=alpha, strict=bool(get("strict", False)),
+            single_run=bool(get("single-run", False)),
             summary=_path(config, "summary") if get("summary", None) else None,
             report_dir=report_dir,
             cli_baseline_dir=config.getoption("graphnetz_baseline_dir"),

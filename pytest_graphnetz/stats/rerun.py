@@ -80,6 +80,9 @@ class RerunDesign:
     spent: tuple[float, ...]
     critical: tuple[float, ...]
     nominal: tuple[float, ...]
+    # No lean rule: a chain's looks are not a planned schedule (the decision path reads
+    # ``design.lean`` of every design it runs).
+    lean: float | None = None
 
     @property
     def n(self) -> int:
@@ -146,7 +149,10 @@ def _design(looks: tuple[int, ...], alpha: float, rho: float) -> RerunDesign:
 
     spent = tuple(rerun_spending(n, looks[0], alpha=alpha, rho=rho) for n in looks)
     critical = calibrate_looks(looks, spent)
-    nominal = tuple(float(special.stdtr(n - 1, -c)) for n, c in zip(looks, critical, strict=True))
+    # The first run's critical value is the exact t quantile of what it spends, so its nominal
+    # level is that spend itself (as in sequential.py): a first run decides at exactly ρα.
+    nominal = (spent[0], *(float(special.stdtr(n - 1, -c))
+                           for n, c in zip(looks[1:], critical[1:], strict=True)))
     return RerunDesign(looks=looks, alpha=alpha, rho=rho, spent=spent, critical=critical,
                        nominal=nominal)
 

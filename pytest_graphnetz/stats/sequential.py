@@ -290,10 +290,13 @@ def sequential_holm(histories: Sequence[Sequence[float]],
     if m == 0:
         return FamilyDecision((), (), 0.0, ())
     alpha = designs[0].alpha
-    if all(len(d.looks) == 1 for d in designs):
+    first = {d.spent[0] for d in designs}
+    if all(len(d.looks) == 1 for d in designs) and len(first) == 1:
         if any(len(h) != 1 for h in histories):
             raise ValueError("a one-look design has exactly one p-value per cell")
-        result = holm([h[0] for h in histories], alpha)
+        # What one look spends: alpha for a fixed seed count, ρ·alpha for the first run of a
+        # rerun chain (stats.rerun); ``level`` stays in units of the designs' alpha.
+        result = holm([h[0] for h in histories], first.pop())
         r = sum(result.reject)
         return FamilyDecision(result.reject, tuple(0 if x else None for x in result.reject),
                               alpha / max(m - r, 1), result.p_adjusted)

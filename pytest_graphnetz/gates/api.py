@@ -1,0 +1,314 @@
+"""The gates a test calls: ``assert_not_worse``, ``assert_better``, ``assert_equivalent`` and
+``assert_ci_width``. Each resolves the session's defaults (:mod:`.observer`), loads the
+baseline, compares (:mod:`.compare`), refreshes a baseline under
+``--graphnetz-update-baselines`` (:mod:`pytest_graphnetz.ratchet`), records its rows and fails
+with one message."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .. import stats
+from ..baselines import BaselineError, BaselineHandle, load_baseline
+from ..report import BenchmarkReport
+from ..stats.suite import DEFAULT_SUITE_WEIGHT
+from ..verdicts import CellVerdict, GateRefusal, WidthVerdict, describe_values, fmt_num
+from .compare import TESTS, Schedule, compare_reports, compare_schedule
+from .observer import (
+    _OBSERVER,
+    _announce,
+    _finish,
+    _record,
+    _record_stopped,
+    _record_written,
+    _saved_note,
+)
+from .suite import SUITE
+
+BaselineLike = BenchmarkReport | BaselineHandle | str | os.PathLike
+
+def assert_not_worse(report: BenchmarkReport, baseline: BaselineLike, *, test: str = "paired",
+                     margin: float = 0.0, min_effect: float | None = None,
+                     alpha: float | None = None, strict: bool | None = None,
+                     rng: Any = None, suite: bool = False,
+                     suite_min_effect: float | None = None,
+                     rerun_safe: bool | None = None) -> list[CellVerdict]:
+    """Fail on paired evidence that ``report`` is worse than ``baseline`` by more than ``margin``.
+
+    Per cell, d = candidate − baseline (sign flipped for lower-is-better metrics), the first of:
+
+    - REGRESSED (fails): the one-sided test rejects "mean d ≥ −margin" (Holm across the cells
+      actually tested; IDENTICAL cells are not in the family). A significant drop smaller than
+      δ is REGRESSED too; the message says how to accept it (``margin``);
+    - BETTER (passes): the one-sided test rejects "mean d ≤ +margin"; a refresh keeps the gain;
+    - NOT WORSE (passes): the one-sided (1 − α) lower bound of mean d lies above −δ;
+    - INCONCLUSIVE (passes, fails with ``strict``); IDENTICAL: every d_s exactly 0.
+
+    δ = ``min_effect``, the smallest regression that matters, in metric units, > ``margin``;
+    default the session's ``--graphnetz-min-effect``, else :func:`default_min_effect` (margin +
+    0.01 for metrics bounded in [0, 1]; none for MAE/RMSE/loss, where NOT WORSE falls back to
+    −margin and the row's Note says so).
+    ``alpha`` / ``strict`` default to 0.05 / False, or the session's options in pytest.
+
+    ``suite``: per model, one more row, ``suite/<model>``, for the per-seed mean paired
+    difference across the call's tasks of one metric (a diffuse drop no single cell shows),
+    decided like a cell with δ ``suite_min_effect`` (default: the cells' δ), its REGRESSED in
+    one weighted Holm family with the cells (:func:`~pytest_graphnetz.stats.suite.suite_family`,
+    suite weight 0.5; docs/guarantees.md). Tasks of another metric, and k-fold tasks, are left
+    out of it (a note says so). An adaptive report is then judged at its MAX seeds: the row's
+    family has one look.
+    ``rerun_safe`` (default: the session's ``--graphnetz-rerun-safe``, else True): a fixed-seed
+    run is the first look of an open-ended chain of runs and spends ρα (ρ = 0.85); a rerun of
+    the same test with more seeds after INCONCLUSIVE is judged as the chain's next look, so
+    rerunning on the advice keeps every error rate (docs/guarantees.md). Paired t cells without
+    folds, in calls without a suite row; adaptive reports are not rerun-safe. False: each run
+    is judged alone at ``alpha`` (for a team that never reruns).
+    Returns one :class:`CellVerdict` per candidate cell, then one per suite row.
+    """
+    __tracebackhide__ = True
+    return _comparison_gate("not_worse", report, baseline, test=test, margin=margin,
+                            min_effect=min_effect, alpha=alpha, strict=strict, rng=rng,
+                            suite=suite, suite_min_effect=suite_min_effect,
+                            rerun_safe=rerun_safe)
+
+
+def assert_better(report: BenchmarkReport, baseline: BaselineLike, *, test: str = "paired",
+                  margin: float = 0.0, alpha: float | None = None, strict: bool | None = None,
+                  rng: Any = None) -> list[CellVerdict]:
+    """Pass only on paired evidence that every cell improved on ``baseline`` by over ``margin``.
+
+    Each cell is tested at ``alpha``, without Holm: the gate passes only when every cell passes
+    (an intersection-union test, whose level is ``alpha`` as it stands)."""
+    __tracebackhide__ = True
+    return _comparison_gate("better", report, baseline, test=test, margin=margin,
+                            alpha=alpha, strict=strict, rng=rng)
+
+
+def assert_equivalent(report: BenchmarkReport, baseline: BaselineLike, *, margin: float,
+                      test: str = "paired", alpha: float | None = None,
+                      strict: bool | None = None, rng: Any = None) -> list[CellVerdict]:
+    """Pass only when every cell's paired mean difference lies within ±``margin`` (TOST).
+
+    Like :func:`assert_better`, an intersection-union test: every cell at ``alpha``, no Holm."""
+    __tracebackhide__ = True
+    if not margin > 0:
+        raise ValueError(f"assert_equivalent needs `margin` > 0 (the equivalence bound), "
+                         f"got {margin!r}")
+    return _comparison_gate("equivalent", report, baseline, test=test, margin=margin,
+                            alpha=alpha, strict=strict, rng=rng)
+
+
+def assert_ci_width(report: BenchmarkReport, max_width: float, *,
+                    method: str | None = None) -> list[WidthVerdict]:
+    """Fail when a cell's interval (``method``, default the report's) is wider than ``max_width``.
+
+    The message says how many seeds would bring each wide interval under ``max_width``.
+    Returns one :class:`WidthVerdict` per cell. An adaptive report (``--graphnetz-seeds=MIN..MAX``)
+    is measured at all MAX seeds, as the other non-sequential gates are (only missing ones train).
+    """
+    __tracebackhide__ = True
+    if isinstance(report, Schedule):
+        report = report.complete()
+    _announce(report)
+    try:
+        if not max_width > 0:
+            raise ValueError(f"`max_width` must be > 0, got {max_width!r}")
+        verdicts = []
+        for task in report.tasks:
+            spec = report.metric(task)
+            for model in report.models:
+                cell = describe_values(report.values(task, model), report, method=method)
+                width = float(cell.ci.high - cell.ci.low)
+                failed = not width <= max_width   # a NaN width (n < 2) fails too
+                needed = None
+                if failed and math.isfinite(cell.std) and cell.std > 0:
+                    needed = stats.seeds_for_width(cell.std, max_width,
+                                                   confidence_level=report.confidence_level)
+                verdicts.append(WidthVerdict(task, model, spec.name, spec.higher_is_better, cell,
+                                             width, float(max_width), needed, failed))
+    except Exception as exc:
+        _record_stopped("ci_width", report, None, exc)
+        raise
+    _finish("assert_ci_width", verdicts, header=f"interval wider than {fmt_num(max_width)}")
+    return verdicts
+
+
+# -- the work --------------------------------------------------------------------------------------
+
+
+def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike, *, test: str,
+                     margin: float, alpha: float | None, strict: bool | None,
+                     rng: Any, min_effect: float | None = None, suite: bool = False,
+                     suite_min_effect: float | None = None,
+                     rerun_safe: bool | None = None) -> list[CellVerdict]:
+    # Hidden from pytest's traceback (as are the helpers below): a failing gate shows the test's
+    # own line and the verdict message, not the plugin's frames and their locals.
+    __tracebackhide__ = True
+    observer = _OBSERVER.get()
+    alpha = alpha if alpha is not None else (observer.alpha if observer else 0.05)
+    strict = strict if strict is not None else (observer.strict if observer else False)
+    if min_effect is None and observer is not None:
+        min_effect = observer.min_effect
+    if rerun_safe is None:
+        rerun_safe = observer.rerun_safe if observer is not None else True
+    if isinstance(report, Schedule):
+        # Saved once the seeds it is judged on are trained (below); from this gate's extensions.
+        since = len(report.extensions)
+    else:
+        _announce(report)
+    saved: Sequence[str] = ()
+    decided: Sequence[BenchmarkReport] = ()
+    try:
+        if test not in TESTS:
+            raise ValueError(f"`test` must be one of {sorted(TESTS)} (every gate test is paired "
+                             f"by seed), got {test!r}")
+        test = TESTS[test]
+        if isinstance(report, Schedule) and (
+                gate != "not_worse" or suite
+                or (isinstance(baseline, BaselineHandle) and baseline.update)):
+            # Only the not-worse gate is sequential; the others, refreshes and a suite row
+            # (its weighted family has one look) use MAX seeds.
+            report = report.complete()
+            _announce(report)
+        if isinstance(baseline, BaselineHandle) and baseline.update:
+            return _refresh(gate, report, baseline, test=test, margin=margin, alpha=alpha,
+                            rng=rng, min_effect=min_effect)
+        source, base = _load(baseline)
+        command = baseline.update_command if isinstance(baseline, BaselineHandle) else None
+        if isinstance(report, Schedule):
+            verdicts, header = _adaptive_gate(report, base, test=test, margin=margin,
+                                              alpha=alpha, strict=strict, source=source,
+                                              baseline=baseline, min_effect=min_effect, rng=rng)
+        else:
+            verdicts = compare_reports(report, base, gate=gate, test=test, margin=margin,
+                                       min_effect=min_effect, alpha=alpha, strict=strict,
+                                       source=source, rng=rng, refresh_command=command,
+                                       suite=suite, suite_min_effect=suite_min_effect,
+                                       rerun_safe=rerun_safe,
+                                       chains=observer.chains if observer is not None else None)
+            header = f"{_TITLE[gate]} against {source} ({_config(verdicts, alpha=alpha)})"
+    except AssertionError:
+        raise  # a refused refresh: its rows are recorded already
+    except (GateRefusal, BaselineError) as exc:
+        _record_stopped(gate, report, baseline, exc)
+        # The message says all there is; the frames inside the baseline store add nothing.
+        raise exc.with_traceback(None) from None
+    except Exception as exc:
+        _record_stopped(gate, report, baseline, exc)
+        raise
+    finally:
+        # The sequential gate, decided or stopped: its cells at the seeds they were judged on.
+        # A failed write warns: it must not hide the verdicts (or the error) of the gate itself.
+        if isinstance(report, Schedule) and observer and observer.candidate:
+            decided = report.decided(since)
+            try:
+                saved = _announce(*decided)
+            except OSError as exc:
+                import warnings
+
+                warnings.warn(f"graphnetz: the candidate report was not saved: {exc}",
+                              stacklevel=2)
+    notes = (_saved_note(saved, decided),) if len(saved) > 1 else ()
+    from ..calibration import annotate_verdicts  # δ finer than the seeds resolve: a note
+
+    verdicts = annotate_verdicts(verdicts, baseline)
+    _finish(f"assert_{gate}", verdicts, header=header, notes=notes)
+    return verdicts
+
+
+def _adaptive_gate(report: Any, base: BenchmarkReport, *, test: str, margin: float,
+                   alpha: float, strict: bool, source: str, baseline: BaselineLike,
+                   min_effect: float | None = None, rng: Any = None
+                   ) -> tuple[list[CellVerdict], str]:
+    """``assert_not_worse`` on an adaptive report: :func:`compare_schedule`, and the header of
+    the failure message, which says what the schedule saved."""
+    from ..text import seed_trainings
+
+    if test != "paired-t":
+        raise ValueError(f"adaptive seeds (--graphnetz-seeds={report.seeds_option}) decide with "
+                         f"the paired t test's sequential boundaries; got test={test!r}: use "
+                         "test='paired', or fixed seeds (e.g. --graphnetz-seeds=20)")
+    command = baseline.update_command if isinstance(baseline, BaselineHandle) else None
+    verdicts = compare_schedule(report, base, margin=margin, min_effect=min_effect, alpha=alpha,
+                                strict=strict, source=source, rng=rng, refresh_command=command)
+    stops = [v.stop for v in verdicts if v.stop is not None]   # every adaptive cell's
+    used = sum(stop.trained for stop in stops)
+    pairable = sum(stop.max_seeds for stop in stops)
+    return verdicts, (
+        f"{_TITLE['not_worse']} against {source} ({_config(verdicts)}; adaptive seeds "
+        f"{report.seeds_option}: {seed_trainings(used)}, {pairable - used} saved against the "
+        f"{pairable} the baseline could pair)")
+
+
+
+def _refresh(gate: str, report: BenchmarkReport, handle: BaselineHandle, *, test: str,
+             margin: float, alpha: float, rng: Any,
+             min_effect: float | None = None) -> list[CellVerdict]:
+    """``--graphnetz-update-baselines``: :func:`pytest_graphnetz.ratchet.refresh` writes the
+    candidate unless the ratchet refuses; here its not-worse comparisons (the call's test,
+    margin, δ and alpha) are made and reported. Returns the ratchet's verdicts."""
+    __tracebackhide__ = True
+    from ..ratchet import refresh
+
+    def judge(candidate: BenchmarkReport, reference: BenchmarkReport,
+              source: str) -> list[CellVerdict]:
+        # A refresh is judged alone at alpha: the ratchet is not a rerun of a gate.
+        return compare_reports(candidate, reference, gate="not_worse", test=test, margin=margin,
+                               min_effect=min_effect, alpha=alpha, source=source, rng=rng,
+                               rerun_safe=False)
+
+    outcome = refresh(handle, report, judge)
+    status = "UPDATED" if outcome.written else "REFUSED"
+    failing = () if outcome.written else outcome.refused
+    _record(outcome.previous, status=status, failing=failing)
+    _record(outcome.anchored, status=f"{status} vs anchor", failing=failing)
+    if not outcome.written:
+        raise AssertionError(outcome.refusal())
+    judged = {(v.task, v.model) for v in outcome.previous}
+    _record_written(report, gate, [(t, m) for t in report.tasks for m in report.models
+                                   if (t, m) not in judged], outcome.replaced)
+    return [*outcome.previous, *outcome.anchored]
+
+
+
+def _load(baseline: BaselineLike) -> tuple[str, BenchmarkReport]:
+    __tracebackhide__ = True
+    if isinstance(baseline, BenchmarkReport):
+        return "the baseline report", baseline
+    if isinstance(baseline, BaselineHandle):
+        return baseline.shown, baseline.load()  # relative to the rootdir in pytest
+    if isinstance(baseline, (str, os.PathLike)):
+        observer = _OBSERVER.get()
+        if observer is not None and observer.uses is not None:
+            observer.uses(str(Path(baseline).resolve()))
+        return str(baseline), load_baseline(Path(baseline))
+    raise TypeError(f"`baseline` must be a BenchmarkReport, a path or a baseline handle, "
+                    f"got {type(baseline).__name__}")
+
+
+
+def _config(verdicts: Sequence[CellVerdict], alpha: float | None = None) -> str:
+    c = verdicts[0].comparison
+    alpha = c.alpha if alpha is None else alpha
+    text = f"{c.test}, alpha {fmt_num(alpha)}, margin {fmt_num(c.margin)}"
+    if c.kind != "not_worse":
+        return text + (", every cell must pass (no Holm needed)" if len(verdicts) > 1 else "")
+    effects = sorted({fmt_num(v.comparison.min_effect) for v in verdicts})
+    text += f", min_effect {'/'.join(effects)}"
+    rows = sum(v.task == SUITE for v in verdicts)
+    tested = sum(v.verdict != "IDENTICAL" for v in verdicts if v.task != SUITE)
+    if any(v.comparison.alpha < alpha for v in verdicts if v.task != SUITE):
+        text += ", rerun-safe seeds (docs/guarantees.md)"
+    if rows:
+        return text + (f", weighted Holm across the {tested} tested cells and {rows} suite "
+                       f"row(s) (suite weight {DEFAULT_SUITE_WEIGHT:g})")
+    return text + (f", Holm across the {tested} tested cells" if tested > 1 else "")
+
+
+
+_TITLE = {"not_worse": "paired regression gate", "better": "paired improvement gate",
+          "equivalent": "paired equivalence gate (TOST)"}
