@@ -91,7 +91,9 @@ def gate_call(verdict: CellVerdict | WidthVerdict, *, strict: bool = False
     c = verdict.comparison
     strict = strict or (verdict.verdict is Verdict.INCONCLUSIVE and bool(verdict.failed))
     return {"gate": verdict.gate, "test": c.test, "margin": _number(c.margin),
-            "min_effect": _number(c.min_effect), "alpha": _number(c.alpha), "strict": strict}
+            "min_effect": _number(c.min_effect),
+            "alpha": _number(c.alpha if verdict.call_alpha is None else verdict.call_alpha),
+            "strict": strict}
 
 
 def _number(value: Any) -> Any:

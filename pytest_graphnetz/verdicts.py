@@ -76,6 +76,9 @@ class CellVerdict:
     stop: Stop | None = None                # adaptive seeds: where the cell stopped
     table_note: str = ""                    # the summary table's Note for a passing cell
     folds: int | None = None                # k of a k-fold CV task (corrected resampled t)
+    # The α the gate call was given; comparison.alpha is the level this look spent (less on a
+    # rerun-safe chain's first run). None: the same.
+    call_alpha: float | None = None
 
     @property
     def verdict(self) -> stats.Verdict:

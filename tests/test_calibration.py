@@ -257,10 +257,15 @@ def test_graphnetz_calibrate_writes_beside_the_baseline_and_the_gate_warns(pytes
     fine = cell.sd_paired / 100
     out = pytester.runpytest_inprocess(*common, f"--graphnetz-min-effect={fine:.3g}")
     out.assert_outcomes(passed=1)
-    needed = cal.seeds_needed(("toy", "Net"), float(f"{fine:.3g}"))
+    # planned at the level the run decides at: a rerun-safe first run spends ρα (0.0425)
+    from pytest_graphnetz.stats.rerun import rerun_spending
+
+    first = rerun_spending(4, 4, alpha=0.05)
+    assert first == pytest.approx(0.0425)
+    needed = cal.seeds_needed(("toy", "Net"), float(f"{fine:.3g}"), alpha=first)
     out.stdout.fnmatch_lines([f"*toy/Net: δ {float(f'{fine:.3g}'):g} needs about {needed} "
                               "seeds here*raise δ to*or accept INCONCLUSIVE*"])
-    resolved = cal.resolvable(("toy", "Net"))
+    resolved = cal.resolvable(("toy", "Net"), alpha=first)
     coarse = pytester.runpytest_inprocess(*common, f"--graphnetz-min-effect={1.01 * resolved}")
     coarse.assert_outcomes(passed=1)
     assert "needs about" not in coarse.stdout.str()

@@ -155,7 +155,8 @@ class _Cell:
                       metric=self.spec.name),
             tuple(seeds), failed_verdict("not_worse", name, strict),
             (*notes, *self.notes, *changed, *collapsed[0]), tuple(baseline.seeds),
-            refresh_command, stop=stop, table_note=table_note, folds=self.folds)
+            refresh_command, stop=stop, table_note=table_note, folds=self.folds,
+            call_alpha=self.design.alpha)
 
     def _plan(self, comp: Any, level: float, min_seeds: int | None) -> int | None:
         """The seeds that would decide an INCONCLUSIVE cell, for the design the advice
