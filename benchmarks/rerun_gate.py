@@ -7,8 +7,10 @@ judged by ``pytest_graphnetz.gates.compare_reports`` exactly as ``assert_not_wor
 them, with a chain store (``gates.chain.ChainStore``) in a temporary directory, one test id per
 trial. Rows: rerun-safe (the default) and single-run (``rerun_safe=False``, each run at α).
 
-    python benchmarks/rerun_gate.py --quick      # 200 trials per row (what the note reports)
+    python benchmarks/rerun_gate.py --quick      # 200 trials per row
     python benchmarks/rerun_gate.py              # 4,000 trials per row
+    python benchmarks/rerun_gate.py --trials 2000 --mode safe &   # the results file's larger
+    python benchmarks/rerun_gate.py --trials 2000 --mode single    # table, one core per mode
 
 Wrong verdicts: REGRESSED and BETTER at true mean 0 (−margin and +margin coincide at margin
 0), NOT WORSE or BETTER at −δ. Each must be ≤ α = 0.05 within Monte-Carlo error.
@@ -55,8 +57,12 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--sd", type=float, default=2.0, help="paired sd, in points")
     parser.add_argument("--seed", type=int, default=26)
+    parser.add_argument("--trials", type=int, default=None,
+                        help="trials per row (default 4,000; --quick: 200)")
+    parser.add_argument("--mode", choices=("both", "safe", "single"), default="both",
+                        help="one mode per process: run two in parallel on two cores")
     args = parser.parse_args()
-    trials = 200 if args.quick else 4000
+    trials = args.trials or (200 if args.quick else 4000)
     sd = args.sd / 100
     rng = np.random.default_rng(args.seed)
     base = 0.8 + 0.01 * rng.standard_normal(LOOKS[-1])
@@ -65,7 +71,8 @@ def main() -> None:
           f"α 0.05, looks {LOOKS}")
     print("| mode | REGRESSED at 0 | BETTER at 0 | NOT WORSE/BETTER at −δ |")
     print("|---|---|---|---|")
-    for rerun_safe in (True, False):
+    modes = {"both": (True, False), "safe": (True,), "single": (False,)}[args.mode]
+    for rerun_safe in modes:
         with tempfile.TemporaryDirectory() as tmp:
             rates = []
             for mean, wrong in ((0.0, {"REGRESSED"}), (0.0, {"BETTER"}),
