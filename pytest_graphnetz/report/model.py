@@ -362,7 +362,9 @@ class BenchmarkReport:
         ``"wilcoxon"``, ``"permutation"``, ``"bootstrap"``; see
         :func:`pytest_graphnetz.report.views.pairwise`), or on the same test examples
         (``"mcnemar"``, ``"bootstrap-examples"``: :meth:`pairwise_examples`)."""
-        if test in ("mcnemar", "bootstrap-examples"):
+        from ..stats.heldout import EXAMPLE_TESTS
+
+        if test in EXAMPLE_TESTS:
             return self.pairwise_examples(test, confidence_level=confidence_level,
                                           epoch_selection=epoch_selection, strict=strict,
                                           rng=rng)
