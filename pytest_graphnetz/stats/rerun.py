@@ -45,6 +45,7 @@ from functools import lru_cache
 import numpy as np
 
 from ._common import _t_quantile
+from .boundaries import grow_paths
 
 DEFAULT_RHO = 0.85  # share of α a first run spends: keeps >= 95% of its detection at the same n
 CALIBRATION_PATHS = 1 << 20
@@ -184,15 +185,11 @@ def calibrate_looks(looks: Sequence[int], cumulative_alpha: Sequence[float], *,
         return tuple(critical)
     gen = np.random.default_rng(seed)
     n_prev = looks[0]
-    S = gen.standard_normal(paths) * math.sqrt(n_prev)
-    Q = _chi2(gen, n_prev - 1, paths)
+    S, Q = grow_paths(gen, np.zeros(paths), np.zeros(paths), 0, n_prev)
     running = _t(S, Q, n_prev) < critical[0]
     for k in range(1, len(looks)):
         n = looks[k]
-        m = n - n_prev
-        block = gen.standard_normal(paths) * math.sqrt(m)
-        Q = Q + _chi2(gen, m - 1, paths) + (n_prev * m / n) * (S / n_prev - block / m) ** 2
-        S = S + block
+        S, Q = grow_paths(gen, S, Q, n_prev, n)
         stat = _t(S, Q, n)
         alive = np.sort(stat[running])[::-1]
         j = int(round((cum[k] - cum[k - 1]) * paths))  # paths that should first cross here
@@ -201,12 +198,6 @@ def calibrate_looks(looks: Sequence[int], cumulative_alpha: Sequence[float], *,
         running &= stat < c
         n_prev = n
     return tuple(critical)
-
-
-def _chi2(gen: np.random.Generator, df: int, size: int) -> np.ndarray:
-    if df == 0:
-        return np.zeros(size)
-    return 2 * gen.standard_gamma(df / 2, size)
 
 
 def _t(S: np.ndarray, Q: np.ndarray, n: int) -> np.ndarray:

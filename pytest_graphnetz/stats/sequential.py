@@ -31,8 +31,9 @@ family of cells (:func:`sequential_holm`) and the seeds a design needs
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,7 @@ from .boundaries import (
     DEFAULT_GAMMA,
     DEFAULT_LEAN,
     SequentialDesign,
+    grow_paths,
     schedule,
     sequential_design,
     spent,
@@ -160,13 +162,34 @@ def _run(D: np.ndarray, design: SequentialDesign, *, margin: float, min_effect: 
     looks from index ``first`` up to ``upto`` seeds; returns per row the code, the seeds used,
     and the statistics at the row's last look (mean, sd, se, c, c_regressed, t_regressed,
     t_not_worse, t_better)."""
+
+    def at(k: int, n: int, open_: np.ndarray) -> _LookStats:
+        X = D[open_, :n]
+        return (X.mean(axis=1), X.std(axis=1, ddof=1), np.max(np.abs(X), axis=1),
+                np.all(X == 0, axis=1))
+
+    return _walk(at, D.shape[0], design, margin=margin, min_effect=min_effect,
+                 regressed_alpha=regressed_alpha, upto=upto, first=first)
+
+
+# Per open row at a look: mean, sd, the largest |difference| (the rounding scale of
+# `_sided_t`) and whether every difference is exactly 0.
+_LookStats = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _walk(at: Callable[[int, int, np.ndarray], _LookStats], rows: int,
+          design: SequentialDesign, *, margin: float, min_effect: float | None,
+          regressed_alpha: float | None, upto: int,
+          first: int = 0) -> tuple[np.ndarray, np.ndarray, tuple]:
+    """The decisions of the schedule, whatever holds the data: ``at(k, n, open_)`` gives the
+    open rows' statistics at look ``k`` (``n`` seeds). :func:`_run` computes them from the
+    differences, :func:`sequential_power` from simulated sufficient statistics."""
     if not margin >= 0:
         raise ValueError(f"`margin` must be >= 0 (in metric units), got {margin!r}")
     if min_effect is not None and not min_effect > margin:
         raise ValueError(f"`min_effect` (δ) must exceed `margin` ({margin}), got {min_effect!r}")
     delta = margin if min_effect is None else float(min_effect)
     reg = design if regressed_alpha is None else design.at_level(regressed_alpha)
-    rows = D.shape[0]
     code = np.full(rows, _CONTINUE)
     n_used = np.zeros(rows, dtype=int)
     stats = tuple(np.full(rows, np.nan) for _ in range(8))
@@ -178,13 +201,11 @@ def _run(D: np.ndarray, design: SequentialDesign, *, margin: float, min_effect: 
         open_ = code == _CONTINUE
         if not open_.any():
             break
-        X = D[open_, :n]
-        mean = X.mean(axis=1)
-        sd = X.std(axis=1, ddof=1)
+        mean, sd, scale, zero = at(k, n, open_)
         se = sd / math.sqrt(n)
         c, c_reg = design.critical[k], reg.critical[k]
-        t_reg, t_nw, t_bt = (_sided_t(mean, se, X, b) for b in (-margin, -delta, margin))
-        new = np.full(X.shape[0], _CONTINUE)
+        t_reg, t_nw, t_bt = (_sided_t(mean, se, scale, b) for b in (-margin, -delta, margin))
+        new = np.full(mean.shape[0], _CONTINUE)
         not_worse = t_nw >= c
         if design.lean is not None and k < len(design.looks) - 1:
             not_worse &= t_reg > -design.lean   # the lean rule (module docstring)
@@ -192,7 +213,7 @@ def _run(D: np.ndarray, design: SequentialDesign, *, margin: float, min_effect: 
         new[t_bt >= c] = _BETTER
         new[t_reg <= -c_reg] = _REGRESSED
         if k == first:
-            new[np.all(X == 0, axis=1)] = _IDENTICAL
+            new[zero] = _IDENTICAL
         if k == len(design.looks) - 1:
             new[new == _CONTINUE] = _INCONCLUSIVE
         code[open_] = new
@@ -203,11 +224,11 @@ def _run(D: np.ndarray, design: SequentialDesign, *, margin: float, min_effect: 
     return code, n_used, stats
 
 
-def _sided_t(mean: np.ndarray, se: np.ndarray, X: np.ndarray, bound: float) -> np.ndarray:
+def _sided_t(mean: np.ndarray, se: np.ndarray, scale: np.ndarray, bound: float) -> np.ndarray:
     """``(mean − bound) / se`` per row, exact where the spread is nil: a gap within rounding of
-    the data (a few ulps of its largest magnitude) counts as 0, a real gap with no spread is
-    ±inf, and no gap with no spread is 0 (the data sit on the boundary)."""
-    scale = np.max(np.abs(X), axis=1) + abs(bound)
+    the data (a few ulps of ``scale``, the row's largest magnitude) counts as 0, a real gap with
+    no spread is ±inf, and no gap with no spread is 0 (the data sit on the boundary)."""
+    scale = scale + abs(bound)
     tol = 64 * np.finfo(float).eps * np.maximum(scale, np.finfo(float).tiny)
     gap = mean - bound
     gap = np.where(np.abs(gap) <= tol, 0.0, gap)
@@ -332,22 +353,41 @@ def sequential_power(sd_diff: float, min_effect: float, design: SequentialDesign
     """What ``design`` delivers for a cell whose paired differences are normal with sd
     ``sd_diff``: the chance that no change (true mean 0) reads NOT WORSE or BETTER, and the
     chance that a drop of ``min_effect`` (δ) reads REGRESSED (at ``regressed_alpha``), each
-    through the design's own boundaries and lean rule (:func:`run_schedule`), on ``paths``
-    simulated cells from ``seed``. The draws are laid out seed by seed, so designs of different
-    MAX share the first seeds' draws (common random numbers: the search below is smooth)."""
+    through the design's own boundaries and lean rule (the decisions of :func:`run_schedule`),
+    on ``paths`` simulated cells from ``seed``.
+
+    The cells are simulated through their sufficient statistics at each look (the new block's
+    sum is normal and its within-block sum of squares χ², independent: the law of the t
+    statistics is exact), so a design of hundreds of seeds costs what its few looks cost. The
+    draws are laid out look by look, so designs that share their looks before MAX share those
+    draws (common random numbers: the search below is smooth)."""
     if not (math.isfinite(sd_diff) and sd_diff > 0):
         raise ValueError(f"`sd_diff` must be a finite number > 0, got {sd_diff!r}")
-    n = design.max_seeds
-    Z = np.random.default_rng(seed).standard_normal((n, paths)).T
+    gen = np.random.default_rng(seed)
+    S, Q = np.zeros(paths), np.zeros(paths)
+    sums, squares, n_prev = [], [], 0
+    for n in design.looks:
+        S, Q = grow_paths(gen, S, Q, n_prev, n)
+        sums.append(S)
+        squares.append(Q)
+        n_prev = n
     scaled_margin, scaled_effect = margin / sd_diff, min_effect / sd_diff
-    null, _ = run_schedule(Z, design, margin=scaled_margin, min_effect=scaled_effect,
-                           regressed_alpha=regressed_alpha)
-    drop, _ = run_schedule(Z - scaled_effect, design, margin=scaled_margin,
-                           min_effect=scaled_effect, regressed_alpha=regressed_alpha)
-    passes = np.isin(null, [Verdict.NOT_WORSE, Verdict.BETTER, Verdict.IDENTICAL])
-    return float(passes.mean()), float(np.mean(drop == Verdict.REGRESSED))
+
+    def shifted(shift: float) -> Callable[[int, int, np.ndarray], _LookStats]:
+        def at(k: int, n: int, open_: np.ndarray) -> _LookStats:
+            mean = sums[k][open_] / n - shift
+            return (mean, np.sqrt(squares[k][open_] / (n - 1)), np.abs(mean),
+                    np.zeros(mean.shape, dtype=bool))
+        return at
+
+    null, drop = (_walk(shifted(shift), paths, design, margin=scaled_margin,
+                        min_effect=scaled_effect, regressed_alpha=regressed_alpha,
+                        upto=design.max_seeds)[0] for shift in (0.0, scaled_effect))
+    passes = np.isin(null, [_NOT_WORSE, _BETTER, _IDENTICAL])
+    return float(passes.mean()), float(np.mean(drop == _REGRESSED))
 
 
+@lru_cache(maxsize=256)   # one search per cell and settings: the cells of a call often repeat
 def sequential_seeds_for_min_effect(sd_diff: float, min_effect: float, *, min_seeds: int,
                                     start: int, margin: float = 0.0, alpha: float = 0.05,
                                     regressed_alpha: float | None = None, power: float = 0.8,
