@@ -223,19 +223,22 @@ def test_b(graphnetz_run, graphnetz_baseline):
 def test_xdist_same_verdicts_and_each_triple_trained_once(pytester: pytest.Pytester) -> None:
     pytest.importorskip("xdist")
     pytester.makepyfile(toy=TOY.format(hidden=16, lr=0.05), test_model=XDIST_TESTS)
-    # Two tests on two workers run the same 4 triples at once: the file locks make one wait.
-    update = pytester.runpytest_subprocess(SEEDS, "-n", "2", "--graphnetz-update-baselines")
+    # The baselines, from one serial in-process session that caches nothing (both tests train).
+    update = pytester.runpytest(SEEDS, "-p", "no:xdist", "--graphnetz-no-cache",
+                                "--graphnetz-update-baselines")
     update.assert_outcomes(passed=2)
-    assert trained(pytester) == 4
+    assert trained(pytester) == 8
     assert verdicts(update.stdout.str()) == ["WRITTEN", "WRITTEN"]
-
+    # Two tests on two workers run the same 4 triples at once: the file locks make one wait,
+    # and both read the serial session's numbers.
     parallel = pytester.runpytest_subprocess(SEEDS, "-n", "2")
-    serial = pytester.runpytest(SEEDS, "-p", "no:xdist")
     parallel.assert_outcomes(passed=2)
+    assert trained(pytester) == 8 + 4
+    parallel.stdout.fnmatch_lines(["*triples: 4 trained, 4 from cache*"])
+    serial = pytester.runpytest(SEEDS, "-p", "no:xdist")
     serial.assert_outcomes(passed=2)
     assert verdicts(parallel.stdout.str()) == verdicts(serial.stdout.str()) == ["IDENTICAL"] * 2
-    parallel.stdout.fnmatch_lines(["*triples: 0 trained, 8 from cache*"])
-    assert trained(pytester) == 4
+    assert trained(pytester) == 8 + 4
 
 
 def test_summary_markdown_and_junit_properties(project: pytest.Pytester, shared_cache: str,

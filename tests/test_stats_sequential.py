@@ -271,3 +271,44 @@ def test_the_lean_rule_only_shrinks_not_worse():
     assert np.all(nw_off[nw] & (n_without[nw] <= n_with[nw]))
     assert nw.sum() < nw_off.sum()
     assert gs.wilson_interval(int(nw.sum()), len(D)).low <= ALPHA
+
+
+def test_boundaries_do_not_depend_on_which_designs_were_calibrated_before():
+    """Designs that share the looks before MAX share simulated paths (a cache): each design's
+    boundaries are those of calibrating it first, in a fresh process state."""
+    from pytest_graphnetz.stats import boundaries
+
+    def fresh(lo, hi, alpha):
+        boundaries._design.cache_clear()
+        boundaries._paths.cache_clear()
+        return sequential_design(lo, hi, alpha=alpha).critical
+
+    alone = {(lo, hi, a): fresh(lo, hi, a)
+             for lo, hi in [(5, 30), (5, 40), (5, 37), (3, 24)] for a in (0.05, 0.01)}
+    boundaries._design.cache_clear()
+    boundaries._paths.cache_clear()
+    for lo, hi in [(5, 40), (3, 24), (5, 37), (5, 30), (5, 30), (3, 24)]:   # shared paths
+        for level in (0.01, 0.05):
+            assert sequential_design(lo, hi, alpha=level).critical == alone[lo, hi, level]
+
+
+@pytest.mark.parametrize("sd, delta, lo, hi", [(1.0, 0.5, 5, 40), (0.02, 0.01, 3, 12)])
+def test_planned_power_through_sufficient_statistics_is_that_of_raw_samples(sd, delta, lo, hi):
+    """`sequential_power` simulates each look's mean and sum of squares; the same design run on
+    raw normal samples (`run_schedule`, another rng) gives the same two chances within
+    Monte-Carlo error."""
+    from pytest_graphnetz.stats.sequential import sequential_power
+
+    design = sequential_design(lo, hi)
+    planned = sequential_power(sd, delta, design, regressed_alpha=0.02)
+    paths = 40_000
+    Z = np.random.default_rng(77).normal(0.0, sd, size=(paths, hi))
+    null, _ = run_schedule(Z, design, min_effect=delta, regressed_alpha=0.02)
+    drop, _ = run_schedule(Z - delta, design, min_effect=delta, regressed_alpha=0.02)
+    raw = (float(np.isin(null, [Verdict.NOT_WORSE, Verdict.BETTER]).mean()),
+           float(np.mean(drop == Verdict.REGRESSED)))
+    for p, q in zip(planned, raw, strict=True):
+        # both estimates' Monte-Carlo sd (2^14 and 40,000 paths), four of them
+        assert abs(p - q) <= 4 * math.sqrt(q * (1 - q) * (1 / 2**14 + 1 / paths)) + 1e-9, (
+            planned, raw)
+    assert 0.05 < raw[0] < 0.99 and 0.05 < raw[1] < 0.99   # neither chance trivial here
