@@ -108,3 +108,26 @@ def test_docstring_edit_does_not_retrain(tmp_path, root):
     edited = edited.replace("h = act(self.a(x))", "h = act(self.a(x))  # why: ...")
     assert sweep(edited) == ["cached", "cached"]
     assert sweep(MODELS.replace("HIDDEN = 16", "HIDDEN = 8")) == ["trained", "trained"]
+
+
+def test_a_source_is_parsed_once_per_object_and_file_version(tmp_path, monkeypatch):
+    """A class's source costs a parse of its whole file (inspect), for every triple that names
+    it: it is kept per live object while the file's mtime and size stay, and read anew after an
+    edit, as inspect would."""
+    import importlib
+    import os
+
+    from pytest_graphnetz.fingerprint import code
+
+    path = tmp_path / "gnz_parse_once.py"
+    path.write_text("class Model:\n    def forward(self, x):\n        return x + 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("gnz_parse_once")
+    parses = []
+    real = code._parse_now
+    monkeypatch.setattr(code, "_parse_now", lambda obj: parses.append(obj) or real(obj))
+    first = callable_identity(module.Model)
+    assert callable_identity(module.Model) == first and parses == [module.Model]
+    path.write_text("class Model:\n    def forward(self, x):\n        return x + 2  # edited\n")
+    os.utime(path, ns=(1, 1))   # a new stamp even on a coarse clock
+    assert callable_identity(module.Model) != first and len(parses) == 2

@@ -5,11 +5,14 @@ name, number and statement does), plus what it names in its own module."""
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import hashlib
 import inspect
+import os
 import sys
 import textwrap
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -46,8 +49,47 @@ def callable_identity(fn: Any) -> dict[str, str | None]:
     return {"name": name + bound, "code": code}
 
 
-def _parse(obj: Any) -> tuple[str | None, ast.Module | None]:
-    """``obj``'s source and its syntax tree without docstrings (None for what is missing)."""
+_Parsed = tuple[str | None, ast.Module | None]
+
+# Per live object: the stamp of its source file and what `_parse` found there. A class's source
+# costs a parse of its whole module file (inspect.findsource), for every triple that names it;
+# the same object with an unchanged file has the same source. Weak keys: a reloaded module's
+# new objects are new keys, and a collected object's entry goes with it.
+_PARSED: weakref.WeakKeyDictionary[Any, tuple[tuple[str, int, int], _Parsed]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _parse(obj: Any) -> _Parsed:
+    """``obj``'s source and its syntax tree without docstrings (None for what is missing).
+    The tree is shared between calls: read it, never change it."""
+    stamp = _file_stamp(obj)
+    try:
+        hit = _PARSED.get(obj)
+    except TypeError:   # not weakly referenceable: parsed each time
+        hit = None
+    if stamp is not None and hit is not None and hit[0] == stamp:
+        return hit[1]
+    parsed = _parse_now(obj)
+    if stamp is not None:
+        with contextlib.suppress(TypeError):
+            _PARSED[obj] = (stamp, parsed)
+    return parsed
+
+
+def _file_stamp(obj: Any) -> tuple[str, int, int] | None:
+    """Path, mtime (ns) and size of the file ``obj``'s source is read from (as linecache checks
+    it), or None."""
+    try:
+        path = inspect.getsourcefile(obj)
+        if path is None:
+            return None
+        st = os.stat(path)
+    except (OSError, TypeError):
+        return None
+    return path, st.st_mtime_ns, st.st_size
+
+
+def _parse_now(obj: Any) -> _Parsed:
     try:
         source = inspect.getsource(obj)
     except (OSError, TypeError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import lru_cache
 
 import numpy as np
 
@@ -141,6 +142,18 @@ def _seeds_needed(mean_diff: float, sd_diff: float, n: int, *, margin: float, al
 _SD_GRID = 2048
 
 
+@lru_cache(maxsize=1024)
+def _sd_grid(df: int) -> np.ndarray:
+    """s / σ at the midpoints of :data:`_SD_GRID` equal-probability bins of s² ~ χ²(df)/df
+    (read-only; the planning searches ask for the same df many times)."""
+    from scipy import special
+
+    q = (np.arange(_SD_GRID) + 0.5) / _SD_GRID
+    s = np.sqrt(special.chdtri(df, q) / df)
+    s.flags.writeable = False
+    return s
+
+
 def _p_not_worse(n: int, delta: float, margin: float, *, alpha: float,
                  alpha_regressed: float, mean: float = 0.0, rho: float = 0.0) -> float:
     """P(the paired t gate passes as NOT WORSE or BETTER) on ``n`` pairs whose differences are
@@ -156,8 +169,7 @@ def _p_not_worse(n: int, delta: float, margin: float, *, alpha: float,
     from scipy import special
 
     df = n - 1
-    q = (np.arange(_SD_GRID) + 0.5) / _SD_GRID
-    s = np.sqrt(special.chdtri(df, q) / df)
+    s = _sd_grid(df)
     t_nw, t_reg = _t_quantile(1 - alpha, df), _t_quantile(1 - alpha_regressed, df)
     root = 1 / math.sqrt(1 / n + rho)
     threshold = np.maximum(-delta + t_nw * s / root, -margin - t_reg * s / root)
