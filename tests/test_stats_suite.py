@@ -3,12 +3,13 @@ Holm and against closed testing by brute force, and the call's family error by s
 
 from __future__ import annotations
 
+import gc
 import itertools
 
 import numpy as np
 import pytest
 from scipy import stats
-from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.multitest import multipletests as _statsmodels_multipletests
 
 from pytest_graphnetz.stats import Verdict
 from pytest_graphnetz.stats.suite import (
@@ -18,6 +19,18 @@ from pytest_graphnetz.stats.suite import (
     weighted_holm,
     weighted_holm_adjusted,
 )
+
+
+def multipletests(*args, **kwargs):
+    """statsmodels' ``multipletests``, minus the ``gc.collect()`` its Holm branch runs on every
+    call (0.3-0.5 s each in a process that holds torch): the reference's numbers, not its
+    housekeeping."""
+    collect = gc.collect
+    gc.collect = lambda *a: 0
+    try:
+        return _statsmodels_multipletests(*args, **kwargs)
+    finally:
+        gc.collect = collect
 
 
 def test_suite_differences_average_tasks_per_seed():
