@@ -29,6 +29,10 @@ def _flags_restored(monkeypatch: pytest.MonkeyPatch):
     """Every test leaves torch's flags and the cuBLAS variable as it found them."""
     monkeypatch.delenv(CUBLAS_ENV, raising=False)
     before = _flags()
+    # The first call imports torch._inductor modules that register an operator library; made
+    # here, outside any in-process pytester session (whose end drops the modules first
+    # imported inside it, so the call below would register the library a second time).
+    torch.use_deterministic_algorithms(before[0], warn_only=before[1])
     yield
     assert _flags() == before
     torch.use_deterministic_algorithms(False)  # in case the assertion above failed
