@@ -262,6 +262,7 @@ def test_graphnetz_calibrate_writes_beside_the_baseline_and_the_gate_warns(pytes
 
     first = rerun_spending(4, 4, alpha=0.05)
     assert first == pytest.approx(0.0425)
+    assert cal.alpha == pytest.approx(first)   # the table's "seeds δ needs" is planned there too
     needed = cal.seeds_needed(("toy", "Net"), float(f"{fine:.3g}"), alpha=first)
     out.stdout.fnmatch_lines([f"*toy/Net: δ {float(f'{fine:.3g}'):g} needs about {needed} "
                               "seeds here*raise δ to*or accept INCONCLUSIVE*"])

@@ -61,9 +61,9 @@ def assert_not_worse(report: BenchmarkReport, baseline: BaselineLike, *, test: s
     suite weight 0.5; docs/guarantees.md). Tasks of another metric, and k-fold tasks, are left
     out of it (a note says so). An adaptive report is then judged at its MAX seeds: the row's
     family has one look.
-    ``rerun_safe`` (default: the session's ``--graphnetz-rerun-safe``, else True): a fixed-seed
-    run is the first look of an open-ended chain of runs and spends ρα (ρ = 0.85); a rerun of
-    the same test with more seeds after INCONCLUSIVE is judged as the chain's next look, so
+    ``rerun_safe`` (default: True unless the session has ``--graphnetz-single-run``): a
+    fixed-seed run is the first look of an open-ended chain of runs and spends ρα (ρ = 0.85); a
+    rerun of the same test with more seeds after INCONCLUSIVE is judged as the chain's next look, so
     rerunning on the advice keeps every error rate (docs/guarantees.md). Paired t cells without
     folds, in calls without a suite row; adaptive reports are not rerun-safe. False: each run
     is judged alone at ``alpha`` (for a team that never reruns).

@@ -37,11 +37,14 @@ def graphnetz_run(request: pytest.FixtureRequest) -> Iterator[Callable[..., Benc
         if not settings.calibrate:
             return session.run(request.node, tasks, models, **kwargs)
         from ..calibration import calibrate
+        from ..stats.rerun import DEFAULT_RHO
 
         kwargs.setdefault("seeds", settings.seeds)
         report = session.run(request.node, tasks, models, **kwargs)
+        # Planned at the level the gate's run decides at: a rerun-safe first run spends ρα.
+        level = settings.alpha if settings.single_run else DEFAULT_RHO * settings.alpha
         calibration = calibrate(
-            tasks, models, baseline=report, alpha=settings.alpha,
+            tasks, models, baseline=report, alpha=level,
             runner=lambda t, m, **more: session.run(request.node, t, m, **more), **kwargs)
         request.node.stash.setdefault(CALIBRATION_KEY, Calibrating()).calibrations.append(
             calibration)
