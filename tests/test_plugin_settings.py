@@ -71,21 +71,23 @@ def test_a_device_index_in_superscript_is_a_usage_error(pytester: pytest.Pyteste
 
 
 @pytest.mark.parametrize(("args", "line"), [
-    ([], "graphnetz: seeds 0-9 (10), α 0.05, δ 0.01 for [[]0, 1[]] metrics, device auto, "
-         "workers 1, cache .pytest_cache/d/graphnetz"),
+    ([], "graphnetz: seeds 0-9 (10), α 0.05 (rerun-safe: a first run decides at 0.0425), "
+         "δ 0.01 for [[]0, 1[]] metrics, device auto, workers 1, cache .pytest_cache/d/graphnetz"),
     (["--graphnetz-seeds=5..20", "--graphnetz-alpha=0.01", "--graphnetz-min-effect=0.02",
       "--graphnetz-device=cpu", "--graphnetz-no-cache", "--graphnetz-update-baselines"],
      "graphnetz: seeds 5..20 adaptive, α 0.01, δ 0.02, device cpu, workers 1, cache off, "
      "updating baselines"),
-    (["--graphnetz-seeds=1,4,7", "--graphnetz-cache-dir=ci-cache"],
-     "graphnetz: seeds 1,4,7, α 0.05, δ 0.01 for [[]0, 1[]] metrics, device auto, workers 1, "
-     "cache ci-cache"),
+    (["--graphnetz-seeds=1,4,7", "--graphnetz-cache-dir=ci-cache", "--graphnetz-single-run"],
+     "graphnetz: seeds 1,4,7, α 0.05 (single run), δ 0.01 for [[]0, 1[]] metrics, device auto, "
+     "workers 1, cache ci-cache"),
 ])
 def test_the_session_header_shows_the_settings_in_effect(pytester: pytest.Pytester,
                                                          args: list[str], line: str) -> None:
     from pytest_graphnetz.gates import DEFAULT_MIN_EFFECT
+    from pytest_graphnetz.stats.rerun import DEFAULT_RHO
 
-    assert DEFAULT_MIN_EFFECT == 0.01  # the header's default, written out there
+    assert DEFAULT_MIN_EFFECT == 0.01  # the header's defaults, written out there
+    assert DEFAULT_RHO == 0.85
     pytester.makepyfile("def test_x(): pass")
     result = pytester.runpytest(*args)
     result.assert_outcomes(passed=1)

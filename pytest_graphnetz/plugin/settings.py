@@ -280,8 +280,8 @@ def named(config: pytest.Config, name: str) -> str:
 
 def header_line(settings: Settings, root: Path) -> str:
     """The session header's line of the settings in effect (as pytest-randomly shows its
-    seed): ``graphnetz: seeds 0-9 (10), α 0.05, δ 0.01 for [0, 1] metrics, device auto,
-    workers 1, cache .pytest_cache/d/graphnetz``."""
+    seed): ``graphnetz: seeds 0-9 (10), α 0.05 (rerun-safe: a first run decides at 0.0425),
+    δ 0.01 for [0, 1] metrics, device auto, workers 1, cache .pytest_cache/d/graphnetz``."""
     from ..outputs import shown
 
     seeds = settings.seeds
@@ -295,7 +295,13 @@ def header_line(settings: Settings, root: Path) -> str:
     effect = (f"{settings.min_effect:g}" if settings.min_effect is not None
               else "0.01 for [0, 1] metrics")
     cache = "off" if settings.cache_dir is None else shown(settings.cache_dir, root)
-    return (f"graphnetz: seeds {which}, α {settings.alpha:g}, δ {effect}, device "
+    # 0.85: stats.rerun.DEFAULT_RHO, the share of α a rerun-safe first run spends (not imported
+    # here: stats loads numpy; a test pins it). Adaptive seeds are not rerun-safe.
+    alpha = f"{settings.alpha:g}"
+    if settings.min_seeds is None:
+        alpha += (" (single run)" if settings.single_run
+                  else f" (rerun-safe: a first run decides at {0.85 * settings.alpha:.3g})")
+    return (f"graphnetz: seeds {which}, α {alpha}, δ {effect}, device "
             f"{settings.device}, workers {settings.workers}, cache {cache}"
             + (", updating baselines" if settings.update_baselines else ""))
 
