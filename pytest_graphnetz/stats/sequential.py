@@ -400,8 +400,9 @@ def sequential_seeds_for_min_effect(sd_diff: float, min_effect: float, *, min_se
     ``start``) is where the search begins: a sequential design spends α over its looks, so at
     the same MAX it delivers less than the fixed test (issue 21: the fixed plan's 34 seeds,
     run as 5..34, delivered 0.61 and 0.61). MAX grows by about 15% until both chances reach
-    ``power``, then bisects down to the smallest such MAX (taking power to grow with MAX), to
-    the seed up to 63 seeds and within about 3% above."""
+    ``power``, then bisects down to the smallest such MAX (taking power to grow with MAX).
+    Each step calibrates a design (the looks before MAX are shared, :mod:`.boundaries`) and
+    simulates it through its looks' sufficient statistics: about 0.1 s at hundreds of seeds."""
     lo_max = max(int(min_seeds), 3)
     n = max(int(start), lo_max)
     if sd_diff == 0:
@@ -415,10 +416,7 @@ def sequential_seeds_for_min_effect(sd_diff: float, min_effect: float, *, min_se
     lo = n - 1
     while not ok(n):
         lo, n = n, max(n + 1, math.ceil(n * 1.15))
-    # Exact to the seed up to 63 seeds; above, within about 3% (n always passes, so the advice
-    # stays on the safe side): each step simulates a design, seconds apiece at hundreds of
-    # seeds, and a noisy adaptive cell's advice waited on ~9 of them.
-    while n - lo > max(1, n // 32):
+    while n - lo > 1:
         mid = (lo + n) // 2
         lo, n = (lo, mid) if ok(mid) else (mid, n)
     return n
