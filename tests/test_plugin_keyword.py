@@ -152,3 +152,32 @@ def test_k_is_restored_for_what_reads_it_after_collection(pytester: pytest.Pytes
     result = pytester.runpytest("-s", "-k", "not graph")
     result.assert_outcomes(passed=1, deselected=1)
     result.stdout.fnmatch_lines(["*keyword after collection: 'not graph'*"])
+
+
+# -- what -k selects among gates -------------------------------------------------------------------
+
+MARKED_AND_SLOW = MARKED + """
+
+@pytest.mark.slow
+def test_slow_node_task():
+    pass
+"""
+
+
+@pytest.mark.parametrize("args, selected", [
+    (["-k", "graph"], ["test_graph_classification"]),
+    (["-k", "not graph"], ["test_node_task", "test_slow_node_task"]),
+    (["-k", "node and not slow"], ["test_node_task"]),
+    (["-k", "slow"], ["test_slow_node_task"]),             # other markers still match -k
+    (["-m", "graphnetz"], ["test_graph_classification", "test_node_task", "test_slow_node_task"]),
+    (["-m", "graphnetz", "-k", "graph"], ["test_graph_classification"]),
+    (["-m", "not graphnetz", "-k", "node"], []),
+    (["-k", "graphnetz"], ["test_graph_classification", "test_node_task",   # asked by name
+                           "test_slow_node_task"]),
+])
+def test_k_does_not_match_the_graphnetz_marker(pytester, args, selected):
+    pytester.makeini("[pytest]\nmarkers =\n    slow: slow\n")
+    pytester.makepyfile(test_marked=MARKED_AND_SLOW)
+    result = pytester.runpytest("--collect-only", "-q", *args)
+    got = [line.split("::")[1] for line in result.stdout.lines if "::" in line]
+    assert got == selected

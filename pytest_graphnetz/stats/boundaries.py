@@ -148,15 +148,18 @@ def _calibrate(looks: tuple[int, ...], cum: np.ndarray) -> tuple[float, ...]:
         stat = stats[k]
         # paths that should first cross at look k
         j = int(round((cum[k] - cum[k - 1]) * CALIBRATION_PATHS))
-        c = _crossing(stat, running, j, looks[k])
+        c = crossing(stat, running, j, looks[k])
+        if c is None:   # nothing left to spend at this look
+            c = float(stat[running].max(initial=0.0)) + 1
         critical.append(c)
         running &= stat < c
     return tuple(critical)
 
 
-def _crossing(stat: np.ndarray, running: np.ndarray, j: int, n: int) -> float:
+def crossing(stat: np.ndarray, running: np.ndarray, j: int, n: int) -> float | None:
     """The critical value that ``j`` of the running paths cross: halfway between the j-th and
-    (j+1)-th largest of ``stat[running]``; above them all when ``j`` is 0 or all of them.
+    (j+1)-th largest of ``stat[running]`` (t statistics of ``n`` seeds); None when ``j`` is 0
+    or all of them (the caller says what such a look's boundary is).
 
     Only the top ``j + 1`` running values matter, so the order statistics are taken among the
     running values above a cut (from the t law of ``stat``, generous), which holds them all
@@ -164,7 +167,7 @@ def _crossing(stat: np.ndarray, running: np.ndarray, j: int, n: int) -> float:
     numbers as sorting every path, at a fraction of the cost."""
     alive = int(np.count_nonzero(running))
     if not 0 < j < alive:
-        return float(stat[running].max(initial=0.0)) + 1
+        return None
     share = 2 * (j + 1 + running.size - alive) / running.size + 1e-3
     top = stat[running & (stat >= _t_quantile(1 - share, n - 1))] if share < 0.5 else None
     if top is None or top.size <= j:
@@ -195,7 +198,7 @@ def _paths(looks: tuple[int, ...]) -> _Paths:
     gen = np.random.default_rng(CALIBRATION_SEED)
     zero = np.zeros(CALIBRATION_PATHS, dtype=np.float32)
     S, Q = grow_paths(gen, zero, zero, 0, looks[0])
-    return _Paths((_t_stat(S, Q, looks[0]),), S, Q, gen.bit_generator.state)
+    return _Paths((t_stat(S, Q, looks[0]),), S, Q, gen.bit_generator.state)
 
 
 def _extend(head: _Paths, n_prev: int, n: int) -> _Paths:
@@ -203,7 +206,7 @@ def _extend(head: _Paths, n_prev: int, n: int) -> _Paths:
     gen = np.random.Generator(np.random.PCG64())
     gen.bit_generator.state = head.state
     S, Q = grow_paths(gen, head.S, head.Q, n_prev, n)
-    return _Paths((*head.stats, _t_stat(S, Q, n)), S, Q, gen.bit_generator.state)
+    return _Paths((*head.stats, t_stat(S, Q, n)), S, Q, gen.bit_generator.state)
 
 
 def grow_paths(gen: np.random.Generator, S: np.ndarray, Q: np.ndarray, n_prev: int,
@@ -227,7 +230,9 @@ def _chi2(gen: np.random.Generator, df: int, size: int, dtype: Any = np.float32)
     return 2 * gen.standard_gamma(df / 2, size, dtype=dtype)
 
 
-def _t_stat(S: np.ndarray, Q: np.ndarray, n: int) -> np.ndarray:
+def t_stat(S: np.ndarray, Q: np.ndarray, n: int) -> np.ndarray:
+    """The one-sample t statistic of each path from its sum ``S`` and sum of squares about the
+    mean ``Q`` at ``n`` seeds."""
     # A float32 χ² draw can be exactly 0 among millions of paths (small df): that path's t is
     # ±inf, its true limit, not a warning for the user of MIN..MAX = 3..6.
     with np.errstate(divide="ignore"):

@@ -45,7 +45,7 @@ from functools import lru_cache
 import numpy as np
 
 from ._common import _t_quantile
-from .boundaries import grow_paths
+from .boundaries import crossing, grow_paths, t_stat
 
 DEFAULT_RHO = 0.85  # share of α a first run spends: keeps >= 95% of its detection at the same n
 CALIBRATION_PATHS = 1 << 20
@@ -186,23 +186,17 @@ def calibrate_looks(looks: Sequence[int], cumulative_alpha: Sequence[float], *,
     gen = np.random.default_rng(seed)
     n_prev = looks[0]
     S, Q = grow_paths(gen, np.zeros(paths), np.zeros(paths), 0, n_prev)
-    running = _t(S, Q, n_prev) < critical[0]
+    running = t_stat(S, Q, n_prev) < critical[0]
     for k in range(1, len(looks)):
         n = looks[k]
         S, Q = grow_paths(gen, S, Q, n_prev, n)
-        stat = _t(S, Q, n)
-        alive = np.sort(stat[running])[::-1]
+        stat = t_stat(S, Q, n)
         j = int(round((cum[k] - cum[k - 1]) * paths))  # paths that should first cross here
-        c = float(alive[j - 1:j + 1].mean()) if 0 < j < alive.size else math.inf
-        critical.append(c)
-        running &= stat < c
+        c = crossing(stat, running, j, n)
+        critical.append(math.inf if c is None else c)
+        running &= stat < critical[-1]
         n_prev = n
     return tuple(critical)
-
-
-def _t(S: np.ndarray, Q: np.ndarray, n: int) -> np.ndarray:
-    with np.errstate(divide="ignore"):
-        return (S / n) / np.sqrt(Q / (n - 1) / n)
 
 
 def _check_params(alpha: float, rho: float) -> None:
