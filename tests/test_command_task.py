@@ -34,8 +34,9 @@ from pytest_graphnetz.tasks.command import (  # noqa: E402
 )
 
 # The module-scoped baseline (one subprocess per seed) is built once per xdist worker
-# that runs a test of this file: under `--dist loadgroup` (pyproject addopts) this group
-# keeps the file on one worker.
+# that runs a test of this file: under `--dist loadgroup` (what `-n` means here,
+# tests/conftest.py) this group keeps the file on one worker, once pytest-xdist groups on
+# pytest 9.2 (tests/README.md).
 pytestmark = pytest.mark.xdist_group("command_task")
 
 SCRIPT = Path(__file__).parent / "scripts" / "gcn.py"

@@ -20,8 +20,9 @@ MODELS = {"GCN": gcn, "SAGE": sage}
 SEEDS = [0, 1, 2]
 
 # The module-scoped cluster (two worker processes) is built once per xdist worker
-# that runs a test of this file: under `--dist loadgroup` (pyproject addopts) this group
-# keeps the file on one worker.
+# that runs a test of this file: under `--dist loadgroup` (what `-n` means here,
+# tests/conftest.py) this group keeps the file on one worker, once pytest-xdist groups on
+# pytest 9.2 (tests/README.md).
 pytestmark = pytest.mark.xdist_group("dask")
 
 
