@@ -21,17 +21,38 @@ with contextlib.suppress(ImportError):
 TINY_EPOCHS = 5
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_configure(config: pytest.Config) -> None:
-    """``-n N`` hands tests out as ``--dist loadgroup``: one at a time (as ``load`` balances
-    them), except the files marked ``xdist_group``, whose module-scoped fixtures (a Dask
-    cluster, a report trained in subprocesses) then run on one worker instead of on each:
-    measured on those three files with -n 2, 132 -> 97 CPU seconds (tests/README.md). Set
-    here rather than in pyproject's addopts, which would make every pytest run in this
-    repository (the README's `pytest examples`) need pytest-xdist. Only xdist's default
-    (``load``, which ``-n`` implies) is replaced."""
-    if getattr(config.option, "dist", "no") == "load":
-        config.option.dist = "loadgroup"
+# Files whose module-scoped fixture costs seconds (a Dask cluster, a baseline trained in
+# subprocesses, a trained report): under `-n` all tests of such a file go to one worker, so the
+# fixture is built once instead of once per worker (tests/README.md, "Keeping it fast").
+ONE_WORKER = frozenset({"tests/test_command_task.py", "tests/test_dask.py",
+                        "tests/test_epoch_selection.py"})
+
+
+def scope_of(nodeid: str) -> str:
+    """The unit ``-n`` hands out: the file for a file of :data:`ONE_WORKER`, else the test."""
+    path = nodeid.split("::", 1)[0]
+    return path if path in ONE_WORKER else nodeid
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``-n N`` (xdist's default ``--dist load``) hands tests out one at a time, except the
+    files of :data:`ONE_WORKER`, each of which goes whole to one worker.
+
+    Through xdist's scheduler hook, not ``xdist_group`` marks: xdist 3.8 tags a grouped test
+    by setting ``item._nodeid``, which pytest 9.2 no longer reads, so its groups were inert.
+    Set here rather than in pyproject's addopts, which would make every pytest run in this
+    repository (the README's ``pytest examples``) need pytest-xdist. Another ``--dist`` given
+    on the command line is left alone."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OneWorkerPerSharedFile(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scope_of(nodeid)
+
+    return OneWorkerPerSharedFile(config, log)
 
 
 def tiny_csbm(root: str, *, seed: int) -> Any:

@@ -33,11 +33,8 @@ from pytest_graphnetz.tasks.command import (  # noqa: E402
     read_output,
 )
 
-# The module-scoped baseline (one subprocess per seed) is built once per xdist worker
-# that runs a test of this file: under `--dist loadgroup` (what `-n` means here,
-# tests/conftest.py) this group keeps the file on one worker, once pytest-xdist groups on
-# pytest 9.2 (tests/README.md).
-pytestmark = pytest.mark.xdist_group("command_task")
+# The module-scoped baseline (one subprocess per seed) is built once under `-n`: this file is in
+# tests/conftest.py's ONE_WORKER, so its tests run on one worker.
 
 SCRIPT = Path(__file__).parent / "scripts" / "gcn.py"
 SEEDS = [0, 1, 2, 3, 4, 5]

@@ -19,11 +19,8 @@ distributed = pytest.importorskip("distributed")
 MODELS = {"GCN": gcn, "SAGE": sage}
 SEEDS = [0, 1, 2]
 
-# The module-scoped cluster (two worker processes) is built once per xdist worker
-# that runs a test of this file: under `--dist loadgroup` (what `-n` means here,
-# tests/conftest.py) this group keeps the file on one worker, once pytest-xdist groups on
-# pytest 9.2 (tests/README.md).
-pytestmark = pytest.mark.xdist_group("dask")
+# The module-scoped cluster (two worker processes) is built once under `-n`: this file is in
+# tests/conftest.py's ONE_WORKER, so its tests run on one worker.
 
 
 @pytest.fixture(scope="module")

@@ -21,11 +21,8 @@ from pytest_graphnetz.tasks.structure import triangle_graphs  # noqa: E402
 
 SEEDS = (0, 1)
 
-# The module-scoped report (three trained tasks) is built once per xdist worker
-# that runs a test of this file: under `--dist loadgroup` (what `-n` means here,
-# tests/conftest.py) this group keeps the file on one worker, once pytest-xdist groups on
-# pytest 9.2 (tests/README.md).
-pytestmark = pytest.mark.xdist_group("epoch_selection")
+# The module-scoped report (three trained tasks) is built once under `-n`: this file is in
+# tests/conftest.py's ONE_WORKER, so its tests run on one worker.
 
 
 def few_graphs(root: str, *, seed: int):

@@ -198,36 +198,43 @@ import sys, warnings
 sys.path.insert(0, {tests!r})
 from conftest import gcn, tiny_task
 from pytest_graphnetz import run_benchmark
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    statuses = []
-    run_benchmark({{"tiny": tiny_task()}}, {{"GCN": gcn}}, seeds=[0, 1, 2], device="cpu",
-                  root={root!r}, cache_dir={cache!r}, workers={workers},
-                  progress=lambda *a: statuses.append(a[3]))
-print("STATUSES", statuses)
-for w in caught:
-    if w.category.__name__ == "CacheWarning":
-        print("WARNING", w.message)
+for workers, cache in (1, {cache1!r}), (2, {cache2!r}):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        statuses = []
+        run_benchmark({{"tiny": tiny_task()}}, {{"GCN": gcn}}, seeds=[0, 1, 2], device="cpu",
+                      root={root!r}, cache_dir=cache, workers=workers,
+                      progress=lambda *a: statuses.append(a[3]))
+    print(workers, "STATUSES", statuses)
+    for w in caught:
+        if w.category.__name__ == "CacheWarning":
+            print(workers, "WARNING", w.message)
 """
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_a_read_only_cache_directory_warns_once_and_trains(pytester, tmp_path, workers):
-    cache, root = tmp_path / "cache", tmp_path / "data"
-    read_only(cache)
+def test_a_read_only_cache_directory_warns_once_and_trains(pytester, tmp_path):
+    # One interpreter runs serially, then with two worker processes (each cache directory is
+    # new to it, so each run warns on its own).
+    caches, root = [tmp_path / "cache1", tmp_path / "cache2"], tmp_path / "data"
+    for cache in caches:
+        read_only(cache)
     root.mkdir()
     script = READ_ONLY_RUN.format(tests=str(Path(__file__).parent), root=str(root),
-                                  cache=str(cache), workers=workers)
+                                  cache1=str(caches[0]), cache2=str(caches[1]))
     try:
         result = pytester.run(*unprivileged(sys.executable, "-c", script))
     finally:
-        cache.chmod(0o755)
+        for cache in caches:
+            cache.chmod(0o755)
     assert result.ret == 0, result.stderr.str()
-    result.stdout.fnmatch_lines(["STATUSES ['trained', 'trained', 'trained']"])
-    warnings = [line for line in result.stdout.lines if line.startswith("WARNING")]
-    assert len(warnings) == 1, result.stdout.str()
-    assert f"graphnetz cache directory {cache} is unusable: it cannot be written" in warnings[0]
-    assert list(cache.iterdir()) == []
+    for workers, cache in zip((1, 2), caches, strict=True):
+        result.stdout.fnmatch_lines([f"{workers} STATUSES ['trained', 'trained', 'trained']"])
+        warnings = [line for line in result.stdout.lines
+                    if line.startswith(f"{workers} WARNING")]
+        assert len(warnings) == 1, result.stdout.str()
+        assert f"graphnetz cache directory {cache} is unusable: it cannot be written" in \
+            warnings[0]
+        assert list(cache.iterdir()) == []
 
 
 # -- processes that die --------------------------------------------------------------------------

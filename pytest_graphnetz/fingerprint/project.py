@@ -40,10 +40,10 @@ def project_code_key(targets: Iterable[Any]) -> str:
       so comments, docstrings and formatting do not count): every module-level statement is
       in, e.g. an ``argparse`` default, a constant, a helper's body, a loss function in another
       file. A module that does not parse counts by its raw bytes.
-    - Every other imported top-level module (a library) counts by its version: its
-      ``__version__`` when imported, else that of the installed distribution of its name
-      (``importlib.metadata``); the standard library by nothing here (the Python version is in
-      the runner's key).
+    - Every other imported top-level module (a library) counts by the version of the installed
+      distribution that provides it (``importlib.metadata``; ``xdist`` by pytest-xdist's),
+      whether or not this process has imported it; the standard library by nothing here (the
+      Python version is in the runner's key).
 
     Not in the key: values computed at run time from outside the code (environment variables,
     files, the command line, a module global changed by a caller), files the code reads (the
@@ -260,21 +260,45 @@ def _library_dirs() -> tuple[str, ...]:
 
 
 def _library_versions(tops: set[str]) -> list[str]:
-    """``top==version`` for each non-stdlib top-level module in ``tops``: its ``__version__``
-    when imported, else the version of the distribution of that name ("?" when neither).
+    """``top==version`` for each non-stdlib top-level module in ``tops``: the version of the
+    installed distribution that provides it ("?" when none does).
 
-    (Not ``importlib.metadata.packages_distributions``: it reads every installed package's
-    file list, 0.3-1.7 s here, on every session.)"""
+    Read from the installation, never from the imported module: a process that has imported
+    ``xdist`` and one that has not must give one key (before, the first read ``__version__``
+    and the second looked for a distribution named ``xdist``, found none, and wrote "?")."""
+    return [f"{top}=={_installed_version(top)}"
+            for top in sorted(tops - set(sys.stdlib_module_names) - {"", "__main__"})]
+
+
+@functools.cache
+def _installed_version(top: str) -> str:
+    """The version of the distribution(s) installing top-level module ``top``, or "?"."""
+    import importlib.metadata
+    import importlib.util
+
+    try:
+        return importlib.metadata.version(top)   # the usual case: named as it is imported
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        pass
+    try:
+        if importlib.util.find_spec(top) is None:   # not installed (an optional import)
+            return "?"
+    except (ImportError, ValueError):
+        return "?"
+    # ``xdist`` from pytest-xdist, ``yaml`` from PyYAML: map import names to distributions.
+    # That reads every installed package's file list (0.3-1.7 s here), so only for such a
+    # module, and once per process.
+    names = sorted(set(_distributions_by_module().get(top, ())))
+    versions = []
+    for name in names:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            versions.append(f"{name} {importlib.metadata.version(name)}")
+    return "; ".join(versions) or "?"
+
+
+@functools.lru_cache(maxsize=1)
+def _distributions_by_module() -> dict[str, list[str]]:
     import importlib.metadata
 
-    out = []
-    for top in sorted(tops - set(sys.stdlib_module_names) - {"", "__main__"}):
-        version = getattr(sys.modules.get(top), "__version__", None)
-        if not isinstance(version, str):
-            try:
-                version = importlib.metadata.version(top)
-            except (importlib.metadata.PackageNotFoundError, ValueError):
-                version = "?"
-        out.append(f"{top}=={version}")
-    return out
+    return dict(importlib.metadata.packages_distributions())
 
