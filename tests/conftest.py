@@ -94,3 +94,14 @@ def _isolated_from_the_ci_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """Sessions under test must not append their gate tables to the real job summary of the
     GitHub Actions run that is testing this suite."""
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytest's ``pytester``, whose sessions load no hypothesis plugin: in a fresh interpreter
+    (``runpytest_subprocess``, its xdist workers, ``graphnetz refresh``) that plugin's terminal
+    summary imports all of hypothesis, about 1.6 s a session here, for nothing these tests
+    check. Through ``PYTEST_ADDOPTS``, which pytester clears when it starts. (The README/docs
+    blocks drop the variable: they run as a reader runs them.)"""
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest")
+    return pytester
