@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.conftest import ONE_WORKER, scope_of
+from conftest import ONE_WORKER, scope_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
