@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import argparse
 import collections
-import resource
+import functools
 import statistics
 import subprocess
 import sys
@@ -31,6 +31,8 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from _timing import cpu_seconds, interleaved
+
 ROOT = Path(__file__).resolve().parents[1]
 # The project's machine notes (the brief every session starts from): seconds on the machine
 # the suite's bounds were set on.
@@ -38,35 +40,22 @@ REFERENCE = {"torch": 1.5, "torch_geometric": 3.0, "scipy.stats": 0.8}
 BOUND_WALL, BOUND_TEST = 240.0, 60.0
 
 
-def _import_seconds(module: str) -> float:
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", f"import {module}"], check=True)
-    return time.perf_counter() - start
-
-
 def calibrate(rounds: int = 3) -> dict[str, list[float]]:
-    """Import times in fresh interpreters, the modules interleaved round by round."""
-    out: dict[str, list[float]] = {m: [] for m in REFERENCE}
-    for _ in range(rounds):
-        for module in REFERENCE:
-            out[module].append(_import_seconds(module))
-    return out
-
-
-def _cpu_of_children() -> float:
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return used.ru_utime + used.ru_stime
+    """Wall seconds of each import in fresh interpreters, interleaved round by round."""
+    wall, _ = interleaved({module: functools.partial(
+        subprocess.run, [sys.executable, "-c", f"import {module}"], check=True)
+        for module in REFERENCE}, rounds)
+    return wall
 
 
 def run_suite(pytest_args: list[str], junit: Path) -> tuple[int, float, float]:
-    cpu = _cpu_of_children()
-    start = time.perf_counter()
+    start_wall, start_cpu = time.perf_counter(), cpu_seconds()
     done = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "-q", "-p",
                            "no:cacheprovider", f"--junitxml={junit}", *pytest_args], cwd=ROOT,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start_wall, cpu_seconds() - start_cpu
     print(done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "(no output)")
-    return done.returncode, wall, _cpu_of_children() - cpu
+    return done.returncode, wall, cpu
 
 
 def durations(junit: Path) -> tuple[list[tuple[float, str]], list[str]]:

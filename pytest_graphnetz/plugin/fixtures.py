@@ -41,10 +41,8 @@ def graphnetz_run(request: pytest.FixtureRequest) -> Iterator[Callable[..., Benc
 
         kwargs.setdefault("seeds", settings.seeds)
         report = session.run(request.node, tasks, models, **kwargs)
-        # Planned at the level the gate's run decides at: a rerun-safe first run spends ρα
-        # (fixed seeds only: adaptive seeds are not rerun-safe, as the session header says).
-        rerun_safe = not settings.single_run and settings.min_seeds is None
-        level = DEFAULT_RHO * settings.alpha if rerun_safe else settings.alpha
+        # Planned at the level the gate's run decides at: a rerun-safe first run spends ρα.
+        level = DEFAULT_RHO * settings.alpha if settings.rerun_safe else settings.alpha
         calibration = calibrate(
             tasks, models, baseline=report, alpha=level,
             runner=lambda t, m, **more: session.run(request.node, t, m, **more), **kwargs)

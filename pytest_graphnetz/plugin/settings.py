@@ -178,6 +178,12 @@ class Settings:
     calibrate: bool = False    # --graphnetz-calibrate (calibration.py)
     single_run: bool = False   # --graphnetz-single-run: no rerun chains (gates/chain.py)
 
+    @property
+    def rerun_safe(self) -> bool:
+        """Whether this session's fixed-seed gates open rerun chains (a first run decides at
+        ρα): not with ``--graphnetz-single-run``, and adaptive seeds never do."""
+        return not self.single_run and self.min_seeds is None
+
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
         """Read and validate every option; a bad value is a usage error naming the option."""
@@ -298,9 +304,10 @@ def header_line(settings: Settings, root: Path) -> str:
     # 0.85: stats.rerun.DEFAULT_RHO, the share of α a rerun-safe first run spends (not imported
     # here: stats loads numpy; a test pins it). Adaptive seeds are not rerun-safe.
     alpha = f"{settings.alpha:g}"
-    if settings.min_seeds is None:
-        alpha += (" (single run)" if settings.single_run
-                  else f" (rerun-safe: a first run decides at {0.85 * settings.alpha:.3g})")
+    if settings.rerun_safe:
+        alpha += f" (rerun-safe: a first run decides at {0.85 * settings.alpha:.3g})"
+    elif settings.min_seeds is None:
+        alpha += " (single run)"
     return (f"graphnetz: seeds {which}, α {alpha}, δ {effect}, device "
             f"{settings.device}, workers {settings.workers}, cache {cache}"
             + (", updating baselines" if settings.update_baselines else ""))
