@@ -198,7 +198,8 @@ print(project_code_key([sys.argv[1]]), "xdist" in sys.modules)
 """
 
 
-def test_a_librarys_version_counts_whether_or_not_this_process_imported_it(tmp_path):
+def test_a_librarys_version_counts_whether_or_not_this_process_imported_it(tmp_path,
+                                                                          monkeypatch):
     """A helper importing ``xdist`` (installed as pytest-xdist: the import name is not the
     distribution's) has one key in a process that imported xdist and in one that did not.
     Before, the first wrote ``xdist==3.8.0`` and the second ``xdist==?``: a worker and the
@@ -217,11 +218,7 @@ def test_a_librarys_version_counts_whether_or_not_this_process_imported_it(tmp_p
     # Teeth: the version is in the key (a library upgrade retrains).
     from pytest_graphnetz.fingerprint import project
 
-    project._installed_version.cache_clear()
     real = project._installed_version
-    try:
-        project._installed_version = lambda top: "0.0" if top == "xdist" else real(top)
-        assert project_code_key([script]) != here
-    finally:
-        project._installed_version = real
-        real.cache_clear()
+    monkeypatch.setattr(project, "_installed_version",
+                        lambda top: "0.0" if top == "xdist" else real(top))
+    assert project_code_key([script]) != here
