@@ -17,7 +17,7 @@ from functools import reduce
 from typing import Any
 
 from .report import BenchmarkReport
-from .stats.sequential import DEFAULT_GAMMA, schedule, sequential_design
+from .stats.boundaries import schedule
 
 Runner = Callable[..., BenchmarkReport]
 
@@ -33,7 +33,7 @@ class AdaptiveReport(BenchmarkReport):
     """
 
     def __init__(self, report: BenchmarkReport, *, planned_seeds: Sequence[int], min_seeds: int,
-                 gamma: float, runner: Runner, task_map: Mapping[str, Any],
+                 runner: Runner, task_map: Mapping[str, Any],
                  models: Mapping[str, Callable]) -> None:
         super().__init__(tasks=report.tasks, models=report.models, seeds=report.seeds,
                          metrics=report.metrics, histories=report.histories,
@@ -42,7 +42,6 @@ class AdaptiveReport(BenchmarkReport):
                          epoch_selection=report.epoch_selection)
         self.planned_seeds = tuple(int(s) for s in planned_seeds)
         self.min_seeds = int(min_seeds)
-        self.gamma = float(gamma)
         self._runner = runner
         self._task_map = dict(task_map)
         self._factories = dict(models)
@@ -118,15 +117,15 @@ class AdaptiveReport(BenchmarkReport):
 
 
 def run_adaptive(tasks: Any, models: Mapping[str, Callable], *, seeds: Any = range(20),
-                 min_seeds: int = 5, gamma: float = DEFAULT_GAMMA, runner: Runner | None = None,
+                 min_seeds: int = 5, runner: Runner | None = None,
                  **kwargs: Any) -> AdaptiveReport:
     """The first look of an adaptive schedule: ``models`` on ``tasks`` at the first
     ``min_seeds`` of ``seeds`` (MAX = ``len(seeds)``; looks double from ``min_seeds``).
 
     ``kwargs`` go to :func:`~pytest_graphnetz.run_benchmark` (device, workers, executor,
     cache_dir, ...) for the first look and for every seed a gate adds later; ``runner``
-    replaces ``run_benchmark`` (the pytest plugin passes its session's). ``gamma``: the
-    Hwang–Shih–DeCani spending parameter of the design. Pass the result to
+    replaces ``run_benchmark`` (the pytest plugin passes its session's). The looks are the
+    schedule's (:func:`check_adaptive`): MIN and its doublings up to MAX. Pass the result to
     :func:`~pytest_graphnetz.assert_not_worse`, which trains more seeds only where needed.
     """
     from .tasks import resolve_tasks
@@ -138,12 +137,35 @@ def run_adaptive(tasks: Any, models: Mapping[str, Callable], *, seeds: Any = ran
     planned = [int(s) for s in seeds]
     if len(set(planned)) != len(planned):
         raise ValueError(f"`seeds` has duplicates: {planned}")
-    schedule(min_seeds, len(planned))  # validates MIN..MAX
-    sequential_design(min_seeds, len(planned), gamma=gamma)  # validates gamma, warms the cache
+    check_adaptive(min_seeds, len(planned))
     def run(task_map: Any, factories: Mapping[str, Callable], *, seeds: list[int]) -> Any:
         return runner(task_map, factories, seeds=seeds, **kwargs)
 
     task_map = resolve_tasks(tasks)
     first = run(task_map, models, seeds=planned[:min_seeds])
-    return AdaptiveReport(first, planned_seeds=planned, min_seeds=min_seeds, gamma=gamma,
-                          runner=run, task_map=task_map, models=models)
+    return AdaptiveReport(first, planned_seeds=planned, min_seeds=min_seeds, runner=run,
+                          task_map=task_map, models=models)
+
+
+def check_adaptive(min_seeds: int, max_seeds: int) -> tuple[int, ...]:
+    """The looks of adaptive ``MIN..MAX``: the schedule's MIN, 2·MIN, ... with MAX among them.
+    Raises ``ValueError`` naming the fix otherwise."""
+    if isinstance(min_seeds, bool) or isinstance(max_seeds, bool):
+        raise TypeError("`min_seeds` and `max_seeds` must be integers")
+    if not 3 <= int(min_seeds) <= int(max_seeds):
+        # At 2 seeds two equal non-zero differences have no spread: t = ±inf crosses any
+        # boundary, and on a discrete metric that happens far more often than the α the first
+        # look may spend (karate, 8 test nodes: 2..20 read false REGRESSED 7.9% of 1,000 null
+        # trials through the real gate, benchmarks/adaptive_fwer.py).
+        raise ValueError(
+            f"adaptive seeds need 3 <= MIN <= MAX, got {min_seeds}..{max_seeds}: a first look "
+            "at 2 seeds cannot hold α on discrete metrics (two equal non-zero differences give "
+            "t = ±inf). Start at 3 or more (e.g. 5..20)")
+    looks = schedule(int(min_seeds), int(max_seeds))
+    if looks[-1] != int(max_seeds):
+        raise ValueError(
+            f"adaptive seeds {min_seeds}..{max_seeds}: MAX must be a look of the schedule "
+            f"{'→'.join(map(str, looks))}→{2 * looks[-1]} (MIN and its doublings; every run "
+            f"walks the same looks): use {min_seeds}..{looks[-1]} or "
+            f"{min_seeds}..{2 * looks[-1]}")
+    return looks

@@ -76,9 +76,10 @@ class CellVerdict:
     stop: Stop | None = None                # adaptive seeds: where the cell stopped
     table_note: str = ""                    # the summary table's Note for a passing cell
     folds: int | None = None                # k of a k-fold CV task (corrected resampled t)
-    # The α the gate call was given; comparison.alpha is the level this look spent (less on a
-    # rerun-safe chain's first run). None: the same.
+    # The α the gate call was given; comparison.alpha is the level the reported look decides
+    # at (less than α on the schedule). None: the same.
     call_alpha: float | None = None
+    look: LookNote | None = None            # not-worse cells: the look it is reported at
 
     @property
     def verdict(self) -> stats.Verdict:
@@ -108,7 +109,7 @@ class CellVerdict:
             f"{self.cell} — {self.metric} ({direction} is better): {self.verdict}",
             f"  baseline  {fmt_mean_ci(self.baseline)}",
             f"  candidate {fmt_mean_ci(self.candidate)}",
-            f"  paired Δ {fmt_signed(c.mean_diff)}{flipped} ({ci_level(c)} CI {fmt_ci(c.ci)}"
+            f"  paired Δ {fmt_signed(c.mean_diff)}{flipped} ({self.ci_label()} CI {fmt_ci(c.ci)}"
             f"{_level_note(c)}) over "
             f"{c.n} seeds {seed_list(self.seeds)}; {p}; test {c.test}, margin "
             f"{fmt_num(c.margin)}{delta}, alpha {fmt_num(c.alpha)}",
@@ -116,6 +117,8 @@ class CellVerdict:
         ]
         if self.stop is not None:   # adaptive seeds: where the schedule stopped this cell
             lines.append(f"  {self.stop.describe()}")
+        if self.look is not None:
+            lines.append(f"  {self.look.explain()}")
         lines += self._advice()
         lines += [f"  note: {n}" for n in (*self.notes, *c.notes)]
         return "\n".join(lines)
@@ -206,6 +209,12 @@ class CellVerdict:
                 f"seeds beyond them cannot pair. Refresh the baseline with {n} seeds first, from "
                 f"the baseline's code ({refresh_hint(self.refresh_command, n)})"]
 
+    def ci_label(self) -> str:
+        """The interval's level, with the look it decides at: "91.5%, look 1 of 10→…"."""
+        if self.look is None or not self.look.on_schedule:
+            return ci_level(self.comparison)
+        return f"{ci_level(self.comparison)}, {self.look.label()}"
+
     def row(self) -> dict[str, str]:
         """The summary-table row (plain strings: it travels through xdist and JUnit XML)."""
         c = self.comparison
@@ -215,7 +224,8 @@ class CellVerdict:
         row = {"cell": self.cell, "metric": metric_label(self.metric, self.higher_is_better),
                 "baseline": fmt_mean_ci(self.baseline, short=True),
                 "candidate": fmt_mean_ci(self.candidate, short=True),
-                "delta": f"{fmt_signed(c.mean_diff)} {fmt_ci(c.ci)} ({ci_level(c)})", "p": fmt_p(p),
+                "delta": f"{fmt_signed(c.mean_diff)} {fmt_ci(c.ci)} ({self.ci_label()})",
+                "p": fmt_p(p),
                 "verdict": verdict, "mde": fmt_num(c.mde), "n": str(c.n), "gate": self.gate,
                 "failed": "yes" if self.failed else ""}
         if self.stop is not None:  # adaptive: n used / MAX, and what stopping early saved
@@ -313,6 +323,52 @@ class UnpairedCell:
 def failed_verdict(gate: str, name: str, strict: bool) -> bool:
     """The pass rule: whether verdict ``name`` fails ``gate`` (``strict``: INCONCLUSIVE too)."""
     return name not in PASSES[gate] or (strict and name == Verdict.INCONCLUSIVE)
+
+
+@dataclass(frozen=True)
+class LookNote:
+    """The look of the schedule a not-worse cell is reported at: ``looks``, the design's looks
+    the run walked (the schedule's, or one look judged alone); ``look``, 1-based; ``level``,
+    the one-sided level NOT WORSE and BETTER are decided at there; ``alone``, why the cell is
+    judged alone at α ("" on the schedule); ``unused``, paired seeds past the last look."""
+
+    looks: tuple[int, ...]
+    look: int
+    on_schedule: bool
+    level: float
+    alone: str = ""
+    unused: tuple[int, ...] = ()
+
+    def label(self) -> str:
+        """``look 1 of 10→20→…`` (the open-ended schedule), or ``judged alone``."""
+        if not self.on_schedule:
+            return "judged alone"
+        return f"look {self.look} of {'→'.join(str(n) for n in self.looks)}→…"
+
+    def describe(self) -> str:
+        """The table's Note: judged alone (why), or the seeds no look uses ("" otherwise)."""
+        if not self.on_schedule:
+            return f"judged alone at α: {self.alone}" if self.alone else ""
+        if self.unused:
+            return (f"seeds {seed_list(self.unused)} unused (the next look is "
+                    f"{2 * self.looks[-1]} seeds)")
+        return ""
+
+    def explain(self) -> str:
+        """The message's line on the look: what a look is, and what this one spent."""
+        if not self.on_schedule:
+            why = f" ({self.alone})" if self.alone else ""
+            return (f"judged alone at alpha{why}: a rerun of this cell is another run at alpha, "
+                    "not a look of the schedule; docs/guarantees.md")
+        text = (f"look {self.look} of the schedule {'→'.join(str(n) for n in self.looks)}→… "
+                f"(looks at the first look's seeds and its doublings, each judged on the first "
+                f"n seeds; this look decides NOT WORSE and BETTER at one-sided "
+                f"{fmt_num(self.level)}); a rerun with more seeds walks the same looks again, "
+                "so its verdict can only add to this one; docs/guarantees.md")
+        if self.unused:
+            text += (f"; seeds {seed_list(self.unused)} are past the last complete look and "
+                     "unused")
+        return text
 
 
 @dataclass(frozen=True)

@@ -61,12 +61,13 @@ def assert_not_worse(report: BenchmarkReport, baseline: BaselineLike, *, test: s
     suite weight 0.5; docs/guarantees.md). Tasks of another metric, and k-fold tasks, are left
     out of it (a note says so). An adaptive report is then judged at its MAX seeds: the row's
     family has one look.
-    ``rerun_safe`` (default: True unless the session has ``--graphnetz-single-run``): a
-    fixed-seed run is the first look of an open-ended chain of runs and spends ρα (ρ = 0.85); a
-    rerun of the same test with more seeds after INCONCLUSIVE is judged as the chain's next look, so
-    rerunning on the advice keeps every error rate (docs/guarantees.md). Paired t cells without
-    folds, in calls without a suite row; adaptive reports are not rerun-safe. False: each run
-    is judged alone at ``alpha`` (for a team that never reruns).
+    ``rerun_safe`` (default: True unless the session has ``--graphnetz-single-run``): each
+    cell walks the schedule of looks at the first look's seeds (the session's configured seed
+    count; 10 outside pytest) and its doublings, on the prefixes of the seeds it pairs, and
+    reports the first crossing, so a rerun with more seeds (the advice after INCONCLUSIVE)
+    keeps every error rate however often it is taken (docs/guarantees.md). Paired t cells
+    without folds, in calls without a suite row. False: each run is judged alone at ``alpha``
+    (for a team that never reruns).
     Returns one :class:`CellVerdict` per candidate cell, then one per suite row.
     """
     __tracebackhide__ = True
@@ -189,7 +190,8 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
                                        source=source, rng=rng, refresh_command=command,
                                        suite=suite, suite_min_effect=suite_min_effect,
                                        rerun_safe=rerun_safe,
-                                       chains=observer.chains if observer is not None else None)
+                                       first_look=(observer.first_look if observer is not None
+                                                   else None))
             header = f"{_TITLE[gate]} against {source} ({_config(verdicts, alpha=alpha)})"
     except AssertionError:
         raise  # a refused refresh: its rows are recorded already
@@ -301,8 +303,10 @@ def _config(verdicts: Sequence[CellVerdict], alpha: float | None = None) -> str:
     text += f", min_effect {'/'.join(effects)}"
     rows = sum(v.task == SUITE for v in verdicts)
     tested = sum(v.verdict != "IDENTICAL" for v in verdicts if v.task != SUITE)
-    if any(v.comparison.alpha < alpha for v in verdicts if v.task != SUITE):
-        text += ", rerun-safe seeds (docs/guarantees.md)"
+    looks = sorted({v.look.looks for v in verdicts if v.look is not None and v.look.on_schedule})
+    if looks:
+        shown = "/".join("→".join(map(str, x)) + "→…" for x in looks)
+        text += f", looks {shown} (docs/guarantees.md)"
     if rows:
         return text + (f", weighted Holm across the {tested} tested cells and {rows} suite "
                        f"row(s) (suite weight {DEFAULT_SUITE_WEIGHT:g})")

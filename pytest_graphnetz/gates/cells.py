@@ -1,6 +1,11 @@
-"""The one decision path of ``assert_not_worse``: a cell while its looks run (:class:`_Cell`;
-a fixed seed count is a single look) and :func:`decide_cells`, which compares each open cell at
-each look, stops it at NOT WORSE / BETTER, and takes REGRESSED from the call's family."""
+"""The one decision path of ``assert_not_worse``: a cell while its looks run (:class:`GateCell`;
+a run judged alone is a single look) and :func:`decide_cells`, which compares each open cell at
+each look, stops it at NOT WORSE / BETTER, and takes REGRESSED from the call's family.
+
+Every look decides through :func:`~pytest_graphnetz.stats.decisions.decide_look`, the kernel
+the planner and the power simulation walk too; the family is group-sequential Holm
+(:func:`~pytest_graphnetz.stats.sequential.sequential_holm`) or, with suite rows, weighted Holm.
+"""
 
 from __future__ import annotations
 
@@ -15,118 +20,105 @@ from .. import stats
 from ..history import MetricSpec
 from ..pairing import changed_model_notes, collapse_notes
 from ..report import BenchmarkReport
-from ..stats.decisions import holm_member, plan_seeds
+from ..stats.boundaries import Design
+from ..stats.decisions import LOOK_VERDICTS, Comparison, decide_look, holm_member, plan_seeds
+from ..stats.sequential import FamilyDecision
 from ..stats.suite import DEFAULT_SUITE_WEIGHT
 from ..verdicts import (
     CHANGED_MODEL_NOTE,
     NO_MIN_EFFECT_NOTE,
     CellVerdict,
+    LookNote,
     Stop,
     default_min_effect,
     describe_values,
     failed_verdict,
     verdict_name,
 )
-from .chain import chain_notes
+
+Family = Callable[[Sequence[Sequence[float]], Sequence[Design]], FamilyDecision]
 
 
 @dataclass
-class _Cell:
-    """One not-worse cell while its looks run (a fixed seed count is a single look)."""
+class GateCell:
+    """One not-worse cell while its looks run.
+
+    ``seeds``: the seeds it pairs, in the order looks take them (a look at n seeds uses the
+    first n); ``design``: its looks and boundaries; ``alone``: why it is judged alone at α
+    ("" on the schedule); ``unused``: paired seeds past its last complete look."""
 
     task: str
     model: str
     spec: MetricSpec
-    seeds: list[int]            # the seeds it pairs, in the order they are trained
-    design: Any                 # its stats.sequential.SequentialDesign (over len(seeds))
+    seeds: list[int]
+    design: Design
     candidate: dict[int, float]
     baseline: dict[int, float]
     min_effect: float | None    # δ
     folds: int | None
     notes: tuple[str, ...] = ()
     capped: str = ""            # the table's note when the baseline cut the schedule short
+    alone: str = ""
+    unused: tuple[int, ...] = ()
     look: int = 0               # index into design.looks
-    comparisons: list[Any] = field(default_factory=list)   # one per look, on that look's seeds
-    verdict: Any = None         # stats.Verdict once stopped (REGRESSED: the family's)
+    comparisons: list[Comparison] = field(default_factory=list)   # one per look
+    verdict: stats.Verdict | None = None   # once stopped (REGRESSED: the family's)
     tested: bool = True         # in the Holm family (not IDENTICAL, not diverged)
     sources: dict[int, BenchmarkReport] = field(default_factory=dict)
-    family: Any = None          # (FamilyDecision, index) once the family is decided
-    chain: Any = None           # its .chain.ChainLook under rerun-safe seeds (design: the chain's)
+    family: tuple[FamilyDecision, int] | None = None
+    first_look: int | None = None   # the schedule's first look (None: no schedule to advise)
 
     @property
     def look_seeds(self) -> list[int]:
         return self.seeds[:self.design.looks[self.look]]
 
-    def compare(self, *, test: str, margin: float, alpha: float, rng: Any) -> Any:
-        """The comparison at exactly this look's seeds; a rerun chain's look at the level it
-        tests (its nominal: ρα at a first run), so p, interval, MDE and plan read at it."""
-        if self.chain is not None:
-            alpha = self.design.nominal[self.look]
+    @property
+    def last_look(self) -> bool:
+        return self.look == len(self.design.looks) - 1
+
+    def compare(self, *, test: str, margin: float, rng: Any) -> Comparison:
+        """The comparison at exactly this look's seeds, at the level this look decides at (its
+        nominal level), so p, interval, MDE and plan read at it."""
         seeds = self.look_seeds
         cell: dict[str, Any] = {"candidate": np.array([self.candidate[s] for s in seeds]),
-                "baseline": np.array([self.baseline[s] for s in seeds]),
-                "higher_is_better": self.spec.higher_is_better,
-                "label": f"{self.task}/{self.model}", "seeds": seeds}
-        cell = _fold_cell(cell, self.folds, test)
+                                "baseline": np.array([self.baseline[s] for s in seeds]),
+                                "higher_is_better": self.spec.higher_is_better,
+                                "label": f"{self.task}/{self.model}", "seeds": seeds}
+        cell = fold_cell(cell, self.folds, test)
         return stats.compare(**{"test": test, **cell}, kind="not_worse", margin=margin,
-                             min_effect=self.min_effect, alpha=alpha, rng=rng, plan=False)
+                             min_effect=self.min_effect, alpha=self.design.nominal[self.look],
+                             rng=rng, plan=False)
+
+    def look_code(self, comp: Comparison) -> stats.Verdict | None:
+        """NOT WORSE's and BETTER's boundaries at this look (REGRESSED is the family's)."""
+        code = decide_look(comp.p_value, comp.p_reverse, comp.p_better,
+                           level=self.design.nominal[self.look], regressed_level=None,
+                           last=self.last_look)
+        return LOOK_VERDICTS[int(code)]
 
     def verdict_of(self, report: BenchmarkReport, baseline: BenchmarkReport, *, strict: bool,
                    notes: tuple[str, ...], refresh_command: str | None,
                    schedule: Any = None) -> CellVerdict:
         """The cell's :class:`CellVerdict`, every number from the look it is reported at (the
         look whose statistic rejected it, for REGRESSED; else its last)."""
-        fam, i = self.family if self.family is not None else (None, None)
+        fam, i = self.family if self.family is not None else (None, 0)
         rejected_at = None if fam is None else fam.at_look[i]
         k = self.look if rejected_at is None else rejected_at
+        seeds = self.seeds[:self.design.looks[k]]
         comp = self.comparisons[k]
-        n_seeds = self.design.looks[k]
-        seeds = self.seeds[:n_seeds]
-        one_look = len(self.design.looks) == 1
-        extra: list[str] = []
-        stop = None
+        if self.verdict is not None:
+            comp = replace(comp, verdict=self.verdict)
+        extra: tuple[str, ...] = ()
         if self.tested and fam is not None:
-            low = self.design.nominal[k]
-            high = self.design.at_level(fam.level if fam.levels is None
-                                        else fam.levels[i]).nominal[k]
-            comp = replace(comp, verdict=self.verdict)
-            if fam.levels is not None:   # weighted with suite rows (one look): own level
-                comp = replace(comp, p_adjusted=fam.p_adjusted[i],
-                               seeds_needed=plan_seeds(comp, fam.levels[i]))
-                extra.append("p adjusted by weighted Holm across the tested cells and the "
-                             f"suite row(s) (suite weight {DEFAULT_SUITE_WEIGHT:g})")
-            elif one_look and fam.p_adjusted is not None and len(fam.rejected) > 1:
-                comp = holm_member(comp, fam.p_adjusted[i], len(fam.rejected))
-            else:
-                comp = replace(comp, seeds_needed=plan_seeds(comp, comp.alpha))
-            if not one_look:
-                extra.append(f"p is the fixed-n p at {n_seeds} seeds; the verdict is the "
-                             "sequential boundary's")
-            comp = replace(comp, seeds_needed=self._plan(
-                comp, comp.alpha / max(len(fam.rejected), 1),
-                None if schedule is None else schedule.min_seeds))
-            if (low, high) != (comp.alpha, comp.alpha):   # else ``ci`` is that interval
-                comp = replace(comp, ci=comp.interval(low, high), ci_alphas=(low, high))
-            comp = replace(comp, verdict=self.verdict, notes=(*comp.notes, *extra))
-        elif self.tested:
-            comp = replace(comp, verdict=self.verdict)
-        if schedule is not None:
-            trained = len([s for s in self.seeds if s in self.candidate])
-            stop = Stop(n=n_seeds, trained=trained, min_seeds=schedule.min_seeds,
-                        max_seeds=self.design.looks[-1], planned_max=schedule.max_seeds,
-                        look=k + 1, n_looks=len(self.design.looks),
-                        critical=self.design.critical[k] if self.tested else None,
-                        critical_regressed=(self.design.at_level(fam.level).critical[k]
-                                            if self.tested and fam is not None else None),
-                        regressed_alpha=fam.level if fam is not None else comp.alpha)
+            comp, extra = self._in_family(comp, fam, i, k)
         name = verdict_name(comp.verdict)
+        stop = None if schedule is None else self._stop(schedule, k, fam)
         changed = (changed_model_notes(report, baseline, self.model, seeds) if name == "IDENTICAL"
                    else ())
         if self.folds is not None:
             from ..stats.heldout import FOLD_NOTE
 
-            comp = replace(comp, notes=(*comp.notes, FOLD_NOTE.format(
-                task=self.task, k=self.folds, test=comp.test)))
+            extra = (*extra, FOLD_NOTE.format(task=self.task, k=self.folds, test=comp.test))
         collapsed: tuple[tuple[str, ...], str] = ((), "")
         # Only a tested cell has a t test to warn about; on folds the seeds' differences are
         # not independent, which the Grubbs test assumes.
@@ -134,14 +126,11 @@ class _Cell:
             collapsed = collapse_notes([self.baseline[s] for s in seeds],
                                        [self.candidate[s] for s in seeds], seeds,
                                        higher_is_better=self.spec.higher_is_better)
-        chain_note = ""
-        if self.chain is not None and name != "IDENTICAL":
-            spent = self.design.spent[k]
-            comp = replace(comp, notes=(*comp.notes, *chain_notes(
-                self.chain, spent, self.design.alpha, self.design.rho)))
-            chain_note = self.chain.describe(spent, self.design.alpha)
+        look = LookNote(self.design.looks, k + 1, self.design.on_schedule,
+                        self.design.nominal[k], self.alone, self.unused)
+        comp = replace(comp, notes=(*comp.notes, *extra))
         table_note = "; ".join(x for x in (
-            chain_note,
+            look.describe() if name != "IDENTICAL" else "",
             CHANGED_MODEL_NOTE if changed else "",
             collapsed[1],
             # NOT WORSE at −margin must never be silent: the row says so, not only a message
@@ -150,33 +139,59 @@ class _Cell:
         return CellVerdict(
             self.task, self.model, self.spec.name, self.spec.higher_is_better, "not_worse",
             comp, describe_values(np.array([self.baseline[s] for s in seeds]), baseline,
-                            metric=self.spec.name),
+                                  metric=self.spec.name),
             describe_values(np.array([self.candidate[s] for s in seeds]), report,
-                      metric=self.spec.name),
+                            metric=self.spec.name),
             tuple(seeds), failed_verdict("not_worse", name, strict),
             (*notes, *self.notes, *changed, *collapsed[0]), tuple(baseline.seeds),
             refresh_command, stop=stop, table_note=table_note, folds=self.folds,
-            call_alpha=self.design.alpha)
+            call_alpha=self.design.alpha, look=look)
 
-    def _plan(self, comp: Any, level: float, min_seeds: int | None) -> int | None:
+    def _in_family(self, comp: Comparison, fam: FamilyDecision, i: int,
+                   k: int) -> tuple[Comparison, tuple[str, ...]]:
+        """The comparison of look ``k`` as a member of the call's REGRESSED family: Holm's
+        adjusted p (one look), the interval whose upper end sits at REGRESSED's level and the
+        seeds that would decide it."""
+        extra: list[str] = []
+        level = fam.level if fam.levels is None else fam.levels[i]
+        low, high = self.design.nominal[k], self.design.at_level(level).nominal[k]
+        if fam.levels is not None:   # weighted with suite rows (one look): own level
+            if fam.p_adjusted:
+                comp = replace(comp, p_adjusted=fam.p_adjusted[i])
+            extra.append("p adjusted by weighted Holm across the tested cells and the suite "
+                         f"row(s) (suite weight {DEFAULT_SUITE_WEIGHT:g})")
+        elif len(self.design.looks) == 1 and fam.p_adjusted is not None and len(fam.rejected) > 1:
+            comp = holm_member(comp, fam.p_adjusted[i], len(fam.rejected))
+        if len(self.design.looks) > 1:
+            extra.append(f"p is the fixed-n p at {self.design.looks[k]} seeds; the verdict is "
+                         "the sequential boundary's")
+        m = max(len(fam.rejected), 1)
+        comp = replace(comp, seeds_needed=self._plan(comp, self.design.alpha / m))
+        if (low, high) != (comp.alpha, comp.alpha):   # else ``ci`` is that interval
+            comp = replace(comp, ci=comp.interval(low, high), ci_alphas=(low, high))
+        return comp, tuple(extra)
+
+    def _stop(self, schedule: Any, k: int, fam: FamilyDecision | None) -> Stop:
+        """Where an adaptive cell stopped."""
+        trained = len([s for s in self.seeds if s in self.candidate])
+        return Stop(n=self.design.looks[k], trained=trained, min_seeds=schedule.min_seeds,
+                    max_seeds=self.design.looks[-1], planned_max=schedule.max_seeds,
+                    look=k + 1, n_looks=len(self.design.looks),
+                    critical=self.design.critical[k] if self.tested else None,
+                    critical_regressed=(self.design.at_level(fam.level).critical[k]
+                                        if self.tested and fam is not None else None),
+                    regressed_alpha=fam.level if fam is not None else self.design.alpha)
+
+    def _plan(self, comp: Comparison, level: float) -> int | None:
         """The seeds that would decide an INCONCLUSIVE cell, for the design the advice
-        recommends (issue 21): on a k-fold task the corrected resampled t test's own plan (None
-        when no seed count resolves δ); under adaptive seeds the MAX of ``min_seeds..MAX`` whose
-        sequential boundaries deliver the power; else the fixed-n plan already in ``comp``.
-        ``level``: REGRESSED's level (Holm's ``alpha / m``)."""
+        recommends: on the schedule, its next look that delivers the power given that this
+        look was INCONCLUSIVE (:func:`~pytest_graphnetz.stats.sequential.advise_next_look`);
+        a k-fold task, the corrected resampled t test's own plan (None when no seed count
+        resolves δ); a run judged alone for another reason, the fixed-n plan. ``level``:
+        REGRESSED's level (Holm's ``alpha / m``)."""
         if (comp.verdict is not stats.Verdict.INCONCLUSIVE or self.min_effect is None
                 or not math.isfinite(comp.sd_diff)):
-            return comp.seeds_needed
-        if self.chain is not None and self.folds is None:
-            # the next run of the chain, planned for its own boundary (stats.rerun)
-            from ..stats.rerun import rerun_seeds_needed
-
-            m = max(round(comp.alpha / level), 1) if level > 0 else 1   # Holm's m
-            needed = rerun_seeds_needed(
-                self.design.looks, comp.sd_diff, self.min_effect, margin=comp.margin,
-                alpha=self.design.alpha, alpha_regressed=self.design.alpha / m,
-                rho=self.design.rho, power=comp.power)
-            return None if needed is None else max(needed, self.design.looks[-1] + 1)
+            return None
         if self.folds is not None:
             from ..stats.heldout import fold_ratio
             from ..stats.planning import fold_seeds_for_min_effect
@@ -187,45 +202,44 @@ class _Cell:
                 sd, self.min_effect, folds=self.folds, margin=comp.margin, alpha=comp.alpha,
                 alpha_regressed=comp.mde_alpha or comp.alpha, power=comp.power)
             return None if needed is None else max(needed, comp.n + 1)
-        if min_seeds is None or comp.seeds_needed is None:
-            return comp.seeds_needed
-        from ..stats.sequential import sequential_seeds_for_min_effect
+        if self.first_look is None or comp.sd_diff == 0:
+            return plan_seeds(replace(comp, alpha=self.design.alpha), level)
+        from ..stats.sequential import advise_next_look
 
-        return sequential_seeds_for_min_effect(
-            comp.sd_diff, self.min_effect, min_seeds=min_seeds, start=comp.seeds_needed,
-            margin=comp.margin, alpha=comp.alpha, regressed_alpha=level, power=comp.power,
-            gamma=self.design.gamma, lean=self.design.lean)
+        taken = self.design.max_seeds if self.design.on_schedule else 0
+        return advise_next_look(comp.sd_diff, comp.n, self.min_effect, first=self.first_look,
+                                taken=taken, alpha=self.design.alpha, margin=comp.margin,
+                                regressed_alpha=level, power=comp.power)
 
 
-def decide_cells(cells: Sequence[_Cell], *, test: str, margin: float, alpha: float, rng: Any,
-                 train: Callable[[Sequence[_Cell]], None] | None = None,
-                 family: Callable[..., Any] | None = None) -> None:
-    """The one decision path of ``assert_not_worse``, fixed or adaptive: at each look, the
+def decide_cells(cells: Sequence[GateCell], *, test: str, margin: float, rng: Any,
+                 train: Callable[[Sequence[GateCell]], None] | None = None,
+                 family: Family | None = None) -> None:
+    """The one decision path of ``assert_not_worse``, whatever the run holds: at each look, the
     open cells' seeds are trained and paired (``train``: adaptive seeds only), each open cell
     is compared on exactly that look's seeds, NOT WORSE / BETTER stop a cell at the look's
     boundaries, and REGRESSED comes from group-sequential Holm over every tested cell's
     per-look p-values (classical Holm when every cell has one look). A cell still open at its
-    last look is INCONCLUSIVE, so no cell runs past its schedule. Sets each cell's verdict,
-    comparisons and family decision. ``family``: the REGRESSED family in place of
-    group-sequential Holm (the suite rows' weighted Holm, :func:`_suite_family`)."""
-    from ..stats.sequential import look_verdict, sequential_holm
+    last look is INCONCLUSIVE. Sets each cell's verdict, comparisons and family decision.
+    ``family``: the REGRESSED family in place of group-sequential Holm (suite rows)."""
+    from ..stats.sequential import sequential_holm
 
-    family = family or sequential_holm
+    decide = family or sequential_holm
     while True:
         open_cells = [c for c in cells if c.verdict is None]
         if train is not None:
             train(open_cells)
         for c in open_cells:
-            comp = c.compare(test=test, margin=margin, alpha=alpha, rng=rng)
+            comp = c.compare(test=test, margin=margin, rng=rng)
             c.comparisons.append(comp)
             if comp.diverged_seeds or comp.verdict is stats.Verdict.IDENTICAL:
                 # A candidate diverged where the baseline did not fails that seed (REGRESSED
                 # without a test); every difference 0 is IDENTICAL: neither is in the family.
                 c.verdict, c.tested = comp.verdict, False
             else:
-                c.verdict = look_verdict(comp, c.design, c.look)
+                c.verdict = c.look_code(comp)
         tested = [c for c in cells if c.tested]
-        decision = family([[x.p_value for x in c.comparisons] for c in tested],
+        decision = decide([[x.p_value for x in c.comparisons] for c in tested],
                           [c.design for c in tested])
         for i, c in enumerate(tested):
             c.family = (decision, i)
@@ -238,8 +252,7 @@ def decide_cells(cells: Sequence[_Cell], *, test: str, margin: float, alpha: flo
             c.look += 1
 
 
-
-def _fold_cell(cell: dict[str, Any], k: int | None, test: str) -> dict[str, Any]:
+def fold_cell(cell: dict[str, Any], k: int | None, test: str) -> dict[str, Any]:
     """``cell`` as compared: on a k-fold CV task, the paired t on candidate values that make it
     the corrected resampled t test (:func:`~pytest_graphnetz.stats.heldout.fold_corrected`),
     whatever ``test`` was asked for (the plain tests are invalid on folds)."""
@@ -251,13 +264,16 @@ def _fold_cell(cell: dict[str, Any], k: int | None, test: str) -> dict[str, Any]
             "candidate": fold_corrected(cell["candidate"], cell["baseline"], k=k)}
 
 
-
-def _min_effect(spec: MetricSpec, margin: float, min_effect: float | None) -> float | None:
+def cell_min_effect(spec: MetricSpec, margin: float, min_effect: float | None) -> float | None:
+    """δ of a cell: the call's, else the metric's default (:func:`default_min_effect`)."""
     return min_effect if min_effect is not None else default_min_effect(spec, margin)
 
 
-def _min_effect_error(min_effect: float, margin: float) -> str:
+def min_effect_error(min_effect: float, margin: float) -> str:
     return (f"`min_effect` ({min_effect!r}) must be larger than `margin` ({margin!r}): δ is the "
             "smallest regression that matters, margin the drop that is tolerated; raise "
             "min_effect (--graphnetz-min-effect) or lower the margin")
 
+
+__all__ = ["GateCell", "cell_min_effect", "decide_cells", "fold_cell",
+           "min_effect_error"]

@@ -21,17 +21,24 @@ from ..pairing import (
     unpaired_notes,
 )
 from ..report import BenchmarkReport
-from ..stats.sequential import sequential_design
+from ..stats.boundaries import (
+    DEFAULT_FIRST_LOOK,
+    DEFAULT_RHO,
+    Design,
+    design,
+    schedule,
+    single_look,
+)
 from ..verdicts import (
     CHANGED_MODEL_NOTE,
     CellVerdict,
     GateRefusal,
     describe_values,
     failed_verdict,
+    seed_list,
     verdict_name,
 )
-from .cells import _Cell, _fold_cell, _min_effect, _min_effect_error, decide_cells
-from .chain import ChainLook, ChainRecord, ChainStore, chain_key, plan_chain, side_digest
+from .cells import GateCell, cell_min_effect, decide_cells, fold_cell, min_effect_error
 from .suite import _suite_family, _SuiteRow, suite_rows
 
 # "paired" is the default spelling of the paired t-test; every test here pairs by seed.
@@ -45,7 +52,6 @@ class Schedule(Protocol):
 
     planned_seeds: tuple[int, ...]
     min_seeds: int
-    gamma: float
     extensions: list[BenchmarkReport]
 
     @property
@@ -68,24 +74,27 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
                     alpha: float = 0.05, strict: bool = False, source: str = "the baseline",
                     rng: Any = None, refresh_command: str | None = None, suite: bool = False,
                     suite_min_effect: float | None = None, rerun_safe: bool = True,
-                    chains: ChainStore | None = None) -> list[CellVerdict]:
+                    first_look: int | None = None) -> list[CellVerdict]:
     """Every candidate cell of ``report`` against ``baseline`` (``not_worse``: Holm across the
-    tested cells, on the one decision path as a single look, :func:`decide_cells`; ``suite``:
-    the suite rows after the cells, see :func:`assert_not_worse`); raises
-    nothing but :class:`GateRefusal` / :class:`BaselineMissingError` (the gates decide what
-    fails), and ``ValueError`` for a ``min_effect`` not above ``margin``.
-    ``min_effect`` None: each task's :func:`default_min_effect`.
+    tested cells, on the one decision path, :func:`decide_cells`; ``suite``: the suite rows
+    after the cells, see :func:`assert_not_worse`); raises nothing but :class:`GateRefusal` /
+    :class:`BaselineMissingError` (the gates decide what fails), and ``ValueError`` for a
+    ``min_effect`` not above ``margin``. ``min_effect`` None: each task's
+    :func:`default_min_effect`.
 
-    ``rerun_safe`` (not-worse, paired t, cells without folds, no suite row): each cell is a look
-    of its rerun chain (:mod:`.chain`): a first run at ρα, or, with ``chains`` (the test's
-    record store) holding an INCONCLUSIVE earlier run of the same cell on seeds these contain,
-    the chain's next look. False: one look at ``alpha``, as before rerun-safe seeds.
+    Not-worse cells walk the schedule (:mod:`pytest_graphnetz.stats.boundaries`) whose first
+    look is ``first_look`` seeds (default :data:`DEFAULT_FIRST_LOOK`): the looks that the
+    paired seeds ``0, 1, ..., n − 1`` contain, each on its prefix, reporting the first
+    crossing; nothing is read from an earlier run. A cell is judged alone at ``alpha`` on all
+    its paired seeds instead (and its row says why) when ``rerun_safe`` is False, the test is
+    not the paired t, the task is k-fold, the call has suite rows, or the paired seeds do not
+    hold the first look.
     """
     __tracebackhide__ = True
     if gate == "not_worse" and min_effect is not None and not min_effect > margin:
-        raise ValueError(_min_effect_error(min_effect, margin))
+        raise ValueError(min_effect_error(min_effect, margin))
     if suite and suite_min_effect is not None and not suite_min_effect > margin:
-        raise ValueError(_min_effect_error(suite_min_effect, margin).replace(
+        raise ValueError(min_effect_error(suite_min_effect, margin).replace(
             "`min_effect`", "`suite_min_effect`"))
     check_cells(report, baseline, source)
     seeds = shared_seeds(report, baseline, source)
@@ -96,22 +105,26 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
     cand_idx = [report.seeds.index(s) for s in seeds]
     base_idx = [baseline.seeds.index(s) for s in seeds]
     if gate == "not_worse":
-        from ..stats.sequential import sequential_design
-
-        design = sequential_design(len(seeds), len(seeds), alpha=alpha)   # one look
+        first = DEFAULT_FIRST_LOOK if first_look is None else int(first_look)
         cells = []
         for task in report.tasks:
             spec = report.metric(task)
+            folds = report.folds(task)
+            alone = _judged_alone(rerun_safe=rerun_safe, test=test, folds=folds, suite=suite)
+            looked, on, unused = _on_schedule(seeds, first, alpha) if not alone else (
+                list(seeds), None, ())
+            if on is None and not alone:
+                alone = (f"its {len(seeds)} paired seeds {seed_list(seeds)} do not hold the "
+                         f"schedule's first look (seeds 0-{first - 1})")
             for model in report.models:
-                one = _Cell(
-                    task, model, spec, list(seeds), design,
+                cells.append(GateCell(
+                    task, model, spec, looked, on or single_look(len(seeds), alpha=alpha),
                     dict(zip(seeds, report.values(task, model)[cand_idx].tolist(), strict=True)),
                     dict(zip(seeds, baseline.values(task, model)[base_idx].tolist(),
                              strict=True)),
-                    _min_effect(spec, margin, min_effect), report.folds(task))
-                if rerun_safe and not suite and test == "paired-t" and one.folds is None:
-                    _join_chain(one, report, baseline, chains, margin=margin, alpha=alpha)
-                cells.append(one)
+                    cell_min_effect(spec, margin, min_effect), folds, alone=alone,
+                    unused=unused,
+                    first_look=first if rerun_safe and test == "paired-t" else None))
         rows: list[_SuiteRow] = []
         family = None
         if suite:
@@ -122,10 +135,7 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
             notes = (*notes, *suite_notes)
             if rows:
                 family = _suite_family(rows, alpha)
-        decide_cells(cells, test=test, margin=margin, alpha=alpha, rng=rng, family=family)
-        if chains is not None:
-            for c in cells:
-                _record_chain(c, report, baseline, chains)
+        decide_cells(cells, test=test, margin=margin, rng=rng, family=family)
         return [*(c.verdict_of(report, baseline, strict=strict, notes=notes,
                                refresh_command=refresh_command) for c in cells),
                 *(r.verdict_of(report, baseline, strict=strict, notes=notes,
@@ -140,7 +150,7 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
                     "higher_is_better": spec.higher_is_better,
                     "label": f"{task}/{model}", "seeds": seeds}
             described.append(cell)
-            tested.append(_fold_cell(cell, report.folds(task), test))
+            tested.append(fold_cell(cell, report.folds(task), test))
     # better / equivalent: intersection-union tests, every cell at alpha (no family)
     comparisons = [stats.compare(**{"test": test, **cell}, kind=gate, margin=margin,
                                  alpha=alpha, rng=rng) for cell in tested]
@@ -170,66 +180,71 @@ def compare_schedule(report: BenchmarkReport, baseline: BenchmarkReport, *, marg
                      refresh_command: str | None = None) -> list[CellVerdict]:
     """The not-worse verdicts of an adaptive ``report`` against ``baseline`` (the paired t
     test), each cell decided look by look on the one decision path (:func:`decide_cells`),
-    training its next seeds only while open; what :func:`compare_reports` is for fixed seeds.
+    training its next look's seeds only while open; what :func:`compare_reports` is for a run
+    that holds its seeds. The schedule is the one every run walks, its first look at MIN.
 
-    Per cell the seeds are the planned seeds the baseline has (finite), in planned order; a
-    baseline with fewer than MAX of them cuts the cell's schedule there (a note names the
-    refresh that completes it, and the table's Note says the cell was capped).
-    ``report`` is a :class:`Schedule` (an adaptive report).
+    Per cell the seeds are the planned seeds the baseline has (finite), in planned order, up
+    to the first one it lacks; a baseline with fewer than MAX of them cuts the cell's looks
+    there (a note names the refresh that completes it, and the table's Note says the cell was
+    capped). ``report`` is a :class:`Schedule` (an adaptive report).
     """
     __tracebackhide__ = True
     if not isinstance(report, Schedule):
         raise TypeError(f"compare_schedule needs an adaptive report (--graphnetz-seeds=MIN..MAX),"
                         f" got {type(report).__name__}; use compare_reports for fixed seeds")
     if min_effect is not None and not min_effect > margin:
-        raise ValueError(_min_effect_error(min_effect, margin))
+        raise ValueError(min_effect_error(min_effect, margin))
     check_cells(report, baseline, source)
     check_metrics(report, baseline, source)
+    planned = schedule(report.min_seeds, report.max_seeds)
     cells = []
     for task in report.tasks:
         spec = report.metric(task)
         for model in report.models:
             held = {s: float(v) for s, v in zip(baseline.seeds, baseline.values(task, model),
                                                 strict=True)}
-            seeds = [s for s in report.planned_seeds if math.isfinite(held.get(s, math.nan))]
-            if len(seeds) < 2:
+            seeds = list(report.planned_seeds)
+            pairs = next((i for i, s in enumerate(seeds)
+                          if not math.isfinite(held.get(s, math.nan))), len(seeds))
+            if pairs < report.min_seeds:
                 raise GateRefusal(
-                    f"{task}/{model}: {source} pairs {len(seeds)} of the planned seeds "
+                    f"{task}/{model}: {source} pairs the first {pairs} of the planned seeds "
                     f"{list(report.planned_seeds)} (it has seeds {list(baseline.seeds)}, "
-                    "diverged ones excluded); a paired test needs at least 2. Refresh the "
-                    f"baseline with --graphnetz-seeds={report.seeds_option}.")
-            design = sequential_design(min(report.min_seeds, len(seeds)), len(seeds),
-                                       alpha=alpha, gamma=report.gamma)
+                    f"diverged ones excluded); the first look needs {report.min_seeds}. Refresh "
+                    f"the baseline with --graphnetz-seeds={report.seeds_option}.")
+            cell_design = design(report.min_seeds, min(pairs, report.max_seeds), alpha=alpha)
+            seeds = seeds[:cell_design.max_seeds]
             notes: tuple[str, ...] = ()
             capped = ""
-            if len(seeds) < report.max_seeds:
+            if cell_design.looks != planned:
                 how = (f"`{refresh_command} --graphnetz-seeds={report.seeds_option}`"
                        if refresh_command else
                        f"a refresh with --graphnetz-seeds={report.seeds_option}")
-                notes = (f"{source} pairs {len(seeds)} of the {report.max_seeds} planned seeds, "
-                         f"so this cell's looks are {design.looks}; {how} completes it",)
-                capped = (f"capped at {len(seeds)} seeds: the baseline pairs {len(seeds)} of "
-                          f"the {report.max_seeds} planned")
+                notes = (f"{source} pairs {pairs} of the {report.max_seeds} planned seeds, so "
+                         f"this cell's looks are {cell_design.looks}; {how} completes it",)
+                capped = (f"capped at {cell_design.max_seeds} seeds: the baseline pairs "
+                          f"{pairs} of the {report.max_seeds} planned")
             values = {s: float(v) for s, v in zip(report.seeds, report.values(task, model),
                                                    strict=True)}
-            cells.append(_Cell(task, model, spec, seeds, design, values, held,
-                               _min_effect(spec, margin, min_effect), report.folds(task), notes,
-                               capped))
+            cells.append(GateCell(task, model, spec, seeds, cell_design, values, held,
+                                  cell_min_effect(spec, margin, min_effect), report.folds(task),
+                                  notes, capped, first_look=report.min_seeds))
 
-    def train(open_cells: Sequence[_Cell]) -> None:
+    def train(open_cells: Sequence[GateCell]) -> None:
         _train_look(report, baseline, open_cells, source)
 
-    decide_cells(cells, test="paired-t", margin=margin, alpha=alpha, rng=rng, train=train)
+    decide_cells(cells, test="paired-t", margin=margin, rng=rng, train=train)
     env = environment_notes(report, baseline)
     return [c.verdict_of(report, baseline, strict=strict, notes=env,
                          refresh_command=refresh_command, schedule=report) for c in cells]
 
 
-def _train_look(report: Any, base: BenchmarkReport, cells: Sequence[_Cell], source: str) -> None:
+def _train_look(report: Any, base: BenchmarkReport, cells: Sequence[GateCell],
+                source: str) -> None:
     """The pairing of one look of an adaptive schedule: train each open cell's seeds up to its
     current look (one runner call per task and seed list), then refuse a task whose data or
     split differs from the baseline's at any seed of this look, the first look included."""
-    groups: dict[tuple[str, tuple[int, ...]], list[_Cell]] = {}
+    groups: dict[tuple[str, tuple[int, ...]], list[GateCell]] = {}
     for c in cells:
         need = tuple(s for s in c.look_seeds if s not in c.candidate)
         if need:
@@ -253,46 +268,30 @@ def _train_look(report: Any, base: BenchmarkReport, cells: Sequence[_Cell], sour
                                     sorted(checked.pop(key)), source)
 
 
-
-def _digests(report: BenchmarkReport, baseline: BenchmarkReport, cell: _Cell,
-             seeds: Sequence[int]) -> tuple[str, str]:
-    """Each side of ``cell`` at ``seeds``, as a chain record keeps it (:func:`side_digest`)."""
-    def prints(r: BenchmarkReport) -> dict[int, Any]:
-        model = r.fingerprints.get("model", {}).get(cell.model, {})
-        return {s: [model.get(s), r.data_fingerprint(cell.task, s)] for s in seeds}
-
-    return (side_digest(cell.candidate, seeds, prints(report)),
-            side_digest(cell.baseline, seeds, prints(baseline)))
-
-
-def _join_chain(cell: _Cell, report: BenchmarkReport, baseline: BenchmarkReport,
-                chains: ChainStore | None, *, margin: float, alpha: float) -> None:
-    """Give ``cell`` its rerun chain's look and design (a first run without ``chains``)."""
-    from ..stats.rerun import DEFAULT_RHO, rerun_design
-
-    if chains is None:
-        look = ChainLook("", tuple(cell.seeds), (len(cell.seeds),), ())
-    else:
-        key = chain_key(chains.test, cell.task, cell.model, cell.spec.name,
-                        cell.spec.higher_is_better, stat_test="paired-t", margin=margin,
-                        min_effect=cell.min_effect, alpha=alpha, rho=DEFAULT_RHO)
-        cand, base = _digests(report, baseline, cell, cell.seeds)
-        look = plan_chain(chains, key, cell.seeds, cand, base,
-                          lambda seeds: _digests(report, baseline, cell, seeds))
-    cell.seeds = list(look.seeds)
-    cell.chain = look
-    cell.design = rerun_design(look.looks[:-1], look.looks[-1], alpha=alpha, rho=DEFAULT_RHO)
+def _judged_alone(*, rerun_safe: bool, test: str, folds: int | None, suite: bool) -> str:
+    """Why a task's cells are judged alone at α rather than on the schedule ("" if not)."""
+    if not rerun_safe:
+        return "--graphnetz-single-run (rerun_safe=False)"
+    if test != "paired-t":
+        return f"the {test} test has no sequential boundaries (the paired t has)"
+    if folds is not None:
+        return f"{folds}-fold cross-validation (the corrected resampled t test)"
+    if suite:
+        return "a call with suite rows decides in one weighted Holm family"
+    return ""
 
 
-def _record_chain(cell: _Cell, report: BenchmarkReport, baseline: BenchmarkReport,
-                  chains: ChainStore) -> None:
-    """After the decision: the cell's chain as it now stands (an IDENTICAL or untested cell
-    leaves no record: it spent nothing)."""
-    look = cell.chain
-    if look is None or not look.key or not cell.tested:
-        return
-    seeds = cell.seeds[:cell.design.looks[-1]]
-    cand, base = _digests(report, baseline, cell, seeds)
-    chains.write(look.key, ChainRecord(tuple(cell.design.looks),
-                                       (*look.prior, verdict_name(cell.verdict)),
-                                       tuple(seeds), cand, base))
+def _on_schedule(seeds: Sequence[int], first: int, alpha: float
+                 ) -> tuple[list[int], Design | None, tuple[int, ...]]:
+    """The seeds a run walks the schedule on, its design and the paired seeds no look uses:
+    the looks ``first, 2·first, ...`` that the prefix ``0, 1, ..., n − 1`` of the paired
+    ``seeds`` holds. No design (None) when the prefix is shorter than the first look."""
+    have = set(seeds)
+    n = 0
+    while n in have:
+        n += 1
+    if n < first:
+        return list(seeds), None, ()
+    cell_design = design(first, n, alpha=alpha, rho=DEFAULT_RHO)
+    looked = list(range(cell_design.max_seeds))
+    return looked, cell_design, tuple(s for s in seeds if s >= cell_design.max_seeds)

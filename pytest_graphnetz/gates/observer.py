@@ -39,10 +39,10 @@ class GateObserver:
     candidate: Callable[[BenchmarkReport, Sequence[BenchmarkReport]], Sequence[str]] | None = None
     # verdict(row, v) -> the row to record for verdict v (the plugin adds v's numbers).
     verdict: Callable[[dict[str, str], Any], dict[str, Any]] | None = None
-    # Rerun-safe seeds (gates/chain.py): the session's default, and this test's store of chain
-    # records under the graphnetz cache dir (None: no records, every run is a first run).
+    # The schedule every not-worse cell walks: False with --graphnetz-single-run (each run
+    # judged alone at α); its first look, from the project's configured seeds.
     rerun_safe: bool = True
-    chains: Any = None
+    first_look: int | None = None
 
 
 _OBSERVER: ContextVar[GateObserver | None] = ContextVar("graphnetz_gate_observer", default=None)

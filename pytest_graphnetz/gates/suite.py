@@ -13,7 +13,7 @@ import numpy as np
 from .. import stats
 from ..history import MetricSpec
 from ..report import BenchmarkReport
-from ..stats.decisions import plan_seeds
+from ..stats.decisions import decide_look, final_verdict, plan_seeds
 from ..stats.suite import DEFAULT_SUITE_WEIGHT
 from ..verdicts import (
     CellVerdict,
@@ -49,16 +49,11 @@ class _SuiteRow:
     def verdict_of(self, report: BenchmarkReport, baseline: BenchmarkReport, *, strict: bool,
                    notes: tuple[str, ...], refresh_command: str | None) -> CellVerdict:
         res = self.result
-        if self.rejected:
-            verdict = stats.Verdict.REGRESSED
-        elif res.verdict is stats.Verdict.IDENTICAL:
-            verdict = stats.Verdict.IDENTICAL
-        elif res.p_better <= res.alpha:
-            verdict = stats.Verdict.BETTER
-        elif res.p_not_worse <= res.alpha:
-            verdict = stats.Verdict.NOT_WORSE
-        else:
-            verdict = stats.Verdict.INCONCLUSIVE
+        # REGRESSED is the family's (weighted Holm); the rest is the row's look, at alpha.
+        code = decide_look(res.p_value, res.p_not_worse, res.p_better, level=res.alpha,
+                           regressed_level=None, last=True,
+                           identical=res.verdict is stats.Verdict.IDENTICAL)
+        verdict = stats.Verdict.REGRESSED if self.rejected else final_verdict(code)
         # The paired t on the per-seed task means is suite_test's test (their difference is
         # suite_differences); compare() adds what a cell's message shows (interval, MDE, plan).
         comp = stats.compare(self.candidate, self.baseline,

@@ -37,11 +37,11 @@ def graphnetz_run(request: pytest.FixtureRequest) -> Iterator[Callable[..., Benc
         if not settings.calibrate:
             return session.run(request.node, tasks, models, **kwargs)
         from ..calibration import calibrate
-        from ..stats.rerun import DEFAULT_RHO
+        from ..stats.boundaries import DEFAULT_RHO
 
         kwargs.setdefault("seeds", settings.seeds)
         report = session.run(request.node, tasks, models, **kwargs)
-        # Planned at the level the gate's run decides at: a rerun-safe first run spends ρα.
+        # Planned at the level the gate's first look decides at: ρα on the schedule.
         level = DEFAULT_RHO * settings.alpha if settings.rerun_safe else settings.alpha
         calibration = calibrate(
             tasks, models, baseline=report, alpha=level,

@@ -24,8 +24,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
 
-def pytest_report_header(config: pytest.Config) -> str:
-    return header_line(config.stash[STASH_KEY].settings, config.rootpath)
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    settings = config.stash[STASH_KEY].settings
+    lines = [header_line(settings, config.rootpath)]
+    # Rerun-chain records of earlier versions: verdicts no longer read them (they rest on the
+    # seeds a run holds), so they are ignored; said once, in the header.
+    old = None if settings.cache_dir is None else settings.cache_dir / "rerun-chains"
+    if old is not None and old.is_dir():
+        lines.append(f"graphnetz: {old} holds rerun-chain records of an earlier version; they "
+                     "are ignored (each verdict rests on the seeds the run holds), delete it")
+    return lines
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -260,17 +260,12 @@ class GraphnetzSession:
         def uses(path: str) -> None:
             item.user_properties.append((USES_PROPERTY, path))
 
-        chains = None   # rerun chains live beside the triple cache (docs/guarantees.md)
-        if self.settings.cache_dir is not None and not self.settings.single_run:
-            from ..gates.chain import CHAIN_DIR, ChainStore
-
-            chains = ChainStore(self.settings.cache_dir / CHAIN_DIR, test=item.nodeid)
         return GateObserver(alpha=self.settings.alpha, strict=self.settings.strict, record=record,
                             min_effect=self.settings.min_effect,
                             uses=uses if self.settings.update_baselines else None,
                             candidate=candidate if self.settings.report_dir else None,
-                            verdict=verdict, rerun_safe=not self.settings.single_run,
-                            chains=chains)
+                            verdict=verdict, rerun_safe=self.settings.rerun_safe,
+                            first_look=self.settings.first_look)
 
     def record_gate_settings(self, item: pytest.Item) -> None:
         """After a test: write into each candidate report it saved the settings of the gates

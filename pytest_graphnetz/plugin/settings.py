@@ -64,10 +64,9 @@ OPTIONS = (
     Option("min-effect", "the smallest regression that matters (δ, metric units; default 0.01 "
             "for metrics in [0, 1], none for MAE/RMSE/loss)", metavar="DELTA"),
     Option("strict", "an INCONCLUSIVE gate fails too", flag=True),
-    Option("single-run", "judge each gate run alone at the full alpha, with no rerun chains "
-            "(for a team that never reruns a gate with more seeds after INCONCLUSIVE; by "
-            "default a rerun is judged as the next look of the cell's chain, "
-            "docs/guarantees.md)", flag=True),
+    Option("single-run", "judge each gate run alone at the full alpha, off the schedule of "
+            "looks (for a team that never reruns a gate with more seeds after INCONCLUSIVE; by "
+            "default every run walks the looks its seeds hold, docs/guarantees.md)", flag=True),
     Option("summary", "also write the gate table as Markdown to PATH", metavar="PATH"),
     Option("comment", "write the concise pull-request comment (Markdown: one headline, the "
             "rows that are not IDENTICAL, failing first, under 10,000 characters) to PATH",
@@ -176,13 +175,16 @@ class Settings:
     fail_unused: bool = False        # baseline cells no gate used fail the run
     accept: frozenset[str] = frozenset()  # TASK/MODEL cells whose loss a refresh accepts
     calibrate: bool = False    # --graphnetz-calibrate (calibration.py)
-    single_run: bool = False   # --graphnetz-single-run: no rerun chains (gates/chain.py)
+    single_run: bool = False   # --graphnetz-single-run: every run judged alone at α
+    # The schedule's first look (seeds): the ini's graphnetz_seeds (its N, or MIN of MIN..MAX),
+    # else MIN of adaptive seeds on the command line, else 10 (stats.DEFAULT_FIRST_LOOK).
+    first_look: int = 10
 
     @property
     def rerun_safe(self) -> bool:
-        """Whether this session's fixed-seed gates open rerun chains (a first run decides at
-        ρα): not with ``--graphnetz-single-run``, and adaptive seeds never do."""
-        return not self.single_run and self.min_seeds is None
+        """Whether this session's not-worse gates walk the schedule (so a rerun with more seeds
+        keeps the error rates): not with ``--graphnetz-single-run``."""
+        return not self.single_run
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
@@ -201,6 +203,7 @@ class Settings:
                                        name=named(config, "deterministic"))
             seeds = parse_seeds(get("seeds", DEFAULT_SEEDS))
             adaptive = parse_adaptive(get("seeds", DEFAULT_SEEDS))
+            first_look = _first_look(config, adaptive)
         except ValueError as exc:
             raise pytest.UsageError(f"graphnetz: {exc}") from None
         if min_effect is not None and not 0.0 < min_effect < float("inf"):
@@ -252,7 +255,7 @@ class Settings:
             comment=_path(config, "comment") if get("comment", None) else None,
             json=_path(config, "json") if get("json", None) else None,
             fail_unused=bool(get("fail-unused", False)), accept=_accepted(config),
-            calibrate=bool(get("calibrate", False)),
+            calibrate=bool(get("calibrate", False)), first_look=first_look,
         )
 
 
@@ -284,9 +287,21 @@ def named(config: pytest.Config, name: str) -> str:
     return f"the ini key `{option.dest}`{where}"
 
 
+def _first_look(config: pytest.Config, adaptive: tuple[int, int] | None) -> int:
+    """The schedule's first look: declared by the project (the ini key ``graphnetz_seeds``: N,
+    or MIN of MIN..MAX), so that a rerun with more seeds on the command line walks the same
+    looks; else MIN of adaptive seeds on the command line; else 10 (the default seed count,
+    ``stats.boundaries.DEFAULT_FIRST_LOOK``; not imported here: stats loads numpy)."""
+    declared = config.getini("graphnetz_seeds")
+    if declared:
+        ini = parse_adaptive(str(declared))
+        return ini[0] if ini else len(parse_seeds(str(declared)))
+    return adaptive[0] if adaptive else 10
+
+
 def header_line(settings: Settings, root: Path) -> str:
     """The session header's line of the settings in effect (as pytest-randomly shows its
-    seed): ``graphnetz: seeds 0-9 (10), α 0.05 (rerun-safe: a first run decides at 0.0425),
+    seed): ``graphnetz: seeds 0-9 (10), α 0.05, looks 10→20→40→… (look 1 decides at 0.0425),
     δ 0.01 for [0, 1] metrics, device auto, workers 1, cache .pytest_cache/d/graphnetz``."""
     from ..outputs import shown
 
@@ -301,13 +316,15 @@ def header_line(settings: Settings, root: Path) -> str:
     effect = (f"{settings.min_effect:g}" if settings.min_effect is not None
               else "0.01 for [0, 1] metrics")
     cache = "off" if settings.cache_dir is None else shown(settings.cache_dir, root)
-    # 0.85: stats.rerun.DEFAULT_RHO, the share of α a rerun-safe first run spends (not imported
-    # here: stats loads numpy; a test pins it). Adaptive seeds are not rerun-safe.
+    # 0.85: stats.boundaries.DEFAULT_RHO, the share of α the schedule's first look spends (not
+    # imported here: stats loads numpy; a test pins it).
     alpha = f"{settings.alpha:g}"
+    first = settings.first_look
     if settings.rerun_safe:
-        alpha += f" (rerun-safe: a first run decides at {0.85 * settings.alpha:.3g})"
-    elif settings.min_seeds is None:
-        alpha += " (single run)"
+        alpha += (f", looks {first}→{2 * first}→{4 * first}→… (look 1 decides at "
+                  f"{0.85 * settings.alpha:.3g})")
+    else:
+        alpha += " (single run: judged alone)"
     return (f"graphnetz: seeds {which}, α {alpha}, δ {effect}, device "
             f"{settings.device}, workers {settings.workers}, cache {cache}"
             + (", updating baselines" if settings.update_baselines else ""))

@@ -120,3 +120,23 @@ def _group_rows(mask: np.ndarray) -> list[tuple[np.ndarray, list[int]]]:
         groups.setdefault(row.tobytes(), (row, []))[1].append(i)
     return list(groups.values())
 
+
+
+def fold_ratio(k: int) -> float:
+    """``n_test / n_train`` of one fold of ``Task(folds=k)``: 1 test fold, k − 2 training
+    folds (the validation fold trains nothing)."""
+    return 1.0 / (k - 2)
+
+
+# Relative resolution below which two values are one: 4 float32 ulps (2^-21 ≈ 4.8e-7), so a
+# value that went through float32 (a tensor's .item(), a half-precision metric) pairs with its
+# float64 twin as equal, while any real metric difference (at least 1e-6 of the value) counts.
+RESOLUTION = 2.0 ** -21
+
+
+def within_resolution(a: Any, b: Any) -> np.ndarray:
+    """Where ``a`` and ``b`` (same shape, finite) are equal up to :data:`RESOLUTION` of the
+    larger magnitude: their difference is rounding, not evidence."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    scale = np.maximum(np.abs(a), np.abs(b))
+    return np.abs(a - b) <= RESOLUTION * scale

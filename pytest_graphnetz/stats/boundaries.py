@@ -1,27 +1,42 @@
-"""The boundaries of adaptive seeds (:mod:`.sequential`): the looks of ``MIN..MAX``, the
-α-spending function and the per-look critical values of the Student t statistics.
+"""The one sequential design of every not-worse gate: its schedule of looks, its α-spending
+function and the critical values of the Student t statistics at each look (:class:`Design`).
 
-Spending: the Hwang–Shih–DeCani family (Hwang, Shih & DeCani 1990, Statistics in Medicine
-9:1439-1445), an α-spending function in the sense of Lan & DeMets (1983, Biometrika
-70:659-663): at information fraction ``t = n / MAX`` it has spent
-``α·(1 − e^{−γt}) / (1 − e^{−γ})``. ``γ = 1`` is close to Pocock's boundaries, ``γ = −4`` to
-O'Brien–Fleming's; the default ``γ = 4`` spends more at the first looks, because most cells of a
-pull request are clear after a few seeds (``benchmarks/adaptive_seeds.py`` measures the choice).
-The boundaries are not the normal-theory ones: ``c_k`` is
-calibrated for the Student t statistics themselves (at n = 5 a t has 4 degrees of freedom).
-Under normal differences at the boundary mean the joint law of the sequential t statistics does
-not depend on σ; it is simulated exactly through its sufficient statistics (per look, the new
-block's mean is normal and its within-block sum of squares is χ², independent), ``c_1`` is the
-exact t quantile, and each later ``c_k`` is the order statistic that spends exactly the
-increment ``α(t_k) − α(t_{k−1})`` among the simulated paths still running (deterministic:
-a fixed seed and :data:`CALIBRATION_PATHS` paths, Monte-Carlo error about 1e-4 on α).
+The schedule. A cell's seeds are looked at after ``n₁, 2n₁, 4n₁, ...`` seeds, ``n₁`` the
+first look the project declares (its configured seed count; :data:`DEFAULT_FIRST_LOOK`). The
+schedule is open-ended: a run walks the looks that the seeds it holds contain, on their
+prefixes, and a rerun with more seeds is simply a run that contains more looks. A fixed run of
+``n₁`` seeds is look 1, an adaptive run trains the next look while a cell is open. Because a
+look's verdict depends only on the first ``n_k`` seeds, nothing needs recording between runs.
+
+The spending. Each of the three one-sided boundaries (REGRESSED at −margin, NOT WORSE at −δ,
+BETTER at +margin) spends its α over the looks by one open-ended function of the seed count:
+
+    α(n) = α · (1 − (1 − ρ) · n₁ / n)      (ρ = :data:`DEFAULT_RHO`),
+
+so the first look spends ``ρ·α`` and doubling the seeds halves what remains; however many
+looks a team takes, the total stays below α (Lan & DeMets 1983, Biometrika 70:659-663: an
+α-spending boundary depends only on the looks taken so far). ρ = 0.85 keeps at least 96% of
+a single run's detection at the first look (``benchmarks/rerun_gate.py``). A design with
+``ρ = 1`` and one look is a run judged alone at α (seeds off the schedule, tests other than
+the paired t, ``--graphnetz-single-run``).
+
+The critical values are calibrated for the t statistics themselves (at 10 seeds a t has 9
+degrees of freedom). Under normal differences at the boundary mean their joint law does not
+depend on σ; it is simulated exactly through sufficient statistics (per look, the new block's
+sum is normal and its within-block sum of squares χ², independent). ``c_1`` is the exact t
+quantile of what the first look spends, each later ``c_k`` the order statistic that spends
+exactly ``α(n_k) − α(n_{k−1})`` among the simulated paths still running (a fixed seed and
+:data:`CALIBRATION_PATHS` paths: Monte-Carlo error about 1e-4 on each increment). The
+boundaries are non-binding for one another, so each guarantee holds whichever verdict stops a
+cell. A look's critical value depends only on the looks up to it, so a longer schedule extends
+a shorter one bit for bit.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -29,142 +44,169 @@ import numpy as np
 
 from ._common import _t_quantile
 
-DEFAULT_GAMMA = 4.0
-DEFAULT_LEAN = 1.5  # an early NOT WORSE needs (mean + margin) / se > -DEFAULT_LEAN
+DEFAULT_RHO = 0.85         # share of α the first look spends
+DEFAULT_FIRST_LOOK = 10    # the schedule's first look when the project declares none
 CALIBRATION_PATHS = 1 << 20
 CALIBRATION_SEED = 20_231_983  # any fixed seed: the boundaries must not depend on the session
 
 
-def schedule(min_seeds: int, max_seeds: int) -> tuple[int, ...]:
-    """The looks of ``MIN..MAX``: MIN, doubling while below MAX, the last at MAX
-    (``schedule(5, 20) == (5, 10, 20)``, ``schedule(5, 30) == (5, 10, 20, 30)``)."""
-    if isinstance(min_seeds, bool) or isinstance(max_seeds, bool):
-        raise TypeError("`min_seeds` and `max_seeds` must be integers")
-    if not 2 <= int(min_seeds) <= int(max_seeds):
-        raise ValueError(f"adaptive seeds need 3 <= MIN <= MAX, got {min_seeds}..{max_seeds}")
-    if int(min_seeds) < 3 and int(max_seeds) > int(min_seeds):
-        # At 2 seeds two equal non-zero differences have no spread: t = ±inf crosses any
-        # boundary, and on a discrete metric that happens far more often than the α the first
-        # look may spend (karate, 8 test nodes: 2..20 read false REGRESSED 7.9% [6.4, 9.7] of
-        # 1,000 null trials through the real gate, benchmarks/adaptive_fwer.py; 2..40 7.0-8.9%
-        # in issue 21).
-        raise ValueError(
-            f"adaptive seeds need 3 <= MIN <= MAX, got {min_seeds}..{max_seeds}: a first look "
-            "at 2 seeds cannot hold α on discrete metrics (two equal non-zero differences give "
-            "t = ±inf; on karate-like accuracies 2..20 read false REGRESSED 7.9% of the time at "
-            "α = 0.05, measured by benchmarks/adaptive_fwer.py). Start at 3 or more (e.g. 5..20)")
+def schedule(first: int, upto: int) -> tuple[int, ...]:
+    """The looks of the schedule that starts at ``first`` seeds and doubles, up to ``upto``
+    seeds (``schedule(10, 45) == (10, 20, 40)``); empty when ``upto < first``."""
+    if isinstance(first, bool) or isinstance(upto, bool):
+        raise TypeError("`first` and `upto` must be integers")
+    if int(first) < 2:
+        raise ValueError(f"a schedule's first look needs at least 2 seeds, got {first}")
     looks = []
-    n = int(min_seeds)
-    while n < max_seeds:
+    n = int(first)
+    while n <= int(upto):
         looks.append(n)
         n *= 2
-    return (*looks, int(max_seeds))
+    return tuple(looks)
 
 
-def spent(fraction: Any, alpha: float, gamma: float = DEFAULT_GAMMA) -> np.ndarray:
-    """Cumulative one-sided α the Hwang–Shih–DeCani function spends at information fractions
-    ``fraction`` (in (0, 1]): ``α·(1 − e^{−γt}) / (1 − e^{−γ})``, ``α·t`` at ``γ = 0``."""
-    t = np.asarray(fraction, dtype=float)
-    if gamma == 0:
-        return alpha * t
-    return alpha * np.expm1(-gamma * t) / math.expm1(-gamma)
+def spending(n: int, first: int, *, alpha: float = 0.05, rho: float = DEFAULT_RHO) -> float:
+    """Cumulative one-sided α spent by look ``n`` of a schedule whose first look is ``first``:
+    ``α·(1 − (1 − ρ)·first / n)``; ``ρ·α`` at the first look, tending to α."""
+    _check_params(alpha, rho)
+    if not 2 <= first <= n:
+        raise ValueError(f"the spending needs 2 <= first <= n, got first={first}, n={n}")
+    return alpha * (1 - (1 - rho) * first / n)
 
 
 @dataclass(frozen=True)
-class SequentialDesign:
-    """A group-sequential design for one cell's paired differences.
+class Design:
+    """The boundaries of a cell's looks.
 
-    ``looks``: seeds at each look (increasing, the last is MAX); ``gamma``: the spending
-    function's parameter; ``critical[k]``: the one-sided t critical value at look k for level
-    ``alpha``; ``nominal[k]``: its per-look one-sided p
-    threshold (``P(T_{n_k − 1} >= critical[k])``); ``spent[k]``: the cumulative α the spending
-    function allows by look k; ``lean``: the lean rule's bound in standard errors (None: off).
-    Build with :func:`sequential_design`.
+    ``looks``: the seeds at each look (increasing; the schedule's ``n₁, 2n₁, ...`` up to the
+    last look the run holds, or one look judged alone); ``rho``: the share of α the first look
+    spends (1: a run judged alone at α); ``spent[k]``: cumulative α by look k;
+    ``critical[k]``: the one-sided t critical value at look k (REGRESSED rejects when
+    ``(mean + margin)/se <= −c``, NOT WORSE when ``(mean + δ)/se >= c``, BETTER when
+    ``(mean − margin)/se >= c``; ``inf`` where a look has nothing to spend); ``nominal[k]``:
+    look k's one-sided p threshold ``P(T_{n_k − 1} >= critical[k])``, exactly ``spent[0]`` at
+    the first look. Build with :func:`design` or :func:`single_look`.
     """
 
     looks: tuple[int, ...]
     alpha: float
-    gamma: float
+    rho: float
+    spent: tuple[float, ...]
     critical: tuple[float, ...]
     nominal: tuple[float, ...]
-    spent: tuple[float, ...]
-    lean: float | None = DEFAULT_LEAN
+
+    @property
+    def first(self) -> int:
+        return self.looks[0]
 
     @property
     def max_seeds(self) -> int:
         return self.looks[-1]
 
-    def at_level(self, alpha: float) -> SequentialDesign:
-        """The same looks and spending at another level (e.g. α/m for Holm across m cells)."""
-        return sequential_design(self.looks[0], self.looks[-1], alpha=alpha, gamma=self.gamma,
-                                 lean=self.lean)
+    @property
+    def on_schedule(self) -> bool:
+        """Whether the looks are a schedule's (False: one look judged alone at α)."""
+        return self.rho < 1
+
+    def confidence_level(self, k: int = -1) -> float:
+        """Level of the two-sided interval ``mean ± c_k·se`` that matches look k's decision."""
+        return 1 - 2 * self.nominal[k]
+
+    def at_level(self, alpha: float) -> Design:
+        """The same looks and spending at another level (α/m for Holm across m cells): every
+        look's boundary at that level, as group-sequential Holm re-tests earlier looks."""
+        return _design(self.looks, float(alpha), self.rho)
+
+    def upto(self, n: int) -> Design:
+        """This design's looks up to ``n`` seeds (a prefix: the same boundaries bit for bit)."""
+        k = sum(1 for x in self.looks if x <= n)
+        if k == 0:
+            raise ValueError(f"{n} seeds hold no look of {self.describe()}")
+        return _design(self.looks[:k], self.alpha, self.rho)
+
+    def extended(self, upto: int) -> Design:
+        """The schedule continued past this design's last look, up to ``upto`` seeds (the
+        looks a rerun with more seeds would walk); a design judged alone has no next look."""
+        if not self.on_schedule:
+            raise ValueError("a run judged alone at α has no schedule to continue")
+        return design(self.first, max(upto, self.max_seeds), alpha=self.alpha, rho=self.rho)
+
+    def next_look(self) -> int | None:
+        """Seeds of the schedule's look after the last (None when judged alone)."""
+        return 2 * self.looks[-1] if self.on_schedule else None
+
+    def describe(self) -> str:
+        """``10→20→40`` (a schedule, with an arrow to what follows) or ``10 seeds, alone``."""
+        if not self.on_schedule:
+            return f"{self.looks[0]} seeds judged alone"
+        return "→".join(str(n) for n in self.looks) + "→…"
 
 
-def sequential_design(min_seeds: int, max_seeds: int, *, alpha: float = 0.05,
-                      gamma: float = DEFAULT_GAMMA,
-                      lean: float | None = DEFAULT_LEAN) -> SequentialDesign:
-    """The design of ``MIN..MAX`` (looks from :func:`schedule`) at one-sided level ``alpha`` for
-    each of the three boundaries, with the lean rule at ``lean`` standard errors (None: off).
-    Deterministic and cached per process."""
-    looks = schedule(min_seeds, max_seeds)
-    if not 0 < alpha < 0.5:
-        raise ValueError(f"`alpha` must lie in (0, 0.5), got {alpha!r}")
-    if not math.isfinite(gamma):
-        raise ValueError(f"`gamma` must be a finite number, got {gamma!r}")
-    if lean is not None and not 0 <= lean < math.inf:
-        raise ValueError(f"`lean` must be a number >= 0 or None, got {lean!r}")
-    return replace(_design(looks, float(alpha), float(gamma)),
-                   lean=None if lean is None else float(lean))
+def design(first: int, upto: int, *, alpha: float = 0.05, rho: float = DEFAULT_RHO) -> Design:
+    """The schedule's design from its first look ``first`` up to the last look within ``upto``
+    seeds, at one-sided level ``alpha`` for each boundary. Deterministic, cached per process."""
+    _check_params(alpha, rho)
+    looks = schedule(first, upto)
+    if not looks:
+        raise ValueError(f"{upto} seeds hold no look of a schedule starting at {first}")
+    return _design(looks, float(alpha), float(rho))
 
 
-@lru_cache(maxsize=64)
-def _design(looks: tuple[int, ...], alpha: float, gamma: float) -> SequentialDesign:
+def single_look(n: int, *, alpha: float = 0.05) -> Design:
+    """One look at ``n`` seeds that spends all of ``alpha``: a run judged alone."""
+    _check_params(alpha, 1.0)
+    if n < 2:
+        raise ValueError(f"a look needs at least 2 seeds, got {n}")
+    return _design((int(n),), float(alpha), 1.0)
+
+
+@lru_cache(maxsize=256)
+def _design(looks: tuple[int, ...], alpha: float, rho: float) -> Design:
     from scipy import special
 
-    cum = spent(np.asarray(looks, dtype=float) / looks[-1], alpha, gamma)
-    cum[-1] = alpha  # exactly α at MAX, whatever the rounding
-    critical = _calibrate(looks, cum)
-    # The first look's critical value is the exact t quantile of what it spends, so its nominal
-    # level is that spend itself: a one-look design (a fixed seed count) decides at exactly
-    # `alpha`, bit for bit as the fixed-n test does.
-    nominal = (float(cum[0]), *(float(special.stdtr(n - 1, -c))
-                                for n, c in zip(looks[1:], critical[1:], strict=True)))
-    return SequentialDesign(looks=looks, alpha=alpha, gamma=gamma, critical=critical,
-                            nominal=nominal, spent=tuple(float(a) for a in cum))
+    spent = tuple(spending(n, looks[0], alpha=alpha, rho=rho) for n in looks)
+    critical = calibrate(looks, spent)
+    nominal = (spent[0], *(float(special.stdtr(n - 1, -c))
+                           for n, c in zip(looks[1:], critical[1:], strict=True)))
+    return Design(looks=looks, alpha=alpha, rho=rho, spent=spent, critical=critical,
+                  nominal=nominal)
 
 
-def _calibrate(looks: tuple[int, ...], cum: np.ndarray) -> tuple[float, ...]:
-    """Per-look critical values of the sequential one-sample t statistics under the null
-    (normal differences with mean at the boundary): crossing first at look k has probability
-    ``cum[k] − cum[k−1]``."""
+def calibrate(looks: tuple[int, ...], cumulative: tuple[float, ...]) -> tuple[float, ...]:
+    """The one calibrator: per-look critical values of the sequential one-sample t statistics
+    under the null (normal differences with mean at the boundary) such that crossing first at
+    look k has probability ``cumulative[k] − cumulative[k−1]``. A look with nothing to spend
+    gets ``inf``. The prefix of the result depends only on the prefix of the inputs."""
+    cum = np.asarray(cumulative, dtype=float)
+    if len(looks) != cum.size or not looks:
+        raise ValueError(f"{len(looks)} looks for {cum.size} cumulative levels")
+    if looks[0] < 2 or any(b <= a for a, b in zip(looks, looks[1:], strict=False)):
+        raise ValueError(f"`looks` must increase from at least 2, got {list(looks)}")
+    if not (0 < cum[0] < 0.5 and np.all(np.diff(cum) >= 0) and cum[-1] < 0.5):
+        raise ValueError(f"cumulative levels must be non-decreasing in (0, 0.5), got {cum}")
     critical = [float(_t_quantile(1 - cum[0], looks[0] - 1))]
     if len(looks) == 1:
         return tuple(critical)
-    # The paths do not depend on α or on the spending: designs that share the looks before MAX
-    # (5..160 and 5..200 share 5, 10, 20, 40, 80) share those looks' statistics.
-    stats = _paths(looks).stats
+    # The paths depend only on the looks, never on α or the spending: the designs at the Holm
+    # levels of a family, and a longer schedule, share them.
+    stats = _paths(tuple(looks)).stats
     running = stats[0] < critical[0]
     for k in range(1, len(looks)):
-        stat = stats[k]
-        # paths that should first cross at look k
-        j = int(round((cum[k] - cum[k - 1]) * CALIBRATION_PATHS))
-        c = crossing(stat, running, j, looks[k])
-        if c is None:   # nothing left to spend at this look
-            c = float(stat[running].max(initial=0.0)) + 1
-        critical.append(c)
-        running &= stat < c
+        j = int(round((cum[k] - cum[k - 1]) * CALIBRATION_PATHS))  # paths to first cross here
+        c = crossing(stats[k], running, j, looks[k])
+        critical.append(math.inf if c is None else c)
+        running &= stats[k] < critical[-1]
     return tuple(critical)
 
 
 def crossing(stat: np.ndarray, running: np.ndarray, j: int, n: int) -> float | None:
     """The critical value that ``j`` of the running paths cross: halfway between the j-th and
     (j+1)-th largest of ``stat[running]`` (t statistics of ``n`` seeds); None when ``j`` is 0
-    or all of them (the caller says what such a look's boundary is).
+    or all of them.
 
     Only the top ``j + 1`` running values matter, so the order statistics are taken among the
-    running values above a cut (from the t law of ``stat``, generous), which holds them all
-    when at least ``j + 1`` values pass it (checked; else all running values): the same
-    numbers as sorting every path, at a fraction of the cost."""
+    running values above a generous cut from the t law of ``stat`` (checked to hold at least
+    ``j + 1`` values; else all running values): the numbers of a full sort, for less."""
     alive = int(np.count_nonzero(running))
     if not 0 < j < alive:
         return None
@@ -191,22 +233,18 @@ class _Paths:
 @lru_cache(maxsize=6)
 def _paths(looks: tuple[int, ...]) -> _Paths:
     """The paths of ``looks``, drawn look by look from :data:`CALIBRATION_SEED`, so the paths
-    of a prefix of the looks are the first looks' paths of the whole: a search over MAX draws
-    the looks before MAX once (arrays of 4 MB per look; six sets of looks kept)."""
+    of a prefix of the looks are the first looks' paths of the whole (4 MB per look; six sets
+    of looks kept)."""
     if len(looks) > 1:
-        return _extend(_paths(looks[:-1]), looks[-2], looks[-1])
+        head = _paths(looks[:-1])
+        gen = np.random.Generator(np.random.PCG64())
+        gen.bit_generator.state = head.state
+        S, Q = grow_paths(gen, head.S, head.Q, looks[-2], looks[-1])
+        return _Paths((*head.stats, t_stat(S, Q, looks[-1])), S, Q, gen.bit_generator.state)
     gen = np.random.default_rng(CALIBRATION_SEED)
     zero = np.zeros(CALIBRATION_PATHS, dtype=np.float32)
     S, Q = grow_paths(gen, zero, zero, 0, looks[0])
     return _Paths((t_stat(S, Q, looks[0]),), S, Q, gen.bit_generator.state)
-
-
-def _extend(head: _Paths, n_prev: int, n: int) -> _Paths:
-    """``head``'s paths taken from ``n_prev`` to ``n`` seeds."""
-    gen = np.random.Generator(np.random.PCG64())
-    gen.bit_generator.state = head.state
-    S, Q = grow_paths(gen, head.S, head.Q, n_prev, n)
-    return _Paths((*head.stats, t_stat(S, Q, n)), S, Q, gen.bit_generator.state)
 
 
 def grow_paths(gen: np.random.Generator, S: np.ndarray, Q: np.ndarray, n_prev: int,
@@ -218,22 +256,25 @@ def grow_paths(gen: np.random.Generator, S: np.ndarray, Q: np.ndarray, n_prev: i
     m = n - n_prev
     dtype = S.dtype
     block = gen.standard_normal(S.size, dtype=dtype) * math.sqrt(m)
-    within = _chi2(gen, m - 1, S.size, dtype)
+    within = (np.zeros(S.size, dtype=dtype) if m == 1
+              else 2 * gen.standard_gamma((m - 1) / 2, S.size, dtype=dtype))
     if n_prev == 0:
         return block, within
     return S + block, Q + within + (n_prev * m / n) * (S / n_prev - block / m) ** 2
-
-
-def _chi2(gen: np.random.Generator, df: int, size: int, dtype: Any = np.float32) -> np.ndarray:
-    if df == 0:
-        return np.zeros(size, dtype=dtype)
-    return 2 * gen.standard_gamma(df / 2, size, dtype=dtype)
 
 
 def t_stat(S: np.ndarray, Q: np.ndarray, n: int) -> np.ndarray:
     """The one-sample t statistic of each path from its sum ``S`` and sum of squares about the
     mean ``Q`` at ``n`` seeds."""
     # A float32 χ² draw can be exactly 0 among millions of paths (small df): that path's t is
-    # ±inf, its true limit, not a warning for the user of MIN..MAX = 3..6.
-    with np.errstate(divide="ignore"):
+    # ±inf, its true limit.
+    with np.errstate(divide="ignore", invalid="ignore"):
         return (S / n) / np.sqrt(Q / (n - 1) / n)
+
+
+def _check_params(alpha: float, rho: float) -> None:
+    if not 0 < alpha < 0.5:
+        raise ValueError(f"`alpha` must lie in (0, 0.5), got {alpha!r}")
+    if not 0 < rho <= 1:
+        raise ValueError(f"`rho` (the share of α the first look spends) must lie in (0, 1], "
+                         f"got {rho!r}")

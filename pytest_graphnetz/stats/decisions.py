@@ -6,13 +6,21 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from enum import Enum
+from enum import Enum, IntEnum
 from typing import Any, TypedDict
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._common import KINDS, PAIRED_TESTS, ConfidenceInterval, RngLike, _check_choice, _vector
+from ._common import (
+    KINDS,
+    PAIRED_TESTS,
+    ConfidenceInterval,
+    RngLike,
+    _check_choice,
+    _vector,
+    within_resolution,
+)
 from .paired import _Evidence, _evidence, _floor_notes, _require_pairs
 from .planning import _mde_se, _seeds_needed, seeds_for_min_effect
 
@@ -179,7 +187,9 @@ def compare(candidate: ArrayLike, baseline: ArrayLike, *, higher_is_better: bool
     ``kind="better"``: BETTER on one-sided evidence of mean d > margin; else REGRESSED on evidence
     of mean d < 0 (raw one-sided p <= alpha); else INCONCLUSIVE. ``kind="equivalent"``: TOST
     against ``±margin``.
-    All exact-zero differences give IDENTICAL for every kind (no test is run).
+    All zero differences give IDENTICAL for every kind (no test is run); a pair that differs
+    by less than the data's resolution (:func:`~._common.within_resolution`: values that went
+    through float32) counts as equal.
 
     Diverged seeds (non-finite values): where only the candidate diverged, the seed counts as a
     failure: the verdict is REGRESSED (NOT EQUIVALENT for ``equivalent``) whatever the test on the
@@ -225,6 +235,8 @@ def compare(candidate: ArrayLike, baseline: ArrayLike, *, higher_is_better: bool
 
     sign = 1.0 if higher_is_better else -1.0
     c, b = sign * cand[keep], sign * base[keep]
+    # Rounding is not evidence: a pair within the data's resolution is the same value.
+    c = np.where(within_resolution(c, b), b, c)
     d = c - b
     n = int(d.size)
     if n < 2:  # only with a diverged candidate (checked above): no spread, maybe no pair at all
@@ -295,11 +307,10 @@ def plan_seeds(comp: Comparison, alpha_regressed: float) -> int | None:
 def _decide(kind: str, p_adjusted: float, p_reverse: float, p_better: float, alpha: float,
             candidate_diverged: bool) -> Verdict:
     if kind == "not_worse":
-        if candidate_diverged or p_adjusted <= alpha:
+        if candidate_diverged:
             return Verdict.REGRESSED
-        if p_better <= alpha:
-            return Verdict.BETTER
-        return Verdict.NOT_WORSE if p_reverse <= alpha else Verdict.INCONCLUSIVE
+        return final_verdict(decide_look(p_adjusted, p_reverse, p_better, level=alpha,
+                                         regressed_level=alpha, last=True))
     if kind == "better":
         if candidate_diverged:
             return Verdict.REGRESSED
@@ -309,6 +320,54 @@ def _decide(kind: str, p_adjusted: float, p_reverse: float, p_better: float, alp
     if candidate_diverged or p_adjusted > alpha:
         return Verdict.NOT_EQUIVALENT
     return Verdict.EQUIVALENT
+
+
+class Code(IntEnum):
+    """The decision at one look as an integer (arrays of them: cells or simulated paths)."""
+
+    CONTINUE = 0
+    REGRESSED = 1
+    NOT_WORSE = 2
+    BETTER = 3
+    INCONCLUSIVE = 4
+    IDENTICAL = 5
+
+
+# Code -> Verdict (None: the cell takes the next look's seeds)
+LOOK_VERDICTS: tuple[Verdict | None, ...] = (
+    None, Verdict.REGRESSED, Verdict.NOT_WORSE, Verdict.BETTER, Verdict.INCONCLUSIVE,
+    Verdict.IDENTICAL)
+
+
+def final_verdict(code: Any) -> Verdict:
+    """The verdict of a code decided at a last look (:func:`decide_look` with ``last``)."""
+    verdict = LOOK_VERDICTS[int(code)]
+    if verdict is None:
+        raise ValueError("a last look leaves no cell open")
+    return verdict
+
+
+def decide_look(p_regressed: Any, p_not_worse: Any, p_better: Any, *, level: float,
+                regressed_level: float | None, last: bool, identical: Any = False) -> np.ndarray:
+    """The one decision of a not-worse cell at a look, used by the gate, the planner, the
+    power simulation and the suite row: from the look's three one-sided p-values (REGRESSED's
+    H1 "mean d < −margin", NOT WORSE's "mean d > −δ", BETTER's "mean d > +margin"), the code
+    of the first that holds: REGRESSED (``p_regressed <= regressed_level``; None: REGRESSED is
+    decided by the family, :func:`~.sequential.sequential_holm`), BETTER and NOT WORSE
+    (``p <= level``, the look's nominal level), IDENTICAL (``identical``: every difference 0);
+    else INCONCLUSIVE at the ``last`` look and CONTINUE before it (:class:`Code`).
+    Arrays broadcast; returns an int array of codes (index :data:`LOOK_VERDICTS`)."""
+    p_reg, p_nw, p_bt = np.broadcast_arrays(*(np.asarray(p, dtype=float)
+                                              for p in (p_regressed, p_not_worse, p_better)))
+    code = np.full(p_reg.shape, int(Code.CONTINUE))
+    code[p_nw <= level] = Code.NOT_WORSE
+    code[p_bt <= level] = Code.BETTER
+    if regressed_level is not None:
+        code[p_reg <= regressed_level] = Code.REGRESSED
+    code[np.broadcast_to(np.asarray(identical, dtype=bool), code.shape)] = Code.IDENTICAL
+    if last:
+        code[code == Code.CONTINUE] = Code.INCONCLUSIVE
+    return code
 
 
 def holm(p_values: Sequence[float], alpha: float = 0.05) -> HolmResult:

@@ -20,6 +20,7 @@ from ._common import (
     _finite,
     _t_p_greater,
     _t_quantile,
+    fold_ratio,
     resolve_rng,
 )
 from .paired import PairedResult
@@ -384,12 +385,6 @@ def example_pair_rows(task: str, model_a: str, model_b: str, pairs: Sequence[tup
 
 
 # -- k-fold CV cells: the corrected resampled t test wherever a paired test runs -------------
-
-def fold_ratio(k: int) -> float:
-    """``n_test / n_train`` of one fold of ``Task(folds=k)``: 1 test fold, k − 2 training
-    folds (the validation fold trains nothing)."""
-    return 1.0 / (k - 2)
-
 
 def fold_corrected(candidate: ArrayLike, baseline: ArrayLike, *, k: int) -> np.ndarray:
     """Candidate values (n,) on which the *plain* paired t test against ``baseline`` is the

@@ -9,7 +9,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._common import KINDS, _check_choice, _check_level, _t_quantile
+from ._common import KINDS, _check_choice, _check_level, _t_quantile, fold_ratio
 
 
 def _power(ncp: float, df: float, alpha: float, one_sided: bool) -> float:
@@ -235,8 +235,6 @@ def fold_seeds_for_min_effect(sd_diff: float, min_effect: float, *, folds: int,
     for the sd of the mean). It never falls below ``sqrt(ρ)·sd_diff``, so the power of either
     test tends to ``Φ(gap / (sqrt(ρ)·sd) − z)``, not 1: None when that limit is below ``power``
     for either target (no number of seeds decides it; see :func:`fold_min_effect_floor`)."""
-    from .heldout import fold_ratio
-
     a_reg = alpha if alpha_regressed is None else alpha_regressed
     if fold_min_effect_floor(sd_diff, folds=folds, margin=margin, alpha=alpha,
                              alpha_regressed=a_reg, power=power) >= min_effect:
@@ -256,8 +254,6 @@ def fold_min_effect_floor(sd_diff: float, *, folds: int, margin: float = 0.0,
     ``δ = max((z_{1-α} + z_p)·floor, margin + (z_{1-α_reg} + z_p)·floor)`` (normal limit of
     the t). Any δ at or below it is resolved by no number of seeds."""
     from scipy import special
-
-    from .heldout import fold_ratio
 
     a_reg = alpha if alpha_regressed is None else alpha_regressed
     floor = math.sqrt(fold_ratio(folds)) * sd_diff

@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._common import ConfidenceInterval, _check_level, _t_quantile, _t_sf
-from .decisions import Verdict
+from .decisions import Verdict, decide_look, final_verdict
 
 DEFAULT_SUITE_WEIGHT = 0.5  # share of α the suite row gets first in its call's family
 
@@ -125,16 +125,9 @@ def suite_test(diffs: ArrayLike, *, margin: float = 0.0, min_effect: float | Non
     t_reg, t_nw, t_bt = t(-margin), t(-delta), t(margin)
     p_reg = float(_t_sf(-t_reg, n - 1))
     p_nw, p_bt = (float(_t_sf(x, n - 1)) for x in (t_nw, t_bt))
-    if np.all(d == 0):
-        verdict = Verdict.IDENTICAL
-    elif p_reg <= alpha:
-        verdict = Verdict.REGRESSED
-    elif p_bt <= alpha:
-        verdict = Verdict.BETTER
-    elif p_nw <= alpha:
-        verdict = Verdict.NOT_WORSE
-    else:
-        verdict = Verdict.INCONCLUSIVE
+    code = decide_look(p_reg, p_nw, p_bt, level=alpha, regressed_level=alpha, last=True,
+                       identical=bool(np.all(d == 0)))
+    verdict = final_verdict(code)
     return SuiteResult(n=n, n_tasks=n_tasks, mean_diff=mean, sd_diff=sd, se=se, statistic=t_reg,
                        p_value=p_reg, p_not_worse=p_nw, p_better=p_bt, margin=float(margin),
                        min_effect=min_effect, alpha=float(alpha), verdict=verdict)
