@@ -25,6 +25,7 @@ TINY_EPOCHS = 5
 # subprocesses, a trained report): under `-n` all tests of such a file go to one worker, so the
 # fixture is built once instead of once per worker (tests/README.md, "Keeping it fast").
 ONE_WORKER = frozenset({"tests/test_command_task.py", "tests/test_dask.py",
+                        "tests/test_schedule_reruns.py",
                         "tests/test_epoch_selection.py"})
 
 

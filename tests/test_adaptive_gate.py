@@ -148,13 +148,16 @@ def test_the_mde_line_says_it_is_a_fixed_n_tests():
     assert "fixed-n test" not in str(fixed_seeds.value)
 
 
-def test_one_seed_training_saved_is_singular():
-    report = run_adaptive({"toy": lambda root: None}, {"broken": object}, seeds=range(6),
+def test_the_seed_trainings_saved_are_counted_in_words():
+    from pytest_graphnetz.text import seed_trainings
+
+    report = run_adaptive({"toy": lambda root: None}, {"broken": object}, seeds=range(10),
                           min_seeds=5, runner=CountingRunner())
     with pytest.raises(AssertionError) as failure:
-        assert_not_worse(report, _baseline(seeds=range(6), models=("broken",)))
-    assert "(5/6 seeds), 1 seed-training saved against fixed 6" in str(failure.value)
-    assert "adaptive seeds 5..6: 5 seed-trainings, 1 saved" in str(failure.value)
+        assert_not_worse(report, _baseline(seeds=range(10), models=("broken",)))
+    assert "(5/10 seeds), 5 seed-trainings saved against fixed 10" in str(failure.value)
+    assert "adaptive seeds 5..10: 5 seed-trainings, 5 saved" in str(failure.value)
+    assert seed_trainings(1) == "1 seed-training"
 
 
 def test_completing_keeps_the_reports_settings_and_every_task():

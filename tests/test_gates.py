@@ -33,33 +33,38 @@ def make(values, *, seeds=None, models=("GCN",), metric="accuracy", tasks=("kara
                          [(True, 0.85 * 0.05, "91.5%"), (False, 0.05, "90%")],
                          ids=["first-run-of-a-chain", "single-run"])
 def test_regressed_matches_scipy_paired_t(rerun_safe: bool, level: float, label: str) -> None:
-    # Rerun-safe seeds (the default): a fixed-seed run is the first of its chain and spends
+    # On the schedule (the default; its first look here at the run's 8 seeds) look 1 spends
     # ρα = 0.85 × 0.05 (docs/guarantees.md); rerun_safe=False: the run alone, at α.
     cand = BASE - [0.03, 0.01, 0.02, 0.04, 0.0, 0.02, 0.03, 0.01]
     with pytest.raises(AssertionError) as info:
-        assert_not_worse(make(cand), make(BASE), rerun_safe=rerun_safe)
+        assert_not_worse(make(cand), make(BASE), rerun_safe=rerun_safe, first_look=8)
     ref = sps.ttest_rel(cand, BASE, alternative="less")
     # the two-sided (1 − 2·level) interval: its ends are the one-sided bounds the decision uses
     ci = sps.ttest_rel(cand, BASE).confidence_interval(1 - 2 * level)
     msg = str(info.value)
     assert "karate/GCN — accuracy (higher is better): REGRESSED" in msg
     delta = cand.mean() - BASE.mean()
-    assert f"paired Δ {delta:+.4g} ({label} CI [{ci.low:.4g}, {ci.high:.4g}])" in msg
+    look = ", look 1 of 8→…" if rerun_safe else ""
+    assert f"paired Δ {delta:+.4g} ({label}{look} CI [{ci.low:.4g}, {ci.high:.4g}])" in msg
     assert f"p = {ref.pvalue:.2g}" in msg
     assert f"test paired-t, margin 0, min_effect 0.01, alpha {level:.4g}\n" in msg
     assert "over 8 seeds 0-7" in msg and "minimum detectable effect at n=8" in msg
-    assert ("spends ρα = 0.0425 of α = 0.05" in msg) is rerun_safe
+    assert ("look 1 of the schedule 8→…" in msg) is rerun_safe
+    assert ("judged alone at alpha (--graphnetz-single-run" in msg) is not rerun_safe
 
 
-def test_a_first_run_decides_at_the_t_quantile_of_the_level_it_spends() -> None:
-    # One-sided p between ρα = 0.0425 and α = 0.05 (scipy): REGRESSED alone, not as a first run.
+def test_a_first_look_decides_at_the_t_quantile_of_the_level_it_spends() -> None:
+    # One-sided p between ρα = 0.0425 and α = 0.05 (scipy): REGRESSED alone, not at look 1.
     cand = BASE - [0.0, 0.0, 0.0, 0.0, 0.0, 0.01, 0.02, 0.02]
     p = sps.ttest_rel(cand, BASE, alternative="less").pvalue
     assert 0.85 * 0.05 < p < 0.05, p
-    (first,) = assert_not_worse(make(cand), make(BASE))
+    (first,) = assert_not_worse(make(cand), make(BASE), first_look=8)
     assert first.verdict == "INCONCLUSIVE"
     with pytest.raises(AssertionError, match="REGRESSED"):
         assert_not_worse(make(cand), make(BASE), rerun_safe=False)
+    # 8 seeds below the default first look (10) are off the schedule: judged alone at α
+    with pytest.raises(AssertionError, match="judged alone at alpha"):
+        assert_not_worse(make(cand), make(BASE))
 
 
 def test_pairs_by_seed_value_not_position() -> None:
@@ -193,9 +198,9 @@ def test_missing_cell_names_it() -> None:
 def test_observer_supplies_defaults_and_collects_rows() -> None:
     rows: list[dict] = []
     drop = BASE - [0.02, 0.0, 0.01, 0.02, 0.0, 0.01, 0.0, 0.0]   # one-sided p = 0.024
-    with observing(GateObserver(alpha=0.01, strict=False, record=rows.append)):
+    with observing(GateObserver(alpha=0.01, strict=False, record=rows.append, first_look=8)):
         (verdict,) = assert_not_worse(make(drop), make(BASE))
-    # the session's alpha, of which a first run of a rerun chain spends ρ = 0.85
+    # the session's alpha and first look, of which look 1 spends ρ = 0.85
     assert verdict.comparison.alpha == pytest.approx(0.85 * 0.01)
     assert verdict.verdict == "INCONCLUSIVE"
     assert rows == [verdict.row()] and rows[0]["verdict"] == "INCONCLUSIVE"
@@ -271,12 +276,12 @@ def test_drop_below_min_effect_fails_and_says_how_to_accept_it() -> None:
 def test_interval_in_the_table_matches_the_decision() -> None:
     cand = BASE - [0.03, 0.01, 0.02, 0.04, 0.0, 0.02, 0.03, 0.01]
     rows = []
-    with observing(GateObserver(alpha=0.10, strict=False, record=rows.append)), \
-            pytest.raises(AssertionError, match=r"83% CI"):
+    with observing(GateObserver(alpha=0.10, strict=False, record=rows.append, first_look=8)), \
+            pytest.raises(AssertionError, match=r"83%, look 1 of 8→… CI"):
         assert_not_worse(make(cand), make(BASE))
-    # a first run of a rerun chain spends ρα = 0.85 × 0.10: its interval is 1 − 2 × 0.085
+    # look 1 of the schedule spends ρα = 0.85 × 0.10: its interval is 1 − 2 × 0.085
     ci = sps.ttest_rel(cand, BASE).confidence_interval(1 - 2 * 0.085)
-    assert rows[0]["delta"].endswith(f"[{ci.low:.4g}, {ci.high:.4g}] (83%)")
+    assert rows[0]["delta"].endswith(f"[{ci.low:.4g}, {ci.high:.4g}] (83%, look 1 of 8→…)")
 
 
 def test_seeds_the_baseline_lacks_are_named_with_the_refresh_command(tmp_path) -> None:

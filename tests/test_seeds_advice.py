@@ -1,7 +1,7 @@
-"""Issue 21, item 5: an INCONCLUSIVE cell's plan is computed for the design it recommends
-(adaptive seeds: the sequential boundaries of MIN..MAX, not a fixed t test at MAX), and a k-fold
-cell that no seed count can resolve says so and what would. Reports come from arrays and a
-scripted runner: no training."""
+"""An INCONCLUSIVE cell's advice is the next look of the schedule it walks, planned for that
+design given that the cell is still open (stats.sequential.advise_next_look), in fixed and
+adaptive runs alike; a k-fold cell that no seed count can resolve says so and what would.
+Reports come from arrays and a scripted runner: no training."""
 
 from __future__ import annotations
 
@@ -14,45 +14,39 @@ from pytest_graphnetz import BenchmarkReport
 from pytest_graphnetz.adaptive import run_adaptive
 from pytest_graphnetz.gates import compare_reports, compare_schedule
 from pytest_graphnetz.stats import Verdict
-from pytest_graphnetz.stats.planning import (
-    fold_min_effect_floor,
-    fold_seeds_for_min_effect,
-    seeds_for_min_effect,
-)
-from pytest_graphnetz.stats.sequential import (
-    run_schedule,
-    sequential_design,
-    sequential_seeds_for_min_effect,
-)
+from pytest_graphnetz.stats.boundaries import design
+from pytest_graphnetz.stats.planning import fold_min_effect_floor, fold_seeds_for_min_effect
+from pytest_graphnetz.stats.sequential import advise_next_look, run_schedule
 
-PATHS = 40_000   # Monte-Carlo sd of a chance near 0.8: 0.002
+PATHS = 20_000
 
 
-def _delivered(sd, delta, design, margin=0.0, seed=12_345):
-    """P(no change reads NOT WORSE/BETTER), P(a drop of δ reads REGRESSED) under ``design``,
-    simulated here from a fixed rng the planner does not use."""
-    Z = np.random.default_rng(seed).normal(0.0, sd, size=(PATHS, design.max_seeds))
-    null, _ = run_schedule(Z, design, margin=margin, min_effect=delta)
-    drop, _ = run_schedule(Z - delta, design, margin=margin, min_effect=delta)
-    return (float(np.isin(null, [Verdict.NOT_WORSE, Verdict.BETTER]).mean()),
-            float(np.mean(drop == Verdict.REGRESSED)))
+@pytest.mark.parametrize("sd", [0.008, 0.02, 0.04])
+def test_the_advised_look_delivers_the_power_given_the_cell_was_open(sd):
+    """With the sd known (a huge ``n_observed``), the advised look is the smallest later look
+    of the schedule at which cells INCONCLUSIVE at 10 seeds, continued on the same raw normal
+    differences (an rng the planner does not use, decided by run_schedule), read no change as
+    NOT WORSE/BETTER and a drop of δ as REGRESSED with probability 0.8 each. (What the advice
+    delivers from each cell's own observed sd: benchmarks/advice_check.py.)"""
+    n = advise_next_look(sd, 10**9, 0.01, first=10, taken=10)
+    assert n is not None and n > 10
+    full = design(10, n)
+    rng = np.random.default_rng(99)
 
+    def delivered(upto: int) -> float:
+        rates = []
+        for shift, hits in ((0.0, (Verdict.NOT_WORSE, Verdict.BETTER)),
+                            (-0.01, (Verdict.REGRESSED,))):
+            Z = shift + sd * rng.standard_normal((PATHS, upto))
+            verdict, used = run_schedule(Z, full.upto(upto), min_effect=0.01)
+            open_ = used > 10   # INCONCLUSIVE at the first look
+            rates.append(float(np.isin(verdict[open_], hits).mean()))
+        return min(rates)
 
-@pytest.mark.parametrize("sd, delta, margin, lo", [
-    (0.0195, 0.01, 0.0, 5),   # issue 21: fixed plan 34, and 5..34 delivered 0.61 / 0.61
-    (0.01, 0.02, 0.01, 5),
-    (0.03, 0.02, 0.0, 3),
-])
-def test_the_adaptive_plan_delivers_the_power_under_the_design_it_recommends(sd, delta, margin,
-                                                                            lo):
-    fixed = seeds_for_min_effect(sd, delta, margin=margin)
-    hi = sequential_seeds_for_min_effect(sd, delta, min_seeds=lo, start=fixed, margin=margin)
-    tol = 3 * math.sqrt(0.8 * 0.2 / PATHS)   # Monte-Carlo error of this check, not a slack
-    assert min(_delivered(sd, delta, sequential_design(lo, hi), margin)) >= 0.8 - tol
-    # the smallest such MAX: one seed fewer falls short on a target
-    assert min(_delivered(sd, delta, sequential_design(lo, hi - 1), margin)) < 0.8 + tol
-    # and the fixed-n plan run as lo..fixed falls short (the bug the plan fixes)
-    assert min(_delivered(sd, delta, sequential_design(lo, fixed), margin)) < 0.8 - tol
+    tol = 3 * math.sqrt(0.8 * 0.2 / (PATHS * 0.3))   # Monte-Carlo error of this check
+    assert delivered(n) >= 0.8 - tol
+    if n > 20:   # the look before falls short: the advice is the smallest that delivers
+        assert delivered(n // 2) < 0.8 + tol
 
 
 class Scripted:
@@ -66,7 +60,7 @@ class Scripted:
                                            seeds=seeds, metric="accuracy")
 
 
-def test_an_adaptive_inconclusive_cell_recommends_the_max_its_design_needs():
+def test_an_inconclusive_cell_advises_the_same_next_look_fixed_or_adaptive():
     rng = np.random.default_rng(3)
     hi = 20
     d = rng.normal(0.0, 0.02, hi)
@@ -79,11 +73,17 @@ def test_an_adaptive_inconclusive_cell_recommends_the_max_its_design_needs():
     (v,) = compare_schedule(report, base_report)
     assert v.verdict == "INCONCLUSIVE"
     c = v.comparison
-    fixed = seeds_for_min_effect(c.sd_diff, 0.01)
-    planned = sequential_seeds_for_min_effect(c.sd_diff, 0.01, min_seeds=5, start=fixed)
-    assert planned > fixed   # the sequential design needs more than the fixed test's plan
+    planned = advise_next_look(c.sd_diff, 20, 0.01, first=5, taken=20)
+    assert planned is not None and planned > 20 and math.log2(planned / 5).is_integer()
     assert c.seeds_needed == planned
     assert f"--graphnetz-seeds=5..{planned}" in v.message()
+    # the same cell in a run that holds its 20 seeds walks the same looks: the same advice
+    fixed_cand = BenchmarkReport.from_arrays([[[cand["GCN"][s] for s in range(hi)]]],
+                                             tasks=["toy"], models=["GCN"], seeds=range(hi),
+                                             metric="accuracy")
+    (f,) = compare_reports(fixed_cand, base_report, first_look=5)
+    assert f.verdict == "INCONCLUSIVE" and f.comparison.seeds_needed == planned
+    assert f"--graphnetz-seeds={planned}" in f.message()
 
 
 def _fold_reports(d, k):

@@ -36,7 +36,8 @@ def assert_not_worse(report: BenchmarkReport, baseline: BaselineLike, *, test: s
                      alpha: float | None = None, strict: bool | None = None,
                      rng: Any = None, suite: bool = False,
                      suite_min_effect: float | None = None,
-                     rerun_safe: bool | None = None) -> list[CellVerdict]:
+                     rerun_safe: bool | None = None,
+                     first_look: int | None = None) -> list[CellVerdict]:
     """Fail on paired evidence that ``report`` is worse than ``baseline`` by more than ``margin``.
 
     Per cell, d = candidate − baseline (sign flipped for lower-is-better metrics), the first of:
@@ -67,14 +68,16 @@ def assert_not_worse(report: BenchmarkReport, baseline: BaselineLike, *, test: s
     reports the first crossing, so a rerun with more seeds (the advice after INCONCLUSIVE)
     keeps every error rate however often it is taken (docs/guarantees.md). Paired t cells
     without folds, in calls without a suite row. False: each run is judged alone at ``alpha``
-    (for a team that never reruns).
+    (for a team that never reruns). ``first_look``: the schedule's first look in seeds
+    (default: the session's, from the project's configured ``graphnetz_seeds``; 10 outside
+    pytest); keep it fixed across runs, or a rerun is not a later look of the same schedule.
     Returns one :class:`CellVerdict` per candidate cell, then one per suite row.
     """
     __tracebackhide__ = True
     return _comparison_gate("not_worse", report, baseline, test=test, margin=margin,
                             min_effect=min_effect, alpha=alpha, strict=strict, rng=rng,
                             suite=suite, suite_min_effect=suite_min_effect,
-                            rerun_safe=rerun_safe)
+                            rerun_safe=rerun_safe, first_look=first_look)
 
 
 def assert_better(report: BenchmarkReport, baseline: BaselineLike, *, test: str = "paired",
@@ -145,7 +148,8 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
                      margin: float, alpha: float | None, strict: bool | None,
                      rng: Any, min_effect: float | None = None, suite: bool = False,
                      suite_min_effect: float | None = None,
-                     rerun_safe: bool | None = None) -> list[CellVerdict]:
+                     rerun_safe: bool | None = None,
+                     first_look: int | None = None) -> list[CellVerdict]:
     # Hidden from pytest's traceback (as are the helpers below): a failing gate shows the test's
     # own line and the verdict message, not the plugin's frames and their locals.
     __tracebackhide__ = True
@@ -156,6 +160,8 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
         min_effect = observer.min_effect
     if rerun_safe is None:
         rerun_safe = observer.rerun_safe if observer is not None else True
+    if first_look is None and observer is not None:
+        first_look = observer.first_look
     if isinstance(report, Schedule):
         # Saved once the seeds it is judged on are trained (below); from this gate's extensions.
         since = len(report.extensions)
@@ -189,9 +195,7 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
                                        min_effect=min_effect, alpha=alpha, strict=strict,
                                        source=source, rng=rng, refresh_command=command,
                                        suite=suite, suite_min_effect=suite_min_effect,
-                                       rerun_safe=rerun_safe,
-                                       first_look=(observer.first_look if observer is not None
-                                                   else None))
+                                       rerun_safe=rerun_safe, first_look=first_look)
             header = f"{_TITLE[gate]} against {source} ({_config(verdicts, alpha=alpha)})"
     except AssertionError:
         raise  # a refused refresh: its rows are recorded already

@@ -144,7 +144,9 @@ def _walk(at: Callable[[int, int, np.ndarray], _LookStats], rows: int, design: D
           margin: float, min_effect: float | None, regressed_alpha: float | None, upto: int,
           first: int = 0) -> tuple[np.ndarray, np.ndarray, tuple]:
     """The one loop over looks, whatever holds the data: ``at(k, n, open_)`` gives the open
-    rows' statistics at look ``k`` (``n`` seeds). Each look decides through
+    rows' statistics at look ``k`` (``n`` seeds), for the looks from index ``first`` up to
+    ``upto`` seeds; a row still open at the design's last look is INCONCLUSIVE, before it
+    CONTINUE. Each look decides through
     :func:`~.decisions.decide_look` on the t statistics' one-sided p-values. Returns per row
     its code, the seeds used, and its statistics at its last look (mean, sd, se, c,
     c_regressed, t_regressed, t_not_worse, t_better)."""
@@ -159,10 +161,11 @@ def _walk(at: Callable[[int, int, np.ndarray], _LookStats], rows: int, design: D
     code = np.full(rows, int(Code.CONTINUE))
     n_used = np.zeros(rows, dtype=int)
     stats = tuple(np.full(rows, np.nan) for _ in range(8))
-    last = sum(1 for n in design.looks if n <= upto) - 1
-    if last < first:
+    upto_k = sum(1 for n in design.looks if n <= upto) - 1
+    if upto_k < first:
         raise ValueError(f"{upto} seeds reach no look of {design.looks} from look {first + 1}")
-    for k in range(first, last + 1):
+    last = len(design.looks) - 1   # a cell still open there is INCONCLUSIVE
+    for k in range(first, upto_k + 1):
         open_ = code == Code.CONTINUE
         if not open_.any():
             break
