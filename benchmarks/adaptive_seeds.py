@@ -1,5 +1,7 @@
-"""Adaptive seeds (issue 12): error rates, detection and expected seed-trainings per cell of the
-group-sequential design ``5..20`` against fixed 10 and fixed 20 seeds, same α and δ = 1 point.
+"""Adaptive seeds (issues 12, 32): error rates, detection and expected seed-trainings per cell of
+the adaptive design ``5..20`` (the one schedule: looks 5, 10, 20, open-ended spending
+α(n) = α(1 − (1 − ρ)·5/n), ``stats.boundaries.design``) against fixed 10 and fixed 20 seeds, same
+α and δ = 1 point. Every decision is ``run_schedule``'s (the gate's decision kernel).
 
 Three kinds of paired differences d = candidate − baseline (accuracy, + = better):
 
@@ -46,29 +48,29 @@ EPOCHS = "final"
 
 @dataclass(frozen=True)
 class Design:
-    """A row of the tables: a name and the sequential design behind it (fixed = one look)."""
+    """A row of the tables: a name and the design behind it (fixed: one look judged at α)."""
 
     name: str
     min_seeds: int
     max_seeds: int
-    gamma: float = 4.0
-    lean: float | None = 1.5  # the library's DEFAULT_LEAN
+    rho: float = 0.85   # the library's DEFAULT_RHO
 
     def build(self):
-        from pytest_graphnetz.stats.sequential import sequential_design
+        from pytest_graphnetz.stats.boundaries import design, single_look
 
-        return sequential_design(self.min_seeds, self.max_seeds, alpha=ALPHA, gamma=self.gamma,
-                                 lean=self.lean)
+        if self.min_seeds == self.max_seeds:
+            return single_look(self.max_seeds, alpha=ALPHA)
+        return design(self.min_seeds, self.max_seeds, alpha=ALPHA, rho=self.rho)
 
 
 DESIGNS = (
-    Design("adaptive 5..20 (HSD γ=4, lean 1.5: default)", MIN_SEEDS, MAX_SEEDS, 4.0),
-    Design("adaptive 5..20 (HSD γ=4, no lean rule)", MIN_SEEDS, MAX_SEEDS, 4.0, None),
-    Design("adaptive 5..20 (HSD γ=1, ≈ Pocock)", MIN_SEEDS, MAX_SEEDS, 1.0),
-    Design("adaptive 5..20 (HSD γ=−4, ≈ O'Brien–Fleming)", MIN_SEEDS, MAX_SEEDS, -4.0),
+    Design("adaptive 5..20 (ρ = 0.85: default)", MIN_SEEDS, MAX_SEEDS),
+    Design("adaptive 5..20 (ρ = 0.7)", MIN_SEEDS, MAX_SEEDS, 0.7),
+    Design("adaptive 5..20 (ρ = 0.95)", MIN_SEEDS, MAX_SEEDS, 0.95),
     Design("fixed 10", 10, 10),
     Design("fixed 20", 20, 20),
 )
+PREVIOUS_SEEDS = 7.56   # main 0dfd858's figure (HSD γ = 4, lean 1.5), resampled block model
 
 
 # -- the pool ---------------------------------------------------------------------------------
@@ -199,83 +201,6 @@ def power_rows(diffs: Mapping[str, np.ndarray], designs, rng, trials: int,
     return rows, mean_seeds
 
 
-# -- the design frontier: one spending parameter per boundary ---------------------------------
-
-FRONTIER_GAMMAS = (4.0, 2.0, 0.0, -2.0, -4.0)  # Hwang–Shih–DeCani γ: early spending → late
-
-
-def split_schedule(D: np.ndarray, regressed, not_worse) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`~pytest_graphnetz.stats.sequential.run_schedule` with one design for REGRESSED and
-    BETTER and another for NOT WORSE (same looks, NOT WORSE's lean rule; margin 0, δ = DELTA):
-    per row the verdict code
-    (0 open at MAX, 1 REGRESSED, 2 NOT WORSE, 3 BETTER, 4 IDENTICAL: all zero at the first
-    look) and the seeds used. Every boundary stays
-    non-binding, so each keeps its own α whatever the other's spending. ``main`` checks it
-    against ``run_schedule`` where the two designs are one."""
-    code = np.zeros(len(D), dtype=int)
-    n_used = np.zeros(len(D), dtype=int)
-    for k, n in enumerate(regressed.looks):
-        open_ = code == 0
-        X = D[open_, :n]
-        mean, se = X.mean(axis=1), X.std(axis=1, ddof=1) / math.sqrt(n)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            safe = (mean + DELTA) / se >= not_worse.critical[k]
-            if not_worse.lean is not None and k < len(regressed.looks) - 1:
-                safe &= (mean + MARGIN) / se > -not_worse.lean
-            new = np.where(safe, 2, 0)
-            new = np.where((mean - MARGIN) / se >= regressed.critical[k], 3, new)
-            new = np.where((mean + MARGIN) / se <= -regressed.critical[k], 1, new)
-        if k == 0:
-            new = np.where(np.all(X == 0, axis=1), 4, new)
-        code[open_] = new
-        n_used[open_] = n
-    return code, n_used
-
-
-def check_split_schedule(D: np.ndarray) -> None:
-    """The frontier's own loop decides exactly as the library where both designs are one."""
-    from pytest_graphnetz.stats import Verdict
-    from pytest_graphnetz.stats.sequential import run_schedule, sequential_design
-
-    design = sequential_design(MIN_SEEDS, MAX_SEEDS, alpha=ALPHA)
-    verdicts, n_lib = run_schedule(D, design, margin=MARGIN, min_effect=DELTA)
-    code, n_own = split_schedule(D, design, design)
-    names = {0: Verdict.INCONCLUSIVE, 1: Verdict.REGRESSED, 2: Verdict.NOT_WORSE,
-             3: Verdict.BETTER, 4: Verdict.IDENTICAL}
-    if not (np.array_equal(n_lib, n_own)
-            and all(names[c] == v for c, v in zip(code, verdicts, strict=True))):
-        raise AssertionError("split_schedule disagrees with run_schedule")
-
-
-def frontier_rows(diffs: Mapping[str, np.ndarray], rng, trials: int) -> list[list[str]]:
-    """Per (γ of REGRESSED/BETTER, γ of NOT WORSE), on resampled real differences at the true
-    effects: mean seeds per cell over the candidates (÷ fixed 20), the REGRESSED rate of each
-    regression and P(NOT WORSE | Δ = −δ) pooled over the shapes."""
-    from pytest_graphnetz.stats.sequential import sequential_design
-
-    data = {name: draws("resampled", d, rng, trials) for name, d in diffs.items()}
-    null = {name: draws("resampled", d, rng, trials, -DELTA) for name, d in diffs.items()}
-    check_split_schedule(np.concatenate(list(data.values())))
-    regressions = [name for name, d in diffs.items() if np.mean(d) < -DELTA / 2]
-    rows = []
-    for g_reg in FRONTIER_GAMMAS:
-        for g_nw in (4.0, 0.0, -4.0):
-            reg = sequential_design(MIN_SEEDS, MAX_SEEDS, alpha=ALPHA, gamma=g_reg)
-            nw = sequential_design(MIN_SEEDS, MAX_SEEDS, alpha=ALPHA, gamma=g_nw)
-            seeds, detect = [], []
-            for name, D in data.items():
-                code, n_used = split_schedule(D, reg, nw)
-                seeds.append(n_used.mean())
-                if name in regressions:
-                    detect.append(f"{100 * np.mean(code == 1):.2f}%")
-            wrong = sum(int(np.sum(split_schedule(D, reg, nw)[0] == 2)) for D in null.values())
-            mean_seeds = float(np.mean(seeds))
-            rows.append([f"{g_reg:+g}", f"{g_nw:+g}", f"{mean_seeds:.2f}",
-                         f"{mean_seeds / MAX_SEEDS:.3f}", *detect,
-                         wilson(wrong, trials * len(null))])
-    return rows
-
-
 def section(task: str, pool: Mapping[str, np.ndarray], trials: int, seed: int) -> str:
     from pytest_graphnetz.text import markdown_table
 
@@ -297,7 +222,7 @@ def section(task: str, pool: Mapping[str, np.ndarray], trials: int, seed: int) -
     lines += ["", "Per noise shape (resampled real differences, re-centred):", ""]
     lines.append(markdown_table(
         ["shape of", "sd (pt)", "skew", "design", "P(REGRESSED | −margin)", "P(NOT WORSE | −δ)"],
-        per_shape_rows(diffs, designs[:2] + designs[4:], rng, trials)))
+        per_shape_rows(diffs, designs[:1] + designs[3:], rng, trials)))
     zeros = float(np.mean(np.concatenate(list(diffs.values())) == 0))
     if zeros > 0.25:
         lines += ["", f"Caution: {100 * zeros:.0f}% of this pool's paired differences are "
@@ -322,15 +247,12 @@ def section(task: str, pool: Mapping[str, np.ndarray], trials: int, seed: int) -
               ""]
     lines.append(markdown_table(["differences", "seeds per cell", "÷ fixed 20", "÷ fixed 10"],
                                 ratios))
-    regressions = [name for name, d in diffs.items() if np.mean(d) < -DELTA / 2]
-    lines += ["", "### The frontier: one Hwang–Shih–DeCani γ for REGRESSED and BETTER, another "
-              f"for NOT WORSE, lean rule 1.5 (resampled real differences, {trials} trials per "
-              "candidate; detection = REGRESSED rate at the true effect)", ""]
-    lines.append(markdown_table(
-        ["γ REGRESSED", "γ NOT WORSE", "seeds per cell", "÷ fixed 20",
-         *(f"detects {name} ({np.mean(diffs[name]) / DELTA:+.2f})" for name in regressions),
-         "P(NOT WORSE | Δ = −δ)"],
-        frontier_rows(diffs, rng, trials)))
+    resampled = float(ratios[2][1])
+    lines += [] if task != "csbm_homophilous" else [
+              "", f"Against the previous design's figure ({PREVIOUS_SEEDS} seeds per cell, "
+              "resampled, main 0dfd858): "
+              f"{resampled:.2f} — {'≤' if resampled <= PREVIOUS_SEEDS else 'MORE THAN'} "
+              f"{PREVIOUS_SEEDS}."]
     return "\n".join(lines)
 
 
