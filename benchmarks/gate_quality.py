@@ -305,10 +305,11 @@ def design_verdicts(candidate: np.ndarray, baseline: np.ndarray,
     ``assert_not_worse``'s design ``min_seeds..max_seeds`` (paired t, margin 0, δ = ``MIN_EFFECT``,
     α) and the candidate seeds it trained. Returns a :class:`Verdict` object array and an int
     array, both shape [trials]."""
-    from pytest_graphnetz.stats.sequential import run_schedule, sequential_design
+    from pytest_graphnetz.stats.boundaries import design as schedule_design
+    from pytest_graphnetz.stats.sequential import run_schedule
 
     D = np.stack([candidate[idx] - baseline[idx] for idx in trials])
-    design = sequential_design(min_seeds, max_seeds, alpha=ALPHA)
+    design = schedule_design(min_seeds, max_seeds, alpha=ALPHA)
     return run_schedule(D, design, margin=0.0, min_effect=MIN_EFFECT)
 
 

@@ -237,7 +237,8 @@ def test_gate(graphnetz_run, graphnetz_baseline):
 
 def test_graphnetz_calibrate_writes_beside_the_baseline_and_the_gate_warns(pytester):
     pytester.makepyfile(test_toy=PROJECT)
-    common = ["-p", "no:cacheprovider", "--graphnetz-seeds=4", "--graphnetz-device=cpu",
+    # the project declares its schedule's first look at 4 seeds (the ini key)
+    common = ["-p", "no:cacheprovider", "-o", "graphnetz_seeds=4", "--graphnetz-device=cpu",
               "-p", "no:randomly"]
     pytester.runpytest_inprocess(*common, "--graphnetz-update-baselines").assert_outcomes(
         passed=1)
@@ -257,10 +258,10 @@ def test_graphnetz_calibrate_writes_beside_the_baseline_and_the_gate_warns(pytes
     fine = cell.sd_paired / 100
     out = pytester.runpytest_inprocess(*common, f"--graphnetz-min-effect={fine:.3g}")
     out.assert_outcomes(passed=1)
-    # planned at the level the run decides at: a rerun-safe first run spends ρα (0.0425)
-    from pytest_graphnetz.stats.rerun import rerun_spending
+    # planned at the level the run decides at: the schedule's first look spends ρα (0.0425)
+    from pytest_graphnetz.stats.boundaries import spending
 
-    first = rerun_spending(4, 4, alpha=0.05)
+    first = spending(4, 4, alpha=0.05)
     assert first == pytest.approx(0.0425)
     assert cal.alpha == pytest.approx(first)   # the table's "seeds δ needs" is planned there too
     needed = cal.seeds_needed(("toy", "Net"), float(f"{fine:.3g}"), alpha=first)

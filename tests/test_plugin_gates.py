@@ -89,6 +89,8 @@ SEEDS = "--graphnetz-seeds=4"
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makepyfile(toy=TOY.format(hidden=16, lr=0.05), test_model=GATE_TEST)
+    # the project declares its schedule: first look at its 4 seeds (look 1 spends ρα)
+    pytester.makeini("[pytest]\ngraphnetz_seeds = 4\n")
     return pytester
 
 
@@ -150,9 +152,10 @@ def test_worse_model_fails_as_regressed_with_paired_evidence(project: pytest.Pyt
     for evidence in (r"toy/GCN — accuracy \(higher is better\): REGRESSED",
                      r"baseline  0\.\d+ \[0\.\d+, [01]\.\d+\] \(t 95% CI, n=4\)",
                      r"candidate 0\.\d+ \[0\.\d+, [01]\.\d+\] \(t 95% CI, n=4\)",
-                     # the interval matches the one-sided decision (a first run of a rerun
-                     # chain: ρα = 0.85 × 0.05, so 91.5%): it excludes 0
-                     r"paired Δ -0\.\d+ \(91\.5% CI \[-0\.\d+, -0\.\d+\]\) over 4 seeds 0-3; "
+                     # the interval matches the one-sided decision (look 1 of the schedule:
+                     # ρα = 0.85 × 0.05, so 91.5%): it excludes 0
+                     r"paired Δ -0\.\d+ \(91\.5%, look 1 of 4→… CI \[-0\.\d+, -0\.\d+\]\) "
+                     r"over 4 seeds 0-3; "
                      r"p = 0\.0\d+; test paired-t, margin 0, min_effect 0\.01, alpha 0\.0425",
                      r"minimum detectable effect at n=4: 0\.\d+"):
         assert re.search(evidence, out), evidence
@@ -346,16 +349,17 @@ def test_verdicts_in_a_session_default_min_effect(pytester: pytest.Pytester) -> 
     assert "NOT WORSE" in _row(out, "test_wobble")
     assert "BETTER: refresh baseline" in _row(out, "test_gain")
     assert "REGRESSED" in _row(out, "test_small_drop")
-    # a first run of a rerun chain decides at ρα = 0.85 × 0.05: its interval is 91.5%
-    assert all("(91.5%)" in _row(out, t) for t in ("test_wobble", "test_gain", "test_small_drop"))
+    # look 1 of the schedule decides at ρα = 0.85 × 0.05: its interval is 91.5%
+    assert all("(91.5%, look 1 of 10→…)" in _row(out, t)
+               for t in ("test_wobble", "test_gain", "test_small_drop"))
     result.stdout.fnmatch_lines([
         "*karate/GCN — accuracy (higher is better): REGRESSED",
-        "*paired Δ -0.0029* (91.5% CI [[]*]) over 10 seeds 0-9; p = *; test paired-t, margin 0, "
-        "min_effect 0.01, alpha 0.0425",
+        "*paired Δ -0.0029* (91.5%, look 1 of 10→… CI [[]*]) over 10 seeds 0-9; p = *; test "
+        "paired-t, margin 0, min_effect 0.01, alpha 0.0425",
         "*the drop is significant but smaller than min_effect 0.01 *accept it with margin=0.00*",
     ])
     markdown = (pytester.path / "gates.md").read_text()
-    assert "| BETTER: refresh baseline |" in markdown and "(91.5%)" in markdown
+    assert "| BETTER: refresh baseline |" in markdown and "(91.5%, look 1 of 10→…)" in markdown
 
 
 @pytest.mark.parametrize("how", ["option", "ini"])

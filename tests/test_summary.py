@@ -268,12 +268,13 @@ def test_json_and_junit_carry_the_numbers(pytester: pytest.Pytester) -> None:
 def test_regressed():
     assert_not_worse(report(BASE + DROPS), report(BASE))
 """)
+    # the project declares its schedule's first look at its 6 seeds
     result = pytester.runpytest("-p", "no:cacheprovider", "--graphnetz-json=v.json",
-                                "--junitxml=junit.xml")
+                                "--junitxml=junit.xml", "-o", "graphnetz_seeds=6")
     result.assert_outcomes(failed=1)
     d = DROPS                                                     # candidate − baseline
     ref = sps.ttest_1samp(d, 0.0, alternative="less")             # H1: mean d < −margin (0)
-    # a rerun-safe first run spends rho * alpha = 0.85 * 0.05 (docs/guarantees.md): the row's
+    # look 1 of the schedule spends rho * alpha = 0.85 * 0.05 (docs/guarantees.md): the row's
     # interval is the two-sided 1 - 2 * 0.0425 one and its alpha the level spent
     ci = sps.ttest_1samp(d, 0.0).confidence_interval(1 - 2 * 0.0425)
     (data,) = json.loads((pytester.path / "v.json").read_text())["rows"]

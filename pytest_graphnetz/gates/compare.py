@@ -5,7 +5,6 @@ not-worse cells on the one decision path (:func:`~.cells.decide_cells`)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Protocol, runtime_checkable
@@ -183,10 +182,10 @@ def compare_schedule(report: BenchmarkReport, baseline: BenchmarkReport, *, marg
     training its next look's seeds only while open; what :func:`compare_reports` is for a run
     that holds its seeds. The schedule is the one every run walks, its first look at MIN.
 
-    Per cell the seeds are the planned seeds the baseline has (finite), in planned order, up
-    to the first one it lacks; a baseline with fewer than MAX of them cuts the cell's looks
-    there (a note names the refresh that completes it, and the table's Note says the cell was
-    capped). ``report`` is a :class:`Schedule` (an adaptive report).
+    Per cell the seeds are the planned seeds the baseline has, in planned order, up to the
+    first one it lacks (a diverged baseline seed is excluded from the test with a note); a
+    baseline with fewer than MAX of them cuts the cell's looks there (a note names the refresh
+    that completes it, and the table's Note says the cell was capped). ``report`` is a :class:`Schedule` (an adaptive report).
     """
     __tracebackhide__ = True
     if not isinstance(report, Schedule):
@@ -204,13 +203,14 @@ def compare_schedule(report: BenchmarkReport, baseline: BenchmarkReport, *, marg
             held = {s: float(v) for s, v in zip(baseline.seeds, baseline.values(task, model),
                                                 strict=True)}
             seeds = list(report.planned_seeds)
-            pairs = next((i for i, s in enumerate(seeds)
-                          if not math.isfinite(held.get(s, math.nan))), len(seeds))
+            # the planned seeds the baseline holds, up to the first it lacks (one it holds as
+            # diverged is excluded from the test by compare, with a note, as in a fixed run)
+            pairs = next((i for i, s in enumerate(seeds) if s not in held), len(seeds))
             if pairs < report.min_seeds:
                 raise GateRefusal(
-                    f"{task}/{model}: {source} pairs the first {pairs} of the planned seeds "
-                    f"{list(report.planned_seeds)} (it has seeds {list(baseline.seeds)}, "
-                    f"diverged ones excluded); the first look needs {report.min_seeds}. Refresh "
+                    f"{task}/{model}: {source} holds the first {pairs} of the planned seeds "
+                    f"{list(report.planned_seeds)} (it has seeds {list(baseline.seeds)}); the "
+                    f"first look needs {report.min_seeds}. Refresh "
                     f"the baseline with --graphnetz-seeds={report.seeds_option}.")
             cell_design = design(report.min_seeds, min(pairs, report.max_seeds), alpha=alpha)
             seeds = seeds[:cell_design.max_seeds]

@@ -41,8 +41,11 @@ def graphnetz_run(request: pytest.FixtureRequest) -> Iterator[Callable[..., Benc
 
         kwargs.setdefault("seeds", settings.seeds)
         report = session.run(request.node, tasks, models, **kwargs)
-        # Planned at the level the gate's first look decides at: ρα on the schedule.
-        level = DEFAULT_RHO * settings.alpha if settings.rerun_safe else settings.alpha
+        # Planned at the level the gate decides at: ρα at the schedule's first look, α for a
+        # run judged alone (off the schedule: its seeds do not hold the first look).
+        on_schedule = settings.rerun_safe and set(range(settings.first_look)) <= set(
+            kwargs["seeds"])
+        level = DEFAULT_RHO * settings.alpha if on_schedule else settings.alpha
         calibration = calibrate(
             tasks, models, baseline=report, alpha=level,
             runner=lambda t, m, **more: session.run(request.node, t, m, **more), **kwargs)
