@@ -306,10 +306,13 @@ def design_verdicts(candidate: np.ndarray, baseline: np.ndarray,
     α) and the candidate seeds it trained. Returns a :class:`Verdict` object array and an int
     array, both shape [trials]."""
     from pytest_graphnetz.stats.boundaries import design as schedule_design
+    from pytest_graphnetz.stats.boundaries import single_look
     from pytest_graphnetz.stats.sequential import run_schedule
 
     D = np.stack([candidate[idx] - baseline[idx] for idx in trials])
-    design = schedule_design(min_seeds, max_seeds, alpha=ALPHA)
+    # a fixed design (MIN = MAX) is a run judged alone at α, the figures' reference
+    design = (single_look(max_seeds, alpha=ALPHA) if min_seeds == max_seeds
+              else schedule_design(min_seeds, max_seeds, alpha=ALPHA))
     return run_schedule(D, design, margin=0.0, min_effect=MIN_EFFECT)
 
 

@@ -185,7 +185,8 @@ def compare_schedule(report: BenchmarkReport, baseline: BenchmarkReport, *, marg
     Per cell the seeds are the planned seeds the baseline has, in planned order, up to the
     first one it lacks (a diverged baseline seed is excluded from the test with a note); a
     baseline with fewer than MAX of them cuts the cell's looks there (a note names the refresh
-    that completes it, and the table's Note says the cell was capped). ``report`` is a :class:`Schedule` (an adaptive report).
+    that completes it, and the table's Note says the cell was capped). ``report`` is a
+    :class:`Schedule` (an adaptive report).
     """
     __tracebackhide__ = True
     if not isinstance(report, Schedule):
