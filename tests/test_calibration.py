@@ -17,9 +17,9 @@ import pytest_graphnetz.runner  # noqa: E402,F401
 import pytest_graphnetz.training.node  # noqa: E402,F401
 from pytest_graphnetz import BenchmarkReport, Task, run_benchmark  # noqa: E402
 from pytest_graphnetz.calibration import (  # noqa: E402
+    SCHEMA,
     Calibration,
     CalibrationError,
-    SCHEMA,
     CellCalibration,
     calibrate,
     calibrate_reports,
@@ -288,7 +288,7 @@ def test_the_calibrate_command_is_pytest_with_the_calibrate_flag(monkeypatch):
                       "--graphnetz-calibrate"]]
 
 
-# -- a broken calibration file: advice, so it never decides nor breaks a gate -------------------------------------
+# -- a broken calibration file: advice, so it never decides nor breaks a gate ----------------------
 
 CALIBRATED_GATE = """
 import numpy as np

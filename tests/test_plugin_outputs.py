@@ -5,6 +5,9 @@ sessions (pytester).
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 # In-process pytester runs drop modules first imported inside them, and scipy's extensions do
@@ -84,6 +87,9 @@ def test_outputs_that_fail_after_the_start_warn_and_keep_the_verdict(
 
 def test_the_test_column_keeps_a_slash_inside_a_parameter_id(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_ids="""
+import os
+from pathlib import Path
+
 import pytest
 from pytest_graphnetz import BenchmarkReport, assert_not_worse
 
@@ -97,3 +103,77 @@ def test_p(variant):
     result = pytester.runpytest()
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["test_ids.py::test_p[[]a/b[]]*karate/GCN*IDENTICAL*"])
+
+
+# -- planted output paths: nothing hangs, nothing is written through a link ----------------------
+
+OUTPUTS = ("json", "summary", "comment")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+@pytest.mark.parametrize("option", OUTPUTS)
+def test_a_fifo_at_an_output_path_is_a_usage_error_not_a_hang(
+        pytester: pytest.Pytester, option: str) -> None:
+    pytester.makepyfile(PASSING.format(blocked=[]))
+    os.mkfifo(pytester.path / "out")
+    # (a fresh interpreter with a timeout: the old code blocked in open() for good)
+    result = pytester.runpytest_subprocess(f"--graphnetz-{option}=out", timeout=60)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        f"ERROR: graphnetz: `--graphnetz-{option}` cannot be written: out is not a regular "
+        "file (a FIFO, a device or a socket; writing to it could block the session); name a "
+        "writable path"])
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+def test_a_fifo_as_the_step_summary_is_one_warning_not_a_hang(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(PASSING.format(blocked=[]))
+    os.mkfifo(pytester.path / "step")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(pytester.path / "step"))
+    result = pytester.runpytest_subprocess(timeout=60)
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*$GITHUB_STEP_SUMMARY (*step) cannot be written: step is not "
+                                 "a regular file*"])
+
+
+@pytest.mark.parametrize("dangling", [False, True], ids=["link", "dangling-link"])
+@pytest.mark.parametrize("option", OUTPUTS)
+def test_a_symlink_at_an_output_path_is_refused_and_its_target_untouched(
+        pytester: pytest.Pytester, option: str, dangling: bool) -> None:
+    """Refused rather than replaced: a link there is either a user's wish to write elsewhere
+    (then the target is the path to name) or planted (then writing through it overwrites any
+    file the user may write), and silently replacing it would break the first and hide the
+    second."""
+    pytester.makepyfile(PASSING.format(blocked=[]))
+    target = pytester.path / ("missing/parents/victim" if dangling else "victim")
+    if not dangling:
+        target.write_text("precious\n")
+    (pytester.path / "out").symlink_to(target)
+    result = pytester.runpytest(f"--graphnetz-{option}=out")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert (f"graphnetz: `--graphnetz-{option}` cannot be written: out is a symbolic link (to "
+            f"{target}); graphnetz does not write through links: name the file itself, or "
+            "remove the link") in result.stderr.str()
+    if dangling:
+        assert not (pytester.path / "missing").exists()
+    else:
+        assert target.read_text() == "precious\n"
+
+
+@pytest.mark.parametrize(("value", "why"), [
+    ("occupied", "occupied is a file, not a directory"),
+    ("occupied/cache", "occupied is a file, not a directory"),
+    ("/proc/nope", "/proc cannot be written"),
+])
+def test_a_cache_dir_that_cannot_be_created_is_a_usage_error(
+        pytester: pytest.Pytester, value: str, why: str) -> None:
+    if value.startswith("/proc") and not Path("/proc/self").is_dir():
+        pytest.skip("needs /proc")
+    pytester.makepyfile(PASSING.format(blocked=[]))
+    (pytester.path / "occupied").write_text("a file")
+    result = pytester.runpytest(f"--graphnetz-cache-dir={value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: graphnetz: `--graphnetz-cache-dir` cannot be written: "
+                                 f"{why}*; name a writable directory, or train without the "
+                                 "cache (--graphnetz-no-cache)"])
