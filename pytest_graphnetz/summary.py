@@ -198,7 +198,8 @@ class GateSummary:
             tests = {r.get("test") for r in failing}
             return (f"{len(failing)} of {len(self.rows)} gate row(s) failed the build "
                     f"({FAILED_MARK}), in {len(tests)} test(s): {split}")
-        text = f"{len(self.rows)} gate row(s), none failed the build ({split})"
+        text = (f"{len(self.rows)} gate row(s), none failed the build ({split})" if self.rows
+                else "No gate ran to a verdict (every gated test was skipped or deselected)")
         if self.exitstatus:
             text += (f"; but pytest failed outside the gates (exit status {self.exitstatus}): "
                      "see the test report")
@@ -257,7 +258,7 @@ class GateSummary:
             headline = markdown_escape(self.headline())
             parts += [f"**{headline}**" if self.build_failed() else headline, ""]
             headers, body = self.table()
-            lines = markdown_table(headers, [[clip_line(c, 500) for c in row]
+            lines = markdown_table(headers, [[clip_line(c, 500, WHERE_THE_ROWS_ARE) for c in row]
                                              for row in body]).split("\n")
             room = budget - 2_000 - sum(len(p.encode()) + 1 for p in parts)
             kept = _fitting([line + "\n" for line in lines], room)
@@ -275,7 +276,7 @@ class GateSummary:
                 parts += ["", f"_… and the messages of {len(failing) - shown} more failing "
                               f"test(s) not shown: {markdown_escape(WHERE_THE_MESSAGE_IS)}._"]
         else:
-            parts.append("No gates ran (no gated test ran to a verdict: skipped or deselected).")
+            parts.append(f"{markdown_escape(self.headline())}.")
         if self.unused:
             head, *rest = self.unused_cell_lines()
             parts += ["", markdown_escape(head.removeprefix("graphnetz: ")), "",
@@ -292,8 +293,8 @@ class GateSummary:
 
     def _details(self, test: str, lines: int = 60) -> list[str]:
         """A failing test's message, folded: its summary line names the test."""
-        message = "\n".join(clip_line(line) for line in clip(self.failures[test], lines)
-                            .splitlines())
+        message = "\n".join(clip_line(line, where=WHERE_THE_MESSAGE_IS)
+                            for line in clip(self.failures[test], lines).splitlines())
         return [f"<details><summary>{FAILED_MARK} <code>{html_escape(short_test(test))}"
                 "</code></summary>", "", code_block(message), "", "</details>"]
 
@@ -392,12 +393,14 @@ def first_line(text: str, limit: int = 200) -> str:
     return line if len(line) <= limit else line[:limit - 1] + "…"
 
 
-def clip_line(text: str, limit: int = LINE_BUDGET) -> str:
-    """``text`` cut to ``limit`` characters, saying how many more there were."""
+def clip_line(text: str, limit: int = LINE_BUDGET, where: str | None = None) -> str:
+    """``text`` cut to ``limit`` characters, saying how many more there were (and ``where``
+    the whole is)."""
     text = str(text)
     if len(text) <= limit:
         return text
-    return text[:limit] + f" … ({len(text) - limit} more characters cut)"
+    return text[:limit] + f" … ({len(text) - limit} more characters cut" + \
+        (f": {where})" if where else ")")
 
 
 def _fitting(pieces: Sequence[str], room: int) -> int:

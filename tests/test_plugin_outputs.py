@@ -177,3 +177,72 @@ def test_a_cache_dir_that_cannot_be_created_is_a_usage_error(
     result.stderr.fnmatch_lines([f"ERROR: graphnetz: `--graphnetz-cache-dir` cannot be written: "
                                  f"{why}*; name a writable directory, or train without the "
                                  "cache (--graphnetz-no-cache)"])
+
+
+# -- every page within its platform's limits ------------------------------------------------------
+
+HUGE_FAILURE = """
+import pytest
+
+@pytest.mark.graphnetz
+def test_script():
+    # what a command task's message holds when its script printed a 3 MB line to stderr
+    raise AssertionError("script failed; its stderr ends:\\n" + "x" * 3_000_000)
+"""
+
+
+def test_a_3mb_stderr_line_keeps_the_step_summary_under_githubs_1mib(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(HUGE_FAILURE)
+    step = pytester.path / "step-summary.md"
+    step.write_text("")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    result = pytester.runpytest("--graphnetz-summary=gates.md")
+    result.assert_outcomes(failed=1)
+    for page in (step, pytester.path / "gates.md"):
+        text = page.read_text()
+        assert len(text.encode()) < 1 << 20, page
+        assert "ERROR" in text and "test_script" in text
+        assert "2998000 more characters cut" in text   # what was cut, and where the rest is:
+        assert "the full message is in pytest's output (the job log, the JUnit XML)" in text
+
+
+def test_thousands_of_long_rows_keep_the_markdown_under_its_budget() -> None:
+    from pytest_graphnetz.summary import MARKDOWN_BUDGET, GateSummary
+
+    rows = [{"test": f"t.py::test_{i}", "cell": f"task{i}/GCN", "verdict": "INCONCLUSIVE",
+             "note": "n" * 5_000} for i in range(3_000)]
+    text = GateSummary(rows=rows).markdown()
+    assert len(text.encode()) <= MARKDOWN_BUDGET < 1 << 20
+    assert "more row(s) not shown: every row is in the JSON verdict file (--graphnetz-json)" \
+        in text
+    assert "4500 more characters cut" in text     # each note cut at 500 characters
+
+
+# -- an all-skipped run: a green, empty page, not a missing one ---------------------------------
+
+ALL_SKIPPED = """
+import pytest
+
+@pytest.mark.graphnetz
+def test_gate(graphnetz_baseline):
+    pytest.skip("no GPU here")
+"""
+
+
+def test_an_all_skipped_run_writes_a_green_empty_summary_comment_and_json(
+        pytester: pytest.Pytester) -> None:
+    import json
+
+    pytester.makepyfile(ALL_SKIPPED)
+    result = pytester.runpytest("--graphnetz-summary=s.md", "--graphnetz-comment=c.md",
+                                "--graphnetz-json=v.json")
+    result.assert_outcomes(skipped=1)
+    assert result.ret == 0
+    verdicts = json.loads((pytester.path / "v.json").read_text())
+    assert verdicts["build_failed"] is False and verdicts["rows"] == []
+    assert verdicts["exit_status"] == 0 and verdicts["counts"]["rows"] == 0
+    assert "No gate ran to a verdict" in (pytester.path / "s.md").read_text()
+    comment = (pytester.path / "c.md").read_text()
+    assert comment.startswith("### graphnetz gates ✓")
+    assert "No gate ran to a verdict (every gated test was skipped or deselected)" in comment
