@@ -454,3 +454,14 @@ def test_readme_shows_a_real_pr_comment(pytester: pytest.Pytester) -> None:
     assert pattern.search(readme).group(0) == block, (
         "docs/ci.md's example pull-request comment is out of date: regenerate it with "
         "`GRAPHNETZ_REGENERATE_README=1 pytest tests/test_workflow.py`")
+
+
+def test_the_readme_installs_torch_as_the_workflow_does() -> None:
+    """Same pin, same CPU index: the README's "fresh machine" lines must not pull the CUDA
+    build that PyPI's default Linux wheel depends on."""
+    install = step(load_workflow(), "Install")["run"]
+    (workflow_torch,) = re.findall(r"pip install (torch==\S+ --index-url \S+)", install)
+    readme = (ROOT / "README.md").read_text()
+    torch_lines = re.findall(r"pip install (torch\S*(?: --index-url \S+)?)", readme)
+    assert len(torch_lines) == 2, torch_lines    # the first screen's two commands
+    assert set(torch_lines) == {workflow_torch}
