@@ -82,7 +82,9 @@ def test_workflow_restores_the_cache_gates_uploads_and_comments() -> None:
 
     cache = step(workflow, "Restore the triple cache")
     cache_dir = re.search(r"--graphnetz-cache-dir=(\S+)", command).group(1)
-    assert cache["uses"].startswith("actions/cache@") and cache_dir in cache["with"]["path"]
+    assert cache_dir == '"$RUNNER_TEMP/graphnetz-cache"'
+    assert cache["uses"].startswith("actions/cache/restore@")
+    assert "${{ runner.temp }}/graphnetz-cache" in cache["with"]["path"].splitlines()
 
     upload = step(workflow, "Keep the verdicts")
     assert upload["if"] == "always()"
@@ -97,6 +99,26 @@ def test_workflow_restores_the_cache_gates_uploads_and_comments() -> None:
     comment_file = re.search(r"--graphnetz-comment=(\S+)", command).group(1)
     assert f"path: '{comment_file}'" in comment["with"]["script"]
     assert workflow["permissions"]["pull-requests"] == "write"
+
+
+def test_the_cache_is_saved_when_the_gates_fail_and_lives_outside_the_checkout() -> None:
+    """A failing run's trained triples are the ones the fix reruns: saved with `always()`
+    (actions/cache saves only after a successful job); and a cache under the checkout could be
+    filled by files a pull request commits."""
+    workflow = load_workflow()
+    steps = workflow["jobs"]["gates"]["steps"]
+    names = [s.get("name", "") for s in steps]
+    restore, save = step(workflow, "Restore the triple cache"), step(workflow, "Save the triple")
+    assert names.index(restore["name"]) < names.index(next(n for n in names
+                                                           if n.startswith("Gates")))
+    assert names.index(save["name"]) > names.index(next(n for n in names if n.startswith("Gates")))
+    assert save["uses"].startswith("actions/cache/save@") and "always()" in save["if"]
+    assert save["with"]["path"] == restore["with"]["path"]
+    assert save["with"]["key"] == f"${{{{ steps.{restore['id']}.outputs.cache-primary-key }}}}"
+    assert not any(s.get("uses", "").startswith("actions/cache@") for s in steps)
+    for path in restore["with"]["path"].splitlines():
+        if "graphnetz-cache" in path:
+            assert path.startswith(("${{ runner.temp }}", "~/")), path   # not in the checkout
 
 
 def test_workflow_is_one_a_team_can_adopt() -> None:
