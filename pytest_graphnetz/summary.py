@@ -260,7 +260,8 @@ class GateSummary:
             headers, body = self.table()
             lines = markdown_table(headers, [[clip_line(c, 500, WHERE_THE_ROWS_ARE) for c in row]
                                              for row in body]).split("\n")
-            room = budget - 2_000 - sum(len(p.encode()) + 1 for p in parts)
+            # (kept back: the unused cells' list, at most 50,000 bytes, and the closing lines)
+            room = budget - 60_000 - sum(len(p.encode()) + 1 for p in parts)
             kept = _fitting([line + "\n" for line in lines], room)
             parts.append("\n".join(lines[:kept]))
             if kept < len(lines):
@@ -279,8 +280,12 @@ class GateSummary:
             parts.append(f"{markdown_escape(self.headline())}.")
         if self.unused:
             head, *rest = self.unused_cell_lines()
-            parts += ["", markdown_escape(head.removeprefix("graphnetz: ")), "",
-                      *(f"- {markdown_escape(line.strip())}" for line in rest)]
+            files = [f"- {markdown_escape(clip_line(line.strip()))}" for line in rest]
+            kept = _fitting([f + "\n" for f in files], 50_000)
+            parts += ["", markdown_escape(head.removeprefix("graphnetz: ")), "", *files[:kept]]
+            if kept < len(files):
+                parts.append(f"- _… and {len(files) - kept} more baseline file(s): the JSON "
+                             "verdict file lists every cell_")
         if self.trained or self.cached:
             parts += ["", f"Triples: {self.trained} trained, {self.cached} from cache."]
         if self.saved:

@@ -212,8 +212,11 @@ def test_thousands_of_long_rows_keep_the_markdown_under_its_budget() -> None:
 
     rows = [{"test": f"t.py::test_{i}", "cell": f"task{i}/GCN", "verdict": "INCONCLUSIVE",
              "note": "n" * 5_000} for i in range(3_000)]
-    text = GateSummary(rows=rows).markdown()
+    unused = [(f"baselines/m/test_{i}.json", f"task{j}/GAT") for i in range(2_000)
+              for j in range(20)]
+    text = GateSummary(rows=rows, unused=unused).markdown()
     assert len(text.encode()) <= MARKDOWN_BUDGET < 1 << 20
+    assert "more baseline file(s): the JSON verdict file lists every cell" in text
     assert "more row(s) not shown: every row is in the JSON verdict file (--graphnetz-json)" \
         in text
     assert "4500 more characters cut" in text     # each note cut at 500 characters
