@@ -277,7 +277,7 @@ class Calibration:
             return cls(cells, salt=int(data["salt"]), alpha=float(data["alpha"]),
                        power=float(data["power"]), epoch_selection=str(data["epoch_selection"]),
                        path=path)
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:  # 400 digits: Overflow
             raise CalibrationError(f"{where}: malformed calibration ({type(exc).__name__}: "
                                    f"{exc}); rewrite it with `graphnetz calibrate`") from None
 
@@ -297,12 +297,20 @@ class Calibration:
 
     @classmethod
     def read(cls, path: str | Path) -> Calibration:
+        from .report import read_regular_file
+
         path = Path(path)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(read_regular_file(path).decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise CalibrationError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); "
+                                   "rewrite it with `graphnetz calibrate`") from None
         except json.JSONDecodeError as exc:
             raise CalibrationError(f"{path}: not JSON ({exc}); rewrite it with "
                                    "`graphnetz calibrate`") from None
+        except RecursionError:
+            raise CalibrationError(f"{path}: JSON nested too deeply to be a calibration; "
+                                   "rewrite it with `graphnetz calibrate`") from None
         return cls.from_dict(data, path=path)
 
 
@@ -432,7 +440,16 @@ def annotate_verdicts(verdicts: Sequence[CellVerdict], baseline: object) -> list
         # Adaptive seeds: what the schedule can reach (the baseline's MAX seeds), not where
         # a cell happened to stop.
         n = c.n if v.stop is None else max(c.n, len(v.baseline_seeds))
-        note = resolution_note((v.task, v.model), c.min_effect, n, calibration, alpha=c.alpha)
+        try:
+            note = resolution_note((v.task, v.model), c.min_effect, n, calibration,
+                                   alpha=c.alpha)
+        except (ArithmeticError, ValueError, TypeError, RuntimeWarning) as exc:
+            # Absurd numbers that read (1e300 sds, power 2): advice, so never the verdict's
+            # business (a RuntimeWarning is an exception under -W error).
+            warnings.warn(f"graphnetz: calibration ignored: {path}: its numbers give no plan "
+                          f"({type(exc).__name__}: {exc}); rewrite it with `graphnetz "
+                          "calibrate`", stacklevel=3)
+            return list(verdicts)
         if note is None:
             out.append(v)
             continue

@@ -283,6 +283,10 @@ def _gate_arguments(parser: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="graphnetz", description="Statistically aware regression testing of GNNs.")
+    from . import __version__  # (the package is loaded already: this module is in it)
+
+    parser.add_argument("--version", action="version",
+                        version=f"graphnetz (pytest-graphnetz) {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     show = sub.add_parser("show", help="summary table of a report")

@@ -12,7 +12,9 @@ Standard library only: the plugin calls this at configure time.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -59,18 +61,47 @@ def dir_problem(directory: Path, root: Path) -> str | None:
 def file_problem(path: Path, root: Path) -> str | None:
     """Why ``path`` cannot be written or appended to (None: it can). An existing file is
     opened for appending and left unchanged; a missing one is not created, only the
-    directory it would go in is probed."""
-    if path.is_dir():
+    directory it would go in is probed.
+
+    What is at ``path`` is looked at, not followed: a symbolic link (dangling or not) is
+    refused, so an output is never written through a link to somewhere else (a planted
+    link to ``~/.bashrc``) nor gets a dangling link's target directories created; a FIFO, a
+    device or a socket is refused, as opening one to write can block the session for good.
+    """
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):  # (a parent that is a file: it says so)
+        return _writable_dir(path.parent, root)
+    except OSError as exc:
+        return f"{shown(path, root)} cannot be read ({type(exc).__name__}: " \
+            f"{exc.strerror or exc})"
+    if stat.S_ISLNK(mode):
+        return (f"{shown(path, root)} is a symbolic link (to {os.readlink(path)}); graphnetz "
+                "does not write through links: name the file itself, or remove the link")
+    if stat.S_ISDIR(mode):
         return f"{shown(path, root)} is a directory, not a file"
-    if path.exists():
-        try:
-            with open(path, "a", encoding="utf-8"):
-                pass
-        except OSError as exc:
-            return f"{shown(path, root)} cannot be written ({type(exc).__name__}: " \
-                f"{exc.strerror or exc})"
-        return None
-    return _writable_dir(path.parent, root)
+    if not stat.S_ISREG(mode):
+        return (f"{shown(path, root)} is not a regular file (a FIFO, a device or a socket; "
+                "writing to it could block the session)")
+    try:
+        os.close(open_append(path))
+    except OSError as exc:
+        return f"{shown(path, root)} cannot be written ({type(exc).__name__}: " \
+            f"{exc.strerror or exc})"
+    return None
+
+
+def open_append(path: str | os.PathLike) -> int:
+    """A descriptor appending to the regular file ``path``: never follows a final symbolic
+    link, never blocks (a FIFO swapped in after the check is refused on the open
+    descriptor, not waited on)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_NONBLOCK", 0)
+                 | getattr(os, "O_NOFOLLOW", 0))
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file (a FIFO, a device or a socket)",
+                      str(path))
+    return fd
 
 
 def write_summaries(text: str, summary: Path | None, step_summary: str | None, *,
@@ -92,7 +123,7 @@ def write_summaries(text: str, summary: Path | None, step_summary: str | None, *
     if step_summary:
         try:
             # GitHub collects the whole step's summary from this file: append, never replace.
-            with open(step_summary, "a", encoding="utf-8") as fh:
+            with os.fdopen(open_append(step_summary), "a", encoding="utf-8") as fh:
                 fh.write(text)
             written.append(Path(step_summary))
         except OSError as exc:
@@ -101,4 +132,5 @@ def write_summaries(text: str, summary: Path | None, step_summary: str | None, *
     return written, failed
 
 
-__all__ = ["STEP_SUMMARY_ENV", "dir_problem", "file_problem", "shown", "write_summaries"]
+__all__ = ["STEP_SUMMARY_ENV", "dir_problem", "file_problem", "open_append", "shown",
+           "write_summaries"]

@@ -50,6 +50,14 @@ JSON_SCHEMA = "pytest-graphnetz/verdicts"
 JSON_VERSION = 1
 WHERE_THE_REST_IS = ("the full table and every failing test's message are in the job's step "
                      "summary and in the graphnetz-verdicts artifact")
+# GitHub refuses a step summary over 1 MiB (1,048,576 bytes) per step: the Markdown page stays
+# under this many UTF-8 bytes, with room for what else the step appends.
+MARKDOWN_BUDGET = 900_000
+# One line of a failing test's message, or one table cell, beyond this is cut (a script's
+# 3 MB stderr line): the whole message stays in pytest's output and the JUnit XML.
+LINE_BUDGET = 2_000
+WHERE_THE_MESSAGE_IS = "the full message is in pytest's output (the job log, the JUnit XML)"
+WHERE_THE_ROWS_ARE = "every row is in the JSON verdict file (--graphnetz-json)"
 
 
 def verdict_stats(verdict: CellVerdict | WidthVerdict) -> dict[str, Any]:
@@ -190,7 +198,8 @@ class GateSummary:
             tests = {r.get("test") for r in failing}
             return (f"{len(failing)} of {len(self.rows)} gate row(s) failed the build "
                     f"({FAILED_MARK}), in {len(tests)} test(s): {split}")
-        text = f"{len(self.rows)} gate row(s), none failed the build ({split})"
+        text = (f"{len(self.rows)} gate row(s), none failed the build ({split})" if self.rows
+                else "No gate ran to a verdict (every gated test was skipped or deselected)")
         if self.exitstatus:
             text += (f"; but pytest failed outside the gates (exit status {self.exitstatus}): "
                      "see the test report")
@@ -240,21 +249,43 @@ class GateSummary:
 
     # -- Markdown -----------------------------------------------------------------------------
 
-    def markdown(self) -> str:
-        """The full Markdown summary: headline, the table, each failing test's message."""
+    def markdown(self, budget: int = MARKDOWN_BUDGET) -> str:
+        """The full Markdown summary: headline, the table, each failing test's message; at
+        most ``budget`` UTF-8 bytes (a long line or cell is cut, and rows or messages that do
+        not fit are counted and pointed to)."""
         parts = ["### graphnetz gates", ""]
         if self.rows:
             headline = markdown_escape(self.headline())
-            parts += [f"**{headline}**" if self.build_failed() else headline, "",
-                      markdown_table(*self.table())]
-            for test in self._failing_tests():
+            parts += [f"**{headline}**" if self.build_failed() else headline, ""]
+            headers, body = self.table()
+            lines = markdown_table(headers, [[clip_line(c, 500, WHERE_THE_ROWS_ARE) for c in row]
+                                             for row in body]).split("\n")
+            # (kept back: the unused cells' list, at most 50,000 bytes, and the closing lines)
+            room = budget - 60_000 - sum(len(p.encode()) + 1 for p in parts)
+            kept = _fitting([line + "\n" for line in lines], room)
+            parts.append("\n".join(lines[:kept]))
+            if kept < len(lines):
+                parts += ["", f"_… and {len(lines) - kept} more row(s) not shown: "
+                              f"{markdown_escape(WHERE_THE_ROWS_ARE)}._"]
+            room -= sum(len(line.encode()) + 1 for line in lines[:kept])
+            failing = self._failing_tests()
+            details = ["\n" + "\n".join(self._details(test)) + "\n" for test in failing]
+            shown = _fitting(details, room)
+            for test in failing[:shown]:
                 parts += ["", *self._details(test)]
+            if shown < len(failing):
+                parts += ["", f"_… and the messages of {len(failing) - shown} more failing "
+                              f"test(s) not shown: {markdown_escape(WHERE_THE_MESSAGE_IS)}._"]
         else:
-            parts.append("No gates ran.")
+            parts.append(f"{markdown_escape(self.headline())}.")
         if self.unused:
             head, *rest = self.unused_cell_lines()
-            parts += ["", markdown_escape(head.removeprefix("graphnetz: ")), "",
-                      *(f"- {markdown_escape(line.strip())}" for line in rest)]
+            files = [f"- {markdown_escape(clip_line(line.strip()))}" for line in rest]
+            kept = _fitting([f + "\n" for f in files], 50_000)
+            parts += ["", markdown_escape(head.removeprefix("graphnetz: ")), "", *files[:kept]]
+            if kept < len(files):
+                parts.append(f"- _… and {len(files) - kept} more baseline file(s): the JSON "
+                             "verdict file lists every cell_")
         if self.trained or self.cached:
             parts += ["", f"Triples: {self.trained} trained, {self.cached} from cache."]
         if self.saved:
@@ -267,9 +298,10 @@ class GateSummary:
 
     def _details(self, test: str, lines: int = 60) -> list[str]:
         """A failing test's message, folded: its summary line names the test."""
+        message = "\n".join(clip_line(line, where=WHERE_THE_MESSAGE_IS)
+                            for line in clip(self.failures[test], lines).splitlines())
         return [f"<details><summary>{FAILED_MARK} <code>{html_escape(short_test(test))}"
-                "</code></summary>", "", code_block(clip(self.failures[test], lines)), "",
-                "</details>"]
+                "</code></summary>", "", code_block(message), "", "</details>"]
 
     # -- the pull-request comment ---------------------------------------------------------------
 
@@ -287,8 +319,14 @@ class GateSummary:
             parts += ["", f"{n.identical} IDENTICAL row(s) (every paired seed scored exactly "
                           "the baseline's value) are not listed."]
         if self.unused:
-            parts += ["", markdown_escape(self.unused_cell_lines()[0].removeprefix("graphnetz: ")
-                                          .rstrip(":") + f" ({WHERE_THE_REST_IS}).")]
+            head, *files = self.unused_cell_lines()
+            parts += ["", markdown_escape(head.removeprefix("graphnetz: ")), ""]
+            cells = [f"- {markdown_escape(clip_line(line.strip(), 500))}" for line in files]
+            kept = _fitting([c + "\n" for c in cells], 2_000)
+            parts += cells[:kept]
+            if kept < len(cells):
+                parts.append(f"- _… and {len(cells) - kept} more baseline file(s): "
+                             f"{markdown_escape(WHERE_THE_REST_IS)}_")
         listed = sorted((r for r in self.rows if not self.is_identical(r)),
                         key=lambda r: not self.failed_build(r))
         closing = f"\n\n<sub>{markdown_escape(WHERE_THE_REST_IS.capitalize())}.</sub>"
@@ -360,6 +398,25 @@ def first_line(text: str, limit: int = 200) -> str:
     return line if len(line) <= limit else line[:limit - 1] + "…"
 
 
+def clip_line(text: str, limit: int = LINE_BUDGET, where: str | None = None) -> str:
+    """``text`` cut to ``limit`` characters, saying how many more there were (and ``where``
+    the whole is)."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f" … ({len(text) - limit} more characters cut" + \
+        (f": {where})" if where else ")")
+
+
+def _fitting(pieces: Sequence[str], room: int) -> int:
+    """How many of ``pieces``, from the first, fit in ``room`` UTF-8 bytes together."""
+    for k, piece in enumerate(pieces):
+        room -= len(piece.encode())
+        if room < 0:
+            return k
+    return len(pieces)
+
+
 def clip(text: str, lines: int = 60) -> str:
     kept = str(text).splitlines()
     if len(kept) <= lines:
@@ -374,5 +431,5 @@ def short_test(nodeid: str) -> str:
     return path.rsplit("/", 1)[-1] + sep + rest
 
 
-__all__ = ["COMMENT_BUDGET", "Counts", "FAILED_MARK", "GateSummary", "first_line",
-           "short_test", "verdict_stats"]
+__all__ = ["COMMENT_BUDGET", "Counts", "FAILED_MARK", "GateSummary", "MARKDOWN_BUDGET",
+           "clip_line", "first_line", "short_test", "verdict_stats"]

@@ -716,3 +716,29 @@ def test_handle_paths_inside_pytest(pytester: pytest.Pytester) -> None:
     refs = pytester.path / "refs" / "test_model"
     assert [line.split("=", 1)[1] for line in result.outlines if "PATH=" in line] == [
         str(refs / "TestA.test_x.json"), str(refs / "test_x.json"), str(refs / "shared.json")]
+
+
+def _gcn(hidden: int):
+    def factory(in_channels: int, out_channels: int):
+        from torch_geometric.nn import GCN
+
+        return GCN(in_channels, hidden, 2, out_channels)
+    return factory
+
+
+def test_a_baselines_model_description_changes_with_the_architecture(root, tmp_path) -> None:
+    """PyG's compact repr hides the hidden width (``GCN(3, 3, num_layers=2)`` at 32 and at
+    96): the description carries a digest of the structure, so a refresh's diff shows it."""
+    pytest.importorskip("torch_geometric.nn")
+    from conftest import tiny_task
+
+    from pytest_graphnetz import run_benchmark
+
+    report = run_benchmark({"tiny": tiny_task(epochs=1)}, {"narrow": _gcn(32), "wide": _gcn(96),
+                                                          "again": _gcn(32)},
+                           seeds=[0], device="cpu", root=root)
+    cells = json.loads(write_baseline(tmp_path / "b.json", report, {}).read_text())["models"]
+    narrow, wide, again = (cells[m]["tasks"]["tiny"]["model"] for m in ("narrow", "wide", "again"))
+    assert narrow.split(" [")[0] == wide.split(" [")[0]    # the repr alone cannot tell them apart
+    assert narrow != wide and narrow.startswith("GCN(") and "[structure " in narrow
+    assert narrow == again                                  # a digest of structure, not values

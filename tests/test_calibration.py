@@ -17,6 +17,7 @@ import pytest_graphnetz.runner  # noqa: E402,F401
 import pytest_graphnetz.training.node  # noqa: E402,F401
 from pytest_graphnetz import BenchmarkReport, Task, run_benchmark  # noqa: E402
 from pytest_graphnetz.calibration import (  # noqa: E402
+    SCHEMA,
     Calibration,
     CalibrationError,
     CellCalibration,
@@ -286,3 +287,48 @@ def test_the_calibrate_command_is_pytest_with_the_calibrate_flag(monkeypatch):
     assert main(["calibrate", "tests/test_toy.py", "-k", "gate", "--graphnetz-seeds=4"]) == 1
     assert calls == [["tests/test_toy.py", "-k", "gate", "--graphnetz-seeds=4",
                       "--graphnetz-calibrate"]]
+
+
+# -- a broken calibration file: advice, so it never decides nor breaks a gate ----------------------
+
+CALIBRATED_GATE = """
+import numpy as np
+from pytest_graphnetz import BenchmarkReport, assert_not_worse
+
+SHIFT = {shift}
+
+def test_gcn(graphnetz_baseline):
+    X = 0.8 + SHIFT + np.array([[[0.01, 0.03, 0.0, 0.02, 0.01, 0.04, 0.02, 0.03]]])
+    X[0, 0, ::2] += SHIFT / 4  # the gain varies by seed: paired evidence of BETTER
+    report = BenchmarkReport.from_arrays(X, tasks=["karate"], models=["GCN"], seeds=range(8),
+                                         metric="accuracy")
+    assert_not_worse(report, graphnetz_baseline())
+"""
+
+_VALID_CELL = ('{"task": "karate", "model": "GCN", "metric": "accuracy", '
+               '"seeds": [0, 1], "baseline": [0.8, 0.81], "salted": [0.81, %s]}')
+
+
+@pytest.mark.parametrize("content", [
+    # a 400-digit number: float() overflows
+    ('{"schema": "graphnetz-calibration/1", "salt": 1, "alpha": 0.05, "power": 0.8, '
+     '"epoch_selection": "final", "cells": [' + _VALID_CELL % ("1" + "0" * 400) + "]}"
+     ).encode(),
+    b'{"schema": "\xff\xfe calibration"}',                      # not UTF-8
+    b"[" * 100_000 + b"]" * 100_000,                             # nested past the recursion limit
+], ids=["400-digits", "bad-utf8", "deep-json"])
+def test_a_broken_calibration_file_warns_naming_it_and_leaves_the_verdict(
+        pytester: pytest.Pytester, content: bytes) -> None:
+    assert SCHEMA == "graphnetz-calibration/1"  # the planted file has the schema's name
+    pytester.makepyfile(test_model=CALIBRATED_GATE.format(shift=0.0))
+    args = ("-p", "no:cacheprovider", "-p", "no:randomly", "-W", "error::RuntimeWarning")
+    pytester.runpytest_inprocess(*args, "--graphnetz-update-baselines").assert_outcomes(passed=1)
+    calibration = pytester.path / "baselines" / "test_model" / "test_gcn.calibration.json"
+    calibration.write_bytes(content)
+    pytester.makepyfile(test_model=CALIBRATED_GATE.format(shift=0.04))
+    result = pytester.runpytest_inprocess(*args)
+    result.assert_outcomes(passed=1)   # BETTER, as without the file
+    text = result.stdout.str()
+    assert "BETTER" in text
+    result.stdout.fnmatch_lines(["*graphnetz: calibration ignored: *test_gcn.calibration.json: *"
+                                 "rewrite it with `graphnetz calibrate`*"])

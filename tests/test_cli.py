@@ -281,3 +281,12 @@ def test_refresh_takes_a_node_id_and_rewrites_that_baseline_only(pytester):
     assert result.ret == 0, result.stdout.str()
     written = sorted(p.name for p in (pytester.path / "baselines" / "test_gated").glob("*.json"))
     assert written == ["test_graph.json"]
+
+
+def test_version_prints_the_version_and_exits_0() -> None:
+    import pytest_graphnetz
+
+    done = subprocess.run([sys.executable, "-m", "pytest_graphnetz.cli", "--version"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"graphnetz (pytest-graphnetz) {pytest_graphnetz.__version__}"

@@ -213,6 +213,10 @@ def test_a_script_writing_no_metrics_file_says_how(tmp_path) -> None:
     ('{"metric": "accuracy", "test": [0.5], "val": [0.1, 0.2]}', "`val` has 2 epochs"),
     ('[0.5]', "expected a JSON object"),
     ('{"format": "other", "metric": "accuracy", "test": [0.5]}', "`format`/`version`"),
+    # fault injection: neither may escape as a RecursionError or an OverflowError
+    ('{"metric": "accuracy", "test": ' + "[" * 100_000 + "]" * 100_000 + "}",
+     "nested too deeply"),
+    ('{"metric": "accuracy", "test": [1' + "0" * 400 + "]}", "`test` holds a number too large"),
 ])
 def test_invalid_metrics_files_are_named(text: str, match: str) -> None:
     with pytest.raises(ValueError, match=match):

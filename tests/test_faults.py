@@ -432,3 +432,84 @@ def test_concurrent_processes_compute_each_key_once_and_leave_no_lock_files(tmp_
     assert sorted(log.read_text().splitlines()) == ["computed 0", "computed 1"]
     assert sorted(cached) == [False, False, True, True, True, True]
     assert sorted(p.suffix for p in cache.iterdir()) == [".json", ".json"]
+
+
+# -- a session stopped mid-training leaves no old verdict that reads as current -------------------
+
+STOPPED_SESSION = """
+import os, sys, time
+sys.path.insert(0, {tests!r})
+from conftest import gcn, tiny_task
+from pytest_graphnetz import History
+
+def stuck(model, data, *, task, device):
+    open({training!r}, "w").close()
+    time.sleep(600)
+    return History(test=[0.5])
+
+def test_gate(graphnetz_run):
+    graphnetz_run({{"tiny": tiny_task(trainer=stuck)}}, {{"GCN": gcn}})
+"""
+
+PREVIOUS = {"graphnetz-verdicts.json": '{"build_failed": false, "headline": "all green"}\n',
+            "graphnetz-summary.md": "### graphnetz gates\n\nall green\n",
+            "graphnetz-comment.md": "### graphnetz gates ✓\n\nall green\n"}
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_session_stopped_mid_training_leaves_no_stale_verdict(
+        pytester: pytest.Pytester, signum: int) -> None:
+    training = pytester.path / "training"
+    pytester.makepyfile(test_stopped=STOPPED_SESSION.format(tests=str(Path(__file__).parent),
+                                                            training=str(training)))
+    for name, text in PREVIOUS.items():   # the previous, green run's outputs
+        (pytester.path / name).write_text(text)
+    session = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider",
+         "--graphnetz-seeds=2", "--graphnetz-device=cpu",
+         "--graphnetz-json=graphnetz-verdicts.json", "--graphnetz-summary=graphnetz-summary.md",
+         "--graphnetz-comment=graphnetz-comment.md"],
+        cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert _wait_for(training.exists, timeout=120), "the session never started training"
+        session.send_signal(signum)
+        output, _ = session.communicate(timeout=60)
+    finally:
+        session.kill()
+        session.wait()
+    assert session.returncode != 0, output
+    for name, old in PREVIOUS.items():
+        path = pytester.path / name
+        # gone (SIGTERM: no code of the session runs), or this run's, saying it failed (SIGINT)
+        assert not path.exists() or path.read_text() != old, (name, output)
+    verdicts = pytester.path / "graphnetz-verdicts.json"
+    if signum == signal.SIGTERM:
+        assert not verdicts.exists()
+    else:
+        data = json.loads(verdicts.read_text())
+        assert data["build_failed"] is True and data["exit_status"] == 2, output
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="finds the file written via /proc")
+def test_a_killed_writers_temp_file_is_swept_once_its_lock_is_free(tmp_path):
+    """Not only after 15 minutes: a writer holds a lock on its temp file, which the kernel
+    drops when kill -9 ends it, so the next run sweeps the leftover; a write in progress in
+    another process (a pytest-xdist worker) holds its lock and is kept, however old."""
+    import fcntl
+
+    from pytest_graphnetz.cache import TripleCache
+    from pytest_graphnetz.report import UNLOCKED_TEMP_SECONDS
+
+    cache = tmp_path / "cache"
+    _kill_during_write(tmp_path, "cache", cache)
+    (leftover,) = cache.glob(".*.json.*.tmp")
+    _age(leftover, UNLOCKED_TEMP_SECONDS + 30)
+    live = cache / ".live.json.abcdefgh.tmp"     # held by a writer still running
+    live.write_text("{")
+    _age(live, UNLOCKED_TEMP_SECONDS + 30)
+    young = cache / ".young.json.abcdefgh.tmp"   # just created: its writer may not hold it yet
+    young.write_text("{")
+    with open(live) as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert TripleCache.open(cache) is not None
+    assert sorted(p.name for p in cache.glob(".*.tmp")) == [live.name, young.name]

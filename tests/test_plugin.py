@@ -59,9 +59,8 @@ CASES = [
     ("--graphnetz-no-cache", "graphnetz_no_cache = true", "cache_dir", None),
     ("--graphnetz-baseline-dir=refs", "graphnetz_baseline_dir = refs", "baseline_dir",
      "{root}/refs"),
-    ("--graphnetz-update-baselines", "graphnetz_update_baselines = true", "update_baselines",
-     True),
-    ("--graphnetz-force", "graphnetz_force = true", "force", True),
+    ("--graphnetz-update-baselines", None, "update_baselines", True),  # command line only
+    ("--graphnetz-force", None, "force", True),
     ("--graphnetz-alpha=0.01", "graphnetz_alpha = 0.01", "alpha", 0.01),
     ("--graphnetz-strict", "graphnetz_strict = true", "strict", True),
     ("--graphnetz-summary=gates.md", "graphnetz_summary = gates.md", "summary",
@@ -90,10 +89,12 @@ def test_defaults(pytester: pytest.Pytester) -> None:
 
 
 @pytest.mark.parametrize(("option", "ini", "key", "value"), CASES, ids=[c[0] for c in CASES])
-def test_each_option_and_its_ini_key(pytester: pytest.Pytester, option: str, ini: str, key: str,
-                                     value: object) -> None:
+def test_each_option_and_its_ini_key(pytester: pytest.Pytester, option: str, ini: str | None,
+                                     key: str, value: object) -> None:
     pytester.makepyfile(SHOW_SETTINGS)
     assert settings(pytester, option)[key] == expected(value, pytester.path)
+    if ini is None:
+        return
     pytester.makeini(f"[pytest]\n{ini}\n")
     assert settings(pytester)[key] == expected(value, pytester.path)
 
@@ -219,9 +220,11 @@ def test_session_alpha_and_strict_are_gate_defaults(pytester: pytest.Pytester) -
                                  "(rerun with --graphnetz-seeds=*"])
 
 
-def test_no_gates_no_summary(pytester: pytest.Pytester) -> None:
+def test_no_gates_no_table_and_a_named_summary_says_so(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_plain():\n    assert True\n")
+    (pytester.path / "gates.md").write_text("an earlier run's table")
     result = pytester.runpytest("--graphnetz-summary=gates.md")
     result.assert_outcomes(passed=1)
     assert "graphnetz gates" not in result.stdout.str()
-    assert not (pytester.path / "gates.md").exists()
+    # the file named is this run's (never an earlier run's table left looking current)
+    assert "No gate ran to a verdict" in (pytester.path / "gates.md").read_text()

@@ -120,8 +120,8 @@ def test_huge_seed_counts_are_usage_errors_at_parse_time(pytester: pytest.Pytest
      "ERROR: graphnetz: `--graphnetz-workers` must be a whole number of processes, got 'abc'"),
     (["--graphnetz-alpha=five"], "",
      "ERROR: graphnetz: `--graphnetz-alpha` must be a number, got 'five'"),
-    ([], "graphnetz_update_baselines = maybe",
-     "ERROR: graphnetz: the ini key `graphnetz_update_baselines` must be true or false*maybe*"),
+    ([], "graphnetz_strict = maybe",
+     "ERROR: graphnetz: the ini key `graphnetz_strict` must be true or false*maybe*"),
     ([], "graphnetz_workers = many",
      "ERROR: graphnetz: the ini key `graphnetz_workers` in tox.ini must be a whole number*"),
 ])
@@ -160,3 +160,51 @@ def test_absent_pinned_device_is_one_usage_error_at_session_start(pytester, devi
     errors = result.stderr.str()
     assert errors.count("--graphnetz-device") == 1 and device in errors, errors
     assert "collected" not in result.stdout.str()  # no test ran, none failed one by one
+
+
+# -- values Python's int() and float() read but a user did not mean -------------------------------
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--graphnetz-seeds=1_000"],
+     "ERROR: graphnetz: `--graphnetz-seeds` / `graphnetz_seeds`: write seeds with the ASCII "
+     "digits 0-9 (no `_` separators), got '1_000'"),
+    (["--graphnetz-seeds=\u0663"],        # ARABIC-INDIC DIGIT THREE: int() reads 3
+     "ERROR: graphnetz: `--graphnetz-seeds` / `graphnetz_seeds`: write seeds with the ASCII "
+     "digits 0-9 (no `_` separators), got '\u0663'"),
+    (["--graphnetz-seeds=2..2_0"], "*write seeds with the ASCII digits 0-9*"),
+    (["--graphnetz-workers=\u0663"],
+     "ERROR: graphnetz: `--graphnetz-workers` must be a whole number of processes written with "
+     "the ASCII digits 0-9 (no `_` separators), got '\u0663'"),
+    (["--graphnetz-alpha=0.0_5"], "*`--graphnetz-alpha` must be a number written with the ASCII*"),
+    (["--graphnetz-device="],
+     "ERROR: graphnetz: `--graphnetz-device=` is empty: give auto, cpu, cuda, cuda:i or mps (or "
+     "leave the option out for auto)"),
+    (["--graphnetz-alpha=1e-320"],       # subnormal: > 0, so (0, 0.5) alone let it through
+     "ERROR: graphnetz: `--graphnetz-alpha` 1e-320 is below 1e-06, the smallest α a gate takes "
+     "(*); use e.g. 0.001"),
+], ids=["seeds-underscore", "seeds-arabic-indic", "adaptive-underscore", "workers-arabic-indic",
+        "alpha-underscore", "empty-device", "subnormal-alpha"])
+def test_values_int_and_float_would_read_are_usage_errors(
+        pytester: pytest.Pytester, args: list[str], message: str) -> None:
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+@pytest.mark.parametrize("key", ["graphnetz_update_baselines", "graphnetz_force"])
+def test_refresh_and_force_are_command_line_only(pytester: pytest.Pytester, key: str) -> None:
+    pytester.makepyprojecttoml(f"[tool.pytest.ini_options]\n{key} = true\n")
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    option = "--graphnetz-" + key.removeprefix("graphnetz_").replace("_", "-")
+    result.stderr.fnmatch_lines([
+        f"ERROR: graphnetz: the ini key `{key}` in pyproject.toml is refused: {option} is "
+        "command line only, so no committed configuration can make CI refresh the baselines "
+        f"that gate it; remove the key and pass `{option}` (or run `graphnetz refresh`) when "
+        "you mean to"])
+    # the option itself still works
+    pytester.makepyprojecttoml("[tool.pytest.ini_options]\n")
+    assert pytester.runpytest(option).ret == 0

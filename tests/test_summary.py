@@ -459,3 +459,19 @@ def test_compare_reads_the_gates_settings_from_the_saved_report(
     # explicit flags still win: at margin 0 the same drop is a regression
     assert main(["compare", base, str(cand), "--margin", "0", "--min-effect", "0.01"]) == 1
     assert "REGRESSED" in capsys.readouterr().out
+
+
+def test_the_comment_names_the_unused_baseline_cells() -> None:
+    """As the step summary does: a reviewer sees which cells, not only how many."""
+    unused = [("baselines/test_m/test_models.json", "karate/GAT"),
+              ("baselines/test_m/test_models.json", "cora/GAT"),
+              ("baselines/test_m/test_other.json", "karate/SAGE")]
+    comment = GateSummary(rows=[{"test": "test_m.py::test_models", "cell": "karate/GCN",
+                                 "verdict": "NOT WORSE"}], unused=unused).comment()
+    assert "3 baseline cell(s) that no gate of this run used" in comment
+    assert "- baselines/test_m/test_models.json: karate/GAT, cora/GAT" in comment
+    assert "- baselines/test_m/test_other.json: karate/SAGE" in comment
+    # hundreds of files: a bounded list, and where the rest is
+    many = [(f"baselines/m/test_{i}.json", "t/M") for i in range(500)]
+    long = GateSummary(unused=many).comment()
+    assert len(long) < 9_000 and "more baseline file(s)" in long

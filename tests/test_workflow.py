@@ -82,7 +82,9 @@ def test_workflow_restores_the_cache_gates_uploads_and_comments() -> None:
 
     cache = step(workflow, "Restore the triple cache")
     cache_dir = re.search(r"--graphnetz-cache-dir=(\S+)", command).group(1)
-    assert cache["uses"].startswith("actions/cache@") and cache_dir in cache["with"]["path"]
+    assert cache_dir == '"$RUNNER_TEMP/graphnetz-cache"'
+    assert cache["uses"].startswith("actions/cache/restore@")
+    assert "${{ runner.temp }}/graphnetz-cache" in cache["with"]["path"].splitlines()
 
     upload = step(workflow, "Keep the verdicts")
     assert upload["if"] == "always()"
@@ -97,6 +99,26 @@ def test_workflow_restores_the_cache_gates_uploads_and_comments() -> None:
     comment_file = re.search(r"--graphnetz-comment=(\S+)", command).group(1)
     assert f"path: '{comment_file}'" in comment["with"]["script"]
     assert workflow["permissions"]["pull-requests"] == "write"
+
+
+def test_the_cache_is_saved_when_the_gates_fail_and_lives_outside_the_checkout() -> None:
+    """A failing run's trained triples are the ones the fix reruns: saved with `always()`
+    (actions/cache saves only after a successful job); and a cache under the checkout could be
+    filled by files a pull request commits."""
+    workflow = load_workflow()
+    steps = workflow["jobs"]["gates"]["steps"]
+    names = [s.get("name", "") for s in steps]
+    restore, save = step(workflow, "Restore the triple cache"), step(workflow, "Save the triple")
+    assert names.index(restore["name"]) < names.index(next(n for n in names
+                                                           if n.startswith("Gates")))
+    assert names.index(save["name"]) > names.index(next(n for n in names if n.startswith("Gates")))
+    assert save["uses"].startswith("actions/cache/save@") and "always()" in save["if"]
+    assert save["with"]["path"] == restore["with"]["path"]
+    assert save["with"]["key"] == f"${{{{ steps.{restore['id']}.outputs.cache-primary-key }}}}"
+    assert not any(s.get("uses", "").startswith("actions/cache@") for s in steps)
+    for path in restore["with"]["path"].splitlines():
+        if "graphnetz-cache" in path:
+            assert path.startswith(("${{ runner.temp }}", "~/")), path   # not in the checkout
 
 
 def test_workflow_is_one_a_team_can_adopt() -> None:
@@ -298,16 +320,100 @@ def test_a_forks_read_only_token_warns_and_the_comment_workflow_posts(tmp_path: 
     base = FakeGitHub(tmp_path / "base", posting["with"]["script"], heads={"7": "abc"})
     (tmp_path / "base" / "graphnetz-artifact").mkdir()
     (tmp_path / "base" / "graphnetz-artifact" / "graphnetz-pr.txt").write_text("7\n")
+    (tmp_path / "base" / "graphnetz-artifact" / "graphnetz-verdicts.json").write_text(
+        json.dumps(verdicts_json(build_failed=True, headline="1 of 1 gate row(s) failed")))
     assert base.post("### graphnetz gates ✗\n\n1 failed\n",
                      "graphnetz-artifact/graphnetz-comment.md") == 0
     (comment,) = base.state["comments"]
-    assert comment["body"] == pr_comment("### graphnetz gates ✗\n\n1 failed")
+    assert comment["body"].startswith(f"{MARKER}\n### graphnetz gates ✗\n\n**1 of 1 gate row(s) "
+                                      "failed**")
     # an artifact naming another PR (whose head the run did not build) posts nothing
     other = FakeGitHub(tmp_path / "other", posting["with"]["script"], heads={"8": "zzz"})
     (tmp_path / "other" / "graphnetz-artifact").mkdir()
     (tmp_path / "other" / "graphnetz-artifact" / "graphnetz-pr.txt").write_text("8")
     assert other.post("x", "graphnetz-artifact/graphnetz-comment.md") != 0
     assert other.state["comments"] == []
+
+
+def verdicts_json(**changes: object) -> dict:
+    """A JSON verdict file (docs/verdicts-json.md) as a run writes it: one NOT WORSE row."""
+    return {"schema": "pytest-graphnetz/verdicts", "version": 1, "exit_status": 0,
+            "build_failed": False, "headline": "1 gate row(s), none failed the build",
+            "counts": {"rows": 1}, "unused_cells": [], "triples": {},
+            "rows": [{"test": "tests/test_m.py::test_gcn", "cell": "karate/GCN",
+                      "verdict": "NOT WORSE", "failed": False, "failed_build": False,
+                      "note": "", "display": {"delta": "+0.001 [-0.004, 0.006] (90%)",
+                                             "n": "10"}}], **changes}
+
+
+def fork_poster(root: Path) -> FakeGitHub:
+    """graphnetz-comment.yml's step, with the artifact of a fork's run for PR 7 in place."""
+    (posting,) = [s for s in YAML_LOAD(COMMENT_WORKFLOW)["jobs"]["comment"]["steps"]
+                  if s.get("uses", "").startswith("actions/github-script@")]
+    github = FakeGitHub(root, posting["with"]["script"], heads={"7": "abc"})
+    (root / "graphnetz-artifact").mkdir()
+    (root / "graphnetz-artifact" / "graphnetz-pr.txt").write_text("7\n")
+    return github
+
+
+def test_a_forks_markdown_is_never_posted_the_comment_is_rendered_from_its_json(
+        tmp_path: Path) -> None:
+    """The fork's run wrote its artifact with the fork's code: its Markdown could say anything
+    (a green headline over failing rows, a link, a mention); the trusted script renders the
+    comment from the JSON numbers and names, escaping each itself."""
+    github = fork_poster(tmp_path)
+    hostile = verdicts_json(headline="all good <img src=x onerror=alert(1)> @org/team",
+                            unused_cells=[{"baseline": "baselines/m/test_a.json",
+                                           "cell": "karate/GAT"}])
+    hostile["rows"][0]["note"] = "[approve](https://evil.example) | `x`\n### green"
+    (tmp_path / "graphnetz-artifact" / "graphnetz-verdicts.json").write_text(json.dumps(hostile))
+    forged = "### graphnetz gates ✓\n\n[Everything passed](https://evil.example)\n"
+    assert github.post(forged, "graphnetz-artifact/graphnetz-comment.md") == 0
+    (comment,) = github.state["comments"]
+    body = comment["body"]
+    assert "Everything passed" not in body                      # the fork's Markdown: not posted
+    from markdown_it import MarkdownIt
+
+    html = MarkdownIt("commonmark").enable("table").render(body)
+    assert "<img" not in html and "&lt;img src=x" in html      # HTML shown, not run
+    assert html.count("<a ") == 1 and "[approve]" in html       # no link but the run's own
+    assert html.count("<h3>") == 1 and "\\u000a### green" in html  # no heading from a cell
+    assert "@org" not in body and "@\u200borg" in body          # no mention
+    assert "karate/GAT" in body                                 # the unused cells named
+    assert body.endswith(LINK) and len(body) <= 65_536
+    # a verdict file that is not one, or none: said so, never a green page
+    (tmp_path / "graphnetz-artifact" / "graphnetz-verdicts.json").write_text('{"rows": 1}')
+    assert github.post(forged, "graphnetz-artifact/graphnetz-comment.md") == 0
+    assert "is not a pytest-graphnetz verdict file" in github.state["comments"][0]["body"]
+
+
+ALL_SKIPPED = """
+import pytest
+
+@pytest.mark.graphnetz
+def test_gate(graphnetz_baseline):
+    pytest.skip("no GPU on this runner")
+"""
+
+
+def test_an_all_skipped_run_posts_a_green_comment_not_no_verdicts(
+        pytester: pytest.Pytester, tmp_path: Path) -> None:
+    pytester.makepyfile(ALL_SKIPPED)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--graphnetz-comment=c.md",
+                                "--graphnetz-json=v.json")
+    result.assert_outcomes(skipped=1)
+    same_repo = FakeGitHub(tmp_path / "same", gate_script())
+    assert same_repo.post((pytester.path / "c.md").read_text()) == 0
+    fork = fork_poster(tmp_path / "fork")
+    (tmp_path / "fork" / "graphnetz-artifact" / "graphnetz-verdicts.json").write_text(
+        (pytester.path / "v.json").read_text())
+    assert fork.post(None, "graphnetz-artifact/graphnetz-comment.md") == 0
+    for github in (same_repo, fork):
+        (comment,) = github.state["comments"]
+        assert comment["body"].startswith(f"{MARKER}\n### graphnetz gates ✓")
+        assert "No gate ran to a verdict (every gated test was skipped or deselected)" in \
+            comment["body"]
+        assert "No verdicts were written" not in comment["body"]
 
 
 # A pull request as a team would open one: GCN unchanged, GAT made worse, GraphSAGE added
@@ -370,3 +476,14 @@ def test_readme_shows_a_real_pr_comment(pytester: pytest.Pytester) -> None:
     assert pattern.search(readme).group(0) == block, (
         "docs/ci.md's example pull-request comment is out of date: regenerate it with "
         "`GRAPHNETZ_REGENERATE_README=1 pytest tests/test_workflow.py`")
+
+
+def test_the_readme_installs_torch_as_the_workflow_does() -> None:
+    """Same pin, same CPU index: the README's "fresh machine" lines must not pull the CUDA
+    build that PyPI's default Linux wheel depends on."""
+    install = step(load_workflow(), "Install")["run"]
+    (workflow_torch,) = re.findall(r"pip install (torch==\S+ --index-url \S+)", install)
+    readme = (ROOT / "README.md").read_text()
+    torch_lines = re.findall(r"pip install (torch\S*(?: --index-url \S+)?)", readme)
+    assert len(torch_lines) == 2, torch_lines    # the first screen's two commands
+    assert set(torch_lines) == {workflow_torch}

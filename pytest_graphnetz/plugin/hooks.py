@@ -51,6 +51,8 @@ def pytest_configure(config: pytest.Config) -> None:
     session = GraphnetzSession(config, settings, usage)
     if not session.is_xdist_worker:  # the controller checks for everyone
         session.step_summary = check_outputs(config, settings, session.step_summary)
+        if not config.option.help:
+            session.remove_previous_outputs()
     config.stash[USAGE_KEY] = usage
     config.stash[STASH_KEY] = session
     # Both are plugins so they receive every test report, on the controller those that xdist

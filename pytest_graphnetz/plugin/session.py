@@ -341,15 +341,20 @@ class GraphnetzSession:
         """Write the Markdown summary (``--graphnetz-summary`` and ``$GITHUB_STEP_SUMMARY``),
         the pull-request comment (``--graphnetz-comment``) and the JSON verdict file
         (``--graphnetz-json``); a line for each. A file that cannot be written is a line too:
-        it must not turn the verdicts into a traceback or change the exit status."""
-        if not (summary.rows or self.trained or self.cached):
+        it must not turn the verdicts into a traceback or change the exit status.
+
+        A file the user named is written whatever the run held (every gated test skipped: a
+        green, empty page, not the absence :meth:`remove_previous_outputs` left); the step
+        summary only gets a table when a gate or a triple ran, or the user named a file."""
+        s = self.settings
+        if not (summary.rows or self.trained or self.cached or s.summary or s.comment or s.json):
             return []
         # Imported only now: report imports numpy (~0.3 s), which a session without gates or
         # triples must not pay for.
         from ..outputs import write_summaries
         from ..report import write_text_atomic
 
-        s, lines = self.settings, []
+        lines: list[str] = []
         text = summary.markdown()
 
         def verdicts_json() -> str:
@@ -370,6 +375,21 @@ class GraphnetzSession:
         written, failed = write_summaries(text, s.summary, self.step_summary, show=self.shown)
         lines += [f"graphnetz: Markdown summary written to {self.shown(path)}" for path in written]
         return lines + failed
+
+    def remove_previous_outputs(self) -> None:
+        """At session start (the xdist controller's), delete the previous run's summary,
+        comment and JSON verdict file: a run stopped before its end (SIGTERM, a CI timeout,
+        ``kill -9``) must leave none that reads as its verdict (``"build_failed": false``).
+        :func:`~.settings.check_outputs` has refused links and non-regular files already."""
+        for path in (self.settings.summary, self.settings.comment, self.settings.json):
+            if path is not None:
+                try:
+                    path.unlink(missing_ok=True)
+                except OSError as exc:  # a read-only directory: the write will fail too
+                    self.config.issue_config_time_warning(pytest.PytestConfigWarning(
+                        f"graphnetz: the previous run's {self.shown(path)} could not be removed "
+                        f"({type(exc).__name__}: {exc.strerror or exc}); it is not this run's"),
+                        stacklevel=2)
 
     def calibration_lines(self) -> list[str]:
         """``--graphnetz-calibrate``: the table of what δ each cell's seeds resolve and the

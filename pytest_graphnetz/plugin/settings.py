@@ -26,6 +26,12 @@ from ..outputs import STEP_SUMMARY_ENV  # standard library only, like this modul
 # alarms on innocent changes; its minimum detectable effect is 0.67 points (1.07 at 5 seeds).
 DEFAULT_SEEDS = "10"
 DEFAULT_ALPHA = 0.05
+# The smallest α a gate takes. Below it no team could ever observe the false-alarm rate it
+# buys (one in a million gate runs), the seeds a δ needs keep growing (z at 1e-6 is 4.75, 2.9
+# times z at 0.05: 8 times the seeds), and α split over a family of cells heads into
+# subnormal floats: 1e-320 keeps 3 significant digits, and α / cells may round to 0, a gate
+# that can never fail.
+MIN_ALPHA = 1e-6
 
 
 @dataclass(frozen=True)
@@ -35,6 +41,9 @@ class Option:
     flag: bool = False
     metavar: str | None = None
     repeat: bool = False  # may be given more than once (a list)
+    # Command line only: its ini key exists so that setting it is refused with the reason
+    # (:func:`refuse_command_line_only`), not ignored as an unknown key.
+    command_line_only: bool = False
 
     @property
     def dest(self) -> str:
@@ -57,9 +66,11 @@ OPTIONS = (
     Option("baseline-dir", "where baselines live (default: baselines/ under the rootdir)",
             metavar="DIR"),
     Option("update-baselines", "gates given a baseline write the candidate there and pass, "
-            "unless the ratchet refuses; a full run deletes baselines no test used", flag=True),
+            "unless the ratchet refuses; a full run deletes baselines no test used (command "
+            "line only)", flag=True, command_line_only=True),
     Option("force", "with --graphnetz-update-baselines: write even what the ratchet refuses, "
-            "or over an unreadable baseline; resets the anchors of the cells written", flag=True),
+            "or over an unreadable baseline; resets the anchors of the cells written (command "
+            "line only)", flag=True, command_line_only=True),
     Option("alpha", f"significance level of the gates (default {DEFAULT_ALPHA})", metavar="A"),
     Option("min-effect", "the smallest regression that matters (δ, metric units; default 0.01 "
             "for metrics in [0, 1], none for MAE/RMSE/loss)", metavar="DELTA"),
@@ -120,6 +131,9 @@ def parse_seeds(text: str) -> tuple[int, ...]:
     At most :data:`MAX_SEEDS` seeds, each in ``[0, 2**32)``: checked before a range is built.
     """
     text = str(text).strip()
+    if not text.isascii() or "_" in text:  # int() reads "1_000" and "٣" (Arabic-Indic 3)
+        raise ValueError(f"`--graphnetz-seeds` / `graphnetz_seeds`: write seeds with the ASCII "
+                         f"digits 0-9 (no `_` separators), got {text!r}")
     adaptive = parse_adaptive(text)
     if adaptive is not None:
         text = str(adaptive[1])  # every seed the schedule may use: 0..MAX-1
@@ -191,6 +205,7 @@ class Settings:
         """Read and validate every option; a bad value is a usage error naming the option."""
         from ..determinism import DEFAULT_MODE, check_mode  # stdlib only at import
 
+        refuse_command_line_only(config)
         get = _getter(config)
         workers = _convert(config, "workers", get("workers", "1"), int,
                            "a whole number of processes")
@@ -223,6 +238,16 @@ class Settings:
         if not 0.0 < alpha < 0.5:
             raise pytest.UsageError(
                 f"graphnetz: {named(config, 'alpha')} must lie in (0, 0.5), got {alpha}")
+        if alpha < MIN_ALPHA:
+            raise pytest.UsageError(
+                f"graphnetz: {named(config, 'alpha')} {alpha!r} is below {MIN_ALPHA:g}, the "
+                "smallest α a gate takes (no seed count a CI can afford decides at it, and α "
+                "split over cells would lose its digits); use e.g. 0.001")
+        device = config.getoption("graphnetz_device")
+        if device is not None and not str(device).strip():
+            raise pytest.UsageError(
+                "graphnetz: `--graphnetz-device=` is empty: give auto, cpu, cuda, cuda:i or mps "
+                "(or leave the option out for auto)")
         if get("no-cache", False):
             cache_dir = None
         elif get("cache-dir", None) is not None:
@@ -248,15 +273,37 @@ class Settings:
             baseline_dir=baseline_dir, update_baselines=bool(get("update-baselines", False)),
             force=bool(get("force", False)), alpha=alpha, strict=bool(get("strict", False)),
             single_run=bool(get("single-run", False)),
-            summary=_path(config, "summary") if get("summary", None) else None,
+            summary=_path(config, "summary", follow=False) if get("summary", None) else None,
             report_dir=report_dir,
             cli_baseline_dir=config.getoption("graphnetz_baseline_dir"),
             deterministic=deterministic, min_effect=min_effect,
-            comment=_path(config, "comment") if get("comment", None) else None,
-            json=_path(config, "json") if get("json", None) else None,
+            comment=_path(config, "comment", follow=False) if get("comment", None) else None,
+            json=_path(config, "json", follow=False) if get("json", None) else None,
             fail_unused=bool(get("fail-unused", False)), accept=_accepted(config),
             calibrate=bool(get("calibrate", False)), first_look=first_look,
         )
+
+
+def refuse_command_line_only(config: pytest.Config) -> None:
+    """A usage error for an ini key of a command-line-only option: refreshing baselines (and
+    forcing past the ratchet) is a decision someone makes for one run; as a line in a
+    committed pyproject.toml, a pull request could make CI rewrite the very baselines that
+    gate it, and every later run would pass by writing its candidate."""
+    for option in OPTIONS:
+        if not option.command_line_only:
+            continue
+        try:
+            present = config.getini(option.dest) is not None  # registered with default None
+        except ValueError:  # set, to something that is not even a truth value
+            present = True
+        if present:
+            where = f" in {config.inipath.name}" if config.inipath else ""
+            raise pytest.UsageError(
+                f"graphnetz: the ini key `{option.dest}`{where} is refused: "
+                f"--graphnetz-{option.name} is command line only, so no committed "
+                "configuration can make CI refresh the baselines that gate it; remove the key "
+                f"and pass `--graphnetz-{option.name}` (or run `graphnetz refresh`) when you "
+                "mean to")
 
 
 def _accepted(config: pytest.Config) -> frozenset[str]:
@@ -268,8 +315,7 @@ def _accepted(config: pytest.Config) -> frozenset[str]:
         raise pytest.UsageError(
             f"graphnetz: `--graphnetz-accept` / `graphnetz_accept` takes cells as TASK/MODEL "
             f"(e.g. csbm_homophilous/GAT), got {', '.join(map(repr, bad))}")
-    if cells and not bool(config.getoption("graphnetz_update_baselines")
-                          or config.getini("graphnetz_update_baselines")):
+    if cells and not config.getoption("graphnetz_update_baselines"):
         raise pytest.UsageError(
             "graphnetz: `--graphnetz-accept` accepts a cell's loss in a refresh: use it with "
             "--graphnetz-update-baselines (or `graphnetz refresh NODEID --accept TASK/MODEL`)")
@@ -332,6 +378,10 @@ def header_line(settings: Settings, root: Path) -> str:
 
 def _convert(config: pytest.Config, name: str, text: Any, convert: Callable[[str], Any],
              expected: str) -> Any:
+    if not str(text).isascii() or "_" in str(text):  # int() and float() read "1_0" and "٣"
+        raise pytest.UsageError(
+            f"graphnetz: {named(config, name)} must be {expected} written with the ASCII "
+            f"digits 0-9 (no `_` separators), got {text!r}")
     try:
         return convert(str(text).strip())
     except ValueError:
@@ -344,7 +394,7 @@ def _getter(config: pytest.Config) -> Callable[[str, Any], Any]:
     def get(name: str, default: Any) -> Any:
         option = _option(name)
         value = config.getoption(option.dest)
-        if value is None:
+        if value is None and not option.command_line_only:
             try:
                 value = config.getini(option.dest)
             except (ValueError, pytest.UsageError) as exc:  # a flag's value: not a truth value
@@ -359,14 +409,18 @@ def _option(name: str) -> Option:
     return next(o for o in OPTIONS if o.name == name)
 
 
-def _path(config: pytest.Config, name: str) -> Path:
-    """A path option: relative to the invocation directory (command line) or the ini file."""
+def _path(config: pytest.Config, name: str, *, follow: bool = True) -> Path:
+    """A path option: relative to the invocation directory (command line) or the ini file.
+    ``follow=False`` (a file the session writes): made absolute without following a link at
+    the end, so :func:`~pytest_graphnetz.outputs.file_problem` sees and refuses the link."""
     dest = _option(name).dest
     value = config.getoption(dest)
     if value is not None:
-        return (config.invocation_params.dir / str(value)).resolve()
-    base = config.inipath.parent if config.inipath else config.rootpath
-    return (base / str(config.getini(dest))).resolve()
+        path = config.invocation_params.dir / str(value)
+    else:
+        base = config.inipath.parent if config.inipath else config.rootpath
+        path = base / str(config.getini(dest))
+    return path.resolve() if follow else Path(os.path.abspath(path))
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -377,7 +431,9 @@ def add_options(parser: pytest.Parser) -> None:
         if option.flag:
             group.addoption(flag, action="store_true", default=None, dest=option.dest,
                             help=option.help)
-            parser.addini(option.dest, option.help, type="bool", default=False)
+            # default None: a command-line-only key that is set at all can be refused
+            parser.addini(option.dest, option.help, type="bool",
+                          default=None if option.command_line_only else False)
         else:
             group.addoption(flag, default=None, dest=option.dest, metavar=option.metavar,
                             help=option.help, action="append" if option.repeat else "store")
@@ -393,15 +449,19 @@ def check_outputs(config: pytest.Config, settings: Settings, step_summary: str |
     from ..outputs import dir_problem, file_problem
 
     root = config.rootpath
-    for name, path, problem in (
-            ("report-dir", settings.report_dir, dir_problem),
-            ("summary", settings.summary, file_problem),
-            ("comment", settings.comment, file_problem),
-            ("json", settings.json, file_problem)):
+    # A cache directory the user named (pytest's own is created, or warned about, above).
+    named_cache = settings.cache_dir if _getter(config)("cache-dir", None) else None
+    for name, path, problem, fix in (
+            ("report-dir", settings.report_dir, dir_problem, "name a writable path"),
+            ("cache-dir", named_cache, dir_problem,
+             "name a writable directory, or train without the cache (--graphnetz-no-cache)"),
+            ("summary", settings.summary, file_problem, "name a writable path"),
+            ("comment", settings.comment, file_problem, "name a writable path"),
+            ("json", settings.json, file_problem, "name a writable path")):
         why = None if path is None else problem(path, root)
         if why is not None:
             raise pytest.UsageError(f"graphnetz: {named(config, name)} cannot be written: "
-                                    f"{why}; name a writable path")
+                                    f"{why}; {fix}")
     why = None if not step_summary else file_problem(Path(step_summary), root)
     if why is not None:
         config.issue_config_time_warning(pytest.PytestConfigWarning(
@@ -427,6 +487,6 @@ def check_device(device: str) -> None:
             from None
 
 
-__all__ = ["DEFAULT_ALPHA", "DEFAULT_SEEDS", "MAX_SEEDS", "OPTIONS", "SEED_LIMIT", "Option",
-           "Settings", "add_options", "check_device", "check_outputs", "header_line", "named",
-           "parse_adaptive", "parse_seeds"]
+__all__ = ["DEFAULT_ALPHA", "DEFAULT_SEEDS", "MAX_SEEDS", "MIN_ALPHA", "OPTIONS", "SEED_LIMIT",
+           "Option", "Settings", "add_options", "check_device", "check_outputs", "header_line",
+           "named", "parse_adaptive", "parse_seeds", "refuse_command_line_only"]

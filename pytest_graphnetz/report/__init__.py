@@ -27,6 +27,7 @@ from .codec import (
 from .files import (
     MAX_READ_BYTES,
     STALE_TEMP_SECONDS,
+    UNLOCKED_TEMP_SECONDS,
     NotARegularFileError,
     atomic_file,
     read_regular_file,
@@ -49,7 +50,8 @@ __all__ = [
     "CI_METHODS", "EPOCH_SELECTIONS", "MAX_READ_BYTES", "SCHEMA", "SCHEMA_VERSION",
     "STALE_TEMP_SECONDS", "VALUES_SCHEMA", "VALUES_SCHEMA_VERSION", "BenchmarkReport",
     "EpochSelectionError", "NotARegularFileError", "ReportFormatError", "ReportSchemaError",
-    "Triple", "atomic_file", "dumps", "history_from_json", "history_to_json", "load_report",
+    "Triple", "UNLOCKED_TEMP_SECONDS", "atomic_file", "dumps", "history_from_json",
+    "history_to_json", "load_report",
     "read_json", "read_regular_file", "remove_stale_temp_files", "values_from_json",
     "values_to_json", "write_text_atomic",
 ]

@@ -22,6 +22,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
+try:
+    import fcntl
+except ImportError:  # Windows: temp files are swept by age alone
+    fcntl = None  # type: ignore[assignment]
+
 # Larger than any report or cache entry this package writes (a 600-cell report with per-epoch
 # histories is a few MB); a file beyond it is not read, so a planted giant cannot exhaust memory.
 MAX_READ_BYTES = 1 << 30
@@ -76,6 +81,7 @@ def atomic_file(path: Path, *, binary: bool = False, suffix: str = ".tmp",
     directory.mkdir(parents=True, exist_ok=True)
     remove_stale_temp_files(directory, target=path.name, suffix=suffix)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=suffix)
+    _hold(fd)  # while this process writes: a sweep tells a live write from a killed one
     try:
         with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") as fh:
             yield fh
@@ -93,21 +99,52 @@ def atomic_file(path: Path, *, binary: bool = False, suffix: str = ".tmp",
 # A temp file is written in one go and renamed at once, so one this old was left by a process
 # killed mid-write (kill -9, a power cut): no live writer can still own it.
 STALE_TEMP_SECONDS = 15 * 60
+# Where locks work (POSIX flock), a writer holds one on its temp file while it writes, and the
+# kernel drops it when the writer dies: a temp file this old whose lock is free is a leftover.
+# (The grace covers the instants between mkstemp and the lock, and between close and rename.)
+UNLOCKED_TEMP_SECONDS = 60
 
 
 def remove_stale_temp_files(directory: Path, *, target: str | None = None,
                             suffix: str = ".tmp") -> list[Path]:
     """Delete the temp files :func:`atomic_file` left in ``directory`` (of ``target`` only,
-    when given) that are older than :data:`STALE_TEMP_SECONDS`; returns those deleted."""
+    when given): those older than :data:`UNLOCKED_TEMP_SECONDS` that no live process holds
+    locked (its writer was killed), and any older than :data:`STALE_TEMP_SECONDS`; returns
+    those deleted. A write in progress in another process (a pytest-xdist worker) is kept."""
     pattern = f".{target}.*{suffix}" if target is not None else f".*{suffix}"
-    cutoff = time.time() - STALE_TEMP_SECONDS
+    now = time.time()
     removed = []
     for leftover in Path(directory).glob(pattern):
         with contextlib.suppress(OSError):  # gone already, or not ours to delete
-            if leftover.is_file() and leftover.stat().st_mtime < cutoff:
+            if not leftover.is_file():
+                continue
+            age = now - leftover.stat().st_mtime
+            if age > STALE_TEMP_SECONDS or (age > UNLOCKED_TEMP_SECONDS
+                                            and _lock_is_free(leftover)):
                 leftover.unlink()
                 removed.append(leftover)
     return removed
+
+
+def _hold(fd: int) -> None:
+    """Lock the temp file open on ``fd`` until it is closed (or its process dies)."""
+    if fcntl is not None:
+        with contextlib.suppress(OSError):  # a file system without locks: the age rule only
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def _lock_is_free(path: Path) -> bool:
+    """Whether no process holds ``path``'s write lock (False where locks do not work)."""
+    if fcntl is None:
+        return False
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # BlockingIOError: a live writer holds it
+        return False
+    finally:
+        os.close(fd)   # (releases the lock just taken)
+    return True
 
 
 def write_text_atomic(path: Path, text: str, *, temp_dir: Path | None = None) -> None:

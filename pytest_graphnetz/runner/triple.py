@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import math
 import threading
 import time
@@ -164,12 +165,30 @@ def _run_triple_alone(job: Job) -> Outcome:
 
 
 def _model_info(model: Any) -> dict[str, Any]:
-    """What the model was, as reports and baselines keep it: its repr and parameter count
-    (lazy parameters, sized at the first forward, do not count: they have no size yet)."""
+    """What the model was, as reports and baselines keep it: its repr with a digest of its
+    structure, and its parameter count (lazy parameters, sized at the first forward, do not
+    count: they have no size yet)."""
     from torch.nn.parameter import UninitializedParameter
 
-    return {"repr": repr(model), "parameters": sum(
+    return {"repr": f"{model!r} [structure {structure_digest(model)}]", "parameters": sum(
         p.numel() for p in model.parameters() if not isinstance(p, UninitializedParameter))}
+
+
+def structure_digest(model: Any) -> str:
+    """8 hex digits of the model's architecture: every submodule's class and every parameter
+    and buffer's name and shape (not their values). A compact repr can hide the architecture
+    (PyG's ``GCN(16, 64, num_layers=2)`` says nothing of its hidden width): a baseline's diff
+    shows this change whenever the architecture does."""
+    from torch.nn.parameter import UninitializedParameter
+
+    def shape(t: Any) -> str:
+        return "lazy" if isinstance(t, UninitializedParameter) else str(tuple(t.shape))
+
+    parts = [f"{name}:{type(m).__module__}.{type(m).__qualname__}"
+             for name, m in model.named_modules()]
+    parts += [f"{name}={shape(p)}" for name, p in model.named_parameters()]
+    parts += [f"{name}~{shape(b)}" for name, b in model.named_buffers()]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:8]
 
 
 def _triple_fields(job: Job, data_fp: str, channels: list[int], model_fp: str) -> dict:

@@ -251,7 +251,10 @@ def read_output(text: str, *, metric: str) -> History:
     ``metric`` must be the task's metric (case aside): a script reporting another one is
     refused rather than gated under the wrong name.
     """
-    data = json.loads(text)  # bare NaN / Infinity accepted: a diverged run
+    try:
+        data = json.loads(text)  # bare NaN / Infinity accepted: a diverged run
+    except RecursionError:
+        raise ValueError("JSON nested too deeply (a metrics file is one flat object)") from None
     if not isinstance(data, Mapping):
         raise ValueError(f"expected a JSON object, got {type(data).__name__}")
     if data.get("format", script_side.FORMAT) != script_side.FORMAT or \
@@ -272,7 +275,10 @@ def read_output(text: str, *, metric: str) -> History:
         if not isinstance(values, list) or not all(
                 v is None or (type(v) in (int, float)) for v in values):
             raise ValueError(f"`{key}` must be a list of numbers (null or NaN: diverged)")
-        return [math.nan if v is None else float(v) for v in values]
+        try:
+            return [math.nan if v is None else float(v) for v in values]
+        except OverflowError:  # an integer of 400 digits
+            raise ValueError(f"`{key}` holds a number too large for a float") from None
 
     extra = data.get("extra") or {}
     if not isinstance(extra, Mapping):
