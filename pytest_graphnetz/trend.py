@@ -46,7 +46,7 @@ import numpy as np
 from .baselines import default_path
 from .plots import INSTALL_HINT, VERDICT_COLOURS
 from .report import BenchmarkReport
-from .report.views import cell_stats
+from .report.views import cell_stats, method_phrase
 from .text import fmt_interval, fmt_num, fmt_p, fmt_signed, html_escape
 
 if TYPE_CHECKING:
@@ -360,13 +360,15 @@ def plot_cell(history: History, cell: Cell) -> Figure:
                           f"{INSTALL_HINT}") from exc
     points, runs = history.series[cell], history.runs
     drift = history.drift[cell]
-    fig = Figure(figsize=(7.5, 3.2), layout="constrained")
+    report = runs[points[0].index].reports[cell[0]]
+    fig = Figure(figsize=(9.0, 3.3), layout="constrained")
     ax = fig.add_subplot()
     x = [p.index for p in points]
     means = [p.mean for p in points]
     ax.errorbar(x, means, yerr=[[p.mean - p.ci_low for p in points],
                                 [p.ci_high - p.mean for p in points]],
-                fmt="-", color="#455a64", ecolor="#90a4ae", lw=1.2, capsize=2, zorder=1)
+                fmt="-", color="#455a64", ecolor="#90a4ae", lw=1.2, capsize=2, zorder=1,
+                label=f"mean over seeds, {method_phrase(report)}")
     colours = {v.value: c for v, c in VERDICT_COLOURS.items()}
     for verdict in dict.fromkeys(p.verdict for p in points):
         mine = [p for p in points if p.verdict == verdict]
@@ -380,13 +382,13 @@ def plot_cell(history: History, cell: Cell) -> Figure:
                    edgecolors="#6a1b9a", zorder=4, label=f"anchor {runs[anchor.index].short}")
     ax.set_xticks(x, [runs[i].short[:7] for i in x], rotation=60, fontsize=7,
                   fontfamily="monospace")
-    report = runs[points[0].index].reports[cell[0]]
     spec = report.metric(cell[1])
     ax.set_ylabel(f"{spec.name} ({'higher' if spec.higher_is_better else 'lower'} is better)")
+    ax.set_xlabel("commit, oldest first", fontsize=8)
     status = "DRIFT" if drift.flagged else "no drift"
     ax.set_title(f"{cell_label(cell)}: {status}", fontsize=9, loc="left")
     ax.grid(axis="y", color="#eceff1", lw=0.8)
-    ax.legend(fontsize=7, loc="best", frameon=False)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return fig
 
 
