@@ -392,7 +392,11 @@ def run_bisect(good: str, bad: str, pytest_args: Sequence[str], *, seeds: int, m
             raise BisectRefusal(f"pytest argument {arg}: bisect sets the seeds, report dir and "
                                 "cache dir of each probe itself (--seeds, --max-seeds, "
                                 "--cache-dir); leave it out")
-    repo = Path(git(Path.cwd(), "rev-parse", "--show-toplevel"))
+    try:
+        repo = Path(git(Path.cwd(), "rev-parse", "--show-toplevel"))
+    except BisectRefusal:
+        raise BisectRefusal(f"{Path.cwd()} is not inside a git repository: run graphnetz "
+                            "bisect from the project's checkout") from None
     prefix = git(Path.cwd(), "rev-parse", "--show-prefix")
     commits = commit_range(repo, good, bad)
     log(f"bisect: {len(commits)} commits from GOOD {commits[0]} to BAD {commits[-1]}")

@@ -13,9 +13,11 @@
                      [--cache-dir DIR] -- [PYTEST ARGS...]
 
 One small function per subcommand, registered in :func:`build_parser`. Exit codes: 0 success,
-1 a gate failed (``compare``: a failing cell) and nothing else, 2 a usage or input error (a bad
-argument, a file that is missing, malformed or a directory, a refused pairing), said in one
-line. Heavy imports stay inside the functions.
+1 a gate failed (``compare``: a failing cell; ``history``: a cell drifts; ``bisect``: a search
+stopped undecided) and nothing else, 2 a usage or input error (a bad argument, a file that is
+missing, malformed or a directory, a refused pairing or bisect), said in one line. Heavy imports
+stay inside the functions (``history`` and ``bisect`` live in :mod:`.trend` and
+:mod:`.bisection`).
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,7 +45,7 @@ import numpy as np
 
 from .baselines import default_path
 from .plots import INSTALL_HINT, VERDICT_COLOURS
-from .report import BenchmarkReport
+from .report import BenchmarkReport, write_text_atomic
 from .report.views import cell_stats, method_phrase
 from .text import fmt_interval, fmt_num, fmt_p, fmt_signed, html_escape
 
@@ -242,19 +242,15 @@ def drift_check(series: Mapping[Cell, Sequence[Point]], *, anchor: int = 0,
         out[cell] = _drift_one(cell, points, sign, alpha, sps)
     tested = [(cell, kind) for cell, d in out.items() for kind in ("latest", "trend")
               if not math.isnan(getattr(d, f"p_{kind}"))]
+    adjusted: dict[tuple[Cell, str], float] = {}
     if tested:
-        adjusted = holm([getattr(out[c], f"p_{k}") for c, k in tested], alpha=alpha)
-        for (cell, kind), p in zip(tested, adjusted.p_adjusted, strict=True):
-            d = out[cell]
-            out[cell] = d = _replace(d, **{f"p_{kind}_holm": float(p)})
-            out[cell] = _replace(d, flagged=d.p_latest_holm <= alpha or d.p_trend_holm <= alpha)
+        p_values = holm([getattr(out[c], f"p_{k}") for c, k in tested], alpha=alpha).p_adjusted
+        adjusted = dict(zip(tested, p_values, strict=True))
+    for cell, d in out.items():
+        p_latest, p_trend = adjusted.get((cell, "latest"), 1.0), adjusted.get((cell, "trend"), 1.0)
+        out[cell] = replace(d, p_latest_holm=p_latest, p_trend_holm=p_trend,
+                            flagged=p_latest <= alpha or p_trend <= alpha)
     return out
-
-
-def _replace(d: Drift, **changes: Any) -> Drift:
-    from dataclasses import replace
-
-    return replace(d, **changes)
 
 
 def _drift_one(cell: Cell, points: Sequence[Point], sign: float, alpha: float,
@@ -415,8 +411,6 @@ def write_page(history: History, output: str | Path) -> Path:
         data = png_bytes(plot_cell(history, cell))
         (out / figure_name(k, cell)).write_bytes(data)
         figures[cell] = base64.b64encode(data).decode("ascii")
-    from .report import write_text_atomic
-
     page = out / "index.html"
     write_text_atomic(page, render_page(history, figures))
     return page

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -239,3 +240,11 @@ def test_bisect_refusals_exit_2(repo, capsys) -> None:
     assert "not a commit" in capsys.readouterr().err
     assert main(["bisect", good, bad, "--", "--graphnetz-seeds=3"]) == 2
     assert "sets the seeds" in capsys.readouterr().err
+
+
+def test_the_command_exits_2_outside_a_git_repository(pytester: pytest.Pytester) -> None:
+    """The installed command's exit status and message, from a fresh interpreter."""
+    result = pytester.run(sys.executable, "-m", "pytest_graphnetz.cli", "bisect", "HEAD~1",
+                          "HEAD", "--", "-q")
+    assert result.ret == 2
+    assert "not inside a git repository" in result.stderr.str()

@@ -184,3 +184,13 @@ def test_figures_name_the_plot_extra_when_matplotlib_is_missing(tmp_path, monkey
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
     with pytest.raises(ImportError, match=r"pytest-graphnetz\[plot\]"):
         plot_cell(history, CELL)
+
+
+def test_the_command_exits_2_on_a_folder_without_commits(pytester: pytest.Pytester) -> None:
+    """The installed command's exit status and message, from a fresh interpreter."""
+    (pytester.path / "history" / "c1").mkdir(parents=True)
+    result = pytester.run(sys.executable, "-m", "pytest_graphnetz.cli", "history", "history",
+                          "-o", "page")
+    assert result.ret == 2
+    assert "commit.json: missing" in result.stderr.str()
+    assert not (pytester.path / "page").exists()
