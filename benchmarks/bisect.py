@@ -13,14 +13,15 @@ position in 1..31 that trains for fewer epochs: 11 instead of 20 (about −2δ) 
 Its true effect E is measured on the whole pool (below), and the search runs at δ = E/2 for the
 first culprit (exactly −2δ) and δ = E for the second (exactly −δ); the same histories serve both.
 
-Trainings are real but pooled: every (model, stream, seed) of 12 streams × 3 models × 60 seeds is
+Trainings are real but pooled: every (model, stream, seed) of 8 streams × 3 models × 48 seeds is
 trained once, up front; a trial draws its commits' streams from the pool and a permutation of
-the 60 seeds (seed s of a probe is the permutation's s-th). Seed-trainings per search count the
+the 48 seeds (seed s of a probe is the permutation's s-th). Seed-trainings per search count the
 distinct (model, stream, seed) a search asked for: what it trains with the triple cache, which
 keys on the model's code, so an innocent commit that changes nothing costs nothing.
 
-    python benchmarks/bisect.py --quick          # 40 trials (~2 min)
-    python benchmarks/bisect.py --trials 200 --out benchmarks/bisect_results.md
+    python benchmarks/bisect.py --quick          # 40 trials, a smaller pool
+    python benchmarks/bisect.py --out benchmarks/bisect_results.md     # 200 trials
+    python benchmarks/bisect.py --pool pool.json ...   # the pool trained once, then reused
 """
 
 from __future__ import annotations
@@ -133,16 +134,17 @@ class Trial:
                                                      metric="accuracy")}
 
 
-def paired_search(trial: Trial, delta: float, seeds: int, max_seeds: int) -> int | None:
+def paired_search(trial: Trial, delta: float, seeds: int, max_seeds: int) -> int | str:
+    """The culprit's index, or "refused" (BAD did not read REGRESSED) or "undecided"."""
     from pytest_graphnetz.bisection import BisectRefusal, bisect_commits
 
     try:
         result = bisect_commits([str(i) for i in range(COMMITS)], trial.probe, seeds=seeds,
                                 max_seeds=max_seeds, alpha=ALPHA, min_effect=delta)
     except BisectRefusal:
-        return None
+        return "refused"
     culprit = result.findings[0].culprit
-    return None if culprit is None else int(culprit)
+    return "undecided" if culprit is None else int(culprit)
 
 
 def value_search(trial: Trial, seeds: int) -> int:
@@ -164,10 +166,31 @@ METHODS = ("paired, 10 → 40 seeds (graphnetz bisect)", "paired, fixed 10 seeds
            "single value (asv find)", "10-seed means, asv rule")
 
 
-def run(trials: int, streams: int, pool_seeds: int, seed: int) -> str:
+def load_or_train(path: str | None, streams: int, pool_seeds: int) -> tuple[np.ndarray, str]:
+    """The pool, from ``path`` when it holds one of this shape (bit for bit what was trained),
+    else trained and, with ``path``, saved there."""
+    import json
+
+    if path and Path(path).exists():
+        data = json.loads(Path(path).read_text())
+        pool = np.array(data["values"])
+        if pool.shape == (len(EPOCHS), streams, pool_seeds) \
+                and data["epochs"] == list(EPOCHS.values()):
+            return pool, (f"read from {path} (trained at {data['ms_per_training']:.0f} ms "
+                          "each)")
     t0 = time.perf_counter()
     pool, per_training = train_pool(list(EPOCHS.values()), streams, pool_seeds)
-    train_s = time.perf_counter() - t0
+    note = (f"{per_training * 1000:.0f} ms per training here "
+            f"({time.perf_counter() - t0:.0f} s)")
+    if path:
+        Path(path).write_text(json.dumps({"epochs": list(EPOCHS.values()),
+                                          "ms_per_training": per_training * 1000,
+                                          "values": pool.tolist()}))
+    return pool, note
+
+
+def run(trials: int, streams: int, pool_seeds: int, seed: int, pool_file: str | None) -> str:
+    pool, trained = load_or_train(pool_file, streams, pool_seeds)
     scenarios = {}   # label -> (culprit's model index, δ, paired sd)
     for k, label in ((1, "2δ"), (2, "δ")):
         diffs = pool[k] - pool[0]            # paired by (stream, seed)
@@ -177,6 +200,7 @@ def run(trials: int, streams: int, pool_seeds: int, seed: int) -> str:
     rng = np.random.default_rng(seed)
     found = {(m, s): 0 for m in METHODS for s in ("2δ", "δ")}
     wrong = {(m, s): 0 for m in METHODS for s in ("2δ", "δ")}
+    refused = {(m, s): 0 for m in METHODS for s in ("2δ", "δ")}
     cost = {(m, s): [] for m in METHODS for s in ("2δ", "δ")}
     t1 = time.perf_counter()
     for _ in range(trials):
@@ -194,19 +218,20 @@ def run(trials: int, streams: int, pool_seeds: int, seed: int) -> str:
                 else:
                     got = value_search(trial, 10)
                 found[method, label] += got == culprit
-                wrong[method, label] += got is not None and got != culprit
+                wrong[method, label] += isinstance(got, int) and got != culprit
+                refused[method, label] += got == "refused"
                 cost[method, label].append(len(trial.trained))
     search_s = time.perf_counter() - t1
     lines = [
         f"# Bisect under noise: {trials} histories of {COMMITS} commits, seed {seed}",
         "",
         f"Command: `python benchmarks/bisect.py --trials {trials} --streams {streams} "
-        f"--pool-seeds {pool_seeds} --seed {seed}`",
+        f"--pool-seeds {pool_seeds} --seed {seed}`"
+        + (f" (pool: `--pool {pool_file}`)" if pool_file else ""),
         "",
         f"Model: GCN on a 400-node 4-block SBM, {EPOCHS['good']} epochs; the culprit trains "
         f"{EPOCHS['2δ']} (−2δ) or {EPOCHS['δ']} (−δ). Pool {streams} streams × 3 models × "
-        f"{pool_seeds} seeds, {per_training * 1000:.0f} ms per training here ({train_s:.0f} s);"
-        f" searches {search_s:.0f} s.",
+        f"{pool_seeds} seeds, {trained}; searches {search_s:.0f} s.",
         f"GOOD's accuracy {pool[0].mean():.4f} (seed sd {pool[0].std(ddof=1):.4f}); an "
         f"RNG-stream change's paired sd {cross.std(ddof=1):.4f}. "
         + "; ".join(f"culprit at −{label}: true effect {-delta * (2 if label == '2δ' else 1):+.4f}"
@@ -214,9 +239,9 @@ def run(trials: int, streams: int, pool_seeds: int, seed: int) -> str:
                     for label, (_, delta, sd) in scenarios.items())
         + f". alpha {ALPHA} for the whole search.",
         "",
-        "| method | culprit at | culprit found | wrong commit named | seed-trainings per search "
-        "(mean, max) |",
-        "|---|---|---|---|---|",
+        "| method | culprit at | culprit found | wrong commit named | endpoints refused | "
+        "seed-trainings per search (mean, max) |",
+        "|---|---|---|---|---|---|",
     ]
     for label in ("2δ", "δ"):
         for method in METHODS:
@@ -225,11 +250,13 @@ def run(trials: int, streams: int, pool_seeds: int, seed: int) -> str:
             w = wrong[method, label]
             lines.append(f"| {method} | −{label} | {100 * k / trials:.1f}% "
                          f"[{100 * lo:.1f}, {100 * hi:.1f}] | {100 * w / trials:.1f}% | "
+                         f"{100 * refused[method, label] / trials:.1f}% | "
                          f"{c.mean():.1f}, {c.max()} |")
     lines += ["", "Brackets: 95% Wilson interval over the trials. Target: ≥ 95% at −2δ, "
-              "≥ 80% at −δ (the first row of each). A paired search that is not found and names "
-              "no wrong commit stopped undecided (its range printed) or refused the endpoints; "
-              "the value bisects always name a commit."]
+              "≥ 80% at −δ (the first row of each). A paired search that neither finds the culprit "
+              "nor names a wrong commit refused the endpoints (BAD did not read REGRESSED at its "
+              "seeds and level) or stopped undecided with the culprit's range; the value "
+              "bisects always name a commit."]
     return "\n".join(lines) + "\n"
 
 
@@ -243,15 +270,16 @@ def wilson(k: int, n: int) -> tuple[float, float]:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trials", type=int, default=200)
-    parser.add_argument("--streams", type=int, default=12)
-    parser.add_argument("--pool-seeds", type=int, default=60)
+    parser.add_argument("--streams", type=int, default=8)
+    parser.add_argument("--pool-seeds", type=int, default=48)
+    parser.add_argument("--pool", help="JSON file of the pool: read when it fits, else written")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="40 trials, 6 streams, 40 seeds")
     parser.add_argument("--out", help="also write the table to this file")
     args = parser.parse_args(argv)
     if args.quick:
         args.trials, args.streams, args.pool_seeds = 40, 6, 40
-    text = run(args.trials, args.streams, args.pool_seeds, args.seed)
+    text = run(args.trials, args.streams, args.pool_seeds, args.seed, args.pool)
     print(text, end="")
     if args.out:
         Path(args.out).write_text(text)
