@@ -231,7 +231,7 @@ def test_bisect_refusals_exit_2(repo, capsys) -> None:
     commit(repo.path, "broken", shift=-0.03)
     (repo.path / "conftest.py").unlink()
     bad = commit(repo.path, "bad", shift=-0.03)
-    assert main(["bisect", good, bad, "--min-effect", "0.01", "--", "-q"]) == 2
+    assert main(["bisect", same, bad, "--min-effect", "0.01", "--", "-q"]) == 2
     err = capsys.readouterr().err
     assert "cannot be built" in err and "pytest exited" in err
     assert main(["bisect", bad, good, "--", "-q"]) == 2
