@@ -16,8 +16,8 @@ One small function per subcommand, registered in :func:`build_parser`. Exit code
 1 a gate failed (``compare``: a failing cell; ``history``: a cell drifts; ``bisect``: a search
 stopped undecided) and nothing else, 2 a usage or input error (a bad argument, a file that is
 missing, malformed or a directory, a refused pairing or bisect), said in one line. Heavy imports
-stay inside the functions (``history`` and ``bisect`` live in :mod:`.trend` and
-:mod:`.bisection`).
+stay inside the functions (``history`` and ``bisect`` live in :mod:`.trend`, :mod:`.trendpage`
+and :mod:`.bisection`).
 """
 
 from __future__ import annotations
@@ -268,7 +268,7 @@ def _write_view(render: Callable[[BenchmarkReport], str], args: argparse.Namespa
 def cmd_history(args: argparse.Namespace) -> int:
     """Each cell's trajectory across the commit folders of DIR, a page and figures, and the
     drift check against the anchor (exit 1 when a cell drifts); see docs/history-bisect.md."""
-    from .trend import run_history
+    from .trendpage import run_history
 
     return run_history(args.directory, args.output, anchor=args.anchor, alpha=args.alpha)
 

@@ -14,13 +14,8 @@ from scipy import stats as sps
 
 from pytest_graphnetz import BenchmarkReport
 from pytest_graphnetz.cli import main
-from pytest_graphnetz.trend import (
-    HistoryError,
-    Point,
-    drift_check,
-    load_history,
-    plot_cell,
-)
+from pytest_graphnetz.trend import HistoryError, Point, drift_check, load_history
+from pytest_graphnetz.trendpage import plot_cell
 
 CELL = ("test_m/test_a", "t", "GCN")
 
