@@ -3,7 +3,7 @@
 :func:`bisect_commits` is the search, a pure function over a ``probe(commit, n_seeds)`` callable
 that returns the reports a commit's benchmark saves (by name; seeds ``0..n-1``); ``graphnetz
 bisect`` implements the probe with git worktrees and pytest (:class:`GitProbe`), the benchmark
-(``benchmarks/bisect.py``) with an in-process history. Each probe is judged by the gate
+(``benchmarks/bisect_search.py``) with an in-process history. Each probe is judged by the gate
 (:func:`~pytest_graphnetz.gates.compare_reports`, not-worse, paired by seed) against GOOD:
 
 - **regressed**: REGRESSED;  **same**: NOT WORSE, IDENTICAL or BETTER (no regression of δ or

@@ -1,4 +1,6 @@
-"""Bisecting a regression under noise (issue 36): the paired three-valued bisect of
+"""Bisecting a regression under noise (issue 36; not named ``bisect.py``: run as a script, any
+file in this folder would import it as the standard library's ``bisect``, which ``random``
+imports): the paired three-valued bisect of
 :func:`pytest_graphnetz.bisection.bisect_commits` (the search ``graphnetz bisect`` runs) against
 a single-value bisect (asv's ``find``: one seed per probe, recurse into the half with the bigger
 drop) and a fixed 10-seed bisect (the same rule on 10-seed means), on the same histories.
@@ -19,27 +21,22 @@ the 48 seeds (seed s of a probe is the permutation's s-th). Seed-trainings per s
 distinct (model, stream, seed) a search asked for: what it trains with the triple cache, which
 keys on the model's code, so an innocent commit that changes nothing costs nothing.
 
-    python benchmarks/bisect.py --quick          # 40 trials, a smaller pool
-    python benchmarks/bisect.py --out benchmarks/bisect_results.md     # 200 trials
-    python benchmarks/bisect.py --pool pool.json ...   # the pool trained once, then reused
+    python benchmarks/bisect_search.py --quick          # 40 trials, a smaller pool
+    python benchmarks/bisect_search.py --out benchmarks/bisect_results.md     # 200 trials
+    python benchmarks/bisect_search.py --pool pool.json ...   # the pool trained once, then reused
 """
 
 from __future__ import annotations
 
-import os
+import argparse
 import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
 
-# Run as a script, this file's folder heads sys.path, and its name would shadow the standard
-# library's `bisect` (which `random`, and so torch, imports): the folder goes, the root comes.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [os.path.dirname(_HERE), *(p for p in sys.path if os.path.abspath(p or ".") != _HERE)]
+import numpy as np
 
-import argparse  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Sequence  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import numpy as np  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 COMMITS = 32
 # GOOD's model trains 20 epochs; the culprit 11 (about −2δ) or 14 (about −δ): δ is set from the
@@ -225,7 +222,7 @@ def run(trials: int, streams: int, pool_seeds: int, seed: int, pool_file: str | 
     lines = [
         f"# Bisect under noise: {trials} histories of {COMMITS} commits, seed {seed}",
         "",
-        f"Command: `python benchmarks/bisect.py --trials {trials} --streams {streams} "
+        f"Command: `python benchmarks/bisect_search.py --trials {trials} --streams {streams} "
         f"--pool-seeds {pool_seeds} --seed {seed}`"
         + (f" (pool: `--pool {pool_file}`)" if pool_file else ""),
         "",
