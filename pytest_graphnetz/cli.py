@@ -8,11 +8,16 @@
     graphnetz plot REPORT [CANDIDATE] -o FILE.png [--ci t|bootstrap] [--gate ...] [--margin]
     graphnetz latex REPORT [-o FILE.tex] [--ci t|bootstrap]
     graphnetz markdown REPORT [-o FILE.md] [--ci t|bootstrap]
+    graphnetz history DIR -o OUTDIR [--anchor COMMIT] [--alpha 0.05]
+    graphnetz bisect GOOD BAD [--seeds 10] [--max-seeds 40] [--min-effect D] [--alpha 0.05]
+                     [--cache-dir DIR] -- [PYTEST ARGS...]
 
 One small function per subcommand, registered in :func:`build_parser`. Exit codes: 0 success,
-1 a gate failed (``compare``: a failing cell) and nothing else, 2 a usage or input error (a bad
-argument, a file that is missing, malformed or a directory, a refused pairing), said in one
-line. Heavy imports stay inside the functions.
+1 a gate failed (``compare``: a failing cell; ``history``: a cell drifts; ``bisect``: a search
+stopped undecided) and nothing else, 2 a usage or input error (a bad argument, a file that is
+missing, malformed or a directory, a refused pairing or bisect), said in one line. Heavy imports
+stay inside the functions (``history`` and ``bisect`` live in :mod:`.trend`, :mod:`.trendpage`
+and :mod:`.bisection`).
 """
 
 from __future__ import annotations
@@ -260,6 +265,39 @@ def _write_view(render: Callable[[BenchmarkReport], str], args: argparse.Namespa
     return EXIT_OK
 
 
+def cmd_history(args: argparse.Namespace) -> int:
+    """Each cell's trajectory across the commit folders of DIR, a page and figures, and the
+    drift check against the anchor (exit 1 when a cell drifts); see docs/history-bisect.md."""
+    from .trendpage import run_history
+
+    return run_history(args.directory, args.output, anchor=args.anchor, alpha=args.alpha)
+
+
+def cmd_bisect(args: argparse.Namespace) -> int:
+    """The first commit between GOOD and BAD that regressed each cell BAD regressed on (exit 1:
+    a search stopped undecided; 2: a refusal); see docs/history-bisect.md."""
+    from .bisection import BisectRefusal, run_bisect
+
+    try:
+        return run_bisect(args.good, args.bad, args.pytest_args, seeds=args.seeds,
+                          max_seeds=args.max_seeds, alpha=args.alpha,
+                          min_effect=args.min_effect, margin=args.margin or 0.0,
+                          cache_dir=args.cache_dir)
+    except BisectRefusal as exc:
+        print(f"graphnetz bisect: refused: {exc}", file=sys.stderr)
+        return EXIT_UNUSABLE
+
+
+def _seeds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"must be >= 2 (a paired test), got {text}")
+    return value
+
+
 def _gate_arguments(parser: argparse.ArgumentParser) -> None:
     # Defaults None: a gate option not given is read from the candidate report when the gate
     # that saved it recorded it (gate_settings), else GATE_DEFAULTS.
@@ -338,13 +376,47 @@ def build_parser() -> argparse.ArgumentParser:
                            help="passed to pytest (e.g. tests/test_models.py "
                                 "--graphnetz-seeds=10 --graphnetz-min-effect=0.02)")
     calibrate.set_defaults(func=cmd_calibrate)
+
+    history = sub.add_parser("history", help="each cell across commits: an HTML page, figures "
+                                             "and a drift check (exit 1 on drift)")
+    history.add_argument("directory", help="one folder per commit (commit.json, reports/)")
+    history.add_argument("-o", "--output", required=True, help="folder for index.html and the "
+                                                               "PNG figures")
+    history.add_argument("--anchor", help="the commit (id or prefix) to check drift against "
+                                          "(default: the oldest)")
+    history.add_argument("--alpha", type=_alpha, default=0.05,
+                         help="family-wise level of the drift check (default 0.05)")
+    history.set_defaults(func=cmd_history)
+
+    bisect = sub.add_parser("bisect", help="the commit that regressed a cell: GOOD BAD -- "
+                                           "[PYTEST ARGS]")
+    bisect.add_argument("good", help="a commit that does not have the regression")
+    bisect.add_argument("bad", help="a later commit that does")
+    bisect.add_argument("--seeds", type=_seeds, default=10, help="seeds per probe (default 10)")
+    bisect.add_argument("--max-seeds", type=_seeds, default=40,
+                        help="an undecided probe doubles its seeds up to this (default 40)")
+    bisect.add_argument("--min-effect", type=_positive, default=None,
+                        help="δ, the smallest regression that matters (default: the metric's)")
+    bisect.add_argument("--margin", type=_margin, default=None, help="tolerated loss (default 0)")
+    bisect.add_argument("--alpha", type=_alpha, default=0.05,
+                        help="error level of the whole search (default 0.05)")
+    bisect.add_argument("--cache-dir", default=None,
+                        help="the triple cache every probe shares (default: a temporary one)")
+    bisect.set_defaults(func=cmd_bisect)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
+    pytest_tail: list[str] = []
+    if "--" in argv and "bisect" in argv[:argv.index("--")]:
+        # bisect GOOD BAD -- PYTEST ARGS: what follows `--` is each probe's pytest command line.
+        at = argv.index("--")
+        argv, pytest_tail = argv[:at], argv[at + 1:]
     args, unknown = parser.parse_known_args(argv)
+    if args.command == "bisect":
+        args.pytest_args = pytest_tail
     if args.command in ("refresh", "calibrate"):
         # Everything after the command is pytest's, in order (-k, -x, --graphnetz-seeds ...).
         args.pytest_args = argv[argv.index(args.command) + 1:]

@@ -1,0 +1,337 @@
+"""A cell's history across commits: saved reports read back per commit, each cell's trajectory
+(drawn by :mod:`.trendpage`), and a drift check against an anchor.
+
+The folder ``graphnetz history`` reads (docs/history-bisect.md says how CI collects it)::
+
+    HISTORY/
+      <any name>/                  one folder per commit
+        commit.json                {"commit": "<sha>", "date": "<ISO 8601>"} (+ optional "subject")
+        reports/<module>/<test>.json   what --graphnetz-report-dir wrote
+        graphnetz-verdicts.json    what --graphnetz-json wrote (optional: the verdicts marked)
+
+Commits are ordered by ``date`` (ties by commit id). A cell is (report name, task, model), the
+report name its path under ``reports/`` without ``.json`` (``test_models/test_gcn``).
+
+The drift check (:func:`drift_check`), per cell, paired by seed against the anchor (the oldest
+commit, or a named one), on the seeds the anchor shares with every later commit:
+
+- **latest against anchor**: the one-sided paired t test (``scipy.stats.ttest_1samp`` on the
+  per-seed differences, which is ``ttest_rel``; H1: the latest commit is worse), on the seeds
+  the two share;
+- **trend**: the per-commit paired means ``m_c = mean_s(d_c,s)``, ``d_c,s`` the commit's value
+  minus the anchor's at seed s (sign flipped for lower-is-better metrics), regressed on the
+  commit's position (``scipy.stats.linregress``, one-sided: slope < 0). A commit whose values
+  equal the previous distinct commit's bit for bit (nothing changed) is one point, not two: the
+  test assumes independent points.
+
+Holm across every p-value of every cell (two per cell) at ``alpha`` keeps the probability of
+flagging any cell of a flat history at most ``alpha`` (simulated in tests/test_history.py).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .baselines import default_path
+from .report import BenchmarkReport
+from .report.views import cell_stats
+from .text import fmt_interval, fmt_num, fmt_p, fmt_signed
+
+MANIFEST, REPORTS, VERDICTS = "commit.json", "reports", "graphnetz-verdicts.json"
+Cell = tuple[str, str, str]
+"""(report name, task, model)."""
+
+
+class HistoryError(ValueError):
+    """A history folder that cannot be read (the message names the file and the fix)."""
+
+
+@dataclass(frozen=True)
+class CommitRun:
+    """One commit's saved results: its reports by name and the gate's verdicts by cell."""
+
+    commit: str
+    date: datetime
+    subject: str
+    folder: Path
+    reports: Mapping[str, BenchmarkReport]
+    verdicts: Mapping[Cell, str]
+
+    @property
+    def short(self) -> str:
+        return self.commit[:10]
+
+
+@dataclass(frozen=True)
+class Point:
+    """A cell at one commit: the per-commit mean and interval of the report, its per-seed
+    values (``seed -> value``) and the gate's verdict there (None: none recorded)."""
+
+    index: int
+    mean: float
+    ci_low: float
+    ci_high: float
+    n: int
+    values: Mapping[int, float]
+    verdict: str | None
+
+
+@dataclass(frozen=True)
+class Drift:
+    """The drift check of one cell. ``latest_diff``: mean paired Δ latest − anchor (+ = better)
+    and its interval ``latest_ci`` at ``1 − 2·alpha``; ``slope``: the trend's per-commit change
+    of the paired mean; ``p_latest`` / ``p_trend``: raw one-sided p-values; ``p_*_holm``: after
+    Holm across all cells; ``flagged``: either Holm p is at most ``alpha``; ``note``: why a test
+    was not run (too few seeds or commits)."""
+
+    cell: Cell
+    anchor: int
+    seeds: tuple[int, ...]
+    latest_diff: float
+    latest_ci: tuple[float, float]
+    slope: float
+    p_latest: float
+    p_trend: float
+    p_latest_holm: float = 1.0
+    p_trend_holm: float = 1.0
+    flagged: bool = False
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class History:
+    """The commits in order and each cell's trajectory (:class:`Point` per commit that has
+    it), with the drift check of every cell."""
+
+    runs: tuple[CommitRun, ...]
+    series: Mapping[Cell, tuple[Point, ...]]
+    drift: Mapping[Cell, Drift]
+    anchor: int
+    alpha: float
+
+    @property
+    def flagged(self) -> list[Drift]:
+        return [d for d in self.drift.values() if d.flagged]
+
+
+def cell_label(cell: Cell) -> str:
+    name, task, model = cell
+    return f"{name}::{task}/{model}"
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+def load_runs(directory: str | Path) -> list[CommitRun]:
+    """Every commit folder under ``directory`` (see the module docstring), oldest first."""
+    root = Path(directory)
+    if not root.is_dir():
+        raise HistoryError(f"{root}: no such directory; give the folder that holds one folder "
+                           f"per commit ({MANIFEST} + {REPORTS}/), see docs/history-bisect.md")
+    runs = [_load_run(folder) for folder in sorted(p for p in root.iterdir() if p.is_dir())]
+    if not runs:
+        raise HistoryError(f"{root}: no commit folders in it (each holds {MANIFEST} and "
+                           f"{REPORTS}/, see docs/history-bisect.md)")
+    runs.sort(key=lambda r: (r.date, r.commit))
+    seen: dict[str, Path] = {}
+    for r in runs:
+        if r.commit in seen:
+            raise HistoryError(f"{r.folder} and {seen[r.commit]} both say commit {r.commit}; "
+                               "keep one folder per commit")
+        seen[r.commit] = r.folder
+    return runs
+
+
+def _load_run(folder: Path) -> CommitRun:
+    manifest = folder / MANIFEST
+    fix = ('write it with `git show -s --format=\'{"commit": "%H", "date": "%cI"}\' HEAD > '
+           f"{MANIFEST}` (docs/history-bisect.md)")
+    try:
+        meta = json.loads(manifest.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise HistoryError(f"{manifest}: missing; every commit folder says which commit it is: "
+                           f"{fix}") from None
+    except (OSError, ValueError) as exc:
+        raise HistoryError(f"{manifest}: not readable JSON ({exc}); {fix}") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("commit"), str) \
+            or not meta["commit"] or not isinstance(meta.get("date"), str):
+        raise HistoryError(f"{manifest}: needs a \"commit\" and a \"date\" string; {fix}")
+    try:
+        date = datetime.fromisoformat(meta["date"].replace("Z", "+00:00"))
+    except ValueError:
+        raise HistoryError(f"{manifest}: \"date\" {meta['date']!r} is not ISO 8601 (e.g. "
+                           f"2026-12-01T10:00:00+00:00); {fix}") from None
+    if date.tzinfo is None:
+        raise HistoryError(f"{manifest}: \"date\" {meta['date']!r} has no time zone (commits "
+                           f"from several machines must sort); {fix}")
+    reports_dir = folder / REPORTS
+    reports = {p.relative_to(reports_dir).as_posix().removesuffix(".json"):
+               BenchmarkReport.from_json(p) for p in sorted(reports_dir.rglob("*.json"))}
+    if not reports:
+        raise HistoryError(f"{reports_dir}: no reports; copy what --graphnetz-report-dir wrote "
+                           "for this commit there")
+    return CommitRun(meta["commit"], date, str(meta.get("subject", "")), folder, reports,
+                     _load_verdicts(folder / VERDICTS))
+
+
+def _load_verdicts(path: Path) -> dict[Cell, str]:
+    """The verdict of each cell in a --graphnetz-json file, keyed as the reports are."""
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        rows = data["rows"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise HistoryError(f"{path}: not a --graphnetz-json verdict file ({exc})") from None
+    out: dict[Cell, str] = {}
+    for row in rows:
+        if not isinstance(row, dict) or not row.get("task") or not row.get("model"):
+            continue
+        test = str(row.get("test", ""))
+        module, _, rest = test.partition("::")
+        name = default_path("", Path(module).stem, rest.replace("::", ".")).as_posix()
+        out.setdefault((name.removesuffix(".json"), row["task"], row["model"]),
+                       str(row.get("verdict", "")))
+    return out
+
+
+def trajectories(runs: Sequence[CommitRun]) -> dict[Cell, tuple[Point, ...]]:
+    """Each cell's points, one per commit whose reports hold it, in commit order."""
+    out: dict[Cell, list[Point]] = {}
+    for i, run in enumerate(runs):
+        for name, report in run.reports.items():
+            for (task, model), row in cell_stats(report).items():
+                values = dict(zip(report.seeds, report.values(task, model).tolist(),
+                                  strict=True))
+                cell = (name, task, model)
+                out.setdefault(cell, []).append(Point(
+                    i, float(row.mean), float(row.ci_low), float(row.ci_high), int(row.n_seeds),
+                    values, run.verdicts.get(cell)))
+    return {c: tuple(p) for c, p in out.items()}
+
+
+# -- the drift check ------------------------------------------------------------------------------
+
+def drift_check(series: Mapping[Cell, Sequence[Point]], *, anchor: int = 0,
+                higher_is_better: Mapping[Cell, bool] | None = None,
+                alpha: float = 0.05) -> dict[Cell, Drift]:
+    """The drift check of every cell from commit ``anchor`` on (module docstring); a cell
+    absent at the anchor is checked from its first commit."""
+    from scipy import stats as sps
+
+    from .stats import holm
+
+    out: dict[Cell, Drift] = {}
+    for cell, points in series.items():
+        sign = 1.0 if (higher_is_better or {}).get(cell, True) else -1.0
+        points = [p for p in points if p.index >= anchor]
+        out[cell] = _drift_one(cell, points, sign, alpha, sps)
+    tested = [(cell, kind) for cell, d in out.items() for kind in ("latest", "trend")
+              if not math.isnan(getattr(d, f"p_{kind}"))]
+    adjusted: dict[tuple[Cell, str], float] = {}
+    if tested:
+        p_values = holm([getattr(out[c], f"p_{k}") for c, k in tested], alpha=alpha).p_adjusted
+        adjusted = dict(zip(tested, p_values, strict=True))
+    for cell, d in out.items():
+        p_latest, p_trend = adjusted.get((cell, "latest"), 1.0), adjusted.get((cell, "trend"), 1.0)
+        out[cell] = replace(d, p_latest_holm=p_latest, p_trend_holm=p_trend,
+                            flagged=p_latest <= alpha or p_trend <= alpha)
+    return out
+
+
+def _drift_one(cell: Cell, points: Sequence[Point], sign: float, alpha: float,
+               sps: Any) -> Drift:
+    nan = math.nan
+    if len(points) < 2:
+        return Drift(cell, points[0].index if points else -1, (), nan, (nan, nan), nan, nan, nan,
+                     note="one commit: nothing to compare")
+    first = points[0]
+    finite = [{s: v for s, v in p.values.items() if math.isfinite(v)} for p in points]
+    shared_last = sorted(set(finite[0]) & set(finite[-1]))
+    latest_diff, latest_ci, p_latest, note = nan, (nan, nan), nan, ""
+    if len(shared_last) >= 2:
+        d = sign * (np.array([finite[-1][s] for s in shared_last])
+                    - np.array([finite[0][s] for s in shared_last]))
+        latest_diff = float(d.mean())
+        if not d.any():
+            p_latest, latest_ci = 1.0, (0.0, 0.0)
+        else:
+            res = sps.ttest_1samp(d, 0.0, alternative="less")
+            p_latest = float(res.pvalue)
+            ci = sps.ttest_1samp(d, 0.0).confidence_interval(1 - 2 * alpha)
+            latest_ci = (float(ci.low), float(ci.high))
+    else:
+        note = f"the latest commit shares {len(shared_last)} seeds with the anchor"
+    seeds = sorted(set.intersection(*(set(f) for f in finite)))
+    slope, p_trend = nan, nan
+    if len(seeds) >= 2:
+        xs, means, previous = [], [], None
+        for p, f in zip(points, finite, strict=True):
+            vec = np.array([f[s] for s in seeds])
+            if previous is not None and vec.tobytes() == previous.tobytes():
+                continue   # unchanged, bit for bit: the same point again, not a new one
+            previous = vec
+            base = np.array([finite[0][s] for s in seeds])
+            xs.append(p.index)
+            means.append(float(sign * (vec - base).mean()))
+        if len(xs) >= 3 and np.ptp(means) > 0:
+            fit = sps.linregress(xs, means, alternative="less")
+            slope, p_trend = float(fit.slope), float(fit.pvalue)
+        elif len(xs) >= 3:
+            slope, p_trend = 0.0, 1.0
+        else:
+            note = note or f"{len(xs)} distinct commits: no trend to test"
+    else:
+        note = note or (f"the anchor and every later commit share {len(seeds)} seeds; "
+                        "the trend needs 2")
+    return Drift(cell, first.index, tuple(seeds), latest_diff, latest_ci, slope, p_latest,
+                 p_trend, note=note)
+
+
+def load_history(directory: str | Path, *, anchor: str | None = None,
+                 alpha: float = 0.05) -> History:
+    """Read ``directory`` and check every cell for drift against ``anchor`` (a commit id or
+    its prefix; None: the oldest commit)."""
+    runs = load_runs(directory)
+    index = 0
+    if anchor is not None:
+        matches = [i for i, r in enumerate(runs) if r.commit.startswith(anchor)]
+        if len(matches) != 1:
+            raise HistoryError(
+                f"--anchor {anchor}: {'no' if not matches else len(matches)} commit(s) of "
+                f"{directory} match it (commits: {', '.join(r.short for r in runs)})")
+        index = matches[0]
+    series = trajectories(runs)
+    direction = {}
+    for cell, points in series.items():
+        report = runs[points[0].index].reports[cell[0]]
+        direction[cell] = report.metric(cell[1]).higher_is_better
+    return History(tuple(runs), series, drift_check(series, anchor=index,
+                                                    higher_is_better=direction, alpha=alpha),
+                   index, alpha)
+
+
+def drift_lines(history: History) -> list[str]:
+    """The drift check as the terminal prints it: one line per cell."""
+    from .text import format_table
+
+    rows = []
+    for cell, d in history.drift.items():
+        rows.append([cell_label(cell), "DRIFT" if d.flagged else ("-" if d.note else "ok"),
+                     fmt_signed(d.latest_diff), fmt_interval(*d.latest_ci),
+                     fmt_p(d.p_latest_holm if not math.isnan(d.p_latest) else None),
+                     fmt_signed(d.slope), fmt_p(d.p_trend_holm if not math.isnan(d.p_trend)
+                                                else None), d.note])
+    anchor = history.runs[history.anchor]
+    head = (f"drift against the anchor {anchor.short} ({anchor.date:%Y-%m-%d}), "
+            f"{len(history.runs)} commits, Holm over every test at alpha "
+            f"{fmt_num(history.alpha)}:")
+    return [head, format_table(["cell", "drift", "latest Δ", "CI", "p (Holm)", "trend/commit",
+                                "p (Holm)", "note"], rows)]

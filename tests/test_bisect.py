@@ -1,0 +1,250 @@
+"""The paired bisect: the search over a probe (pure, from_arrays reports) and `graphnetz bisect`
+in a scratch git repository (each probe a git worktree and a pytest run)."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from pytest_graphnetz import BenchmarkReport
+from pytest_graphnetz.bisection import (
+    REGRESSED,
+    SAME,
+    BisectRefusal,
+    bisect_commits,
+    seed_schedule,
+)
+from pytest_graphnetz.cli import main
+
+SEEDS = np.arange(100)
+
+
+def noise(stream: int, n: int, sd: float = 0.005) -> np.ndarray:
+    """Per-seed values of one RNG stream: seed s's value never depends on n (prefixes)."""
+    return np.array([sd * np.random.default_rng([stream, s]).standard_normal() for s in range(n)])
+
+
+class History:
+    """commit i -> (shift, stream) per model; probes counted."""
+
+    def __init__(self, commits: list[dict[str, tuple[float, int]]]) -> None:
+        self.commits = commits
+        self.calls: list[tuple[str, int]] = []
+
+    def probe(self, commit: str, n: int) -> dict[str, BenchmarkReport]:
+        self.calls.append((commit, n))
+        spec = self.commits[int(commit)]
+        X = np.array([[0.8 + shift + noise(stream, n) for shift, stream in spec.values()]])
+        return {"test_m/test_a": BenchmarkReport.from_arrays(
+            X, tasks=["t"], models=list(spec), seeds=range(n), metric="accuracy")}
+
+
+def linear(n: int, culprit: int, shift: float = -0.03, restream: tuple[int, ...] = ()) -> History:
+    commits, stream = [], 0
+    for i in range(n):
+        stream += i in restream
+        commits.append({"GCN": (shift if i >= culprit else 0.0, stream)})
+    return History(commits)
+
+
+def test_culprit_named_with_the_evidence_of_each_step() -> None:
+    h = linear(16, culprit=11, restream=(3, 9, 13))
+    result = bisect_commits([str(i) for i in range(16)], h.probe, min_effect=0.01)
+    (finding,) = result.findings
+    assert finding.culprit == "11" and finding.last_same == "10"
+    assert result.resolved
+    # every step touching the cell is in the finding, with its verdict and numbers
+    verdicts = {s.commit: s.evidence[0].verdict for s in finding.steps}
+    assert verdicts["15"] == REGRESSED
+    assert all(v == (REGRESSED if int(c) >= 11 else SAME) for c, v in verdicts.items())
+    text = "\n".join(result.lines())
+    assert "culprit 11" in text and "paired Δ" in text and "Bonferroni" in text
+
+
+def test_bit_identical_neighbour_decides_without_a_test() -> None:
+    # no stream changes: every commit before the culprit is GOOD bit for bit, every one after BAD
+    h = linear(8, culprit=5)
+    result = bisect_commits([str(i) for i in range(8)], h.probe, min_effect=0.01)
+    assert result.findings[0].culprit == "5"
+    details = [s.evidence[0].detail for s in result.steps[1:]]
+    assert details and all("bit for bit" in d and "no test" in d for d in details)
+    assert all(n == 10 for _, n in h.calls)   # nothing took more seeds
+
+
+def test_unknown_takes_more_seeds_up_to_the_budget() -> None:
+    # the culprit at -δ with noise that 10 seeds cannot resolve: later looks double the seeds
+    h = linear(4, culprit=2, shift=-0.01, restream=(1, 2, 3))
+    result = bisect_commits(["0", "1", "2", "3"], lambda c, n: _noisy(h, c, n, 0.01),
+                            seeds=10, max_seeds=80, min_effect=0.01)
+    assert {n for _, n in h.calls} > {10}
+    assert max(ev.seeds for s in result.steps for ev in s.evidence) > 10
+    assert result.findings[0].culprit == "2"
+
+
+def _noisy(h: History, commit: str, n: int, sd: float) -> dict[str, BenchmarkReport]:
+    h.calls.append((commit, n))
+    shift, stream = h.commits[int(commit)]["GCN"]
+    X = (0.8 + shift + noise(stream, n, sd))[None, None, :]
+    return {"r": BenchmarkReport.from_arrays(X, tasks=["t"], models=["GCN"], seeds=range(n),
+                                             metric="accuracy")}
+
+
+def test_every_regressed_cell_gets_its_own_culprit() -> None:
+    commits = []
+    for i in range(10):
+        commits.append({"GCN": (-0.03 if i >= 3 else 0.0, int(i >= 5)),
+                        "GAT": (-0.03 if i >= 7 else 0.0, int(i >= 5)),
+                        "MLP": (0.0, int(i >= 5))})
+    h = History(commits)
+    result = bisect_commits([str(i) for i in range(10)], h.probe, min_effect=0.01)
+    got = {f.cell[2]: f.culprit for f in result.findings}
+    assert got == {"GCN": "3", "GAT": "7"}   # MLP did not regress: not a target
+
+
+def test_refusals() -> None:
+    same = linear(5, culprit=99, restream=(2,))
+    with pytest.raises(BisectRefusal, match="does not read REGRESSED"):
+        bisect_commits([str(i) for i in range(5)], same.probe, min_effect=0.01)
+    h = linear(5, culprit=2)
+
+    def missing(commit: str, n: int) -> dict[str, BenchmarkReport]:
+        return {} if commit == "2" else h.probe(commit, n)
+
+    with pytest.raises(BisectRefusal, match="saved no report test_m/test_a"):
+        bisect_commits([str(i) for i in range(5)], missing, min_effect=0.01)
+    with pytest.raises(ValueError, match="max_seeds"):
+        seed_schedule(10, 5)
+
+
+def test_error_budget_is_split_over_steps_and_seed_counts() -> None:
+    h = linear(32, culprit=20, restream=(4, 12, 25))
+    result = bisect_commits([str(i) for i in range(32)], h.probe, min_effect=0.01,
+                            alpha=0.05, seeds=10, max_seeds=40)
+    assert result.seed_counts == (10, 20, 40)
+    assert result.tests == math.ceil(math.log2(32)) + 2 == 7
+    assert result.alpha_per_test == pytest.approx(0.05 / 21)
+    # a cell is decided by at most `tests` probes
+    assert len(result.findings[0].steps) <= result.tests
+
+
+def test_wrong_culprits_are_rare_under_noise() -> None:
+    """A simulation of the error claim: with the culprit at −2δ and noise the first look cannot
+    resolve, a wrong commit is named in at most α of the searches (here far fewer: the union
+    bound is loose)."""
+    wrong, runs = 0, 30
+    rng = np.random.default_rng(7)
+    for trial in range(runs):
+        culprit = int(rng.integers(1, 12))
+        restream = tuple(int(i) for i in rng.choice(np.arange(1, 12), 4, replace=False))
+        h = linear(12, culprit, shift=-0.02, restream=restream)
+        for c in h.commits:
+            shift, stream = c["GCN"]
+            c["GCN"] = (shift, stream + 100 * trial)
+        result = bisect_commits([str(i) for i in range(12)],
+                                lambda c, n, h=h: _noisy(h, c, n, 0.012), min_effect=0.01)
+        named = result.findings[0].culprit
+        wrong += named is not None and named != str(culprit)
+    assert wrong / runs <= 0.05
+
+
+# -- `graphnetz bisect` in a scratch git repository ------------------------------------------------
+
+SCRIPT = '''
+import numpy as np
+from pytest_graphnetz import BenchmarkReport, assert_not_worse
+
+SHIFT, STREAM, NOISE = {shift}, {stream}, {noise}  {comment}
+
+
+def test_model(pytestconfig, graphnetz_baseline):
+    n = int(pytestconfig.getoption("graphnetz_seeds"))
+    values = [0.8 + SHIFT + NOISE * np.random.default_rng([STREAM, s]).standard_normal()
+              for s in range(n)]
+    report = BenchmarkReport.from_arrays(np.array(values)[None, None, :], tasks=["t"],
+                                         models=["GCN"], seeds=range(n), metric="accuracy")
+    assert_not_worse(report, graphnetz_baseline())
+'''
+
+
+def commit(path, message: str, **script: object) -> str:
+    values = {"shift": 0.0, "stream": 0, "noise": 0.003, "comment": "", **script}
+    (path / "test_model.py").write_text(SCRIPT.format(**values))
+    subprocess.run(["git", "add", "-A"], cwd=path, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m",
+                    message], cwd=path, check=True)
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=path, check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+class Repo:
+    def __init__(self, path) -> None:
+        self.path = path
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch) -> Repo:
+    """A scratch git repository as the working directory. Not pytester's: its snapshot of
+    sys.modules would drop what the in-process `main` imports (scipy's C extensions cannot load
+    twice). The probes' pytest sessions load no hypothesis plugin (as tests/conftest.py's
+    pytester): PYTEST_ADDOPTS reaches them through the environment."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    return Repo(tmp_path)
+
+
+def test_bisect_names_the_culprit_exit_0(repo, capsys) -> None:
+    good = commit(repo.path, "good")
+    commit(repo.path, "a comment", comment="# nothing changes")
+    culprit = commit(repo.path, "the culprit", shift=-0.03, comment="# nothing changes")
+    bad = commit(repo.path, "new RNG stream", shift=-0.03, stream=1)
+    assert main(["bisect", good, bad, "--min-effect", "0.01", "--", "-q"]) == 0
+    out, err = capsys.readouterr()
+    assert f"culprit {culprit[:12]}" in out and "the culprit" in out
+    assert "bit for bit" in out          # the comment-only commit took no test
+    assert "probe" in err
+    listed = subprocess.run(["git", "worktree", "list"], cwd=repo.path, check=True,
+                            capture_output=True, text=True).stdout
+    assert len(listed.strip().splitlines()) == 1   # every probe's worktree is gone
+
+
+def test_bisect_undecided_exit_1(repo, capsys) -> None:
+    good = commit(repo.path, "good")
+    commit(repo.path, "noisy and a little worse", shift=-0.01, stream=2, noise=0.03)
+    bad = commit(repo.path, "bad", shift=-0.05, stream=1)
+    assert main(["bisect", good, bad, "--seeds", "4", "--max-seeds", "4", "--min-effect",
+                 "0.02", "--", "-q"]) == 1
+    assert "UNRESOLVED" in capsys.readouterr().out
+
+
+def test_bisect_refusals_exit_2(repo, capsys) -> None:
+    good = commit(repo.path, "good")
+    same = commit(repo.path, "a comment", comment="# nothing changes")
+    assert main(["bisect", good, same, "--min-effect", "0.01", "--", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "refused" in err and "does not read REGRESSED" in err
+    (repo.path / "conftest.py").write_text("this is not python\n")
+    commit(repo.path, "broken", shift=-0.03)
+    (repo.path / "conftest.py").unlink()
+    bad = commit(repo.path, "bad", shift=-0.03)
+    assert main(["bisect", same, bad, "--min-effect", "0.01", "--", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot be built" in err and "pytest exited" in err
+    assert main(["bisect", bad, good, "--", "-q"]) == 2
+    assert "not an ancestor" in capsys.readouterr().err
+    assert main(["bisect", good, "nope", "--", "-q"]) == 2
+    assert "not a commit" in capsys.readouterr().err
+    assert main(["bisect", good, bad, "--", "--graphnetz-seeds=3"]) == 2
+    assert "sets the seeds" in capsys.readouterr().err
+
+
+def test_the_command_exits_2_outside_a_git_repository(pytester: pytest.Pytester) -> None:
+    """The installed command's exit status and message, from a fresh interpreter."""
+    result = pytester.run(sys.executable, "-m", "pytest_graphnetz.cli", "bisect", "HEAD~1",
+                          "HEAD", "--", "-q")
+    assert result.ret == 2
+    assert "not inside a git repository" in result.stderr.str()
