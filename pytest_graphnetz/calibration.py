@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .text import fmt_num
+from .text import ceil_significant, fmt_num
 
 if TYPE_CHECKING:
     import numpy as np
@@ -104,14 +104,6 @@ def salted_models(models: Mapping[str, Callable[[int, int], Any]],
 
 
 # -- resolution: planning, through stats.planning -------------------------------------------------
-
-
-def _ceil_significant(x: float, digits: int = 2) -> float:
-    """``x`` rounded *up* to ``digits`` significant digits (so a printed δ still resolves)."""
-    if not x > 0 or not math.isfinite(x):
-        return x
-    scale = 10 ** (math.floor(math.log10(x)) - digits + 1)
-    return math.ceil(x / scale - 1e-9) * scale
 
 
 def resolvable_min_effect(sd_diff: float, n_seeds: int, *, alpha: float = 0.05,
@@ -396,7 +388,7 @@ def resolution_note(cell_key: tuple[str, str], delta: float | None, n_seeds: int
     where = f" in {calibration.path}" if calibration.path is not None else ""
     return (f"δ {fmt_num(delta)} needs about {needed} seeds here (paired sd of an innocent "
             f"change {fmt_num(cell.sd_paired)}, calibrated{where} on {cell.n} seeds): raise δ "
-            f"to {fmt_num(_ceil_significant(resolvable))} (what {n_seeds} seeds resolve) or accept "
+            f"to {fmt_num(ceil_significant(resolvable))} (what {n_seeds} seeds resolve) or accept "
             "INCONCLUSIVE")
 
 
@@ -453,7 +445,7 @@ def summary_rows(calibration: Calibration,
         rows.append({
             "cell": f"{c.task}/{c.model}", "metric": c.metric, "n": str(c.n),
             "sd_seed": fmt_num(c.sd_seed), "sd_paired": fmt_num(c.sd_paired),
-            "resolvable": fmt_num(_ceil_significant(calibration.resolvable(key))) if ok else "—",
+            "resolvable": fmt_num(ceil_significant(calibration.resolvable(key))) if ok else "—",
             "delta": "—" if delta is None else fmt_num(delta),
             "needed": str(calibration.seeds_needed(key, delta)) if ok and delta else "—",
         })

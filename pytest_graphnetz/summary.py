@@ -52,9 +52,12 @@ WHERE_THE_REST_IS = ("the full table and every failing test's message are in the
                      "summary and in the graphnetz-verdicts artifact")
 
 
-def verdict_stats(verdict: CellVerdict | WidthVerdict) -> dict[str, Any]:
+def verdict_stats(verdict: CellVerdict | WidthVerdict, test: str | None = None
+                  ) -> dict[str, Any]:
     """The numbers of a gate verdict (a ``CellVerdict`` or ``WidthVerdict``), JSON-ready: NaN
-    and infinities become None. Read from the verdict's public attributes."""
+    and infinities become None. Read from the verdict's public attributes; a comparison's
+    :class:`~pytest_graphnetz.verdicts.Guidance` too (``test``: the node id its next-look
+    command runs)."""
     from .verdicts import WidthVerdict  # loaded already: the verdict came from it
 
     out: dict[str, Any]
@@ -72,7 +75,8 @@ def verdict_stats(verdict: CellVerdict | WidthVerdict) -> dict[str, Any]:
                "alpha": c.alpha, "margin": c.margin,
                "min_effect": c.min_effect, "mde": c.mde, "seeds": list(verdict.seeds),
                "baseline_mean": verdict.baseline.mean,
-               "candidate_mean": verdict.candidate.mean}
+               "candidate_mean": verdict.candidate.mean,
+               **verdict.guidance.numbers(test)}
     out["verdict"] = str(verdict.verdict)  # a plain str: rows travel through pytest-xdist
     out["failed"] = bool(verdict.failed)
     return {k: _number(v) for k, v in out.items()}
