@@ -67,7 +67,8 @@ def outputs(pytester: pytest.Pytester) -> dict[str, object]:
                                 "-p", "no:cacheprovider")
     out = pytester.path / "out"
     return {"result": result, "json": json.loads((out / "verdicts.json").read_text()),
-            "summary": (out / "summary.md").read_text(), "comment": (out / "comment.md").read_text(),
+            "summary": (out / "summary.md").read_text(),
+            "comment": (out / "comment.md").read_text(),
             "junit": ET.parse(out / "junit.xml")}
 
 
