@@ -8,6 +8,7 @@
     graphnetz plot REPORT [CANDIDATE] -o FILE.png [--ci t|bootstrap] [--gate ...] [--margin]
     graphnetz latex REPORT [-o FILE.tex] [--ci t|bootstrap]
     graphnetz markdown REPORT [-o FILE.md] [--ci t|bootstrap]
+    graphnetz next-seeds VERDICTS.json --budget N [--current N]
 
 One small function per subcommand, registered in :func:`build_parser`. Exit codes: 0 success,
 1 a gate failed (``compare``: a failing cell) and nothing else, 2 a usage or input error (a bad
@@ -36,6 +37,17 @@ GATES = {"not-worse": "not_worse", "better": "better", "equivalent": "equivalent
 
 
 # -- argument types: a bad value is a usage error (exit 2) naming the argument -------------------
+
+def _seed_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of seeds, got {text!r}") \
+            from None
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"must be at least 2 seeds, got {value}")
+    return value
+
 
 def _alpha(text: str) -> float:
     alpha = _float(text)
@@ -216,6 +228,31 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return int(pytest.main([*args.pytest_args, "--graphnetz-calibrate"]))
 
 
+def cmd_next_seeds(args: argparse.Namespace) -> int:
+    """Print the seed count of the next look a CI job takes while a cell is INCONCLUSIVE
+    (the most any open row's next look asks for, capped at ``--budget``) and exit 0; print
+    nothing and exit 1 when there is none (every row decided, the budget reached); say why on
+    stderr either way (docs/ci.md)."""
+    import json
+
+    from .summary import next_look
+
+    with open(args.verdicts, encoding="utf-8") as fh:
+        try:
+            data = json.load(fh)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{args.verdicts}: not JSON ({exc})") from None
+    try:
+        look = next_look(data, budget=args.budget, current=args.current)
+    except ValueError as exc:
+        raise ValueError(f"{args.verdicts}: {exc}") from None
+    print(f"graphnetz next-seeds: {look.why}", file=sys.stderr)
+    if look.seeds is None:
+        return EXIT_FAILED
+    print(look.seeds)
+    return EXIT_OK
+
+
 def cmd_plot(args: argparse.Namespace) -> int:
     """REPORT: its forest plot. REPORT CANDIDATE: the paired comparison of CANDIDATE against
     REPORT as the baseline (per-cell Δ with its interval, per-seed dots, verdicts marked)."""
@@ -334,6 +371,16 @@ def build_parser() -> argparse.ArgumentParser:
                            help="passed to pytest (e.g. tests/test_models.py "
                                 "--graphnetz-seeds=10 --graphnetz-min-effect=0.02)")
     calibrate.set_defaults(func=cmd_calibrate)
+
+    nxt = sub.add_parser(
+        "next-seeds", help="the seed count of the next look while a gate row is INCONCLUSIVE "
+                           "(exit 0 and print it; exit 1 and print nothing: none to take)")
+    nxt.add_argument("verdicts", help="the JSON verdict file of the run (--graphnetz-json)")
+    nxt.add_argument("--budget", type=_seed_count, required=True,
+                     help="the most seeds a pull request may run (the baselines must hold them)")
+    nxt.add_argument("--current", type=_seed_count, default=None,
+                     help="the seeds the run used (default: the most any row used)")
+    nxt.set_defaults(func=cmd_next_seeds)
     return parser
 
 

@@ -252,7 +252,8 @@ class Guidance:
       statement (a verdict other than NOT WORSE / INCONCLUSIVE, or no finite lower end).
     - ``next_seeds``: INCONCLUSIVE only, the seed count of the next look
       (``comparison.seeds_needed``); ``next_option`` the option that runs it.
-      ``baseline_short``: the baseline lacks seeds that look needs (refresh it first).
+      ``baseline_short``: the baseline lacks seeds that look needs (refresh it first);
+      ``baseline_n``: how many seeds the baseline holds (None: not known).
     - ``resolvable``: INCONCLUSIVE with δ but no affordable seed count: the δ these seeds do
       resolve (``margin + comparison.mde``, the MDE at the level REGRESSED is tested at).
     - ``n``: the paired seeds the row was decided on; ``trained``: the candidate
@@ -270,6 +271,7 @@ class Guidance:
     next_option: str | None
     resolvable: float | None
     baseline_short: bool
+    baseline_n: int | None
     n: int
     trained: int
     look: int | None = None
@@ -296,7 +298,8 @@ class Guidance:
             unit_interval=in_unit_interval(v.metric), min_effect=c.min_effect,
             margin=c.margin, rules_out=rules_out, next_seeds=next_seeds,
             next_option=seeds_option(next_seeds, min_seeds) if next_seeds else None,
-            resolvable=resolvable, baseline_short=short, n=c.n,
+            resolvable=resolvable, baseline_short=short,
+            baseline_n=len(v.baseline_seeds) or None, n=c.n,
             trained=c.n if v.stop is None else v.stop.trained,
             look=None if v.stop is None else v.stop.look,
             n_looks=None if v.stop is None else v.stop.n_looks)
@@ -343,7 +346,7 @@ class Guidance:
         and command as strings."""
         return {"rules_out_drop": self.rules_out, "next_seeds": self.next_seeds,
                 "next_option": self.next_option, "next_command": self.command(test),
-                "baseline_short": self.baseline_short,
+                "baseline_short": self.baseline_short, "baseline_seeds": self.baseline_n,
                 "resolvable_min_effect": self.resolvable, "trained": self.trained,
                 "look": self.look, "n_looks": self.n_looks}
 
