@@ -181,3 +181,17 @@ def test_a_bound_is_rounded_up_so_that_it_still_holds() -> None:
     # -0.03101 rounds to 3.1 points but "> 3.1" would claim drops of 3.1-3.101 are ruled out
     v = _verdict(ci=replace(_verdict().comparison.ci, low=-0.03101))
     assert "rules out drops > 3.2 points" in Guidance.of(v).note()
+
+
+def test_min_effect_resolvable_is_an_option_and_an_ini_key_and_a_bad_value_names_both(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    pytester.makeini("[pytest]\ngraphnetz_min_effect = resolvable\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["graphnetz: seeds 0-9 (10), α 0.05*, δ what the seeds resolve "
+                                 "(calibration), *"])
+    bad = pytester.runpytest("-p", "no:cacheprovider", "--graphnetz-min-effect=resolved")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    assert ("`--graphnetz-min-effect` must be a number or `resolvable`, got 'resolved'"
+            in bad.stderr.str())
