@@ -313,12 +313,15 @@ class Guidance:
 
     def note(self) -> str:
         """The table's words: "rules out drops > 3.2 points; δ 1 point; next:
-        --graphnetz-seeds=20" ("" for a row that needs none)."""
-        if self.rules_out is None:
+        --graphnetz-seeds=20"; a REGRESSED or BETTER row only what it was judged against
+        ("δ 1 point"); "" for IDENTICAL."""
+        if self.verdict == Verdict.IDENTICAL:
             return ""
         worse = "drops" if self.higher_is_better else "rises"
-        parts = [f"rules out any {worse[:-1]}" if self.rules_out == 0 else
-                 f"rules out {worse} > {self.amount(self.rules_out, up=True)}"]
+        parts = []
+        if self.rules_out is not None:
+            parts.append(f"rules out any {worse[:-1]}" if self.rules_out == 0 else
+                         f"rules out {worse} > {self.amount(self.rules_out, up=True)}")
         if self.min_effect is not None:
             parts.append(f"δ {self.amount(self.min_effect)}")
         if self.margin:

@@ -105,8 +105,9 @@ def test_every_speaking_row_states_delta_the_bound_and_the_next_look_in_json_and
         "zinc/GIN": "INCONCLUSIVE"}
     for cell, row in rows.items():
         s = row["stats"]
-        if row["verdict"] not in SPEAKING:
+        if row["verdict"] not in SPEAKING:   # only what it was judged against
             assert s["rules_out_drop"] is None and s["next_seeds"] is None
+            assert row["note"] == "δ 1 point", row
             continue
         assert row["note"], cell
         for words in _expected_words(row):
