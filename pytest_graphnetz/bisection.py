@@ -18,9 +18,10 @@ bisect`` implements the probe with git worktrees and pytest (:class:`GitProbe`),
   split again over the report files a probe saves). A probe's seed counts (10, 20, 40) are the
   looks of the gate's one sequential design with its first look at ``seeds``: a probe on 40
   seeds walks 10 → 20 → 40 and reports the first crossing, so taking more seeds on "unknown"
-  spends no more than the probe's ``alpha / m`` (docs/guarantees.md). A wrong verdict at any step, either way (REGRESSED with no
-  regression, or NOT WORSE with one of δ or more), is what would name a wrong culprit, so the
-  probability that a cell's named culprit (or its "same") is wrong is at most ``alpha``.
+  spends no more than the probe's ``alpha / m`` (docs/guarantees.md). A wrong verdict at any
+  step, either way (REGRESSED with no regression, or NOT WORSE with one of δ or more), is what
+  would name a wrong culprit, so the probability that a cell's named culprit (or its "same")
+  is wrong is at most ``alpha``.
 """
 
 from __future__ import annotations

@@ -21,11 +21,12 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .text import fmt_num
+from .tasks.command import Command
+from .text import ceil_significant, fmt_num
 
 if TYPE_CHECKING:
     import numpy as np
@@ -95,23 +96,40 @@ class SaltedFactory:
         return model
 
 
-def salted_models(models: Mapping[str, Callable[[int, int], Any]],
-                  salt: int = DEFAULT_SALT) -> dict[str, SaltedFactory]:
-    """``{name: SaltedFactory(factory, salt)}`` for every model of a ``run_benchmark`` call."""
+@dataclass(frozen=True)
+class SaltedCommand(Command):
+    """A command task's model (:class:`~pytest_graphnetz.tasks.command.Command`) under salted
+    randomness: the script receives :func:`salted_seed` as its seed (``{seed}``,
+    ``GRAPHNETZ_SEED``, so ``graphnetz.seed()`` reseeds every RNG with it) and the benchmark
+    seed in ``GRAPHNETZ_DATA_SEED`` (``graphnetz.data_seed()``), for a split drawn from the
+    seed. The runner loads and fingerprints the data at the benchmark seed, so the pairing
+    checks of :func:`calibrate_reports` hold. The salt is part of :meth:`identity`, hence of
+    the cache key: a salted run never reuses an unsalted one."""
+
+    salt: int = DEFAULT_SALT
+
+    @classmethod
+    def of(cls, command: Command, salt: int) -> SaltedCommand:
+        return cls(**{f.name: getattr(command, f.name) for f in fields(Command)}, salt=salt)
+
+    def script_seed(self, seed: int) -> int:
+        return salted_seed(seed, self.salt)
+
+    def identity(self) -> dict[str, Any]:
+        return {**super().identity(), "salt": int(self.salt)}
+
+
+def salted_models(models: Mapping[str, Callable[[int, int], Any] | Command],
+                  salt: int = DEFAULT_SALT) -> dict[str, SaltedFactory | SaltedCommand]:
+    """Every model of a ``run_benchmark`` call under salted randomness: a factory as
+    ``SaltedFactory(factory, salt)``, a command task's script as ``SaltedCommand``."""
     if isinstance(salt, bool) or int(salt) != salt or int(salt) < 1:
         raise ValueError(f"`salt` must be a positive integer (0 is the unsalted run), got {salt!r}")
-    return {name: SaltedFactory(factory, int(salt)) for name, factory in models.items()}
+    return {name: SaltedCommand.of(model, int(salt)) if isinstance(model, Command)
+            else SaltedFactory(model, int(salt)) for name, model in models.items()}
 
 
 # -- resolution: planning, through stats.planning -------------------------------------------------
-
-
-def _ceil_significant(x: float, digits: int = 2) -> float:
-    """``x`` rounded *up* to ``digits`` significant digits (so a printed δ still resolves)."""
-    if not x > 0 or not math.isfinite(x):
-        return x
-    scale = 10 ** (math.floor(math.log10(x)) - digits + 1)
-    return math.ceil(x / scale - 1e-9) * scale
 
 
 def resolvable_min_effect(sd_diff: float, n_seeds: int, *, alpha: float = 0.05,
@@ -376,7 +394,8 @@ def calibrate(tasks: Any, models: Mapping[str, Callable[[int, int], Any]], *,
     if baseline is None:
         baseline = runner(tasks, models, **run_kwargs)
     run_kwargs.setdefault("seeds", list(baseline.seeds))
-    salted = runner(tasks, salted_models(models, salt), **run_kwargs)
+    salted_ones: Mapping[str, Any] = salted_models(models, salt)
+    salted = runner(tasks, salted_ones, **run_kwargs)
     salted.epoch_selection = baseline.epoch_selection
     return calibrate_reports(baseline, salted, salt=salt, alpha=alpha, power=power)
 
@@ -404,45 +423,99 @@ def resolution_note(cell_key: tuple[str, str], delta: float | None, n_seeds: int
     where = f" in {calibration.path}" if calibration.path is not None else ""
     return (f"δ {fmt_num(delta)} needs about {needed} seeds here (paired sd of an innocent "
             f"change {fmt_num(cell.sd_paired)}, calibrated{where} on {cell.n} seeds): raise δ "
-            f"to {fmt_num(_ceil_significant(resolvable))} (what {n_seeds} seeds resolve) or accept "
+            f"to {fmt_num(ceil_significant(resolvable))} (what {n_seeds} seeds resolve) or accept "
             "INCONCLUSIVE")
 
 
 RESOLUTION_TABLE_NOTE = "δ below what the seeds resolve (calibration)"
+# The row of a gate whose δ is what its seeds resolve (--graphnetz-min-effect=resolvable).
+RESOLVABLE = "resolvable"
+GATED_AT_RESOLVABLE_NOTE = "δ = what the seeds resolve (--graphnetz-min-effect=resolvable)"
 
 
-def annotate_verdicts(verdicts: Sequence[CellVerdict], baseline: object) -> list[CellVerdict]:
-    """The gate's hook: ``verdicts`` of a not-worse gate against a baseline handle, each with
-    :func:`resolution_note` added (and warned about) where the baseline has a calibration file
-    and the cell's δ is finer than its seeds resolve. An unreadable calibration warns and
-    changes nothing: it must never decide or break a gate.
-    """
+def _read_beside(baseline: object) -> Calibration | None:
+    """The calibration beside a baseline handle's file (None: none, not a handle, a refresh);
+    an unreadable one warns and is None: it must never decide or break a gate."""
     import warnings
 
     from .baselines import BaselineHandle
 
     if not isinstance(baseline, BaselineHandle) or baseline.update:
-        return list(verdicts)
+        return None
     path = calibration_path(baseline.path)
     if not path.is_file():
-        return list(verdicts)
+        return None
     try:
-        calibration = Calibration.read(path)
+        return Calibration.read(path)
     except (OSError, CalibrationError) as exc:
-        warnings.warn(f"graphnetz: calibration ignored: {exc}", stacklevel=3)
+        warnings.warn(f"graphnetz: calibration ignored: {exc}", stacklevel=4)
+        return None
+
+
+def resolvable_gate_min_effect(baseline: object, cells: Sequence[tuple[str, str]],
+                               n_seeds: int, *, margin: float = 0.0) -> float:
+    """The δ of a gate asked to judge at what its seeds resolve (``min_effect="resolvable"``,
+    ``--graphnetz-min-effect=resolvable``): ``margin`` + the largest over the call's ``cells``
+    of :meth:`Calibration.resolvable` at ``n_seeds`` paired seeds (one δ for the call, which
+    every cell's seeds resolve), read from the calibration beside the ``baseline`` handle.
+    Raises :class:`CalibrationError` naming the file and the command when there is none or it
+    lacks a cell: never a silent fallback to the default δ."""
+    from .baselines import BaselineHandle
+
+    if not isinstance(baseline, BaselineHandle):
+        raise CalibrationError(
+            "min_effect='resolvable' reads the calibration beside a baseline file: give the "
+            "gate a baseline handle (graphnetz_baseline()), or a number for min_effect")
+    path = calibration_path(baseline.path)
+    calibration = _read_beside(baseline)
+    command = baseline.update_command.replace("--graphnetz-update-baselines",
+                                              "--graphnetz-calibrate") \
+        if baseline.update_command else "graphnetz calibrate <the test>"
+    missing = [f"{t}/{m}" for t, m in cells if calibration is None
+               or (t, m) not in calibration.cells or calibration.cells[(t, m)].n < 2
+               or not math.isfinite(calibration.cells[(t, m)].sd_paired)]
+    if calibration is None or missing:
+        what = "there is no readable calibration" if calibration is None else \
+            f"it does not calibrate {', '.join(missing)}"
+        raise CalibrationError(
+            f"--graphnetz-min-effect=resolvable gates at the δ the seeds resolve, read from "
+            f"{path}, but {what}; calibrate first (`{command}`), or set a number for δ")
+    assert calibration is not None
+    return margin + max(calibration.resolvable(c, max(int(n_seeds), 2)) for c in cells)
+
+
+def annotate_verdicts(verdicts: Sequence[CellVerdict], baseline: object, *,
+                      resolvable: bool = False) -> list[CellVerdict]:
+    """The gate's hook: ``verdicts`` of a not-worse gate against a baseline handle whose
+    calibration file exists, each row saying what its seeds resolve ("seeds resolve δ ≥ 3.1
+    points"), with :func:`resolution_note` added (and warned about) where the cell's δ is
+    finer than that; ``resolvable``: the gate's δ was set to it
+    (:func:`resolvable_gate_min_effect`), and the row says so. An unreadable calibration warns
+    and changes nothing.
+    """
+    import warnings
+
+    from .baselines import BaselineHandle
+
+    calibration = _read_beside(baseline)
+    if calibration is None or not isinstance(baseline, BaselineHandle):
         return list(verdicts)
+    path = calibration_path(baseline.path)
     out = []
     for v in verdicts:
         c = v.comparison
-        if v.gate != "not_worse":
+        key = (v.task, v.model)
+        if v.gate != "not_worse" or key not in calibration.cells or calibration.cells[key].n < 2 \
+                or not math.isfinite(calibration.cells[key].sd_paired):
             out.append(v)
             continue
         # Adaptive seeds: what the schedule can reach (the baseline's MAX seeds), not where
         # a cell happened to stop.
         n = c.n if v.stop is None else max(c.n, len(v.baseline_seeds))
         try:
-            note = resolution_note((v.task, v.model), c.min_effect, n, calibration,
-                                   alpha=c.alpha)
+            resolved = calibration.resolvable(key, max(n, 2), alpha=c.alpha)
+            words = [f"seeds resolve δ ≥ {v.guidance.amount(resolved, up=True)}"]
+            note = resolution_note(key, c.min_effect, n, calibration, alpha=c.alpha)
         except (ArithmeticError, ValueError, TypeError, RuntimeWarning) as exc:
             # Absurd numbers that read (1e300 sds, power 2): advice, so never the verdict's
             # business (a RuntimeWarning is an exception under -W error).
@@ -450,12 +523,15 @@ def annotate_verdicts(verdicts: Sequence[CellVerdict], baseline: object) -> list
                           f"({type(exc).__name__}: {exc}); rewrite it with `graphnetz "
                           "calibrate`", stacklevel=3)
             return list(verdicts)
-        if note is None:
-            out.append(v)
-            continue
-        warnings.warn(f"graphnetz: {v.cell}: {note}", stacklevel=3)
-        out.append(replace(v, notes=(*v.notes, note),
-                           table_note=v.table_note or RESOLUTION_TABLE_NOTE))
+        if resolvable:
+            words.append(GATED_AT_RESOLVABLE_NOTE)
+        notes = v.notes
+        if note is not None:
+            warnings.warn(f"graphnetz: {v.cell}: {note}", stacklevel=3)
+            notes = (*notes, note)
+            words.append(RESOLUTION_TABLE_NOTE)
+        out.append(replace(v, notes=notes, table_note="; ".join(
+            x for x in (v.table_note, *words) if x)))
     return out
 
 
@@ -470,7 +546,7 @@ def summary_rows(calibration: Calibration,
         rows.append({
             "cell": f"{c.task}/{c.model}", "metric": c.metric, "n": str(c.n),
             "sd_seed": fmt_num(c.sd_seed), "sd_paired": fmt_num(c.sd_paired),
-            "resolvable": fmt_num(_ceil_significant(calibration.resolvable(key))) if ok else "—",
+            "resolvable": fmt_num(ceil_significant(calibration.resolvable(key))) if ok else "—",
             "delta": "—" if delta is None else fmt_num(delta),
             "needed": str(calibration.seeds_needed(key, delta)) if ok and delta else "—",
         })
@@ -511,6 +587,6 @@ def default_min_effects(calibration: Calibration,
             for key, c in calibration.cells.items()}
 
 
-__all__ = ["Calibration", "CellCalibration", "CalibrationError", "SaltedFactory",
+__all__ = ["Calibration", "CellCalibration", "CalibrationError", "SaltedCommand", "SaltedFactory",
            "annotate_verdicts", "calibrate", "calibrate_reports", "calibration_path",
            "resolution_note", "resolvable_min_effect", "salted_models", "salted_seed"]

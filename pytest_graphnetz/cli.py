@@ -11,6 +11,7 @@
     graphnetz history DIR -o OUTDIR [--anchor COMMIT] [--alpha 0.05]
     graphnetz bisect GOOD BAD [--seeds 10] [--max-seeds 40] [--min-effect D] [--alpha 0.05]
                      [--cache-dir DIR] -- [PYTEST ARGS...]
+    graphnetz next-seeds VERDICTS.json --budget N [--current N]
 
 One small function per subcommand, registered in :func:`build_parser`. Exit codes: 0 success,
 1 a gate failed (``compare``: a failing cell; ``history``: a cell drifts; ``bisect``: a search
@@ -41,6 +42,17 @@ GATES = {"not-worse": "not_worse", "better": "better", "equivalent": "equivalent
 
 
 # -- argument types: a bad value is a usage error (exit 2) naming the argument -------------------
+
+def _seed_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of seeds, got {text!r}") \
+            from None
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"must be at least 2 seeds, got {value}")
+    return value
+
 
 def _alpha(text: str) -> float:
     alpha = _float(text)
@@ -219,6 +231,31 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     import pytest
 
     return int(pytest.main([*args.pytest_args, "--graphnetz-calibrate"]))
+
+
+def cmd_next_seeds(args: argparse.Namespace) -> int:
+    """Print the seed count of the next look a CI job takes while a cell is INCONCLUSIVE
+    (the most any open row's next look asks for, capped at ``--budget``) and exit 0; print
+    nothing and exit 1 when there is none (every row decided, the budget reached); say why on
+    stderr either way (docs/ci.md)."""
+    import json
+
+    from .summary import next_look
+
+    with open(args.verdicts, encoding="utf-8") as fh:
+        try:
+            data = json.load(fh)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{args.verdicts}: not JSON ({exc})") from None
+    try:
+        look = next_look(data, budget=args.budget, current=args.current)
+    except ValueError as exc:
+        raise ValueError(f"{args.verdicts}: {exc}") from None
+    print(f"graphnetz next-seeds: {look.why}", file=sys.stderr)
+    if look.seeds is None:
+        return EXIT_FAILED
+    print(look.seeds)
+    return EXIT_OK
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
@@ -403,6 +440,16 @@ def build_parser() -> argparse.ArgumentParser:
     bisect.add_argument("--cache-dir", default=None,
                         help="the triple cache every probe shares (default: a temporary one)")
     bisect.set_defaults(func=cmd_bisect)
+
+    nxt = sub.add_parser(
+        "next-seeds", help="the seed count of the next look while a gate row is INCONCLUSIVE "
+                           "(exit 0 and print it; exit 1 and print nothing: none to take)")
+    nxt.add_argument("verdicts", help="the JSON verdict file of the run (--graphnetz-json)")
+    nxt.add_argument("--budget", type=_seed_count, required=True,
+                     help="the most seeds a pull request may run (the baselines must hold them)")
+    nxt.add_argument("--current", type=_seed_count, default=None,
+                     help="the seeds the run used (default: the most any row used)")
+    nxt.set_defaults(func=cmd_next_seeds)
     return parser
 
 

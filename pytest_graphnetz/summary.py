@@ -60,9 +60,12 @@ WHERE_THE_MESSAGE_IS = "the full message is in pytest's output (the job log, the
 WHERE_THE_ROWS_ARE = "every row is in the JSON verdict file (--graphnetz-json)"
 
 
-def verdict_stats(verdict: CellVerdict | WidthVerdict) -> dict[str, Any]:
+def verdict_stats(verdict: CellVerdict | WidthVerdict, test: str | None = None
+                  ) -> dict[str, Any]:
     """The numbers of a gate verdict (a ``CellVerdict`` or ``WidthVerdict``), JSON-ready: NaN
-    and infinities become None. Read from the verdict's public attributes."""
+    and infinities become None. Read from the verdict's public attributes; a comparison's
+    :class:`~pytest_graphnetz.verdicts.Guidance` too (``test``: the node id its next-look
+    command runs)."""
     from .verdicts import WidthVerdict  # loaded already: the verdict came from it
 
     out: dict[str, Any]
@@ -80,7 +83,8 @@ def verdict_stats(verdict: CellVerdict | WidthVerdict) -> dict[str, Any]:
                "alpha": c.alpha, "margin": c.margin,
                "min_effect": c.min_effect, "mde": c.mde, "seeds": list(verdict.seeds),
                "baseline_mean": verdict.baseline.mean,
-               "candidate_mean": verdict.candidate.mean}
+               "candidate_mean": verdict.candidate.mean,
+               **verdict.guidance.numbers(test)}
     out["verdict"] = str(verdict.verdict)  # a plain str: rows travel through pytest-xdist
     out["failed"] = bool(verdict.failed)
     return {k: _number(v) for k, v in out.items()}
@@ -222,6 +226,29 @@ class GateSummary:
         if self.saved:
             yield f"adaptive seeds: {seed_trainings(self.saved)} saved against fixed MAX"
 
+    def looks_line(self) -> str | None:
+        """Where the compared cells stopped and what they cost: "Seeds: 3 cell(s) stopped at
+        10 seeds, 1 at 40; 70 candidate seed-trainings in all (each seed trains once: the
+        cache keeps earlier looks); this run trained 30, 40 from cache." None without rows
+        that were compared. Suite rows train nothing of their own and are not counted."""
+        stats = [r["stats"] for r in self.rows if isinstance(r.get("stats"), Mapping)
+                 and type(r["stats"].get("n")) is int and r["stats"].get("kind") != "ci_width"
+                 and not str(r.get("cell", "")).startswith("suite/")]
+        if not stats:
+            return None
+        at: dict[int, int] = {}
+        for s in stats:
+            at[s["n"]] = at.get(s["n"], 0) + 1
+        first, *rest = sorted(at.items())
+        stops = ", ".join([f"{first[1]} cell(s) stopped at {first[0]} seeds",
+                           *(f"{k} at {n}" for n, k in rest)])
+        cost = sum(s.get("trained", s["n"]) or 0 for s in stats)
+        text = (f"Seeds: {stops}; {seed_trainings(cost)} of the candidate in all (each seed "
+                "trains once: the cache keeps earlier looks)")
+        if self.trained or self.cached:
+            text += f"; this run trained {self.trained}, {self.cached} from cache"
+        return text + "."
+
     def unused_cell_lines(self) -> list[str]:
         files = dict.fromkeys(f for f, _ in self.unused)
         head = (f"graphnetz: {len(self.unused)} baseline cell(s) that no gate of this run used "
@@ -286,6 +313,9 @@ class GateSummary:
             if kept < len(files):
                 parts.append(f"- _… and {len(files) - kept} more baseline file(s): the JSON "
                              "verdict file lists every cell_")
+        looks = self.looks_line()
+        if looks:
+            parts += ["", markdown_escape(looks)]
         if self.trained or self.cached:
             parts += ["", f"Triples: {self.trained} trained, {self.cached} from cache."]
         if self.saved:
@@ -315,6 +345,9 @@ class GateSummary:
         mark = "✗" if self.build_failed() else "✓"
         parts = [f"### graphnetz gates {mark}", "",
                  f"**{markdown_escape(self.headline())}**"]
+        looks = self.looks_line()
+        if looks:
+            parts += ["", markdown_escape(looks)]
         if n.identical:
             parts += ["", f"{n.identical} IDENTICAL row(s) (every paired seed scored exactly "
                           "the baseline's value) are not listed."]
@@ -392,6 +425,71 @@ class GateSummary:
                             "saved": self.saved}}
 
 
+@dataclass(frozen=True)
+class NextLook:
+    """What a CI job does after a gate run, read from its JSON verdict file
+    (:func:`next_look`): ``seeds``, the seed count to run next (None: none), and ``why``,
+    one line saying what was decided (every row decided, the budget reached, a baseline too
+    short, no affordable seed count)."""
+
+    seeds: int | None
+    why: str
+
+
+def next_look(data: Mapping[str, Any], *, budget: int, current: int | None = None) -> NextLook:
+    """The next look a CI job takes while a cell is open: the largest ``next_seeds`` over the
+    INCONCLUSIVE rows of a JSON verdict file's ``data`` (``docs/verdicts-json.md``), capped at
+    ``budget``; None when every row is decided, when the capped count is no more than the
+    ``current`` seeds (default: the most any row used), or when no open row can take a look
+    (its baseline lacks the seeds: refresh it; or no affordable count resolves δ). A look
+    never asks for more seeds than a row's baseline holds (``baseline_seeds``).
+    ``ValueError`` names what is wrong with a file that is not a verdict file."""
+    if not isinstance(data, Mapping) or data.get("schema") != JSON_SCHEMA:
+        found = data.get("schema") if isinstance(data, Mapping) else type(data).__name__
+        raise ValueError(f"not a graphnetz verdict file (schema {found!r}, expected "
+                         f"{JSON_SCHEMA!r}): write one with --graphnetz-json=PATH")
+    if data.get("version") != JSON_VERSION:
+        raise ValueError(f"verdict file version {data.get('version')!r}: this graphnetz reads "
+                         f"version {JSON_VERSION}")
+    rows = data.get("rows")
+    if not isinstance(rows, list) or not all(isinstance(r, Mapping) for r in rows):
+        raise ValueError("the verdict file's `rows` must be a list of objects")
+    stats = [r["stats"] for r in rows if isinstance(r.get("stats"), Mapping)]
+    used = [s["n"] for s in stats if type(s.get("n")) is int]
+    current = max(used, default=0) if current is None else current
+    open_rows = [r["stats"] for r in rows if r.get("verdict") == "INCONCLUSIVE"
+                 and isinstance(r.get("stats"), Mapping)]
+    if not open_rows:
+        return NextLook(None, "every row is decided")
+    looks, short, spent, stuck = [], 0, 0, 0
+    for s in open_rows:
+        wanted = s.get("next_seeds")
+        if type(wanted) is not int:
+            stuck += 1   # no affordable seed count resolves δ (or no δ to plan for)
+            continue
+        held = s.get("baseline_seeds")
+        # a look pairs only the seeds the baseline holds (docs/ci.md: refresh at the budget)
+        look = min(wanted, budget, held if type(held) is int else wanted)
+        if look > current:
+            looks.append(look)
+        elif type(held) is int and held < min(wanted, budget):
+            short += 1
+        else:
+            spent += 1
+    if looks:
+        return NextLook(max(looks), f"{len(open_rows)} INCONCLUSIVE row(s): next look at "
+                                    f"{max(looks)} seeds")
+    why = [f"{len(open_rows)} INCONCLUSIVE row(s) and no next look"]
+    if spent:
+        why.append(f"{spent} at the budget of {budget} seeds")
+    if short:
+        why.append(f"{short} whose baseline lacks the seeds: refresh it with "
+                   f"--graphnetz-seeds={budget}")
+    if stuck:
+        why.append(f"{stuck} that no affordable seed count resolves")
+    return NextLook(None, "; ".join(why))
+
+
 def first_line(text: str, limit: int = 200) -> str:
     """The first non-empty line of a failure message, clipped."""
     line = next((s.strip() for s in str(text).splitlines() if s.strip()), "")
@@ -432,4 +530,4 @@ def short_test(nodeid: str) -> str:
 
 
 __all__ = ["COMMENT_BUDGET", "Counts", "FAILED_MARK", "GateSummary", "MARKDOWN_BUDGET",
-           "clip_line", "first_line", "short_test", "verdict_stats"]
+           "NextLook", "clip_line", "first_line", "next_look", "short_test", "verdict_stats"]

@@ -145,6 +145,15 @@ def fmt_interval(low: float, high: float) -> str:
     return f"[{fmt_num(low)}, {fmt_num(high)}]"
 
 
+def ceil_significant(x: float, digits: int = 2) -> float:
+    """``x`` rounded *up* to ``digits`` significant digits (``0.03149`` → ``0.032``): a bound
+    or a δ printed short must still hold (a drop of 0.0315 is not ruled out by "> 0.031")."""
+    if not x > 0 or not math.isfinite(x):
+        return x
+    scale = 10 ** (math.floor(math.log10(x)) - digits + 1)
+    return math.ceil(x / scale - 1e-9) * scale
+
+
 def seed_trainings(n: int) -> str:
     """``"1 seed-training"``, ``"7 seed-trainings"``."""
     return f"{n} seed-training{'' if n == 1 else 's'}"

@@ -9,6 +9,7 @@ refusal (:class:`GateRefusal`), and the formatting every message, table row and 
 from __future__ import annotations
 
 import math
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -19,6 +20,7 @@ from .history import CLIPPED, MetricSpec, clip_to_metric, in_unit_interval
 from .report import BenchmarkReport
 from .stats import Verdict
 from .text import (
+    ceil_significant,
     fmt_fixed,
     fmt_interval,
     fmt_level,
@@ -102,7 +104,8 @@ class CellVerdict:
         delta = f", min_effect {fmt_num(c.min_effect)}" if self.gate == "not_worse" else ""
         level = ""
         if c.mde_alpha is not None and c.mde_alpha < c.alpha:
-            level = f" (at the Holm level {fmt_num(c.mde_alpha)})"
+            # the level is REGRESSED's, not a second MDE (issue 33)
+            level = f" (REGRESSED tested at the Holm level α = {fmt_num(c.mde_alpha)})"
         # Adaptive: the MDE is a one-look t test's at the seeds used, not the sequential design's.
         mde_of = " of a fixed-n test" if self.stop is not None else ""
         lines = [
@@ -192,9 +195,7 @@ class CellVerdict:
 
     def _seeds_option(self, n: int) -> str:
         """The option that runs ``n`` seeds (adaptive runs keep their MIN: ``MIN..n``)."""
-        if self.stop is not None:
-            return f"--graphnetz-seeds={self.stop.min_seeds}..{n}"
-        return f"--graphnetz-seeds={n}"
+        return seeds_option(n, None if self.stop is None else self.stop.min_seeds)
 
     def _unpaired_advice(self) -> list[str]:
         """When the planned seeds 0..n-1 are not all in the baseline, more candidate seeds
@@ -232,9 +233,138 @@ class CellVerdict:
             row.update(n=f"{c.n}/{self.stop.planned_max}", saved=str(self.stop.saved))
             # the baseline's mean over the seeds this cell used, which vary from run to run
             row["baseline"] += f" (seeds {seed_list(self.seeds)})"
-        if self.table_note:
-            row["note"] = self.table_note
+        note = "; ".join(x for x in (self.guidance.note(), self.table_note) if x)
+        if note:
+            row["note"] = note
         return row
+
+    @property
+    def guidance(self) -> Guidance:
+        """What this row rules out and what comes next (:class:`Guidance`)."""
+        return Guidance.of(self)
+
+
+def seeds_option(n: int, min_seeds: int | None = None) -> str:
+    """The option that runs ``n`` seeds; an adaptive run keeps its MIN (``MIN..n``)."""
+    return f"--graphnetz-seeds={n}" if min_seeds is None else f"--graphnetz-seeds={min_seeds}..{n}"
+
+
+@dataclass(frozen=True)
+class Guidance:
+    """What a NOT WORSE or INCONCLUSIVE row rules out and what comes next: the one place every
+    output (table Note, Markdown, comment, JSON, JUnit) reads it from (:meth:`of`).
+
+    Differences are candidate − baseline, sign-flipped so + = better, as in the gate.
+
+    - ``min_effect`` (δ) and ``margin``: what the row was judged against.
+    - ``rules_out``: the interval's lower end L rules out drops larger than ``rules_out``
+      (``-L`` when L < 0; ``0.0`` when L ≥ 0: any drop); None when the row has no such
+      statement (a verdict other than NOT WORSE / INCONCLUSIVE, or no finite lower end).
+    - ``next_seeds``: INCONCLUSIVE only, the seed count of the next look
+      (``comparison.seeds_needed``); ``next_option`` the option that runs it.
+      ``baseline_short``: the baseline lacks seeds that look needs (refresh it first);
+      ``baseline_n``: how many seeds the baseline holds (None: not known).
+    - ``resolvable``: INCONCLUSIVE with δ but no affordable seed count: the δ these seeds do
+      resolve (``margin + comparison.mde``, the MDE at the level REGRESSED is tested at).
+    - ``n``: the paired seeds the row was decided on; ``trained``: the candidate
+      seed-trainings it took (adaptive: the seeds its schedule trained); ``look``: the look of
+      the schedule it was decided at, of ``n_looks`` walked (None: judged alone).
+    """
+
+    verdict: str
+    higher_is_better: bool
+    unit_interval: bool
+    min_effect: float | None
+    margin: float
+    rules_out: float | None
+    next_seeds: int | None
+    next_option: str | None
+    resolvable: float | None
+    baseline_short: bool
+    baseline_n: int | None
+    n: int
+    trained: int
+    look: int | None = None
+    n_looks: int | None = None
+
+    @classmethod
+    def of(cls, v: CellVerdict) -> Guidance:
+        c = v.comparison
+        name = verdict_name(c.verdict)
+        speaks = name in (Verdict.NOT_WORSE, Verdict.INCONCLUSIVE)
+        low = float(c.ci.low)
+        rules_out = (None if not speaks or not math.isfinite(low)
+                     else 0.0 if low >= 0 else -low)
+        next_seeds = c.seeds_needed if name == Verdict.INCONCLUSIVE else None
+        min_seeds = None if v.stop is None else v.stop.min_seeds
+        resolvable = None
+        if name == Verdict.INCONCLUSIVE and next_seeds is None and c.min_effect is not None \
+                and math.isfinite(c.mde):
+            resolvable = c.margin + c.mde
+        short = bool(next_seeds and v.baseline_seeds
+                     and any(s not in v.baseline_seeds for s in range(next_seeds)))
+        return cls(
+            verdict=name, higher_is_better=v.higher_is_better,
+            unit_interval=in_unit_interval(v.metric), min_effect=c.min_effect,
+            margin=c.margin, rules_out=rules_out, next_seeds=next_seeds,
+            next_option=seeds_option(next_seeds, min_seeds) if next_seeds else None,
+            resolvable=resolvable, baseline_short=short,
+            baseline_n=len(v.baseline_seeds) or None, n=c.n,
+            trained=c.n if v.stop is None else v.stop.trained,
+            look=(v.stop.look if v.stop is not None
+                  else v.look.look if v.look is not None and v.look.on_schedule else None),
+            n_looks=(v.stop.n_looks if v.stop is not None
+                     else len(v.look.looks) if v.look is not None and v.look.on_schedule
+                     else None))
+
+    def command(self, test: str | None) -> str | None:
+        """The command that takes the next look of test ``test`` (a node id; None: unknown,
+        then None)."""
+        if self.next_option is None or not test:
+            return None
+        return f"pytest {shlex.quote(test)} {self.next_option}"
+
+    def note(self) -> str:
+        """The table's words: "rules out drops > 3.2 points; δ 1 point; next:
+        --graphnetz-seeds=20"; a REGRESSED or BETTER row only what it was judged against
+        ("δ 1 point"); "" for IDENTICAL."""
+        if self.verdict == Verdict.IDENTICAL:
+            return ""
+        worse = "drops" if self.higher_is_better else "rises"
+        parts = []
+        if self.rules_out is not None:
+            parts.append(f"rules out any {worse[:-1]}" if self.rules_out == 0 else
+                         f"rules out {worse} > {self.amount(self.rules_out, up=True)}")
+        if self.min_effect is not None:
+            parts.append(f"δ {self.amount(self.min_effect)}")
+        if self.margin:
+            parts.append(f"margin {self.amount(self.margin)}")
+        if self.next_option is not None:
+            first = (f"refresh the baseline with {self.next_seeds} seeds, then "
+                     if self.baseline_short else "")
+            parts.append(f"next: {first}{self.next_option}")
+        elif self.resolvable is not None:
+            parts.append(f"no affordable seed count resolves δ; these {self.n} seeds resolve "
+                         f"δ ≥ {self.amount(self.resolvable, up=True)}")
+        return "; ".join(parts)
+
+    def amount(self, x: float, *, up: bool = False) -> str:
+        """``x`` in words: points for a metric in [0, 1] (0.031 → "3.1 points"), else the
+        number; ``up``: rounded up to 2 significant digits (a bound that must still hold)."""
+        if self.unit_interval:
+            points = 100 * x
+            shown = f"{ceil_significant(points) if up else points:.3g}"
+            return f"{shown} point{'' if shown == '1' else 's'}"
+        return fmt_num(ceil_significant(x) if up else x)
+
+    def numbers(self, test: str | None = None) -> dict[str, object]:
+        """The JSON/JUnit keys (docs/verdicts-json.md): numbers, and the next look's option
+        and command as strings."""
+        return {"rules_out_drop": self.rules_out, "next_seeds": self.next_seeds,
+                "next_option": self.next_option, "next_command": self.command(test),
+                "baseline_short": self.baseline_short, "baseline_seeds": self.baseline_n,
+                "resolvable_min_effect": self.resolvable, "trained": self.trained,
+                "look": self.look, "n_looks": self.n_looks}
 
 
 @dataclass(frozen=True)

@@ -242,7 +242,9 @@ def test_a_margin_keeps_delta_one_point_beyond_it_and_mae_rows_say_nothing_plann
     cand = {"m": {s: base["m"][s] - 0.005 + 0.004 * rng.standard_normal() for s in seeds}}
     (v,) = assert_not_worse(_report(cand, seeds), _report(base, seeds), margin=0.01)
     assert v.comparison.min_effect == pytest.approx(0.02)   # margin + one point, not dropped
-    assert v.verdict == "NOT WORSE" and "note" not in v.row()
+    # the Note states δ and margin it was judged against (issue 33), not a table note
+    assert v.verdict == "NOT WORSE" and v.row()["note"] == v.guidance.note()
+    assert "δ 2 points; margin 1 point" in v.row()["note"]
     mae = BenchmarkReport.from_arrays([[[base["m"][s] for s in seeds]]], tasks=["toy"],
                                       models=["m"], seeds=list(seeds), metric="mae")
     worse = BenchmarkReport.from_arrays([[[cand["m"][s] for s in seeds]]], tasks=["toy"],

@@ -205,7 +205,7 @@ def test_gate_rows_reach_the_summary(pytester: pytest.Pytester) -> None:
         "test_session_gates.py::test_unchanged*karate/GCN*accuracy ↑*IDENTICAL*pass*0*6",
         f"test_session_gates.py::test_borderline*karate/GCN*accuracy ↑*{base.mean():.4g} [[]*"
         f"{cand.mean():.4g} [[]*{cand.mean() - base.mean():+.4g} "
-        f"[[]{ci.low:.4g}, {ci.high:.4g}[]] (91.5%)*{ref.pvalue:.3f}*REGRESSED*✗ FAIL*6",
+        f"[[]{ci.low:.4g}, {ci.high:.4g}[]] (91.5%)*{ref.pvalue:.3f}*REGRESSED*✗ FAIL*6  δ 1 point",
     ])
 
 

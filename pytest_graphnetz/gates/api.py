@@ -32,7 +32,7 @@ from .suite import SUITE
 BaselineLike = BenchmarkReport | BaselineHandle | str | os.PathLike
 
 def assert_not_worse(report: BenchmarkReport, baseline: BaselineLike, *, test: str = "paired",
-                     margin: float = 0.0, min_effect: float | None = None,
+                     margin: float = 0.0, min_effect: float | str | None = None,
                      alpha: float | None = None, strict: bool | None = None,
                      rng: Any = None, suite: bool = False,
                      suite_min_effect: float | None = None,
@@ -52,7 +52,9 @@ def assert_not_worse(report: BenchmarkReport, baseline: BaselineLike, *, test: s
     δ = ``min_effect``, the smallest regression that matters, in metric units, > ``margin``;
     default the session's ``--graphnetz-min-effect``, else :func:`default_min_effect` (margin +
     0.01 for metrics bounded in [0, 1]; none for MAE/RMSE/loss, where NOT WORSE falls back to
-    −margin and the row's Note says so).
+    −margin and the row's Note says so); ``"resolvable"``: margin + what the paired seeds
+    resolve in every cell of the call, read from the calibration beside the baseline handle
+    (``graphnetz calibrate``; refused without one), stated in each row's Note.
     ``alpha`` / ``strict`` default to 0.05 / False, or the session's options in pytest.
 
     ``suite``: per model, one more row, ``suite/<model>``, for the per-seed mean paired
@@ -146,7 +148,7 @@ def assert_ci_width(report: BenchmarkReport, max_width: float, *,
 
 def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike, *, test: str,
                      margin: float, alpha: float | None, strict: bool | None,
-                     rng: Any, min_effect: float | None = None, suite: bool = False,
+                     rng: Any, min_effect: float | str | None = None, suite: bool = False,
                      suite_min_effect: float | None = None,
                      rerun_safe: bool | None = None,
                      first_look: int | None = None) -> list[CellVerdict]:
@@ -156,8 +158,13 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
     observer = _OBSERVER.get()
     alpha = alpha if alpha is not None else (observer.alpha if observer else 0.05)
     strict = strict if strict is not None else (observer.strict if observer else False)
-    if min_effect is None and observer is not None:
-        min_effect = observer.min_effect
+    given = min_effect if min_effect is not None else (
+        observer.min_effect if observer is not None else None)
+    if isinstance(given, str) and given != "resolvable":
+        raise ValueError(f"`min_effect` must be a number, None or 'resolvable', got {given!r}")
+    # "resolvable": δ = what the seeds resolve, by the calibration beside the baseline
+    resolvable = given == "resolvable" and gate == "not_worse"
+    delta = None if isinstance(given, str) else given
     if rerun_safe is None:
         rerun_safe = observer.rerun_safe if observer is not None else True
     if first_look is None and observer is not None:
@@ -183,16 +190,18 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
             _announce(report)
         if isinstance(baseline, BaselineHandle) and baseline.update:
             return _refresh(gate, report, baseline, test=test, margin=margin, alpha=alpha,
-                            rng=rng, min_effect=min_effect)
+                            rng=rng, min_effect=delta)
         source, base = _load(baseline)
         command = baseline.update_command if isinstance(baseline, BaselineHandle) else None
+        if resolvable:
+            delta = _resolvable_min_effect(report, base, baseline, margin)
         if isinstance(report, Schedule):
             verdicts, header = _adaptive_gate(report, base, test=test, margin=margin,
                                               alpha=alpha, strict=strict, source=source,
-                                              baseline=baseline, min_effect=min_effect, rng=rng)
+                                              baseline=baseline, min_effect=delta, rng=rng)
         else:
             verdicts = compare_reports(report, base, gate=gate, test=test, margin=margin,
-                                       min_effect=min_effect, alpha=alpha, strict=strict,
+                                       min_effect=delta, alpha=alpha, strict=strict,
                                        source=source, rng=rng, refresh_command=command,
                                        suite=suite, suite_min_effect=suite_min_effect,
                                        rerun_safe=rerun_safe, first_look=first_look)
@@ -221,9 +230,24 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
     notes = (_saved_note(saved, decided),) if len(saved) > 1 else ()
     from ..calibration import annotate_verdicts  # δ finer than the seeds resolve: a note
 
-    verdicts = annotate_verdicts(verdicts, baseline)
+    verdicts = annotate_verdicts(verdicts, baseline, resolvable=resolvable)
     _finish(f"assert_{gate}", verdicts, header=header, notes=notes)
     return verdicts
+
+
+def _resolvable_min_effect(report: Any, base: BenchmarkReport, baseline: BaselineLike,
+                           margin: float) -> float:
+    """δ for ``min_effect="resolvable"``: what the paired seeds resolve in every cell, by the
+    calibration beside the baseline (a refusal naming the file when there is none)."""
+    from ..calibration import CalibrationError, resolvable_gate_min_effect
+
+    seeds = report.planned_seeds if isinstance(report, Schedule) else report.seeds
+    cells = [(t, m) for t in report.tasks for m in report.models]
+    try:
+        return resolvable_gate_min_effect(baseline, cells, len(set(seeds) & set(base.seeds)),
+                                          margin=margin)
+    except CalibrationError as exc:
+        raise GateRefusal(str(exc), reason=str(exc)) from None
 
 
 def _adaptive_gate(report: Any, base: BenchmarkReport, *, test: str, margin: float,

@@ -31,7 +31,7 @@ class GateObserver:
     alpha: float
     strict: bool
     record: Callable[[dict[str, str]], None]
-    min_effect: float | None = None
+    min_effect: float | str | None = None   # "resolvable": from the calibration (issue 33)
     uses: Callable[[str], None] | None = None   # told each baseline file a gate reads
     # --graphnetz-report-dir: called with each gate's candidate report (fixed seeds: before it
     # is compared; adaptive: after, with the cells that took more seeds as ``further``

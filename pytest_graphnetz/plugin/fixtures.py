@@ -59,8 +59,8 @@ def graphnetz_run(request: pytest.FixtureRequest) -> Iterator[Callable[..., Benc
         from ..calibration import write_calibrations
 
         # Without a baseline there is nothing to store it beside: the table still shows it.
-        rows = write_calibrations(pending.calibrations, pending.baselines,
-                                  min_effect=settings.min_effect)
+        delta = settings.min_effect if isinstance(settings.min_effect, float) else None
+        rows = write_calibrations(pending.calibrations, pending.baselines, min_effect=delta)
         request.node.user_properties.append((CALIBRATION_PROPERTY, json.dumps(rows)))
 
 

@@ -218,7 +218,7 @@ class GraphnetzSession:
             if call is not None and not self.settings.update_baselines:
                 for path in current:
                     _add_cell(calls.setdefault(path, []), call, v.cell)
-            return {**row, "stats": verdict_stats(v)}
+            return {**row, "stats": verdict_stats(v, test=item.nodeid)}
 
         def candidate(report: BenchmarkReport,
                       further: Sequence[BenchmarkReport] = ()) -> list[str]:

@@ -34,6 +34,10 @@ DEFAULT_ALPHA = 0.05
 MIN_ALPHA = 1e-6
 
 
+# --graphnetz-min-effect=resolvable (calibration.RESOLVABLE; not imported here: stdlib only)
+RESOLVABLE = "resolvable"
+
+
 @dataclass(frozen=True)
 class Option:
     name: str            # --graphnetz-<name>, ini key graphnetz_<name with _>
@@ -73,7 +77,9 @@ OPTIONS = (
             "line only)", flag=True, command_line_only=True),
     Option("alpha", f"significance level of the gates (default {DEFAULT_ALPHA})", metavar="A"),
     Option("min-effect", "the smallest regression that matters (δ, metric units; default 0.01 "
-            "for metrics in [0, 1], none for MAE/RMSE/loss)", metavar="DELTA"),
+            "for metrics in [0, 1], none for MAE/RMSE/loss); `resolvable`: what each gate's "
+            "seeds resolve, from the calibration beside its baseline (graphnetz calibrate), "
+            "stated in every row", metavar="DELTA|resolvable"),
     Option("strict", "an INCONCLUSIVE gate fails too", flag=True),
     Option("single-run", "judge each gate run alone at the full alpha, off the schedule of "
             "looks (for a team that never reruns a gate with more seeds after INCONCLUSIVE; by "
@@ -183,7 +189,9 @@ class Settings:
     report_dir: Path | None
     cli_baseline_dir: str | None  # as typed on the command line, for the commands we print
     deterministic: str         # on | warn | off (determinism.py)
-    min_effect: float | None = None  # None: each metric's default (gates.default_min_effect)
+    # None: each metric's default (gates.default_min_effect); "resolvable": what the seeds
+    # resolve, from the calibration beside each baseline (calibration.py)
+    min_effect: float | str | None = None
     comment: Path | None = None      # the pull-request comment (Markdown)
     json: Path | None = None         # the JSON verdict file
     fail_unused: bool = False        # baseline cells no gate used fail the run
@@ -211,8 +219,11 @@ class Settings:
                            "a whole number of processes")
         alpha = _convert(config, "alpha", get("alpha", str(DEFAULT_ALPHA)), float, "a number")
         min_effect = get("min-effect", None)
-        if min_effect is not None:
-            min_effect = _convert(config, "min-effect", min_effect, float, "a number")
+        if min_effect is not None and str(min_effect).strip() == RESOLVABLE:
+            min_effect = RESOLVABLE
+        elif min_effect is not None:
+            min_effect = _convert(config, "min-effect", min_effect, float,
+                                  f"a number or `{RESOLVABLE}`")
         try:
             deterministic = check_mode(get("deterministic", DEFAULT_MODE),
                                        name=named(config, "deterministic"))
@@ -221,7 +232,7 @@ class Settings:
             first_look = _first_look(config, adaptive)
         except ValueError as exc:
             raise pytest.UsageError(f"graphnetz: {exc}") from None
-        if min_effect is not None and not 0.0 < min_effect < float("inf"):
+        if isinstance(min_effect, float) and not 0.0 < min_effect < float("inf"):
             raise pytest.UsageError(
                 f"graphnetz: {named(config, 'min-effect')} must be a number > 0 (the smallest "
                 f"regression that matters, in metric units), got {min_effect}")
@@ -359,8 +370,9 @@ def header_line(settings: Settings, root: Path) -> str:
     else:
         which = ",".join(map(str, seeds))
     # 0.01: gates.DEFAULT_MIN_EFFECT (not imported here: gates load scipy; a test pins it).
-    effect = (f"{settings.min_effect:g}" if settings.min_effect is not None
-              else "0.01 for [0, 1] metrics")
+    effect = ("0.01 for [0, 1] metrics" if settings.min_effect is None
+              else "what the seeds resolve (calibration)" if settings.min_effect == RESOLVABLE
+              else f"{settings.min_effect:g}")
     cache = "off" if settings.cache_dir is None else shown(settings.cache_dir, root)
     # 0.85: stats.boundaries.DEFAULT_RHO, the share of α the schedule's first look spends (not
     # imported here: stats loads numpy; a test pins it).

@@ -110,6 +110,12 @@ class Command:
             out["project"] = project
         return out
 
+    def script_seed(self, seed: int) -> int:
+        """The seed the script receives for benchmark seed ``seed`` (``{seed}``,
+        ``GRAPHNETZ_SEED``): the seed itself; a calibration's salted command moves it
+        (:class:`pytest_graphnetz.calibration.SaltedCommand`)."""
+        return seed
+
     def fingerprint(self) -> str:
         """sha256 of :meth:`identity`, the model fingerprint of this command's cells."""
         return hashlib.sha256(json.dumps(self.identity(), sort_keys=True).encode()).hexdigest()
@@ -207,11 +213,14 @@ def run(command: Command, *, task: str, model: str, metric: str, seed: int, devi
     with the command line, the exit code and the tail of its stderr.
     """
     where = f"task {task!r} × model {model!r} × seed {seed}"
+    given = command.script_seed(seed)
     with tempfile.TemporaryDirectory(prefix="graphnetz-command-") as tmp:
         output = str(Path(tmp) / "metrics.json")
-        env = environment(seed=seed, device=device, threads=threads, deterministic=deterministic,
-                          metric=metric, output=output)
-        values = {"seed": str(seed), "device": env[script_side.DEVICE_ENV], "output": output,
+        env = environment(seed=given, device=device, threads=threads,
+                          deterministic=deterministic, metric=metric, output=output)
+        if given != seed:   # salted (calibration): the benchmark seed, for data and splits
+            env[script_side.DATA_SEED_ENV] = str(seed)
+        values = {"seed": str(given), "device": env[script_side.DEVICE_ENV], "output": output,
                   "threads": str(threads), "metric": metric}
         args = [_PLACEHOLDER.sub(lambda m: values[m.group(1)], a) for a in command.args]
         shown = shlex.join(args)
