@@ -219,6 +219,9 @@ def make_checkout(root: Path, base: np.ndarray, other: np.ndarray | None, seeds:
                  "--graphnetz-no-cache")
     if rc != 0:
         raise RuntimeError(f"the baseline refresh in {root} exited {rc}")
+    # the refresh writes the managed baseline; a second call against another baseline file
+    # (setting iv) is judged in it too: not a run of the chain
+    (root / "verdicts.jsonl").unlink(missing_ok=True)
 
 
 def session_chain(tmp: Path, setting: str, base: np.ndarray, other: np.ndarray,
@@ -281,7 +284,7 @@ ROWS = (("one", "(i)-(iii): one call"), ("two", "(iv): two calls on the cell"),
 
 
 def part(sd: float, mean: float, trials: int, two_trials: int, old_trials: int,
-         seed: int) -> dict:
+         seed: int, offset: int = 0) -> dict:
     """In-process counts of one (sd, true mean): per row, the chains' last verdicts."""
     out: dict = {"sd": sd, "mean": mean}
     with no_advice():
@@ -289,7 +292,7 @@ def part(sd: float, mean: float, trials: int, two_trials: int, old_trials: int,
                                     ("old", 1, old_trials, False)):
             chains = []
             for i in range(n):
-                base, other, cand = draw(sd, mean, i, seed)
+                base, other, cand = draw(sd, mean, offset + i, seed)
                 chains.append(chain(cand, [base, other][:calls], rerun_safe=safe))
             out[key] = {"trials": n, "last": [ch[-1] for ch in chains],
                         "runs": [len(ch) for ch in chains]}
@@ -300,6 +303,15 @@ def report(parts: list[dict], session_lines: list[str], seed: int) -> str:
     lines = ["# rerun whenever INCONCLUSIVE, up to three times (10 → 20 → 40 → 80 seeds)", "",
              f"Seed {seed}, δ = 1 point, margin 0, α = {ALPHA}, first look 10; 95% Wilson "
              "intervals.", "",
+             "The split. The error rates are measured in-process: every run of every chain "
+             "is one call of the real gate function (`compare_reports` on `from_arrays` "
+             "reports, first look 10, as the plugin calls it; the INCONCLUSIVE advice, which "
+             "never sets a verdict, stubbed out for speed). The gate keeps no state between "
+             "calls, so settings (i) same cache, (ii) cache deleted and (iii) another checkout "
+             "are one computation in-process; (iv) is two calls per run. Real pytest sessions "
+             "(a scripted custom Task, `--graphnetz-seeds=10, 20, 40, 80`, advice not stubbed) "
+             "run a smaller number of trials per setting, and their verdicts are compared with "
+             "the in-process ones trial for trial, run for run (last table).", "",
              "## Wrong verdicts in-process (every run a call of the real gate function, "
              "`compare_reports`)", "",
              "| sd (points) | setting | trials | REGRESSED at 0 | BETTER at 0 | "
@@ -390,6 +402,8 @@ def main() -> None:
     parser.add_argument("--means", type=float, nargs="+", default=list(WRONG))
     parser.add_argument("--seed", type=int, default=32)
     parser.add_argument("--trials", type=int, default=None, help="in-process trials per row")
+    parser.add_argument("--offset", type=int, default=0,
+                        help="first trial index (more trials of a row, in another process)")
     parser.add_argument("--two-trials", type=int, default=None, help="trials of setting (iv)")
     parser.add_argument("--old-trials", type=int, default=None, help="trials of the old policy")
     parser.add_argument("--sessions", type=int, default=None, help="session trials per setting")
@@ -412,7 +426,7 @@ def main() -> None:
     parts: list[dict] = []
     session_lines: list[str] = []
     if args.step in ("all", "parts"):
-        parts = [part(sd, mean, trials, two_trials, old_trials, args.seed)
+        parts = [part(sd, mean, trials, two_trials, old_trials, args.seed, args.offset)
                  for sd in args.sds for mean in args.means]
         print(f"in-process parts: {time.perf_counter() - t0:.0f} s", flush=True)
     if args.step in ("all", "sessions"):

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
@@ -79,6 +79,8 @@ def test_run_schedule_decides_each_cell_as_the_gate(case: dict) -> None:
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=cases, m=st.integers(2, 4))
+@example(case={"first": 5, "looks": 3, "extra": 0, "margin": 0.0, "delta_over": 0.01,
+               "sd": 0.01, "shift": -0.012, "seed": 3}, m=3)   # REGRESSED at several looks
 def test_group_sequential_holm_decides_the_family_as_the_gate(case: dict, m: int) -> None:
     """m cells in one call: REGRESSED from ``sequential_holm`` fed by scipy's one-sided p of
     each cell at each look it had (a cell stops at NOT WORSE/BETTER by the design's boundaries,
@@ -98,13 +100,19 @@ def test_group_sequential_holm_decides_the_family_as_the_gate(case: dict, m: int
     # NOT WORSE / BETTER per cell with REGRESSED switched off (its level ~0): where each stops
     alone, used = run_schedule(D, des, margin=case["margin"], min_effect=delta,
                                regressed_alpha=1e-12)
-    histories = []
+    histories, stops = [], []
     for i in range(m):
         stop = used[i] if alone[i].value in ("NOT WORSE", "BETTER") else last
+        stops.append(des.looks.index(stop) + 1)
         histories.append([float(sps.ttest_1samp(D[i, :k] + case["margin"], 0.0,
                                                 alternative="less").pvalue)
                           for k in des.looks if k <= stop])
-    family = sequential_holm(histories, [des] * m)
+    # In time order, as the gate walks: after look k the family sees each cell's p-values up
+    # to look k; the walk ends once every cell is rejected or stopped.
+    for k in range(1, len(des.looks) + 1):
+        family = sequential_holm([h[:k] for h in histories], [des] * m)
+        if all(family.rejected[i] or stops[i] <= k for i in range(m)):
+            break
     for i, v in enumerate(got):
         if family.rejected[i]:
             assert v.verdict == "REGRESSED", (i, v.verdict, histories[i])

@@ -356,6 +356,9 @@ def test_the_advice_is_a_look_of_the_schedule_past_the_seeds_taken():
     assert advise_next_look(0.02, 10, 0.02, first=10, taken=10) <= n
     # a cell that has had no look yet (judged alone on fewer seeds) may be advised look 1
     assert advise_next_look(0.002, 5, 0.01, first=10, taken=0) == 10
+    # a spread so small that simulated cells are never open at 10 seeds: the next look, not
+    # "no affordable seed count" (the condition carries no information there)
+    assert advise_next_look(0.002, 10, 0.01, first=10, taken=10) == 20
     # nothing affordable: None
     assert advise_next_look(0.5, 10, 0.01, first=10, taken=10) is None
     assert advise_next_look(0.02, 10, 0.01, first=10, taken=10, max_seeds=n // 2) is None

@@ -34,6 +34,7 @@ from .decisions import LOOK_VERDICTS, Code, Verdict, decide_look
 PLAN_PATHS = 1 << 15   # simulated cells per plan: Monte-Carlo sd about 0.002 at 0.8
 PLAN_SEED = 20_231_984  # any fixed seed: the same cell gets the same advice every time
 ADVICE_MAX_SEEDS = 1280  # the largest look advised; past it no affordable seed count decides
+MIN_OPEN_PATHS = 200     # fewer simulated cells open than this: the advice plans unconditionally
 
 
 @dataclass(frozen=True)
@@ -352,8 +353,10 @@ def advise_next_look(sd_diff: float, n_observed: int, min_effect: float, *, firs
                                               regressed_alpha=regressed_alpha, paths=paths,
                                               seed=seed)
     open_null, open_drop = n_null > taken, n_drop > taken   # still open after `taken` seeds
-    if not (open_null.any() and open_drop.any()):
-        return None
+    # A spread so small that simulated cells are hardly ever open after `taken` seeds: the
+    # condition carries no information, so plan unconditionally (else "no seed count").
+    if open_null.sum() < MIN_OPEN_PATHS or open_drop.sum() < MIN_OPEN_PATHS:
+        open_null = open_drop = np.ones(paths, dtype=bool)
     for n in looks:
         ok_null = np.mean(np.isin(null[open_null], _PASSES) & (n_null[open_null] <= n))
         ok_drop = np.mean((drop[open_drop] == Code.REGRESSED) & (n_drop[open_drop] <= n))
