@@ -22,11 +22,13 @@ from __future__ import annotations
 
 from .code import callable_identity, names_in_code, normalised_source
 from .content import data_fingerprint, model_fingerprint
+from .interpreter import interpreter_identity, looks_like_python
 from .loader import callable_state, data_files_stamp, files_under, recording_opened_files
 from .project import in_library_location, is_project_file, project_code_key
 
 __all__ = [
     "callable_identity", "callable_state", "data_files_stamp", "data_fingerprint", "files_under",
-    "in_library_location", "is_project_file", "model_fingerprint", "names_in_code",
-    "normalised_source", "project_code_key", "recording_opened_files",
+    "in_library_location", "interpreter_identity", "is_project_file", "looks_like_python",
+    "model_fingerprint", "names_in_code", "normalised_source", "project_code_key",
+    "recording_opened_files",
 ]

@@ -103,7 +103,7 @@ def _target_module(target: Any) -> tuple[str, str | None, tuple[str, ...], bool]
     this process's ``sys.modules``)."""
     if isinstance(target, (str, os.PathLike)):
         path = os.path.abspath(os.fspath(target))
-        return "__main__", _source_file(path), (os.path.dirname(path), *sys.path), True
+        return "__main__", _source_file(path), _script_search_path(path), True
     while isinstance(target, functools.partial):
         target = target.func
     module: types.ModuleType | None
@@ -117,6 +117,16 @@ def _target_module(target: Any) -> tuple[str, str | None, tuple[str, ...], bool]
         return "", None, tuple(sys.path), False
     return (module.__name__, _source_file(getattr(module, "__file__", None)), tuple(sys.path),
             False)
+
+
+def _script_search_path(script: str) -> tuple[str, ...]:
+    """Where a new process running ``script`` finds its imports: the script's directory (links
+    resolved, as Python does), ``$PYTHONPATH``, then this interpreter's library directories.
+    Not the rest of this process's ``sys.path``: ``python -m pytest`` adds the current
+    directory there and ``pytest`` its ``bin`` directory, and neither reaches the script."""
+    extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return (os.path.dirname(os.path.realpath(script)), *extra,
+            *(p for p in sys.path if p and in_library_location(p)))
 
 
 def _source_file(file: str | None) -> str | None:

@@ -18,14 +18,19 @@ arguments and the environment the runner sets.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import hashlib
 import json
 import math
 import os
 import re
 import shlex
+import signal
 import subprocess
 import tempfile
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,7 +109,8 @@ class Command:
         script = Path(str(self.script))  # a str path after __post_init__
         out: dict[str, Any] = {"script": script.name,
                                "code": hashlib.sha256(script_code(script).encode()).hexdigest(),
-                               "args": list(self.args), "env": dict(sorted(self.env.items()))}
+                               "args": portable_args(self.args, str(self.cwd), self.env),
+                               "env": dict(sorted(self.env.items()))}
         project = project_code(script)
         if project is not None:
             out["project"] = project
@@ -113,6 +119,26 @@ class Command:
     def fingerprint(self) -> str:
         """sha256 of :meth:`identity`, the model fingerprint of this command's cells."""
         return hashlib.sha256(json.dumps(self.identity(), sort_keys=True).encode()).hexdigest()
+
+
+def portable_args(args: Sequence[str], cwd: str, env: Mapping[str, str]) -> list[Any]:
+    """``args`` as the cache key holds them, free of where things are: the interpreter (the
+    first argument, when it is Python) by :func:`~pytest_graphnetz.fingerprint.interpreter_identity`
+    (version, implementation, installed distributions), not its path; an absolute path inside
+    ``cwd`` relative to it. ``python -m pytest`` and ``pytest``, another virtual environment
+    with the same packages and a clone in another directory then give one key."""
+    from ..fingerprint import interpreter_identity, looks_like_python
+
+    out: list[Any] = []
+    for i, arg in enumerate(args):
+        if i == 0 and looks_like_python(arg):
+            out.append({"python": interpreter_identity(
+                arg, cwd=cwd, path=env.get("PATH", os.environ.get("PATH")))})
+        elif os.path.isabs(arg) and (arg == cwd or arg.startswith(cwd.rstrip(os.sep) + os.sep)):
+            out.append(os.path.relpath(arg, cwd))
+        else:
+            out.append(arg)
+    return out
 
 
 def script_code(path: str | os.PathLike) -> str:
@@ -204,7 +230,8 @@ def run(command: Command, *, task: str, model: str, metric: str, seed: int, devi
     """Run ``command`` for one seed; the History its metrics file holds.
 
     A non-zero exit, a timeout, a missing or invalid metrics file raise :class:`CommandError`
-    with the command line, the exit code and the tail of its stderr.
+    with the command line, the exit code and the tail of its stderr. The script runs in its own
+    process group (:func:`run_process`), which nothing of it survives.
     """
     where = f"task {task!r} × model {model!r} × seed {seed}"
     with tempfile.TemporaryDirectory(prefix="graphnetz-command-") as tmp:
@@ -215,14 +242,8 @@ def run(command: Command, *, task: str, model: str, metric: str, seed: int, devi
                   "threads": str(threads), "metric": metric}
         args = [_PLACEHOLDER.sub(lambda m: values[m.group(1)], a) for a in command.args]
         shown = shlex.join(args)
-        try:
-            done = subprocess.run(args, cwd=command.cwd, env={**os.environ, **command.env, **env},
-                                  capture_output=True, text=True, timeout=command.timeout)
-        except FileNotFoundError as exc:
-            raise CommandError(f"{where}: cannot start `{shown}` ({exc})") from exc
-        except subprocess.TimeoutExpired as exc:
-            raise CommandError(f"{where}: `{shown}` ran past its timeout of {command.timeout} s"
-                               f"{_tail(exc.stderr)}") from exc
+        done = run_process(args, cwd=str(command.cwd), env={**os.environ, **command.env, **env},
+                           timeout=command.timeout, logs=Path(tmp), where=f"{where}: `{shown}`")
         if done.returncode != 0:
             raise CommandError(f"{where}: `{shown}` exited with code {done.returncode}"
                                f"{_tail(done.stderr or done.stdout)}")
@@ -232,10 +253,151 @@ def run(command: Command, *, task: str, model: str, metric: str, seed: int, devi
                 f"write {{output}} / ${script_side.OUTPUT_ENV}: add `graphnetz.record(test=..., "
                 f"val=...)` once per epoch, see docs/command-tasks.md){_tail(done.stderr)}")
         try:
-            return read_output(Path(output).read_text(encoding="utf-8"), metric=metric)
+            text = read_metrics_file(Path(output), where=f"{where}: `{shown}`")
+            return read_output(text, metric=metric)
         except ValueError as exc:
             raise CommandError(f"{where}: `{shown}` wrote an invalid metrics file: {exc}"
                                f"{_tail(done.stderr)}") from exc
+
+
+# Bounds on what a script leaves for the runner. Its stdout and stderr go to files (never
+# through pipes into memory: 60 MB of output cost 120 MB there); past MAX_OUTPUT_BYTES on
+# either one, the run is stopped. The metrics file is read whole, parsed into floats: past
+# MAX_METRICS_BYTES it is refused (a 2-million-epoch file peaked at 840 MB).
+MAX_OUTPUT_BYTES = 256 * 2**20
+MAX_METRICS_BYTES = 8 * 2**20
+_TAIL_BYTES = 64 * 2**10   # what is read back of stderr for an error's tail
+_POLL_SECONDS = 0.05
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A command that exited: its exit code and the tails of its stdout and stderr."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_process(args: Sequence[str], *, cwd: str, env: Mapping[str, str],
+                timeout: float | None, logs: Path, where: str) -> Finished:
+    """Run ``args`` in a new session (its own process group) and wait for it to exit.
+
+    - stdout and stderr go to files under ``logs``; only their last 64 KiB are read back, so
+      output costs no memory, and a grandchild that keeps them open cannot delay the run.
+    - Past ``timeout`` seconds, past :data:`MAX_OUTPUT_BYTES` of output, on ``KeyboardInterrupt``
+      (SIGINT) or SIGTERM to this process, the whole group is killed (SIGKILL); after a normal
+      exit too, so no grandchild outlives its run.
+    - ``CommandError`` names ``where`` for a program that cannot start, a timeout and too much
+      output.
+    """
+    _install_signal_handler()
+    out_path, err_path = logs / "stdout.log", logs / "stderr.log"
+    with out_path.open("wb") as out, err_path.open("wb") as err:
+        try:
+            proc = subprocess.Popen(list(args), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+                                    stdout=out, stderr=err, start_new_session=True)
+        except OSError as exc:  # FileNotFoundError, PermissionError, a missing cwd
+            raise CommandError(f"{where}: cannot start it ({exc})") from exc
+        _LIVE_GROUPS.add(proc.pid)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        problem = None
+        try:
+            while True:
+                try:
+                    returncode = proc.wait(timeout=_POLL_SECONDS)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                if deadline is not None and time.monotonic() > deadline:
+                    problem = f"ran past its timeout of {timeout} s"
+                    break
+                for name, fh in (("stdout", out), ("stderr", err)):
+                    if os.fstat(fh.fileno()).st_size > MAX_OUTPUT_BYTES:
+                        problem = (
+                            f"wrote more than {MAX_OUTPUT_BYTES // 2**20} MiB to its {name} "
+                            "(pytest_graphnetz.tasks.command.MAX_OUTPUT_BYTES) and was stopped; "
+                            "print less (a line per epoch, not per batch) or log to a file of "
+                            "the script's own")
+                if problem is not None:
+                    break
+        finally:
+            _kill_group(proc)
+    stdout, stderr = _read_tail(out_path), _read_tail(err_path)
+    if problem is not None:
+        raise CommandError(f"{where} {problem}{_tail(stderr)}")
+    return Finished(returncode, stdout, stderr)
+
+
+# The process groups of the runs in progress in this process: killed on SIGTERM and at exit.
+_LIVE_GROUPS: set[int] = set()
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL ``proc``'s process group (the script and everything it started), then reap it."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=10)
+    _LIVE_GROUPS.discard(proc.pid)
+
+
+def _kill_live_groups() -> None:
+    for group in list(_LIVE_GROUPS):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGKILL)
+
+
+_SIGNAL_HANDLER: list[bool] = []
+
+
+def _install_signal_handler() -> None:
+    """Once per process, from the main thread: on SIGTERM kill the live groups, then do what
+    the handler before did (the default: terminate). A script's group is a session of its own,
+    so the terminal's SIGINT and a SIGTERM sent to this process never reach it by themselves;
+    atexit covers an interpreter exiting while a run is in progress (KeyboardInterrupt)."""
+    if _SIGNAL_HANDLER or threading.current_thread() is not threading.main_thread():
+        return
+    _SIGNAL_HANDLER.append(True)
+    atexit.register(_kill_live_groups)
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        _kill_live_groups()
+        if callable(previous):
+            previous(signum, frame)
+        elif previous != signal.SIG_IGN:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    with contextlib.suppress(ValueError, OSError):
+        signal.signal(signal.SIGTERM, on_sigterm)
+
+
+def _read_tail(path: Path) -> str:
+    with path.open("rb") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        fh.seek(max(0, size - _TAIL_BYTES))
+        data = fh.read()
+    text = data.decode("utf-8", "replace")
+    return text if size <= _TAIL_BYTES else text.partition("\n")[2]
+
+
+def read_metrics_file(path: Path, *, where: str) -> str:
+    """The text of a run's metrics file, refused past :data:`MAX_METRICS_BYTES`."""
+    from ..report.files import read_regular_file
+
+    size = path.stat().st_size
+    if size > MAX_METRICS_BYTES:
+        raise CommandError(
+            f"{where}: its metrics file {path} holds {size / 2**20:.1f} MiB, more than the "
+            f"{MAX_METRICS_BYTES // 2**20} MiB a command task reads "
+            "(pytest_graphnetz.tasks.command.MAX_METRICS_BYTES); record once per epoch, not "
+            "per step or batch")
+    try:
+        return read_regular_file(path, limit=MAX_METRICS_BYTES).decode("utf-8")
+    except OSError as exc:  # a FIFO or a device left at the path, a file that grew past it
+        raise CommandError(f"{where}: its metrics file {path} cannot be read ({exc})") from exc
 
 
 def _tail(text: str | bytes | None) -> str:
