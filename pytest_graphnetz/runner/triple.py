@@ -289,17 +289,20 @@ def _run_command(job: Job, start: float) -> Outcome:
     settings: dict[str, Any] = {"seed": job.seed, "device": job.device, "threads": job.threads,
                 "deterministic": job.deterministic, "metric": task.metric_name}
 
-    def train() -> History:
-        return command.run(script, task=task.name, model=job.model, **settings)
+    def train() -> tuple[History, Any]:
+        return command.run_traced(script, task=task.name, model=job.model, **settings)
 
     if job.cache_dir is None:
-        history, cached = train(), False
+        history, cached = train()[0], False
     else:
+        # What the script read (files, variables, project modules) is not known before it
+        # runs: it is stored with the entry, and a hit needs all of it unchanged.
         fields = {"task": {"data": data_fp, "config": task.config()},
                   "command": script.identity(), "environment": command.environment(**settings),
                   "seed": job.seed, "threads": job.threads, **job.context}
-        history, cached = TripleCache(job.cache_dir).get_or_compute(make_key(fields), train,
-                                                                    fields)
+        history, cached = TripleCache(job.cache_dir).get_or_compute_tracked(
+            make_key(fields), train, fields,
+            valid=lambda depends: command.reads_unchanged(script, depends))
     return Outcome(history, data_fp, script.fingerprint(), cached, time.perf_counter() - start,
                     {"repr": str(script), "parameters": None})
 

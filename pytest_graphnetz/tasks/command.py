@@ -27,6 +27,7 @@ import os
 import re
 import shlex
 import signal
+import stat
 import subprocess
 import tempfile
 import threading
@@ -65,6 +66,11 @@ class Command:
     - ``timeout``: seconds before a run is killed and fails (None: no limit).
     - ``check_determinism``: rerun the run's first seed once, uncached, and refuse the script
       when the two runs' metrics differ.
+    - ``track_reads``: run a Python script under :mod:`.command_child`, which records the
+      files, environment variables and project modules it reads; a cached run is reused only
+      while they are unchanged (:func:`reads_unchanged`). ``False``: the script runs as it is
+      and is cached by its code, arguments and ``DataFiles`` only (as any command that is not
+      a Python script: ``bash run.sh``).
     """
 
     args: Sequence[str] | str
@@ -73,6 +79,7 @@ class Command:
     cwd: str | os.PathLike | None = None
     timeout: float | None = None
     check_determinism: bool = False
+    track_reads: bool = True
 
     def __post_init__(self) -> None:
         args = shlex.split(self.args) if isinstance(self.args, str) else list(self.args)
@@ -162,9 +169,14 @@ def project_code(script: Path) -> Any:
 @dataclass(frozen=True)
 class DataFiles:
     """A command task's loader: the sha256 of each file (or every file under a directory) the
-    script reads, so a changed data file makes the gate refuse the pairing."""
+    script reads, so a changed data file makes the gate refuse the pairing.
 
-    paths: Sequence[str | os.PathLike]
+    ``DataFiles()`` names none: what each run reads is tracked anyway (:func:`run_traced`), so
+    a changed config or data file retrains. Name the data as shipped (the raw files, never a
+    derived ``processed/`` directory a fresh clone lacks) where a change must make the gate
+    refuse to pair the new runs with the baseline's."""
+
+    paths: Sequence[str | os.PathLike] = ()
 
     def __post_init__(self) -> None:
         paths = [self.paths] if isinstance(self.paths, (str, os.PathLike)) else self.paths
@@ -227,7 +239,18 @@ def environment(*, seed: int, device: str, threads: int, deterministic: str, met
 
 def run(command: Command, *, task: str, model: str, metric: str, seed: int, device: str,
         threads: int, deterministic: str) -> History:
-    """Run ``command`` for one seed; the History its metrics file holds.
+    """Run ``command`` for one seed; the History its metrics file holds (see
+    :func:`run_traced`)."""
+    return run_traced(command, task=task, model=model, metric=metric, seed=seed, device=device,
+                      threads=threads, deterministic=deterministic)[0]
+
+
+def run_traced(command: Command, *, task: str, model: str, metric: str, seed: int, device: str,
+               threads: int, deterministic: str) -> tuple[History, dict[str, Any] | None]:
+    """Run ``command`` for one seed: the History its metrics file holds, and what the run read
+    (:func:`reads_record`): :data:`UNTRACKED` for a command that is not a Python script (or
+    ``-c``, or ``track_reads=False``); None when the script left by ``os._exit`` (what it read
+    is unknown: the runner does not cache the run).
 
     A non-zero exit, a timeout, a missing or invalid metrics file raise :class:`CommandError`
     with the command line, the exit code and the tail of its stderr. The script runs in its own
@@ -236,14 +259,17 @@ def run(command: Command, *, task: str, model: str, metric: str, seed: int, devi
     where = f"task {task!r} × model {model!r} × seed {seed}"
     with tempfile.TemporaryDirectory(prefix="graphnetz-command-") as tmp:
         output = str(Path(tmp) / "metrics.json")
+        reads = str(Path(tmp) / "reads.json")
         env = environment(seed=seed, device=device, threads=threads, deterministic=deterministic,
                           metric=metric, output=output)
         values = {"seed": str(seed), "device": env[script_side.DEVICE_ENV], "output": output,
                   "threads": str(threads), "metric": metric}
         args = [_PLACEHOLDER.sub(lambda m: values[m.group(1)], a) for a in command.args]
         shown = shlex.join(args)
-        done = run_process(args, cwd=str(command.cwd), env={**os.environ, **command.env, **env},
-                           timeout=command.timeout, logs=Path(tmp), where=f"{where}: `{shown}`")
+        traced = traced_args(args, reads) if command.track_reads else None
+        done = run_process(traced or args, cwd=str(command.cwd),
+                           env={**os.environ, **command.env, **env}, timeout=command.timeout,
+                           logs=Path(tmp), where=f"{where}: `{shown}`")
         if done.returncode != 0:
             raise CommandError(f"{where}: `{shown}` exited with code {done.returncode}"
                                f"{_tail(done.stderr or done.stdout)}")
@@ -254,10 +280,147 @@ def run(command: Command, *, task: str, model: str, metric: str, seed: int, devi
                 f"val=...)` once per epoch, see docs/command-tasks.md){_tail(done.stderr)}")
         try:
             text = read_metrics_file(Path(output), where=f"{where}: `{shown}`")
-            return read_output(text, metric=metric)
+            history = read_output(text, metric=metric)
         except ValueError as exc:
             raise CommandError(f"{where}: `{shown}` wrote an invalid metrics file: {exc}"
                                f"{_tail(done.stderr)}") from exc
+        record = UNTRACKED if traced is None else reads_record(
+            Path(reads), cwd=str(command.cwd), ignore_env={*env, *command.env})
+        return history, record
+
+
+# The record of a run that was not traced (not a Python script, or `track_reads=False`): its
+# cache entry is keyed as before tracking existed, by the code, arguments and DataFiles only.
+UNTRACKED: dict[str, Any] = {"untracked": True}
+
+
+# The program that runs a traced script (stdlib only: it may run under another interpreter).
+CHILD = Path(__file__).with_name("command_child.py")
+_PYTHON_OPTIONS_WITH_VALUE = frozenset({"-W", "-X", "--check-hash-based-pycs"})
+
+
+def traced_args(args: Sequence[str], reads: str) -> list[str] | None:
+    """``args`` rewritten to run their script (or ``-m`` module) under :data:`CHILD`, which
+    writes what it read to ``reads``; None when ``args`` run no Python script (a shell script,
+    ``python -c``, a program read from stdin). Interpreter options stay where they were."""
+    from ..fingerprint import looks_like_python
+
+    if not args or not looks_like_python(args[0]):
+        return None
+    i = 1
+    while i < len(args):
+        arg = args[i]
+        if arg in _PYTHON_OPTIONS_WITH_VALUE:
+            i += 2
+            continue
+        if arg == "-m":
+            return None if i + 1 >= len(args) else [*args[:i], str(CHILD), reads, "--",
+                                                     *args[i:]]
+        if arg == "--":
+            i += 1
+            break
+        if arg.startswith("-"):
+            if arg == "-" or arg.startswith("--") or (arg[1] not in "WX" and "c" in arg[1:]):
+                return None  # stdin, a long option we do not know, or -c
+            if arg[1] not in "WX" and "m" in arg[1:]:
+                return None  # -um module: rare; run untracked rather than misparse
+            i += 1
+            continue
+        break
+    if i >= len(args):
+        return None
+    return [*args[:i], str(CHILD), reads, "--", *args[i:]]
+
+
+_MAX_READS_BYTES = 64 * 2**20
+
+
+def reads_record(path: Path, *, cwd: str, ignore_env: set[str]) -> dict[str, Any] | None:
+    """What a traced run read, from :data:`CHILD`'s file ``path``: ``{"files": {path: sha256},
+    "dirs": {path: sha256 of the names}, "env": {name: sha256 or None}, "modules": {path:
+    normalised-code sha256}}``, paths relative to ``cwd`` when inside it. Library locations,
+    files the run wrote before reading them and the variables in ``ignore_env`` (those the
+    runner sets, which the key holds) are left out. None when the file is missing or not one
+    :data:`CHILD` writes (the script left by ``os._exit``, or overwrote it)."""
+    from ..fingerprint import in_library_location, is_project_file, module_digest
+    from ..report.files import read_regular_file
+
+    try:
+        raw = json.loads(read_regular_file(path, limit=_MAX_READS_BYTES).decode("utf-8"))
+        files, dirs, env, modules = raw["files"], raw["dirs"], raw["env"], raw["modules"]
+        if not (isinstance(files, dict) and isinstance(dirs, dict) and isinstance(env, dict)
+                and isinstance(modules, list)):
+            return None
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        return None
+
+    def portable(p: str) -> str:
+        inside = p == cwd or p.startswith(cwd.rstrip(os.sep) + os.sep)
+        return os.path.relpath(p, cwd) if inside else p
+
+    out: dict[str, Any] = {
+        "files": {portable(p): h for p, h in sorted(files.items())
+                  if isinstance(h, str) and not in_library_location(p)},
+        "dirs": {portable(p): h for p, h in sorted(dirs.items())
+                 if isinstance(h, str) and not in_library_location(p)},
+        "env": {n: h for n, h in sorted(env.items())
+                if n not in ignore_env and (h is None or isinstance(h, str))},
+        "modules": {}}
+    for p in sorted(m for m in modules if isinstance(m, str)):
+        if is_project_file(p) and os.path.isfile(p):
+            out["modules"][portable(p)] = module_digest(p)
+    return out
+
+
+def reads_unchanged(command: Command, record: Any) -> bool:
+    """Whether everything a run of ``command`` read (its :func:`reads_record`) reads the same
+    now: each file's content, each listed directory's names, each variable's value in the
+    environment the run would get, each project module's normalised code. A record of
+    another shape is not unchanged (the run is redone)."""
+    from ..fingerprint import module_digest
+
+    if record == UNTRACKED:  # valid while the command still runs untraced
+        return not command.track_reads or traced_args(command.args, "-") is None
+    if not isinstance(record, dict) or not all(
+            isinstance(record.get(k), dict) for k in ("files", "dirs", "env", "modules")):
+        return False
+    cwd = str(command.cwd)
+    env = {**os.environ, **command.env}
+    for name, digest in record["env"].items():
+        value = env.get(name)
+        if (None if value is None else hashlib.sha256(value.encode()).hexdigest()) != digest:
+            return False
+    try:
+        for rel, digest in record["files"].items():
+            if file_hash(os.path.join(cwd, rel)) != digest:
+                return False
+        for rel, digest in record["dirs"].items():
+            names = sorted(n for n in os.listdir(os.path.join(cwd, rel)) if n != "__pycache__")
+            if hashlib.sha256("\0".join(names).encode()).hexdigest() != digest:
+                return False
+        for rel, digest in record["modules"].items():
+            if module_digest(os.path.join(cwd, rel)) != digest:
+                return False
+    except (OSError, TypeError, ValueError):
+        return False   # gone, unreadable, or a record that is not ours
+    return True
+
+
+# sha256 of files by (path, size, mtime_ns): the config a hundred triples read is hashed once.
+_HASHES: dict[tuple[str, int, int], str] = {}
+
+
+def file_hash(path: str) -> str:
+    """The sha256 of ``path``'s bytes (OSError when it is missing or not a regular file)."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise IsADirectoryError(path)
+    stamp = (path, st.st_size, st.st_mtime_ns)
+    if stamp not in _HASHES:
+        if len(_HASHES) > 4096:
+            _HASHES.clear()
+        _HASHES[stamp] = _file_hash(Path(path))
+    return _HASHES[stamp]
 
 
 # Bounds on what a script leaves for the runner. Its stdout and stderr go to files (never
