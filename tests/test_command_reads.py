@@ -162,14 +162,23 @@ def test_pyg_processed_data_retrains_after_a_raw_change_without_data_files(tmp_p
     shutil.rmtree(where / "data" / "cora" / "processed")
     again, new_edges = run()
     assert again == TRAINED and new_edges != edges
-    # A fresh copy elsewhere, processed/ included: a full hit.
+    # A fresh copy elsewhere is a full hit, with processed/ and without it (a git clone has
+    # only the raw file): the runs that read processed/ stand while what made it is unchanged.
+    def run_in(clone: Path) -> list[str]:
+        seen: list[str] = []
+        run_benchmark(tasks, {"m": Command([sys.executable, "train.py"], cwd=clone)},
+                      seeds=SEEDS, device="cpu", cache_dir=cache,
+                      progress=lambda *a: seen.append(a[3]))
+        return seen
+
+    shutil.copytree(where, tmp_path / "copy")
+    assert run_in(tmp_path / "copy") == CACHED
     clone = tmp_path / "clone"
-    shutil.copytree(where, clone)
-    clone_models = {"m": Command([sys.executable, "train.py"], cwd=clone)}
-    seen: list[str] = []
-    run_benchmark(tasks, clone_models, seeds=SEEDS, device="cpu", cache_dir=cache,
-                  progress=lambda *a: seen.append(a[3]))
-    assert seen == CACHED
+    shutil.copytree(where, clone, ignore=shutil.ignore_patterns("processed"))
+    assert run_in(clone) == CACHED
+    # Another raw file there: processed/ cannot stand in, every seed retrains.
+    write_citation_npz(clone / "data" / "cora" / "raw" / "cora.npz", seed=2)
+    assert run_in(clone) == TRAINED
 
 
 def test_a_shell_command_is_keyed_as_before(tmp_path) -> None:

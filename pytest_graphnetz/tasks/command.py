@@ -32,7 +32,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -369,14 +369,49 @@ def reads_record(path: Path, *, cwd: str, ignore_env: set[str]) -> dict[str, Any
     for p in sorted(m for m in modules if isinstance(m, str)):
         if is_project_file(p) and os.path.isfile(p):
             out["modules"][portable(p)] = module_digest(p)
+    temp = str(path.parent) + os.sep
+    # What the run made, as it ended ({path: sha256}): what it read back (PyG's processed
+    # data.pt), and the other files it wrote up to _MAX_DERIVED_BYTES (PyG's pre_transform.pt,
+    # which later runs read; not a large checkpoint).
+    out["derived"] = {}
+    reread = {d for d in raw.get("reread", ()) if isinstance(d, str)}
+    for p in sorted({d for d in raw.get("produced", ()) if isinstance(d, str)} | reread):
+        if p.startswith((temp, "/proc/", "/sys/", "/dev/")) or p.endswith((".pyc", ".tmp")) \
+                or in_library_location(p):
+            continue
+        with contextlib.suppress(OSError):
+            if p in reread or os.stat(p).st_size <= _MAX_DERIVED_BYTES:
+                out["derived"][portable(p)] = file_hash(p)
     return out
 
 
-def reads_unchanged(command: Command, record: Any) -> bool:
+_MAX_DERIVED_BYTES = 64 * 2**20
+
+
+Derived = Callable[[str, str], Any]   # (path, sha256) -> the inputs that made it, or None
+
+
+def derivations(record: Mapping[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """``(path, sha256, inputs)`` of each file a run made and read back (PyG's ``processed/``
+    on its first run), with what the run read: a later run that read that file can stand
+    where it is missing (a fresh clone) while those inputs are unchanged."""
+    derived = record.get("derived") if isinstance(record, Mapping) else None
+    if not isinstance(derived, Mapping):
+        return []
+    inputs = {k: record[k] for k in ("files", "dirs", "env", "modules") if k in record}
+    return [(p, h, inputs) for p, h in derived.items() if isinstance(h, str)]
+
+
+def reads_unchanged(command: Command, record: Any, derived: Derived | None = None,
+                    depth: int = 0) -> bool:
     """Whether everything a run of ``command`` read (its :func:`reads_record`) reads the same
     now: each file's content, each listed directory's names, each variable's value in the
     environment the run would get, each project module's normalised code. A record of
-    another shape is not unchanged (the run is redone)."""
+    another shape is not unchanged (the run is redone).
+
+    A file that is missing (not changed) still reads the same when ``derived(path, sha256)``
+    gives the inputs of a run that made it with that content and those inputs read the same
+    now (:func:`derivations`): a fresh clone without PyG's ``processed/`` is a full hit."""
     from ..fingerprint import module_digest
 
     if record == UNTRACKED:  # valid while the command still runs untraced
@@ -392,8 +427,13 @@ def reads_unchanged(command: Command, record: Any) -> bool:
             return False
     try:
         for rel, digest in record["files"].items():
-            if file_hash(os.path.join(cwd, rel)) != digest:
-                return False
+            try:
+                if file_hash(os.path.join(cwd, rel)) != digest:
+                    return False
+            except FileNotFoundError:
+                inputs = None if derived is None or depth >= 3 else derived(rel, digest)
+                if inputs is None or not reads_unchanged(command, inputs, derived, depth + 1):
+                    return False
         for rel, digest in record["dirs"].items():
             names = sorted(n for n in os.listdir(os.path.join(cwd, rel)) if n != "__pycache__")
             if hashlib.sha256("\0".join(names).encode()).hexdigest() != digest:

@@ -8,7 +8,8 @@ writes to ``READS`` (JSON):
 
 - ``files``: ``{path: sha256}`` of each regular file opened for reading, hashed when it was
   first opened, unless this run wrote it first (then it is in ``produced``: derived data);
-- ``produced``: paths opened for writing, or renamed to;
+- ``produced``: paths opened for writing, or renamed to; ``reread``: those of them read back
+  (derived data, such as PyG's ``processed/`` files on their first run);
 - ``dirs``: ``{path: sha256 of the sorted names}`` of each directory listed;
 - ``env``: ``{name: sha256 of the value, or null when unset}`` of each variable looked up;
 - ``modules``: the source files of the modules imported.
@@ -65,6 +66,7 @@ class Recorder:
                        "/proc/", "/sys/", "/dev/", *_library_prefixes())
         self.files: dict[str, str | None] = {}
         self.produced: set[str] = set()
+        self.reread: set[str] = set()
         self.dirs: dict[str, str] = {}
         self.env: dict[str, str | None] = {}
 
@@ -106,6 +108,8 @@ class Recorder:
             if path not in self.files:
                 self.produced.add(path)
             return
+        if reads and path in self.produced and not self.skipped(path):
+            self.reread.add(path)   # derived data: made by this run, then read back
         if not reads or path in self.files or path in self.produced or self.skipped(path):
             return
         if not os.path.isfile(path):
@@ -128,7 +132,8 @@ class Recorder:
                           for f in [getattr(m, "__file__", None)]
                           if isinstance(f, str) and f.endswith(".py")
                           and not self.skipped(f[:-3]) and os.path.abspath(f) != _HERE})
-        record = {"files": self.files, "produced": sorted(self.produced), "dirs": self.dirs,
+        record = {"files": self.files, "produced": sorted(self.produced),
+                  "reread": sorted(self.reread), "dirs": self.dirs,
                   "env": self.env, "modules": modules}
         tmp = f"{self.reads}.tmp"
         with open(tmp, "w", encoding="utf-8") as fh:
