@@ -39,6 +39,7 @@ from typing import Any
 
 from .. import script as script_side
 from ..history import History
+from .command_warm import WarmServer, close_servers, warm_server
 
 STDERR_LINES = 20  # how much of a failing script's stderr its error shows
 _PLACEHOLDER = re.compile(r"\{(seed|device|output|threads|metric)\}")
@@ -267,9 +268,14 @@ def run_traced(command: Command, *, task: str, model: str, metric: str, seed: in
         args = [_PLACEHOLDER.sub(lambda m: values[m.group(1)], a) for a in command.args]
         shown = shlex.join(args)
         traced = traced_args(args, reads) if command.track_reads else None
-        done = run_process(traced or args, cwd=str(command.cwd),
-                           env={**os.environ, **command.env, **env}, timeout=command.timeout,
-                           logs=Path(tmp), where=f"{where}: `{shown}`")
+        full_env = {**os.environ, **command.env, **env}
+        # Warm once a run of this script has shown it imports torch (the server's preload):
+        # a script without it starts faster cold than a server importing torch.
+        server = warm_server(traced, full_env, device) \
+            if traced and str(command.script) in _IMPORTS_TORCH else None
+        done = run_process(traced or args, cwd=str(command.cwd), env=full_env,
+                           timeout=command.timeout, logs=Path(tmp), where=f"{where}: `{shown}`",
+                           server=server)
         if done.returncode != 0:
             raise CommandError(f"{where}: `{shown}` exited with code {done.returncode}"
                                f"{_tail(done.stderr or done.stdout)}")
@@ -286,7 +292,12 @@ def run_traced(command: Command, *, task: str, model: str, metric: str, seed: in
                                f"{_tail(done.stderr)}") from exc
         record = UNTRACKED if traced is None else reads_record(
             Path(reads), cwd=str(command.cwd), ignore_env={*env, *command.env})
+        if record is not None and record.pop("torch", False):
+            _IMPORTS_TORCH.add(str(command.script))
         return history, record
+
+
+_IMPORTS_TORCH: set[str] = set()   # scripts whose runs imported torch: run warm from then on
 
 
 # The record of a run that was not traced (not a Python script, or `track_reads=False`): its
@@ -359,6 +370,7 @@ def reads_record(path: Path, *, cwd: str, ignore_env: set[str]) -> dict[str, Any
         return os.path.relpath(p, cwd) if inside else p
 
     out: dict[str, Any] = {
+        "torch": raw.get("torch") is True,   # popped by run_traced: not part of the record
         "files": {portable(p): h for p, h in sorted(files.items())
                   if isinstance(h, str) and not in_library_location(p)},
         "dirs": {portable(p): h for p, h in sorted(dirs.items())
@@ -483,7 +495,8 @@ class Finished:
 
 
 def run_process(args: Sequence[str], *, cwd: str, env: Mapping[str, str],
-                timeout: float | None, logs: Path, where: str) -> Finished:
+                timeout: float | None, logs: Path, where: str,
+                server: WarmServer | None = None) -> Finished:
     """Run ``args`` in a new session (its own process group) and wait for it to exit.
 
     - stdout and stderr go to files under ``logs``; only their last 64 KiB are read back, so
@@ -497,11 +510,19 @@ def run_process(args: Sequence[str], *, cwd: str, env: Mapping[str, str],
     _install_signal_handler()
     out_path, err_path = logs / "stdout.log", logs / "stderr.log"
     with out_path.open("wb") as out, err_path.open("wb") as err:
-        try:
-            proc = subprocess.Popen(list(args), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
-                                    stdout=out, stderr=err, start_new_session=True)
-        except OSError as exc:  # FileNotFoundError, PermissionError, a missing cwd
-            raise CommandError(f"{where}: cannot start it ({exc})") from exc
+        proc: Any = None
+        if server is not None:   # a child forked from the warm server, when it can
+            proc = server.start(list(args[2:]), cwd=cwd, env=env, stdout=str(out_path),
+                                stderr=str(err_path))
+        if proc is None:
+            if not os.path.isdir(cwd):
+                raise CommandError(f"{where}: cannot start it (no directory {cwd!r})")
+            try:
+                proc = subprocess.Popen(list(args), cwd=cwd, env=dict(env),
+                                        stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                        start_new_session=True)
+            except OSError as exc:  # FileNotFoundError, PermissionError
+                raise CommandError(f"{where}: cannot start it ({exc})") from exc
         _LIVE_GROUPS.add(proc.pid)
         deadline = None if timeout is None else time.monotonic() + timeout
         problem = None
@@ -536,7 +557,7 @@ def run_process(args: Sequence[str], *, cwd: str, env: Mapping[str, str],
 _LIVE_GROUPS: set[int] = set()
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(proc: Any) -> None:
     """SIGKILL ``proc``'s process group (the script and everything it started), then reap it."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
@@ -567,6 +588,8 @@ def _install_signal_handler() -> None:
 
     def on_sigterm(signum: int, frame: Any) -> None:
         _kill_live_groups()
+        with contextlib.suppress(Exception):
+            close_servers()
         if callable(previous):
             previous(signum, frame)
         elif previous != signal.SIG_IGN:

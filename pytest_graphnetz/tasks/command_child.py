@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import sys
 
-if not (sys.flags.isolated or getattr(sys.flags, "safe_path", False)):
+if __name__ == "__main__" and not (sys.flags.isolated or getattr(sys.flags, "safe_path", False)):
     del sys.path[0]  # this file's directory: nothing here may shadow the standard library
 
 import atexit  # noqa: E402
@@ -134,7 +134,7 @@ class Recorder:
                           and not self.skipped(f[:-3]) and os.path.abspath(f) != _HERE})
         record = {"files": self.files, "produced": sorted(self.produced),
                   "reread": sorted(self.reread), "dirs": self.dirs,
-                  "env": self.env, "modules": modules}
+                  "env": self.env, "modules": modules, "torch": "torch" in sys.modules}
         tmp = f"{self.reads}.tmp"
         with open(tmp, "w", encoding="utf-8") as fh:
             json.dump(record, fh)
