@@ -8,7 +8,7 @@ cold run is the interpreter's start and the imports. Each triple is timed from t
 side (``command.run``: tracing, process group, metrics file). Warm and cold triples alternate
 (``_timing.interleaved``), so load drift on a shared machine hits both alike.
 
-    nice -n 10 .venv/bin/python benchmarks/command_overhead.py            # 6 triples each
+    nice -n 10 .venv/bin/python benchmarks/command_overhead.py   # 6 triples each, 1 epoch
     .venv/bin/python benchmarks/command_overhead.py --triples 20 --epochs 50
 """
 
@@ -57,7 +57,8 @@ for epoch in range(args.epochs):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--triples", type=int, default=6, help="triples per variant")
-    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--epochs", type=int, default=1,
+                        help="epochs the script trains (1: the run is almost all overhead)")
     parser.add_argument("--out", default=str(Path(__file__).with_name(
         "command_overhead_results.md")))
     opts = parser.parse_args()
@@ -104,7 +105,7 @@ def main() -> None:
         "# Command task: per-triple overhead, warm against cold",
         "",
         f"`{' '.join(['python', 'benchmarks/command_overhead.py', *sys.argv[1:]])}` "
-        f"({opts.triples} triples each, {opts.epochs} epochs, interleaved; "
+        f"({opts.triples} triples each, {opts.epochs} epoch(s), interleaved; "
         f"{os.cpu_count()} CPUs, shared machine)",
         "",
         "| | median s per triple | min | max |",

@@ -85,3 +85,18 @@ def _parent_chain_has(proc: Path, where: Path) -> bool:
         return Path(proc / "cwd").resolve() == where.resolve()
     except OSError:
         return False
+
+
+def test_the_session_header_says_when_scripts_run_cold(pytester: pytest.Pytester,
+                                                       monkeypatch) -> None:
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    warm = pytester.runpytest("-p", "no:cacheprovider")
+    assert "graphnetz: seeds" in warm.stdout.str()
+    assert "scripts run cold" not in warm.stdout.str()
+    monkeypatch.setenv(command_warm.WARM_ENV, "0")
+    cold = pytester.runpytest("-p", "no:cacheprovider")
+    cold.stdout.fnmatch_lines(["graphnetz: seeds *, scripts run cold (GRAPHNETZ_WARM_SCRIPTS=0)"])
+    monkeypatch.delenv(command_warm.WARM_ENV)
+    # A pinned GPU (this machine may have none, and the session would refuse it): cold.
+    assert command_warm.warm_mode("cuda:0") == "device cuda:0: CUDA runs start cold"
+    assert command_warm.warm_mode("cpu") is None

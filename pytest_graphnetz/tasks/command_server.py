@@ -18,6 +18,7 @@ if __name__ == "__main__" and not (sys.flags.isolated or getattr(sys.flags, "saf
 
 import atexit  # noqa: E402
 import contextlib  # noqa: E402
+import gc  # noqa: E402
 import importlib.util  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
@@ -81,6 +82,11 @@ def serve() -> None:
         for name in PRELOAD:
             with contextlib.suppress(ImportError):
                 __import__(name)
+    _child_module()   # compiled once here; each child executes it afresh
+    # Objects made so far (torch's, PyG's) go to the permanent generation: a collection in a
+    # child would otherwise touch every one of them and copy each page it writes to (fork's
+    # copy-on-write), which took most of a warm run's time.
+    gc.freeze()
     requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
     answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
     null = os.open(os.devnull, os.O_RDWR)
