@@ -35,6 +35,8 @@ OUTPUT_ENV = "GRAPHNETZ_OUTPUT"
 METRIC_ENV = "GRAPHNETZ_METRIC"
 THREADS_ENV = "GRAPHNETZ_THREADS"
 DETERMINISTIC_ENV = "GRAPHNETZ_DETERMINISTIC"
+# "0": the runner starts every script run in a fresh interpreter (see warm_mode).
+WARM_ENV = "GRAPHNETZ_WARM_SCRIPTS"
 # The output file's format marker; the runner reads version 1.
 FORMAT = "pytest-graphnetz/command-output"
 FORMAT_VERSION = 1
@@ -68,6 +70,19 @@ def seed() -> int | None:
         if os.environ.get(DEVICE_ENV, "").startswith("cuda") and mode in ("on", "warn"):
             torch.use_deterministic_algorithms(True, warn_only=mode == "warn")
     return chosen
+
+
+def warm_mode(device: str = "cpu") -> str | None:
+    """Why the runner starts a command task's script runs cold here, on ``device`` (None: it
+    may fork them from a warm interpreter, :mod:`pytest_graphnetz.tasks.command_warm`).
+    Here, standard library only, so the session header can say it without importing more."""
+    if os.environ.get(WARM_ENV, "1") == "0":
+        return f"{WARM_ENV}=0"
+    if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
+        return f"fork is unsafe or absent on {sys.platform}"
+    if device.partition(":")[0] != "cpu":
+        return f"device {device}: CUDA runs start cold"
+    return None
 
 
 class _Recorder:

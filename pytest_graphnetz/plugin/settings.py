@@ -310,7 +310,7 @@ def header_line(settings: Settings, root: Path) -> str:
         alpha += " (single run)"
     # Command tasks' scripts fork from a warm interpreter unless this says why not (a device
     # that `auto` resolves to CUDA is known only once torch is imported: cold then, unsaid).
-    from ..tasks.command_warm import warm_mode
+    from ..script import warm_mode
 
     device = str(settings.device)
     cold = warm_mode("cpu" if device == "auto" else device)

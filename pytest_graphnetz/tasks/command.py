@@ -10,10 +10,13 @@ metrics the script wrote to ``{output}`` (format: docs/command-tasks.md; the scr
 :mod:`pytest_graphnetz.script`). Reseeding is the script's job; ``Command(...,
 check_determinism=True)`` reruns one seed and refuses a script whose two runs differ.
 
-The loader of a command task only fingerprints the data the script reads (``DataFiles``: the
+The loader of a command task only fingerprints the data named to pair on (``DataFiles``: the
 bytes of the files), so seeds pair only while that data is unchanged. The cache key holds the
 script's normalised code (comments and formatting do not count; an argparse default does), its
-arguments and the environment the runner sets.
+arguments (no paths: :func:`portable_args`) and the environment the runner sets; a hit also
+needs everything the run read unchanged (:func:`run_traced`, :func:`reads_unchanged`). Each run
+is a process group of its own (:func:`run_process`), forked warm where it can be
+(:mod:`.command_warm`).
 """
 
 from __future__ import annotations

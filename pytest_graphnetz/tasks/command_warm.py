@@ -25,22 +25,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..script import WARM_ENV, warm_mode  # re-exported: the runner decides here
+
 SERVER = Path(__file__).with_name("command_server.py")
-WARM_ENV = "GRAPHNETZ_WARM_SCRIPTS"
+
+__all__ = ["WARM_ENV", "WarmRun", "WarmServer", "close_servers", "running_servers",
+           "warm_mode", "warm_server"]
 # What changes per run (or per test), not per server; each run gets its whole environment.
 _PER_RUN = ("GRAPHNETZ_SEED", "GRAPHNETZ_OUTPUT", "PYTEST_CURRENT_TEST")
 _START_SECONDS = 300
-
-
-def warm_mode(device: str = "cpu") -> str | None:
-    """Why runs here are cold (None: they may run warm)."""
-    if os.environ.get(WARM_ENV, "1") == "0":
-        return f"{WARM_ENV}=0"
-    if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
-        return f"fork is unsafe or absent on {sys.platform}"
-    if device.partition(":")[0] != "cpu":
-        return f"device {device}: CUDA runs start cold"
-    return None
 
 
 class WarmRun:
