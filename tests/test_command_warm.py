@@ -69,6 +69,13 @@ def test_warm_runs_match_cold_ones_bit_for_bit(tmp_path, monkeypatch) -> None:
     sleeps = [p for p in Path("/proc").iterdir() if p.name.isdigit()
               and _cmdline(p) == b"sleep\x00300\x00" and _parent_chain_has(p, tmp_path)]
     assert sleeps == []
+    # A command's own settings (`env=`) share the server; a thread count read at import
+    # does not.
+    servers = command_warm.running_servers()
+    assert len(servers) == 1
+    flagged = Command([sys.executable, "train.py", "ok"], cwd=tmp_path, env={"MODEL": "b"})
+    assert command.run(flagged, seed=0, **RUN).to_dict() == cold[0].to_dict()
+    assert command_warm.running_servers() == servers
     command_warm.close_servers()
     assert command_warm.running_servers() == []
 

@@ -274,7 +274,7 @@ def run_traced(command: Command, *, task: str, model: str, metric: str, seed: in
         full_env = {**os.environ, **command.env, **env}
         # Warm once a run of this script has shown it imports torch (the server's preload):
         # a script without it starts faster cold than a server importing torch.
-        server = warm_server(traced, full_env, device) \
+        server = warm_server(traced, full_env, device, own=command.env) \
             if traced and str(command.script) in _IMPORTS_TORCH else None
         done = run_process(traced or args, cwd=str(command.cwd), env=full_env,
                            timeout=command.timeout, logs=Path(tmp), where=f"{where}: `{shown}`",

@@ -114,9 +114,19 @@ class WarmServer:
 _SERVERS: dict[tuple[str, tuple[tuple[str, str], ...]], WarmServer | None] = {}
 
 
-def warm_server(args: Sequence[str], env: Mapping[str, str], device: str) -> WarmServer | None:
+# Variables read while torch and PyG import (threads, devices, the interpreter's own): a
+# command's `env=` that sets one needs a server of its own; its other variables do not (each
+# forked run gets its whole environment anyway).
+_IMPORT_TIME = ("OMP_", "MKL_", "OPENBLAS_", "CUDA_", "CUBLAS_", "PYTHON", "TORCH", "LD_",
+                "KMP_", "GOMP_", "NUMEXPR_", "PYG_")
+MAX_SERVERS = 4   # each holds torch and PyG in memory: past this, further runs start cold
+
+
+def warm_server(args: Sequence[str], env: Mapping[str, str], device: str,
+                own: Mapping[str, str] | None = None) -> WarmServer | None:
     """The server to fork ``args`` (a traced command line: ``python command_child.py ...``)
-    from, started on first use; None where the run must be cold (:func:`warm_mode`)."""
+    from, started on first use; None where the run must be cold (:func:`warm_mode`). ``own``:
+    the command's extra variables, which choose a server only when read at import."""
     from ..fingerprint import interpreter_identity, looks_like_python
 
     if warm_mode(device) is not None or len(args) < 2 or not looks_like_python(args[0]) \
@@ -125,13 +135,17 @@ def warm_server(args: Sequence[str], env: Mapping[str, str], device: str) -> War
     if interpreter_identity(args[0]) != interpreter_identity(sys.executable) or \
             os.path.realpath(args[0]) != os.path.realpath(sys.executable):
         return None
-    key = (args[0], tuple(sorted((k, v) for k, v in env.items() if k not in _PER_RUN)))
+    own = own or {}
+    base = {k: v for k, v in env.items() if k not in _PER_RUN and (
+        k not in own or k.startswith(_IMPORT_TIME) or os.environ.get(k) == v)}
+    key = (args[0], tuple(sorted(base.items())))
+    if key not in _SERVERS and sum(s is not None for s in _SERVERS.values()) >= MAX_SERVERS:
+        return None
     if key not in _SERVERS:
         if not _SERVERS:
             atexit.register(close_servers)
         try:
-            _SERVERS[key] = WarmServer(args[0], {k: v for k, v in env.items()
-                                                 if k not in _PER_RUN})
+            _SERVERS[key] = WarmServer(args[0], base)
         except OSError:
             _SERVERS[key] = None   # cold from now on, for this environment
     return _SERVERS[key]
