@@ -93,12 +93,16 @@ class TripleCache:
             )
         return self.directory / f"{key}.json"
 
-    def get(self, key: str, check: Check | None = None) -> History | None:
-        """The cached History of ``key``, or None: missing, or unusable (warned and deleted).
+    def get(self, key: str, check: Check | None = None,
+            valid: Callable[[Any], bool] | None = None) -> History | None:
+        """The cached History of ``key``, or None: missing, stale, or unusable (warned and
+        deleted).
 
         Unusable: unreadable (not UTF-8, not JSON, nested too deep, truncated), another schema,
         version or key, values that are not numbers, or a history ``check`` rejects (it returns
-        the problem, e.g. the wrong number of epochs for the triple).
+        the problem, e.g. the wrong number of epochs for the triple). Stale: ``valid`` (given)
+        rejects what the entry's run read (``put(..., depends=...)``; an entry without it is
+        stale too); the entry stays until a fresh run replaces it.
         """
         path = self.path(key)
         try:
@@ -108,6 +112,9 @@ class TripleCache:
             entry = json.loads(text)
             problem = _entry_problem(entry, key)
             history = None
+            if problem is None and valid is not None and (
+                    entry.get("depends") is None or not valid(entry["depends"])):
+                return None
             if problem is None:
                 history = history_from_json(entry["history"])
                 problem = None if check is None else check(history)
@@ -124,13 +131,17 @@ class TripleCache:
             path.unlink()
         return None
 
-    def put(self, key: str, history: History, fields: Mapping[str, Any] | None = None) -> Path:
-        """Write ``history`` under ``key`` atomically; ``fields`` are stored for inspection."""
+    def put(self, key: str, history: History, fields: Mapping[str, Any] | None = None,
+            depends: Any = None) -> Path:
+        """Write ``history`` under ``key`` atomically; ``fields`` are stored for inspection,
+        ``depends`` (JSON: what the run read) for :meth:`get`'s ``valid``."""
         path = self.path(key)
         entry = {"schema": CACHE_SCHEMA, "version": CACHE_VERSION, "key": key,
                  "history": history_to_json(history)}  # the report's exact, compact form
         if fields is not None:
             entry["fields"] = json.loads(canonical_json(fields))
+        if depends is not None:
+            entry["depends"] = json.loads(canonical_json(depends))
         write_text_atomic(path, dumps(entry))
         return path
 
@@ -150,8 +161,19 @@ class TripleCache:
         it once; the others wait and then read the stored entry. The lock file is removed on
         release (late waiters then find the entry), so locks do not pile up.
         """
+        return self.get_or_compute_tracked(key, lambda: (compute(), None), fields, check)
+
+    def get_or_compute_tracked(
+        self, key: str, compute: Callable[[], tuple[History, Any]],
+        fields: Mapping[str, Any] | None = None, check: Check | None = None,
+        valid: Callable[[Any], bool] | None = None,
+    ) -> tuple[History, bool]:
+        """:meth:`get_or_compute` for a run whose result depends on what it read: ``compute``
+        returns ``(history, depends)``, stored with the entry, and a hit needs ``valid(depends)``
+        (given). ``depends`` None with ``valid`` given: what the run read is unknown, so its
+        history is returned and not stored."""
         path = self.path(key)
-        hit = self.get(key, check) if path.exists() else None
+        hit = self.get(key, check, valid) if path.exists() else None
         if hit is not None:
             return hit, True
         with contextlib.ExitStack() as held:
@@ -161,13 +183,15 @@ class TripleCache:
                 # The directory became unusable after TripleCache.open checked it.
                 warnings.warn(f"could not lock graphnetz cache entry {path} ({exc}); training "
                               "without the cache", CacheWarning, stacklevel=2)
-                return compute(), False
-            hit = self.get(key, check)
+                return compute()[0], False
+            hit = self.get(key, check, valid)
             if hit is not None:
                 return hit, True
-            history = compute()
+            history, depends = compute()
+            if valid is not None and depends is None:
+                return history, False
             try:
-                self.put(key, history, fields)
+                self.put(key, history, fields, depends)
             except OSError as exc:
                 # A read-only or full cache directory costs a retrain next time, not this run.
                 warnings.warn(f"could not write graphnetz cache entry {path}: {exc}",

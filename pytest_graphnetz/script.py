@@ -38,6 +38,8 @@ OUTPUT_ENV = "GRAPHNETZ_OUTPUT"
 METRIC_ENV = "GRAPHNETZ_METRIC"
 THREADS_ENV = "GRAPHNETZ_THREADS"
 DETERMINISTIC_ENV = "GRAPHNETZ_DETERMINISTIC"
+# "0": the runner starts every script run in a fresh interpreter (see warm_mode).
+WARM_ENV = "GRAPHNETZ_WARM_SCRIPTS"
 # The output file's format marker; the runner reads version 1.
 FORMAT = "pytest-graphnetz/command-output"
 FORMAT_VERSION = 1
@@ -81,6 +83,19 @@ def data_seed() -> int | None:
     ``np.random.default_rng(graphnetz.data_seed())``."""
     value = os.environ.get(DATA_SEED_ENV, os.environ.get(SEED_ENV))
     return None if value is None else int(value)
+
+
+def warm_mode(device: str = "cpu") -> str | None:
+    """Why the runner starts a command task's script runs cold here, on ``device`` (None: it
+    may fork them from a warm interpreter, :mod:`pytest_graphnetz.tasks.command_warm`).
+    Here, standard library only, so the session header can say it without importing more."""
+    if os.environ.get(WARM_ENV, "1") == "0":
+        return f"{WARM_ENV}=0"
+    if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
+        return f"fork is unsafe or absent on {sys.platform}"
+    if device.partition(":")[0] != "cpu":
+        return f"device {device}: CUDA runs start cold"
+    return None
 
 
 class _Recorder:

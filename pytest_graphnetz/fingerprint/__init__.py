@@ -9,8 +9,10 @@
   the syntax tree without docstrings, so comments, docstrings and formatting do not count, while
   every name, number and statement does — plus the module-level functions, classes and plain
   constants of its own module that it names (a helper or a ``DROPOUT = 0.5`` used in ``forward``).
-- :func:`project_code_key`: the whole normalised code of every project module (not a library's)
-  that callables or scripts import, transitively, and the versions of the libraries they import.
+- :func:`project_code_key`: the normalised code of the project definitions (not a library's)
+  that callables or scripts reach, transitively, with every module-level statement that is not
+  a definition (:mod:`.reach`; whole modules where reach cannot be seen), and the versions of
+  the libraries they import. :func:`interpreter_identity`: a Python interpreter by what it is.
 - :func:`callable_state` and :func:`data_files_stamp` (with :func:`recording_opened_files`):
   what a loader carries and the files it read, so a cache hit can skip running it.
 
@@ -22,11 +24,13 @@ from __future__ import annotations
 
 from .code import callable_identity, names_in_code, normalised_source
 from .content import data_fingerprint, model_fingerprint
+from .interpreter import interpreter_identity, looks_like_python
 from .loader import callable_state, data_files_stamp, files_under, recording_opened_files
-from .project import in_library_location, is_project_file, project_code_key
+from .project import in_library_location, is_project_file, module_digest, project_code_key
 
 __all__ = [
     "callable_identity", "callable_state", "data_files_stamp", "data_fingerprint", "files_under",
-    "in_library_location", "is_project_file", "model_fingerprint", "names_in_code",
-    "normalised_source", "project_code_key", "recording_opened_files",
+    "in_library_location", "interpreter_identity", "is_project_file", "looks_like_python",
+    "model_fingerprint", "module_digest", "names_in_code", "normalised_source", "project_code_key",
+    "recording_opened_files",
 ]

@@ -111,6 +111,11 @@ def normalised_source(text: str) -> str:
     return ast.dump(_without_docstrings(tree))
 
 
+def without_docstrings(tree: ast.Module) -> ast.Module:
+    """``tree`` with the docstring of each module, class and function removed (in place)."""
+    return _without_docstrings(tree)
+
+
 def _without_docstrings(tree: ast.Module) -> ast.Module:
     """``tree`` with the docstring of each module, class and function removed (in place)."""
     for node in ast.walk(tree):

@@ -25,21 +25,25 @@ def project_code_key(targets: Iterable[Any]) -> str:
 
     What is in the key:
 
-    - The *closure*: each target's module (for a callable, the module defining it; for a path,
-      the script), every module its source imports (``import`` and ``from ... import``
-      statements anywhere in the file, inside functions and ``try`` blocks too, and
-      ``importlib.import_module("literal")``), transitively, and the packages above each one
-      (importing ``a.b`` runs ``a/__init__.py``). Only project modules are followed.
+    - The *reach*, at the grain of definitions (:mod:`.reach`): each target's definition (a
+      callable's top-level function or class; a lambda by its line; all of a module or
+      script), the functions, classes, assignments and imports it names, transitively across
+      project modules (``helpers.drop`` through ``import helpers``, ``from m import f``,
+      imports inside functions, ``importlib.import_module("literal")``), plus the other
+      module-level statements (argparse calls, ``if``/``try`` blocks, registrations) of every
+      module reached and of the packages above it (importing ``a.b`` runs
+      ``a/__init__.py``). Only project modules are followed.
+    - A module whose reach cannot be seen (``globals()``, computed ``getattr``/imports, star
+      imports, a decorator that is not a known wrapper), a module used as a value and one
+      imported only for its effects count whole, with every project module they import, by
+      their whole normalised code (syntax tree without docstrings: comments, docstrings and
+      formatting never count). A module that does not parse counts by its raw bytes.
     - A *project module* is a ``.py`` file outside the library locations: the standard library
       and site-packages directories of this interpreter (:mod:`sysconfig`, :mod:`site`), any
       directory named ``site-packages`` or ``dist-packages`` (other virtual environments, tox
       environments) and pytest-graphnetz's own package. So a project's own modules, a sibling
       checkout on ``PYTHONPATH`` and an editable install all count as code; an installed
       library does not.
-    - Each project module counts by its whole normalised code (syntax tree without docstrings,
-      so comments, docstrings and formatting do not count): every module-level statement is
-      in, e.g. an ``argparse`` default, a constant, a helper's body, a loss function in another
-      file. A module that does not parse counts by its raw bytes.
     - Every other imported top-level module (a library) counts by the version of the installed
       distribution that provides it (``importlib.metadata``; ``xdist`` by pytest-xdist's),
       whether or not this process has imported it; the standard library by nothing here (the
@@ -56,13 +60,176 @@ def project_code_key(targets: Iterable[Any]) -> str:
     parsed once per process and file version (path, size, mtime); a call costs a ``stat`` per
     module of the closure.
     """
-    # (module name, source file, search path, whether to resolve without sys.modules)
-    todo: list[tuple[str, str | None, tuple[str, ...], bool]] = []
-    for target in targets:
-        todo.append(_target_module(target))
     digests: set[str] = set()
     libraries: set[str] = set()
-    seen: set[str] = set()
+    whole: list[_Where] = []
+    reach = _Reach(digests, libraries, whole)
+    for target in targets:
+        reach.add_target(target)
+    reach.run()
+    _whole_closure(whole, digests, libraries, set())
+    payload = {"modules": sorted(digests), "libraries": _library_versions(libraries)}
+    return hashlib.sha256(repr(sorted(payload.items())).encode()).hexdigest()
+
+
+# (module name, source file, search path, whether to resolve without sys.modules)
+_Where = tuple[str, str | None, tuple[str, ...], bool]
+
+
+class _Reach:
+    """The definitions the targets reach, module by module (see :mod:`.reach`): each reached
+    definition's digest, the other statements of each module visited, the package
+    ``__init__`` above it; a dynamic module, a module used as a value, or one imported for its
+    effects only go to ``whole`` (counted whole, with everything it imports)."""
+
+    def __init__(self, digests: set[str], libraries: set[str], whole: list[_Where]) -> None:
+        self.digests, self.libraries, self.whole = digests, libraries, whole
+        self.todo: list[tuple[_Where, str, tuple[str, ...]]] = []
+        self.visited: set[str] = set()
+        self.done: set[tuple[str, str]] = set()
+
+    def info(self, where: _Where) -> Any:
+        from .reach import analyse
+
+        name, file, _, _ = where
+        if file is None or not is_project_file(file):
+            self.libraries.add(name.partition(".")[0])
+            return None
+        try:
+            st = os.stat(file)
+        except OSError as exc:
+            self.digests.add(f"unreadable {name}: {type(exc).__name__}")
+            return None
+        info = analyse(file, st.st_mtime_ns, st.st_size)
+        if info is None or info.dynamic:
+            self.whole.append(where)
+            return None
+        if file not in self.visited:   # what runs at import, whatever is used
+            self.visited.add(file)
+            self.digests.add(f"{name}:<module>:{info.others}")
+            self.push_refs(where, info.other_refs)
+            for binding in [*info.unused_imports, *info.effects]:
+                found = self.resolve_module(where, binding)
+                if found is not None:
+                    self.whole.append(found)
+            self.packages_above(where)
+        return info
+
+    def packages_above(self, where: _Where) -> None:
+        name, _, search, fresh = where
+        parts = name.split(".")
+        for i in range(1, len(parts)):
+            found, file = _locate(".".join(parts[:i]), search, fresh)
+            if found:
+                self.info((".".join(parts[:i]), file, search, fresh))
+
+    def add_target(self, target: Any) -> None:
+        where = _target_module(target)
+        info = self.info(where)
+        if info is None:
+            return
+        while isinstance(target, functools.partial):
+            target = target.func
+        if isinstance(target, (str, os.PathLike)) or inspect.ismodule(target):
+            self.digests.add(f"{where[0]}:<all>:{_module_code(*_stamp(where[1]))[0]}")
+            self.push_refs(where, info.all_refs)   # every statement runs
+            self.todo.extend((where, n, ()) for n in info.defs if n not in info.bindings)
+            return
+        target = getattr(target, "__func__", target)
+        owner = target if inspect.isfunction(target) or inspect.isclass(target) else type(target)
+        top = getattr(owner, "__qualname__", "").split(".")[0]
+        if top == "<lambda>":
+            line = getattr(getattr(owner, "__code__", None), "co_firstlineno", None)
+            if line in info.lambdas:
+                digest, refs = info.lambdas[line]
+                self.digests.add(f"{where[0]}:<lambda {line}>:{digest}")
+                self.push_refs(where, refs)
+                return
+        if top in info.defs:
+            self.todo.append((where, top, ()))
+        else:
+            self.whole.append(where)   # not a top-level name of its module: count it whole
+
+    def push_refs(self, where: _Where, refs: list[tuple[str, tuple[str, ...]]]) -> None:
+        self.todo.extend((where, name, attrs) for name, attrs in refs)
+
+    def run(self) -> None:
+        while self.todo:
+            where, name, attrs = self.todo.pop()
+            info = self.info(where)
+            if info is None:
+                continue
+            if name in info.bindings:
+                if (where[1] or "", name + "." + ".".join(attrs)) in self.done:
+                    continue
+                self.done.add((where[1] or "", name + "." + ".".join(attrs)))
+                if name in info.defs:   # else the import is in an `if`/`try`: in <module>
+                    self.digests.add(f"{where[0]}:{name}:{info.defs[name][0]}")
+                self.follow(where, info.bindings[name], attrs)
+            elif name in info.defs and (where[1] or "", name) not in self.done:
+                self.done.add((where[1] or "", name))
+                self.digests.add(f"{where[0]}:{name}:{info.defs[name][0]}")
+                self.push_refs(where, info.defs[name][1])
+                for binding in info.nested.get(name, ()):   # imports inside the definition
+                    self.follow(where, binding, ())
+
+    def absolute(self, where: _Where, binding: Any) -> str:
+        name, file, _, _ = where
+        package = name if os.path.basename(file or "") == "__init__.py" else \
+            name.rpartition(".")[0]
+        resolved = _absolute_imports(((binding.module, binding.level, ()),), package)
+        return resolved[0][0] if resolved else ""
+
+    def resolve_module(self, where: _Where, binding: Any) -> _Where | None:
+        module = self.absolute(where, binding)
+        if binding.member is not None:
+            found, file = _locate(f"{module}.{binding.member}", where[2], where[3])
+            if found:
+                return (f"{module}.{binding.member}", file, where[2], where[3])
+        found, file = _locate(module, where[2], where[3]) if module else (False, None)
+        return (module, file, where[2], where[3]) if found else None
+
+    def follow(self, where: _Where, binding: Any, attrs: tuple[str, ...]) -> None:
+        """Where ``binding`` (read with ``attrs``) leads: a definition of another module, or
+        a module used as a value (counted whole)."""
+        module = self.absolute(where, binding)
+        if not module:
+            return
+        _, search, fresh = where[1], where[2], where[3]
+        found, file = _locate(module, search, fresh)
+        if not found:
+            return
+        current: _Where = (module, file, search, fresh)
+        self.info(current)
+        rest = list(attrs) if binding.member is None else [binding.member, *attrs]
+        if binding.member is None and "." in module:   # `import a.b` binds a: start at a
+            top = module.partition(".")[0]
+            found, file = _locate(top, search, fresh)
+            current = (top, file, search, fresh)
+        while rest:
+            sub = f"{current[0]}.{rest[0]}"
+            found, file = _locate(sub, search, fresh)
+            if not found:
+                break
+            current = (sub, file, search, fresh)
+            self.info(current)
+            rest.pop(0)
+        if current[1] is None or not is_project_file(current[1]):
+            self.libraries.add(current[0].partition(".")[0])
+        elif rest:
+            self.todo.append((current, rest[0], tuple(rest[1:])))
+        else:
+            self.whole.append(current)   # the module object itself is used
+
+
+def _stamp(file: str | None) -> tuple[str, int, int]:
+    st = os.stat(file or "")
+    return file or "", st.st_mtime_ns, st.st_size
+
+
+def _whole_closure(todo: list[_Where], digests: set[str], libraries: set[str],
+                   seen: set[str]) -> None:
+    """Each module of ``todo`` whole, and every module it imports, transitively."""
     while todo:
         name, file, search, fresh = todo.pop()
         if file is None or not is_project_file(file):
@@ -93,8 +260,8 @@ def project_code_key(targets: Iterable[Any]) -> str:
                     found, found_file = _locate(f"{module}.{member}", search, fresh)
                     if found:
                         todo.append((f"{module}.{member}", found_file, search, fresh))
-    payload = {"modules": sorted(digests), "libraries": _library_versions(libraries)}
-    return hashlib.sha256(repr(sorted(payload.items())).encode()).hexdigest()
+
+
 
 
 def _target_module(target: Any) -> tuple[str, str | None, tuple[str, ...], bool]:
@@ -103,7 +270,7 @@ def _target_module(target: Any) -> tuple[str, str | None, tuple[str, ...], bool]
     this process's ``sys.modules``)."""
     if isinstance(target, (str, os.PathLike)):
         path = os.path.abspath(os.fspath(target))
-        return "__main__", _source_file(path), (os.path.dirname(path), *sys.path), True
+        return "__main__", _source_file(path), _script_search_path(path), True
     while isinstance(target, functools.partial):
         target = target.func
     module: types.ModuleType | None
@@ -117,6 +284,16 @@ def _target_module(target: Any) -> tuple[str, str | None, tuple[str, ...], bool]
         return "", None, tuple(sys.path), False
     return (module.__name__, _source_file(getattr(module, "__file__", None)), tuple(sys.path),
             False)
+
+
+def _script_search_path(script: str) -> tuple[str, ...]:
+    """Where a new process running ``script`` finds its imports: the script's directory (links
+    resolved, as Python does), ``$PYTHONPATH``, then this interpreter's library directories.
+    Not the rest of this process's ``sys.path``: ``python -m pytest`` adds the current
+    directory there and ``pytest`` its ``bin`` directory, and neither reaches the script."""
+    extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return (os.path.dirname(os.path.realpath(script)), *extra,
+            *(p for p in sys.path if p and in_library_location(p)))
 
 
 def _source_file(file: str | None) -> str | None:
@@ -173,6 +350,14 @@ def _absolute_imports(imports: tuple[tuple[str, int, tuple[str, ...]], ...],
         if module:
             out.append((module, members))
     return out
+
+
+def module_digest(path: str) -> str:
+    """The sha256 of the normalised code of the source file ``path`` (comments, docstrings and
+    formatting do not count), as :func:`project_code_key` counts a module; OSError when it
+    cannot be read."""
+    st = os.stat(path)
+    return _module_code(os.path.abspath(path), st.st_mtime_ns, st.st_size)[0]
 
 
 @functools.lru_cache(maxsize=4096)

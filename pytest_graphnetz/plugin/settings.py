@@ -383,9 +383,16 @@ def header_line(settings: Settings, root: Path) -> str:
                   f"{0.85 * settings.alpha:.3g})")
     else:
         alpha += " (single run: judged alone)"
+    # Command tasks' scripts fork from a warm interpreter unless this says why not (a device
+    # that `auto` resolves to CUDA is known only once torch is imported: cold then, unsaid).
+    from ..script import warm_mode
+
+    device = str(settings.device)
+    cold = warm_mode("cpu" if device == "auto" else device)
     return (f"graphnetz: seeds {which}, α {alpha}, δ {effect}, device "
             f"{settings.device}, workers {settings.workers}, cache {cache}"
-            + (", updating baselines" if settings.update_baselines else ""))
+            + (", updating baselines" if settings.update_baselines else "")
+            + (f", scripts run cold ({cold})" if cold else ""))
 
 
 def _convert(config: pytest.Config, name: str, text: Any, convert: Callable[[str], Any],

@@ -308,17 +308,33 @@ def _run_command(job: Job, start: float) -> Outcome:
     settings: dict[str, Any] = {"seed": job.seed, "device": job.device, "threads": job.threads,
                 "deterministic": job.deterministic, "metric": task.metric_name}
 
-    def train() -> History:
-        return command.run(script, task=task.name, model=job.model, **settings)
+    cache = None if job.cache_dir is None else TripleCache(job.cache_dir)
 
-    if job.cache_dir is None:
-        history, cached = train(), False
+    def derived_key(path: str, digest: str) -> str:
+        return make_key({"derived": path, "sha256": digest})
+
+    def train() -> tuple[History, Any]:
+        history, reads = command.run_traced(script, task=task.name, model=job.model, **settings)
+        for path, digest, inputs in command.derivations(reads or {}):
+            if cache is not None:
+                cache.put_record(derived_key(path, digest), {"inputs": inputs})
+        return history, reads
+
+    def derived(path: str, digest: str) -> Any:
+        record = None if cache is None else cache.get_record(derived_key(path, digest))
+        return None if record is None else record.get("inputs")
+
+    if cache is None:
+        history, cached = train()[0], False
     else:
+        # What the script read (files, variables, project modules) is not known before it
+        # runs: it is stored with the entry, and a hit needs all of it unchanged.
         fields = {"task": {"data": data_fp, "config": task.config()},
                   "command": script.identity(), "environment": command.environment(**settings),
                   "seed": job.seed, "threads": job.threads, **job.context}
-        history, cached = TripleCache(job.cache_dir).get_or_compute(make_key(fields), train,
-                                                                    fields)
+        history, cached = cache.get_or_compute_tracked(
+            make_key(fields), train, fields,
+            valid=lambda depends: command.reads_unchanged(script, depends, derived))
     return Outcome(history, data_fp, script.fingerprint(), cached, time.perf_counter() - start,
                     {"repr": str(script), "parameters": None})
 

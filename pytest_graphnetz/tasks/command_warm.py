@@ -1,0 +1,164 @@
+"""Warm interpreters for command tasks: one fork server (:mod:`.command_server`) per runner
+process and import-time environment, so a script's run pays a fork instead of a fresh
+interpreter importing torch and PyG.
+
+A run is forked warm only where that is safe and gives what a cold run gives: Linux (fork
+without exec is unsafe on macOS and absent on Windows), a CPU run (CUDA is never initialised
+in the server, but a pinned GPU is kept to a cold process), the script run by this very
+interpreter with no interpreter options, and ``GRAPHNETZ_WARM_SCRIPTS`` not ``0``. Anything
+else, or a server that fails to start, runs cold; the same isolation, exit codes, timeouts
+and output files apply to both (:func:`pytest_graphnetz.tasks.command.run_process`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..script import WARM_ENV, warm_mode  # re-exported: the runner decides here
+
+SERVER = Path(__file__).with_name("command_server.py")
+
+__all__ = ["WARM_ENV", "WarmRun", "WarmServer", "close_servers", "running_servers",
+           "warm_mode", "warm_server"]
+# What changes per run (or per test), not per server; each run gets its whole environment.
+_PER_RUN = ("GRAPHNETZ_SEED", "GRAPHNETZ_OUTPUT", "PYTEST_CURRENT_TEST")
+_START_SECONDS = 300
+
+
+class WarmRun:
+    """A run forked by the server: ``pid`` (its own process group) and ``wait`` like Popen's."""
+
+    def __init__(self, server: WarmServer, pid: int) -> None:
+        self.server, self.pid = server, pid
+        self.returncode: int | None = None
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            answer = self.server.answer(timeout)
+            if answer is None:
+                raise subprocess.TimeoutExpired("warm run", timeout or 0)
+            self.returncode = int(answer["status"])
+        return int(self.returncode)
+
+
+class WarmServer:
+    """One fork server; requests go one at a time (a worker runs its triples in turn)."""
+
+    def __init__(self, python: str, env: Mapping[str, str]) -> None:
+        self.proc = subprocess.Popen([python, str(SERVER)], env=dict(env),
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, start_new_session=True)
+        self.buffer = b""
+        ready = self.answer(_START_SECONDS)
+        if ready is None or "ready" not in ready:
+            self.close()
+            raise OSError("the warm script server did not start")
+
+    def answer(self, timeout: float | None) -> dict[str, Any] | None:
+        """The server's next JSON line, or None after ``timeout`` seconds."""
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while b"\n" not in self.buffer:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not select.select([fd], [], [], left)[0]:
+                return None
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise OSError("the warm script server exited")
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def start(self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str], stdout: str,
+              stderr: str) -> WarmRun | None:
+        """Fork a run of ``argv`` (``command_child.py``'s arguments); None when the server is
+        gone (the caller then runs cold)."""
+        if self.proc.poll() is not None or not os.path.isdir(cwd):
+            return None
+        request = {"argv": list(argv), "cwd": cwd, "env": dict(env), "stdout": stdout,
+                   "stderr": stderr}
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write((json.dumps(request) + "\n").encode())
+            self.proc.stdin.flush()
+            answer = self.answer(60)
+        except (OSError, ValueError):
+            return None
+        return None if answer is None else WarmRun(self, int(answer["pid"]))
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+
+_SERVERS: dict[tuple[str, tuple[tuple[str, str], ...]], WarmServer | None] = {}
+
+
+# Variables read while torch and PyG import (threads, devices, the interpreter's own): a
+# command's `env=` that sets one needs a server of its own; its other variables do not (each
+# forked run gets its whole environment anyway).
+_IMPORT_TIME = ("OMP_", "MKL_", "OPENBLAS_", "CUDA_", "CUBLAS_", "PYTHON", "TORCH", "LD_",
+                "KMP_", "GOMP_", "NUMEXPR_", "PYG_")
+MAX_SERVERS = 4   # each holds torch and PyG in memory: past this, further runs start cold
+
+
+def warm_server(args: Sequence[str], env: Mapping[str, str], device: str,
+                own: Mapping[str, str] | None = None) -> WarmServer | None:
+    """The server to fork ``args`` (a traced command line: ``python command_child.py ...``)
+    from, started on first use; None where the run must be cold (:func:`warm_mode`). ``own``:
+    the command's extra variables, which choose a server only when read at import."""
+    from ..fingerprint import interpreter_identity, looks_like_python
+
+    if warm_mode(device) is not None or len(args) < 2 or not looks_like_python(args[0]) \
+            or Path(args[1]).name != "command_child.py":
+        return None
+    if interpreter_identity(args[0]) != interpreter_identity(sys.executable) or \
+            os.path.realpath(args[0]) != os.path.realpath(sys.executable):
+        return None
+    own = own or {}
+    base = {k: v for k, v in env.items() if k not in _PER_RUN and (
+        k not in own or k.startswith(_IMPORT_TIME) or os.environ.get(k) == v)}
+    key = (args[0], tuple(sorted(base.items())))
+    if key not in _SERVERS and sum(s is not None for s in _SERVERS.values()) >= MAX_SERVERS:
+        return None
+    if key not in _SERVERS:
+        if not _SERVERS:
+            atexit.register(close_servers)
+        try:
+            _SERVERS[key] = WarmServer(args[0], base)
+        except OSError:
+            _SERVERS[key] = None   # cold from now on, for this environment
+    return _SERVERS[key]
+
+
+def running_servers() -> list[int]:
+    """The process ids of this process's live fork servers."""
+    return [s.proc.pid for s in _SERVERS.values() if s is not None and s.proc.poll() is None]
+
+
+def close_servers() -> None:
+    """End every fork server of this process (at exit; also on SIGTERM)."""
+    for server in list(_SERVERS.values()):
+        if server is not None:
+            server.close()
+    _SERVERS.clear()

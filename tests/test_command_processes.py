@@ -1,0 +1,162 @@
+"""Command tasks' process hygiene: each run in its own process group, which nothing survives.
+
+Tiny scripts that start ``sleep 300`` grandchildren and write their process ids to a file; the
+test then checks through /proc that none of them lives on after a timeout, SIGINT, SIGTERM or a
+normal exit, and that a grandchild holding the script's stdout and stderr open does not make
+the run wait for it. Output and metrics files past their bounds are refused by name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_graphnetz.tasks import command
+from pytest_graphnetz.tasks.command import Command, CommandError
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(),
+                                reason="reads process states from /proc")
+
+SPAWNER = '''
+import json, os, subprocess, sys, time
+child = subprocess.Popen(["sleep", "300"])
+with open(sys.argv[1] + ".tmp", "w") as fh:
+    json.dump([os.getpid(), child.pid], fh)
+os.replace(sys.argv[1] + ".tmp", sys.argv[1])
+if sys.argv[2] == "exit":
+    json.dump({"metric": "accuracy", "test": [0.5]}, open(sys.argv[3], "w"))
+    sys.exit(0)
+time.sleep(300)
+'''
+
+RUN = dict(task="t", model="m", metric="accuracy", seed=0, device="cpu", threads=1,
+           deterministic="off")
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, killed and waiting for its reaper, does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
+
+
+def gone(pids: list[int], within: float = 10.0) -> bool:
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        if not any(alive(p) for p in pids):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def wait_for(path: Path, within: float = 60.0) -> list[int]:
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        if path.exists():
+            return json.loads(path.read_text())
+        time.sleep(0.05)
+    raise AssertionError(f"{path} never appeared")
+
+
+def spawner(tmp_path: Path, mode: str, timeout: float | None = None) -> tuple[Command, Path]:
+    (tmp_path / "spawn.py").write_text(SPAWNER)
+    pids = tmp_path / "pids.json"
+    return Command([sys.executable, "spawn.py", str(pids), mode, "{output}"], cwd=tmp_path,
+                   timeout=timeout), pids
+
+
+def test_a_timeout_kills_the_script_and_its_grandchildren(tmp_path) -> None:
+    cmd, pids = spawner(tmp_path, "sleep", timeout=3)
+    start = time.monotonic()
+    with pytest.raises(CommandError, match="ran past its timeout of 3 s"):
+        command.run(cmd, **RUN)
+    assert time.monotonic() - start < 20
+    assert gone(wait_for(pids)), "a process of the timed-out run survived"
+
+
+def test_a_grandchild_holding_the_output_open_does_not_delay_the_run(tmp_path) -> None:
+    # The script exits at once; its `sleep 300` keeps stdout and stderr open. Pipes would make
+    # the run wait for it (until the timeout of 120 s); files do not, and the group is killed.
+    cmd, pids = spawner(tmp_path, "exit", timeout=120)
+    start = time.monotonic()
+    history = command.run(cmd, **RUN)
+    assert history.test == (0.5,)
+    assert time.monotonic() - start < 20
+    assert gone(wait_for(pids)), "the grandchild outlived its run"
+
+
+DRIVER = '''
+import sys
+from pytest_graphnetz.tasks import command
+from pytest_graphnetz.tasks.command import Command
+cmd = Command([sys.executable, "spawn.py", sys.argv[1], "sleep", "{output}"], cwd=sys.argv[2])
+command.run(cmd, task="t", model="m", metric="accuracy", seed=0, device="cpu", threads=1,
+            deterministic="off")
+'''
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_and_sigint_to_the_runner_end_the_whole_group(tmp_path, signum) -> None:
+    (tmp_path / "spawn.py").write_text(SPAWNER)
+    (tmp_path / "driver.py").write_text(DRIVER)
+    pids = tmp_path / "pids.json"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    driver = subprocess.Popen([sys.executable, "driver.py", str(pids), str(tmp_path)],
+                              cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE)
+    try:
+        script_and_child = wait_for(pids)
+        driver.send_signal(signum)
+        _, err = driver.communicate(timeout=30)
+    finally:
+        driver.kill()
+    assert driver.returncode != 0
+    if signum == signal.SIGINT:
+        assert b"KeyboardInterrupt" in err
+    else:
+        assert driver.returncode == -signal.SIGTERM
+    assert gone(script_and_child), f"a process survived {signal.Signals(signum).name}"
+
+
+def test_output_past_the_bound_stops_the_run_and_says_so(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(command, "MAX_OUTPUT_BYTES", 2**20)
+    (tmp_path / "loud.py").write_text(
+        "import sys, time\nfor _ in range(64):\n    sys.stdout.write('x' * 65536)\n"
+        "sys.stdout.flush()\ntime.sleep(300)\n")
+    cmd = Command([sys.executable, "loud.py"], cwd=tmp_path, timeout=120)
+    start = time.monotonic()
+    with pytest.raises(CommandError, match=r"loud\.py.*more than 1 MiB to its stdout "
+                       r"\(pytest_graphnetz\.tasks\.command\.MAX_OUTPUT_BYTES\).*print less"):
+        command.run(cmd, **RUN)
+    assert time.monotonic() - start < 60
+
+
+def test_a_long_stderr_keeps_only_its_tail(tmp_path) -> None:
+    (tmp_path / "fail.py").write_text(
+        "import sys\nfor i in range(200000):\n    print('line', i, file=sys.stderr)\n"
+        "sys.exit(3)\n")
+    cmd = Command([sys.executable, "fail.py"], cwd=tmp_path)
+    with pytest.raises(CommandError, match="exited with code 3") as info:
+        command.run(cmd, **RUN)
+    assert "line 199999" in str(info.value) and "line 0\n" not in str(info.value)
+    assert len(str(info.value)) < 2000
+
+
+def test_a_metrics_file_past_the_bound_is_refused_by_name(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(command, "MAX_METRICS_BYTES", 2**20)
+    (tmp_path / "big.py").write_text(
+        "import json, sys\njson.dump({'metric': 'accuracy', 'test': [0.5] * 400000}, "
+        "open(sys.argv[1], 'w'))\n")
+    cmd = Command([sys.executable, "big.py", "{output}"], cwd=tmp_path)
+    with pytest.raises(CommandError, match=r"metrics file .*metrics\.json holds [0-9.]+ MiB, "
+                       r"more than the 1 MiB .*MAX_METRICS_BYTES.*once per epoch"):
+        command.run(cmd, **RUN)
