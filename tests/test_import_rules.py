@@ -77,3 +77,21 @@ def test_the_check_sees_both_spellings(tmp_path):
     finally:
         probe.unlink()
     assert len(found) == 3, found
+
+
+def test_no_import_cycle_anywhere_in_the_package() -> None:
+    """import-linter's layer contracts cover the top level and four subpackages; this covers
+    every module pair: no module imports one that (directly or not) imports it back, outside
+    TYPE_CHECKING (grimp, import-linter's own import graph)."""
+    import grimp
+
+    graph = grimp.build_graph("pytest_graphnetz", exclude_type_checking_imports=True)
+    cycles = sorted({tuple(sorted((a, b))) for a in graph.modules
+                     for b in graph.find_modules_directly_imported_by(a)
+                     if graph.chain_exists(importer=b, imported=a)})
+    assert cycles == [], cycles
+    # the check can fail: the graph sees the package's edges (gates import stats, not back)
+    assert graph.chain_exists(importer="pytest_graphnetz.gates.cells",
+                              imported="pytest_graphnetz.stats.decisions")
+    assert not graph.chain_exists(importer="pytest_graphnetz.stats.decisions",
+                                  imported="pytest_graphnetz.gates.cells")
