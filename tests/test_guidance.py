@@ -92,7 +92,9 @@ def _expected_words(row: dict) -> list[str]:
     else:
         words = [f"rules out drops > {_points(bound)} points", "δ 1 point"]
     if row["verdict"] == "INCONCLUSIVE":
-        words.append(f"next: --graphnetz-seeds={s['next_seeds']}")
+        n = s["next_seeds"]
+        words.append(f"next: refresh the baseline with {n} seeds, then --graphnetz-seeds={n}"
+                     if s["baseline_short"] else f"next: --graphnetz-seeds={n}")
     return words
 
 
