@@ -120,14 +120,14 @@ def test_refusals() -> None:
         seed_schedule(10, 5)
 
 
-def test_error_budget_is_split_over_steps_and_the_seed_counts_are_looks() -> None:
+def test_error_budget_is_split_over_steps_and_seed_counts() -> None:
     h = linear(32, culprit=20, restream=(4, 12, 25))
     result = bisect_commits([str(i) for i in range(32)], h.probe, min_effect=0.01,
                             alpha=0.05, seeds=10, max_seeds=40)
     assert result.seed_counts == (10, 20, 40)
     assert result.tests == math.ceil(math.log2(32)) + 2 == 7
-    # a probe's seed counts are looks of one sequential design: α is split over probes only
-    assert result.alpha_per_test == pytest.approx(0.05 / 7)
+    # Bonferroni over every gate call: probes × seed counts, each call judged alone
+    assert result.alpha_per_test == pytest.approx(0.05 / 21)
     # a cell is decided by at most `tests` probes
     assert len(result.findings[0].steps) <= result.tests
 
