@@ -325,16 +325,6 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         return EXIT_UNUSABLE
 
 
-def _seeds(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 2:
-        raise argparse.ArgumentTypeError(f"must be >= 2 (a paired test), got {text}")
-    return value
-
-
 def _gate_arguments(parser: argparse.ArgumentParser) -> None:
     # Defaults None: a gate option not given is read from the candidate report when the gate
     # that saved it recorded it (gate_settings), else GATE_DEFAULTS.
@@ -429,8 +419,9 @@ def build_parser() -> argparse.ArgumentParser:
                                            "[PYTEST ARGS]")
     bisect.add_argument("good", help="a commit that does not have the regression")
     bisect.add_argument("bad", help="a later commit that does")
-    bisect.add_argument("--seeds", type=_seeds, default=10, help="seeds per probe (default 10)")
-    bisect.add_argument("--max-seeds", type=_seeds, default=40,
+    bisect.add_argument("--seeds", type=_seed_count, default=10,
+                        help="seeds per probe (default 10)")
+    bisect.add_argument("--max-seeds", type=_seed_count, default=40,
                         help="an undecided probe doubles its seeds up to this (default 40)")
     bisect.add_argument("--min-effect", type=_positive, default=None,
                         help="δ, the smallest regression that matters (default: the metric's)")
