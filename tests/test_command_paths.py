@@ -21,6 +21,10 @@ import pytest
 
 pytest.importorskip("torch_geometric")
 
+# the script and the gate of tests/test_command_task.py's script project
+from tests.test_command_task import SCRIPT_GATES as GATES  # noqa: E402
+from tests.test_command_task import TRAIN  # noqa: E402
+
 PROJECT = '''
 import sys
 from pathlib import Path
@@ -33,24 +37,6 @@ TASKS = {"t": Task("t", DataFiles([HERE / "data.txt"]), kind="command")}
 MODELS = {"A": Command([sys.executable, str(HERE / "train.py"), "{output}"], cwd=HERE),
           "B": Command([sys.executable, "train.py", "{output}", "--shift", "0.01"], cwd=HERE)}
 '''
-
-TRAIN = '''
-import json, os, random, sys
-random.seed(int(os.environ["GRAPHNETZ_SEED"]))
-shift = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
-test = [0.5 + shift + 0.1 * random.random() for _ in range(3)]
-json.dump({"metric": "accuracy", "test": test}, open(sys.argv[1], "w"))
-'''
-
-GATES = """
-from pytest_graphnetz import assert_not_worse
-
-import project
-
-
-def test_scripts(graphnetz_run, graphnetz_baseline):
-    assert_not_worse(graphnetz_run(project.TASKS, project.MODELS), graphnetz_baseline())
-"""
 
 
 def second_venv(where: Path) -> Path:
