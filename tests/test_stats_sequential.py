@@ -42,8 +42,7 @@ def test_schedule_doubles_from_the_first_look_and_is_open_ended():
     # a longer schedule extends a shorter one bit for bit: a rerun walks the same looks
     short, long = design(10, 20), design(10, 80)
     assert long.critical[:2] == short.critical and long.nominal[:2] == short.nominal
-    assert long.upto(25) == short and short.extended(80) == long
-    assert short.next_look() == 40 and single_look(10).next_look() is None
+    assert long.upto(25) == short and design(10, 40).upto(20) == short
 
 
 def test_spending_is_open_ended_and_starts_at_rho_alpha():

@@ -124,17 +124,6 @@ class Design:
             raise ValueError(f"{n} seeds hold no look of {self.describe()}")
         return _design(self.looks[:k], self.alpha, self.rho)
 
-    def extended(self, upto: int) -> Design:
-        """The schedule continued past this design's last look, up to ``upto`` seeds (the
-        looks a rerun with more seeds would walk); a design judged alone has no next look."""
-        if not self.on_schedule:
-            raise ValueError("a run judged alone at α has no schedule to continue")
-        return design(self.first, max(upto, self.max_seeds), alpha=self.alpha, rho=self.rho)
-
-    def next_look(self) -> int | None:
-        """Seeds of the schedule's look after the last (None when judged alone)."""
-        return 2 * self.looks[-1] if self.on_schedule else None
-
     def describe(self) -> str:
         """``10→20→40`` (a schedule, with an arrow to what follows) or ``10 seeds, alone``."""
         if not self.on_schedule:
