@@ -102,29 +102,62 @@ def train_command(npz: Path, script: Path, seeds: Sequence[int], epochs: int
         return out, (time.perf_counter() - start) / (2 * len(seeds))
 
 
+def _first_seed(model: str) -> int:
+    return gqc.SEED_OFFSET if model == MODELS[0] else 0
+
+
+def _merge(path: Path, model: str, values: Mapping[str, list[float]], seconds: float,
+           epochs: int) -> None:
+    """Append one chunk of ``model``'s pool to ``path``, under a lock: two processes (one per
+    model, one per core) write the same file."""
+    from filelock import FileLock
+
+    with FileLock(str(path) + ".lock"):
+        kept = json.loads(path.read_text()) if path.is_file() else {}
+        have = kept.get(model)
+        if not have or have["epochs"] != epochs:
+            have = {"baseline": [], "salted": [], "seconds": 0.0, "epochs": epochs}
+        runs = len(have["baseline"])
+        for variant in ("baseline", "salted"):
+            have[variant] = have[variant] + list(values[variant])
+        added = len(values["baseline"])
+        have["seconds"] = (have["seconds"] * runs + seconds * added) / (runs + added)
+        kept[model] = have
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(kept, indent=1) + "\n")
+        tmp.replace(path)
+
+
 def pool(args: argparse.Namespace) -> dict[str, Any]:
     """``{model: {"baseline": [...], "salted": [...], "seconds": per run, "epochs": ...}}``,
-    read from ``args.values`` where it holds the same configuration, trained (and written)
-    otherwise."""
+    read from ``args.values`` where it holds the same configuration; what it lacks is trained
+    in chunks of ``args.chunk`` seeds, each appended to the file as it ends (an interrupted run
+    keeps what it trained, and the next one goes on from there)."""
     kept = json.loads(args.values.read_text()) if args.values.is_file() else {}
     if args.from_values:   # no training: the models the file holds
         return kept
     wanted = {MODELS[0]: args.pool, MODELS[1]: args.command_pool}
     for model, size in wanted.items():
-        have = kept.get(model)
-        if have and have["epochs"] == args.epochs and len(have["baseline"]) >= size:
+        if args.train is not None and model != MODELS[args.train]:
             continue
-        print(f"training {model}: {size} seeds x 2 variants, {args.epochs} epochs",
-              file=sys.stderr)
-        if model == MODELS[0]:
-            values, seconds = train_in_process(
-                args.npz, range(gqc.SEED_OFFSET, gqc.SEED_OFFSET + size), args.epochs, args.root)
-        else:
-            values, seconds = train_command(Path(args.npz), Path(args.gcn), range(size),
-                                            args.epochs)
-        kept[model] = {**values, "seconds": seconds, "epochs": args.epochs}
-        args.values.write_text(json.dumps(kept, indent=1) + "\n")
-    return {m: kept[m] for m in wanted}
+        while True:
+            kept = json.loads(args.values.read_text()) if args.values.is_file() else {}
+            have = kept.get(model)
+            done = len(have["baseline"]) if have and have["epochs"] == args.epochs else 0
+            if done >= size:
+                break
+            first = _first_seed(model) + done
+            seeds = range(first, first + min(args.chunk, size - done))
+            print(f"training {model}: seeds {seeds.start}..{seeds.stop - 1} of {size} x 2 "
+                  f"variants, {args.epochs} epochs", file=sys.stderr, flush=True)
+            if model == MODELS[0]:
+                values, seconds = train_in_process(args.npz, seeds, args.epochs, args.root)
+            else:
+                values, seconds = train_command(Path(args.npz), Path(args.gcn), seeds,
+                                                args.epochs)
+            _merge(args.values, model, values, seconds, args.epochs)
+    kept = json.loads(args.values.read_text())
+    return {m: kept[m] for m in wanted if m in kept}
 
 
 # -- the simulation: verdicts from the pool, through the gate ------------------------------------
@@ -192,6 +225,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=f"a run that fits the shared 2-core machine: {QUICK}")
     parser.add_argument("--root", default=".graphnetz/cora_data", help="dataset directory")
     parser.add_argument("--values", type=Path, default=HERE / "decisive_cora_values.json")
+    parser.add_argument("--chunk", type=int, default=10,
+                        help="seeds trained between two writes of --values")
+    parser.add_argument("--train", type=int, choices=range(len(MODELS)),
+                        help="train only this model (0: in-process, 1: gcn.py), e.g. one "
+                             "process per core")
     parser.add_argument("--from-values", action="store_true",
                         help="train nothing: simulate from the models --values holds")
     args = parser.parse_args(argv)
