@@ -53,11 +53,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from pytest_graphnetz import run_benchmark
-    from pytest_graphnetz.calibration import (
-        calibrate_reports,
-        resolvable_min_effect,
-        salted_models,
-    )
+    from pytest_graphnetz.calibration.resolution import resolvable_min_effect
+    from pytest_graphnetz.calibration.run import calibrate_reports
+    from pytest_graphnetz.calibration.salting import salted_models
 
     n = 20 if args.quick else args.seeds
     pool = gq.load_values(args.pool)[TASK]

@@ -5,8 +5,8 @@ Per model, a pool of per-seed test accuracies is trained once and kept in a JSON
 ``graphnetz calibrate``'s salted seeds (an innocent change: other initialisation and dropout
 draws, the same data and split). PyG's ``examples/gcn.py`` runs as a command task, three lines
 added to a temporary copy (``command_task_cora.gateable_copy``; its Planetoid split is fixed),
-salted through the seed the script receives (``calibration.SaltedCommand``); the in-process GCN
-is ``gate_quality_cora``'s (PyG's example layers, gnn-benchmark's per-seed split).
+salted through the seed the script receives (``calibration.salting.SaltedCommand``); the
+in-process GCN is ``gate_quality_cora``'s (PyG's example layers, gnn-benchmark's per-seed split).
 
 The verdicts are then simulated from the pool, without training: per trial a random order of
 the pool's seeds, relabelled 0, 1, 2, ... (so a look is a prefix), a baseline holding the
@@ -68,7 +68,7 @@ QUICK = {"pool": 12, "command_pool": 4, "epochs": 50, "budget": 12, "trials": 10
 def train_in_process(npz: str, seeds: Sequence[int], epochs: int, root: str
                      ) -> tuple[dict[str, list[float]], float]:
     from pytest_graphnetz import run_benchmark
-    from pytest_graphnetz.calibration import salted_models
+    from pytest_graphnetz.calibration.salting import salted_models
 
     task = {gqc.TASK: gqc.cora_task(npz, epochs)}
     out: dict[str, list[float]] = {}
@@ -83,7 +83,7 @@ def train_in_process(npz: str, seeds: Sequence[int], epochs: int, root: str
 def train_command(npz: Path, script: Path, seeds: Sequence[int], epochs: int
                   ) -> tuple[dict[str, list[float]], float]:
     from pytest_graphnetz import run_benchmark
-    from pytest_graphnetz.calibration import salted_models
+    from pytest_graphnetz.calibration.salting import salted_models
     from pytest_graphnetz.tasks.base import Task
     from pytest_graphnetz.tasks.command import Command, DataFiles
 
@@ -173,7 +173,8 @@ def _report(values: np.ndarray) -> Any:
 def pull_request(base: np.ndarray, cand: np.ndarray, *, budget: int, loop: bool) -> tuple[str, int]:
     """One simulated pull request: the verdict it ends on and the seeds it ran."""
     from pytest_graphnetz.gates import compare_reports
-    from pytest_graphnetz.summary import JSON_SCHEMA, JSON_VERSION, next_look, verdict_stats
+    from pytest_graphnetz.nextlook import next_look
+    from pytest_graphnetz.summary import JSON_SCHEMA, JSON_VERSION, verdict_stats
 
     baseline = _report(base[:budget])
     seeds = FIRST_LOOK

@@ -35,7 +35,7 @@ from .text import code_block, fmt_num, inline_code
 
 if TYPE_CHECKING:
     from .report import BenchmarkReport
-    from .verdicts import CellVerdict
+    from .verdicts.values import CellVerdict
 
 EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
 GATES = {"not-worse": "not_worse", "better": "better", "equivalent": "equivalent"}
@@ -240,7 +240,7 @@ def cmd_next_seeds(args: argparse.Namespace) -> int:
     stderr either way (docs/ci.md)."""
     import json
 
-    from .summary import next_look
+    from .nextlook import next_look
 
     with open(args.verdicts, encoding="utf-8") as fh:
         try:

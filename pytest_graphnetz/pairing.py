@@ -3,8 +3,8 @@ look for every cell, fixed or adaptive seeds.
 
 Seeds pair **by seed value**; fewer than two shared seeds, a missing cell, a metric mismatch and
 a task whose data or split fingerprint differs at a paired seed are refused
-(:class:`~pytest_graphnetz.verdicts.GateRefusal`, with the unpaired before/after numbers where
-they can be shown); a device or library difference is a note on the verdict, not a refusal.
+(:class:`~pytest_graphnetz.verdicts.values.GateRefusal`, with the unpaired before/after numbers
+where they can be shown); a device or library difference is a note on the verdict, not a refusal.
 """
 
 from __future__ import annotations
@@ -17,14 +17,8 @@ from . import stats
 from .baselines import BaselineMissingError
 from .report import BenchmarkReport
 from .text import fmt_level
-from .verdicts import (
-    CHANGED_MODEL_NOTE,
-    GateRefusal,
-    UnpairedCell,
-    describe_values,
-    refresh_hint,
-    seed_list,
-)
+from .verdicts.formatting import describe_values, refresh_hint, seed_list
+from .verdicts.values import CHANGED_MODEL_NOTE, GateRefusal, UnpairedCell
 
 # Protocol entries that change the last digits but not the protocol: noted, never refused.
 _ENVIRONMENT_KEYS = ("device", "threads", "versions", "gpu")

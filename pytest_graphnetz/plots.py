@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from .report import BenchmarkReport
-    from .verdicts import CellVerdict
+    from .verdicts.values import CellVerdict
 
 INSTALL_HINT = "pip install 'pytest-graphnetz[plot]'"
 

@@ -42,7 +42,7 @@ from .report import BenchmarkReport
 from .stats import Verdict
 
 if TYPE_CHECKING:
-    from .verdicts import CellVerdict
+    from .verdicts.values import CellVerdict
 
 # judge(candidate, reference, source) -> the not-worse verdicts of every candidate cell.
 Judge = Callable[[BenchmarkReport, BenchmarkReport, str], "list[CellVerdict]"]

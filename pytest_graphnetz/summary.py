@@ -26,7 +26,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .text import (
+    clip,
+    clip_line,
     code_block,
+    first_line,
     format_table,
     html_escape,
     markdown_escape,
@@ -35,7 +38,7 @@ from .text import (
 )
 
 if TYPE_CHECKING:
-    from .verdicts import CellVerdict, WidthVerdict
+    from .verdicts.values import CellVerdict, WidthVerdict
 
 FAILED_MARK = "✗ FAIL"     # the table's Build column for rows that failed the build
 # Verdicts that are no verdict: the comparison was not made.
@@ -53,9 +56,6 @@ WHERE_THE_REST_IS = ("the full table and every failing test's message are in the
 # GitHub refuses a step summary over 1 MiB (1,048,576 bytes) per step: the Markdown page stays
 # under this many UTF-8 bytes, with room for what else the step appends.
 MARKDOWN_BUDGET = 900_000
-# One line of a failing test's message, or one table cell, beyond this is cut (a script's
-# 3 MB stderr line): the whole message stays in pytest's output and the JUnit XML.
-LINE_BUDGET = 2_000
 WHERE_THE_MESSAGE_IS = "the full message is in pytest's output (the job log, the JUnit XML)"
 WHERE_THE_ROWS_ARE = "every row is in the JSON verdict file (--graphnetz-json)"
 
@@ -64,9 +64,9 @@ def verdict_stats(verdict: CellVerdict | WidthVerdict, test: str | None = None
                   ) -> dict[str, Any]:
     """The numbers of a gate verdict (a ``CellVerdict`` or ``WidthVerdict``), JSON-ready: NaN
     and infinities become None. Read from the verdict's public attributes; a comparison's
-    :class:`~pytest_graphnetz.verdicts.Guidance` too (``test``: the node id its next-look
+    :class:`~pytest_graphnetz.verdicts.guidance.Guidance` too (``test``: the node id its next-look
     command runs)."""
-    from .verdicts import WidthVerdict  # loaded already: the verdict came from it
+    from .verdicts.values import WidthVerdict  # loaded already: the verdict came from it
 
     out: dict[str, Any]
     if isinstance(verdict, WidthVerdict):  # assert_ci_width
@@ -96,7 +96,7 @@ def gate_call(verdict: CellVerdict | WidthVerdict, *, strict: bool = False
     for others), as a saved report records them for ``graphnetz compare``: gate, test, margin,
     δ (``min_effect``), α, strict. ``strict``: the session's; a failing INCONCLUSIVE implies it."""
     from .stats import Verdict  # loaded already: the verdict came from it
-    from .verdicts import WidthVerdict
+    from .verdicts.values import WidthVerdict
 
     if isinstance(verdict, WidthVerdict):
         return None
@@ -425,87 +425,6 @@ class GateSummary:
                             "saved": self.saved}}
 
 
-@dataclass(frozen=True)
-class NextLook:
-    """What a CI job does after a gate run, read from its JSON verdict file
-    (:func:`next_look`): ``seeds``, the seed count to run next (None: none), and ``why``,
-    one line saying what was decided (every row decided, the budget reached, a baseline too
-    short, no affordable seed count)."""
-
-    seeds: int | None
-    why: str
-
-
-def next_look(data: Mapping[str, Any], *, budget: int, current: int | None = None) -> NextLook:
-    """The next look a CI job takes while a cell is open: the largest ``next_seeds`` over the
-    INCONCLUSIVE rows of a JSON verdict file's ``data`` (``docs/verdicts-json.md``), capped at
-    ``budget``; None when every row is decided, when the capped count is no more than the
-    ``current`` seeds (default: the most any row used), or when no open row can take a look
-    (its baseline lacks the seeds: refresh it; or no affordable count resolves δ). A look
-    never asks for more seeds than a row's baseline holds (``baseline_seeds``).
-    ``ValueError`` names what is wrong with a file that is not a verdict file."""
-    if not isinstance(data, Mapping) or data.get("schema") != JSON_SCHEMA:
-        found = data.get("schema") if isinstance(data, Mapping) else type(data).__name__
-        raise ValueError(f"not a graphnetz verdict file (schema {found!r}, expected "
-                         f"{JSON_SCHEMA!r}): write one with --graphnetz-json=PATH")
-    if data.get("version") != JSON_VERSION:
-        raise ValueError(f"verdict file version {data.get('version')!r}: this graphnetz reads "
-                         f"version {JSON_VERSION}")
-    rows = data.get("rows")
-    if not isinstance(rows, list) or not all(isinstance(r, Mapping) for r in rows):
-        raise ValueError("the verdict file's `rows` must be a list of objects")
-    stats = [r["stats"] for r in rows if isinstance(r.get("stats"), Mapping)]
-    used = [s["n"] for s in stats if type(s.get("n")) is int]
-    current = max(used, default=0) if current is None else current
-    open_rows = [r["stats"] for r in rows if r.get("verdict") == "INCONCLUSIVE"
-                 and isinstance(r.get("stats"), Mapping)]
-    if not open_rows:
-        return NextLook(None, "every row is decided")
-    looks, short, spent, stuck = [], 0, 0, 0
-    for s in open_rows:
-        wanted = s.get("next_seeds")
-        if type(wanted) is not int:
-            stuck += 1   # no affordable seed count resolves δ (or no δ to plan for)
-            continue
-        held = s.get("baseline_seeds")
-        # a look pairs only the seeds the baseline holds (docs/ci.md: refresh at the budget)
-        look = min(wanted, budget, held if type(held) is int else wanted)
-        if look > current:
-            looks.append(look)
-        elif type(held) is int and held < min(wanted, budget):
-            short += 1
-        else:
-            spent += 1
-    if looks:
-        return NextLook(max(looks), f"{len(open_rows)} INCONCLUSIVE row(s): next look at "
-                                    f"{max(looks)} seeds")
-    why = [f"{len(open_rows)} INCONCLUSIVE row(s) and no next look"]
-    if spent:
-        why.append(f"{spent} at the budget of {budget} seeds")
-    if short:
-        why.append(f"{short} whose baseline lacks the seeds: refresh it with "
-                   f"--graphnetz-seeds={budget}")
-    if stuck:
-        why.append(f"{stuck} that no affordable seed count resolves")
-    return NextLook(None, "; ".join(why))
-
-
-def first_line(text: str, limit: int = 200) -> str:
-    """The first non-empty line of a failure message, clipped."""
-    line = next((s.strip() for s in str(text).splitlines() if s.strip()), "")
-    return line if len(line) <= limit else line[:limit - 1] + "…"
-
-
-def clip_line(text: str, limit: int = LINE_BUDGET, where: str | None = None) -> str:
-    """``text`` cut to ``limit`` characters, saying how many more there were (and ``where``
-    the whole is)."""
-    text = str(text)
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f" … ({len(text) - limit} more characters cut" + \
-        (f": {where})" if where else ")")
-
-
 def _fitting(pieces: Sequence[str], room: int) -> int:
     """How many of ``pieces``, from the first, fit in ``room`` UTF-8 bytes together."""
     for k, piece in enumerate(pieces):
@@ -513,13 +432,6 @@ def _fitting(pieces: Sequence[str], room: int) -> int:
         if room < 0:
             return k
     return len(pieces)
-
-
-def clip(text: str, lines: int = 60) -> str:
-    kept = str(text).splitlines()
-    if len(kept) <= lines:
-        return "\n".join(kept)
-    return "\n".join([*kept[:lines], f"... ({len(kept) - lines} more lines)"])
 
 
 def short_test(nodeid: str) -> str:
@@ -530,4 +442,4 @@ def short_test(nodeid: str) -> str:
 
 
 __all__ = ["COMMENT_BUDGET", "Counts", "FAILED_MARK", "GateSummary", "MARKDOWN_BUDGET",
-           "NextLook", "clip_line", "first_line", "next_look", "short_test", "verdict_stats"]
+           "gate_call", "short_test", "verdict_stats"]

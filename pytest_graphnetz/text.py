@@ -1,6 +1,7 @@
-"""Plain-text and Markdown tables, shared by every view (summary, pairwise, gates, export), and
-the one spelling of each kind of number they print (:func:`fmt_num`, :func:`fmt_signed`,
-:func:`fmt_fixed`, :func:`fmt_p`, :func:`fmt_level`, :func:`fmt_interval`)."""
+"""Plain text shared by every view (summary, pairwise, gates, export): plain-text and Markdown
+tables, escaping, the one spelling of each kind of number they print (:func:`fmt_num`,
+:func:`fmt_signed`, :func:`fmt_fixed`, :func:`fmt_p`, :func:`fmt_level`, :func:`fmt_interval`),
+and long text clipped to a budget (:func:`first_line`, :func:`clip_line`, :func:`clip`)."""
 
 from __future__ import annotations
 
@@ -157,6 +158,35 @@ def ceil_significant(x: float, digits: int = 2) -> float:
 def seed_trainings(n: int) -> str:
     """``"1 seed-training"``, ``"7 seed-trainings"``."""
     return f"{n} seed-training{'' if n == 1 else 's'}"
+
+
+# One line of a failing test's message, or one table cell, beyond this is cut (a script's
+# 3 MB stderr line): the whole message stays in pytest's output and the JUnit XML.
+LINE_BUDGET = 2_000
+
+
+def first_line(text: str, limit: int = 200) -> str:
+    """The first non-empty line of a failure message, clipped."""
+    line = next((s.strip() for s in str(text).splitlines() if s.strip()), "")
+    return line if len(line) <= limit else line[:limit - 1] + "…"
+
+
+def clip_line(text: str, limit: int = LINE_BUDGET, where: str | None = None) -> str:
+    """``text`` cut to ``limit`` characters, saying how many more there were (and ``where``
+    the whole is)."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f" … ({len(text) - limit} more characters cut" + \
+        (f": {where})" if where else ")")
+
+
+def clip(text: str, lines: int = 60) -> str:
+    """``text`` cut to its first ``lines`` lines, saying how many more there were."""
+    kept = str(text).splitlines()
+    if len(kept) <= lines:
+        return "\n".join(kept)
+    return "\n".join([*kept[:lines], f"... ({len(kept) - lines} more lines)"])
 
 
 def _is_number(s: str) -> bool:

@@ -16,17 +16,20 @@ import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 import pytest_graphnetz.training.node  # noqa: E402,F401
 from pytest_graphnetz import BenchmarkReport, Task, run_benchmark  # noqa: E402
-from pytest_graphnetz.calibration import (  # noqa: E402
-    SCHEMA,
+from pytest_graphnetz.calibration.annotation import resolution_note  # noqa: E402
+from pytest_graphnetz.calibration.resolution import (  # noqa: E402
     Calibration,
     CalibrationError,
     CellCalibration,
-    calibrate,
-    calibrate_reports,
-    calibration_path,
-    resolution_note,
     resolvable_min_effect,
-    salted_models,
+)
+from pytest_graphnetz.calibration.run import calibrate, calibrate_reports  # noqa: E402
+from pytest_graphnetz.calibration.salting import salted_models  # noqa: E402
+from pytest_graphnetz.calibration.store import (  # noqa: E402
+    SCHEMA,
+    calibration_path,
+    read_calibration,
+    write_calibration,
 )
 from pytest_graphnetz.stats.planning import seeds_for_min_effect  # noqa: E402
 
@@ -97,10 +100,10 @@ def test_a_family_plans_regressed_at_the_holm_level():
 
 def test_the_file_round_trips_and_a_bad_one_names_itself(tmp_path):
     cal = _calibration(sd=0.01, cells=2)
-    path = cal.write(calibration_path(tmp_path / "mod" / "test_x.json"),
-                     {("t", "m0"): 0.01, ("t", "m1"): 0.01})
+    path = write_calibration(cal, calibration_path(tmp_path / "mod" / "test_x.json"),
+                             {("t", "m0"): 0.01, ("t", "m1"): 0.01})
     assert path == tmp_path / "mod" / "test_x.calibration.json"
-    back = Calibration.read(path)
+    back = read_calibration(path)
     assert back == cal and back.path == path
     data = json.loads(path.read_text())
     entry = data["cells"][0]
@@ -108,7 +111,7 @@ def test_the_file_round_trips_and_a_bad_one_names_itself(tmp_path):
     assert entry["sd_paired"] == pytest.approx(0.01, rel=1e-5)
     path.write_text('{"schema": "other"}')
     with pytest.raises(CalibrationError, match=r"test_x\.calibration\.json.*graphnetz calibrate"):
-        Calibration.read(path)
+        read_calibration(path)
 
 
 # -- the salted rerun on real training -------------------------------------------------------------
@@ -249,7 +252,7 @@ def test_graphnetz_calibrate_writes_beside_the_baseline_and_the_gate_warns(pytes
     assert result.ret == 0, result.stdout.str()
     path = pytester.path / "baselines" / "test_toy" / "test_gate.calibration.json"
     assert path.is_file()
-    cal = Calibration.read(path)
+    cal = read_calibration(path)
     cell = cal.cells[("toy", "Net")]
     assert cell.n == 4 and cell.seeds == (0, 1, 2, 3) and cell.sd_paired > 0
     text = result.stdout.str()

@@ -19,7 +19,9 @@ pytest.importorskip("torch_geometric.nn")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 import pytest_graphnetz.training.node  # noqa: E402,F401
-from pytest_graphnetz.calibration import Calibration, salted_seed  # noqa: E402
+from pytest_graphnetz.calibration.resolution import Calibration  # noqa: E402
+from pytest_graphnetz.calibration.salting import salted_seed  # noqa: E402
+from pytest_graphnetz.calibration.store import read_calibration  # noqa: E402
 from tests.test_command_task import SCRIPT, write_graph  # noqa: E402
 from tests.test_trainer_per_model import GATES as TRAINER_GATES  # noqa: E402
 from tests.test_trainer_per_model import PROJECT as TRAINER_PROJECT  # noqa: E402
@@ -49,7 +51,7 @@ def _calibrate(pytester: pytest.Pytester, test: str) -> Calibration:
     path = pytester.path / "baselines" / test.replace("::", "/")
     path = path.with_name(path.name + ".calibration.json")
     assert f"calibration written to {path}" in result.stdout.str()
-    return Calibration.read(path)
+    return read_calibration(path)
 
 
 def _rows(pytester: pytest.Pytester, *args: str) -> dict[str, dict]:

@@ -19,7 +19,7 @@ pytest.importorskip("scipy.stats")
 pytest.importorskip("scipy.optimize")
 import pytest_graphnetz.gates  # noqa: E402,F401
 from pytest_graphnetz import BenchmarkReport, assert_not_worse  # noqa: E402
-from pytest_graphnetz.verdicts import Guidance  # noqa: E402
+from pytest_graphnetz.verdicts.guidance import Guidance  # noqa: E402
 
 # Three cells against a 200-seed baseline, gated on 10 seeds: `noisy` cannot tell (paired sd
 # 0.03: INCONCLUSIVE), `tight` is NOT WORSE, `drop` lost 20 points (REGRESSED); and an MAE cell

@@ -29,26 +29,30 @@ report, no failing), :mod:`.cells` (the one decision path), :mod:`.suite` (the s
 
 from __future__ import annotations
 
-from ..verdicts import (
-    CHANGED_MODEL_NOTE,
-    DEFAULT_MIN_EFFECT,
-    NO_MIN_EFFECT_NOTE,
+from ..text import fmt_num
+from ..verdicts.formatting import (
     TABLE_COLUMNS,
     TABLE_HEADERS,
-    CellVerdict,
-    GateRefusal,
-    Stop,
-    UnpairedCell,
-    WidthVerdict,
-    default_min_effect,
     describe_values,
-    failed_verdict,
     fmt_mean_ci,
-    fmt_num,
     gate_table,
     metric_label,
     seed_list,
     verdict_name,
+)
+from ..verdicts.guidance import Stop
+from ..verdicts.rules import (
+    DEFAULT_MIN_EFFECT,
+    NO_MIN_EFFECT_NOTE,
+    default_min_effect,
+    failed_verdict,
+)
+from ..verdicts.values import (
+    CHANGED_MODEL_NOTE,
+    CellVerdict,
+    GateRefusal,
+    UnpairedCell,
+    WidthVerdict,
 )
 from .api import (
     BaselineLike,

@@ -16,7 +16,9 @@ from .. import stats
 from ..baselines import BaselineError, BaselineHandle, load_baseline
 from ..report import BenchmarkReport
 from ..stats.suite import DEFAULT_SUITE_WEIGHT
-from ..verdicts import CellVerdict, GateRefusal, WidthVerdict, describe_values, fmt_num
+from ..text import fmt_num
+from ..verdicts.formatting import describe_values
+from ..verdicts.values import CellVerdict, GateRefusal, WidthVerdict
 from .compare import TESTS, Schedule, compare_reports, compare_schedule
 from .observer import (
     _OBSERVER,
@@ -228,7 +230,7 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
                 warnings.warn(f"graphnetz: the candidate report was not saved: {exc}",
                               stacklevel=2)
     notes = (_saved_note(saved, decided),) if len(saved) > 1 else ()
-    from ..calibration import annotate_verdicts  # δ finer than the seeds resolve: a note
+    from ..calibration.annotation import annotate_verdicts  # δ finer than the seeds resolve: a note
 
     verdicts = annotate_verdicts(verdicts, baseline, resolvable=resolvable)
     _finish(f"assert_{gate}", verdicts, header=header, notes=notes)
@@ -239,7 +241,8 @@ def _resolvable_min_effect(report: Any, base: BenchmarkReport, baseline: Baselin
                            margin: float) -> float:
     """δ for ``min_effect="resolvable"``: what the paired seeds resolve in every cell, by the
     calibration beside the baseline (a refusal naming the file when there is none)."""
-    from ..calibration import CalibrationError, resolvable_gate_min_effect
+    from ..calibration.annotation import resolvable_gate_min_effect
+    from ..calibration.resolution import CalibrationError
 
     seeds = report.planned_seeds if isinstance(report, Schedule) else report.seeds
     cells = [(t, m) for t in report.tasks for m in report.models]

@@ -24,17 +24,10 @@ from ..stats.boundaries import Design
 from ..stats.decisions import LOOK_VERDICTS, Comparison, decide_look, holm_member, plan_seeds
 from ..stats.sequential import FamilyDecision
 from ..stats.suite import DEFAULT_SUITE_WEIGHT
-from ..verdicts import (
-    CHANGED_MODEL_NOTE,
-    NO_MIN_EFFECT_NOTE,
-    CellVerdict,
-    LookNote,
-    Stop,
-    default_min_effect,
-    describe_values,
-    failed_verdict,
-    verdict_name,
-)
+from ..verdicts.formatting import describe_values, verdict_name
+from ..verdicts.guidance import LookNote, Stop
+from ..verdicts.rules import NO_MIN_EFFECT_NOTE, default_min_effect, failed_verdict
+from ..verdicts.values import CHANGED_MODEL_NOTE, CellVerdict
 
 Family = Callable[[Sequence[Sequence[float]], Sequence[Design]], FamilyDecision]
 

@@ -28,15 +28,9 @@ from ..stats.boundaries import (
     schedule,
     single_look,
 )
-from ..verdicts import (
-    CHANGED_MODEL_NOTE,
-    CellVerdict,
-    GateRefusal,
-    describe_values,
-    failed_verdict,
-    seed_list,
-    verdict_name,
-)
+from ..verdicts.formatting import describe_values, seed_list, verdict_name
+from ..verdicts.rules import failed_verdict
+from ..verdicts.values import CHANGED_MODEL_NOTE, CellVerdict, GateRefusal
 from .cells import GateCell, cell_min_effect, decide_cells, fold_cell, min_effect_error
 from .suite import _suite_family, _SuiteRow, suite_rows
 

@@ -13,15 +13,8 @@ from typing import Any
 from ..baselines import BaselineMissingError
 from ..pairing import unpaired_cell
 from ..report import BenchmarkReport
-from ..verdicts import (
-    CellVerdict,
-    GateRefusal,
-    WidthVerdict,
-    describe_values,
-    fmt_mean_ci,
-    metric_label,
-    seed_list,
-)
+from ..verdicts.formatting import describe_values, fmt_mean_ci, metric_label, seed_list
+from ..verdicts.values import CellVerdict, GateRefusal, WidthVerdict
 
 
 @dataclass(frozen=True)

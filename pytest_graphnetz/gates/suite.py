@@ -15,14 +15,9 @@ from ..history import MetricSpec
 from ..report import BenchmarkReport
 from ..stats.decisions import decide_look, final_verdict, plan_seeds
 from ..stats.suite import DEFAULT_SUITE_WEIGHT
-from ..verdicts import (
-    CellVerdict,
-    default_min_effect,
-    describe_values,
-    failed_verdict,
-    seed_list,
-    verdict_name,
-)
+from ..verdicts.formatting import describe_values, seed_list, verdict_name
+from ..verdicts.rules import default_min_effect, failed_verdict
+from ..verdicts.values import CellVerdict
 
 SUITE = "suite"   # the task label of a suite row: ``suite/<model>``
 

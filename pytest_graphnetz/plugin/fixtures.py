@@ -36,7 +36,7 @@ def graphnetz_run(request: pytest.FixtureRequest) -> Iterator[Callable[..., Benc
         __tracebackhide__ = True
         if not settings.calibrate:
             return session.run(request.node, tasks, models, **kwargs)
-        from ..calibration import calibrate
+        from ..calibration.run import calibrate
         from ..stats.boundaries import DEFAULT_RHO
 
         kwargs.setdefault("seeds", settings.seeds)
@@ -56,7 +56,7 @@ def graphnetz_run(request: pytest.FixtureRequest) -> Iterator[Callable[..., Benc
     yield run
     pending = request.node.stash.get(CALIBRATION_KEY, None)
     if pending is not None and pending.calibrations:
-        from ..calibration import write_calibrations
+        from ..calibration.run import write_calibrations
 
         # Without a baseline there is nothing to store it beside: the table still shows it.
         delta = settings.min_effect if isinstance(settings.min_effect, float) else None

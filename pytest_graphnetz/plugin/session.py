@@ -396,7 +396,7 @@ class GraphnetzSession:
         files written (empty: nothing was calibrated)."""
         if not self.calibration_rows:
             return []
-        from ..calibration import summary_table
+        from ..calibration.tables import summary_table
         from ..text import format_table
 
         lines = format_table(*summary_table(self.calibration_rows)).splitlines()

@@ -130,7 +130,7 @@ class Command:
     def script_seed(self, seed: int) -> int:
         """The seed the script receives for benchmark seed ``seed`` (``{seed}``,
         ``GRAPHNETZ_SEED``): the seed itself; a calibration's salted command moves it
-        (:class:`pytest_graphnetz.calibration.SaltedCommand`)."""
+        (:class:`pytest_graphnetz.calibration.salting.SaltedCommand`)."""
         return seed
 
     def fingerprint(self) -> str:
