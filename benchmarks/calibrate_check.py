@@ -3,7 +3,7 @@
 On the block model (catalogue task ``csbm_homophilous``, the 2-layer GCN of
 ``benchmarks/gate_quality.py``, 100 epochs, seeds 1000...), it runs what ``graphnetz calibrate``
 runs: the baseline and its rerun under salted seeds (:func:`pytest_graphnetz.calibration.
-calibrate_reports`), and compares the calibrated paired sd with the paired sd of the two
+run.calibrate_reports`), and compares the calibrated paired sd with the paired sd of the two
 innocent candidates of the committed gate-quality pool (``benchmarks/gate_quality_values.json``,
 200 seeds: "extra draws", "layers reordered"), which were measured independently:
 

@@ -28,7 +28,10 @@ def import_torch_geometric() -> None:
 
 
 def reseed(seed: int) -> None:
-    """Reseed every RNG training code can reach: Python, NumPy, torch CPU and all CUDA devices."""
+    """Reseed every RNG training code can reach: Python, NumPy, torch CPU and all CUDA devices.
+
+    The one reseeding: the runner's before every load and build, and a calibration's salted
+    factory's (:class:`~pytest_graphnetz.calibration.salting.SaltedFactory`) before it builds."""
     import random
 
     import numpy as np
