@@ -24,7 +24,7 @@ TREES = ("pytest_graphnetz", "tests", "benchmarks")
 # there mean the sibling file.
 SCRIPT_TREES = ("tests", "benchmarks")
 _ATTRIBUTE_CALLS = {"getattr", "setattr", "hasattr", "delattr"}
-_DOTTED = re.compile(r"(?:%s)(?:\.\w+)+" % "|".join(TREES))
+_DOTTED = re.compile(r"(?:pytest_graphnetz|tests|benchmarks)(?:\.\w+)+")  # TREES, dotted
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:
