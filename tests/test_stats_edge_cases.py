@@ -180,8 +180,9 @@ def test_seeds_to_decide_equivalence_has_tost_power():
     # one seed fewer does not (the one-sided plan gave an n with TOST power 0.63).
     assert tost_power(n, 1500) >= 0.78
     assert tost_power(n - 1, 1500) < 0.82
-    from pytest_graphnetz.stats.planning import _tost_power
-    assert _tost_power(mean, sd, margin, n, 0.05) == pytest.approx(tost_power(n, 1500), abs=0.035)
+    from pytest_graphnetz.stats import planning
+    assert planning.tost_power(mean, sd, margin, n, 0.05) == pytest.approx(tost_power(n, 1500),
+                                                                          abs=0.035)
 
 
 # -- assert_ci_width at one seed asks for seeds ----------------------------------------------------

@@ -294,10 +294,10 @@ def test_short_schedules_design_without_a_runtime_warning():
     a float32 χ² path draw of exactly 0. That path's t is ±inf, which is its limit."""
     import warnings
 
-    from pytest_graphnetz.stats.boundaries import _design
+    from pytest_graphnetz.stats.boundaries import clear_caches
 
     for lo, hi in [(3, 6), (3, 12)]:
-        _design.cache_clear()
+        clear_caches()
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             d = design(lo, hi)
@@ -311,14 +311,12 @@ def test_boundaries_do_not_depend_on_which_designs_were_calibrated_before():
     from pytest_graphnetz.stats import boundaries
 
     def fresh(lo, hi, alpha):
-        boundaries._design.cache_clear()
-        boundaries._paths.cache_clear()
+        boundaries.clear_caches()
         return design(lo, hi, alpha=alpha).critical
 
     alone = {(lo, hi, a): fresh(lo, hi, a)
              for lo, hi in [(5, 20), (5, 40), (10, 80), (3, 24)] for a in (0.05, 0.01)}
-    boundaries._design.cache_clear()
-    boundaries._paths.cache_clear()
+    boundaries.clear_caches()
     for lo, hi in [(5, 40), (3, 24), (10, 80), (5, 20), (5, 20), (3, 24)]:   # shared paths
         for level in (0.01, 0.05):
             assert design(lo, hi, alpha=level).critical == alone[lo, hi, level]
