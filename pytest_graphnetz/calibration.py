@@ -301,7 +301,7 @@ class Calibration:
 
     def write(self, path: str | Path,
               min_effect: Mapping[tuple[str, str], float | None] | None = None) -> Path:
-        from .report import write_text_atomic
+        from .report.files import write_text_atomic
 
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -315,7 +315,7 @@ class Calibration:
 
     @classmethod
     def read(cls, path: str | Path) -> Calibration:
-        from .report import read_regular_file
+        from .report.files import read_regular_file
 
         path = Path(path)
         try:

@@ -18,7 +18,7 @@ import pytest
 from conftest import gcn, tiny_task
 
 from pytest_graphnetz import run_benchmark
-from pytest_graphnetz.report import dumps
+from pytest_graphnetz.report.codec import dumps
 from pytest_graphnetz.runner import TripleError, WorkerCrashError
 
 SEEDS = [0, 1, 2, 3]

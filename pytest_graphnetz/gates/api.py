@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import stats
 from ..baselines import BaselineError, BaselineHandle, load_baseline
 from ..report import BenchmarkReport
+from ..stats.planning import seeds_for_width
 from ..stats.suite import DEFAULT_SUITE_WEIGHT
 from ..verdicts import CellVerdict, GateRefusal, WidthVerdict, describe_values, fmt_num
 from .compare import TESTS, Schedule, compare_reports, compare_schedule
@@ -132,8 +132,8 @@ def assert_ci_width(report: BenchmarkReport, max_width: float, *,
                 failed = not width <= max_width   # a NaN width (n < 2) fails too
                 needed = None
                 if failed and math.isfinite(cell.std) and cell.std > 0:
-                    needed = stats.seeds_for_width(cell.std, max_width,
-                                                   confidence_level=report.confidence_level)
+                    needed = seeds_for_width(cell.std, max_width,
+                                             confidence_level=report.confidence_level)
                 verdicts.append(WidthVerdict(task, model, spec.name, spec.higher_is_better, cell,
                                              width, float(max_width), needed, failed))
     except Exception as exc:
