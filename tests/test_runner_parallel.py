@@ -199,7 +199,7 @@ def test_run_benchmark_starts_no_more_processes_than_triples(root, monkeypatch) 
         sizes.append(workers)
         raise RuntimeError("stop here")
 
-    monkeypatch.setattr(pool_module, "_process_pool", pool)
+    monkeypatch.setattr(pool_module, "process_pool", pool)
     with pytest.raises(RuntimeError, match="stop here"):
         run_benchmark({"tiny": tiny_task()}, {"GCN": gcn}, seeds=[0, 1], device="cpu",
                       root=root, workers=24)
