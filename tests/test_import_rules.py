@@ -164,7 +164,7 @@ def private_uses(source: str, module: str, modules: frozenset[str] | None = None
                 if ".".join(parts[:cut]) in uses.modules:
                     uses.name(".".join(parts[:cut]), parts[cut], node.lineno, "names")
                     break
-    return sorted(set(uses.found), key=lambda use: int(use.split(":")[1].split()[0]))
+    return sorted(set(uses.found), key=lambda use: (int(use.split(":")[1].split()[0]), use))
 
 
 def crossings(root: Path = ROOT) -> Iterator[str]:

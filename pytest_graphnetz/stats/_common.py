@@ -1,5 +1,7 @@
-"""Shared pieces of the statistics package: constants, the interval type, input validation
-and the batched Student-t building blocks (rows of ``D`` are independent cells, shape (k, n))."""
+"""The base every module of the statistics package stands on (private to the package; users
+get its public names from :mod:`pytest_graphnetz.stats`): constants and choices, the interval
+type, the rng convention, input checks, the batched Student-t building blocks (rows of ``D`` are
+independent cells, shape (k, n)) and the resolution below which two values are one."""
 
 from __future__ import annotations
 
