@@ -3,7 +3,8 @@ defines it, and a module ``_m.py`` is private to its package (its public names a
 modules of that package only). A boundary that needs another module's private name is in the wrong
 place: give the name a public spelling in the module that owns it. The rule covers the first-party
 code, pytest_graphnetz/, tests/ and benchmarks/ (a test or benchmark imports no private name either,
-not even another test's); stdlib and third-party privates (``sys._getframe``) are not ours.
+not even another test's); stdlib and third-party privates (``sys._getframe``) are not ours. It
+is about a module's names: an object's private attributes (``obj._x``) are its class's business.
 
 Import cycles and layers are import-linter's job (``lint-imports``, contracts in pyproject.toml,
 run by .ci/run); it cannot see names, hence this check. .ci/run also runs this file on its own
