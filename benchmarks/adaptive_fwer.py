@@ -94,7 +94,7 @@ def trial(law: str, m: int, lo: int, hi: int, rng: np.random.Generator,
 
 
 def wilson(k: int, n: int) -> tuple[float, float]:
-    from pytest_graphnetz.stats import wilson_interval
+    from pytest_graphnetz.stats.heldout import wilson_interval
 
     ci = wilson_interval(k, n)
     return ci.low, ci.high

@@ -142,7 +142,7 @@ def outcome(D: np.ndarray, design) -> Outcome:
 
 
 def wilson(k: int, n: int) -> str:
-    from pytest_graphnetz.stats import wilson_interval
+    from pytest_graphnetz.stats.heldout import wilson_interval
 
     ci = wilson_interval(k, n)
     return f"{100 * k / n:.1f}% [{100 * ci.low:.1f}, {100 * ci.high:.1f}]"

@@ -23,12 +23,12 @@ import argparse
 import numpy as np
 from scipy import stats
 
-from pytest_graphnetz.stats._resampling import (
-    _bootstrap_means,
-    _bootstrap_p_greater,
-    _expanded_level,
-    _expanded_p,
-    _percentile_ci,
+from pytest_graphnetz.stats.resampling import (
+    bootstrap_means,
+    bootstrap_p_greater,
+    expanded_level,
+    expanded_p,
+    percentile_ci,
 )
 
 SEEDS = (2, 3, 5, 8, 10, 15, 20)
@@ -36,15 +36,15 @@ SEEDS = (2, 3, 5, 8, 10, 15, 20)
 
 def rates(n: int, trials: int, resamples: int, rng: np.random.Generator) -> dict[str, float]:
     X = rng.standard_normal((trials, n))
-    means = _bootstrap_means(X, resamples, rng)
-    p_plain = _bootstrap_p_greater(means, 0.0)  # H1 "mean > 0": a false alarm when rejected
-    low, high = _percentile_ci(means, 0.95, X)
+    means = bootstrap_means(X, resamples, rng)
+    p_plain = bootstrap_p_greater(means, 0.0)  # H1 "mean > 0": a false alarm when rejected
+    low, high = percentile_ci(means, 0.95, X)
     out = {"plain coverage": np.mean((low <= 0) & (high >= 0)),
            "plain false alarms": np.mean(p_plain <= 0.05)}
     if n >= 2:
-        low, high = _percentile_ci(means, _expanded_level(0.95, n), X)
+        low, high = percentile_ci(means, expanded_level(0.95, n), X)
         out["expanded coverage"] = np.mean((low <= 0) & (high >= 0))
-        out["expanded false alarms"] = np.mean(_expanded_p(p_plain, n) <= 0.05)
+        out["expanded false alarms"] = np.mean(expanded_p(p_plain, n) <= 0.05)
     t = stats.ttest_1samp(X, 0.0, axis=1, alternative="greater")
     out["paired-t false alarms"] = np.mean(t.pvalue <= 0.05)
     return out

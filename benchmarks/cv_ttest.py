@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from pytest_graphnetz.stats import corrected_resampled_ttest
+from pytest_graphnetz.stats.heldout import corrected_resampled_ttest
 
 K = 10
 ALPHA = 0.05

@@ -202,14 +202,15 @@ def gate_fails(name: str, candidate: np.ndarray, baseline: np.ndarray) -> bool:
     """Whether gate ``name`` fails a PR whose per-seed values are ``candidate`` and
     ``baseline`` (both shape [S], paired by position, higher is better)."""
     from pytest_graphnetz import stats
+    from pytest_graphnetz.stats.decisions import compare
 
     if name.startswith("paired "):
-        result = stats.compare(candidate, baseline, higher_is_better=True, kind="not_worse",
-                               test=name.removeprefix("paired "), margin=0.0, alpha=ALPHA, rng=0)
+        result = compare(candidate, baseline, higher_is_better=True, kind="not_worse",
+                         test=name.removeprefix("paired "), margin=0.0, alpha=ALPHA, rng=0)
         return result.verdict == stats.Verdict.REGRESSED
     if name == "Welch (unpaired)":
-        result = stats.compare(candidate, baseline, higher_is_better=True, kind="not_worse",
-                               test="welch", margin=0.0, alpha=ALPHA, rng=0)
+        result = compare(candidate, baseline, higher_is_better=True, kind="not_worse",
+                         test="welch", margin=0.0, alpha=ALPHA, rng=0)
         return result.verdict == stats.Verdict.REGRESSED
     if name.startswith("gap > "):
         points = float(name.removeprefix("gap > ").removesuffix(" pt"))
@@ -239,7 +240,7 @@ class Rate:
 
 def rate(k: int, n: int) -> Rate:
     """``k`` failures of ``n`` trials with its 95% Wilson interval."""
-    from pytest_graphnetz.stats import wilson_interval
+    from pytest_graphnetz.stats.heldout import wilson_interval
 
     ci = wilson_interval(k, n)
     return Rate(k, n, float(ci.low), float(ci.high))
@@ -267,11 +268,11 @@ def verdict(candidate: np.ndarray, baseline: np.ndarray, *,
     """The verdict of ``assert_not_worse`` (paired t, margin 0, δ = ``min_effect``, α) on one
     PR whose per-seed values are ``candidate`` and ``baseline`` (shape [S], paired by position,
     higher is better)."""
-    from pytest_graphnetz import stats
+    from pytest_graphnetz.stats.decisions import compare
 
-    return stats.compare(candidate, baseline, higher_is_better=True, kind="not_worse",
-                         test="paired-t", margin=0.0, min_effect=min_effect, alpha=ALPHA,
-                         rng=0).verdict.value
+    return compare(candidate, baseline, higher_is_better=True, kind="not_worse",
+                   test="paired-t", margin=0.0, min_effect=min_effect, alpha=ALPHA,
+                   rng=0).verdict.value
 
 
 def resampled_trials(n_pool: int, S: int, n: int, seed: int = 0) -> list[np.ndarray]:
@@ -418,7 +419,7 @@ def effects_table(values: Mapping[str, Mapping[str, np.ndarray]]) -> list[list[s
     """Rows: per candidate, its true effect (mean paired Δ over the whole pool, with its 95%
     CI, in points) under final and best-val epoch selection, the sd of the paired Δ and the
     variance-reduction factor of pairing."""
-    from pytest_graphnetz.stats import paired_test
+    from pytest_graphnetz.stats.paired import paired_test
 
     rows = []
     base = values["baseline"]
@@ -618,7 +619,7 @@ def design_section(values: Mapping[str, Mapping[str, np.ndarray]]) -> list[str]:
 def analyse(plan: Plan, values: Mapping[str, Mapping[str, np.ndarray]]) -> str:
     """The Markdown section of one plan: effects, rates per S, MDE, verdicts at S = 10 and
     per seed design, findings, conclusion."""
-    from pytest_graphnetz.stats import mde
+    from pytest_graphnetz.stats.planning import mde
     from pytest_graphnetz.text import markdown_table
 
     lines = [f"## {plan.task}: 2-layer GCN (hidden {HIDDEN}), {plan.epochs} epochs, pool of "

@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from pytest_graphnetz import run_benchmark
-from pytest_graphnetz.report import dumps
+from pytest_graphnetz.report.codec import dumps
 
 
 def gcn(i: int, o: int):

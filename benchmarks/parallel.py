@@ -26,7 +26,7 @@ from _timing import describe, interleaved, median_ratio, paired_ratio
 from harness_overhead import make_gcn
 
 from pytest_graphnetz import run_benchmark
-from pytest_graphnetz.report import dumps
+from pytest_graphnetz.report.codec import dumps
 from pytest_graphnetz.tasks.synthetic import TASKS
 
 

@@ -105,7 +105,7 @@ class _Parser(argparse.ArgumentParser):
 
 def cmd_show(args: argparse.Namespace) -> int:
     """Print a report's per-cell summary table (mean, interval, spread, seeds)."""
-    from .report import load_report
+    from .report.model import load_report
 
     report = load_report(args.report, args.ci)
     print(f"{args.report}: {report!r}")
@@ -262,7 +262,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     """REPORT: its forest plot. REPORT CANDIDATE: the paired comparison of CANDIDATE against
     REPORT as the baseline (per-cell Δ with its interval, per-seed dots, verdicts marked)."""
     from .plots import plot_comparison, plot_forest
-    from .report import load_report
+    from .report.model import load_report
 
     if args.candidate is None:
         plot_forest(load_report(args.report, args.ci), path=args.output)
@@ -292,7 +292,8 @@ def _write_view(render: Callable[[BenchmarkReport], str], args: argparse.Namespa
     """Print the view ``render`` makes of REPORT, or write it atomically to ``-o``."""
     from pathlib import Path
 
-    from .report import load_report, write_text_atomic
+    from .report.files import write_text_atomic
+    from .report.model import load_report
 
     text = render(load_report(args.report, args.ci))
     if args.output is None:

@@ -110,7 +110,7 @@ def write_summaries(text: str, summary: Path | None, step_summary: str | None, *
     ``step_summary``; returns the paths written and one line per path that failed (an
     ``OSError`` at this point must not cost a passing run its exit code). ``show``: how a
     path is printed."""
-    from .report import write_text_atomic  # numpy: paid only by a session that has a summary
+    from .report.files import write_text_atomic  # numpy: paid only by a session that has a summary
 
     written, failed = [], []
     if summary is not None:

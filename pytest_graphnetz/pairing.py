@@ -13,9 +13,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from . import stats
 from .baselines import BaselineMissingError
 from .report import BenchmarkReport
+from .stats.paired import paired_test
 from .text import fmt_level
 from .verdicts.formatting import describe_values, refresh_hint, seed_list
 from .verdicts.values import CHANGED_MODEL_NOTE, GateRefusal, UnpairedCell
@@ -157,8 +157,8 @@ def unpaired_cell(report: BenchmarkReport, baseline: BenchmarkReport, task: str,
     better, worse = (c, b) if spec.higher_is_better else (b, c)
     try:
         # A seed diverged on either side is left out (and noted), as in every comparison.
-        welch = stats.paired_test(better, worse, test="welch",
-                                  confidence_level=report.confidence_level)
+        welch = paired_test(better, worse, test="welch",
+                            confidence_level=report.confidence_level)
     except ValueError:
         welch = None   # fewer than 2 usable seeds
     return UnpairedCell(task, model, spec.name, spec.higher_is_better,

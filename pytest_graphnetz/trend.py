@@ -226,7 +226,7 @@ def drift_check(series: Mapping[Cell, Sequence[Point]], *, anchor: int = 0,
     absent at the anchor is checked from its first commit."""
     from scipy import stats as sps
 
-    from .stats import holm
+    from .stats.decisions import holm
 
     out: dict[Cell, Drift] = {}
     for cell, points in series.items():

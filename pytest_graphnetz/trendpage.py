@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .plots import INSTALL_HINT, VERDICT_COLOURS
-from .report import write_text_atomic
+from .report.files import write_text_atomic
 from .report.views import method_phrase
 from .text import fmt_interval, fmt_num, fmt_p, fmt_signed, html_escape
 from .trend import Cell, History, cell_label, drift_lines, load_history

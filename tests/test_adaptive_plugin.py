@@ -16,7 +16,8 @@ pytest.importorskip("torch_geometric.nn")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 import pytest_graphnetz.training.node  # noqa: E402,F401
-from tests.test_plugin_gates import GATE_TEST, TOY, _table, trained  # noqa: E402
+from tests.gates_output import gates_table  # noqa: E402
+from tests.test_plugin_gates import GATE_TEST, TOY, trained  # noqa: E402
 
 ADAPTIVE = "--graphnetz-seeds=5..10"  # looks at 5 and 10 seeds (5..20 costs 2x the CPU)
 
@@ -33,8 +34,8 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 def _cell(output: str) -> tuple[str, str]:
     """The verdict and the n column (``used/MAX``) of the single gate row."""
     match = re.search(r"(IDENTICAL|NOT WORSE|INCONCLUSIVE|REGRESSED|BETTER)\s.*?(\d+/10)",
-                      _table(output))
-    assert match, _table(output)
+                      gates_table(output))
+    assert match, gates_table(output)
     return match.group(1), match.group(2)
 
 

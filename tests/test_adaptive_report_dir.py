@@ -21,7 +21,7 @@ import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 from pytest_graphnetz import BenchmarkReport  # noqa: E402
 from pytest_graphnetz.baselines import load_baseline  # noqa: E402
-from tests.test_plugin_gates import _table  # noqa: E402
+from tests.gates_output import gates_table  # noqa: E402
 
 PROJECT = '''
 import math
@@ -123,8 +123,8 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 def _n(output: str, cell: str) -> str:
     """The n column (``used/MAX``) of one cell's row in the gate table."""
-    match = re.search(rf"{re.escape(cell)}\s.*?(\d+/10)", _table(output))
-    assert match, _table(output)
+    match = re.search(rf"{re.escape(cell)}\s.*?(\d+/10)", gates_table(output))
+    assert match, gates_table(output)
     return match.group(1)
 
 

@@ -25,7 +25,7 @@ from pytest_graphnetz.baselines import (
     read_baseline,
     write_baseline,
 )
-from pytest_graphnetz.report import VALUES_SCHEMA_VERSION
+from pytest_graphnetz.report.schema import VALUES_SCHEMA_VERSION
 
 pytest.importorskip("scipy.stats")
 import pytest_graphnetz.gates as gates  # noqa: E402  (loaded once: see test_plugin.py)

@@ -218,7 +218,7 @@ def test_a_librarys_version_counts_whether_or_not_this_process_imported_it(tmp_p
     # Teeth: the version is in the key (a library upgrade retrains).
     from pytest_graphnetz.fingerprint import project
 
-    real = project._installed_version
-    monkeypatch.setattr(project, "_installed_version",
+    real = project.installed_version
+    monkeypatch.setattr(project, "installed_version",
                         lambda top: "0.0" if top == "xdist" else real(top))
     assert project_code_key([script]) != here

@@ -14,7 +14,7 @@ import pytest
 from conftest import gcn, tiny_csbm, tiny_task
 
 from pytest_graphnetz import Task, run_benchmark
-from pytest_graphnetz.report import dumps
+from pytest_graphnetz.report.codec import dumps
 
 # Loader calls, counted in an object the cache key does not read (a plain list or int
 # constant would be in the loader's identity and change the key as it counts).

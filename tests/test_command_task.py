@@ -242,7 +242,7 @@ def test_commands_and_factories_are_not_mixed(tmp_path) -> None:
 
 
 def test_worker_processes_run_command_triples_alike(tmp_path) -> None:
-    from pytest_graphnetz.report import dumps
+    from pytest_graphnetz.report.codec import dumps
 
     models = _script(tmp_path, "by_hand.py", BY_HAND, "{seed}", "{device}", "{output}")
     alone = run_benchmark(_tasks(tmp_path), models, seeds=[0, 1, 2], device="cpu")

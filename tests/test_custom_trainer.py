@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 from conftest import gcn, tiny_task  # noqa: E402
 
 from pytest_graphnetz import History, Task, assert_not_worse, run_benchmark  # noqa: E402
-from pytest_graphnetz.report import dumps  # noqa: E402
+from pytest_graphnetz.report.codec import dumps  # noqa: E402
 from pytest_graphnetz.runner import TripleError  # noqa: E402
 
 

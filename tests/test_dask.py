@@ -12,7 +12,7 @@ import pytest
 from conftest import gcn, sage, tiny_task
 
 from pytest_graphnetz import run_benchmark
-from pytest_graphnetz.report import dumps
+from pytest_graphnetz.report.codec import dumps
 
 distributed = pytest.importorskip("distributed")
 

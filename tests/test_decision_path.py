@@ -18,7 +18,7 @@ from scipy import stats as sps
 from pytest_graphnetz import BenchmarkReport, assert_not_worse
 from pytest_graphnetz.adaptive import run_adaptive
 from pytest_graphnetz.gates import GateRefusal, compare_reports, compare_schedule
-from pytest_graphnetz.stats import compare_many
+from pytest_graphnetz.stats.decisions import compare_many
 
 POOL = Path(__file__).resolve().parents[1] / "benchmarks" / "gate_quality_values.json"
 

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from pytest_graphnetz import BenchmarkReport, History, MetricSpec
-from pytest_graphnetz.report import SCHEMA_VERSION, dumps
+from pytest_graphnetz.report.codec import dumps
+from pytest_graphnetz.report.schema import SCHEMA_VERSION
 
 ACCURACY = {"t": MetricSpec("accuracy", True)}
 

@@ -141,7 +141,7 @@ BAD_ENTRIES = {
 @pytest.mark.parametrize("damage", list(BAD_ENTRIES))
 def test_an_unusable_cache_entry_is_named_discarded_and_recomputed(root, tmp_path, damage):
     from pytest_graphnetz.cache import CacheWarning
-    from pytest_graphnetz.report import dumps
+    from pytest_graphnetz.report.codec import dumps
 
     cache = tmp_path / "cache"
     first, _ = _sweep(root, cache)
@@ -348,7 +348,7 @@ def _age(path: Path, seconds: float) -> None:
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="finds the file written via /proc")
 def test_temp_files_of_a_killed_cache_write_are_cleaned_and_no_lock_files_stay(root, tmp_path):
-    from pytest_graphnetz.report import STALE_TEMP_SECONDS
+    from pytest_graphnetz.report.files import STALE_TEMP_SECONDS
 
     cache = tmp_path / "cache"
     _kill_during_write(tmp_path, "cache", cache)
@@ -368,7 +368,7 @@ def test_temp_files_of_a_killed_cache_write_are_cleaned_and_no_lock_files_stay(r
 def test_temp_files_of_a_killed_baseline_write_are_cleaned_by_the_next_write(
         pytester: pytest.Pytester, tmp_path: Path) -> None:
     from pytest_graphnetz import BenchmarkReport
-    from pytest_graphnetz.report import STALE_TEMP_SECONDS
+    from pytest_graphnetz.report.files import STALE_TEMP_SECONDS
 
     target = pytester.path / "baselines" / "test_model" / "test_gcn.json"
     _kill_during_write(tmp_path, "baseline", target)
@@ -498,7 +498,7 @@ def test_a_killed_writers_temp_file_is_swept_once_its_lock_is_free(tmp_path):
     import fcntl
 
     from pytest_graphnetz.cache import TripleCache
-    from pytest_graphnetz.report import UNLOCKED_TEMP_SECONDS
+    from pytest_graphnetz.report.files import UNLOCKED_TEMP_SECONDS
 
     cache = tmp_path / "cache"
     _kill_during_write(tmp_path, "cache", cache)

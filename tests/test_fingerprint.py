@@ -124,8 +124,8 @@ def test_a_source_is_parsed_once_per_object_and_file_version(tmp_path, monkeypat
     monkeypatch.syspath_prepend(str(tmp_path))
     module = importlib.import_module("gnz_parse_once")
     parses = []
-    real = code._parse_now
-    monkeypatch.setattr(code, "_parse_now", lambda obj: parses.append(obj) or real(obj))
+    real = code.parse_now
+    monkeypatch.setattr(code, "parse_now", lambda obj: parses.append(obj) or real(obj))
     first = callable_identity(module.Model)
     assert callable_identity(module.Model) == first and parses == [module.Model]
     path.write_text("class Model:\n    def forward(self, x):\n        return x + 2  # edited\n")

@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
-from tests.test_plugin_gates import _table  # noqa: E402
+from tests.gates_output import gates_table  # noqa: E402
 
 COLLAPSE_PROJECT = '''
 import math
@@ -65,8 +65,8 @@ def test_models(graphnetz_run, graphnetz_baseline):
 
 
 def _row(output: str, cell: str) -> str:
-    match = re.search(rf"^.*{re.escape(cell)}\s.*$", _table(output), re.M)
-    assert match, _table(output)
+    match = re.search(rf"^.*{re.escape(cell)}\s.*$", gates_table(output), re.M)
+    assert match, gates_table(output)
     return match.group(0)
 
 
@@ -196,13 +196,13 @@ def test_a_diffuse_drop_fails_only_on_the_suite_row(pytester: pytest.Pytester, s
     out = result.stdout.str()
     if not suite:
         result.assert_outcomes(passed=1)
-        assert "suite/" not in _table(out)
+        assert "suite/" not in gates_table(out)
         return
     result.assert_outcomes(failed=1)
-    assert "REGRESSED" in _row(out, "suite/diffuse"), _table(out)
-    assert "IDENTICAL" in _row(out, "suite/steady"), _table(out)
+    assert "REGRESSED" in _row(out, "suite/diffuse"), gates_table(out)
+    assert "IDENTICAL" in _row(out, "suite/steady"), gates_table(out)
     for i in range(5):   # no cell shows the drop
-        assert "NOT WORSE" in _row(out, f"t{i}/diffuse"), _table(out)
+        assert "NOT WORSE" in _row(out, f"t{i}/diffuse"), gates_table(out)
 
 
 def test_suite_false_changes_no_verdict_and_a_suite_row_keeps_the_cells_open_verdicts() -> None:

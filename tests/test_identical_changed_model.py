@@ -21,7 +21,7 @@ torch = pytest.importorskip("torch")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 from pytest_graphnetz.gates import CHANGED_MODEL_NOTE  # noqa: E402
-from tests.test_plugin_gates import _table  # noqa: E402
+from tests.gates_output import gates_table  # noqa: E402
 
 PROJECT = '''
 import math
@@ -78,8 +78,8 @@ def test_models(graphnetz_run, graphnetz_baseline):
 
 def _note(output: str, cell: str) -> str:
     """What the gate table's row of ``cell`` says after its verdict (Build, MDE, n, Note)."""
-    match = re.search(rf"{re.escape(cell)}\s.*IDENTICAL(.*)$", _table(output), re.M)
-    assert match, _table(output)
+    match = re.search(rf"{re.escape(cell)}\s.*IDENTICAL(.*)$", gates_table(output), re.M)
+    assert match, gates_table(output)
     return match.group(1)
 
 

@@ -21,6 +21,7 @@ pytest.importorskip("torch_geometric.nn")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 import pytest_graphnetz.training.node  # noqa: E402,F401
+from tests.gates_output import gates_table  # noqa: E402
 
 TOY = '''
 import os
@@ -108,17 +109,7 @@ def trained(pytester: pytest.Pytester) -> int:
 def verdicts(output: str) -> list[str]:
     """The Verdict column of the session's gate table."""
     return re.findall(r"(IDENTICAL|NOT WORSE|BETTER|INCONCLUSIVE|REGRESSED|WRITTEN)",
-                      _table(output))
-
-
-def _table(output: str) -> str:
-    """The gate table alone: from its header to the next ``====`` separator line.
-
-    The failure messages also name verdicts, and under ``CI=true`` pytest prints them whole in
-    the short test summary, so the table must be cut out, not just everything after it.
-    """
-    match = re.search(r"=+ graphnetz gates =+\n(.*?)(?:^=+|\Z)", output, re.S | re.M)
-    return match.group(1) if match else ""
+                      gates_table(output))
 
 
 def test_update_then_rerun_is_identical_and_trains_nothing(project: pytest.Pytester) -> None:
@@ -338,7 +329,7 @@ def test_small_drop():    # a steady 0.3-point drop: significant, but below one 
 
 
 def _row(output: str, test: str) -> str:
-    return next(line for line in _table(output).splitlines() if f"::{test} " in line)
+    return next(line for line in gates_table(output).splitlines() if f"::{test} " in line)
 
 
 def test_verdicts_in_a_session_default_min_effect(pytester: pytest.Pytester) -> None:

@@ -12,12 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_graphnetz.history import History, MetricSpec
-from pytest_graphnetz.report import (
-    SCHEMA_VERSION,
-    BenchmarkReport,
-    ReportFormatError,
-    dumps,
-)
+from pytest_graphnetz.report import BenchmarkReport, ReportFormatError
+from pytest_graphnetz.report.codec import dumps
+from pytest_graphnetz.report.schema import SCHEMA_VERSION
 
 floats = st.floats(allow_nan=True, allow_infinity=True)  # includes -0.0 and subnormals
 # Task and model names refuse control, format and separator characters (text.check_name).
@@ -133,7 +130,7 @@ def test_write_is_atomic_and_leaves_the_old_file_on_failure(tmp_path, monkeypatc
 
 
 def test_atomic_file_replaces_only_a_finished_write(tmp_path):
-    from pytest_graphnetz.report import atomic_file
+    from pytest_graphnetz.report.files import atomic_file
 
     path = tmp_path / "sub" / "data.bin"
     with atomic_file(path, binary=True, suffix=".part") as fh:

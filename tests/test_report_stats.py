@@ -10,6 +10,9 @@ from scipy import stats
 
 from pytest_graphnetz import stats as gs
 from pytest_graphnetz.report import BenchmarkReport, EpochSelectionError
+from pytest_graphnetz.stats.decisions import holm
+from pytest_graphnetz.stats.intervals import bootstrap_interval
+from pytest_graphnetz.stats.paired import paired_test
 
 TASKS, MODELS, SEEDS = ["cora", "zinc"], ["GCN", "SAGE", "GAT"], [0, 1, 2, 3, 4, 5]
 
@@ -45,7 +48,7 @@ def test_summary_method_and_level_default_to_the_report_settings():
     summary = report.summary()
     assert summary.method == "bootstrap" and summary.confidence_level == 0.9
     x = report.values("zinc", "GAT")
-    expected = gs.bootstrap_interval(x, confidence_level=0.9)
+    expected = bootstrap_interval(x, confidence_level=0.9)
     assert (summary[5].ci_low, summary[5].ci_high) == pytest.approx(tuple(expected), rel=1e-12)
     assert report.summary() == summary  # deterministic: the default rng is a fixed seed
     t_rows = report.summary("t", confidence_level=0.99)
@@ -92,7 +95,7 @@ def test_pairwise_rows_and_sign_convention():
     cora, zinc = pw[0], pw[3]
     assert cora.mean_diff > 0  # accuracy: GCN better
     assert zinc.mean_diff < 0  # MAE: GCN worse, though its raw numbers are larger
-    raw = gs.paired_test(X[1, 0], X[1, 1])
+    raw = paired_test(X[1, 0], X[1, 1])
     assert zinc.mean_diff == pytest.approx(-raw.mean_diff)
     assert (zinc.ci_low, zinc.ci_high) == pytest.approx((-raw.ci.high, -raw.ci.low))
     assert zinc.p_value == pytest.approx(stats.ttest_rel(X[1, 0], X[1, 1]).pvalue)
@@ -104,7 +107,7 @@ def test_pairwise_holm_is_within_each_task():
     pw = report.pairwise()
     for task in TASKS:
         rows = [r for r in pw if r.task == task]
-        expected = gs.holm([r.p_value for r in rows]).p_adjusted
+        expected = holm([r.p_value for r in rows]).p_adjusted
         assert [r.p_holm for r in rows] == pytest.approx(expected)
         assert all(r.p_holm >= r.p_value for r in rows)
 

@@ -85,7 +85,7 @@ def test_baselines_refuse_what_reports_refuse_in_one_line(tmp_path: Path, cell: 
 
 
 def test_a_history_value_beyond_float32_is_a_format_error() -> None:
-    from pytest_graphnetz.report import history_from_json
+    from pytest_graphnetz.report.codec import history_from_json
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -18,7 +18,7 @@ import torch
 from conftest import gcn, sage, tiny_csbm, tiny_task
 
 from pytest_graphnetz import BenchmarkReport, Task, run_benchmark, runner
-from pytest_graphnetz.report import dumps
+from pytest_graphnetz.report.codec import dumps
 
 MODELS = {"GCN": gcn, "SAGE": sage}
 

@@ -18,7 +18,7 @@ import pytest
 from conftest import gcn, tiny_task
 
 from pytest_graphnetz import run_benchmark
-from pytest_graphnetz.report import dumps
+from pytest_graphnetz.report.codec import dumps
 from pytest_graphnetz.runner import TripleError, WorkerCrashError
 
 SEEDS = [0, 1, 2, 3]
@@ -199,7 +199,7 @@ def test_run_benchmark_starts_no_more_processes_than_triples(root, monkeypatch) 
         sizes.append(workers)
         raise RuntimeError("stop here")
 
-    monkeypatch.setattr(pool_module, "_process_pool", pool)
+    monkeypatch.setattr(pool_module, "process_pool", pool)
     with pytest.raises(RuntimeError, match="stop here"):
         run_benchmark({"tiny": tiny_task()}, {"GCN": gcn}, seeds=[0, 1], device="cpu",
                       root=root, workers=24)

@@ -27,7 +27,7 @@ import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 from pytest_graphnetz.stats.boundaries import design  # noqa: E402
 from pytest_graphnetz.stats.sequential import advise_next_look  # noqa: E402
-from tests.test_plugin_gates import _table  # noqa: E402
+from tests.gates_output import gates_table  # noqa: E402
 
 SHIFT, SD = -0.002, 0.025   # the steady model's per-seed change: SHIFT + SD·sin(2.4 s + 0.7)
 BASELINE_SEEDS = 80
@@ -107,8 +107,8 @@ def _last(pytester: pytest.Pytester, name: str = "steady") -> dict:
 
 
 def _row(output: str, cell: str) -> str:
-    match = re.search(rf"^.*{re.escape(cell)}\s.*$", _table(output), re.M)
-    assert match, _table(output)
+    match = re.search(rf"^.*{re.escape(cell)}\s.*$", gates_table(output), re.M)
+    assert match, gates_table(output)
     return match.group(0)
 
 

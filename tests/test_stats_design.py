@@ -1,6 +1,6 @@
 """One design, one decider (issue 32): the planner's and the power simulation's walk over the
-looks (``run_schedule``, ``_walk`` on sufficient statistics) decides every cell as the real gate
-does (``compare_reports`` on ``from_arrays`` reports), on random data and designs; and the
+looks (``run_schedule``, ``walk_looks`` on sufficient statistics) decides every cell as the real
+gate does (``compare_reports`` on ``from_arrays`` reports), on random data and designs; and the
 design itself against independent references: scipy's t quantile at the first look, a raw
 simulation with ``scipy.stats.ttest_1samp`` for the spending at each look, statsmodels'
 ``TTestPower`` for a one-look design's power."""
@@ -126,7 +126,8 @@ def test_group_sequential_holm_decides_the_family_as_the_gate(case: dict, m: int
 @given(case=cases, rows=st.integers(1, 40))
 def test_the_walk_on_sufficient_statistics_equals_the_walk_on_data(case: dict,
                                                                    rows: int) -> None:
-    """``_walk`` fed by running sums (the power simulation's path) decides as ``_run``."""
+    """``walk_looks`` fed by running sums (the power simulation's path) decides as
+    ``walk_differences``."""
     rng = np.random.default_rng(case["seed"])
     n = case["first"] * 2 ** (case["looks"] - 1)
     delta = case["margin"] + case["delta_over"]
@@ -142,8 +143,8 @@ def test_the_walk_on_sufficient_statistics_equals_the_walk_on_data(case: dict,
         return mean, np.sqrt(var), M[open_, size - 1], np.zeros(mean.shape, dtype=bool)
 
     kw = dict(margin=case["margin"], min_effect=delta, regressed_alpha=None, upto=n)
-    walked = sq._walk(at, rows, des, **kw)
-    ran = sq._run(D, des, **kw)
+    walked = sq.walk_looks(at, rows, des, **kw)
+    ran = sq.walk_differences(D, des, **kw)
     assert walked[1].tolist() == ran[1].tolist()
     # A t within rounding of a boundary may tip either way between the two sums: all but
     # those agree.

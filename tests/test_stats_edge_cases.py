@@ -12,8 +12,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pytest_graphnetz import stats as gs
 from pytest_graphnetz.stats import Verdict
+from pytest_graphnetz.stats.decisions import compare
+from pytest_graphnetz.stats.intervals import bootstrap_interval, describe
+from pytest_graphnetz.stats.paired import paired_test, paired_tests
+from pytest_graphnetz.stats.planning import seeds_to_decide
 
 
 @pytest.fixture(autouse=True)
@@ -39,7 +42,7 @@ def test_the_boundary_case_really_carries_rounding_noise():
 @pytest.mark.parametrize("test", ["paired-t", "permutation", "wilcoxon", "bootstrap"])
 def test_dropping_by_exactly_the_margin_is_not_a_regression(test):
     # The true differences sit exactly on -margin: "mean d >= -margin" holds, nothing to reject.
-    c = gs.compare(CAND, BASE, margin=0.01, test=test)
+    c = compare(CAND, BASE, margin=0.01, test=test)
     assert c.verdict is not Verdict.REGRESSED
     assert c.p_value >= 0.5
 
@@ -49,23 +52,23 @@ def test_the_same_boundary_in_float32_metrics(test):
     # A GPU metric is float32, widened to float64: 0.89f - 0.90f + 0.01 is ~1e-8, not 0.
     base, cand = BASE.astype(np.float32).astype(float), CAND.astype(np.float32).astype(float)
     assert np.all(cand - base + 0.01 != 0)
-    c = gs.compare(cand, base, margin=0.01, test=test)
+    c = compare(cand, base, margin=0.01, test=test)
     assert c.verdict is not Verdict.REGRESSED and c.p_value >= 0.5
 
 
 def test_a_real_drop_just_past_the_margin_still_regresses():
     # The tolerance is a few ulps of the data, not a fudge factor: 1e-9 beyond the margin on
     # every seed is a regression past the margin (zero spread, so certain).
-    c = gs.compare(BASE - 0.010000001, BASE, margin=0.01)
+    c = compare(BASE - 0.010000001, BASE, margin=0.01)
     assert c.verdict is Verdict.REGRESSED and c.p_value < 1e-6
     # and at margin 0 the one-point drop itself is certain
-    assert gs.compare(CAND, BASE).verdict is Verdict.REGRESSED
+    assert compare(CAND, BASE).verdict is Verdict.REGRESSED
 
 
 def test_a_two_sided_paired_test_on_rounded_equal_differences():
     # Ten seeds, each +0.01 in two decimals: the snapped differences are exactly equal, so the
     # t statistic is infinite (p = 0), not a ratio of two rounding errors.
-    res = gs.paired_test(np.round(BASE + 0.01, 2), BASE)
+    res = paired_test(np.round(BASE + 0.01, 2), BASE)
     assert res.p_value == 0.0 and res.mean_diff == pytest.approx(0.01)
 
 
@@ -92,9 +95,9 @@ def test_wilcoxon_matches_scipy_on_the_exact_differences_of_float32_accuracies()
         if not np.any(k):
             continue
         ref = stats.wilcoxon(k, zero_method="pratt").pvalue
-        assert gs.paired_test(cand, base, test="wilcoxon").p_value == pytest.approx(ref, rel=1e-9)
+        assert paired_test(cand, base, test="wilcoxon").p_value == pytest.approx(ref, rel=1e-9)
         ref_less = stats.wilcoxon(k, zero_method="pratt", alternative="less").pvalue
-        assert gs.compare(cand, base, test="wilcoxon").p_value == pytest.approx(ref_less, rel=1e-9)
+        assert compare(cand, base, test="wilcoxon").p_value == pytest.approx(ref_less, rel=1e-9)
         old_differs += not math.isclose(stats.wilcoxon(cand - base).pvalue, ref, rel_tol=1e-9)
     assert old_differs > 15  # the cases do exercise zeros and ties
 
@@ -102,7 +105,7 @@ def test_wilcoxon_matches_scipy_on_the_exact_differences_of_float32_accuracies()
 def test_wilcoxon_floor_counts_only_the_non_zero_differences():
     base = np.array([0.80, 0.81, 0.79, 0.82, 0.83])
     cand = base - np.array([0.05, 0.04, 0.06, 0.03, 0.0])  # 4 seeds worse, 1 unchanged
-    c = gs.compare(cand, base, test="wilcoxon")
+    c = compare(cand, base, test="wilcoxon")
     # 4 non-zero signs: the smallest one-sided p is 1/16 > 0.05, and scipy agrees it is reached
     assert c.p_floor == pytest.approx(1 / 16)
     ref = stats.wilcoxon(cand - base, zero_method="pratt", alternative="less").pvalue
@@ -110,14 +113,14 @@ def test_wilcoxon_floor_counts_only_the_non_zero_differences():
     assert c.verdict is Verdict.INCONCLUSIVE
     assert math.isinf(c.mde)  # no effect is detectable at α = 0.05 with this test
     assert any("cannot reach α=0.05" in note and "0.0625" in note for note in c.notes)
-    two = gs.paired_test(cand, base, test="wilcoxon")
+    two = paired_test(cand, base, test="wilcoxon")
     assert two.p_floor == pytest.approx(1 / 8) and any("cannot reach" in n for n in two.notes)
 
 
 def test_permutation_floor_counts_only_the_non_zero_differences():
     base = np.array([0.80, 0.81, 0.79, 0.82, 0.83])
     cand = base - np.array([0.05, 0.04, 0.06, 0.03, 0.0])
-    c = gs.compare(cand, base, test="permutation")
+    c = compare(cand, base, test="permutation")
     ref = stats.permutation_test((cand - base,), np.mean, permutation_type="samples",
                                  n_resamples=np.inf, alternative="less").pvalue
     assert c.p_value == pytest.approx(ref) == pytest.approx(1 / 16) == c.p_floor
@@ -131,15 +134,15 @@ def test_candidate_diverged_on_most_seeds_is_regressed_not_an_error():
     cand = np.array([np.nan, np.nan, np.nan, np.nan, 0.81])  # the worse, the more it diverges
     for kind, expected in [("not_worse", Verdict.REGRESSED), ("better", Verdict.REGRESSED),
                            ("equivalent", Verdict.NOT_EQUIVALENT)]:
-        c = gs.compare(cand, base, kind=kind, margin=0.01, label="cora/GCN")
+        c = compare(cand, base, kind=kind, margin=0.01, label="cora/GCN")
         assert c.verdict is expected
         assert c.diverged_seeds == (0, 1, 2, 3) and c.n == 1
         assert any("no paired test can run" in n and "diverged on 4" in n for n in c.notes)
-    every = gs.compare([np.nan] * 5, base)
+    every = compare([np.nan] * 5, base)
     assert every.verdict is Verdict.REGRESSED and every.n == 0 and math.isnan(every.mean_diff)
     # a baseline without two usable seeds is still an error: there is nothing to compare with
     with pytest.raises(ValueError, match="only 1 usable"):
-        gs.compare(base, [np.nan] * 4 + [0.8])
+        compare(base, [np.nan] * 4 + [0.8])
 
 
 def test_a_diverged_cell_leaves_the_other_cells_verdicts_alone():
@@ -168,7 +171,7 @@ def test_seeds_to_decide_equivalence_has_tost_power():
     from statsmodels.stats.weightstats import ttost_paired
 
     mean, sd, margin = 0.0, 0.01, 0.01
-    n = gs.seeds_to_decide(mean, sd, margin=margin, kind="equivalent")
+    n = seeds_to_decide(mean, sd, margin=margin, kind="equivalent")
     rng = np.random.default_rng(5)
 
     def tost_power(n: int, trials: int) -> float:  # statsmodels' TOST on simulated cells
@@ -180,8 +183,9 @@ def test_seeds_to_decide_equivalence_has_tost_power():
     # one seed fewer does not (the one-sided plan gave an n with TOST power 0.63).
     assert tost_power(n, 1500) >= 0.78
     assert tost_power(n - 1, 1500) < 0.82
-    from pytest_graphnetz.stats.planning import _tost_power
-    assert _tost_power(mean, sd, margin, n, 0.05) == pytest.approx(tost_power(n, 1500), abs=0.035)
+    from pytest_graphnetz.stats import planning
+    assert planning.tost_power(mean, sd, margin, n, 0.05) == pytest.approx(tost_power(n, 1500),
+                                                                          abs=0.035)
 
 
 # -- assert_ci_width at one seed asks for seeds ----------------------------------------------------
@@ -202,13 +206,13 @@ def test_ci_width_at_one_seed_asks_for_more_seeds():
 
 def test_bootstrap_over_too_few_seeds_is_refused_with_the_fix():
     x = np.array([0.80, 0.82, 0.79, 0.81, 0.83])
-    for call in (lambda: gs.bootstrap_interval(x), lambda: gs.describe(x, method="bootstrap"),
-                 lambda: gs.paired_test(x, x - 0.01, test="bootstrap"),
-                 lambda: gs.compare(x, x - 0.01, test="bootstrap")):
+    for call in (lambda: bootstrap_interval(x), lambda: describe(x, method="bootstrap"),
+                 lambda: paired_test(x, x - 0.01, test="bootstrap"),
+                 lambda: compare(x, x - 0.01, test="bootstrap")):
         with pytest.raises(ValueError, match=r"over 5 seeds refused.*at least 10.*use the"):
             call()
     # a rank or sign-flip test still runs; its interval is the t interval there, and says so
-    res = gs.paired_test(x, x - np.array([0.01, 0.02, 0.0, 0.01, 0.03]), test="wilcoxon")
+    res = paired_test(x, x - np.array([0.01, 0.02, 0.0, 0.01, 0.03]), test="wilcoxon")
     ref = stats.ttest_rel(x, x - np.array([0.01, 0.02, 0.0, 0.01, 0.03])).confidence_interval()
     assert res.interval == "t" and tuple(res.ci) == pytest.approx((ref.low, ref.high))
 
@@ -232,7 +236,7 @@ def test_bootstrap_test_and_interval_hold_their_level_at_ten_seeds():
     # (Monte-Carlo sd 0.004).
     rng = np.random.default_rng(3)
     A = rng.normal(size=(3000, 10))
-    res = gs.paired_tests(A, np.zeros_like(A), test="bootstrap", n_resamples=2000, rng=1)
+    res = paired_tests(A, np.zeros_like(A), test="bootstrap", n_resamples=2000, rng=1)
     p = np.array([r.p_value for r in res])
     assert 0.038 <= np.mean(p <= 0.05) <= 0.062
     assert 0.935 <= np.mean([r.ci.low <= 0 <= r.ci.high for r in res]) <= 0.965

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pytest_graphnetz import stats as gs
 from pytest_graphnetz.stats import Verdict
 from pytest_graphnetz.stats.boundaries import (
     DEFAULT_RHO,
@@ -22,6 +21,7 @@ from pytest_graphnetz.stats.boundaries import (
     single_look,
     spending,
 )
+from pytest_graphnetz.stats.heldout import wilson_interval
 from pytest_graphnetz.stats.sequential import (
     advise_next_look,
     run_schedule,
@@ -99,7 +99,7 @@ def test_each_look_spends_its_increment_on_raw_normal_samples():
         alive &= ~cross
     increments = np.diff((0.0, *d.spent))
     for k, (hits, inc) in enumerate(zip(first, increments, strict=True)):
-        ci = gs.wilson_interval(int(hits), trials, confidence_level=0.999)
+        ci = wilson_interval(int(hits), trials, confidence_level=0.999)
         assert ci.low <= inc <= ci.high, (k, hits / trials, inc)
 
 
@@ -116,7 +116,7 @@ def test_the_calibrator_spends_large_increments_on_raw_samples_tested_by_scipy()
     for n, c, cum in zip(looks, critical, spent, strict=True):
         t = stats.ttest_1samp(X[:, :n], 0.0, axis=1).statistic
         cross = alive & (t >= c)
-        ci = gs.wilson_interval(int(cross.sum()), X.shape[0], confidence_level=0.99)
+        ci = wilson_interval(int(cross.sum()), X.shape[0], confidence_level=0.99)
         assert ci.low <= cum - previous <= ci.high, (n, cross.mean(), cum - previous)
         alive &= ~cross
         previous = cum
@@ -146,7 +146,7 @@ def test_error_rates_hold_over_the_whole_schedule(noise):
     not_worse = (_rates(draw(-delta), d, margin=margin, min_effect=delta)[0]
                  == Verdict.NOT_WORSE).sum()
     for k in (regressed, not_worse):
-        assert gs.wilson_interval(int(k), 4000).low <= ALPHA, k / 4000
+        assert wilson_interval(int(k), 4000).low <= ALPHA, k / 4000
 
 
 def _chain_rate(X: np.ndarray, critical, looks, hit: str) -> float:
@@ -174,9 +174,9 @@ def test_taking_the_next_look_while_inconclusive_keeps_each_error_at_alpha(mean,
     X = mean + 4.0 * rng.standard_normal((6000, looks[-1]))
     fresh = _chain_rate(X, [stats.t.isf(ALPHA, n - 1) for n in looks], looks, hit)
     safe = _chain_rate(X, design(10, 80).critical, looks, hit)
-    assert gs.wilson_interval(round(fresh * X.shape[0]), X.shape[0]).low > 0.08
-    assert gs.wilson_interval(round(safe * X.shape[0]), X.shape[0]).high < 0.06
-    assert gs.wilson_interval(round(safe * X.shape[0]), X.shape[0]).low <= ALPHA
+    assert wilson_interval(round(fresh * X.shape[0]), X.shape[0]).low > 0.08
+    assert wilson_interval(round(safe * X.shape[0]), X.shape[0]).high < 0.06
+    assert wilson_interval(round(safe * X.shape[0]), X.shape[0]).low <= ALPHA
 
 
 def test_peeking_without_spending_would_break_the_guarantee():
@@ -187,7 +187,7 @@ def test_peeking_without_spending_would_break_the_guarantee():
                    nominal=(ALPHA,) * 3)
     D = np.random.default_rng(3).normal(0.0, 1.0, size=(4000, 20))
     k = (run_schedule(D, naive, margin=0.0)[0] == Verdict.REGRESSED).sum()
-    assert gs.wilson_interval(int(k), 4000).low > ALPHA
+    assert wilson_interval(int(k), 4000).low > ALPHA
 
 
 def test_a_single_look_decides_like_the_fixed_paired_t_gate():
@@ -286,7 +286,7 @@ def test_holm_across_cells_keeps_the_familywise_rate():
                               n - 1) for n in d.looks], axis=-1)
     for p in P:
         hits += any(gs_holm(p.tolist(), [d] * 3).rejected)
-    assert gs.wilson_interval(hits, trials).low <= ALPHA
+    assert wilson_interval(hits, trials).low <= ALPHA
 
 
 def test_short_schedules_design_without_a_runtime_warning():
@@ -294,10 +294,10 @@ def test_short_schedules_design_without_a_runtime_warning():
     a float32 χ² path draw of exactly 0. That path's t is ±inf, which is its limit."""
     import warnings
 
-    from pytest_graphnetz.stats.boundaries import _design
+    from pytest_graphnetz.stats.boundaries import clear_caches
 
     for lo, hi in [(3, 6), (3, 12)]:
-        _design.cache_clear()
+        clear_caches()
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             d = design(lo, hi)
@@ -311,14 +311,12 @@ def test_boundaries_do_not_depend_on_which_designs_were_calibrated_before():
     from pytest_graphnetz.stats import boundaries
 
     def fresh(lo, hi, alpha):
-        boundaries._design.cache_clear()
-        boundaries._paths.cache_clear()
+        boundaries.clear_caches()
         return design(lo, hi, alpha=alpha).critical
 
     alone = {(lo, hi, a): fresh(lo, hi, a)
              for lo, hi in [(5, 20), (5, 40), (10, 80), (3, 24)] for a in (0.05, 0.01)}
-    boundaries._design.cache_clear()
-    boundaries._paths.cache_clear()
+    boundaries.clear_caches()
     for lo, hi in [(5, 40), (3, 24), (10, 80), (5, 20), (5, 20), (3, 24)]:   # shared paths
         for level in (0.01, 0.05):
             assert design(lo, hi, alpha=level).critical == alone[lo, hi, level]

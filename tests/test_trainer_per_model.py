@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 from pytest_graphnetz import Task  # noqa: E402
-from tests.test_plugin_gates import _table  # noqa: E402
+from tests.gates_output import gates_table  # noqa: E402
 
 PROJECT = '''
 import torch
@@ -92,7 +92,7 @@ def test_two_trainers_one_gate_call_one_holm_family(pytester: pytest.Pytester) -
     pytester.runpytest(seeds, "--graphnetz-update-baselines").assert_outcomes(passed=1)
     same = pytester.runpytest(seeds, "-p", "no:cacheprovider")
     same.assert_outcomes(passed=1)
-    table = _table(same.stdout.str())
+    table = gates_table(same.stdout.str())
     assert re.search(r"tiny/GCN\s.*IDENTICAL", table) and re.search(r"tiny/GAT\s.*IDENTICAL",
                                                                      table), table
     # GAT's loop trains one epoch instead of 30 (a real bug), GCN's draws shift (innocent).
@@ -100,7 +100,7 @@ def test_two_trainers_one_gate_call_one_holm_family(pytester: pytest.Pytester) -
     changed = pytester.runpytest(seeds, "-p", "no:cacheprovider")
     changed.assert_outcomes(failed=1)
     out = changed.stdout.str()
-    table = _table(out)
+    table = gates_table(out)
     assert re.search(r"tiny/GAT\s.*REGRESSED", table), table
     assert not re.search(r"tiny/GCN\s.*(REGRESSED|IDENTICAL)", table), table
     assert "Holm across the 2 tested cells" in out

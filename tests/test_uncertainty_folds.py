@@ -94,7 +94,7 @@ def test_pairwise_on_folds_is_the_corrected_t_test(fold_report):
 
 
 def test_fold_corrected_values_turn_the_paired_t_into_the_corrected_one():
-    from pytest_graphnetz.stats import paired_test
+    from pytest_graphnetz.stats.paired import paired_test
 
     rng = np.random.default_rng(0)
     a, b = rng.normal(0.8, 0.02, size=10), rng.normal(0.79, 0.02, size=10)

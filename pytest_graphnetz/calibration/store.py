@@ -80,7 +80,7 @@ def calibration_from_dict(data: Any, *, path: Path | None = None) -> Calibration
 def write_calibration(calibration: Calibration, path: str | Path,
                       min_effect: Mapping[tuple[str, str], float | None] | None = None) -> Path:
     """Write :func:`calibration_to_dict` to ``path`` (atomically; its directory made)."""
-    from ..report import write_text_atomic
+    from ..report.files import write_text_atomic
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -95,7 +95,7 @@ def write_calibration(calibration: Calibration, path: str | Path,
 
 def read_calibration(path: str | Path) -> Calibration:
     """The calibration in ``path``; anything that is not one raises ``CalibrationError``."""
-    from ..report import read_regular_file
+    from ..report.files import read_regular_file
 
     path = Path(path)
     try:

@@ -69,7 +69,7 @@ def _parse(obj: Any) -> _Parsed:
         hit = None
     if stamp is not None and hit is not None and hit[0] == stamp:
         return hit[1]
-    parsed = _parse_now(obj)
+    parsed = parse_now(obj)
     if stamp is not None:
         with contextlib.suppress(TypeError):
             _PARSED[obj] = (stamp, parsed)
@@ -89,7 +89,7 @@ def _file_stamp(obj: Any) -> tuple[str, int, int] | None:
     return path, st.st_mtime_ns, st.st_size
 
 
-def _parse_now(obj: Any) -> _Parsed:
+def parse_now(obj: Any) -> _Parsed:
     try:
         source = inspect.getsource(obj)
     except (OSError, TypeError):

@@ -451,12 +451,12 @@ def _library_versions(tops: set[str]) -> list[str]:
     Read from the installation, never from the imported module: a process that has imported
     ``xdist`` and one that has not must give one key (before, the first read ``__version__``
     and the second looked for a distribution named ``xdist``, found none, and wrote "?")."""
-    return [f"{top}=={_installed_version(top)}"
+    return [f"{top}=={installed_version(top)}"
             for top in sorted(tops - set(sys.stdlib_module_names) - {"", "__main__"})]
 
 
 @functools.cache
-def _installed_version(top: str) -> str:
+def installed_version(top: str) -> str:
     """The version of the distribution(s) installing top-level module ``top``, or "?"."""
     import importlib.metadata
     import importlib.util

@@ -3,7 +3,7 @@
 Each gate works on every (task, model) cell of the candidate: the seeds both reports ran are
 paired **by seed value** (seed 3 with seed 3, whatever their order), the differences
 ``d_s = candidate − baseline`` (sign flipped for lower-is-better metrics) go to
-:func:`pytest_graphnetz.stats.compare`, and the p-values of one call are Holm-corrected across
+:func:`stats.decisions.compare`, and the p-values of one call are Holm-corrected across
 its tested cells (``assert_not_worse`` only: ``assert_better``/``assert_equivalent`` pass only
 when every cell passes, an intersection-union test that needs no correction). A gate returns its
 verdicts and raises ``AssertionError`` when one fails; the message carries what a reviewer needs

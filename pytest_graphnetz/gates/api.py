@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import stats
 from ..baselines import BaselineError, BaselineHandle, load_baseline
 from ..report import BenchmarkReport
+from ..stats.planning import seeds_for_width
 from ..stats.suite import DEFAULT_SUITE_WEIGHT
 from ..text import fmt_num
 from ..verdicts.formatting import describe_values
@@ -134,8 +134,8 @@ def assert_ci_width(report: BenchmarkReport, max_width: float, *,
                 failed = not width <= max_width   # a NaN width (n < 2) fails too
                 needed = None
                 if failed and math.isfinite(cell.std) and cell.std > 0:
-                    needed = stats.seeds_for_width(cell.std, max_width,
-                                                   confidence_level=report.confidence_level)
+                    needed = seeds_for_width(cell.std, max_width,
+                                             confidence_level=report.confidence_level)
                 verdicts.append(WidthVerdict(task, model, spec.name, spec.higher_is_better, cell,
                                              width, float(max_width), needed, failed))
     except Exception as exc:

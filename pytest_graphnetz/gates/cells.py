@@ -21,7 +21,14 @@ from ..history import MetricSpec
 from ..pairing import changed_model_notes, collapse_notes
 from ..report import BenchmarkReport
 from ..stats.boundaries import Design
-from ..stats.decisions import LOOK_VERDICTS, Comparison, decide_look, holm_member, plan_seeds
+from ..stats.decisions import (
+    LOOK_VERDICTS,
+    Comparison,
+    compare,
+    decide_look,
+    holm_member,
+    plan_seeds,
+)
 from ..stats.sequential import FamilyDecision
 from ..stats.suite import DEFAULT_SUITE_WEIGHT
 from ..verdicts.formatting import describe_values, verdict_name
@@ -78,9 +85,9 @@ class GateCell:
                                 "higher_is_better": self.spec.higher_is_better,
                                 "label": f"{self.task}/{self.model}", "seeds": seeds}
         cell = fold_cell(cell, self.folds, test)
-        return stats.compare(**{"test": test, **cell}, kind="not_worse", margin=margin,
-                             min_effect=self.min_effect, alpha=self.design.nominal[self.look],
-                             rng=rng, plan=False)
+        return compare(**{"test": test, **cell}, kind="not_worse", margin=margin,
+                       min_effect=self.min_effect, alpha=self.design.nominal[self.look],
+                       rng=rng, plan=False)
 
     def look_code(self, comp: Comparison) -> stats.Verdict | None:
         """NOT WORSE's and BETTER's boundaries at this look (REGRESSED is the family's)."""

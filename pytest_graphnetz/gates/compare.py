@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Protocol, runtime_checkable
 
-from .. import stats
 from ..pairing import (
     changed_model_notes,
     check_cells,
@@ -28,6 +27,7 @@ from ..stats.boundaries import (
     schedule,
     single_look,
 )
+from ..stats.decisions import compare
 from ..verdicts.formatting import describe_values, seed_list, verdict_name
 from ..verdicts.rules import failed_verdict
 from ..verdicts.values import CHANGED_MODEL_NOTE, CellVerdict, GateRefusal
@@ -145,8 +145,8 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
             described.append(cell)
             tested.append(fold_cell(cell, report.folds(task), test))
     # better / equivalent: intersection-union tests, every cell at alpha (no family)
-    comparisons = [stats.compare(**{"test": test, **cell}, kind=gate, margin=margin,
-                                 alpha=alpha, rng=rng) for cell in tested]
+    comparisons = [compare(**{"test": test, **cell}, kind=gate, margin=margin,
+                           alpha=alpha, rng=rng) for cell in tested]
     verdicts = []
     for (task, model, spec), cell, comp in zip(specs, described, comparisons, strict=True):
         if report.folds(task) is not None:

@@ -13,7 +13,7 @@ import numpy as np
 from .. import stats
 from ..history import MetricSpec
 from ..report import BenchmarkReport
-from ..stats.decisions import decide_look, final_verdict, plan_seeds
+from ..stats.decisions import compare, decide_look, final_verdict, plan_seeds
 from ..stats.suite import DEFAULT_SUITE_WEIGHT
 from ..verdicts.formatting import describe_values, seed_list, verdict_name
 from ..verdicts.rules import default_min_effect, failed_verdict
@@ -51,11 +51,11 @@ class _SuiteRow:
         verdict = stats.Verdict.REGRESSED if self.rejected else final_verdict(code)
         # The paired t on the per-seed task means is suite_test's test (their difference is
         # suite_differences); compare() adds what a cell's message shows (interval, MDE, plan).
-        comp = stats.compare(self.candidate, self.baseline,
-                             higher_is_better=self.spec.higher_is_better, kind="not_worse",
-                             test="paired-t", margin=res.margin, min_effect=self.min_effect,
-                             alpha=res.alpha, label=f"{SUITE}/{self.model}", seeds=self.seeds,
-                             plan=False)
+        comp = compare(self.candidate, self.baseline,
+                       higher_is_better=self.spec.higher_is_better, kind="not_worse",
+                       test="paired-t", margin=res.margin, min_effect=self.min_effect,
+                       alpha=res.alpha, label=f"{SUITE}/{self.model}", seeds=self.seeds,
+                       plan=False)
         comp = replace(comp, verdict=verdict, notes=(
             *comp.notes,
             f"suite row: per seed, the mean over {len(self.tasks)} tasks {self.tasks} of "

@@ -352,7 +352,7 @@ class GraphnetzSession:
         # Imported only now: report imports numpy (~0.3 s), which a session without gates or
         # triples must not pay for.
         from ..outputs import write_summaries
-        from ..report import write_text_atomic
+        from ..report.files import write_text_atomic
 
         lines: list[str] = []
         text = summary.markdown()

@@ -12,46 +12,15 @@ Axis convention, stated once for the whole package: ``X[task, model, seed]`` (se
 - :mod:`.schema`: schema names and versions, errors, validation of a decoded document;
 - :mod:`.files`: atomic writes, bounded reads of regular files, and the one lock convention
   (stdlib only; the cache, the baselines and the task loaders use it too).
+
+This namespace holds what a user meets: :class:`BenchmarkReport` and the errors reading or
+selecting from one raises. Everything else is imported from the module that defines it
+(``from pytest_graphnetz.report.codec import dumps``).
 """
 
 from __future__ import annotations
 
-from .codec import (
-    dumps,
-    history_from_json,
-    history_to_json,
-    read_json,
-    values_from_json,
-    values_to_json,
-)
-from .files import (
-    MAX_READ_BYTES,
-    STALE_TEMP_SECONDS,
-    UNLOCKED_TEMP_SECONDS,
-    NotARegularFileError,
-    atomic_file,
-    read_regular_file,
-    remove_stale_temp_files,
-    write_text_atomic,
-)
-from .model import BenchmarkReport, EpochSelectionError, Triple, load_report
-from .schema import (
-    CI_METHODS,
-    EPOCH_SELECTIONS,
-    SCHEMA,
-    SCHEMA_VERSION,
-    VALUES_SCHEMA,
-    VALUES_SCHEMA_VERSION,
-    ReportFormatError,
-    ReportSchemaError,
-)
+from .model import BenchmarkReport, EpochSelectionError
+from .schema import ReportFormatError, ReportSchemaError
 
-__all__ = [
-    "CI_METHODS", "EPOCH_SELECTIONS", "MAX_READ_BYTES", "SCHEMA", "SCHEMA_VERSION",
-    "STALE_TEMP_SECONDS", "VALUES_SCHEMA", "VALUES_SCHEMA_VERSION", "BenchmarkReport",
-    "EpochSelectionError", "NotARegularFileError", "ReportFormatError", "ReportSchemaError",
-    "Triple", "UNLOCKED_TEMP_SECONDS", "atomic_file", "dumps", "history_from_json",
-    "history_to_json", "load_report",
-    "read_json", "read_regular_file", "remove_stale_temp_files", "values_from_json",
-    "values_to_json", "write_text_atomic",
-]
+__all__ = ["BenchmarkReport", "EpochSelectionError", "ReportFormatError", "ReportSchemaError"]

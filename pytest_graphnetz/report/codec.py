@@ -15,15 +15,15 @@ import numpy as np
 from ..history import History, MetricSpec
 from .files import NotARegularFileError, read_regular_file
 from .schema import (
-    _EPOCH_RULE_KEYS,
-    _NON_FINITE,
-    _SELECTED_KEY,
+    EPOCH_RULE_KEYS,
+    NON_FINITE,
     SCHEMA,
     SCHEMA_VERSION,
+    SELECTED_KEY,
     ReportFormatError,
-    _check_series,
-    _is_number,
-    _json_type,
+    check_series,
+    is_json_number,
+    json_type,
 )
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def read_json(path: Path) -> Any:
 # float32, recovering it exactly. Encoding checks that round trip value by value and keeps the
 # full doubles when it would not hold, so the format is lossless by construction.
 
-_FLOAT32_MARK = "float32"
+FLOAT32_MARK = "float32"
 
 
 def _through_float32(doubles: np.ndarray, what: str) -> np.ndarray:
@@ -72,7 +72,7 @@ def _through_float32(doubles: np.ndarray, what: str) -> np.ndarray:
     if overflow.size:
         raise ValueError(
             f"{what} {float(doubles[overflow[0]])!r} does not fit a float32 (the vector is marked "
-            f"`\"{_FLOAT32_MARK}\": true`; float32 reaches {float(np.finfo(np.float32).max):.8g})")
+            f"`\"{FLOAT32_MARK}\": true`; float32 reaches {float(np.finfo(np.float32).max):.8g})")
     return narrow.astype(np.float64)
 
 
@@ -102,7 +102,7 @@ def history_to_json(hist: History) -> dict:
     def take(s: list) -> list[float]:
         return [next(it) for _ in s]
 
-    out: dict = {_FLOAT32_MARK: True, "test": take(d["test"])}
+    out: dict = {FLOAT32_MARK: True, "test": take(d["test"])}
     if "val" in d:
         out["val"] = take(d["val"])
     if "train_loss" in d:
@@ -122,19 +122,19 @@ def history_from_json(d: Mapping) -> History:
     string is a ValueError, never coerced.
     """
     if not isinstance(d, Mapping):
-        raise ValueError(f"a history must be an object, got {_json_type(d)}")
+        raise ValueError(f"a history must be an object, got {json_type(d)}")
     for name in ("test", "val", "train_loss"):
         if d.get(name) is not None or name == "test":
-            _check_series(name, d.get(name))
+            check_series(name, d.get(name))
     extra = d.get("extra", {})
     if not isinstance(extra, Mapping):
-        raise ValueError(f"history `extra` must be an object, got {_json_type(extra)}")
+        raise ValueError(f"history `extra` must be an object, got {json_type(extra)}")
     for name, values in extra.items():
-        _check_series(f"extra.{name}", values)
-    if type(d.get(_FLOAT32_MARK, False)) is not bool:
-        raise ValueError(f"history `{_FLOAT32_MARK}` must be true or false, "
-                         f"got {d[_FLOAT32_MARK]!r}")
-    if not d.get(_FLOAT32_MARK):
+        check_series(f"extra.{name}", values)
+    if type(d.get(FLOAT32_MARK, False)) is not bool:
+        raise ValueError(f"history `{FLOAT32_MARK}` must be true or false, "
+                         f"got {d[FLOAT32_MARK]!r}")
+    if not d.get(FLOAT32_MARK):
         return History.from_dict(d)
 
     def widen(values: Any) -> tuple[float, ...]:
@@ -171,7 +171,7 @@ def values_to_json(vectors: Mapping[str, Any]) -> dict:
         return out
     it = iter(short)
     out.update({k: [next(it) for _ in v] for k, v in present.items()})
-    out[_FLOAT32_MARK] = True
+    out[FLOAT32_MARK] = True
     return out
 
 
@@ -184,12 +184,12 @@ def values_from_json(d: Mapping, keys: Sequence[str]) -> dict[str, np.ndarray | 
             continue
         # As report histories are read: numbers, or the strings of the non-finite ones;
         # "0.9" is refused, never coerced.
-        if not isinstance(d[k], list) or not all(_is_number(v) or v in _NON_FINITE
+        if not isinstance(d[k], list) or not all(is_json_number(v) or v in NON_FINITE
                                                  for v in d[k]):
             raise ValueError(f"`{k}` must be a list of numbers (or \"NaN\", \"Infinity\", "
                              f"\"-Infinity\"), got {d[k]!r}")
         doubles = np.array([float(v) for v in d[k]], dtype=np.float64)
-        out[k] = _through_float32(doubles, f"`{k}`") if d.get(_FLOAT32_MARK) else doubles
+        out[k] = _through_float32(doubles, f"`{k}`") if d.get(FLOAT32_MARK) else doubles
     return out
 
 
@@ -253,10 +253,10 @@ def report_to_dict(report: BenchmarkReport) -> dict[str, Any]:
         cells.setdefault(t, {}).setdefault(m, {})[str(s)] = history_to_json(hist)
     written = [h for by_model in cells.values() for by_seed in by_model.values()
                for h in by_seed.values()]
-    if any(_SELECTED_KEY in h for h in written):
+    if any(SELECTED_KEY in h for h in written):
         version = SCHEMA_VERSION
     else:
-        version = 4 if any(key in h for h in written for key in _EPOCH_RULE_KEYS) else 3
+        version = 4 if any(key in h for h in written for key in EPOCH_RULE_KEYS) else 3
     return {
         "schema": SCHEMA,
         "schema_version": version,
@@ -278,7 +278,7 @@ def report_to_dict(report: BenchmarkReport) -> dict[str, Any]:
 
 def report_arguments(data: Mapping) -> dict[str, Any]:
     """The :class:`~pytest_graphnetz.report.BenchmarkReport` constructor's arguments from a
-    report's JSON form (checked first by ``schema._check_report_dict``)."""
+    report's JSON form (checked first by ``schema.check_report_dict``)."""
     metrics = {t: MetricSpec(d["name"], d["higher_is_better"])
                for t, d in data["metrics"].items()}
     histories = {

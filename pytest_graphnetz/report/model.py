@@ -29,7 +29,7 @@ from .schema import (
     EPOCH_SELECTIONS,
     VALUES_SCHEMA,
     ReportFormatError,
-    _check_report_dict,
+    check_report_dict,
     check_schema,
 )
 
@@ -433,7 +433,7 @@ class BenchmarkReport:
         :class:`ReportFormatError` naming ``source``."""
         if check_schema(data, source) == VALUES_SCHEMA:
             return values_form.from_values_dict(cls, data, source)
-        _check_report_dict(data, source)
+        check_report_dict(data, source)
         try:
             return cls(**report_arguments(data))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:

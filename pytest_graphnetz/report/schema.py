@@ -17,8 +17,8 @@ SCHEMA = "pytest-graphnetz/report"
 # A report is written with the lowest version whose readers read it: 3 when its histories use
 # none of these keys, 4 without `selected`.
 SCHEMA_VERSION = 5
-_EPOCH_RULE_KEYS = ("val_metric", "restored_epoch")
-_SELECTED_KEY = "selected"
+EPOCH_RULE_KEYS = ("val_metric", "restored_epoch")
+SELECTED_KEY = "selected"
 # The values-only form committed baselines use (BenchmarkReport.to_values_dict).
 # 2: a cell's (and an anchor's) per-seed values sit under `values`, keyed by epoch rule name
 # (a new rule is a new key); version 1 held `final` and `best_val` beside the cell's other keys.
@@ -69,7 +69,7 @@ def check_schema(data: Any, source: str) -> str:
 # A hostile or damaged file must fail with a message, not coerce ("false" read as true, 1.5 read
 # as seed 1) nor allocate what it declares (a 157 KB file can declare 2000 × 2000 × 2000 cells).
 
-def _check_report_dict(data: Mapping, source: str) -> None:
+def check_report_dict(data: Mapping, source: str) -> None:
     """Refuse wrong types and a declared grid the histories do not fill, naming ``source``."""
 
     def fail(where: str, problem: str) -> NoReturn:
@@ -77,7 +77,7 @@ def _check_report_dict(data: Mapping, source: str) -> None:
 
     def mapping(where: str, value: Any) -> Mapping:
         if not isinstance(value, Mapping):
-            fail(where, f"must be an object, got {_json_type(value)}")
+            fail(where, f"must be an object, got {json_type(value)}")
         return value
 
     for key in ("tasks", "models", "seeds", "metrics", "histories"):
@@ -87,7 +87,7 @@ def _check_report_dict(data: Mapping, source: str) -> None:
     for axis, kind in (("tasks", str), ("models", str), ("seeds", int)):
         labels = data[axis]
         if not isinstance(labels, list):
-            fail(axis, f"must be a list, got {_json_type(labels)}")
+            fail(axis, f"must be a list, got {json_type(labels)}")
         for i, label in enumerate(labels):
             if type(label) is not kind:
                 fail(f"{axis}[{i}]", f"must be {'a string' if kind is str else 'an integer'}, "
@@ -129,7 +129,7 @@ def _check_report_dict(data: Mapping, source: str) -> None:
                     "confidence_level": float}.get(name)
         if expected is None:
             continue  # the constructor refuses a setting it does not take
-        if not (isinstance(value, str) if expected is str else _is_number(value)):
+        if not (isinstance(value, str) if expected is str else is_json_number(value)):
             fail(f"settings.{name}", f"must be a {'string' if expected is str else 'number'}, "
                  f"got {value!r}")
     mapping("protocol", data.get("protocol", {}))
@@ -142,25 +142,25 @@ def _check_report_dict(data: Mapping, source: str) -> None:
 
 
 _INT_TEXT = re.compile(r"-?(0|[1-9][0-9]*)")
-_NON_FINITE = ("NaN", "Infinity", "-Infinity")
+NON_FINITE = ("NaN", "Infinity", "-Infinity")
 
 
-def _is_number(value: Any) -> bool:
+def is_json_number(value: Any) -> bool:
     return type(value) in (int, float)
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
     names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
              int: "a number", float: "a number", type(None): "null"}
     return names.get(type(value), type(value).__name__)
 
 
 
-def _check_series(where: str, values: Any) -> None:
+def check_series(where: str, values: Any) -> None:
     if not isinstance(values, list):
         raise ValueError(f"history series `{where}` must be a list of numbers, got "
-                         f"{_json_type(values)}")
+                         f"{json_type(values)}")
     for i, v in enumerate(values):
-        if not (_is_number(v) or v in _NON_FINITE):
+        if not (is_json_number(v) or v in NON_FINITE):
             raise ValueError(f"history series `{where}`[{i}] must be a number (or \"NaN\", "
                              f"\"Infinity\", \"-Infinity\"), got {v!r}")

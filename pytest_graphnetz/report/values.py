@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..history import History, MetricSpec
-from .codec import _FLOAT32_MARK, values_from_json, values_to_json
+from .codec import FLOAT32_MARK, values_from_json, values_to_json
 from .schema import EPOCH_SELECTIONS, VALUES_SCHEMA, VALUES_SCHEMA_VERSION, ReportFormatError
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ def rule_values_from_json(d: Mapping, version: int, what: str) -> dict[str, np.n
         if not isinstance(vectors, Mapping):
             raise ValueError(f"{what}: `values` must be an object of per-seed lists by epoch "
                              f"rule, got {vectors!r}")
-        found = values_from_json(vectors, [k for k in vectors if k != _FLOAT32_MARK])
+        found = values_from_json(vectors, [k for k in vectors if k != FLOAT32_MARK])
     else:
         found = values_from_json(d, ("final", "best_val"))
     out = {rule: vec for rule, vec in found.items() if vec is not None}

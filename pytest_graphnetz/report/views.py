@@ -48,7 +48,7 @@ def summary(report: BenchmarkReport, method: str | None = None, *, source: str =
     [0, 1] (accuracy, AUC...) is clipped to it, and the row's ``method`` says so
     (``"t, clipped to [0, 1]"``).
     """
-    from ..stats import summarize
+    from ..stats.tables import summarize
 
     level = report.confidence_level if confidence_level is None else confidence_level
     X = report.to_array(epoch_selection, strict=strict)
@@ -76,8 +76,9 @@ def summary(report: BenchmarkReport, method: str | None = None, *, source: str =
 def _example_summary(report: BenchmarkReport, X: np.ndarray, source: str, method: str | None,
                      level: float, epoch_selection: str | None, strict: bool,
                      rng: Any) -> Summary:
-    from ..stats import SummaryRow, describe_many, resolve_rng
+    from ..stats import SummaryRow, resolve_rng
     from ..stats.heldout import COVERS, SOURCES, example_interval
+    from ..stats.intervals import describe_many
     from ..stats.tables import Summary
 
     if source not in SOURCES:
@@ -129,8 +130,8 @@ def pairwise(report: BenchmarkReport, test: str = "paired-t", *,
     ``untestable="skip"`` gives it a row of NaN statistics and a note instead. Pairs on test
     examples instead of seeds are :func:`pairwise_examples`' job.
     """
-    from ..stats import pairwise_table
     from ..stats.heldout import EXAMPLE_TESTS
+    from ..stats.tables import pairwise_table
 
     if test in EXAMPLE_TESTS:
         raise ValueError(f"test={test!r} pairs the models on test examples, not on seeds: use "
@@ -199,7 +200,7 @@ def pairwise_examples(report: BenchmarkReport, test: str = "mcnemar", *,
 def _fold_corrected_pairwise(report: BenchmarkReport, table: Any, X: np.ndarray):
     """``table`` with every row of a fold task redone as the corrected resampled t test
     (on the pairs finite in both models), Holm re-adjusted within the task."""
-    from ..stats import holm
+    from ..stats.decisions import holm
     from ..stats.heldout import FOLD_NOTE, corrected_resampled_ttest
 
     rows = list(table.rows)

@@ -78,7 +78,7 @@ def execute(jobs: list[Job], *, workers: int, executor: Any, device: str,
         )
     own = executor is None
     if own:
-        executor = _process_pool(workers, device, jobs)
+        executor = process_pool(workers, device, jobs)
 
     try:
         futures = {executor.submit(run_triple, job): i for i, job in enumerate(jobs)}
@@ -138,7 +138,7 @@ def _report_progress(progress: Progress | None, job: Job, outcome: Outcome) -> N
                  outcome.seconds)
 
 
-def _process_pool(workers: int, device: str, jobs: list[Job]) -> Any:
+def process_pool(workers: int, device: str, jobs: list[Job]) -> Any:
     """A process pool; ``fork`` (no re-import, ~2× faster start here) when safe.
 
     CUDA cannot be used in a forked child once the parent touched it, so a GPU run spawns.

@@ -17,8 +17,15 @@ Conventions:
 
 One module per concept: :mod:`.intervals` (describing a cell), :mod:`.paired` (paired tests and
 one-sided evidence), :mod:`.decisions` (verdicts, ``compare``, Holm), :mod:`.planning` (power,
-MDE, seeds needed), :mod:`.heldout` (folds, Wilson, bootstrap over test examples) and
-:mod:`.tables` (the Summary and Pairwise views).
+MDE, seeds needed), :mod:`.boundaries` and :mod:`.sequential` (the one sequential design and
+deciding with it), :mod:`.suite` (the suite row), :mod:`.robust` (collapsed seeds),
+:mod:`.heldout` (folds, Wilson, bootstrap over test examples), :mod:`.tables` (the Summary and
+Pairwise views) and :mod:`.resampling` (the bootstrap and sign-flip kernels).
+
+This namespace holds what a user meets: the result types the report's views and the gates'
+verdicts hand out, the rng convention, the choices of ``method``/``test`` and the seed planner
+the docs use. Everything else is imported from the module that defines it
+(``from pytest_graphnetz.stats.decisions import compare``).
 """
 
 from __future__ import annotations
@@ -26,33 +33,20 @@ from __future__ import annotations
 from ._common import (
     CI_METHODS,
     DEFAULT_SEED,
-    EXACT_SIGNFLIP_MAX_N,
-    KINDS,
     PAIRED_TESTS,
     ConfidenceInterval,
     RngLike,
     resolve_rng,
 )
-from .decisions import Comparison, HolmResult, Verdict, compare, compare_many, holm, holm_adjust
-from .heldout import (
-    FoldSummary,
-    bootstrap_metric,
-    corrected_resampled_ttest,
-    describe_folds,
-    wilson_interval,
-)
-from .intervals import CellStats, bootstrap_interval, describe, describe_many, t_interval
-from .paired import PairedResult, paired_test, paired_tests
-from .planning import mde, seeds_for_min_effect, seeds_for_width, seeds_to_decide
-from .tables import Pairwise, PairwiseRow, Summary, SummaryRow, pairwise_table, summarize
+from .decisions import Comparison, Verdict
+from .heldout import ExamplePairwise
+from .intervals import CellStats
+from .paired import PairedResult
+from .planning import seeds_for_min_effect
+from .tables import Pairwise, PairwiseRow, Summary, SummaryRow
 
 __all__ = [
-    "CI_METHODS", "DEFAULT_SEED", "EXACT_SIGNFLIP_MAX_N", "KINDS", "PAIRED_TESTS",
-    "CellStats", "Comparison", "ConfidenceInterval", "FoldSummary", "HolmResult",
-    "PairedResult", "Pairwise", "PairwiseRow", "RngLike", "Summary", "SummaryRow", "Verdict",
-    "bootstrap_interval", "bootstrap_metric", "compare", "compare_many",
-    "corrected_resampled_ttest", "describe", "describe_folds", "describe_many", "holm",
-    "holm_adjust", "mde", "paired_test", "paired_tests", "pairwise_table", "resolve_rng",
-    "seeds_for_min_effect", "seeds_for_width", "seeds_to_decide", "summarize", "t_interval",
-    "wilson_interval",
+    "CI_METHODS", "DEFAULT_SEED", "PAIRED_TESTS", "CellStats", "Comparison", "ConfidenceInterval",
+    "ExamplePairwise", "PairedResult", "Pairwise", "PairwiseRow", "RngLike", "Summary",
+    "SummaryRow", "Verdict", "resolve_rng", "seeds_for_min_effect",
 ]

@@ -1,5 +1,7 @@
-"""Shared pieces of the statistics package: constants, the interval type, input validation
-and the batched Student-t building blocks (rows of ``D`` are independent cells, shape (k, n))."""
+"""The base every module of the statistics package stands on (private to the package; users
+get its public names from :mod:`pytest_graphnetz.stats`): constants and choices, the interval
+type, the rng convention, input checks, the batched Student-t building blocks (rows of ``D`` are
+independent cells, shape (k, n)) and the resolution below which two values are one."""
 
 from __future__ import annotations
 
@@ -43,7 +45,7 @@ def resolve_rng(rng: RngLike) -> np.random.Generator:
     return np.random.default_rng(DEFAULT_SEED if rng is None else int(rng))
 
 
-def _vector(x: ArrayLike, name: str, label: str | None = None) -> np.ndarray:
+def as_vector(x: ArrayLike, name: str, label: str | None = None) -> np.ndarray:
     arr = np.asarray(x, dtype=float)
     if arr.ndim != 1:
         where = f"{label}: " if label else ""
@@ -51,8 +53,8 @@ def _vector(x: ArrayLike, name: str, label: str | None = None) -> np.ndarray:
     return arr
 
 
-def _finite(x: ArrayLike, name: str, *, min_n: int = 2) -> np.ndarray:
-    arr = _vector(x, name)
+def finite_vector(x: ArrayLike, name: str, *, min_n: int = 2) -> np.ndarray:
+    arr = as_vector(x, name)
     if not np.all(np.isfinite(arr)):
         raise ValueError(
             f"`{name}` has non-finite values at positions "
@@ -64,18 +66,18 @@ def _finite(x: ArrayLike, name: str, *, min_n: int = 2) -> np.ndarray:
     return arr
 
 
-def _check_level(confidence_level: float) -> float:
+def check_level(confidence_level: float) -> float:
     if not 0.0 < confidence_level < 1.0:
         raise ValueError(f"`confidence_level` must lie in (0, 1), got {confidence_level!r}")
     return float(confidence_level)
 
 
-def _check_choice(name: str, value: str, choices: Sequence[str]) -> None:
+def check_choice(name: str, value: str, choices: Sequence[str]) -> None:
     if value not in choices:
         raise ValueError(f"`{name}` must be one of {tuple(choices)}, got {value!r}")
 
 
-def _t_quantile(q: Any, df: Any) -> Any:
+def t_quantile(q: Any, df: Any) -> Any:
     """Student's t quantile. scipy.special's ufuncs, not ``scipy.stats.t``: the distribution
     objects cost ~100x more per call, and power searches call these dozens of times."""
     from scipy import special
@@ -83,23 +85,23 @@ def _t_quantile(q: Any, df: Any) -> Any:
     return special.stdtrit(df, q)
 
 
-def _t_sf(t: Any, df: Any) -> Any:
+def t_sf(t: Any, df: Any) -> Any:
     from scipy import special
 
     return special.stdtr(df, -np.asarray(t, dtype=float))
 
 
-def _t_p_greater(mean: Any, se: Any, df: Any, c: float = 0.0) -> np.ndarray:
+def t_p_greater(mean: Any, se: Any, df: Any, c: float = 0.0) -> np.ndarray:
     """One-sided p for H1 "mean > c" from a t statistic; zero ``se`` gives an exact 0/0.5/1."""
     mean, se = np.asarray(mean, dtype=float), np.asarray(se, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = (mean - c) / se
     # With no spread the data decide exactly: all above c, all below, or sitting on it.
     exact = np.where(mean > c, np.inf, np.where(mean < c, -np.inf, 0.0))
-    return _t_sf(np.where(se > 0, t, exact), df)
+    return t_sf(np.where(se > 0, t, exact), df)
 
 
-def _t_moments(D: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def t_moments(D: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per row: mean, sample sd (ddof=1) and standard error of the mean."""
     n = D.shape[-1]
     mean = D.mean(axis=-1)
@@ -107,13 +109,13 @@ def _t_moments(D: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return mean, sd, sd / math.sqrt(n)
 
 
-def _effect(mean: np.ndarray, sd: np.ndarray) -> np.ndarray:
+def standardized_effect(mean: np.ndarray, sd: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(sd > 0, mean / np.where(sd > 0, sd, 1.0),
                         np.where(mean == 0, 0.0, np.sign(mean) * np.inf))
 
 
-def _group_rows(mask: np.ndarray) -> list[tuple[np.ndarray, list[int]]]:
+def group_rows(mask: np.ndarray) -> list[tuple[np.ndarray, list[int]]]:
     """Rows of a boolean (k, n) mask grouped by identical pattern: [(pattern, row indices)]."""
     groups: dict[bytes, tuple[np.ndarray, list[int]]] = {}
     for i, row in enumerate(mask):

@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from ._common import _t_quantile
+from ._common import t_quantile
 
 DEFAULT_RHO = 0.85         # share of α the first look spends
 DEFAULT_FIRST_LOOK = 10    # the schedule's first look when the project declares none
@@ -173,7 +173,7 @@ def calibrate(looks: tuple[int, ...], cumulative: tuple[float, ...]) -> tuple[fl
         raise ValueError(f"`looks` must increase from at least 2, got {list(looks)}")
     if not (0 < cum[0] < 0.5 and np.all(np.diff(cum) >= 0) and cum[-1] < 0.5):
         raise ValueError(f"cumulative levels must be non-decreasing in (0, 0.5), got {cum}")
-    critical = [float(_t_quantile(1 - cum[0], looks[0] - 1))]
+    critical = [float(t_quantile(1 - cum[0], looks[0] - 1))]
     if len(looks) == 1:
         return tuple(critical)
     # The paths depend only on the looks, never on α or the spending: the designs at the Holm
@@ -200,7 +200,7 @@ def crossing(stat: np.ndarray, running: np.ndarray, j: int, n: int) -> float | N
     if not 0 < j < alive:
         return None
     share = 2 * (j + 1 + running.size - alive) / running.size + 1e-3
-    top = stat[running & (stat >= _t_quantile(1 - share, n - 1))] if share < 0.5 else None
+    top = stat[running & (stat >= t_quantile(1 - share, n - 1))] if share < 0.5 else None
     if top is None or top.size <= j:
         top = stat[running]
     pair = -np.partition(-top, (j - 1, j))[j - 1:j + 1]
@@ -259,6 +259,13 @@ def t_stat(S: np.ndarray, Q: np.ndarray, n: int) -> np.ndarray:
     # ±inf, its true limit.
     with np.errstate(divide="ignore", invalid="ignore"):
         return (S / n) / np.sqrt(Q / (n - 1) / n)
+
+
+def clear_caches() -> None:
+    """Forget every cached design and set of simulated paths, as in a fresh process (for checks
+    that calibrating does not depend on what was calibrated before)."""
+    _design.cache_clear()
+    _paths.cache_clear()
 
 
 def _check_params(alpha: float, rho: float) -> None:

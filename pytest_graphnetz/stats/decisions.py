@@ -17,12 +17,12 @@ from ._common import (
     PAIRED_TESTS,
     ConfidenceInterval,
     RngLike,
-    _check_choice,
-    _vector,
+    as_vector,
+    check_choice,
     within_resolution,
 )
-from .paired import _Evidence, _evidence, _floor_notes, _require_pairs
-from .planning import _mde_se, _seeds_needed, seeds_for_min_effect
+from .paired import PairedEvidence, evidence_of, floor_notes, require_pairs
+from .planning import mde_from_se, seeds_for_min_effect, seeds_to_decide_beyond
 
 
 class Verdict(str, Enum):
@@ -109,7 +109,7 @@ class Comparison:
     # One-sided levels of ``ci``'s lower and upper end when they are not both ``alpha`` (the
     # gate's Holm level on REGRESSED's side, a sequential look's nominal levels).
     ci_alphas: tuple[float, float] | None = None
-    evidence: _Evidence | None = field(default=None, repr=False, compare=False)
+    evidence: PairedEvidence | None = field(default=None, repr=False, compare=False)
 
     @property
     def confidence_level(self) -> float:
@@ -200,12 +200,12 @@ def compare(candidate: ArrayLike, baseline: ArrayLike, *, higher_is_better: bool
     (default: 0, 1, ...).
     """
     where = label or "cell"
-    cand, base = _vector(candidate, "candidate", where), _vector(baseline, "baseline", where)
+    cand, base = as_vector(candidate, "candidate", where), as_vector(baseline, "baseline", where)
     if cand.shape != base.shape:
         raise ValueError(f"{where}: candidate has {cand.size} seeds but baseline has {base.size}; "
                          "pair them by seed value first")
-    _check_choice("kind", kind, KINDS)
-    _check_choice("test", test, PAIRED_TESTS)
+    check_choice("kind", kind, KINDS)
+    check_choice("test", test, PAIRED_TESTS)
     if not margin >= 0:
         raise ValueError(f"{where}: `margin` must be >= 0 (in metric units), got {margin!r}")
     if not 0 < alpha < 0.5:
@@ -224,7 +224,7 @@ def compare(candidate: ArrayLike, baseline: ArrayLike, *, higher_is_better: bool
     diverged = tuple(names[i] for i in np.flatnonzero(c_bad & ~b_bad))
     excluded = tuple(names[i] for i in np.flatnonzero(b_bad))
     if not diverged:  # a diverged candidate is decided below, however few pairs remain
-        _require_pairs(int(keep.sum()), where, [names[i] for i in np.flatnonzero(~keep)])
+        require_pairs(int(keep.sum()), where, [names[i] for i in np.flatnonzero(~keep)])
     notes: list[str] = []
     if diverged:
         notes.append(f"candidate diverged (non-finite metric) at seed(s) {list(diverged)} where "
@@ -259,7 +259,7 @@ def compare(candidate: ArrayLike, baseline: ArrayLike, *, higher_is_better: bool
                           seeds_needed=None, p_floor=0.0, notes=tuple(notes), **common)
 
     boundaries = {"not_worse": (-margin,), "better": (margin,)}.get(kind, (-margin, margin))
-    ev = _evidence(test, c, b, n_resamples, rng, at=boundaries)
+    ev = evidence_of(test, c, b, n_resamples, rng, at=boundaries)
     p_better = ev.p_greater(margin)
     if kind == "not_worse":
         bound = margin if min_effect is None else min_effect
@@ -271,12 +271,12 @@ def compare(candidate: ArrayLike, baseline: ArrayLike, *, higher_is_better: bool
         p_reverse = p_primary
     # The (1 - 2 alpha) two-sided interval: its ends are the one-sided bounds the tests use.
     low, high = ev.bounds(1 - 2 * alpha)
-    notes.extend(_floor_notes(test, n, ev.floor, alpha, "one-sided"))
+    notes.extend(floor_notes(test, n, ev.floor, alpha, "one-sided"))
     if test == "welch":
         notes.append("welch: unpaired test; the seeds' pairing is ignored")
     se_for_power = sd / math.sqrt(n)
     effect_mde = (math.inf if ev.floor > alpha
-                  else _mde_se(se_for_power, n - 1, alpha=alpha, power=power, one_sided=True))
+                  else mde_from_se(se_for_power, n - 1, alpha=alpha, power=power, one_sided=True))
     if test not in ("paired-t", "welch") and math.isfinite(effect_mde):
         notes.append(f"MDE from the paired-t power formula (approximate for {test})")
     verdict = _decide(kind, p_primary, p_reverse, p_better, alpha, bool(diverged))
@@ -294,8 +294,8 @@ def plan_seeds(comp: Comparison, alpha_regressed: float) -> int | None:
     if comp.verdict is not Verdict.INCONCLUSIVE:
         return None
     if comp.kind != "not_worse":
-        return _seeds_needed(comp.mean_diff, comp.sd_diff, comp.n, margin=comp.margin,
-                             alpha=comp.alpha, power=comp.power, kind=comp.kind)
+        return seeds_to_decide_beyond(comp.mean_diff, comp.sd_diff, comp.n, margin=comp.margin,
+                                      alpha=comp.alpha, power=comp.power, kind=comp.kind)
     if comp.min_effect is None or not math.isfinite(comp.sd_diff):
         return None
     needed = seeds_for_min_effect(comp.sd_diff, comp.min_effect, margin=comp.margin,
@@ -427,8 +427,8 @@ def holm_member(comp: Comparison, p_adjusted: float, m: int) -> Comparison:
     level = comp.alpha / m
     mde_holm = math.inf
     if comp.p_floor <= level and math.isfinite(comp.sd_diff):
-        mde_holm = _mde_se(comp.sd_diff / math.sqrt(comp.n), comp.n - 1, alpha=level,
-                           power=comp.power, one_sided=True)
+        mde_holm = mde_from_se(comp.sd_diff / math.sqrt(comp.n), comp.n - 1, alpha=level,
+                               power=comp.power, one_sided=True)
     comp = replace(comp, p_adjusted=p_adjusted, mde=mde_holm, mde_alpha=level,
                    notes=(*comp.notes, f"p Holm-adjusted across the {m} tested cells"))
     return replace(comp, seeds_needed=plan_seeds(comp, level))

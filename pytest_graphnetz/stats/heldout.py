@@ -15,16 +15,16 @@ from ..text import fmt_fixed, fmt_level, fmt_p
 from ._common import (
     ConfidenceInterval,
     RngLike,
-    _check_level,
-    _effect,
-    _finite,
-    _t_p_greater,
-    _t_quantile,
+    check_level,
+    finite_vector,
     fold_ratio,
     resolve_rng,
+    standardized_effect,
+    t_p_greater,
+    t_quantile,
 )
 from .paired import PairedResult
-from .tables import _Table
+from .tables import Table
 
 if TYPE_CHECKING:
     from ..outcomes import TestOutcomes
@@ -48,7 +48,7 @@ class FoldSummary:
 
 def describe_folds(scores: ArrayLike) -> FoldSummary:
     """Mean ± sample std of k fold scores (k,): fold spread, with no confidence level."""
-    arr = _finite(scores, "scores")
+    arr = finite_vector(scores, "scores")
     return FoldSummary(mean=float(arr.mean()), std=float(arr.std(ddof=1)), k=int(arr.size))
 
 
@@ -60,22 +60,22 @@ def corrected_resampled_ttest(a: ArrayLike, b: ArrayLike, *, n_train: int, n_tes
     because fold training sets overlap; t has J - 1 degrees of freedom. ``J`` may be k folds or
     r × k repeated folds; ``n_train``/``n_test`` are the sizes of one fold's splits.
     """
-    a, b = _finite(a, "a"), _finite(b, "b")
+    a, b = finite_vector(a, "a"), finite_vector(b, "b")
     if a.shape != b.shape:
         raise ValueError(f"`a` has {a.size} folds but `b` has {b.size}; pair them by fold")
     if n_train <= 0 or n_test <= 0:
         raise ValueError(f"`n_train` and `n_test` must be positive, got {n_train}, {n_test}")
-    level = _check_level(confidence_level)
+    level = check_level(confidence_level)
     d = a - b
     j = d.size
     mean, sd = float(d.mean()), float(d.std(ddof=1))
     se = math.sqrt(1 / j + n_test / n_train) * sd
-    p_greater = float(_t_p_greater(mean, se, j - 1))
+    p_greater = float(t_p_greater(mean, se, j - 1))
     p = min(1.0, 2 * min(p_greater, 1 - p_greater))
-    half = float(_t_quantile((1 + level) / 2, j - 1)) * se
+    half = float(t_quantile((1 + level) / 2, j - 1)) * se
     return PairedResult(test="corrected-t", n=j, mean_diff=mean,
                         ci=ConfidenceInterval(mean - half, mean + half), p_value=p,
-                        effect_size=float(_effect(np.array(mean), np.array(sd))),
+                        effect_size=float(standardized_effect(np.array(mean), np.array(sd))),
                         confidence_level=level, interval="corrected-t")
 
 
@@ -88,7 +88,7 @@ def wilson_interval(k: float, n: int, *, confidence_level: float = 0.95) -> Conf
 
     if n <= 0 or not 0 <= k <= n:
         raise ValueError(f"need 0 <= k <= n and n > 0, got k={k}, n={n}")
-    z = float(special.ndtri((1 + _check_level(confidence_level)) / 2))
+    z = float(special.ndtri((1 + check_level(confidence_level)) / 2))
     p = k / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
@@ -109,7 +109,7 @@ def bootstrap_metric(y_true: ArrayLike, y_pred: ArrayLike,
     if len(y_true) != len(y_pred) or len(y_true) < 2:
         raise ValueError(f"`y_true` ({len(y_true)}) and `y_pred` ({len(y_pred)}) need the same "
                          "length, at least 2 examples")
-    level = _check_level(confidence_level)
+    level = check_level(confidence_level)
     idx = resolve_rng(rng).integers(0, len(y_true), size=(n_resamples, len(y_true)))
     values = np.array([float(metric(y_true[i], y_pred[i])) for i in idx])
     low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
@@ -161,7 +161,7 @@ def example_interval(outcomes: Sequence[TestOutcomes], *, source: str = "test_se
     """
     _choice("source", source, ("test_set", "total"))
     _choice("method", method, (None, "wilson", "bootstrap"))
-    level = _check_level(confidence_level)
+    level = check_level(confidence_level)
     outcomes = list(outcomes)
     if not outcomes:
         raise ValueError("no seed has per-example outcomes")
@@ -202,7 +202,7 @@ def example_interval(outcomes: Sequence[TestOutcomes], *, source: str = "test_se
         # simulation (tests/test_uncertainty.py).
         k = len(outcomes)
         se = float(np.nanstd(stats, ddof=1)) * math.sqrt(k / max(k - 1, 1))
-        half = float(_t_quantile((1 + level) / 2, max(k - 1, 1))) * se
+        half = float(t_quantile((1 + level) / 2, max(k - 1, 1))) * se
         return ExampleInterval(mean, ConfidenceInterval(mean - half, mean + half), label,
                                source, k, n_examples, shared)
     low, high = np.nanquantile(stats, [(1 - level) / 2, (1 + level) / 2])
@@ -266,7 +266,7 @@ def paired_example_bootstrap(a: TestOutcomes, b: TestOutcomes, *, higher_is_bett
     if a.n != b.n:
         raise ValueError(f"the two models were scored on {a.n} and {b.n} examples; a paired "
                          "test needs the same test examples")
-    level = _check_level(confidence_level)
+    level = check_level(confidence_level)
     sign = 1.0 if higher_is_better else -1.0
     weights = _resample_counts(resolve_rng(rng), a.n, n_resamples)
     d = sign * (a.resampled(weights) - b.resampled(weights))
@@ -311,7 +311,7 @@ class ExamplePairRow:
 
 
 @dataclass(frozen=True, repr=False)
-class ExamplePairwise(_Table):
+class ExamplePairwise(Table):
     """Rows of :class:`ExamplePairRow`; ``notes`` say what they do and do not cover."""
 
     rows: tuple[ExamplePairRow, ...]
@@ -347,7 +347,7 @@ def example_pair_rows(task: str, model_a: str, model_b: str, pairs: Sequence[tup
     from .paired import paired_test
 
     _choice("test", test, EXAMPLE_TESTS)
-    level = _check_level(confidence_level)
+    level = check_level(confidence_level)
     gen = resolve_rng(rng)
     sign = 1.0 if higher_is_better else -1.0
     rows, diffs = [], []

@@ -13,16 +13,16 @@ from ._common import (
     CI_METHODS,
     ConfidenceInterval,
     RngLike,
-    _check_choice,
-    _check_level,
-    _finite,
-    _group_rows,
-    _t_moments,
-    _t_quantile,
-    _vector,
+    as_vector,
+    check_choice,
+    check_level,
+    finite_vector,
+    group_rows,
     resolve_rng,
+    t_moments,
+    t_quantile,
 )
-from ._resampling import _bootstrap_means, _percentile_ci, _require_bootstrap_seeds
+from .resampling import bootstrap_means, percentile_ci, require_bootstrap_seeds
 
 _T_INSTEAD = "the Student-t interval (method='t'; report.ci_method = 't')"
 
@@ -48,10 +48,10 @@ class CellStats:
 
 def t_interval(x: ArrayLike, *, confidence_level: float = 0.95) -> ConfidenceInterval:
     """Student's t interval ``mean ± t_{1-α/2, n-1} · s / sqrt(n)`` of finite values ``x`` (n,)."""
-    arr = _finite(x, "x")
-    level = _check_level(confidence_level)
-    mean, _, se = _t_moments(arr)
-    half = _t_quantile((1 + level) / 2, arr.size - 1) * se
+    arr = finite_vector(x, "x")
+    level = check_level(confidence_level)
+    mean, _, se = t_moments(arr)
+    half = t_quantile((1 + level) / 2, arr.size - 1) * se
     return ConfidenceInterval(float(mean - half), float(mean + half))
 
 
@@ -61,13 +61,13 @@ def bootstrap_interval(x: ArrayLike, *, confidence_level: float = 0.95, n_resamp
 
     Reported by its own endpoints, so asymmetric near a bound and never outside
     ``[min(x), max(x)]``. Refused (``ValueError``) below
-    :data:`~pytest_graphnetz.stats._resampling.BOOTSTRAP_MIN_SEEDS` (10) values, where it
+    :data:`~pytest_graphnetz.stats.resampling.BOOTSTRAP_MIN_SEEDS` (10) values, where it
     covers far less than ``confidence_level``.
     """
-    arr = _finite(x, "x")
-    _require_bootstrap_seeds(arr.size, "a percentile bootstrap interval", _T_INSTEAD)
-    means = _bootstrap_means(arr[None, :], n_resamples, resolve_rng(rng))
-    low, high = _percentile_ci(means, _check_level(confidence_level), arr[None, :])
+    arr = finite_vector(x, "x")
+    require_bootstrap_seeds(arr.size, "a percentile bootstrap interval", _T_INSTEAD)
+    means = bootstrap_means(arr[None, :], n_resamples, resolve_rng(rng))
+    low, high = percentile_ci(means, check_level(confidence_level), arr[None, :])
     return ConfidenceInterval(float(low[0]), float(high[0]))
 
 
@@ -75,7 +75,7 @@ def describe(x: ArrayLike, *, method: str = "t", confidence_level: float = 0.95,
              n_resamples: int = 10_000, rng: RngLike = None) -> CellStats:
     """Describe one cell ``x`` (n_seeds,): NaN/inf entries are diverged seeds, counted in
     ``n_diverged``; the statistics are over the finite values."""
-    return describe_many(_vector(x, "x")[None, :], method=method,
+    return describe_many(as_vector(x, "x")[None, :], method=method,
                          confidence_level=confidence_level, n_resamples=n_resamples, rng=rng)[0]
 
 
@@ -89,26 +89,26 @@ def describe_many(X: ArrayLike, *, method: str = "t", confidence_level: float = 
     int, each pattern starts from that seed, so a row gets the interval ``describe`` would give.
     """
 
-    _check_choice("method", method, CI_METHODS)
-    level = _check_level(confidence_level)
+    check_choice("method", method, CI_METHODS)
+    level = check_level(confidence_level)
     X = np.asarray(X, dtype=float)
     if X.ndim != 2:
         raise ValueError(f"`X` must be 2-D (cells, seeds), got shape {X.shape}")
     out: list[CellStats | None] = [None] * X.shape[0]
     finite = np.isfinite(X)
-    for mask, rows in _group_rows(finite):
+    for mask, rows in group_rows(finite):
         D = X[np.ix_(np.asarray(rows), mask)]
         n = D.shape[-1]
         nan = np.full(len(rows), np.nan)
         if n >= 2:
-            mean, sd, se = _t_moments(D)
+            mean, sd, se = t_moments(D)
             if method == "t":
-                half = _t_quantile((1 + level) / 2, n - 1) * se
+                half = t_quantile((1 + level) / 2, n - 1) * se
                 low, high = mean - half, mean + half
             else:
-                _require_bootstrap_seeds(n, "a percentile bootstrap interval", _T_INSTEAD)
-                means = _bootstrap_means(D, n_resamples, resolve_rng(rng))
-                low, high = _percentile_ci(means, level, D)
+                require_bootstrap_seeds(n, "a percentile bootstrap interval", _T_INSTEAD)
+                means = bootstrap_means(D, n_resamples, resolve_rng(rng))
+                low, high = percentile_ci(means, level, D)
         else:
             mean = D[:, 0] if n == 1 else nan
             sd = se = low = high = nan

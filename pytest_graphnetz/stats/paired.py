@@ -15,26 +15,26 @@ from ._common import (
     PAIRED_TESTS,
     ConfidenceInterval,
     RngLike,
-    _check_choice,
-    _check_level,
-    _effect,
-    _t_moments,
-    _t_p_greater,
-    _t_quantile,
-    _vector,
+    as_vector,
+    check_choice,
+    check_level,
     resolve_rng,
+    standardized_effect,
+    t_moments,
+    t_p_greater,
+    t_quantile,
 )
-from ._resampling import (
+from .resampling import (
     BOOTSTRAP_MIN_SEEDS,
-    _bootstrap_means,
-    _bootstrap_p_greater,
-    _bootstrap_p_less,
-    _expanded_level,
-    _expanded_p,
-    _percentile_ci,
-    _require_bootstrap_seeds,
-    _sign_matrix,
-    _signflip_p,
+    bootstrap_means,
+    bootstrap_p_greater,
+    bootstrap_p_less,
+    expanded_level,
+    expanded_p,
+    percentile_ci,
+    require_bootstrap_seeds,
+    sign_matrix,
+    signflip_p,
 )
 
 
@@ -46,7 +46,7 @@ class PairedResult:
     - ``ci``: interval for ``mean_diff`` at ``confidence_level``; ``interval`` says how it was
       built: ``"t"`` (paired-t, and the wilcoxon and permutation tests below 10 seeds),
       ``"welch"``, ``"bootstrap"`` (expanded percentile bootstrap of the mean paired difference,
-      see :func:`~pytest_graphnetz.stats._resampling._expanded_level`; used for the bootstrap
+      see :func:`~pytest_graphnetz.stats.resampling.expanded_level`; used for the bootstrap
       test, and for wilcoxon and permutation, whose own statistics are not the mean, from 10
       seeds), or ``"corrected-t"`` (Nadeau–Bengio).
     - ``effect_size``: Cohen's d_z = mean / sd of the paired differences (Cohen's d with the
@@ -96,12 +96,12 @@ def paired_test(a: ArrayLike, b: ArrayLike, *, test: str = "paired-t",
     on either side are excluded and named in ``notes``; fewer than 2 usable pairs is an error.
     """
     where = label or "paired test"
-    a, b = _vector(a, "a", where), _vector(b, "b", where)
+    a, b = as_vector(a, "a", where), as_vector(b, "b", where)
     if a.shape != b.shape:
         raise ValueError(f"{where}: `a` has {a.size} seeds but `b` has {b.size}; "
                          "align them by seed")
     keep = np.isfinite(a) & np.isfinite(b)
-    _require_pairs(int(keep.sum()), where, np.flatnonzero(~keep).tolist())
+    require_pairs(int(keep.sum()), where, np.flatnonzero(~keep).tolist())
     result = paired_tests(a[None, keep], b[None, keep], test=test,
                           confidence_level=confidence_level, n_resamples=n_resamples, rng=rng)[0]
     if keep.all():
@@ -111,7 +111,7 @@ def paired_test(a: ArrayLike, b: ArrayLike, *, test: str = "paired-t",
     return replace(result, n_excluded=len(dropped), notes=(*result.notes, note))
 
 
-def _require_pairs(n: int, where: str, bad: Sequence) -> None:
+def require_pairs(n: int, where: str, bad: Sequence) -> None:
     if n < 2:
         extra = f" (seeds {list(bad)} diverged on one side or both)" if bad else ""
         raise ValueError(
@@ -125,8 +125,8 @@ def paired_tests(A: ArrayLike, B: ArrayLike, *, test: str = "paired-t",
                  rng: RngLike = None) -> list[PairedResult]:
     """:func:`paired_test` for every row of finite ``A``, ``B`` (k, n), vectorised over rows."""
 
-    _check_choice("test", test, PAIRED_TESTS)
-    level = _check_level(confidence_level)
+    check_choice("test", test, PAIRED_TESTS)
+    level = check_level(confidence_level)
     A, B = np.asarray(A, dtype=float), np.asarray(B, dtype=float)
     if A.shape != B.shape or A.ndim != 2 or not (np.isfinite(A).all() and np.isfinite(B).all()):
         raise ValueError("`A` and `B` must be finite arrays of the same (cells, seeds) shape")
@@ -134,37 +134,37 @@ def paired_tests(A: ArrayLike, B: ArrayLike, *, test: str = "paired-t",
     if n < 2:
         raise ValueError(f"a paired comparison needs at least 2 seeds, got {n}")
     D = _snap(A - B, _tolerance(A, B))
-    mean, sd, se = _t_moments(D)
-    effect = _effect(mean, sd)
+    mean, sd, se = t_moments(D)
+    effect = standardized_effect(mean, sd)
     floor = np.zeros(k)
     interval = "t"
     if test in ("paired-t", "welch"):
         df: Any = n - 1
         if test == "welch":
             mean, se, df, pooled = _welch_moments(A, B)
-            effect, interval = _effect(mean, pooled), "welch"
-        p_greater = _t_p_greater(mean, se, df)
+            effect, interval = standardized_effect(mean, pooled), "welch"
+        p_greater = t_p_greater(mean, se, df)
         p = np.minimum(1.0, 2 * np.minimum(p_greater, 1 - p_greater))
-        half = _t_quantile((1 + level) / 2, df) * se
+        half = t_quantile((1 + level) / 2, df) * se
         low, high = mean - half, mean + half
     else:
         if test == "bootstrap":
-            _require_bootstrap_seeds(n, "test='bootstrap'", _T_INSTEAD)
+            require_bootstrap_seeds(n, "test='bootstrap'", _T_INSTEAD)
         gen = resolve_rng(rng)
         if n >= BOOTSTRAP_MIN_SEEDS:  # the expanded percentile interval
-            means = _bootstrap_means(D, n_resamples, gen)
-            low, high = _percentile_ci(means, _expanded_level(level, n), D)
+            means = bootstrap_means(D, n_resamples, gen)
+            low, high = percentile_ci(means, expanded_level(level, n), D)
             interval = "bootstrap"
         else:  # a rank or sign-flip test on too few seeds to bootstrap: the t interval
-            half = _t_quantile((1 + level) / 2, n - 1) * se
+            half = t_quantile((1 + level) / 2, n - 1) * se
             low, high = mean - half, mean + half
         if test == "bootstrap":
-            p = np.minimum(1.0, 2 * np.minimum(_expanded_p(_bootstrap_p_greater(means), n),
-                                               _expanded_p(_bootstrap_p_less(means), n)))
-            floor[:] = 2 * _expanded_p(1 / (n_resamples + 1), n)
+            p = np.minimum(1.0, 2 * np.minimum(expanded_p(bootstrap_p_greater(means), n),
+                                               expanded_p(bootstrap_p_less(means), n)))
+            floor[:] = 2 * expanded_p(1 / (n_resamples + 1), n)
         elif test == "permutation":
-            signs, exact = _sign_matrix(n, n_resamples, gen)
-            p = _signflip_p(D, signs, exact, alternative="two-sided")
+            signs, exact = sign_matrix(n, n_resamples, gen)
+            p = signflip_p(D, signs, exact, alternative="two-sided")
             # Flipping a zero changes nothing: only the non-zero differences' signs count.
             floor[:] = (np.minimum(1.0, 2.0 ** (1 - np.count_nonzero(D, axis=-1))) if exact
                         else 2 / (n_resamples + 1))
@@ -173,7 +173,7 @@ def paired_tests(A: ArrayLike, B: ArrayLike, *, test: str = "paired-t",
             floor = np.minimum(1.0, 2.0 ** (1 - np.count_nonzero(D, axis=-1)))
     results = []
     for i in range(k):
-        notes = _floor_notes(test, n, float(floor[i]), 1 - level, "two-sided")
+        notes = floor_notes(test, n, float(floor[i]), 1 - level, "two-sided")
         results.append(PairedResult(
             test=test, n=n, mean_diff=float(mean[i]), ci=ConfidenceInterval(float(low[i]),
             float(high[i])), p_value=float(p[i]), effect_size=float(effect[i]),
@@ -205,8 +205,8 @@ def _wilcoxon_p(D: np.ndarray, alternative: str) -> np.ndarray:
         mag = np.abs(row)
         if row.size <= _WILCOXON_ENUMERATE_MAX_N and np.unique(mag).size < row.size:
             signed = np.sign(row) * stats.rankdata(mag)  # Pratt: zeros ranked, then dropped
-            signs, _ = _sign_matrix(row.size, 0, np.random.default_rng(0))
-            p[i] = _signflip_p(signed[None, :], signs, True, 0.0, alternative)[0]
+            signs, _ = sign_matrix(row.size, 0, np.random.default_rng(0))
+            p[i] = signflip_p(signed[None, :], signs, True, 0.0, alternative)[0]
         else:
             p[i] = stats.wilcoxon(row, zero_method="pratt", alternative=alternative).pvalue
     return p
@@ -255,7 +255,7 @@ def _snap(D: np.ndarray, tol: np.ndarray) -> np.ndarray:
     return D
 
 
-def _floor_notes(test: str, n: int, floor: float, alpha: float, sides: str) -> tuple[str, ...]:
+def floor_notes(test: str, n: int, floor: float, alpha: float, sides: str) -> tuple[str, ...]:
     if floor <= alpha:
         return ()
     # The floor is an exact fraction (1/16 = 0.0625): four significant digits, not fmt_p's three
@@ -265,7 +265,7 @@ def _floor_notes(test: str, n: int, floor: float, alpha: float, sides: str) -> t
             "test='paired-t'",)
 
 
-class _Evidence:
+class PairedEvidence:
     """One-sided p-values and bounds for the mean difference of one cell under one test.
 
     Every hypothesis "mean d vs c" is tested on ``d - c`` snapped to the data's precision
@@ -297,14 +297,14 @@ class _Evidence:
         raise NotImplementedError
 
 
-class _TEvidence(_Evidence):
+class _TEvidence(PairedEvidence):
     def p_greater(self, c: float) -> float:
-        mean, _, se = _t_moments(self.shifted(c))
-        return float(_t_p_greater(mean, se, self.d.size - 1))
+        mean, _, se = t_moments(self.shifted(c))
+        return float(t_p_greater(mean, se, self.d.size - 1))
 
     def p_less(self, c: float) -> float:
-        mean, _, se = _t_moments(self.shifted(c))
-        return float(_t_p_greater(-mean, se, self.d.size - 1))
+        mean, _, se = t_moments(self.shifted(c))
+        return float(t_p_greater(-mean, se, self.d.size - 1))
 
     def bounds(self, level: float) -> tuple[float, float]:
         return _t_bounds(self.d, level)
@@ -312,12 +312,12 @@ class _TEvidence(_Evidence):
 
 def _t_bounds(d: np.ndarray, level: float) -> tuple[float, float]:
     """The two-sided t interval at ``level`` for the mean of ``d``."""
-    mean, _, se = _t_moments(d)
-    half = float(_t_quantile((1 + level) / 2, d.size - 1)) * se
+    mean, _, se = t_moments(d)
+    half = float(t_quantile((1 + level) / 2, d.size - 1)) * se
     return float(mean - half), float(mean + half)
 
 
-class _WelchEvidence(_Evidence):
+class _WelchEvidence(PairedEvidence):
     interval = "welch"
 
     def __init__(self, cand: np.ndarray, base: np.ndarray) -> None:
@@ -330,18 +330,18 @@ class _WelchEvidence(_Evidence):
         return 0.0 if abs(gap) <= _tolerance(self.cand, self.base, shift=c)[0] else gap
 
     def p_greater(self, c: float) -> float:
-        return float(_t_p_greater(self._gap(c), self.se, self.df))
+        return float(t_p_greater(self._gap(c), self.se, self.df))
 
     def p_less(self, c: float) -> float:
-        return float(_t_p_greater(-self._gap(c), self.se, self.df))
+        return float(t_p_greater(-self._gap(c), self.se, self.df))
 
     def bounds(self, level: float) -> tuple[float, float]:
-        half = float(_t_quantile((1 + level) / 2, self.df)) * self.se
+        half = float(t_quantile((1 + level) / 2, self.df)) * self.se
         return self.mean - half, self.mean + half
 
 
-class _BootstrapEvidence(_Evidence):
-    """The bootstrap test (expanded, :func:`_expanded_p`); its bounds are the expanded
+class _BootstrapEvidence(PairedEvidence):
+    """The bootstrap test (expanded, :func:`expanded_p`); its bounds are the expanded
     percentile interval. The rank and sign-flip tests below share those bounds, and below
     :data:`BOOTSTRAP_MIN_SEEDS` seeds, where no bootstrap is made, use the t interval."""
 
@@ -349,36 +349,36 @@ class _BootstrapEvidence(_Evidence):
                  gen: np.random.Generator) -> None:
         super().__init__(cand, base)
         self.n_resamples, n = n_resamples, self.d.size
-        self.means = (_bootstrap_means(self.d[None, :], n_resamples, gen)
+        self.means = (bootstrap_means(self.d[None, :], n_resamples, gen)
                       if n >= BOOTSTRAP_MIN_SEEDS else None)
         self.interval = "bootstrap" if self.means is not None else "t"
 
     def floor_at(self, c: float) -> float:
-        return float(_expanded_p(1 / (self.n_resamples + 1), self.d.size))
+        return float(expanded_p(1 / (self.n_resamples + 1), self.d.size))
 
     def _tol(self, c: float) -> float:
         return float(_tolerance(self.cand, self.base, shift=c)[0])
 
     def _resampled(self) -> np.ndarray:
-        # _evidence refuses test="bootstrap" below BOOTSTRAP_MIN_SEEDS: its p-values always
+        # evidence_of refuses test="bootstrap" below BOOTSTRAP_MIN_SEEDS: its p-values always
         # have resampled means (only the rank and sign-flip subclasses' bounds go without).
         if self.means is None:
             raise RuntimeError(f"no bootstrap below {BOOTSTRAP_MIN_SEEDS} seeds")
         return self.means
 
     def p_greater(self, c: float) -> float:
-        raw = _bootstrap_p_greater(self._resampled(), c, self._tol(c))[0]
-        return float(_expanded_p(raw, self.d.size))
+        raw = bootstrap_p_greater(self._resampled(), c, self._tol(c))[0]
+        return float(expanded_p(raw, self.d.size))
 
     def p_less(self, c: float) -> float:
-        raw = _bootstrap_p_less(self._resampled(), c, self._tol(c))[0]
-        return float(_expanded_p(raw, self.d.size))
+        raw = bootstrap_p_less(self._resampled(), c, self._tol(c))[0]
+        return float(expanded_p(raw, self.d.size))
 
     def bounds(self, level: float) -> tuple[float, float]:
         if self.means is None:
             return _t_bounds(self.d, level)
-        low, high = _percentile_ci(self.means, _expanded_level(level, self.d.size),
-                                   self.d[None, :])
+        low, high = percentile_ci(self.means, expanded_level(level, self.d.size),
+                                  self.d[None, :])
         return float(low[0]), float(high[0])
 
 
@@ -386,7 +386,7 @@ class _SignFlipEvidence(_BootstrapEvidence):
     def __init__(self, cand: np.ndarray, base: np.ndarray, n_resamples: int,
                  gen: np.random.Generator) -> None:
         super().__init__(cand, base, n_resamples, gen)
-        self.signs, self.exact = _sign_matrix(self.d.size, n_resamples, gen)
+        self.signs, self.exact = sign_matrix(self.d.size, n_resamples, gen)
 
     def floor_at(self, c: float) -> float:
         # Flipping a zero changes nothing: only the non-zero differences' signs count.
@@ -395,12 +395,12 @@ class _SignFlipEvidence(_BootstrapEvidence):
         return 1 / (self.n_resamples + 1)
 
     def p_greater(self, c: float) -> float:
-        return float(_signflip_p(self.shifted(c)[None, :], self.signs, self.exact, 0.0,
-                                 "greater")[0])
+        return float(signflip_p(self.shifted(c)[None, :], self.signs, self.exact, 0.0,
+                                "greater")[0])
 
     def p_less(self, c: float) -> float:
-        return float(_signflip_p(self.shifted(c)[None, :], self.signs, self.exact, 0.0,
-                                 "less")[0])
+        return float(signflip_p(self.shifted(c)[None, :], self.signs, self.exact, 0.0,
+                                "less")[0])
 
 
 class _WilcoxonEvidence(_BootstrapEvidence):
@@ -414,18 +414,18 @@ class _WilcoxonEvidence(_BootstrapEvidence):
         return float(_wilcoxon_p(self.shifted(c)[None, :], "less")[0])
 
 
-def _evidence(test: str, cand: np.ndarray, base: np.ndarray, n_resamples: int,
-              rng: RngLike, at: Sequence[float] = (0.0,)) -> _Evidence:
+def evidence_of(test: str, cand: np.ndarray, base: np.ndarray, n_resamples: int,
+                rng: RngLike, at: Sequence[float] = (0.0,)) -> PairedEvidence:
     """The evidence of ``test`` on one cell; its ``floor`` is the largest one-sided floor of
     the tests against the boundaries in ``at`` (those the verdict is decided at)."""
-    ev: _Evidence
+    ev: PairedEvidence
     if test == "paired-t":
         ev = _TEvidence(cand, base)
     elif test == "welch":
         ev = _WelchEvidence(cand, base)
     else:
         if test == "bootstrap":
-            _require_bootstrap_seeds(cand.size, "test='bootstrap'", _T_INSTEAD)
+            require_bootstrap_seeds(cand.size, "test='bootstrap'", _T_INSTEAD)
         cls = {"bootstrap": _BootstrapEvidence, "permutation": _SignFlipEvidence,
                "wilcoxon": _WilcoxonEvidence}[test]
         ev = cls(cand, base, n_resamples, resolve_rng(rng))

@@ -9,17 +9,17 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._common import KINDS, _check_choice, _check_level, _t_quantile, fold_ratio
+from ._common import KINDS, check_choice, check_level, fold_ratio, t_quantile
 
 
 def _power(ncp: float, df: float, alpha: float, one_sided: bool) -> float:
     from scipy import special
 
-    crit = _t_quantile(1 - (alpha if one_sided else alpha / 2), df)
+    crit = t_quantile(1 - (alpha if one_sided else alpha / 2), df)
     return float(1 - special.nctdtr(df, ncp, crit))
 
 
-def _mde_se(se: float, df: float, *, alpha: float, power: float, one_sided: bool) -> float:
+def mde_from_se(se: float, df: float, *, alpha: float, power: float, one_sided: bool) -> float:
     """Smallest true mean shift detected with probability ``power`` by a t test whose standard
     error is ``se`` with ``df`` degrees of freedom (exact noncentral t, solved for the ncp)."""
     from scipy import optimize
@@ -47,7 +47,7 @@ def mde(sd_diff: float, n: int, *, alpha: float = 0.05, power: float = 0.8,
         raise ValueError(f"`n` must be at least 2 paired seeds, got {n}")
     if not sd_diff >= 0:
         raise ValueError(f"`sd_diff` must be >= 0, got {sd_diff!r}")
-    return _mde_se(sd_diff / math.sqrt(n), n - 1, alpha=alpha, power=power, one_sided=one_sided)
+    return mde_from_se(sd_diff / math.sqrt(n), n - 1, alpha=alpha, power=power, one_sided=one_sided)
 
 
 def _smallest_n(ok: Callable[[int], bool], start: int = 2) -> int:
@@ -67,14 +67,14 @@ def seeds_to_decide(mean_diff: float, sd_diff: float, *, margin: float = 0.0, al
                     power: float = 0.8, kind: str = "not_worse") -> int | None:
     """Total paired seeds at which a true effect equal to ``mean_diff`` would be decided with
     probability ``power`` (one-sided paired t, noncentral t; for ``equivalent`` the power of
-    the TOST, both one-sided tests rejecting, see :func:`_tost_power`).
+    the TOST, both one-sided tests rejecting, see :func:`tost_power`).
 
     The distance that must be resolved is the gap between ``mean_diff`` and the verdict's
     boundary: ``-margin`` for ``not_worse`` (either way: REGRESSED or NOT WORSE), ``+margin`` for
     ``better`` (only above it), the nearer of ``±margin`` for ``equivalent`` (only inside).
     None when no number of seeds would decide it (zero gap, or on the wrong side).
     """
-    _check_choice("kind", kind, KINDS)
+    check_choice("kind", kind, KINDS)
     if kind == "not_worse":
         gap = abs(mean_diff + margin)
     elif kind == "better":
@@ -87,12 +87,12 @@ def seeds_to_decide(mean_diff: float, sd_diff: float, *, margin: float = 0.0, al
         return 2
     if kind == "equivalent":  # both one-sided tests must reject: TOST power, not one side's
         return _smallest_n(
-            lambda n: _tost_power(mean_diff, sd_diff, margin, n, alpha) >= power)
+            lambda n: tost_power(mean_diff, sd_diff, margin, n, alpha) >= power)
     ratio = gap / sd_diff
     return _smallest_n(lambda n: _power(ratio * math.sqrt(n), n - 1, alpha, True) >= power)
 
 
-def _tost_power(mean_diff: float, sd_diff: float, margin: float, n: int, alpha: float) -> float:
+def tost_power(mean_diff: float, sd_diff: float, margin: float, n: int, alpha: float) -> float:
     """Power of the paired TOST at ``n`` pairs: the chance that both one-sided t tests at
     ``alpha`` reject (``-margin`` below, ``+margin`` above) when the differences have true mean
     ``mean_diff`` and sd ``sd_diff``. Exact: given the sample sd s, TOST passes when the sample
@@ -101,7 +101,7 @@ def _tost_power(mean_diff: float, sd_diff: float, margin: float, n: int, alpha: 
     from scipy import integrate, special, stats
 
     df = n - 1
-    crit = float(_t_quantile(1 - alpha, df))
+    crit = float(t_quantile(1 - alpha, df))
     a, m = margin * math.sqrt(n) / sd_diff, mean_diff * math.sqrt(n) / sd_diff
     # v = s / sd_diff, distributed as chi_df / sqrt(df); past a / crit the bounds cross.
     root = math.sqrt(df)
@@ -116,17 +116,17 @@ def _tost_power(mean_diff: float, sd_diff: float, margin: float, n: int, alpha: 
 def seeds_for_width(sd: float, max_width: float, *, confidence_level: float = 0.95) -> int:
     """Smallest n whose t interval ``2 · t_{1-α/2, n-1} · sd / sqrt(n)`` is at most ``max_width``
     wide (``sd``: the per-seed standard deviation, in metric units)."""
-    level = _check_level(confidence_level)
+    level = check_level(confidence_level)
     if not max_width > 0:
         raise ValueError(f"`max_width` must be > 0, got {max_width!r}")
     if not sd >= 0 or not math.isfinite(sd):
         raise ValueError(f"`sd` must be a finite number >= 0, got {sd!r}")
     q = (1 + level) / 2
-    return _smallest_n(lambda n: 2 * _t_quantile(q, n - 1) * sd / math.sqrt(n) <= max_width)
+    return _smallest_n(lambda n: 2 * t_quantile(q, n - 1) * sd / math.sqrt(n) <= max_width)
 
 
-def _seeds_needed(mean_diff: float, sd_diff: float, n: int, *, margin: float, alpha: float,
-                  kind: str, power: float = 0.8) -> int | None:
+def seeds_to_decide_beyond(mean_diff: float, sd_diff: float, n: int, *, margin: float, alpha: float,
+                           kind: str, power: float = 0.8) -> int | None:
     """:func:`seeds_to_decide` for a cell that already has ``n`` seeds: never ``n`` or fewer.
 
     For paired-t an undecided effect always needs more than ``n``; for the other tests the
@@ -170,7 +170,7 @@ def _p_not_worse(n: int, delta: float, margin: float, *, alpha: float,
 
     df = n - 1
     s = _sd_grid(df)
-    t_nw, t_reg = _t_quantile(1 - alpha, df), _t_quantile(1 - alpha_regressed, df)
+    t_nw, t_reg = t_quantile(1 - alpha, df), t_quantile(1 - alpha_regressed, df)
     root = 1 / math.sqrt(1 / n + rho)
     threshold = np.maximum(-delta + t_nw * s / root, -margin - t_reg * s / root)
     return float(special.ndtr((mean - threshold) * root).mean())

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._common import _t_quantile, _vector
+from ._common import as_vector, t_quantile
 
 DEFAULT_COLLAPSE_ALPHA = 0.01  # false flags per side on normal differences
 
@@ -36,7 +36,7 @@ def grubbs_critical(n: int, alpha: float = DEFAULT_COLLAPSE_ALPHA) -> float:
         raise ValueError(f"the Grubbs test needs at least 3 values, got {n}")
     if not 0 < alpha < 1:
         raise ValueError(f"`alpha` must lie in (0, 1), got {alpha!r}")
-    t = float(_t_quantile(1 - alpha / n, n - 2))
+    t = float(t_quantile(1 - alpha / n, n - 2))
     return (n - 1) / math.sqrt(n) * math.sqrt(t * t / (n - 2 + t * t))
 
 
@@ -69,7 +69,7 @@ def collapse_check(baseline: ArrayLike, candidate: ArrayLike, *, higher_is_bette
     """Flags a seed at which the baseline or the candidate collapsed: ``baseline`` and
     ``candidate`` (n_seeds,) aligned by seed, finite (diverged seeds are decided apart).
     ``seeds`` labels the positions (default 0, 1, ...)."""
-    base, cand = _vector(baseline, "baseline"), _vector(candidate, "candidate")
+    base, cand = as_vector(baseline, "baseline"), as_vector(candidate, "candidate")
     if base.shape != cand.shape:
         raise ValueError(f"`baseline` has {base.size} seeds but `candidate` has {cand.size}; "
                          "pair them by seed value first")

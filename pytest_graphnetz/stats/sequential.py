@@ -12,7 +12,7 @@ looked at after each look's seeds. Three one-sided hypotheses are each tested wi
 Each boundary is non-binding for the others, so P(REGRESSED | mean d = −margin) ≤ α and
 P(NOT WORSE | mean d = −δ) ≤ α. Every decision here goes through
 :func:`~.decisions.decide_look` on the look's one-sided p-values, as the gate's does:
-:func:`_walk` is the one loop over looks, fed by raw differences (:func:`run_schedule`,
+:func:`walk_looks` is the one loop over looks, fed by raw differences (:func:`run_schedule`,
 :func:`sequential_decide`) or by simulated sufficient statistics (:func:`sequential_power`,
 :func:`advise_next_look`).
 """
@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ._common import ConfidenceInterval, _vector
+from ._common import ConfidenceInterval, as_vector
 from .boundaries import DEFAULT_RHO, Design, design, grow_paths, schedule
 from .decisions import LOOK_VERDICTS, Code, Verdict, decide_look
 
@@ -85,7 +85,7 @@ def sequential_decide(diffs: Any, design: Design, *, margin: float = 0.0,
     (Holm across cells). IDENTICAL when every difference is 0 at the first look.
     """
     where = label or "cell"
-    d = _vector(diffs, "diffs", where)
+    d = as_vector(diffs, "diffs", where)
     if not np.all(np.isfinite(d)):
         raise ValueError(f"{where}: `diffs` must be finite (diverged seeds are decided by the "
                          "gate before the sequential test)")
@@ -93,8 +93,8 @@ def sequential_decide(diffs: Any, design: Design, *, margin: float = 0.0,
         raise ValueError(f"{where}: {d.size} paired seeds is not a look of {design.looks}; "
                          "train up to the next look")
     k = design.looks.index(d.size)
-    codes, _, stats = _run(d[None, :], design, margin=margin, min_effect=min_effect,
-                           regressed_alpha=regressed_alpha, upto=d.size, first=k)
+    codes, _, stats = walk_differences(d[None, :], design, margin=margin, min_effect=min_effect,
+                                       regressed_alpha=regressed_alpha, upto=d.size, first=k)
     code = int(codes[0])
     more = design.looks[k + 1] - d.size if code == Code.CONTINUE else 0
     mean, sd, se, c, c_reg, t_reg, t_nw, t_bt = (float(x[0]) for x in stats)
@@ -117,23 +117,23 @@ def run_schedule(D: Any, design: Design, *, margin: float = 0.0,
     if D.ndim != 2 or D.shape[1] < design.max_seeds or not np.all(np.isfinite(D)):
         raise ValueError(f"`D` must be finite, shaped (cells, >= {design.max_seeds}), got "
                          f"{D.shape}")
-    codes, n_used, _ = _run(D, design, margin=margin, min_effect=min_effect,
-                            regressed_alpha=regressed_alpha, upto=design.max_seeds)
+    codes, n_used, _ = walk_differences(D, design, margin=margin, min_effect=min_effect,
+                                        regressed_alpha=regressed_alpha, upto=design.max_seeds)
     return np.array([LOOK_VERDICTS[c] for c in codes], dtype=object), n_used
 
 
-def _run(D: np.ndarray, design: Design, *, margin: float, min_effect: float | None,
-         regressed_alpha: float | None, upto: int,
-         first: int = 0) -> tuple[np.ndarray, np.ndarray, tuple]:
-    """:func:`_walk` on raw differences ``D`` (rows, seeds)."""
+def walk_differences(D: np.ndarray, design: Design, *, margin: float, min_effect: float | None,
+                     regressed_alpha: float | None, upto: int,
+                     first: int = 0) -> tuple[np.ndarray, np.ndarray, tuple]:
+    """:func:`walk_looks` on raw differences ``D`` (rows, seeds)."""
 
     def at(k: int, n: int, open_: np.ndarray) -> _LookStats:
         X = D[open_, :n]
         return (X.mean(axis=1), X.std(axis=1, ddof=1), np.max(np.abs(X), axis=1),
                 np.all(X == 0, axis=1))
 
-    return _walk(at, D.shape[0], design, margin=margin, min_effect=min_effect,
-                 regressed_alpha=regressed_alpha, upto=upto, first=first)
+    return walk_looks(at, D.shape[0], design, margin=margin, min_effect=min_effect,
+                      regressed_alpha=regressed_alpha, upto=upto, first=first)
 
 
 # Per open row at a look: mean, sd, the largest |difference| (the rounding scale of
@@ -141,9 +141,9 @@ def _run(D: np.ndarray, design: Design, *, margin: float, min_effect: float | No
 _LookStats = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
-def _walk(at: Callable[[int, int, np.ndarray], _LookStats], rows: int, design: Design, *,
-          margin: float, min_effect: float | None, regressed_alpha: float | None, upto: int,
-          first: int = 0) -> tuple[np.ndarray, np.ndarray, tuple]:
+def walk_looks(at: Callable[[int, int, np.ndarray], _LookStats], rows: int, design: Design, *,
+               margin: float, min_effect: float | None, regressed_alpha: float | None, upto: int,
+               first: int = 0) -> tuple[np.ndarray, np.ndarray, tuple]:
     """The one loop over looks, whatever holds the data: ``at(k, n, open_)`` gives the open
     rows' statistics at look ``k`` (``n`` seeds), for the looks from index ``first`` up to
     ``upto`` seeds; a row still open at the design's last look is INCONCLUSIVE, before it
@@ -300,8 +300,8 @@ def _simulate(sd_diff: float | np.ndarray, min_effect: float, design: Design, *,
                     np.zeros(mean.shape, dtype=bool))
         return at
 
-    null, drop = (_walk(shifted(shift), paths, design, margin=margin, min_effect=min_effect,
-                        regressed_alpha=regressed_alpha, upto=design.max_seeds)[:2]
+    null, drop = (walk_looks(shifted(shift), paths, design, margin=margin, min_effect=min_effect,
+                             regressed_alpha=regressed_alpha, upto=design.max_seeds)[:2]
                   for shift in (0.0, float(min_effect)))
     return null, drop
 
@@ -315,7 +315,7 @@ def sequential_power(sd_diff: float, min_effect: float, design: Design, *,
     """What ``design`` delivers for a cell whose paired differences are normal with sd
     ``sd_diff``: the chance that no change (true mean 0) reads NOT WORSE or BETTER, and the
     chance that a drop of ``min_effect`` (δ) reads REGRESSED (at ``regressed_alpha``), each by
-    the design's last look, through :func:`_walk` (the gate's decisions)."""
+    the design's last look, through :func:`walk_looks` (the gate's decisions)."""
     if not (math.isfinite(sd_diff) and sd_diff > 0):
         raise ValueError(f"`sd_diff` must be a finite number > 0, got {sd_diff!r}")
     (null, _), (drop, _) = _simulate(sd_diff, min_effect, design, margin=margin,

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._common import ConfidenceInterval, _check_level, _t_quantile, _t_sf
+from ._common import ConfidenceInterval, check_level, t_quantile, t_sf
 from .decisions import Verdict, decide_look, final_verdict
 
 DEFAULT_SUITE_WEIGHT = 0.5  # share of α the suite row gets first in its call's family
@@ -91,8 +91,8 @@ class SuiteResult:
     def confidence_interval(self, confidence_level: float | None = None) -> ConfidenceInterval:
         """Two-sided t interval of the mean; default ``1 − 2α``, the one that matches the
         one-sided decisions at ``alpha``."""
-        level = 1 - 2 * self.alpha if confidence_level is None else _check_level(confidence_level)
-        half = float(_t_quantile((1 + level) / 2, self.df)) * self.se
+        level = 1 - 2 * self.alpha if confidence_level is None else check_level(confidence_level)
+        half = float(t_quantile((1 + level) / 2, self.df)) * self.se
         return ConfidenceInterval(self.mean_diff - half, self.mean_diff + half)
 
 
@@ -123,8 +123,8 @@ def suite_test(diffs: ArrayLike, *, margin: float = 0.0, min_effect: float | Non
         return math.copysign(math.inf, gap) if gap else 0.0
 
     t_reg, t_nw, t_bt = t(-margin), t(-delta), t(margin)
-    p_reg = float(_t_sf(-t_reg, n - 1))
-    p_nw, p_bt = (float(_t_sf(x, n - 1)) for x in (t_nw, t_bt))
+    p_reg = float(t_sf(-t_reg, n - 1))
+    p_nw, p_bt = (float(t_sf(x, n - 1)) for x in (t_nw, t_bt))
     code = decide_look(p_reg, p_nw, p_bt, level=alpha, regressed_level=alpha, last=True,
                        identical=bool(np.all(d == 0)))
     verdict = final_verdict(code)

@@ -10,13 +10,13 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..text import fmt_fixed, fmt_level, fmt_p, format_table, markdown_table
-from ._common import PAIRED_TESTS, RngLike, _check_choice, _check_level, _group_rows
+from ._common import PAIRED_TESTS, RngLike, check_choice, check_level, group_rows
 from .decisions import holm
 from .intervals import describe_many
-from .paired import PairedResult, _require_pairs, paired_tests
+from .paired import PairedResult, paired_tests, require_pairs
 
 
-class _Table(Sequence):
+class Table(Sequence):
     """A tuple of frozen rows that prints as an aligned table (``str``) or Markdown."""
 
     rows: tuple
@@ -56,7 +56,7 @@ class SummaryRow:
 
 
 @dataclass(frozen=True, repr=False)
-class Summary(_Table):
+class Summary(Table):
     """Rows of :class:`SummaryRow` in (task, model) order; ``str()`` is an aligned table.
 
     ``source`` says which uncertainty the intervals cover (``"seeds"``, ``"test_set"``,
@@ -114,7 +114,7 @@ class PairwiseRow:
 
 
 @dataclass(frozen=True, repr=False)
-class Pairwise(_Table):
+class Pairwise(Table):
     """Rows of :class:`PairwiseRow`; ``notes`` collects caveats (excluded seeds, p floors)."""
 
     rows: tuple[PairwiseRow, ...]
@@ -153,7 +153,7 @@ def summarize(X: ArrayLike, *, tasks: Sequence[str], models: Sequence[str], metr
                    ci_high=c.ci.high, method=method)
         for (i, j), c in zip(np.ndindex(t, m), cells, strict=True)
     )
-    return Summary(rows=rows, method=method, confidence_level=_check_level(confidence_level))
+    return Summary(rows=rows, method=method, confidence_level=check_level(confidence_level))
 
 
 def pairwise_table(X: ArrayLike, *, tasks: Sequence[str], models: Sequence[str],
@@ -169,9 +169,9 @@ def pairwise_table(X: ArrayLike, *, tasks: Sequence[str], models: Sequence[str],
     ``untestable="skip"`` gets a row of NaN statistics (its ``n`` says how many seeds were
     usable), a note, and no part in its task's Holm family.
     """
-    _check_choice("test", test, PAIRED_TESTS)
-    _check_choice("untestable", untestable, ("raise", "skip"))
-    level = _check_level(confidence_level)
+    check_choice("test", test, PAIRED_TESTS)
+    check_choice("untestable", untestable, ("raise", "skip"))
+    level = check_level(confidence_level)
     X = np.asarray(X, dtype=float)
     t_n, m_n, s_n = X.shape
     seeds = list(range(s_n)) if seeds is None else list(seeds)
@@ -187,7 +187,7 @@ def pairwise_table(X: ArrayLike, *, tasks: Sequence[str], models: Sequence[str],
     results: list[PairedResult | None] = [None] * len(keys)
     notes: list[str] = []
     finite = np.isfinite(A) & np.isfinite(B)
-    for mask, idx in _group_rows(finite):
+    for mask, idx in group_rows(finite):
         bad = [seeds[s] for s in np.flatnonzero(~mask)]
         n_usable = int(mask.sum())
         skip = untestable == "skip" and n_usable < 2
@@ -198,7 +198,7 @@ def pairwise_table(X: ArrayLike, *, tasks: Sequence[str], models: Sequence[str],
                 notes.append(f"{where}: not compared, only {n_usable} seed(s) finite in both "
                              "models")
                 continue
-            _require_pairs(n_usable, where, bad)
+            require_pairs(n_usable, where, bad)
             if bad:
                 notes.append(f"{where}: seed(s) {bad} excluded (diverged in one model or both)")
         if skip:

@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import stats
 from ..history import CLIPPED, clip_to_metric
+from ..stats.intervals import describe
 from ..text import fmt_interval, fmt_level, fmt_num
 
 if TYPE_CHECKING:
@@ -43,9 +44,9 @@ def describe_values(x: np.ndarray, report: BenchmarkReport, *, method: str | Non
     Given the ``metric`` (cells that are shown, not judged), an interval that leaves [0, 1] for a
     metric bounded there is clipped to it, and its method says so, as ``summary()`` does;
     ``assert_ci_width`` judges the unclipped width, so it passes no metric."""
-    cell = stats.describe(x, method=method or report.ci_method,
-                          confidence_level=report.confidence_level,
-                          rng=np.random.default_rng(0))
+    cell = describe(x, method=method or report.ci_method,
+                    confidence_level=report.confidence_level,
+                    rng=np.random.default_rng(0))
     clipped = None if metric is None else clip_to_metric(metric, cell.ci.low, cell.ci.high)
     if clipped is None:
         return cell

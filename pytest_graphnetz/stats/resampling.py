@@ -7,18 +7,18 @@ import math
 
 import numpy as np
 
-from ._common import EXACT_SIGNFLIP_MAX_N, _t_quantile
+from ._common import EXACT_SIGNFLIP_MAX_N, t_quantile
 
 # A percentile bootstrap over seeds needs this many. Below it the resampled means cannot
 # spread as far as the mean itself varies (simulated on normal data, 95% intervals cover
 # 49% / 75% / 85% of the time at 2 / 3 / 5 seeds, and a one-sided bootstrap test at α = 0.05
 # raises 19% / 10% false alarms at 3 / 5 seeds), so it is refused there, never quietly used.
 # At 10 seeds a plain 95% percentile interval covers about 90%, at 20 about 93%
-# (benchmarks/bootstrap_coverage.py); the bootstrap *test* is expanded (:func:`_expanded_p`).
+# (benchmarks/bootstrap_coverage.py); the bootstrap *test* is expanded (:func:`expanded_p`).
 BOOTSTRAP_MIN_SEEDS = 10
 
 
-def _require_bootstrap_seeds(n: int, what: str, instead: str) -> None:
+def require_bootstrap_seeds(n: int, what: str, instead: str) -> None:
     """Refuse a percentile bootstrap over ``n`` < :data:`BOOTSTRAP_MIN_SEEDS` seeds."""
     if n < BOOTSTRAP_MIN_SEEDS:
         raise ValueError(
@@ -29,20 +29,20 @@ def _require_bootstrap_seeds(n: int, what: str, instead: str) -> None:
         )
 
 
-def _expanded_level(confidence_level: float, n: int) -> float:
+def expanded_level(confidence_level: float, n: int) -> float:
     """The percentile level that gives an *expanded* percentile interval (Hesterberg 2015,
     "What teachers should know about the bootstrap"): the one whose normal quantile is
     ``sqrt(n / (n-1)) · t_{n-1}`` at ``confidence_level``, undoing the bootstrap's two
     small-sample biases (variance divisor n, normal instead of t tails)."""
     from scipy import special
 
-    z = math.sqrt(n / (n - 1)) * float(_t_quantile((1 + confidence_level) / 2, n - 1))
+    z = math.sqrt(n / (n - 1)) * float(t_quantile((1 + confidence_level) / 2, n - 1))
     return float(2 * special.ndtr(z) - 1)
 
 
-def _expanded_p(p: np.ndarray | float, n: int) -> np.ndarray:
+def expanded_p(p: np.ndarray | float, n: int) -> np.ndarray:
     """One-sided bootstrap p-values ``p`` of an ``n``-seed sample, expanded as
-    :func:`_expanded_level` expands intervals (the test rejects at α exactly when the expanded
+    :func:`expanded_level` expands intervals (the test rejects at α exactly when the expanded
     one-sided 1 - α bound excludes the boundary)."""
     from scipy import special
 
@@ -50,7 +50,7 @@ def _expanded_p(p: np.ndarray | float, n: int) -> np.ndarray:
                          * math.sqrt((n - 1) / n))
 
 
-def _bootstrap_means(D: np.ndarray, n_resamples: int, gen: np.random.Generator) -> np.ndarray:
+def bootstrap_means(D: np.ndarray, n_resamples: int, gen: np.random.Generator) -> np.ndarray:
     """Means of ``n_resamples`` resamples (with replacement) of each row: shape (k, n_resamples).
 
     One ``(n_resamples, n)`` index draw is shared by all rows; it is turned into per-resample
@@ -64,8 +64,8 @@ def _bootstrap_means(D: np.ndarray, n_resamples: int, gen: np.random.Generator) 
     return D @ counts.T / n
 
 
-def _percentile_ci(means: np.ndarray, confidence_level: float,
-                   data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def percentile_ci(means: np.ndarray, confidence_level: float,
+                  data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per row of bootstrap ``means`` (k, B): the (1 ± level)/2 quantiles (numpy's "linear"
     rule), clipped to the [min, max] of each row of the resampled ``data`` (k, n), so rounding
     in the resampled means can never put an endpoint beyond the data ("nine 1.00 and one 0.90"
@@ -92,19 +92,19 @@ def _percentile_ci(means: np.ndarray, confidence_level: float,
     return np.clip(low, lowest, highest), np.clip(high, lowest, highest)
 
 
-def _bootstrap_p_greater(means: np.ndarray, c: float = 0.0, tol: float = 0.0) -> np.ndarray:
+def bootstrap_p_greater(means: np.ndarray, c: float = 0.0, tol: float = 0.0) -> np.ndarray:
     """Bootstrap p for H1 "mean > c": share of resampled means at or below c (+1 smoothing);
     a mean within ``tol`` (rounding) of c counts as sitting on it."""
     b = means.shape[-1]
     return (np.count_nonzero(means <= c + tol, axis=-1) + 1) / (b + 1)
 
 
-def _bootstrap_p_less(means: np.ndarray, c: float = 0.0, tol: float = 0.0) -> np.ndarray:
+def bootstrap_p_less(means: np.ndarray, c: float = 0.0, tol: float = 0.0) -> np.ndarray:
     b = means.shape[-1]
     return (np.count_nonzero(means >= c - tol, axis=-1) + 1) / (b + 1)
 
 
-def _sign_matrix(n: int, n_resamples: int, gen: np.random.Generator) -> tuple[np.ndarray, bool]:
+def sign_matrix(n: int, n_resamples: int, gen: np.random.Generator) -> tuple[np.ndarray, bool]:
     """Sign vectors for the sign-flip test: every one of the 2^n (exact), or a random draw."""
     if n <= EXACT_SIGNFLIP_MAX_N:
         bits = (np.arange(2**n)[:, None] >> np.arange(n)) & 1
@@ -112,8 +112,8 @@ def _sign_matrix(n: int, n_resamples: int, gen: np.random.Generator) -> tuple[np
     return gen.choice([-1.0, 1.0], size=(n_resamples, n)), False
 
 
-def _signflip_p(D: np.ndarray, signs: np.ndarray, exact: bool, c: float = 0.0,
-                alternative: str = "greater") -> np.ndarray:
+def signflip_p(D: np.ndarray, signs: np.ndarray, exact: bool, c: float = 0.0,
+               alternative: str = "greater") -> np.ndarray:
     """Sign-flip p-values of H0 "d - c is symmetric about 0", per row of D."""
     X = D - c
     n = X.shape[-1]
@@ -126,8 +126,8 @@ def _signflip_p(D: np.ndarray, signs: np.ndarray, exact: bool, c: float = 0.0,
     elif alternative == "less":
         hits = np.count_nonzero(null <= obs + tol, axis=-1)
     else:
-        return np.minimum(1.0, 2 * np.minimum(_signflip_p(D, signs, exact, c, "greater"),
-                                              _signflip_p(D, signs, exact, c, "less")))
+        return np.minimum(1.0, 2 * np.minimum(signflip_p(D, signs, exact, c, "greater"),
+                                              signflip_p(D, signs, exact, c, "less")))
     m = signs.shape[0]
     # Exact enumeration contains the observed signs (all +1); Monte-Carlo adds it (+1 smoothing).
     return hits / m if exact else (hits + 1) / (m + 1)
