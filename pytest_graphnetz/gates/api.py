@@ -10,7 +10,6 @@ import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from .. import stats
 from ..baselines import BaselineError, BaselineHandle, load_baseline
@@ -27,7 +26,7 @@ BaselineLike = BenchmarkReport | BaselineHandle | str | os.PathLike
 def assert_not_worse(report: BenchmarkReport, baseline: BaselineLike, *, test: str = "paired",
                      margin: float = 0.0, min_effect: float | str | None = None,
                      alpha: float | None = None, strict: bool | None = None,
-                     rng: Any = None, suite: bool = False,
+                     rng: stats.RngLike = None, suite: bool = False,
                      suite_min_effect: float | None = None,
                      rerun_safe: bool | None = None,
                      first_look: int | None = None) -> list[CellVerdict]:
@@ -77,7 +76,7 @@ def assert_not_worse(report: BenchmarkReport, baseline: BaselineLike, *, test: s
 
 def assert_better(report: BenchmarkReport, baseline: BaselineLike, *, test: str = "paired",
                   margin: float = 0.0, alpha: float | None = None, strict: bool | None = None,
-                  rng: Any = None) -> list[CellVerdict]:
+                  rng: stats.RngLike = None) -> list[CellVerdict]:
     """Pass only on paired evidence that every cell improved on ``baseline`` by over ``margin``.
 
     Each cell is tested at ``alpha``, without Holm: the gate passes only when every cell passes
@@ -89,7 +88,7 @@ def assert_better(report: BenchmarkReport, baseline: BaselineLike, *, test: str 
 
 def assert_equivalent(report: BenchmarkReport, baseline: BaselineLike, *, margin: float,
                       test: str = "paired", alpha: float | None = None,
-                      strict: bool | None = None, rng: Any = None) -> list[CellVerdict]:
+                      strict: bool | None = None, rng: stats.RngLike = None) -> list[CellVerdict]:
     """Pass only when every cell's paired mean difference lies within ±``margin`` (TOST).
 
     Like :func:`assert_better`, an intersection-union test: every cell at ``alpha``, no Holm."""
@@ -147,7 +146,7 @@ def _width_verdict(report: BenchmarkReport, task: str, model: str, max_width: fl
 
 def _comparison_gate(gate: str, given: BenchmarkReport, baseline: BaselineLike, *, test: str,
                      margin: float, alpha: float | None, strict: bool | None,
-                     rng: Any, min_effect: float | str | None = None, suite: bool = False,
+                     rng: stats.RngLike, min_effect: float | str | None = None, suite: bool = False,
                      suite_min_effect: float | None = None,
                      rerun_safe: bool | None = None,
                      first_look: int | None = None) -> list[CellVerdict]:
@@ -251,7 +250,7 @@ def _resolvable_min_effect(report: BenchmarkReport, seeds: Sequence[int], base: 
 def _adaptive_gate(report: BenchmarkReport, schedule: Schedule, base: BenchmarkReport, *,
                    test: str, margin: float, alpha: float, strict: bool, source: str,
                    refresh_command: str | None, min_effect: float | None = None,
-                   rng: Any = None) -> tuple[list[CellVerdict], str]:
+                   rng: stats.RngLike = None) -> tuple[list[CellVerdict], str]:
     """``assert_not_worse`` on an adaptive report: :func:`compare_schedule`, and the header of
     the failure message, which says what the schedule saved."""
     from ..text import seed_trainings
@@ -273,7 +272,7 @@ def _adaptive_gate(report: BenchmarkReport, schedule: Schedule, base: BenchmarkR
 
 
 def _refresh(recorder: GateRecorder, gate: str, report: BenchmarkReport, handle: BaselineHandle,
-             *, test: str, margin: float, alpha: float, rng: Any,
+             *, test: str, margin: float, alpha: float, rng: stats.RngLike,
              min_effect: float | None = None) -> list[CellVerdict]:
     """``--graphnetz-update-baselines``: :func:`pytest_graphnetz.ratchet.refresh` writes the
     candidate unless the ratchet refuses; here its not-worse comparisons (the call's test,

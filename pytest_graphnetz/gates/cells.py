@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import numpy as np
 
@@ -81,14 +80,13 @@ class GateCell:
         """The comparison at exactly this look's seeds, at the level this look decides at (its
         nominal level), so p, interval, MDE and plan read at it."""
         seeds = self.look_seeds
-        cell: dict[str, Any] = {"candidate": np.array([self.candidate[s] for s in seeds]),
-                                "baseline": np.array([self.baseline[s] for s in seeds]),
-                                "higher_is_better": self.spec.higher_is_better,
-                                "label": f"{self.task}/{self.model}", "seeds": seeds}
-        cell = fold_cell(cell, self.folds, test)
-        return stats.compare(**{"test": test, **cell}, kind="not_worse", margin=margin,
+        baseline = np.array([self.baseline[s] for s in seeds])
+        test, candidate = folded(np.array([self.candidate[s] for s in seeds]), baseline,
+                                 self.folds, test)
+        return stats.compare(candidate, baseline, higher_is_better=self.spec.higher_is_better,
+                             kind="not_worse", test=test, margin=margin,
                              min_effect=self.min_effect, alpha=self.design.nominal[self.look],
-                             rng=rng, plan=False)
+                             rng=rng, label=f"{self.task}/{self.model}", seeds=seeds, plan=False)
 
     def look_code(self, comp: Comparison) -> stats.Verdict | None:
         """NOT WORSE's and BETTER's boundaries at this look (REGRESSED is the family's)."""
@@ -271,16 +269,17 @@ def decide_cells(cells: Sequence[GateCell], *, test: str, margin: float, rng: st
             c.look += 1
 
 
-def fold_cell(cell: dict[str, Any], k: int | None, test: str) -> dict[str, Any]:
-    """``cell`` as compared: on a k-fold CV task, the paired t on candidate values that make it
-    the corrected resampled t test (:func:`~pytest_graphnetz.stats.heldout.fold_corrected`),
-    whatever ``test`` was asked for (the plain tests are invalid on folds)."""
+def folded(candidate: np.ndarray, baseline: np.ndarray, k: int | None,
+           test: str) -> tuple[str, np.ndarray]:
+    """The test and the candidate values (seed,) a cell is compared with: on a k-fold CV task,
+    the paired t on candidate values that make it the corrected resampled t test
+    (:func:`~pytest_graphnetz.stats.heldout.fold_corrected`), whatever ``test`` was asked for
+    (the plain tests are invalid on folds); else ``test`` and ``candidate`` as they are."""
     if k is None:
-        return cell
+        return test, candidate
     from ..stats.heldout import fold_corrected
 
-    return {**cell, "test": "paired-t",
-            "candidate": fold_corrected(cell["candidate"], cell["baseline"], k=k)}
+    return "paired-t", fold_corrected(candidate, baseline, k=k)
 
 
 def cell_min_effect(spec: MetricSpec, margin: float, min_effect: float | None) -> float | None:
@@ -294,5 +293,4 @@ def min_effect_error(min_effect: float, margin: float) -> str:
             "min_effect (--graphnetz-min-effect) or lower the margin")
 
 
-__all__ = ["GateCell", "cell_min_effect", "decide_cells", "fold_cell",
-           "min_effect_error"]
+__all__ = ["GateCell", "cell_min_effect", "decide_cells", "folded", "min_effect_error"]

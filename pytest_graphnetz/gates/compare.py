@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 from .. import stats
 from ..pairing import (
@@ -37,7 +36,7 @@ from ..verdicts import (
     seed_list,
     verdict_name,
 )
-from .cells import GateCell, cell_min_effect, decide_cells, fold_cell, min_effect_error
+from .cells import GateCell, cell_min_effect, decide_cells, folded, min_effect_error
 from .schedule import Schedule
 from .suite import SuiteRow, suite_rows, suite_rows_family
 
@@ -49,9 +48,10 @@ TESTS = {"paired": "paired-t", "paired-t": "paired-t", "wilcoxon": "wilcoxon",
 def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate: str = "not_worse",
                     test: str = "paired-t", margin: float = 0.0, min_effect: float | None = None,
                     alpha: float = 0.05, strict: bool = False, source: str = "the baseline",
-                    rng: Any = None, refresh_command: str | None = None, suite: bool = False,
-                    suite_min_effect: float | None = None, rerun_safe: bool = True,
-                    first_look: int | None = None) -> list[CellVerdict]:
+                    rng: stats.RngLike = None, refresh_command: str | None = None,
+                    suite: bool = False, suite_min_effect: float | None = None,
+                    rerun_safe: bool = True, first_look: int | None = None
+                    ) -> list[CellVerdict]:
     """Every candidate cell of ``report`` against ``baseline`` (``not_worse``: Holm across the
     tested cells, on the one decision path, :func:`decide_cells`; ``suite``: the suite rows
     after the cells, see :func:`assert_not_worse`); raises nothing but :class:`GateRefusal` /
@@ -117,44 +117,42 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
                                refresh_command=refresh_command) for c in cells),
                 *(r.verdict_of(report, baseline, strict=strict, notes=notes,
                                refresh_command=refresh_command) for r in rows)]
-    specs, tested, described = [], [], []
+    # better / equivalent: intersection-union tests, every cell at alpha (no family)
+    verdicts = []
     for task in report.tasks:
         spec = report.metric(task)
+        folds = report.folds(task)
         for model in report.models:
-            specs.append((task, model, spec))
-            cell: dict[str, Any] = {"candidate": report.values(task, model)[cand_idx],
-                    "baseline": baseline.values(task, model)[base_idx],
-                    "higher_is_better": spec.higher_is_better,
-                    "label": f"{task}/{model}", "seeds": seeds}
-            described.append(cell)
-            tested.append(fold_cell(cell, report.folds(task), test))
-    # better / equivalent: intersection-union tests, every cell at alpha (no family)
-    comparisons = [stats.compare(**{"test": test, **cell}, kind=gate, margin=margin,
-                                 alpha=alpha, rng=rng) for cell in tested]
-    verdicts = []
-    for (task, model, spec), cell, comp in zip(specs, described, comparisons, strict=True):
-        if report.folds(task) is not None:
-            from ..stats.heldout import FOLD_NOTE
+            cand = report.values(task, model)[cand_idx]
+            base = baseline.values(task, model)[base_idx]
+            cell_test, compared = folded(cand, base, folds, test)
+            comp = stats.compare(compared, base, higher_is_better=spec.higher_is_better,
+                                 kind=gate, test=cell_test, margin=margin, alpha=alpha, rng=rng,
+                                 label=f"{task}/{model}", seeds=seeds)
+            if folds is not None:
+                from ..stats.heldout import FOLD_NOTE
 
-            comp = replace(comp, notes=(*comp.notes, FOLD_NOTE.format(
-                task=task, k=report.folds(task), test=test)))
-        name = verdict_name(comp.verdict)
-        changed = changed_model_notes(report, baseline, model, seeds) if name == "IDENTICAL" else ()
-        verdicts.append(CellVerdict(
-            task, model, spec.name, spec.higher_is_better, gate, comp,
-            describe_values(cell["baseline"], baseline, metric=spec.name),
-            describe_values(cell["candidate"], report, metric=spec.name),
-            tuple(seeds), failed_verdict(gate, name, strict), (*notes, *changed),
-            tuple(baseline.seeds), refresh_command,
-            table_note=CHANGED_MODEL_NOTE if changed else ""))
+                comp = replace(comp, notes=(*comp.notes, FOLD_NOTE.format(
+                    task=task, k=folds, test=test)))
+            name = verdict_name(comp.verdict)
+            changed = (changed_model_notes(report, baseline, model, seeds)
+                       if name == "IDENTICAL" else ())
+            verdicts.append(CellVerdict(
+                task, model, spec.name, spec.higher_is_better, gate, comp,
+                describe_values(base, baseline, metric=spec.name),
+                describe_values(cand, report, metric=spec.name),
+                tuple(seeds), failed_verdict(gate, name, strict), (*notes, *changed),
+                tuple(baseline.seeds), refresh_command,
+                table_note=CHANGED_MODEL_NOTE if changed else ""))
     return verdicts
 
 
 
 def compare_schedule(report: BenchmarkReport, schedule: Schedule, baseline: BenchmarkReport, *,
                      margin: float = 0.0, min_effect: float | None = None, alpha: float = 0.05,
-                     strict: bool = False, source: str = "the baseline", rng: Any = None,
-                     refresh_command: str | None = None) -> list[CellVerdict]:
+                     strict: bool = False, source: str = "the baseline",
+                     rng: stats.RngLike = None, refresh_command: str | None = None
+                     ) -> list[CellVerdict]:
     """The not-worse verdicts of an adaptive ``report`` against ``baseline`` (the paired t
     test), each cell decided look by look on the one decision path (:func:`decide_cells`),
     training its next look's seeds only while open; what :func:`compare_reports` is for a run
