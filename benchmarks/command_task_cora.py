@@ -110,9 +110,10 @@ def main() -> None:
             raise SystemExit(f"{path} does not exist: pass --gcn / --cora")
 
     from pytest_graphnetz import run_benchmark
-    from pytest_graphnetz.gates import GateRefusal, compare_reports
+    from pytest_graphnetz.gates import compare_reports
     from pytest_graphnetz.tasks.base import Task
     from pytest_graphnetz.tasks.command import Command, DataFiles
+    from pytest_graphnetz.verdicts.values import GateRefusal
 
     seeds = list(range(args.seeds))
     with tempfile.TemporaryDirectory(prefix="graphnetz-cora-") as tmp:

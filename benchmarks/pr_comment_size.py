@@ -1,7 +1,7 @@
 """Size of the pull-request comment against the full Markdown summary (issues 22.4, 23.5).
 
 Real gate rows, no training: ``assert_not_worse`` on ``BenchmarkReport.from_arrays`` numbers
-under the plugin's observer, for two calls: a 600-cell call (60 tasks × 10 models, 10 seeds)
+under the plugin's recorder, for two calls: a 600-cell call (60 tasks × 10 models, 10 seeds)
 in which every third cell lost two points (REGRESSED), and a 13-cell call with 10 IDENTICAL
 cells. Printed per call: the full Markdown summary's characters (what the comment was before),
 the concise comment's characters, and the rows it lists. GitHub refuses comments over 65,536.
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from pytest_graphnetz import BenchmarkReport, assert_not_worse
-from pytest_graphnetz.gates import GateObserver, observing
+from pytest_graphnetz.gates.recorder import GateRecorder, recording
 from pytest_graphnetz.summary import GateSummary, verdict_stats
 
 
@@ -33,8 +33,8 @@ def rows_of(candidate: np.ndarray, baseline: np.ndarray, test: str) -> tuple[lis
         return {**row, "stats": verdict_stats(v)}
 
     failures = {}
-    with observing(GateObserver(alpha=0.05, strict=False, verdict=verdict,
-                                record=lambda row: rows.append({"test": test, **row}))):
+    with recording(GateRecorder(alpha=0.05, strict=False, describe=verdict,
+                                keep=lambda row: rows.append({"test": test, **row}))):
         try:
             assert_not_worse(report(candidate), report(baseline))
         except AssertionError as exc:

@@ -1,51 +1,49 @@
-"""Adaptive seeds: the schedule, a report that a gate extends through the runner, one look at
-a time. Nothing here decides.
+"""Adaptive seeds: the schedule only, which seeds to train next for the open cells. Nothing
+here decides.
 
 :func:`run_adaptive` trains the first look (``min_seeds`` seeds) and returns an
-:class:`AdaptiveReport`. ``assert_not_worse`` given such a report decides each cell on the one
+:class:`AdaptiveReport`: that first look's report (a plain value: every view sees its seeds)
+with its :class:`AdaptiveSchedule`, the planned seeds and the runner that trains more.
+``assert_not_worse`` given such a report takes the two apart
+(:func:`~pytest_graphnetz.gates.schedule.split_schedule`), decides each cell on the one
 decision path of :mod:`pytest_graphnetz.gates` with the group-sequential design of
-:mod:`pytest_graphnetz.stats.sequential`, and asks :meth:`AdaptiveReport.extend` for the next
+:mod:`pytest_graphnetz.stats.sequential`, and asks :meth:`AdaptiveSchedule.extend` for the next
 seeds of the cells still open. Extended seeds are ordinary triples: they go through
 ``run_benchmark`` with the same device, workers, executor and cache. Other gates, and baseline
-refreshes, complete the report to all MAX seeds first (:meth:`AdaptiveReport.complete`).
+refreshes, complete the report to all MAX seeds first (:meth:`AdaptiveSchedule.complete`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import reduce
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .report import BenchmarkReport
 from .stats.boundaries import schedule
 
+if TYPE_CHECKING:
+    from .tasks.base import Task
+
 Runner = Callable[..., BenchmarkReport]
 
 
-class AdaptiveReport(BenchmarkReport):
-    """A :class:`BenchmarkReport` holding the first look's seeds of an adaptive schedule.
+@dataclass
+class AdaptiveSchedule:
+    """The further looks of one adaptive run.
 
-    ``planned_seeds``: the MAX seeds in the order they are trained (the first ``min_seeds`` are
-    in this report); ``extend(task, models, seeds)`` trains more triples through the runner the
-    report came from, and ``extensions`` keeps what each call returned. Every view (summary,
-    pairwise, JSON) sees only the first look's seeds; :meth:`decided` assembles what the cells
-    hold after a gate's extensions.
-    """
+    ``planned_seeds``: the MAX seeds in the order they are trained (the first ``min_seeds``
+    are the first look's); ``runner(tasks, models, seeds=...)`` trains triples of ``tasks``
+    and ``models`` (run_benchmark with the run's arguments); ``extensions`` keeps what each
+    :meth:`extend` call returned."""
 
-    def __init__(self, report: BenchmarkReport, *, planned_seeds: Sequence[int], min_seeds: int,
-                 runner: Runner, task_map: Mapping[str, Any],
-                 models: Mapping[str, Callable]) -> None:
-        super().__init__(tasks=report.tasks, models=report.models, seeds=report.seeds,
-                         metrics=report.metrics, histories=report.histories,
-                         protocol=report.protocol, fingerprints=report.fingerprints,
-                         ci_method=report.ci_method, confidence_level=report.confidence_level,
-                         epoch_selection=report.epoch_selection)
-        self.planned_seeds = tuple(int(s) for s in planned_seeds)
-        self.min_seeds = int(min_seeds)
-        self._runner = runner
-        self._task_map = dict(task_map)
-        self._factories = dict(models)
-        self.extensions: list[BenchmarkReport] = []
+    planned_seeds: tuple[int, ...]
+    min_seeds: int
+    runner: Runner
+    tasks: Mapping[str, Task]
+    models: Mapping[str, Callable[..., Any]]
+    extensions: list[BenchmarkReport] = field(default_factory=list)
 
     @property
     def max_seeds(self) -> int:
@@ -58,33 +56,34 @@ class AdaptiveReport(BenchmarkReport):
             return f"{self.min_seeds}..{self.max_seeds}"
         return f"{self.min_seeds}..{self.max_seeds} (seeds {list(self.planned_seeds)})"
 
-    def extend(self, task: str, models: Sequence[str], seeds: Sequence[int]) -> BenchmarkReport:
-        """Train ``models`` on ``task`` at ``seeds`` (cached triples come from the cache)."""
-        more = self._runner({task: self._task_map[task]},
-                            {m: self._factories[m] for m in models}, seeds=list(seeds))
-        # Read the new seeds as this report's are read (a user may have set best_val).
-        for name, value in self.settings().items():
+    def extend(self, report: BenchmarkReport, task: str, models: Sequence[str],
+               seeds: Sequence[int]) -> BenchmarkReport:
+        """Train ``models`` on ``task`` at ``seeds`` (cached triples come from the cache), read
+        as ``report`` (the first look) is read: a user may have set ``best_val``."""
+        more = self.runner({task: self.tasks[task]}, {m: self.models[m] for m in models},
+                           seeds=list(seeds))
+        for name, value in report.settings().items():
             setattr(more, name, value)
         self.extensions.append(more)
         return more
 
-    def decided(self, since: int = 0) -> list[BenchmarkReport]:
-        """Dense reports of every seed each cell holds after the :meth:`extend` calls from the
-        ``since``-th on (one gate's): ``[shared, *further]``.
+    def decided(self, report: BenchmarkReport, since: int = 0) -> list[BenchmarkReport]:
+        """Dense reports of every seed each cell of ``report`` (the first look) holds after the
+        :meth:`extend` calls from the ``since``-th on (one gate's): ``[shared, *further]``.
 
-        ``shared`` holds every cell at the seeds all cells hold (this report itself when that is
+        ``shared`` holds every cell at the seeds all cells hold (``report`` itself when that is
         the first look); each of ``further`` holds, for one task, the cells that hold more
         seeds than that, at their seeds (planned order), one report per distinct seed list. A
         gate whose cells all stopped at the same seeds gives ``[shared]`` alone.
         """
         held: dict[tuple[str, str], list[BenchmarkReport]] = {
-            (t, m): [self] for t in self.tasks for m in self.models}
+            (t, m): [report] for t in report.tasks for m in report.models}
         for more in self.extensions[since:]:
             for t in more.tasks:
                 for m in more.models:
                     held[(t, m)].append(more)
         if all(len(parts) == 1 for parts in held.values()):
-            return [self]
+            return [report]
         cells = {}
         for (t, m), parts in held.items():
             cell = reduce(BenchmarkReport.merge, [r.subset(tasks=[t], models=[m]) for r in parts])
@@ -102,18 +101,33 @@ class AdaptiveReport(BenchmarkReport):
                 reduce(BenchmarkReport.merge, [cells[(t, m)].subset(seeds=seeds) for m in models])
                 for t in tasks])
 
-        first = self if shared == self.seeds else grid(self.tasks, self.models, shared)
+        first = report if shared == report.seeds else grid(report.tasks, report.models, shared)
         return [first, *(grid([t], models, seeds) for (t, seeds), models in groups.items())]
 
-    def complete(self) -> BenchmarkReport:
-        """Every cell at all MAX planned seeds (only the missing triples train)."""
-        missing = [s for s in self.planned_seeds if s not in self.seeds]
+    def complete(self, report: BenchmarkReport) -> BenchmarkReport:
+        """Every cell of ``report`` (the first look) at all MAX planned seeds (only the missing
+        triples train)."""
+        missing = [s for s in self.planned_seeds if s not in report.seeds]
         if not missing:
-            return self.subset()
+            return report.subset()
         # merge() needs a full grid at every step: each task's seeds first, then the tasks.
         return reduce(BenchmarkReport.merge, [
-            BenchmarkReport.merge(self.subset(tasks=[t]), self.extend(t, self.models, missing))
-            for t in self.tasks]).subset(seeds=self.planned_seeds)
+            BenchmarkReport.merge(report.subset(tasks=[t]),
+                                  self.extend(report, t, report.models, missing))
+            for t in report.tasks]).subset(seeds=self.planned_seeds)
+
+
+class AdaptiveReport(BenchmarkReport):
+    """What :func:`run_adaptive` returns (and the ``graphnetz_run`` fixture with adaptive
+    seeds): the first look's report, a :class:`BenchmarkReport` like any other, that comes with
+    the ``schedule`` of its further looks for the gates to train."""
+
+    def __init__(self, report: BenchmarkReport, schedule: AdaptiveSchedule) -> None:
+        super().__init__(tasks=report.tasks, models=report.models, seeds=report.seeds,
+                         metrics=report.metrics, histories=report.histories,
+                         protocol=report.protocol, fingerprints=report.fingerprints,
+                         **report.settings())
+        self.schedule = schedule
 
 
 def run_adaptive(tasks: Any, models: Mapping[str, Callable], *, seeds: Any = range(20),
@@ -138,13 +152,15 @@ def run_adaptive(tasks: Any, models: Mapping[str, Callable], *, seeds: Any = ran
     if len(set(planned)) != len(planned):
         raise ValueError(f"`seeds` has duplicates: {planned}")
     check_adaptive(min_seeds, len(planned))
-    def run(task_map: Any, factories: Mapping[str, Callable], *, seeds: list[int]) -> Any:
+
+    def run(task_map: Mapping[str, Task], factories: Mapping[str, Callable[..., Any]], *,
+            seeds: list[int]) -> BenchmarkReport:
         return runner(task_map, factories, seeds=seeds, **kwargs)
 
     task_map = resolve_tasks(tasks)
     first = run(task_map, models, seeds=planned[:min_seeds])
-    return AdaptiveReport(first, planned_seeds=planned, min_seeds=min_seeds, runner=run,
-                          task_map=task_map, models=models)
+    return AdaptiveReport(first, AdaptiveSchedule(tuple(planned), int(min_seeds), run, task_map,
+                                                  dict(models)))
 
 
 def check_adaptive(min_seeds: int, max_seeds: int) -> tuple[int, ...]:

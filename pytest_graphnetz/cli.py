@@ -147,7 +147,8 @@ def gate_settings(args: argparse.Namespace, candidate: BenchmarkReport) -> list[
 
 def _verdicts(args: argparse.Namespace, baseline: BenchmarkReport,
               candidate: BenchmarkReport) -> list[CellVerdict]:
-    from .gates import TESTS, compare_reports
+    from .gates import compare_reports
+    from .gates.compare import TESTS
 
     taken = gate_settings(args, candidate)
     if taken:
@@ -169,7 +170,7 @@ def _load_pair(args: argparse.Namespace) -> tuple[BenchmarkReport, BenchmarkRepo
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """The chosen gate of REPORT against BASELINE: every cell's verdict; exit 1 on a failure."""
-    from .gates import gate_table
+    from .verdicts.formatting import gate_table
 
     baseline, candidate = _load_pair(args)
     verdicts = _verdicts(args, baseline, candidate)
@@ -186,7 +187,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def compare_markdown(verdicts: Sequence[CellVerdict], args: argparse.Namespace) -> str:
     """``compare --markdown``: a headline, the verdict table and each failing cell's message."""
-    from .gates import gate_table
+    from .verdicts.formatting import gate_table
 
     failed = [v for v in verdicts if v.failed]
     gate = f"{args.gate} gate ({verdicts[0].comparison.test}, alpha {fmt_num(args.alpha)}, " \
@@ -471,7 +472,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                      f"than --margin ({fmt_num(args.margin)}): it is the smallest regression "
                      "that matters")
     from .baselines import BaselineError
-    from .gates import GateRefusal
+    from .verdicts.values import GateRefusal
 
     try:
         return args.func(args)

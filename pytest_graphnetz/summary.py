@@ -261,8 +261,9 @@ class GateSummary:
     def table(self) -> tuple[list[str], list[list[str]]]:
         """Headers and cells of the full table: the gate table with the test in front, the
         Build column after the verdict, and the Note (a refusal's or an error's reason)."""
-        from .gates import TABLE_COLUMNS as COLUMNS  # loaded already: the rows came from it
-        from .gates import TABLE_HEADERS
+        # loaded already: the rows came from it
+        from .verdicts.formatting import TABLE_COLUMNS as COLUMNS
+        from .verdicts.formatting import TABLE_HEADERS
 
         at = COLUMNS.index("verdict") + 1
         headers = ["Test", *TABLE_HEADERS]

@@ -53,7 +53,7 @@ def _adaptive(runner, **kw) -> AdaptiveReport:
 def test_only_open_cells_train_their_next_seeds():
     runner = CountingRunner()
     report = _adaptive(runner)
-    assert report.seeds == (0, 1, 2, 3, 4) and report.max_seeds == 20
+    assert report.seeds == (0, 1, 2, 3, 4) and report.schedule.max_seeds == 20
     with pytest.raises(AssertionError, match="toy/broken") as failure:
         assert_not_worse(report, _baseline())
     # the broken and the unchanged cell stop at the first look; only the borderline one goes on
@@ -170,7 +170,7 @@ def test_completing_keeps_the_reports_settings_and_every_task():
     report = run_adaptive({"a": lambda root: None, "b": lambda root: None}, {"m": object},
                           seeds=range(10), min_seeds=5, runner=runner)
     report.ci_method = "bootstrap"
-    completed = report.complete()
+    completed = report.schedule.complete(report)
     assert completed.tasks == ("a", "b") and completed.seeds == tuple(range(10))
     assert completed.ci_method == "bootstrap"
     assert all(v.stats.method.startswith("bootstrap") for v in assert_ci_width(report, 1.0))
@@ -179,10 +179,10 @@ def test_completing_keeps_the_reports_settings_and_every_task():
 def test_decided_holds_each_cell_at_the_seeds_its_gate_trained():
     runner = CountingRunner()
     report = _adaptive(runner)
-    assert report.decided() == [report]   # nothing extended yet: the first look itself
+    assert report.schedule.decided(report) == [report]   # nothing extended: the first look
     with pytest.raises(AssertionError):
         assert_not_worse(report, _baseline())
-    first, *further = report.decided()
+    first, *further = report.schedule.decided(report)
     assert first is report
     (border,) = further
     n = runner.count("border")
@@ -190,19 +190,19 @@ def test_decided_holds_each_cell_at_the_seeds_its_gate_trained():
     assert border.values("toy", "border").tolist() == [BASE[s] + SHIFT["border"](s)
                                                        for s in range(n)]
     # a second gate starts from the first look: what it trains is its own
-    assert report.decided(since=len(report.extensions)) == [report]
+    assert report.schedule.decided(report, since=len(report.schedule.extensions)) == [report]
 
 
 def test_the_other_gates_save_the_max_seeds_they_judge():
     """--graphnetz-report-dir saved the first look of a report that assert_better (and a
     refresh) judged at all MAX seeds."""
-    from pytest_graphnetz.gates import GateObserver, observing
+    from pytest_graphnetz.gates.recorder import GateRecorder, recording
 
     saved = []
-    observer = GateObserver(alpha=0.05, strict=False, record=lambda row: None,
-                            candidate=lambda report, further: saved.append(report) or ["x"])
+    recorder = GateRecorder(keep=lambda row: None,
+                            save=lambda report, further: saved.append(report) or ["x"])
     report = run_adaptive({"toy": lambda root: None}, {"better": object}, seeds=SEEDS,
                           min_seeds=5, runner=CountingRunner({"better": lambda s: 0.05}))
-    with observing(observer):
+    with recording(recorder):
         assert_better(report, _baseline(models=("better",)))
     assert [r.seeds for r in saved] == [tuple(SEEDS)]

@@ -22,7 +22,6 @@ pytest.importorskip("torch")
 pytest.importorskip("torch_geometric")
 
 from pytest_graphnetz import assert_not_worse, run_benchmark  # noqa: E402
-from pytest_graphnetz.gates import GateRefusal  # noqa: E402
 from pytest_graphnetz.runner import TripleError  # noqa: E402
 from pytest_graphnetz.tasks.base import Task  # noqa: E402
 from pytest_graphnetz.tasks.command import (  # noqa: E402
@@ -32,6 +31,7 @@ from pytest_graphnetz.tasks.command import (  # noqa: E402
     NondeterministicScriptError,
     read_output,
 )
+from pytest_graphnetz.verdicts.values import GateRefusal  # noqa: E402
 
 # The module-scoped baseline (one subprocess per seed) is built once under `-n`: this file is in
 # tests/conftest.py's ONE_WORKER, so its tests run on one worker.

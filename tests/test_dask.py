@@ -95,6 +95,6 @@ def test_adaptive_seeds_on_a_dask_cluster_equal_the_local_schedule(client, root)
         "tiny/GCN": ("IDENTICAL", 3, (0, 1, 2)),
         "tiny/SAGE": ("INCONCLUSIVE", 6, (0, 1, 2, 3, 4, 5))}
     # the extended seeds trained on the cluster, bit for bit the local ones
-    assert [len(r.extensions) for r in (local, remote)] == [1, 1]
-    assert [dumps(r.to_dict()) for r in remote.decided()] == \
-        [dumps(r.to_dict()) for r in local.decided()]
+    assert [len(r.schedule.extensions) for r in (local, remote)] == [1, 1]
+    assert [dumps(r.to_dict()) for r in remote.schedule.decided(remote)] == \
+        [dumps(r.to_dict()) for r in local.schedule.decided(local)]

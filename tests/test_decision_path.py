@@ -17,8 +17,10 @@ from scipy import stats as sps
 
 from pytest_graphnetz import BenchmarkReport, assert_not_worse
 from pytest_graphnetz.adaptive import run_adaptive
-from pytest_graphnetz.gates import GateRefusal, compare_reports, compare_schedule
+from pytest_graphnetz.gates import compare_reports
+from pytest_graphnetz.gates.compare import compare_schedule
 from pytest_graphnetz.stats.decisions import compare_many
+from pytest_graphnetz.verdicts.values import GateRefusal
 
 POOL = Path(__file__).resolve().parents[1] / "benchmarks" / "gate_quality_values.json"
 
@@ -155,7 +157,8 @@ def test_every_number_a_cell_prints_recomputes_from_its_seeds(m, design, seed, s
     base = {x: {s: 0.8 + 0.02 * rng.standard_normal() for s in range(hi)} for x in models}
     cand = {x: {s: base[x][s] + shift * (i % 2 == 0) + 0.008 * rng.standard_normal()
                 for s in range(hi)} for i, x in enumerate(models)}
-    for v in compare_schedule(_adaptive(cand, lo, hi), _report(base, range(hi))):
+    adaptive = _adaptive(cand, lo, hi)
+    for v in compare_schedule(adaptive, adaptive.schedule, _report(base, range(hi))):
         _recompute(v, base, cand, 0.0, 0.01, 0.05)
 
 
@@ -170,7 +173,8 @@ def test_a_regressed_cell_rejected_only_at_a_later_holm_level_reports_that_looks
         base = {m: {s: 0.8 + 0.02 * rng.standard_normal() for s in range(hi)} for m in "abc"}
         cand = {m: {s: base[m][s] - 0.004 + 0.01 * rng.standard_normal() for s in range(hi)}
                 for m in "abc"}
-        verdicts = compare_schedule(_adaptive(cand, lo, hi), _report(base, range(hi)))
+        adaptive = _adaptive(cand, lo, hi)
+        verdicts = compare_schedule(adaptive, adaptive.schedule, _report(base, range(hi)))
         for v in verdicts:
             _recompute(v, base, cand, 0.0, 0.01, 0.05)
             hits += v.stop.n < v.stop.trained or (v.stop.look > 1 and v.verdict == "REGRESSED")

@@ -16,7 +16,9 @@ from pytest_graphnetz import (
     assert_not_worse,
 )
 from pytest_graphnetz.baselines import BaselineMissingError
-from pytest_graphnetz.gates import GateObserver, GateRefusal, gate_table, observing
+from pytest_graphnetz.gates.recorder import GateRecorder, recording
+from pytest_graphnetz.verdicts.formatting import gate_table
+from pytest_graphnetz.verdicts.values import GateRefusal
 
 BASE = np.array([0.80, 0.82, 0.78, 0.81, 0.79, 0.83, 0.80, 0.84])
 
@@ -198,7 +200,7 @@ def test_missing_cell_names_it() -> None:
 def test_observer_supplies_defaults_and_collects_rows() -> None:
     rows: list[dict] = []
     drop = BASE - [0.02, 0.0, 0.01, 0.02, 0.0, 0.01, 0.0, 0.0]   # one-sided p = 0.024
-    with observing(GateObserver(alpha=0.01, strict=False, record=rows.append, first_look=8)):
+    with recording(GateRecorder(alpha=0.01, strict=False, keep=rows.append, first_look=8)):
         (verdict,) = assert_not_worse(make(drop), make(BASE))
     # the session's alpha and first look, of which look 1 spends ρ = 0.85
     assert verdict.comparison.alpha == pytest.approx(0.85 * 0.01)
@@ -252,7 +254,7 @@ def test_min_effect_not_above_margin_is_a_clear_error() -> None:
 def test_better_passes_and_suggests_a_refresh() -> None:
     gain = BASE + 0.037 + np.array([0.01, -0.01, 0.005, 0.0, -0.005, 0.01, 0.0, -0.01])
     rows = []
-    with observing(GateObserver(alpha=0.05, strict=False, record=rows.append)):
+    with recording(GateRecorder(alpha=0.05, strict=False, keep=rows.append)):
         (verdict,) = assert_not_worse(make(gain), make(BASE))
     assert verdict.verdict == "BETTER" and not verdict.failed
     assert rows[0]["verdict"] == "BETTER: refresh baseline"
@@ -276,7 +278,7 @@ def test_drop_below_min_effect_fails_and_says_how_to_accept_it() -> None:
 def test_interval_in_the_table_matches_the_decision() -> None:
     cand = BASE - [0.03, 0.01, 0.02, 0.04, 0.0, 0.02, 0.03, 0.01]
     rows = []
-    with observing(GateObserver(alpha=0.10, strict=False, record=rows.append, first_look=8)), \
+    with recording(GateRecorder(alpha=0.10, strict=False, keep=rows.append, first_look=8)), \
             pytest.raises(AssertionError, match=r"83%, look 1 of 8→… CI"):
         assert_not_worse(make(cand), make(BASE))
     # look 1 of the schedule spends ρα = 0.85 × 0.10: its interval is 1 − 2 × 0.085
@@ -314,7 +316,7 @@ def test_gate_intervals_of_a_bounded_metric_are_clipped_and_say_so() -> None:
     raw = sps.t.interval(0.95, 9, loc=0.99, scale=sps.sem([1.0] * 9 + [0.9]))
     assert raw[1] > 1.0
     rows: list = []
-    with observing(GateObserver(alpha=0.05, strict=False, record=rows.append)):
+    with recording(GateRecorder(alpha=0.05, strict=False, keep=rows.append)):
         verdicts = assert_not_worse(cand, base, min_effect=0.05)
     message = verdicts[0].message()
     assert "0.99 [0.9674, 1] (t, clipped to [0, 1] 95% CI, n=10)" in message, message

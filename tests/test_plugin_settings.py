@@ -86,8 +86,8 @@ def test_a_device_index_in_superscript_is_a_usage_error(pytester: pytest.Pyteste
 ])
 def test_the_session_header_shows_the_settings_in_effect(pytester: pytest.Pytester,
                                                          args: list[str], line: str) -> None:
-    from pytest_graphnetz.gates import DEFAULT_MIN_EFFECT
     from pytest_graphnetz.stats.boundaries import DEFAULT_FIRST_LOOK, DEFAULT_RHO
+    from pytest_graphnetz.verdicts.rules import DEFAULT_MIN_EFFECT
 
     assert DEFAULT_MIN_EFFECT == 0.01  # the header's defaults, written out there
     assert DEFAULT_RHO == 0.85 and DEFAULT_FIRST_LOOK == 10

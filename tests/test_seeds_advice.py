@@ -12,7 +12,8 @@ import pytest
 
 from pytest_graphnetz import BenchmarkReport
 from pytest_graphnetz.adaptive import run_adaptive
-from pytest_graphnetz.gates import compare_reports, compare_schedule
+from pytest_graphnetz.gates import compare_reports
+from pytest_graphnetz.gates.compare import compare_schedule
 from pytest_graphnetz.stats import Verdict
 from pytest_graphnetz.stats.boundaries import design
 from pytest_graphnetz.stats.planning import fold_min_effect_floor, fold_seeds_for_min_effect
@@ -70,7 +71,7 @@ def test_an_inconclusive_cell_advises_the_same_next_look_fixed_or_adaptive():
                           seeds=range(hi), min_seeds=5, runner=Scripted(cand))
     base_report = BenchmarkReport.from_arrays([[[0.8] * hi]], tasks=["toy"], models=["GCN"],
                                               seeds=range(hi), metric="accuracy")
-    (v,) = compare_schedule(report, base_report)
+    (v,) = compare_schedule(report, report.schedule, base_report)
     assert v.verdict == "INCONCLUSIVE"
     c = v.comparison
     planned = advise_next_look(c.sd_diff, 20, 0.01, first=5, taken=20)

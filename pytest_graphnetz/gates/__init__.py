@@ -14,64 +14,26 @@ seeds that would decide it, planned for δ).
 Pairing that would be fictional is refused (:class:`GateRefusal`): fewer than two shared
 seeds, a task whose data or split fingerprint differs for the same seed, a metric mismatch
 (:mod:`pytest_graphnetz.pairing`, at every look). Every not-worse cell, fixed or adaptive
-seeds, is decided on one path (:func:`decide_cells`: a fixed seed count is a one-look
+seeds, is decided on one path (:func:`~.cells.decide_cells`: a fixed seed count is a one-look
 schedule); what a verdict holds and how it reads is :mod:`pytest_graphnetz.verdicts`.
 
-Inside pytest, the plugin sets a :class:`GateObserver` for each test body: it supplies the
-session's ``--graphnetz-alpha`` / ``--graphnetz-strict`` / ``--graphnetz-min-effect`` defaults
-and collects every verdict for the terminal summary. Outside pytest the defaults are
-``alpha=0.05``, ``strict=False`` and δ from the metric (:func:`default_min_effect`).
+Inside pytest, the plugin sets a :class:`~.recorder.GateRecorder` for each test body: it
+supplies the session's ``--graphnetz-alpha`` / ``--graphnetz-strict`` /
+``--graphnetz-min-effect`` defaults and collects every verdict for the terminal summary.
+Outside pytest the defaults are ``alpha=0.05``, ``strict=False`` and δ from the metric
+(:func:`~pytest_graphnetz.verdicts.default_min_effect`).
 
 The package by concept: :mod:`.api` (the ``assert_*`` gates), :mod:`.compare` (report against
 report, no failing), :mod:`.cells` (the one decision path), :mod:`.suite` (the suite row),
-:mod:`.observer` (the plugin's observer and the recorded rows).
+:mod:`.schedule` (what the gates ask of adaptive seeds), :mod:`.recorder` (where the rows go).
+Only the gates and ``compare_reports`` are exported here; the rest is imported from the module
+that defines it.
 """
 
 from __future__ import annotations
 
-from ..text import fmt_num
-from ..verdicts.formatting import (
-    TABLE_COLUMNS,
-    TABLE_HEADERS,
-    describe_values,
-    fmt_mean_ci,
-    gate_table,
-    metric_label,
-    seed_list,
-    verdict_name,
-)
-from ..verdicts.guidance import Stop
-from ..verdicts.rules import (
-    DEFAULT_MIN_EFFECT,
-    NO_MIN_EFFECT_NOTE,
-    default_min_effect,
-    failed_verdict,
-)
-from ..verdicts.values import (
-    CHANGED_MODEL_NOTE,
-    CellVerdict,
-    GateRefusal,
-    UnpairedCell,
-    WidthVerdict,
-)
-from .api import (
-    BaselineLike,
-    assert_better,
-    assert_ci_width,
-    assert_equivalent,
-    assert_not_worse,
-)
-from .cells import decide_cells
-from .compare import TESTS, Schedule, compare_reports, compare_schedule
-from .observer import GateObserver, observing
-from .suite import SUITE, suite_rows
+from .api import assert_better, assert_ci_width, assert_equivalent, assert_not_worse
+from .compare import compare_reports
 
-__all__ = [
-    "CHANGED_MODEL_NOTE", "DEFAULT_MIN_EFFECT", "NO_MIN_EFFECT_NOTE", "SUITE", "TABLE_COLUMNS",
-    "TABLE_HEADERS", "TESTS", "BaselineLike", "CellVerdict", "GateObserver", "GateRefusal",
-    "Schedule", "Stop", "UnpairedCell", "WidthVerdict", "assert_better", "assert_ci_width",
-    "assert_equivalent", "assert_not_worse", "compare_reports", "compare_schedule",
-    "decide_cells", "default_min_effect", "describe_values", "failed_verdict", "fmt_mean_ci",
-    "fmt_num", "gate_table", "metric_label", "observing", "seed_list", "suite_rows",
-    "verdict_name",
-]
+__all__ = ["assert_better", "assert_ci_width", "assert_equivalent", "assert_not_worse",
+           "compare_reports"]

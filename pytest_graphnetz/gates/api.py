@@ -1,8 +1,8 @@
 """The gates a test calls: ``assert_not_worse``, ``assert_better``, ``assert_equivalent`` and
-``assert_ci_width``. Each resolves the session's defaults (:mod:`.observer`), loads the
-baseline, compares (:mod:`.compare`), refreshes a baseline under
-``--graphnetz-update-baselines`` (:mod:`pytest_graphnetz.ratchet`), records its rows and fails
-with one message."""
+``assert_ci_width``. Each takes the session's defaults from its recorder (:mod:`.recorder`),
+splits an adaptive report from its schedule (:mod:`.schedule`), loads the baseline, compares
+(:mod:`.compare`), refreshes a baseline under ``--graphnetz-update-baselines``
+(:mod:`pytest_graphnetz.ratchet`), records its rows and fails with one message."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
+from .. import stats
 from ..baselines import BaselineError, BaselineHandle, load_baseline
 from ..report import BenchmarkReport
 from ..stats.planning import seeds_for_width
@@ -19,16 +19,9 @@ from ..stats.suite import DEFAULT_SUITE_WEIGHT
 from ..text import fmt_num
 from ..verdicts.formatting import describe_values
 from ..verdicts.values import CellVerdict, GateRefusal, WidthVerdict
-from .compare import TESTS, Schedule, compare_reports, compare_schedule
-from .observer import (
-    _OBSERVER,
-    _announce,
-    _finish,
-    _record,
-    _record_stopped,
-    _record_written,
-    _saved_note,
-)
+from .compare import TESTS, compare_reports, compare_schedule
+from .recorder import GateRecorder, current_recorder, saved_note
+from .schedule import Schedule, split_schedule
 from .suite import SUITE
 
 BaselineLike = BenchmarkReport | BaselineHandle | str | os.PathLike
@@ -36,7 +29,7 @@ BaselineLike = BenchmarkReport | BaselineHandle | str | os.PathLike
 def assert_not_worse(report: BenchmarkReport, baseline: BaselineLike, *, test: str = "paired",
                      margin: float = 0.0, min_effect: float | str | None = None,
                      alpha: float | None = None, strict: bool | None = None,
-                     rng: Any = None, suite: bool = False,
+                     rng: stats.RngLike = None, suite: bool = False,
                      suite_min_effect: float | None = None,
                      rerun_safe: bool | None = None,
                      first_look: int | None = None) -> list[CellVerdict]:
@@ -86,7 +79,7 @@ def assert_not_worse(report: BenchmarkReport, baseline: BaselineLike, *, test: s
 
 def assert_better(report: BenchmarkReport, baseline: BaselineLike, *, test: str = "paired",
                   margin: float = 0.0, alpha: float | None = None, strict: bool | None = None,
-                  rng: Any = None) -> list[CellVerdict]:
+                  rng: stats.RngLike = None) -> list[CellVerdict]:
     """Pass only on paired evidence that every cell improved on ``baseline`` by over ``margin``.
 
     Each cell is tested at ``alpha``, without Holm: the gate passes only when every cell passes
@@ -98,7 +91,7 @@ def assert_better(report: BenchmarkReport, baseline: BaselineLike, *, test: str 
 
 def assert_equivalent(report: BenchmarkReport, baseline: BaselineLike, *, margin: float,
                       test: str = "paired", alpha: float | None = None,
-                      strict: bool | None = None, rng: Any = None) -> list[CellVerdict]:
+                      strict: bool | None = None, rng: stats.RngLike = None) -> list[CellVerdict]:
     """Pass only when every cell's paired mean difference lies within ±``margin`` (TOST).
 
     Like :func:`assert_better`, an intersection-union test: every cell at ``alpha``, no Holm."""
@@ -119,63 +112,68 @@ def assert_ci_width(report: BenchmarkReport, max_width: float, *,
     is measured at all MAX seeds, as the other non-sequential gates are (only missing ones train).
     """
     __tracebackhide__ = True
-    if isinstance(report, Schedule):
-        report = report.complete()
-    _announce(report)
+    recorder = current_recorder()
+    report, schedule = split_schedule(report)
+    if schedule is not None:
+        report = schedule.complete(report)
+    recorder.announce(report)
     try:
         if not max_width > 0:
             raise ValueError(f"`max_width` must be > 0, got {max_width!r}")
-        verdicts = []
-        for task in report.tasks:
-            spec = report.metric(task)
-            for model in report.models:
-                cell = describe_values(report.values(task, model), report, method=method)
-                width = float(cell.ci.high - cell.ci.low)
-                failed = not width <= max_width   # a NaN width (n < 2) fails too
-                needed = None
-                if failed and math.isfinite(cell.std) and cell.std > 0:
-                    needed = seeds_for_width(cell.std, max_width,
-                                             confidence_level=report.confidence_level)
-                verdicts.append(WidthVerdict(task, model, spec.name, spec.higher_is_better, cell,
-                                             width, float(max_width), needed, failed))
+        verdicts = [_width_verdict(report, task, model, max_width, method)
+                    for task in report.tasks for model in report.models]
     except Exception as exc:
-        _record_stopped("ci_width", report, None, exc)
+        recorder.stopped("ci_width", report, None, exc)
         raise
-    _finish("assert_ci_width", verdicts, header=f"interval wider than {fmt_num(max_width)}")
+    recorder.finish("assert_ci_width", verdicts,
+                    header=f"interval wider than {fmt_num(max_width)}")
     return verdicts
 
 
 # -- the work --------------------------------------------------------------------------------------
 
 
-def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike, *, test: str,
+def _width_verdict(report: BenchmarkReport, task: str, model: str, max_width: float,
+                   method: str | None) -> WidthVerdict:
+    spec = report.metric(task)
+    cell = describe_values(report.values(task, model), report, method=method)
+    width = float(cell.ci.high - cell.ci.low)
+    failed = not width <= max_width   # a NaN width (n < 2) fails too
+    needed = None
+    if failed and math.isfinite(cell.std) and cell.std > 0:
+        needed = seeds_for_width(cell.std, max_width,
+                                       confidence_level=report.confidence_level)
+    return WidthVerdict(task, model, spec.name, spec.higher_is_better, cell, width,
+                        float(max_width), needed, failed)
+
+
+def _comparison_gate(gate: str, given: BenchmarkReport, baseline: BaselineLike, *, test: str,
                      margin: float, alpha: float | None, strict: bool | None,
-                     rng: Any, min_effect: float | str | None = None, suite: bool = False,
+                     rng: stats.RngLike, min_effect: float | str | None = None, suite: bool = False,
                      suite_min_effect: float | None = None,
                      rerun_safe: bool | None = None,
                      first_look: int | None = None) -> list[CellVerdict]:
     # Hidden from pytest's traceback (as are the helpers below): a failing gate shows the test's
     # own line and the verdict message, not the plugin's frames and their locals.
     __tracebackhide__ = True
-    observer = _OBSERVER.get()
-    alpha = alpha if alpha is not None else (observer.alpha if observer else 0.05)
-    strict = strict if strict is not None else (observer.strict if observer else False)
-    given = min_effect if min_effect is not None else (
-        observer.min_effect if observer is not None else None)
-    if isinstance(given, str) and given != "resolvable":
-        raise ValueError(f"`min_effect` must be a number, None or 'resolvable', got {given!r}")
+    recorder = current_recorder()
+    alpha = recorder.alpha if alpha is None else alpha
+    strict = recorder.strict if strict is None else strict
+    asked = recorder.min_effect if min_effect is None else min_effect
+    if isinstance(asked, str) and asked != "resolvable":
+        raise ValueError(f"`min_effect` must be a number, None or 'resolvable', got {asked!r}")
     # "resolvable": δ = what the seeds resolve, by the calibration beside the baseline
-    resolvable = given == "resolvable" and gate == "not_worse"
-    delta = None if isinstance(given, str) else given
-    if rerun_safe is None:
-        rerun_safe = observer.rerun_safe if observer is not None else True
-    if first_look is None and observer is not None:
-        first_look = observer.first_look
-    if isinstance(report, Schedule):
-        # Saved once the seeds it is judged on are trained (below); from this gate's extensions.
-        since = len(report.extensions)
-    else:
-        _announce(report)
+    resolvable = asked == "resolvable" and gate == "not_worse"
+    delta = None if isinstance(asked, str) else asked
+    rerun_safe = recorder.rerun_safe if rerun_safe is None else rerun_safe
+    first_look = recorder.first_look if first_look is None else first_look
+    refreshing = isinstance(baseline, BaselineHandle) and baseline.update
+    report, schedule = split_schedule(given)
+    # A schedule's candidate is saved once the seeds it is judged on are trained (below), from
+    # this gate's extensions on.
+    since = 0 if schedule is None else len(schedule.extensions)
+    if schedule is None:
+        recorder.announce(report)
     saved: Sequence[str] = ()
     decided: Sequence[BenchmarkReport] = ()
     try:
@@ -183,24 +181,24 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
             raise ValueError(f"`test` must be one of {sorted(TESTS)} (every gate test is paired "
                              f"by seed), got {test!r}")
         test = TESTS[test]
-        if isinstance(report, Schedule) and (
-                gate != "not_worse" or suite
-                or (isinstance(baseline, BaselineHandle) and baseline.update)):
+        if schedule is not None and (gate != "not_worse" or suite or refreshing):
             # Only the not-worse gate is sequential; the others, refreshes and a suite row
             # (its weighted family has one look) use MAX seeds.
-            report = report.complete()
-            _announce(report)
+            report, schedule = schedule.complete(report), None
+            recorder.announce(report)
         if isinstance(baseline, BaselineHandle) and baseline.update:
-            return _refresh(gate, report, baseline, test=test, margin=margin, alpha=alpha,
-                            rng=rng, min_effect=delta)
-        source, base = _load(baseline)
+            return _refresh(recorder, gate, report, baseline, test=test, margin=margin,
+                            alpha=alpha, rng=rng, min_effect=delta)
+        source, base = _load(recorder, baseline)
         command = baseline.update_command if isinstance(baseline, BaselineHandle) else None
         if resolvable:
-            delta = _resolvable_min_effect(report, base, baseline, margin)
-        if isinstance(report, Schedule):
-            verdicts, header = _adaptive_gate(report, base, test=test, margin=margin,
+            seeds = report.seeds if schedule is None else schedule.planned_seeds
+            delta = _resolvable_min_effect(report, seeds, base, baseline, margin)
+        if schedule is not None:
+            verdicts, header = _adaptive_gate(report, schedule, base, test=test, margin=margin,
                                               alpha=alpha, strict=strict, source=source,
-                                              baseline=baseline, min_effect=delta, rng=rng)
+                                              refresh_command=command, min_effect=delta,
+                                              rng=rng)
         else:
             verdicts = compare_reports(report, base, gate=gate, test=test, margin=margin,
                                        min_effect=delta, alpha=alpha, strict=strict,
@@ -211,40 +209,40 @@ def _comparison_gate(gate: str, report: BenchmarkReport, baseline: BaselineLike,
     except AssertionError:
         raise  # a refused refresh: its rows are recorded already
     except (GateRefusal, BaselineError) as exc:
-        _record_stopped(gate, report, baseline, exc)
+        recorder.stopped(gate, report, baseline, exc)
         # The message says all there is; the frames inside the baseline store add nothing.
         raise exc.with_traceback(None) from None
     except Exception as exc:
-        _record_stopped(gate, report, baseline, exc)
+        recorder.stopped(gate, report, baseline, exc)
         raise
     finally:
         # The sequential gate, decided or stopped: its cells at the seeds they were judged on.
         # A failed write warns: it must not hide the verdicts (or the error) of the gate itself.
-        if isinstance(report, Schedule) and observer and observer.candidate:
-            decided = report.decided(since)
+        if schedule is not None and recorder.saves_reports:
+            decided = schedule.decided(report, since)
             try:
-                saved = _announce(*decided)
+                saved = recorder.announce(*decided)
             except OSError as exc:
                 import warnings
 
                 warnings.warn(f"graphnetz: the candidate report was not saved: {exc}",
                               stacklevel=2)
-    notes = (_saved_note(saved, decided),) if len(saved) > 1 else ()
+    notes = (saved_note(saved, decided),) if len(saved) > 1 else ()
     from ..calibration.annotation import annotate_verdicts  # δ finer than the seeds resolve: a note
 
     verdicts = annotate_verdicts(verdicts, baseline, resolvable=resolvable)
-    _finish(f"assert_{gate}", verdicts, header=header, notes=notes)
+    recorder.finish(f"assert_{gate}", verdicts, header=header, notes=notes)
     return verdicts
 
 
-def _resolvable_min_effect(report: Any, base: BenchmarkReport, baseline: BaselineLike,
-                           margin: float) -> float:
-    """δ for ``min_effect="resolvable"``: what the paired seeds resolve in every cell, by the
-    calibration beside the baseline (a refusal naming the file when there is none)."""
+def _resolvable_min_effect(report: BenchmarkReport, seeds: Sequence[int], base: BenchmarkReport,
+                           baseline: BaselineLike, margin: float) -> float:
+    """δ for ``min_effect="resolvable"``: what the paired seeds (of ``seeds``, those the
+    candidate runs) resolve in every cell, by the calibration beside the baseline (a refusal
+    naming the file when there is none)."""
     from ..calibration.annotation import resolvable_gate_min_effect
     from ..calibration.resolution import CalibrationError
 
-    seeds = report.planned_seeds if isinstance(report, Schedule) else report.seeds
     cells = [(t, m) for t in report.tasks for m in report.models]
     try:
         return resolvable_gate_min_effect(baseline, cells, len(set(seeds) & set(base.seeds)),
@@ -253,33 +251,32 @@ def _resolvable_min_effect(report: Any, base: BenchmarkReport, baseline: Baselin
         raise GateRefusal(str(exc), reason=str(exc)) from None
 
 
-def _adaptive_gate(report: Any, base: BenchmarkReport, *, test: str, margin: float,
-                   alpha: float, strict: bool, source: str, baseline: BaselineLike,
-                   min_effect: float | None = None, rng: Any = None
-                   ) -> tuple[list[CellVerdict], str]:
+def _adaptive_gate(report: BenchmarkReport, schedule: Schedule, base: BenchmarkReport, *,
+                   test: str, margin: float, alpha: float, strict: bool, source: str,
+                   refresh_command: str | None, min_effect: float | None = None,
+                   rng: stats.RngLike = None) -> tuple[list[CellVerdict], str]:
     """``assert_not_worse`` on an adaptive report: :func:`compare_schedule`, and the header of
     the failure message, which says what the schedule saved."""
     from ..text import seed_trainings
 
     if test != "paired-t":
-        raise ValueError(f"adaptive seeds (--graphnetz-seeds={report.seeds_option}) decide with "
-                         f"the paired t test's sequential boundaries; got test={test!r}: use "
-                         "test='paired', or fixed seeds (e.g. --graphnetz-seeds=20)")
-    command = baseline.update_command if isinstance(baseline, BaselineHandle) else None
-    verdicts = compare_schedule(report, base, margin=margin, min_effect=min_effect, alpha=alpha,
-                                strict=strict, source=source, rng=rng, refresh_command=command)
+        raise ValueError(f"adaptive seeds (--graphnetz-seeds={schedule.seeds_option}) decide "
+                         f"with the paired t test's sequential boundaries; got test={test!r}: "
+                         "use test='paired', or fixed seeds (e.g. --graphnetz-seeds=20)")
+    verdicts = compare_schedule(report, schedule, base, margin=margin, min_effect=min_effect,
+                                alpha=alpha, strict=strict, source=source, rng=rng,
+                                refresh_command=refresh_command)
     stops = [v.stop for v in verdicts if v.stop is not None]   # every adaptive cell's
     used = sum(stop.trained for stop in stops)
     pairable = sum(stop.max_seeds for stop in stops)
     return verdicts, (
         f"{_TITLE['not_worse']} against {source} ({_config(verdicts)}; adaptive seeds "
-        f"{report.seeds_option}: {seed_trainings(used)}, {pairable - used} saved against the "
+        f"{schedule.seeds_option}: {seed_trainings(used)}, {pairable - used} saved against the "
         f"{pairable} the baseline could pair)")
 
 
-
-def _refresh(gate: str, report: BenchmarkReport, handle: BaselineHandle, *, test: str,
-             margin: float, alpha: float, rng: Any,
+def _refresh(recorder: GateRecorder, gate: str, report: BenchmarkReport, handle: BaselineHandle,
+             *, test: str, margin: float, alpha: float, rng: stats.RngLike,
              min_effect: float | None = None) -> list[CellVerdict]:
     """``--graphnetz-update-baselines``: :func:`pytest_graphnetz.ratchet.refresh` writes the
     candidate unless the ratchet refuses; here its not-worse comparisons (the call's test,
@@ -297,31 +294,27 @@ def _refresh(gate: str, report: BenchmarkReport, handle: BaselineHandle, *, test
     outcome = refresh(handle, report, judge)
     status = "UPDATED" if outcome.written else "REFUSED"
     failing = () if outcome.written else outcome.refused
-    _record(outcome.previous, status=status, failing=failing)
-    _record(outcome.anchored, status=f"{status} vs anchor", failing=failing)
+    recorder.record(outcome.previous, status=status, failing=failing)
+    recorder.record(outcome.anchored, status=f"{status} vs anchor", failing=failing)
     if not outcome.written:
         raise AssertionError(outcome.refusal())
     judged = {(v.task, v.model) for v in outcome.previous}
-    _record_written(report, gate, [(t, m) for t in report.tasks for m in report.models
-                                   if (t, m) not in judged], outcome.replaced)
+    recorder.written(report, gate, [(t, m) for t in report.tasks for m in report.models
+                                    if (t, m) not in judged], outcome.replaced)
     return [*outcome.previous, *outcome.anchored]
 
 
-
-def _load(baseline: BaselineLike) -> tuple[str, BenchmarkReport]:
+def _load(recorder: GateRecorder, baseline: BaselineLike) -> tuple[str, BenchmarkReport]:
     __tracebackhide__ = True
     if isinstance(baseline, BenchmarkReport):
         return "the baseline report", baseline
     if isinstance(baseline, BaselineHandle):
         return baseline.shown, baseline.load()  # relative to the rootdir in pytest
     if isinstance(baseline, (str, os.PathLike)):
-        observer = _OBSERVER.get()
-        if observer is not None and observer.uses is not None:
-            observer.uses(str(Path(baseline).resolve()))
+        recorder.used(str(Path(baseline).resolve()))
         return str(baseline), load_baseline(Path(baseline))
     raise TypeError(f"`baseline` must be a BenchmarkReport, a path or a baseline handle, "
                     f"got {type(baseline).__name__}")
-
 
 
 def _config(verdicts: Sequence[CellVerdict], alpha: float | None = None) -> str:

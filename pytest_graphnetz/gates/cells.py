@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import numpy as np
 
@@ -35,6 +34,7 @@ from ..verdicts.formatting import describe_values, verdict_name
 from ..verdicts.guidance import LookNote, Stop
 from ..verdicts.rules import NO_MIN_EFFECT_NOTE, default_min_effect, failed_verdict
 from ..verdicts.values import CHANGED_MODEL_NOTE, CellVerdict
+from .schedule import Schedule
 
 Family = Callable[[Sequence[Sequence[float]], Sequence[Design]], FamilyDecision]
 
@@ -76,18 +76,17 @@ class GateCell:
     def last_look(self) -> bool:
         return self.look == len(self.design.looks) - 1
 
-    def compare(self, *, test: str, margin: float, rng: Any) -> Comparison:
+    def compare(self, *, test: str, margin: float, rng: stats.RngLike) -> Comparison:
         """The comparison at exactly this look's seeds, at the level this look decides at (its
         nominal level), so p, interval, MDE and plan read at it."""
         seeds = self.look_seeds
-        cell: dict[str, Any] = {"candidate": np.array([self.candidate[s] for s in seeds]),
-                                "baseline": np.array([self.baseline[s] for s in seeds]),
-                                "higher_is_better": self.spec.higher_is_better,
-                                "label": f"{self.task}/{self.model}", "seeds": seeds}
-        cell = fold_cell(cell, self.folds, test)
-        return compare(**{"test": test, **cell}, kind="not_worse", margin=margin,
+        baseline = np.array([self.baseline[s] for s in seeds])
+        test, candidate = folded(np.array([self.candidate[s] for s in seeds]), baseline,
+                                 self.folds, test)
+        return compare(candidate, baseline, higher_is_better=self.spec.higher_is_better,
+                       kind="not_worse", test=test, margin=margin,
                        min_effect=self.min_effect, alpha=self.design.nominal[self.look],
-                       rng=rng, plan=False)
+                       rng=rng, label=f"{self.task}/{self.model}", seeds=seeds, plan=False)
 
     def look_code(self, comp: Comparison) -> stats.Verdict | None:
         """NOT WORSE's and BETTER's boundaries at this look (REGRESSED is the family's)."""
@@ -98,54 +97,72 @@ class GateCell:
 
     def verdict_of(self, report: BenchmarkReport, baseline: BenchmarkReport, *, strict: bool,
                    notes: tuple[str, ...], refresh_command: str | None,
-                   schedule: Any = None) -> CellVerdict:
+                   schedule: Schedule | None = None) -> CellVerdict:
         """The cell's :class:`CellVerdict`, every number from the look it is reported at (the
-        look whose statistic rejected it, for REGRESSED; else its last)."""
+        look whose statistic rejected it, for REGRESSED; else its last). ``schedule``: an
+        adaptive run's (the verdict then says where the cell stopped)."""
         fam, i = self.family if self.family is not None else (None, 0)
         rejected_at = None if fam is None else fam.at_look[i]
         k = self.look if rejected_at is None else rejected_at
         seeds = self.seeds[:self.design.looks[k]]
+        comp = self._reported(k, fam, i)
+        name = verdict_name(comp.verdict)
+        changed = (changed_model_notes(report, baseline, self.model, seeds) if name == "IDENTICAL"
+                   else ())
+        collapsed, collapse_note = self._collapse(seeds)
+        look = LookNote(self.design.looks, k + 1, self.design.on_schedule,
+                        self.design.nominal[k], self.alone, self.unused)
+        return CellVerdict(
+            self.task, self.model, self.spec.name, self.spec.higher_is_better, "not_worse",
+            comp, self._described(self.baseline, seeds, baseline),
+            self._described(self.candidate, seeds, report),
+            tuple(seeds), failed_verdict("not_worse", name, strict),
+            (*notes, *self.notes, *changed, *collapsed), tuple(baseline.seeds),
+            refresh_command, stop=None if schedule is None else self._stop(schedule, k, fam),
+            table_note=self._table_note(name, look, changed=bool(changed),
+                                        collapsed=collapse_note),
+            folds=self.folds, call_alpha=self.design.alpha, look=look)
+
+    def _reported(self, k: int, fam: FamilyDecision | None, i: int) -> Comparison:
+        """The comparison of look ``k`` as reported: the cell's verdict, and as the ``i``-th
+        member of the call's family ``fam`` (adjusted p, interval, plan), with its notes."""
         comp = self.comparisons[k]
         if self.verdict is not None:
             comp = replace(comp, verdict=self.verdict)
         extra: tuple[str, ...] = ()
         if self.tested and fam is not None:
             comp, extra = self._in_family(comp, fam, i, k)
-        name = verdict_name(comp.verdict)
-        stop = None if schedule is None else self._stop(schedule, k, fam)
-        changed = (changed_model_notes(report, baseline, self.model, seeds) if name == "IDENTICAL"
-                   else ())
         if self.folds is not None:
             from ..stats.heldout import FOLD_NOTE
 
             extra = (*extra, FOLD_NOTE.format(task=self.task, k=self.folds, test=comp.test))
-        collapsed: tuple[tuple[str, ...], str] = ((), "")
-        # Only a tested cell has a t test to warn about; on folds the seeds' differences are
-        # not independent, which the Grubbs test assumes.
-        if self.tested and self.folds is None:
-            collapsed = collapse_notes([self.baseline[s] for s in seeds],
-                                       [self.candidate[s] for s in seeds], seeds,
-                                       higher_is_better=self.spec.higher_is_better)
-        look = LookNote(self.design.looks, k + 1, self.design.on_schedule,
-                        self.design.nominal[k], self.alone, self.unused)
-        comp = replace(comp, notes=(*comp.notes, *extra))
-        table_note = "; ".join(x for x in (
-            look.describe() if name != "IDENTICAL" else "",
+        return replace(comp, notes=(*comp.notes, *extra))
+
+    def _collapse(self, seeds: Sequence[int]) -> tuple[tuple[str, ...], str]:
+        """The notes (message, table) on seeds that collapsed. Only a tested cell has a t test
+        to warn about; on folds the seeds' differences are not independent, which the Grubbs
+        test assumes."""
+        if not self.tested or self.folds is not None:
+            return (), ""
+        return collapse_notes([self.baseline[s] for s in seeds],
+                              [self.candidate[s] for s in seeds], seeds,
+                              higher_is_better=self.spec.higher_is_better)
+
+    def _described(self, values: dict[int, float], seeds: Sequence[int],
+                   source: BenchmarkReport) -> stats.CellStats:
+        return describe_values(np.array([values[s] for s in seeds]), source,
+                               metric=self.spec.name)
+
+    def _table_note(self, name: str, look: LookNote, *, changed: bool, collapsed: str) -> str:
+        """The verdict table's Note: the look, a changed model, collapsed seeds, a missing δ
+        (NOT WORSE at −margin must never be silent) and a cut schedule."""
+        shown = name != "IDENTICAL"
+        return "; ".join(x for x in (
+            look.describe() if shown else "",
             CHANGED_MODEL_NOTE if changed else "",
-            collapsed[1],
-            # NOT WORSE at −margin must never be silent: the row says so, not only a message
-            NO_MIN_EFFECT_NOTE if self.min_effect is None and name != "IDENTICAL" else "",
-            self.capped if name != "IDENTICAL" else "") if x)
-        return CellVerdict(
-            self.task, self.model, self.spec.name, self.spec.higher_is_better, "not_worse",
-            comp, describe_values(np.array([self.baseline[s] for s in seeds]), baseline,
-                                  metric=self.spec.name),
-            describe_values(np.array([self.candidate[s] for s in seeds]), report,
-                            metric=self.spec.name),
-            tuple(seeds), failed_verdict("not_worse", name, strict),
-            (*notes, *self.notes, *changed, *collapsed[0]), tuple(baseline.seeds),
-            refresh_command, stop=stop, table_note=table_note, folds=self.folds,
-            call_alpha=self.design.alpha, look=look)
+            collapsed,
+            NO_MIN_EFFECT_NOTE if self.min_effect is None and shown else "",
+            self.capped if shown else "") if x)
 
     def _in_family(self, comp: Comparison, fam: FamilyDecision, i: int,
                    k: int) -> tuple[Comparison, tuple[str, ...]]:
@@ -171,7 +188,7 @@ class GateCell:
             comp = replace(comp, ci=comp.interval(low, high), ci_alphas=(low, high))
         return comp, tuple(extra)
 
-    def _stop(self, schedule: Any, k: int, fam: FamilyDecision | None) -> Stop:
+    def _stop(self, schedule: Schedule, k: int, fam: FamilyDecision | None) -> Stop:
         """Where an adaptive cell stopped."""
         trained = len([s for s in self.seeds if s in self.candidate])
         return Stop(n=self.design.looks[k], trained=trained, min_seeds=schedule.min_seeds,
@@ -212,7 +229,7 @@ class GateCell:
                                 regressed_alpha=level, power=comp.power)
 
 
-def decide_cells(cells: Sequence[GateCell], *, test: str, margin: float, rng: Any,
+def decide_cells(cells: Sequence[GateCell], *, test: str, margin: float, rng: stats.RngLike,
                  train: Callable[[Sequence[GateCell]], None] | None = None,
                  family: Family | None = None) -> None:
     """The one decision path of ``assert_not_worse``, whatever the run holds: at each look, the
@@ -252,16 +269,17 @@ def decide_cells(cells: Sequence[GateCell], *, test: str, margin: float, rng: An
             c.look += 1
 
 
-def fold_cell(cell: dict[str, Any], k: int | None, test: str) -> dict[str, Any]:
-    """``cell`` as compared: on a k-fold CV task, the paired t on candidate values that make it
-    the corrected resampled t test (:func:`~pytest_graphnetz.stats.heldout.fold_corrected`),
-    whatever ``test`` was asked for (the plain tests are invalid on folds)."""
+def folded(candidate: np.ndarray, baseline: np.ndarray, k: int | None,
+           test: str) -> tuple[str, np.ndarray]:
+    """The test and the candidate values (seed,) a cell is compared with: on a k-fold CV task,
+    the paired t on candidate values that make it the corrected resampled t test
+    (:func:`~pytest_graphnetz.stats.heldout.fold_corrected`), whatever ``test`` was asked for
+    (the plain tests are invalid on folds); else ``test`` and ``candidate`` as they are."""
     if k is None:
-        return cell
+        return test, candidate
     from ..stats.heldout import fold_corrected
 
-    return {**cell, "test": "paired-t",
-            "candidate": fold_corrected(cell["candidate"], cell["baseline"], k=k)}
+    return "paired-t", fold_corrected(candidate, baseline, k=k)
 
 
 def cell_min_effect(spec: MetricSpec, margin: float, min_effect: float | None) -> float | None:
@@ -275,5 +293,4 @@ def min_effect_error(min_effect: float, margin: float) -> str:
             "min_effect (--graphnetz-min-effect) or lower the margin")
 
 
-__all__ = ["GateCell", "cell_min_effect", "decide_cells", "fold_cell",
-           "min_effect_error"]
+__all__ = ["GateCell", "cell_min_effect", "decide_cells", "folded", "min_effect_error"]

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Protocol, runtime_checkable
 
+from .. import stats
 from ..pairing import (
     changed_model_notes,
     check_cells,
@@ -19,55 +19,34 @@ from ..pairing import (
     unpaired_notes,
 )
 from ..report import BenchmarkReport
+from ..stats import boundaries
 from ..stats.boundaries import (
     DEFAULT_FIRST_LOOK,
     DEFAULT_RHO,
     Design,
     design,
-    schedule,
     single_look,
 )
 from ..stats.decisions import compare
 from ..verdicts.formatting import describe_values, seed_list, verdict_name
 from ..verdicts.rules import failed_verdict
 from ..verdicts.values import CHANGED_MODEL_NOTE, CellVerdict, GateRefusal
-from .cells import GateCell, cell_min_effect, decide_cells, fold_cell, min_effect_error
-from .suite import _suite_family, _SuiteRow, suite_rows
+from .cells import GateCell, cell_min_effect, decide_cells, folded, min_effect_error
+from .schedule import Schedule
+from .suite import SuiteRow, suite_rows, suite_rows_family
 
 # "paired" is the default spelling of the paired t-test; every test here pairs by seed.
 TESTS = {"paired": "paired-t", "paired-t": "paired-t", "wilcoxon": "wilcoxon",
           "permutation": "permutation", "bootstrap": "bootstrap"}
-@runtime_checkable
-class Schedule(Protocol):
-    """A report that can train more seeds, look by look: adaptive seeds
-    (:class:`~pytest_graphnetz.adaptive.AdaptiveReport` is the one implementation). Only the
-    not-worse gate is sequential; the other gates, and refreshes, ``complete`` it to MAX."""
-
-    planned_seeds: tuple[int, ...]
-    min_seeds: int
-    extensions: list[BenchmarkReport]
-
-    @property
-    def max_seeds(self) -> int: ...
-
-    @property
-    def seeds_option(self) -> str: ...
-
-    def extend(self, task: str, models: Sequence[str],
-               seeds: Sequence[int]) -> BenchmarkReport: ...
-
-    def complete(self) -> BenchmarkReport: ...
-
-    def decided(self, since: int = 0) -> list[BenchmarkReport]: ...
-
 
 
 def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate: str = "not_worse",
                     test: str = "paired-t", margin: float = 0.0, min_effect: float | None = None,
                     alpha: float = 0.05, strict: bool = False, source: str = "the baseline",
-                    rng: Any = None, refresh_command: str | None = None, suite: bool = False,
-                    suite_min_effect: float | None = None, rerun_safe: bool = True,
-                    first_look: int | None = None) -> list[CellVerdict]:
+                    rng: stats.RngLike = None, refresh_command: str | None = None,
+                    suite: bool = False, suite_min_effect: float | None = None,
+                    rerun_safe: bool = True, first_look: int | None = None
+                    ) -> list[CellVerdict]:
     """Every candidate cell of ``report`` against ``baseline`` (``not_worse``: Holm across the
     tested cells, on the one decision path, :func:`decide_cells`; ``suite``: the suite rows
     after the cells, see :func:`assert_not_worse`); raises nothing but :class:`GateRefusal` /
@@ -118,7 +97,7 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
                     cell_min_effect(spec, margin, min_effect), folds, alone=alone,
                     unused=unused,
                     first_look=first if rerun_safe and test == "paired-t" else None))
-        rows: list[_SuiteRow] = []
+        rows: list[SuiteRow] = []
         family = None
         if suite:
             rows, suite_notes = suite_rows(report, baseline, seeds, margin=margin,
@@ -127,50 +106,48 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
                                            alpha=alpha)
             notes = (*notes, *suite_notes)
             if rows:
-                family = _suite_family(rows, alpha)
+                family = suite_rows_family(rows, alpha)
         decide_cells(cells, test=test, margin=margin, rng=rng, family=family)
         return [*(c.verdict_of(report, baseline, strict=strict, notes=notes,
                                refresh_command=refresh_command) for c in cells),
                 *(r.verdict_of(report, baseline, strict=strict, notes=notes,
                                refresh_command=refresh_command) for r in rows)]
-    specs, tested, described = [], [], []
+    # better / equivalent: intersection-union tests, every cell at alpha (no family)
+    verdicts = []
     for task in report.tasks:
         spec = report.metric(task)
+        folds = report.folds(task)
         for model in report.models:
-            specs.append((task, model, spec))
-            cell: dict[str, Any] = {"candidate": report.values(task, model)[cand_idx],
-                    "baseline": baseline.values(task, model)[base_idx],
-                    "higher_is_better": spec.higher_is_better,
-                    "label": f"{task}/{model}", "seeds": seeds}
-            described.append(cell)
-            tested.append(fold_cell(cell, report.folds(task), test))
-    # better / equivalent: intersection-union tests, every cell at alpha (no family)
-    comparisons = [compare(**{"test": test, **cell}, kind=gate, margin=margin,
-                           alpha=alpha, rng=rng) for cell in tested]
-    verdicts = []
-    for (task, model, spec), cell, comp in zip(specs, described, comparisons, strict=True):
-        if report.folds(task) is not None:
-            from ..stats.heldout import FOLD_NOTE
+            cand = report.values(task, model)[cand_idx]
+            base = baseline.values(task, model)[base_idx]
+            cell_test, compared = folded(cand, base, folds, test)
+            comp = compare(compared, base, higher_is_better=spec.higher_is_better,
+                           kind=gate, test=cell_test, margin=margin, alpha=alpha, rng=rng,
+                           label=f"{task}/{model}", seeds=seeds)
+            if folds is not None:
+                from ..stats.heldout import FOLD_NOTE
 
-            comp = replace(comp, notes=(*comp.notes, FOLD_NOTE.format(
-                task=task, k=report.folds(task), test=test)))
-        name = verdict_name(comp.verdict)
-        changed = changed_model_notes(report, baseline, model, seeds) if name == "IDENTICAL" else ()
-        verdicts.append(CellVerdict(
-            task, model, spec.name, spec.higher_is_better, gate, comp,
-            describe_values(cell["baseline"], baseline, metric=spec.name),
-            describe_values(cell["candidate"], report, metric=spec.name),
-            tuple(seeds), failed_verdict(gate, name, strict), (*notes, *changed),
-            tuple(baseline.seeds), refresh_command,
-            table_note=CHANGED_MODEL_NOTE if changed else ""))
+                comp = replace(comp, notes=(*comp.notes, FOLD_NOTE.format(
+                    task=task, k=folds, test=test)))
+            name = verdict_name(comp.verdict)
+            changed = (changed_model_notes(report, baseline, model, seeds)
+                       if name == "IDENTICAL" else ())
+            verdicts.append(CellVerdict(
+                task, model, spec.name, spec.higher_is_better, gate, comp,
+                describe_values(base, baseline, metric=spec.name),
+                describe_values(cand, report, metric=spec.name),
+                tuple(seeds), failed_verdict(gate, name, strict), (*notes, *changed),
+                tuple(baseline.seeds), refresh_command,
+                table_note=CHANGED_MODEL_NOTE if changed else ""))
     return verdicts
 
 
 
-def compare_schedule(report: BenchmarkReport, baseline: BenchmarkReport, *, margin: float = 0.0,
-                     min_effect: float | None = None, alpha: float = 0.05,
-                     strict: bool = False, source: str = "the baseline", rng: Any = None,
-                     refresh_command: str | None = None) -> list[CellVerdict]:
+def compare_schedule(report: BenchmarkReport, schedule: Schedule, baseline: BenchmarkReport, *,
+                     margin: float = 0.0, min_effect: float | None = None, alpha: float = 0.05,
+                     strict: bool = False, source: str = "the baseline",
+                     rng: stats.RngLike = None, refresh_command: str | None = None
+                     ) -> list[CellVerdict]:
     """The not-worse verdicts of an adaptive ``report`` against ``baseline`` (the paired t
     test), each cell decided look by look on the one decision path (:func:`decide_cells`),
     training its next look's seeds only while open; what :func:`compare_reports` is for a run
@@ -179,63 +156,60 @@ def compare_schedule(report: BenchmarkReport, baseline: BenchmarkReport, *, marg
     Per cell the seeds are the planned seeds the baseline has, in planned order, up to the
     first one it lacks (a diverged baseline seed is excluded from the test with a note); a
     baseline with fewer than MAX of them cuts the cell's looks there (a note names the refresh
-    that completes it, and the table's Note says the cell was capped). ``report`` is a
-    :class:`Schedule` (an adaptive report).
+    that completes it, and the table's Note says the cell was capped). ``report``: the first
+    look; ``schedule``: the run's further looks (:func:`~.schedule.split_schedule`).
     """
     __tracebackhide__ = True
-    if not isinstance(report, Schedule):
-        raise TypeError(f"compare_schedule needs an adaptive report (--graphnetz-seeds=MIN..MAX),"
-                        f" got {type(report).__name__}; use compare_reports for fixed seeds")
     if min_effect is not None and not min_effect > margin:
         raise ValueError(min_effect_error(min_effect, margin))
     check_cells(report, baseline, source)
     check_metrics(report, baseline, source)
-    planned = schedule(report.min_seeds, report.max_seeds)
+    planned = boundaries.schedule(schedule.min_seeds, schedule.max_seeds)
     cells = []
     for task in report.tasks:
         spec = report.metric(task)
         for model in report.models:
             held = {s: float(v) for s, v in zip(baseline.seeds, baseline.values(task, model),
                                                 strict=True)}
-            seeds = list(report.planned_seeds)
+            seeds = list(schedule.planned_seeds)
             # the planned seeds the baseline holds, up to the first it lacks (one it holds as
             # diverged is excluded from the test by compare, with a note, as in a fixed run)
             pairs = next((i for i, s in enumerate(seeds) if s not in held), len(seeds))
-            if pairs < report.min_seeds:
+            if pairs < schedule.min_seeds:
                 raise GateRefusal(
                     f"{task}/{model}: {source} holds the first {pairs} of the planned seeds "
-                    f"{list(report.planned_seeds)} (it has seeds {list(baseline.seeds)}); the "
-                    f"first look needs {report.min_seeds}. Refresh "
-                    f"the baseline with --graphnetz-seeds={report.seeds_option}.")
-            cell_design = design(report.min_seeds, min(pairs, report.max_seeds), alpha=alpha)
+                    f"{list(schedule.planned_seeds)} (it has seeds {list(baseline.seeds)}); the "
+                    f"first look needs {schedule.min_seeds}. Refresh "
+                    f"the baseline with --graphnetz-seeds={schedule.seeds_option}.")
+            cell_design = design(schedule.min_seeds, min(pairs, schedule.max_seeds), alpha=alpha)
             seeds = seeds[:cell_design.max_seeds]
             notes: tuple[str, ...] = ()
             capped = ""
             if cell_design.looks != planned:
-                how = (f"`{refresh_command} --graphnetz-seeds={report.seeds_option}`"
+                how = (f"`{refresh_command} --graphnetz-seeds={schedule.seeds_option}`"
                        if refresh_command else
-                       f"a refresh with --graphnetz-seeds={report.seeds_option}")
-                notes = (f"{source} pairs {pairs} of the {report.max_seeds} planned seeds, so "
+                       f"a refresh with --graphnetz-seeds={schedule.seeds_option}")
+                notes = (f"{source} pairs {pairs} of the {schedule.max_seeds} planned seeds, so "
                          f"this cell's looks are {cell_design.looks}; {how} completes it",)
                 capped = (f"capped at {cell_design.max_seeds} seeds: the baseline pairs "
-                          f"{pairs} of the {report.max_seeds} planned")
+                          f"{pairs} of the {schedule.max_seeds} planned")
             values = {s: float(v) for s, v in zip(report.seeds, report.values(task, model),
                                                    strict=True)}
             cells.append(GateCell(task, model, spec, seeds, cell_design, values, held,
                                   cell_min_effect(spec, margin, min_effect), report.folds(task),
-                                  notes, capped, first_look=report.min_seeds))
+                                  notes, capped, first_look=schedule.min_seeds))
 
     def train(open_cells: Sequence[GateCell]) -> None:
-        _train_look(report, baseline, open_cells, source)
+        _train_look(report, schedule, baseline, open_cells, source)
 
     decide_cells(cells, test="paired-t", margin=margin, rng=rng, train=train)
     env = environment_notes(report, baseline)
     return [c.verdict_of(report, baseline, strict=strict, notes=env,
-                         refresh_command=refresh_command, schedule=report) for c in cells]
+                         refresh_command=refresh_command, schedule=schedule) for c in cells]
 
 
-def _train_look(report: Any, base: BenchmarkReport, cells: Sequence[GateCell],
-                source: str) -> None:
+def _train_look(report: BenchmarkReport, schedule: Schedule, base: BenchmarkReport,
+                cells: Sequence[GateCell], source: str) -> None:
     """The pairing of one look of an adaptive schedule: train each open cell's seeds up to its
     current look (one runner call per task and seed list), then refuse a task whose data or
     split differs from the baseline's at any seed of this look, the first look included."""
@@ -245,7 +219,7 @@ def _train_look(report: Any, base: BenchmarkReport, cells: Sequence[GateCell],
         if need:
             groups.setdefault((c.task, need), []).append(c)
     for (task, seeds), group in groups.items():
-        more = report.extend(task, [c.model for c in group], seeds)
+        more = schedule.extend(report, task, [c.model for c in group], seeds)
         for c in group:
             c.candidate.update(zip(more.seeds, (float(v) for v in more.values(task, c.model)),
                                    strict=True))

@@ -4,26 +4,27 @@ difference across the call's tasks of one metric, and its REGRESSED family with 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 
 from .. import stats
 from ..history import MetricSpec
 from ..report import BenchmarkReport
+from ..stats.boundaries import Design
 from ..stats.decisions import compare, decide_look, final_verdict, plan_seeds
-from ..stats.suite import DEFAULT_SUITE_WEIGHT
+from ..stats.suite import DEFAULT_SUITE_WEIGHT, SuiteResult
 from ..verdicts.formatting import describe_values, seed_list, verdict_name
 from ..verdicts.rules import default_min_effect, failed_verdict
 from ..verdicts.values import CellVerdict
+from .cells import Family
 
 SUITE = "suite"   # the task label of a suite row: ``suite/<model>``
 
 
 @dataclass
-class _SuiteRow:
+class SuiteRow:
     """One model's suite row: ``candidate`` / ``baseline`` (seed,), the per-seed means over
     ``tasks``, paired by seed; ``result``: :func:`~pytest_graphnetz.stats.suite.suite_test` on
     their differences; ``rejected`` / ``level`` / ``p_adjusted``: its REGRESSED decision in the
@@ -36,7 +37,7 @@ class _SuiteRow:
     candidate: np.ndarray
     baseline: np.ndarray
     min_effect: float | None
-    result: Any
+    result: SuiteResult
     rejected: bool = False
     level: float = 0.0
     p_adjusted: float | None = None
@@ -80,7 +81,7 @@ class _SuiteRow:
 
 def suite_rows(report: BenchmarkReport, baseline: BenchmarkReport, seeds: Sequence[int], *,
                margin: float, min_effect: float | None, alpha: float
-               ) -> tuple[list[_SuiteRow], tuple[str, ...]]:
+               ) -> tuple[list[SuiteRow], tuple[str, ...]]:
     """Per model, the suite row over the tasks of the call's most common metric (the first
     task's on a tie), paired on ``seeds``, and the notes on what it left out: tasks of another
     metric, k-fold tasks (their seeds index folds), seeds diverged on a task. No row with fewer
@@ -120,21 +121,21 @@ def suite_rows(report: BenchmarkReport, baseline: BenchmarkReport, seeds: Sequen
             continue
         diffs = suite_differences(cand[:, ok], base[:, ok],
                                   higher_is_better=spec.higher_is_better, tasks=used)
-        rows.append(_SuiteRow(model, spec, used, kept, cand[:, ok].mean(axis=0),
+        rows.append(SuiteRow(model, spec, used, kept, cand[:, ok].mean(axis=0),
                               base[:, ok].mean(axis=0), delta,
                               suite_test(diffs, margin=margin, min_effect=delta, alpha=alpha,
                                          n_tasks=len(used))))
     return rows, tuple(notes)
 
 
-def _suite_family(rows: Sequence[_SuiteRow], alpha: float) -> Callable[..., Any]:
+def suite_rows_family(rows: Sequence[SuiteRow], alpha: float) -> Family:
     """The REGRESSED family of a call with suite rows, for :func:`decide_cells` (one look):
     weighted Holm over the tested cells' p and the rows' (suite weight 0.5). Sets each row's
     decision; returns the cells' as a :class:`FamilyDecision` with per-cell levels."""
     from ..stats.sequential import FamilyDecision
     from ..stats.suite import suite_family
 
-    def decide(histories: Sequence[Sequence[float]], designs: Sequence[Any]) -> Any:
+    def decide(histories: Sequence[Sequence[float]], designs: Sequence[Design]) -> FamilyDecision:
         if any(len(d.looks) != 1 for d in designs):
             raise ValueError("a suite row needs one look per cell (fixed seeds)")
         result = suite_family([h[0] for h in histories], [r.result.p_value for r in rows],

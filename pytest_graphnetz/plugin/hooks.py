@@ -72,17 +72,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
-    # Gates report to an observer set for the test body. Only when the gates module is already
+    # Gates report to a recorder set for the test body. Only when the gates module is already
     # loaded (the test imported it) or the test uses our fixtures: otherwise importing it here
     # would make every unrelated test pay for numpy and scipy.
     uses_us = FIXTURES & set(getattr(item, "fixturenames", ()))
     if "pytest_graphnetz.gates" not in sys.modules and not uses_us:
         return (yield)
-    from ..gates import observing
+    from ..gates.recorder import recording
 
     session = item.config.stash[STASH_KEY]
     try:
-        with observing(session.observer(item)):
+        with recording(session.recorder(item)):
             return (yield)
     finally:
         session.record_gate_settings(item)

@@ -2,7 +2,7 @@
 
 :class:`GraphnetzSession` (one per pytest session, in ``config.stash[STASH_KEY]``) runs the
 benchmarks the fixtures ask for, with their live progress; hands out baseline handles; gives
-each test the observer its gates report to (rows, saved candidate reports); gathers every row,
+each test the recorder its gates report to (rows, saved candidate reports); gathers every row,
 failure and triple count from the test reports (on the xdist controller: the workers'); and
 feeds them to :class:`~pytest_graphnetz.summary.GateSummary`, which renders them, and to the
 files the user asked for. Which baselines a run used is :mod:`.usage`'s job.
@@ -42,10 +42,11 @@ from .usage import BaselineUsage, baseline_name
 
 if TYPE_CHECKING:
     from ..baselines import BaselineHandle
-    from ..gates import GateObserver
+    from ..gates.recorder import GateRecorder
     from ..progress import TerminalProgress
     from ..report import BenchmarkReport
     from ..summary import GateSummary
+    from ..verdicts.values import CellVerdict, WidthVerdict
 
 
 @dataclass
@@ -197,75 +198,16 @@ class GraphnetzSession:
                 or item.get_closest_marker(MARKER) is not None:
             item.user_properties.append((GRAPHNETZ_TEST, "1"))
 
-    def observer(self, item: pytest.Item) -> GateObserver:
-        """What the gates called inside ``item`` report to (session alpha/strict, the rows)."""
-        from ..gates import GateObserver
+    def recorder(self, item: pytest.Item) -> GateRecorder:
+        """What the gates called inside ``item`` report to (session defaults, the rows)."""
+        from ..gates.recorder import GateRecorder
 
-        saved: list[Any] = []   # the reports this test's gates saw, each written once
-        # --graphnetz-report-dir: the paths of the report the gate now running judges, and per
-        # path the settings of the gates that judged it (gate_calls, written after the test).
-        current: list[str] = []
-        calls = self.gate_calls.setdefault(item.nodeid, {})
-
-        def record(row: dict[str, Any]) -> None:
-            item.user_properties.append((GATE_PROPERTY, json.dumps({"test": item.nodeid, **row})))
-
-        def verdict(row: dict[str, str], v: Any) -> dict[str, Any]:
-            """A verdict's row with its numbers; its gate's settings noted for the reports."""
-            from ..summary import gate_call, verdict_stats
-
-            call = gate_call(v, strict=self.settings.strict)
-            if call is not None and not self.settings.update_baselines:
-                for path in current:
-                    _add_cell(calls.setdefault(path, []), call, v.cell)
-            return {**row, "stats": verdict_stats(v, test=item.nodeid)}
-
-        def candidate(report: BenchmarkReport,
-                      further: Sequence[BenchmarkReport] = ()) -> list[str]:
-            if not further and any(r is report for r in saved):
-                k = next(i for i, r in enumerate(saved) if r is report)
-                current[:] = [str(self._report_path(item, k + 1))]
-                return []
-            saved.append(report)
-            try:
-                return _save(report, further)
-            except OSError as exc:
-                # Checked writable at session start; a disk that fills up since must not
-                # replace the gate's verdicts with an OSError.
-                import warnings
-
-                warnings.warn(f"graphnetz: the candidate report of {item.nodeid} was not saved "
-                              f"under {self.shown(self.settings.report_dir)}: "
-                              f"{type(exc).__name__}: {exc.strerror or exc}", stacklevel=2)
-                return []
-
-        def _save(report: BenchmarkReport, further: Sequence[BenchmarkReport]) -> list[str]:
-            paths = [report.to_json(self._report_path(item, len(saved)))]
-            for part in further:  # an adaptive gate's cells that took more seeds
-                label = f"{len(part.seeds)}-seeds"
-                if len(report.tasks) > 1:
-                    label = f"{part.tasks[0]}.{label}"
-                path = self._report_path(item, len(saved), label)
-                # Two cells of a task can hold as many seeds but different ones (a baseline
-                # seed diverged): keep their files apart.
-                k = 1
-                while path in paths:
-                    k += 1
-                    path = self._report_path(item, len(saved), f"{label}-{k}")
-                paths.append(part.to_json(path))
-            item.user_properties += [(REPORT_PROPERTY, str(p)) for p in paths]
-            current[:] = [str(p) for p in paths]
-            return [str(p) for p in paths]
-
-        def uses(path: str) -> None:
-            item.user_properties.append((USES_PROPERTY, path))
-
-        return GateObserver(alpha=self.settings.alpha, strict=self.settings.strict, record=record,
-                            min_effect=self.settings.min_effect,
-                            uses=uses if self.settings.update_baselines else None,
-                            candidate=candidate if self.settings.report_dir else None,
-                            verdict=verdict, rerun_safe=self.settings.rerun_safe,
-                            first_look=self.settings.first_look)
+        s = self.settings
+        gates = GatesInTest(self, item)
+        return GateRecorder(alpha=s.alpha, strict=s.strict, min_effect=s.min_effect,
+                            rerun_safe=s.rerun_safe, first_look=s.first_look, keep=gates.keep,
+                            describe=gates.describe, save=gates.save if s.report_dir else None,
+                            use=gates.use if s.update_baselines else None)
 
     def record_gate_settings(self, item: pytest.Item) -> None:
         """After a test: write into each candidate report it saved the settings of the gates
@@ -427,6 +369,78 @@ class GraphnetzSession:
             return
         with capture.global_and_fixture_disabled():
             yield
+
+
+@dataclass
+class GatesInTest:
+    """One test's gate calls, as its :class:`~pytest_graphnetz.gates.recorder.GateRecorder`
+    delivers them: rows into the test's properties, candidate reports saved once each
+    (--graphnetz-report-dir), and per saved path the settings of the gates that judged it
+    (``session.gate_calls``, written into the reports after the test)."""
+
+    session: GraphnetzSession
+    item: pytest.Item
+    saved: list[BenchmarkReport] = field(default_factory=list)   # each written once
+    current: list[str] = field(default_factory=list)   # the paths the running gate judges
+
+    def keep(self, row: dict[str, Any]) -> None:
+        self.item.user_properties.append(
+            (GATE_PROPERTY, json.dumps({"test": self.item.nodeid, **row})))
+
+    def describe(self, row: dict[str, str], v: CellVerdict | WidthVerdict) -> dict[str, Any]:
+        """A verdict's row with its numbers; its gate's settings noted for the reports."""
+        from ..summary import gate_call, verdict_stats
+
+        settings = self.session.settings
+        call = gate_call(v, strict=settings.strict)
+        if call is not None and not settings.update_baselines:
+            calls = self.session.gate_calls.setdefault(self.item.nodeid, {})
+            for path in self.current:
+                _add_cell(calls.setdefault(path, []), call, v.cell)
+        return {**row, "stats": verdict_stats(v, test=self.item.nodeid)}
+
+    def save(self, report: BenchmarkReport,
+             further: Sequence[BenchmarkReport] = ()) -> list[str]:
+        """Write ``report`` (and an adaptive gate's ``further`` parts) unless this test saved
+        it already; the paths written."""
+        if not further and any(r is report for r in self.saved):
+            k = next(i for i, r in enumerate(self.saved) if r is report)
+            self.current[:] = [str(self.session._report_path(self.item, k + 1))]
+            return []
+        self.saved.append(report)
+        try:
+            return self._write(report, further)
+        except OSError as exc:
+            # Checked writable at session start; a disk that fills up since must not replace
+            # the gate's verdicts with an OSError.
+            import warnings
+
+            warnings.warn(f"graphnetz: the candidate report of {self.item.nodeid} was not saved "
+                          f"under {self.session.shown(self.session.settings.report_dir)}: "
+                          f"{type(exc).__name__}: {exc.strerror or exc}", stacklevel=2)
+            return []
+
+    def use(self, path: str) -> None:
+        self.item.user_properties.append((USES_PROPERTY, path))
+
+    def _write(self, report: BenchmarkReport, further: Sequence[BenchmarkReport]) -> list[str]:
+        k, where = len(self.saved), self.session._report_path
+        paths = [report.to_json(where(self.item, k))]
+        for part in further:  # an adaptive gate's cells that took more seeds
+            label = f"{len(part.seeds)}-seeds"
+            if len(report.tasks) > 1:
+                label = f"{part.tasks[0]}.{label}"
+            path = where(self.item, k, label)
+            # Two cells of a task can hold as many seeds but different ones (a baseline seed
+            # diverged): keep their files apart.
+            n = 1
+            while path in paths:
+                n += 1
+                path = where(self.item, k, f"{label}-{n}")
+            paths.append(part.to_json(path))
+        self.item.user_properties += [(REPORT_PROPERTY, str(p)) for p in paths]
+        self.current[:] = [str(p) for p in paths]
+        return [str(p) for p in paths]
 
 
 def _test_counts(nodeid: str, runs: list[dict[str, float]]) -> str:

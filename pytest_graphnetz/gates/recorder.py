@@ -1,0 +1,192 @@
+"""Where a gate call's rows go: the :class:`GateRecorder` of the test body it runs in (the
+session's defaults, and the plugin's sinks for rows, saved candidate reports and baseline files
+read), found with :func:`current_recorder`; outside pytest, a recorder with the library's
+defaults and no sinks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from ..baselines import BaselineHandle, BaselineMissingError
+from ..pairing import unpaired_cell
+from ..report import BenchmarkReport
+from ..verdicts.formatting import describe_values, fmt_mean_ci, metric_label, seed_list
+from ..verdicts.values import CellVerdict, GateRefusal, WidthVerdict
+
+Verdict = CellVerdict | WidthVerdict
+
+
+@dataclass(frozen=True)
+class GateRecorder:
+    """The defaults of the gates run inside one test, and where their summary rows go.
+
+    The fields are what the plugin sets from the session's options (outside pytest: these
+    defaults, and no sinks); the methods are what a gate calls."""
+
+    alpha: float = 0.05
+    strict: bool = False
+    min_effect: float | str | None = None   # "resolvable": from the calibration (issue 33)
+    # The schedule every not-worse cell walks: False with --graphnetz-single-run (each run
+    # judged alone at α); its first look, from the project's configured seeds.
+    rerun_safe: bool = True
+    first_look: int | None = None
+    # keep(row): a summary row (test, cell, verdict, ...); describe(row, v): the row to keep
+    # for verdict v (the plugin adds v's numbers).
+    keep: Callable[[dict[str, Any]], None] | None = None
+    describe: Callable[[dict[str, str], Verdict], dict[str, Any]] | None = None
+    # --graphnetz-report-dir: save(report, further) writes a gate's candidate report (fixed
+    # seeds: before it is compared; adaptive: after, with the cells that took more seeds as
+    # ``further`` reports, see AdaptiveSchedule.decided) and returns the paths it wrote.
+    save: Callable[[BenchmarkReport, Sequence[BenchmarkReport]], Sequence[str]] | None = None
+    use: Callable[[str], None] | None = None   # told each baseline file a gate reads by path
+
+    @property
+    def saves_reports(self) -> bool:
+        return self.save is not None
+
+    def announce(self, report: BenchmarkReport, *further: BenchmarkReport) -> Sequence[str]:
+        """Hand the candidate to the plugin (kept for --graphnetz-report-dir); ``further``: an
+        adaptive gate's cells that took more seeds than ``report`` holds. Returns the paths
+        written (none outside pytest)."""
+        if self.save is None or not isinstance(report, BenchmarkReport):
+            return ()   # a gate given something else stops on it, with its own row
+        return self.save(report, further)
+
+    def used(self, path: str) -> None:
+        """A gate read the baseline file ``path`` (the plugin's baseline-usage list)."""
+        if self.use is not None:
+            self.use(path)
+
+    def record(self, verdicts: Sequence[Verdict], *, status: str | None = None,
+               failing: Sequence[Verdict] = ()) -> None:
+        """A row per verdict; ``status``: a refresh's (UPDATED / REFUSED), shown before the
+        verdict; ``failing``: verdicts that fail the call although their own cell passes (a
+        refresh the ratchet refuses on an INCONCLUSIVE loss)."""
+        if self.keep is None:
+            return
+        for v in verdicts:
+            row = v.row()
+            if status:
+                row["verdict"] = f"{status} ({v.verdict})"
+            if any(v is f for f in failing):
+                row["failed"] = "yes"
+            self.keep(row if self.describe is None else self.describe(row, v))
+
+    def written(self, report: BenchmarkReport, gate: str, cells: Sequence[tuple[str, str]],
+                old: BenchmarkReport | None = None) -> None:
+        """Rows for cells a refresh wrote without a paired ratchet verdict: new cells, or cells
+        forced over a baseline ``old`` that could not be paired (shown against new, unpaired)."""
+        if self.keep is None:
+            return
+        for task, model in cells:
+            spec = report.metric(task)
+            cell = describe_values(report.values(task, model), report, metric=spec.name)
+            row = {"cell": f"{task}/{model}",
+                   "metric": metric_label(spec.name, spec.higher_is_better),
+                   "candidate": fmt_mean_ci(cell, short=True), "verdict": "WRITTEN",
+                   "n": str(cell.n), "gate": gate, "baseline": "(new)"}
+            if old is not None and task in old.tasks and model in old.models:
+                before = unpaired_cell(report, old, task, model)
+                row.update(baseline=fmt_mean_ci(before.baseline, short=True),
+                           delta=before.delta(), verdict="WRITTEN (forced)",
+                           note="replaced a baseline it could not be paired with; "
+                                "Δ is unpaired (Welch), not a verdict")
+            self.keep(row)
+
+    def stopped(self, gate: str, report: object, baseline: object, exc: Exception) -> None:
+        """Rows for a gate call that ended without verdicts: REFUSED, MISSING BASELINE or
+        ERROR, each with its one-line reason, so that no gate call is missing from the
+        summary. ``report``: what the gate was given (not a report when that was the error)."""
+        if self.keep is None:
+            return
+        status, reason = _stop_reason(baseline, exc)
+        if not isinstance(report, BenchmarkReport):
+            self.keep({"cell": "?", "verdict": status, "gate": gate, "failed": "yes",
+                       "note": reason})
+            return
+        concerned = getattr(exc, "cells", None)
+        unpaired = {(u.task, u.model): u for u in getattr(exc, "unpaired", ())}
+        for task in report.tasks:
+            spec = report.metric(task)
+            for model in report.models:
+                mine = concerned is None or (task, model) in concerned
+                values = describe_values(report.values(task, model), report, metric=spec.name)
+                row = {"cell": f"{task}/{model}",
+                       "metric": metric_label(spec.name, spec.higher_is_better),
+                       "candidate": fmt_mean_ci(values, short=True),
+                       "verdict": status if mine else "NOT COMPARED", "gate": gate,
+                       "failed": "yes" if mine else "",
+                       "note": reason if mine else f"the gate stopped on another cell ({status})"}
+                if (task, model) in unpaired:
+                    u = unpaired[(task, model)]
+                    row.update(baseline=fmt_mean_ci(u.baseline, short=True), delta=u.delta())
+                self.keep(row)
+
+    def finish(self, name: str, verdicts: Sequence[Verdict], *, header: str,
+               notes: Sequence[str] = ()) -> None:
+        """Record ``verdicts``, then raise one ``AssertionError`` for the failed ones (its
+        first line ``name: k of n cell(s) failed (header)``, then each message and ``notes``)."""
+        __tracebackhide__ = True
+        self.record(verdicts)
+        failed = [v for v in verdicts if v.failed]
+        if failed:
+            raise AssertionError(
+                f"{name}: {len(failed)} of {len(verdicts)} cell(s) failed ({header})\n\n"
+                + "\n\n".join([*(v.message() for v in failed), *(f"note: {n}" for n in notes)])
+            )
+
+
+_RECORDER: ContextVar[GateRecorder | None] = ContextVar("graphnetz_gate_recorder",
+                                                        default=None)
+
+
+def current_recorder() -> GateRecorder:
+    """The recorder of the test body running now (:func:`recording`), else the library's
+    defaults with no sinks (outside pytest)."""
+    return _RECORDER.get() or GateRecorder()
+
+
+@contextmanager
+def recording(recorder: GateRecorder) -> Iterator[GateRecorder]:
+    """Within the block, gates take ``recorder``'s defaults and report their rows to it."""
+    token = _RECORDER.set(recorder)
+    try:
+        yield recorder
+    finally:
+        _RECORDER.reset(token)
+
+
+def saved_note(paths: Sequence[str], reports: Sequence[BenchmarkReport]) -> str:
+    """Which saved candidate report holds which cells, at which seeds (an adaptive gate whose
+    cells stopped at different seeds is saved as several dense reports)."""
+    first, *further = zip(paths, reports, strict=True)
+    parts = [f"{first[0]} holds every cell at seeds {seed_list(first[1].seeds)}"]
+    parts += [f"{path} holds {', '.join(f'{t}/{m}' for t in r.tasks for m in r.models)} at "
+              f"seeds {seed_list(r.seeds)}" for path, r in further]
+    return ("the candidate reports saved (--graphnetz-report-dir) hold each cell at the seeds "
+            "it was decided on: " + "; ".join(parts))
+
+
+def _stop_reason(baseline: object, exc: Exception) -> tuple[str, str]:
+    """The status and one-line reason of a gate call stopped by ``exc``."""
+    if isinstance(exc, BaselineMissingError):
+        command = baseline.update_command if isinstance(baseline, BaselineHandle) else None
+        if exc.cells is not None:
+            reason = "no baseline for this cell"
+        else:
+            reason = "no baseline file" if command else _first_line(exc, 100)
+        if command:
+            reason += f"; create it: `{command}`"
+        return "MISSING BASELINE", reason
+    if isinstance(exc, GateRefusal):
+        return "REFUSED", exc.reason
+    return "ERROR", f"{type(exc).__name__}: {_first_line(exc)}"
+
+
+def _first_line(exc: BaseException, limit: int = 160) -> str:
+    line = str(exc).strip().split("\n", 1)[0]
+    return line if len(line) <= limit else line[:limit - 1] + "…"
