@@ -30,8 +30,8 @@ from pytest_graphnetz.tasks.command import (  # noqa: E402
     CommandError,
     DataFiles,
     NondeterministicScriptError,
-    read_output,
 )
+from pytest_graphnetz.tasks.command_output import read_output  # noqa: E402
 
 # The module-scoped baseline (one subprocess per seed) is built once under `-n`: this file is in
 # tests/conftest.py's ONE_WORKER, so its tests run on one worker.
