@@ -20,7 +20,6 @@ import shlex
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,12 +48,13 @@ if TYPE_CHECKING:
     from ..summary import GateSummary
 
 
-@dataclass
 class Calibrating:
-    """One test's calibrations (``--graphnetz-calibrate``) and the baselines it asked for."""
+    """One test's calibrations (``--graphnetz-calibrate``) and the baselines it asked for (a
+    plain class: a dataclass's generated methods would cost every pytest run to build)."""
 
-    calibrations: list[Any] = field(default_factory=list)
-    baselines: list[Path] = field(default_factory=list)
+    def __init__(self) -> None:
+        self.calibrations: list[Any] = []
+        self.baselines: list[Path] = []
 
 
 CALIBRATION_KEY = pytest.StashKey[Calibrating]()

@@ -12,8 +12,8 @@ Standard library and pytest only at import: pytest loads the plugin on every run
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -33,9 +33,12 @@ from .options import (
 )
 
 
-@dataclass(frozen=True)
-class Settings:
-    """The session's graphnetz settings: each option from the command line, else the ini file."""
+class Settings(NamedTuple):
+    """The session's graphnetz settings: each option from the command line, else the ini file.
+
+    A NamedTuple, not a frozen dataclass: pytest defines this class on every run, and the
+    methods a frozen dataclass of 22 fields generates (and compiles) cost about 2.5 ms of CPU
+    there, four times a NamedTuple's (benchmarks/plugin_overhead.py)."""
 
     seeds: tuple[int, ...]
     min_seeds: int | None      # adaptive seeds (MIN..MAX): MIN; None for fixed seeds
