@@ -5,7 +5,7 @@ same values bit for bit.
 The script imports torch and torch_geometric, reseeds, trains a linear layer on a small random
 graph for a few epochs (``--epochs``) and records test, val and train loss: almost all of a
 cold run is the interpreter's start and the imports. Each triple is timed from the runner's
-side (``command.run``: tracing, process group, metrics file). Warm and cold triples alternate
+side (``command_run.run``: tracing, process group, metrics file). Warm and cold triples alternate
 (``_timing.interleaved``), so load drift on a shared machine hits both alike.
 
     nice -n 10 .venv/bin/python benchmarks/command_overhead.py   # 6 triples each, 1 epoch
@@ -63,7 +63,7 @@ def main() -> None:
         "command_overhead_results.md")))
     opts = parser.parse_args()
 
-    from pytest_graphnetz.tasks import command, command_warm
+    from pytest_graphnetz.tasks import command_run, command_warm
     from pytest_graphnetz.tasks.command import Command
 
     imports = time.perf_counter()
@@ -76,10 +76,10 @@ def main() -> None:
         run = dict(task="t", model="m", metric="accuracy", device="cpu", threads=1,
                    deterministic="off")
         start = time.perf_counter()
-        command.run(cmd, seed=999, **run)   # a first run: cold, shows the script imports torch
+        command_run.run(cmd, seed=999, **run)   # a first run: cold, shows the script imports torch
         first = time.perf_counter() - start
         start = time.perf_counter()
-        command.run(cmd, seed=998, **run)   # starts the server (its imports, once)
+        command_run.run(cmd, seed=998, **run)   # starts the server (its imports, once)
         server_start = time.perf_counter() - start
         values: dict[str, list] = {"warm": [], "cold": []}
         seeds = {"warm": iter(range(opts.triples)), "cold": iter(range(opts.triples))}
@@ -89,7 +89,7 @@ def main() -> None:
                 if name == "cold":
                     os.environ[command_warm.WARM_ENV] = "0"
                 try:
-                    values[name].append(command.run(cmd, seed=next(seeds[name]), **run))
+                    values[name].append(command_run.run(cmd, seed=next(seeds[name]), **run))
                 finally:
                     os.environ.pop(command_warm.WARM_ENV, None)
             return go

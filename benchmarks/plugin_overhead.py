@@ -13,6 +13,12 @@ difference of a few milliseconds (process start-up and pytest itself cost ~0.3-0
 
     .venv/bin/python benchmarks/plugin_overhead.py               # 30 rounds
     .venv/bin/python benchmarks/plugin_overhead.py --repeats 10  # quick
+    .venv/bin/python benchmarks/plugin_overhead.py --instructions  # load-independent
+
+On a loaded machine the time ratios move by several percent from one run to the next;
+``--instructions`` instead counts the instructions of one run each way under valgrind's
+callgrind (about a minute each; the same count to within a few dozen instructions whatever
+else the machine does), and prints their ratio.
 """
 
 from __future__ import annotations
@@ -81,10 +87,39 @@ def profiled_ms(project: Path) -> float:
     return 1000 * seconds
 
 
+def instructions(project: Path, *extra: str) -> int:
+    """Instructions executed by one ``pytest -q`` run of ``project`` (callgrind's ``Ir``)."""
+    import re
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind on PATH")
+    pytest_run(project, *extra)  # bytecode written: the counted run reads it
+    env = {**user_env(project / "pycache"), "PYTHONHASHSEED": "0"}
+    done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                           sys.executable, "-m", "pytest", "-q", *QUIET, *extra], cwd=project,
+                          capture_output=True, text=True, env=env, check=True)
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if found is None:
+        raise SystemExit(f"no instruction count in valgrind's output:\n{done.stderr}")
+    return int(found.group(1))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--instructions", action="store_true",
+                        help="count instructions under callgrind instead of timing")
     args = parser.parse_args()
+    if args.instructions:
+        with tempfile.TemporaryDirectory() as tmp:
+            project = Path(tmp)
+            (project / "pytest.ini").write_text("[pytest]\n")
+            (project / "test_plain.py").write_text(TESTS)
+            on, off = instructions(project), instructions(project, "-p", "no:graphnetz")
+        print(f"instructions of one pytest run on 20 trivial tests: plugin loaded {on:,}, "
+              f"-p no:graphnetz {off:,}, ratio {on / off:.4f}")
+        return
 
     with tempfile.TemporaryDirectory() as tmp:
         project = Path(tmp)

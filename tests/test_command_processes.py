@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_graphnetz.tasks import command
+from pytest_graphnetz.tasks import command_output, command_process, command_run
 from pytest_graphnetz.tasks.command import Command, CommandError
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(),
@@ -78,7 +78,7 @@ def test_a_timeout_kills_the_script_and_its_grandchildren(tmp_path) -> None:
     cmd, pids = spawner(tmp_path, "sleep", timeout=3)
     start = time.monotonic()
     with pytest.raises(CommandError, match="ran past its timeout of 3 s"):
-        command.run(cmd, **RUN)
+        command_run.run(cmd, **RUN)
     assert time.monotonic() - start < 20
     assert gone(wait_for(pids)), "a process of the timed-out run survived"
 
@@ -88,7 +88,7 @@ def test_a_grandchild_holding_the_output_open_does_not_delay_the_run(tmp_path) -
     # the run wait for it (until the timeout of 120 s); files do not, and the group is killed.
     cmd, pids = spawner(tmp_path, "exit", timeout=120)
     start = time.monotonic()
-    history = command.run(cmd, **RUN)
+    history = command_run.run(cmd, **RUN)
     assert history.test == (0.5,)
     assert time.monotonic() - start < 20
     assert gone(wait_for(pids)), "the grandchild outlived its run"
@@ -96,11 +96,11 @@ def test_a_grandchild_holding_the_output_open_does_not_delay_the_run(tmp_path) -
 
 DRIVER = '''
 import sys
-from pytest_graphnetz.tasks import command
+from pytest_graphnetz.tasks import command_run
 from pytest_graphnetz.tasks.command import Command
 cmd = Command([sys.executable, "spawn.py", sys.argv[1], "sleep", "{output}"], cwd=sys.argv[2])
-command.run(cmd, task="t", model="m", metric="accuracy", seed=0, device="cpu", threads=1,
-            deterministic="off")
+command_run.run(cmd, task="t", model="m", metric="accuracy", seed=0, device="cpu", threads=1,
+                deterministic="off")
 '''
 
 
@@ -128,15 +128,15 @@ def test_sigterm_and_sigint_to_the_runner_end_the_whole_group(tmp_path, signum) 
 
 
 def test_output_past_the_bound_stops_the_run_and_says_so(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr(command, "MAX_OUTPUT_BYTES", 2**20)
+    monkeypatch.setattr(command_process, "MAX_OUTPUT_BYTES", 2**20)
     (tmp_path / "loud.py").write_text(
         "import sys, time\nfor _ in range(64):\n    sys.stdout.write('x' * 65536)\n"
         "sys.stdout.flush()\ntime.sleep(300)\n")
     cmd = Command([sys.executable, "loud.py"], cwd=tmp_path, timeout=120)
     start = time.monotonic()
-    with pytest.raises(CommandError, match=r"loud\.py.*more than 1 MiB to its stdout "
-                       r"\(pytest_graphnetz\.tasks\.command\.MAX_OUTPUT_BYTES\).*print less"):
-        command.run(cmd, **RUN)
+    with pytest.raises(CommandError, match=r"loud\.py.*more than 1 MiB to its stdout \(pytest_"
+                       r"graphnetz\.tasks\.command_process\.MAX_OUTPUT_BYTES\).*print less"):
+        command_run.run(cmd, **RUN)
     assert time.monotonic() - start < 60
 
 
@@ -146,17 +146,17 @@ def test_a_long_stderr_keeps_only_its_tail(tmp_path) -> None:
         "sys.exit(3)\n")
     cmd = Command([sys.executable, "fail.py"], cwd=tmp_path)
     with pytest.raises(CommandError, match="exited with code 3") as info:
-        command.run(cmd, **RUN)
+        command_run.run(cmd, **RUN)
     assert "line 199999" in str(info.value) and "line 0\n" not in str(info.value)
     assert len(str(info.value)) < 2000
 
 
 def test_a_metrics_file_past_the_bound_is_refused_by_name(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr(command, "MAX_METRICS_BYTES", 2**20)
+    monkeypatch.setattr(command_output, "MAX_METRICS_BYTES", 2**20)
     (tmp_path / "big.py").write_text(
         "import json, sys\njson.dump({'metric': 'accuracy', 'test': [0.5] * 400000}, "
         "open(sys.argv[1], 'w'))\n")
     cmd = Command([sys.executable, "big.py", "{output}"], cwd=tmp_path)
     with pytest.raises(CommandError, match=r"metrics file .*metrics\.json holds [0-9.]+ MiB, "
                        r"more than the 1 MiB .*MAX_METRICS_BYTES.*once per epoch"):
-        command.run(cmd, **RUN)
+        command_run.run(cmd, **RUN)

@@ -29,8 +29,8 @@ from pytest_graphnetz.tasks.command import (  # noqa: E402
     CommandError,
     DataFiles,
     NondeterministicScriptError,
-    read_output,
 )
+from pytest_graphnetz.tasks.command_output import read_output  # noqa: E402
 from pytest_graphnetz.verdicts.values import GateRefusal  # noqa: E402
 
 # The module-scoped baseline (one subprocess per seed) is built once under `-n`: this file is in

@@ -16,7 +16,7 @@ pytest.importorskip("torch")
 if not sys.platform.startswith("linux"):
     pytest.skip("warm runs fork: Linux only", allow_module_level=True)
 
-from pytest_graphnetz.tasks import command, command_warm  # noqa: E402
+from pytest_graphnetz.tasks import command_run, command_warm  # noqa: E402
 from pytest_graphnetz.tasks.command import Command, CommandError  # noqa: E402
 
 SCRIPT = '''
@@ -51,22 +51,22 @@ def test_warm_runs_match_cold_ones_bit_for_bit(tmp_path, monkeypatch) -> None:
     (tmp_path / "train.py").write_text(SCRIPT)
     ok = Command([sys.executable, "train.py", "ok"], cwd=tmp_path)
     monkeypatch.setenv(command_warm.WARM_ENV, "0")
-    cold = [command.run(ok, seed=s, **RUN) for s in (0, 1)]
+    cold = [command_run.run(ok, seed=s, **RUN) for s in (0, 1)]
     monkeypatch.delenv(command_warm.WARM_ENV)
-    command.run(ok, seed=5, **RUN)   # the first run: cold, and shows that it imports torch
+    command_run.run(ok, seed=5, **RUN)   # the first run: cold, and shows that it imports torch
     started = time.perf_counter()
-    warm = [command.run(ok, seed=s, **RUN) for s in (0, 1)]
+    warm = [command_run.run(ok, seed=s, **RUN) for s in (0, 1)]
     assert len(command_warm.running_servers()) == 1, "the later runs were not forked warm"
     assert [h.to_dict() for h in warm] == [h.to_dict() for h in cold]
     assert time.perf_counter() - started < 60
 
     failing = Command([sys.executable, "train.py", "fail"], cwd=tmp_path)
     with pytest.raises(CommandError, match=r"exited with code 7.*\n.*something went wrong"):
-        command.run(failing, seed=0, **RUN)
+        command_run.run(failing, seed=0, **RUN)
 
     hanging = Command([sys.executable, "train.py", "hang"], cwd=tmp_path, timeout=3)
     with pytest.raises(CommandError, match="ran past its timeout of 3 s"):
-        command.run(hanging, seed=0, **RUN)
+        command_run.run(hanging, seed=0, **RUN)
     sleeps = [p for p in Path("/proc").iterdir() if p.name.isdigit()
               and _cmdline(p) == b"sleep\x00300\x00" and _parent_chain_has(p, tmp_path)]
     assert sleeps == []
@@ -74,7 +74,7 @@ def test_warm_runs_match_cold_ones_bit_for_bit(tmp_path, monkeypatch) -> None:
     # does not.
     servers = command_warm.running_servers()
     flagged = Command([sys.executable, "train.py", "ok"], cwd=tmp_path, env={"MODEL": "b"})
-    assert command.run(flagged, seed=0, **RUN).to_dict() == cold[0].to_dict()
+    assert command_run.run(flagged, seed=0, **RUN).to_dict() == cold[0].to_dict()
     assert command_warm.running_servers() == servers
     command_warm.close_servers()
     assert command_warm.running_servers() == []

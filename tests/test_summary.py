@@ -419,7 +419,7 @@ def test_accept_needs_a_refresh_and_a_cell(pytester: pytest.Pytester) -> None:
 
 
 def test_graphnetz_refresh_accept_becomes_the_pytest_option() -> None:
-    from pytest_graphnetz.cli import accept_options
+    from pytest_graphnetz.subcommands import accept_options
 
     assert accept_options(["t.py::test_a", "--accept", "cora/GAT", "--accept=cora/GCN"]) == [
         "t.py::test_a", "--graphnetz-accept=cora/GAT", "--graphnetz-accept=cora/GCN"]

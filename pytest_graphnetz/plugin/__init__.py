@@ -3,12 +3,15 @@
 This package is the ``pytest11`` entry point (``pytest_graphnetz.plugin``): pytest registers it
 on every run, and finds the hooks and fixtures it re-exports below. By concept:
 
-- :mod:`.settings`: the ``--graphnetz-*`` options and ini keys, read and validated into
-  :class:`Settings` (messages name the option or the ini key the value came from);
+- :mod:`.options`: the ``--graphnetz-*`` options and ini keys, declared and registered, each
+  value read with a message naming the option or the ini key it came from;
+- :mod:`.settings`: those values validated into :class:`Settings`;
 - :mod:`.hooks` and :mod:`.fixtures`: a few lines each, handing the work to
 - :mod:`.session`: :class:`GraphnetzSession` runs benchmarks (with live progress), hands out
   baselines, gathers every gate row and feeds :class:`~pytest_graphnetz.summary.GateSummary`,
   which renders the terminal table, the Markdown and the JSON;
+- :mod:`.closing`: at the session's end, the files the user asked for written, then the
+  terminal's lines;
 - :mod:`.usage`: :class:`BaselineUsage`, its own plugin object, tracks which baselines and
   cells a run used (xdist included) and prunes or reports the rest;
 - :mod:`.selection`: ``-k`` blind to our marker's name;
@@ -31,6 +34,7 @@ from .hooks import (
     pytest_configure,
     pytest_report_header,
     pytest_runtest_call,
+    pytest_sessionfinish,
     pytest_terminal_summary,
 )
 from .keys import (
@@ -45,20 +49,19 @@ from .keys import (
     USER_PROPERTY,
     USES_PROPERTY,
 )
-from .session import CALIBRATION_KEY, STASH_KEY, Calibrating, GraphnetzSession
-from .settings import (
+from .options import (
     DEFAULT_ALPHA,
     DEFAULT_SEEDS,
     MAX_SEEDS,
     OPTIONS,
     SEED_LIMIT,
     Option,
-    Settings,
-    header_line,
     named,
     parse_adaptive,
     parse_seeds,
 )
+from .session import CALIBRATION_KEY, STASH_KEY, Calibrating, GraphnetzSession
+from .settings import Settings, header_line
 from .usage import USAGE_KEY, BaselineUsage
 
 __all__ = [
@@ -68,5 +71,6 @@ __all__ = [
     "USES_PROPERTY", "BaselineUsage", "Calibrating", "GraphnetzSession", "Option", "Settings",
     "graphnetz_baseline", "graphnetz_run", "header_line", "named", "parse_adaptive",
     "parse_seeds", "pytest_addoption", "pytest_collection_modifyitems", "pytest_configure",
-    "pytest_report_header", "pytest_runtest_call", "pytest_terminal_summary",
+    "pytest_report_header", "pytest_runtest_call", "pytest_sessionfinish",
+    "pytest_terminal_summary",
 ]

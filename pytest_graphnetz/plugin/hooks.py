@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
-from . import selection
+from .closing import SECTIONS_KEY, finish
 from .keys import FIXTURES, MARKER
+from .options import add_options
 from .session import STASH_KEY, GraphnetzSession
-from .settings import Settings, add_options, check_device, check_outputs, header_line
+from .settings import Settings, check_device, check_outputs, header_line
 from .usage import USAGE_KEY, BaselineUsage
 
 
@@ -66,6 +67,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                                   ) -> Iterator[None]:
     """``-k`` blind to the ``graphnetz`` marker's name (:mod:`.selection`): ``-k graph`` no
     longer selects every gate; ``-m graphnetz`` and ``-k graphnetz`` keep pytest's meaning."""
+    if not config.option.keyword:  # without -k our marker's name changes nothing
+        return (yield)
+    from . import selection  # only now: a run without -k need not load its parser
+
     with selection.keyword_applied(config, items):
         return (yield)
 
@@ -88,35 +93,24 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         session.record_gate_settings(item)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    # Last: after BaselineUsage's (the unused cells); before the terminal summary, which pytest
+    # calls after every pytest_sessionfinish and which prints the paths written here.
+    graphnetz = session.config.stash[STASH_KEY]
+    if not graphnetz.is_xdist_worker:  # the controller writes, from every worker's reports
+        session.config.stash[SECTIONS_KEY] = finish(graphnetz, int(exitstatus))
+
+
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
                             config: pytest.Config) -> None:
-    session = config.stash[STASH_KEY]
-    if session.is_xdist_worker:
-        return
-    summary = session.summary(int(exitstatus))
-    lines = list(summary.lines())
-    if lines:
-        terminalreporter.write_sep("=", "graphnetz gates")
+    for title, lines in config.stash.get(SECTIONS_KEY, []):
+        if title is not None:
+            terminalreporter.write_sep("=", title)
         for line in lines:
             terminalreporter.write_line(line)
-    if summary.unused and session.settings.fail_unused:
-        terminalreporter.write_line(
-            "graphnetz: --graphnetz-fail-unused: the run fails on the unused baseline cells "
-            "above")
-    for line in session.write_outputs(summary):
-        terminalreporter.write_line(line)
-    for line in config.stash[USAGE_KEY].unused_lines:
-        terminalreporter.write_line(line)
-    calibration = session.calibration_lines()
-    if calibration:
-        terminalreporter.write_sep("=", "graphnetz calibration")
-        for line in calibration:
-            terminalreporter.write_line(line)
-    if session.reports:
-        terminalreporter.write_line(
-            f"graphnetz: {len(session.reports)} candidate report(s) saved under "
-            f"{session.shown(session.settings.report_dir)}")
 
 
 __all__ = ["pytest_addoption", "pytest_collection_modifyitems", "pytest_configure",
-           "pytest_report_header", "pytest_runtest_call", "pytest_terminal_summary"]
+           "pytest_report_header", "pytest_runtest_call", "pytest_sessionfinish",
+           "pytest_terminal_summary"]

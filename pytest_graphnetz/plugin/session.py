@@ -4,8 +4,9 @@
 benchmarks the fixtures ask for, with their live progress; hands out baseline handles; gives
 each test the recorder its gates report to (rows, saved candidate reports); gathers every row,
 failure and triple count from the test reports (on the xdist controller: the workers'); and
-feeds them to :class:`~pytest_graphnetz.summary.GateSummary`, which renders them, and to the
-files the user asked for. Which baselines a run used is :mod:`.usage`'s job.
+gives them as a :class:`~pytest_graphnetz.summary.GateSummary`, which renders them (written to
+the files the user asked for and the terminal by :mod:`.closing`). Which baselines a run used
+is :mod:`.usage`'s job.
 
 Standard library and pytest only at import: the runner, the gates and the statistics (torch,
 PyG, scipy) are imported inside the methods that use them.
@@ -17,9 +18,8 @@ import json
 import os
 import shlex
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,12 +49,13 @@ if TYPE_CHECKING:
     from ..verdicts.values import CellVerdict, WidthVerdict
 
 
-@dataclass
 class Calibrating:
-    """One test's calibrations (``--graphnetz-calibrate``) and the baselines it asked for."""
+    """One test's calibrations (``--graphnetz-calibrate``) and the baselines it asked for (a
+    plain class: a dataclass's generated methods would cost every pytest run to build)."""
 
-    calibrations: list[Any] = field(default_factory=list)
-    baselines: list[Path] = field(default_factory=list)
+    def __init__(self) -> None:
+        self.calibrations: list[Any] = []
+        self.baselines: list[Path] = []
 
 
 CALIBRATION_KEY = pytest.StashKey[Calibrating]()
@@ -270,6 +271,13 @@ class GraphnetzSession:
 
     # the summary
 
+    @property
+    def idle(self) -> bool:
+        """Whether no graphnetz test, gate, triple or unused baseline cell took part in this
+        session: its summary would say nothing (and a run of plain tests need not load it)."""
+        return not (self.rows or self.graphnetz_tests or self.trained or self.cached
+                    or self.usage.unused_cells)
+
     def summary(self, exitstatus: int | None = None) -> GateSummary:
         """The session's rows as a :class:`~pytest_graphnetz.summary.GateSummary` value."""
         from ..summary import GateSummary
@@ -278,45 +286,6 @@ class GraphnetzSession:
                            graphnetz_tests=sorted(self.graphnetz_tests), exitstatus=exitstatus,
                            trained=self.trained, cached=self.cached, saved=self.saved,
                            unused=self.usage.unused_cells)
-
-    def write_outputs(self, summary: GateSummary) -> list[str]:
-        """Write the Markdown summary (``--graphnetz-summary`` and ``$GITHUB_STEP_SUMMARY``),
-        the pull-request comment (``--graphnetz-comment``) and the JSON verdict file
-        (``--graphnetz-json``); a line for each. A file that cannot be written is a line too:
-        it must not turn the verdicts into a traceback or change the exit status.
-
-        A file the user named is written whatever the run held (every gated test skipped: a
-        green, empty page, not the absence :meth:`remove_previous_outputs` left); the step
-        summary only gets a table when a gate or a triple ran, or the user named a file."""
-        s = self.settings
-        if not (summary.rows or self.trained or self.cached or s.summary or s.comment or s.json):
-            return []
-        # Imported only now: report imports numpy (~0.3 s), which a session without gates or
-        # triples must not pay for.
-        from ..outputs import write_summaries
-        from ..report.files import write_text_atomic
-
-        lines: list[str] = []
-        text = summary.markdown()
-
-        def verdicts_json() -> str:
-            return json.dumps(summary.to_json(), indent=1) + "\n"
-
-        outputs: tuple[tuple[Path | None, str, Callable[[], str]], ...] = (
-            (s.comment, "comment", summary.comment), (s.json, "json", verdicts_json))
-        for path, option, content in outputs:
-            if not path:
-                continue
-            try:
-                write_text_atomic(path, content())
-            except OSError as exc:
-                lines.append(f"graphnetz: the {option} file was not written to {self.shown(path)} "
-                             f"({type(exc).__name__}: {exc.strerror or exc})")
-            else:
-                lines.append(f"graphnetz: {option} written to {self.shown(path)}")
-        written, failed = write_summaries(text, s.summary, self.step_summary, show=self.shown)
-        lines += [f"graphnetz: Markdown summary written to {self.shown(path)}" for path in written]
-        return lines + failed
 
     def remove_previous_outputs(self) -> None:
         """At session start (the xdist controller's), delete the previous run's summary,
@@ -332,21 +301,6 @@ class GraphnetzSession:
                         f"graphnetz: the previous run's {self.shown(path)} could not be removed "
                         f"({type(exc).__name__}: {exc.strerror or exc}); it is not this run's"),
                         stacklevel=2)
-
-    def calibration_lines(self) -> list[str]:
-        """``--graphnetz-calibrate``: the table of what δ each cell's seeds resolve and the
-        files written (empty: nothing was calibrated)."""
-        if not self.calibration_rows:
-            return []
-        from ..calibration.tables import summary_table
-        from ..text import format_table
-
-        lines = format_table(*summary_table(self.calibration_rows)).splitlines()
-        files = dict.fromkeys(f for row in self.calibration_rows for f in row["files"])
-        lines += [f"graphnetz: calibration written to {file}" for file in files]
-        if not files:
-            lines.append("graphnetz: no test used a baseline, so no calibration file was written")
-        return lines
 
     def shown(self, path: str | os.PathLike[str] | None) -> str:
         """``path`` as messages print it: relative to the rootdir when inside it."""
@@ -371,17 +325,17 @@ class GraphnetzSession:
             yield
 
 
-@dataclass
 class GatesInTest:
     """One test's gate calls, as its :class:`~pytest_graphnetz.gates.recorder.GateRecorder`
     delivers them: rows into the test's properties, candidate reports saved once each
     (--graphnetz-report-dir), and per saved path the settings of the gates that judged it
-    (``session.gate_calls``, written into the reports after the test)."""
+    (``session.gate_calls``, written into the reports after the test). A plain class, not a
+    dataclass: the plugin module defines it on every pytest start (plugin_overhead.py)."""
 
-    session: GraphnetzSession
-    item: pytest.Item
-    saved: list[BenchmarkReport] = field(default_factory=list)   # each written once
-    current: list[str] = field(default_factory=list)   # the paths the running gate judges
+    def __init__(self, session: GraphnetzSession, item: pytest.Item) -> None:
+        self.session, self.item = session, item
+        self.saved: list[BenchmarkReport] = []   # each written once
+        self.current: list[str] = []   # the paths the running gate judges
 
     def keep(self, row: dict[str, Any]) -> None:
         self.item.user_properties.append(

@@ -296,10 +296,10 @@ def _usable_record(record: Any) -> TypeGuard[dict[str, Any]]:
 
 def _run_command(job: Job, start: float) -> Outcome:
     """One triple of a command task: fingerprint the data its loader names, then fetch the run
-    from the cache or run the script (reseeding is the script's job: see tasks/command.py)."""
+    from the cache or run the script (reseeding is the script's job: see tasks/command_run.py)."""
     from ..cache import make_key
     from ..fingerprint import data_fingerprint
-    from ..tasks import command
+    from ..tasks import command_reads, command_run
 
     # run_benchmark admits only Commands as the models of a command task.
     task, script = job.task, cast(Command, job.factory)
@@ -314,8 +314,9 @@ def _run_command(job: Job, start: float) -> Outcome:
         return make_key({"derived": path, "sha256": digest})
 
     def train() -> tuple[History, Any]:
-        history, reads = command.run_traced(script, task=task.name, model=job.model, **settings)
-        for path, digest, inputs in command.derivations(reads or {}):
+        history, reads = command_run.run_traced(script, task=task.name, model=job.model,
+                                                **settings)
+        for path, digest, inputs in command_reads.derivations(reads or {}):
             if cache is not None:
                 cache.put_record(derived_key(path, digest), {"inputs": inputs})
         return history, reads
@@ -330,11 +331,12 @@ def _run_command(job: Job, start: float) -> Outcome:
         # What the script read (files, variables, project modules) is not known before it
         # runs: it is stored with the entry, and a hit needs all of it unchanged.
         fields = {"task": {"data": data_fp, "config": task.config()},
-                  "command": script.identity(), "environment": command.environment(**settings),
+                  "command": script.identity(),
+                  "environment": command_run.environment(**settings),
                   "seed": job.seed, "threads": job.threads, **job.context}
         history, cached = cache.get_or_compute_tracked(
             make_key(fields), train, fields,
-            valid=lambda depends: command.reads_unchanged(script, depends, derived))
+            valid=lambda depends: command_reads.reads_unchanged(script, depends, derived))
     return Outcome(history, data_fp, script.fingerprint(), cached, time.perf_counter() - start,
                     {"repr": str(script), "parameters": None})
 
@@ -342,7 +344,7 @@ def _run_command(job: Job, start: float) -> Outcome:
 def check_commands(jobs: list[Job], outcomes: list[Outcome]) -> None:
     """Rerun, uncached, the first seed of every command model that asks for it
     (``Command(check_determinism=True)``); a script whose two runs differ is refused."""
-    from ..tasks import command
+    from ..tasks import command_run
 
     checked: set[tuple[str, str]] = set()
     for job, outcome in zip(jobs, outcomes, strict=True):
@@ -351,9 +353,9 @@ def check_commands(jobs: list[Job], outcomes: list[Outcome]) -> None:
                 (job.task.name, job.model) in checked:
             continue
         checked.add((job.task.name, job.model))
-        command.check_rerun(script, outcome.history, task=job.task.name, model=job.model,
-                            seed=job.seed, device=job.device, threads=job.threads,
-                            deterministic=job.deterministic, metric=job.task.metric_name)
+        command_run.check_rerun(script, outcome.history, task=job.task.name, model=job.model,
+                                seed=job.seed, device=job.device, threads=job.threads,
+                                deterministic=job.deterministic, metric=job.task.metric_name)
 
 
 def _entry_check(task: Task, trainer: Callable[..., Any] | None,

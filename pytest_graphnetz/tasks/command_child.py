@@ -1,7 +1,7 @@
 """The child side of a command task's run: run a script as ``__main__`` and record what it read.
 
 Started as ``python [flags] command_child.py READS -- script.py args...`` (or ``-- -m module
-args...``) by :mod:`pytest_graphnetz.tasks.command`. It installs an audit hook
+args...``) by :mod:`pytest_graphnetz.tasks.command_run`. It installs an audit hook
 (:func:`sys.addaudithook`) and a recording ``os.environ``, runs the script with :mod:`runpy` as
 Python would (``sys.argv``, ``sys.path[0]`` the script's directory, ``__main__``), and at exit
 writes to ``READS`` (JSON):

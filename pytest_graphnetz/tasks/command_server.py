@@ -1,6 +1,6 @@
 """A fork server for command tasks: torch and PyG imported once, each run a fresh forked child.
 
-Started as ``python command_server.py`` by :mod:`pytest_graphnetz.tasks.command` with the
+Started as ``python command_server.py`` by :mod:`pytest_graphnetz.tasks.command_warm` with the
 environment of the runs it will serve (thread counts, ``PYTHONHASHSEED``, devices: what is read
 at import). It imports ``torch`` and ``torch_geometric`` (those present), then reads one JSON
 request per line on stdin: ``{"argv", "cwd", "env", "stdout", "stderr"}``. For each it forks a

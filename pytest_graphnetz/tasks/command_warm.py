@@ -7,7 +7,7 @@ without exec is unsafe on macOS and absent on Windows), a CPU run (CUDA is never
 in the server, but a pinned GPU is kept to a cold process), the script run by this very
 interpreter with no interpreter options, and ``GRAPHNETZ_WARM_SCRIPTS`` not ``0``. Anything
 else, or a server that fails to start, runs cold; the same isolation, exit codes, timeouts
-and output files apply to both (:func:`pytest_graphnetz.tasks.command.run_process`).
+and output files apply to both (:func:`pytest_graphnetz.tasks.command_process.run_process`).
 """
 
 from __future__ import annotations

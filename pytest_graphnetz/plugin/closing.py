@@ -1,0 +1,122 @@
+"""The end of a session: the files the user asked for written, then what the terminal shows.
+
+``pytest_sessionfinish`` (the controller's: xdist workers send it their reports, and run
+after :class:`~.usage.BaselineUsage` has found the unused baseline cells) calls :func:`finish`,
+which builds the session's :class:`~pytest_graphnetz.summary.GateSummary` once, writes the
+Markdown summary (``--graphnetz-summary``, ``$GITHUB_STEP_SUMMARY``), the pull-request comment
+(``--graphnetz-comment``) and the JSON verdict file (``--graphnetz-json``), and returns the
+terminal's sections: the gate table, a line per file written, the unused baselines, the
+calibration. ``pytest_terminal_summary`` (called after every ``pytest_sessionfinish``) only
+writes them, as syrupy's report yields lines that its hook writes.
+
+A session no graphnetz test, gate or triple took part in, with no file named, builds no
+summary: a run of plain tests never loads it (nor numpy).
+
+Standard library and pytest only at import: pytest loads the plugin on every run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from ..summary import GateSummary
+    from .session import GraphnetzSession
+
+# A terminal section: a title written as a separator line (None: none), and its lines.
+Section = tuple[str | None, list[str]]
+
+SECTIONS_KEY = pytest.StashKey[list[Section]]()
+
+
+def finish(session: GraphnetzSession, exitstatus: int) -> list[Section]:
+    """Write the session's output files and return the sections the terminal summary shows."""
+    s = session.settings
+    sections: list[Section] = []
+    if not session.idle or s.summary or s.comment or s.json:
+        summary = session.summary(exitstatus)
+        lines = list(summary.lines())
+        if lines:
+            sections.append(("graphnetz gates", lines))
+        written = write_outputs(session, summary)
+    else:
+        written = []
+    if session.usage.unused_cells and s.fail_unused:
+        written.insert(0, "graphnetz: --graphnetz-fail-unused: the run fails on the unused "
+                          "baseline cells above")
+    sections.append((None, written + session.usage.unused_lines))
+    calibration = calibration_lines(session)
+    if calibration:
+        sections.append(("graphnetz calibration", calibration))
+    if session.reports:
+        sections.append((None, [
+            f"graphnetz: {len(session.reports)} candidate report(s) saved under "
+            f"{session.shown(s.report_dir)}"]))
+    return [(title, lines) for title, lines in sections if lines]
+
+
+def write_outputs(session: GraphnetzSession, summary: GateSummary) -> list[str]:
+    """Write the Markdown summary (``--graphnetz-summary`` and ``$GITHUB_STEP_SUMMARY``),
+    the pull-request comment (``--graphnetz-comment``) and the JSON verdict file
+    (``--graphnetz-json``); a line for each. A file that cannot be written is a line too:
+    it must not turn the verdicts into a traceback or change the exit status.
+
+    A file the user named is written whatever the run held (every gated test skipped: a
+    green, empty page, not the absence
+    :meth:`~.session.GraphnetzSession.remove_previous_outputs` left); the step summary only
+    gets a table when a gate or a triple ran, or the user named a file."""
+    s = session.settings
+    if not (summary.rows or session.trained or session.cached or s.summary or s.comment
+            or s.json):
+        return []
+    # Imported only now: report imports numpy (~0.3 s), which a session without gates or
+    # triples must not pay for.
+    from ..outputs import write_summaries
+    from ..report.files import write_text_atomic
+
+    lines: list[str] = []
+    text = summary.markdown()
+
+    def verdicts_json() -> str:
+        return json.dumps(summary.to_json(), indent=1) + "\n"
+
+    outputs: tuple[tuple[Path | None, str, Callable[[], str]], ...] = (
+        (s.comment, "comment", summary.comment), (s.json, "json", verdicts_json))
+    for path, option, content in outputs:
+        if not path:
+            continue
+        try:
+            write_text_atomic(path, content())
+        except OSError as exc:
+            lines.append(f"graphnetz: the {option} file was not written to "
+                         f"{session.shown(path)} ({type(exc).__name__}: {exc.strerror or exc})")
+        else:
+            lines.append(f"graphnetz: {option} written to {session.shown(path)}")
+    written, failed = write_summaries(text, s.summary, session.step_summary, show=session.shown)
+    lines += [f"graphnetz: Markdown summary written to {session.shown(path)}" for path in written]
+    return lines + failed
+
+
+def calibration_lines(session: GraphnetzSession) -> list[str]:
+    """``--graphnetz-calibrate``: the table of what δ each cell's seeds resolve and the
+    files written (empty: nothing was calibrated)."""
+    rows = session.calibration_rows
+    if not rows:
+        return []
+    from ..calibration.tables import summary_table
+    from ..text import format_table
+
+    lines = format_table(*summary_table(rows)).splitlines()
+    files = dict.fromkeys(f for row in rows for f in row["files"])
+    lines += [f"graphnetz: calibration written to {file}" for file in files]
+    if not files:
+        lines.append("graphnetz: no test used a baseline, so no calibration file was written")
+    return lines
+
+
+__all__ = ["SECTIONS_KEY", "Section", "calibration_lines", "finish", "write_outputs"]

@@ -1,0 +1,255 @@
+"""The ``graphnetz`` subcommands: one function per subcommand, from parsed arguments to an
+exit code.
+
+Each ``cmd_*`` takes the :class:`argparse.Namespace` that :func:`pytest_graphnetz.cli.build_parser`
+made and returns :data:`EXIT_OK`, :data:`EXIT_FAILED` (a gate failed: ``compare``'s failing
+cell, ``history``'s drift, ``bisect`` stopped undecided, ``next-seeds`` with none to take) or
+:data:`EXIT_UNUSABLE` (a refusal); an error they raise is turned into one line and exit 2 by
+:func:`pytest_graphnetz.cli.main`. Heavy imports stay inside the functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from .text import code_block, fmt_num, inline_code
+
+if TYPE_CHECKING:
+    from .report import BenchmarkReport
+    from .verdicts.values import CellVerdict
+
+EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
+GATES = {"not-worse": "not_worse", "better": "better", "equivalent": "equivalent"}
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """Print a report's per-cell summary table (mean, interval, spread, seeds)."""
+    from .report.model import load_report
+
+    report = load_report(args.report, args.ci)
+    print(f"{args.report}: {report!r}")
+    print(report.summary())
+    diverged = report.diverged()
+    if diverged:
+        print(f"diverged triples (NaN, kept): {diverged}")
+    return EXIT_OK
+
+
+# What the gate options default to when neither the command line nor the report says.
+GATE_DEFAULTS = {"gate": "not-worse", "test": "paired", "margin": 0.0, "min_effect": None,
+                 "alpha": 0.05, "strict": False}
+
+
+def gate_settings(args: argparse.Namespace, candidate: BenchmarkReport) -> list[str]:
+    """Fill the gate options not given on the command line from the gate that judged
+    ``candidate`` in pytest (a report saved by --graphnetz-report-dir records its gate's
+    settings in ``protocol["gates"]``), else from :data:`GATE_DEFAULTS`. Returns the options
+    taken from the report, so that ``graphnetz compare BASE CAND`` gives the gate's verdicts."""
+    calls = [c for c in candidate.protocol.get("gates") or [] if isinstance(c, dict)]
+    recorded = dict(calls[0]) if calls else {}
+    if len({c.get("min_effect") for c in calls}) > 1:
+        # One call's cells with different δ: each metric's default (0.01 for accuracy, none
+        # for MAE), which is what None gives again.
+        recorded["min_effect"] = None
+    if "gate" in recorded:
+        recorded["gate"] = {v: k for k, v in GATES.items()}.get(recorded["gate"])
+    taken = []
+    for key, default in GATE_DEFAULTS.items():
+        if getattr(args, key, None) is not None:
+            continue   # given on the command line: it wins
+        value = recorded.get(key)
+        setattr(args, key, default if value is None else value)
+        if key in recorded and (value is not None or key == "min_effect"):
+            taken.append(key)
+    return taken
+
+
+def _verdicts(args: argparse.Namespace, baseline: BenchmarkReport,
+              candidate: BenchmarkReport) -> list[CellVerdict]:
+    from .gates import compare_reports
+    from .gates.compare import TESTS
+
+    taken = gate_settings(args, candidate)
+    if taken:
+        shown = ", ".join(f"{k.replace('_', ' ')} {getattr(args, k)}" for k in taken)
+        print(f"gate settings recorded in {args.report}: {shown}", file=sys.stderr)
+    if args.gate == "equivalent" and not args.margin > 0:
+        raise ValueError("--gate equivalent needs the equivalence bound --margin > 0")
+    return compare_reports(candidate, baseline, gate=GATES[args.gate], test=TESTS[args.test],
+                           margin=args.margin, min_effect=args.min_effect, alpha=args.alpha,
+                           strict=getattr(args, "strict", False), source=args.baseline)
+
+
+def _load_pair(args: argparse.Namespace) -> tuple[BenchmarkReport, BenchmarkReport]:
+    from .baselines import load_baseline
+    from .report import BenchmarkReport
+
+    return load_baseline(args.baseline), BenchmarkReport.from_json(args.report)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """The chosen gate of REPORT against BASELINE: every cell's verdict; exit 1 on a failure."""
+    from .verdicts.formatting import gate_table
+
+    baseline, candidate = _load_pair(args)
+    verdicts = _verdicts(args, baseline, candidate)
+    failed = [v for v in verdicts if v.failed]
+    if args.markdown:
+        print(compare_markdown(verdicts, args), end="")
+    else:
+        print(gate_table(verdicts))
+        for verdict in failed:
+            print()
+            print(verdict.message())
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def compare_markdown(verdicts: Sequence[CellVerdict], args: argparse.Namespace) -> str:
+    """``compare --markdown``: a headline, the verdict table and each failing cell's message."""
+    from .verdicts.formatting import gate_table
+
+    failed = [v for v in verdicts if v.failed]
+    gate = f"{args.gate} gate ({verdicts[0].comparison.test}, alpha {fmt_num(args.alpha)}, " \
+           f"margin {fmt_num(args.margin)})"
+    headline = (f"**{len(failed)} of {len(verdicts)} cell(s) failed the {gate}**" if failed
+                else f"All {len(verdicts)} cell(s) pass the {gate}.")
+    parts = [f"### graphnetz compare: {inline_code(args.report)} against "
+             f"{inline_code(args.baseline)}", "", headline, "",
+             gate_table(verdicts, markdown=True)]
+    if failed:
+        # A fence longer than any backtick run in the messages (a model named a```b).
+        parts += ["", "<details><summary>Why it failed</summary>", "",
+                  code_block("\n\n".join(v.message() for v in failed)), "", "</details>"]
+    return "\n".join(parts) + "\n"
+
+
+def cmd_refresh(args: argparse.Namespace) -> int:
+    """Run pytest with ``--graphnetz-update-baselines`` (and the given pytest arguments)."""
+    import pytest
+
+    return int(pytest.main([*accept_options(args.pytest_args), "--graphnetz-update-baselines"]))
+
+
+def accept_options(argv: Sequence[str]) -> list[str]:
+    """``--accept TASK/MODEL`` (or ``--accept=TASK/MODEL``) as pytest's
+    ``--graphnetz-accept=TASK/MODEL``: accept that cell's loss, every other anchor kept."""
+    out, items = [], iter(argv)
+    for arg in items:
+        if arg == "--accept":
+            out.append(f"--graphnetz-accept={next(items, '')}")
+        elif arg.startswith("--accept="):
+            out.append("--graphnetz-accept=" + arg.removeprefix("--accept="))
+        else:
+            out.append(arg)
+    return out
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    """Run pytest with ``--graphnetz-calibrate``: each gated test's models are trained again
+    under salted seeds, and what δ its seeds resolve is printed and stored beside its baseline
+    (see docs/calibrate.md)."""
+    import pytest
+
+    return int(pytest.main([*args.pytest_args, "--graphnetz-calibrate"]))
+
+
+def cmd_next_seeds(args: argparse.Namespace) -> int:
+    """Print the seed count of the next look a CI job takes while a cell is INCONCLUSIVE
+    (the most any open row's next look asks for, capped at ``--budget``) and exit 0; print
+    nothing and exit 1 when there is none (every row decided, the budget reached); say why on
+    stderr either way (docs/ci.md)."""
+    import json
+
+    from .nextlook import next_look
+
+    with open(args.verdicts, encoding="utf-8") as fh:
+        try:
+            data = json.load(fh)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{args.verdicts}: not JSON ({exc})") from None
+    try:
+        look = next_look(data, budget=args.budget, current=args.current)
+    except ValueError as exc:
+        raise ValueError(f"{args.verdicts}: {exc}") from None
+    print(f"graphnetz next-seeds: {look.why}", file=sys.stderr)
+    if look.seeds is None:
+        return EXIT_FAILED
+    print(look.seeds)
+    return EXIT_OK
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    """REPORT: its forest plot. REPORT CANDIDATE: the paired comparison of CANDIDATE against
+    REPORT as the baseline (per-cell Δ with its interval, per-seed dots, verdicts marked)."""
+    from .plots import plot_comparison, plot_forest
+    from .report.model import load_report
+
+    if args.candidate is None:
+        plot_forest(load_report(args.report, args.ci), path=args.output)
+        return EXIT_OK
+    args.baseline, args.report = args.report, args.candidate
+    baseline, candidate = _load_pair(args)
+    plot_comparison(_verdicts(args, baseline, candidate), path=args.output,
+                    reports=(baseline, candidate))
+    return EXIT_OK
+
+
+def cmd_latex(args: argparse.Namespace) -> int:
+    """Print (or write with -o) a report's booktabs LaTeX table."""
+    from .export import to_latex
+
+    return _write_view(to_latex, args)
+
+
+def cmd_markdown(args: argparse.Namespace) -> int:
+    """Print (or write with -o) a report's Markdown table and findings."""
+    from .export import to_markdown
+
+    return _write_view(to_markdown, args)
+
+
+def _write_view(render: Callable[[BenchmarkReport], str], args: argparse.Namespace) -> int:
+    """Print the view ``render`` makes of REPORT, or write it atomically to ``-o``."""
+    from pathlib import Path
+
+    from .report.files import write_text_atomic
+    from .report.model import load_report
+
+    text = render(load_report(args.report, args.ci))
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        write_text_atomic(Path(args.output), text)
+    return EXIT_OK
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    """Each cell's trajectory across the commit folders of DIR, a page and figures, and the
+    drift check against the anchor (exit 1 when a cell drifts); see docs/history-bisect.md."""
+    from .trendpage import run_history
+
+    return run_history(args.directory, args.output, anchor=args.anchor, alpha=args.alpha)
+
+
+def cmd_bisect(args: argparse.Namespace) -> int:
+    """The first commit between GOOD and BAD that regressed each cell BAD regressed on (exit 1:
+    a search stopped undecided; 2: a refusal); see docs/history-bisect.md."""
+    from .bisection import BisectRefusal, run_bisect
+
+    try:
+        return run_bisect(args.good, args.bad, args.pytest_args, seeds=args.seeds,
+                          max_seeds=args.max_seeds, alpha=args.alpha,
+                          min_effect=args.min_effect, margin=args.margin or 0.0,
+                          cache_dir=args.cache_dir)
+    except BisectRefusal as exc:
+        print(f"graphnetz bisect: refused: {exc}", file=sys.stderr)
+        return EXIT_UNUSABLE
+
+
+__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_UNUSABLE", "GATES", "GATE_DEFAULTS", "accept_options",
+           "cmd_bisect", "cmd_calibrate", "cmd_compare", "cmd_history", "cmd_latex",
+           "cmd_markdown", "cmd_next_seeds", "cmd_plot", "cmd_refresh", "cmd_show",
+           "compare_markdown", "gate_settings"]

@@ -1,0 +1,166 @@
+"""Running one command as a process group of its own: timeout, signals, bounded output.
+
+:func:`run_process` starts the command (or forks it from a warm server, :mod:`.command_warm`)
+in a new session, sends its stdout and stderr to files, and kills the whole group when it
+exits, runs past its timeout, writes too much, or this process is interrupted or terminated:
+nothing of a run survives it. An error shows the tail of the run's stderr
+(:func:`stderr_tail`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .command import CommandError
+from .command_warm import WarmServer, close_servers
+
+STDERR_LINES = 20  # how much of a failing script's stderr its error shows
+# Bounds on what a script leaves for the runner. Its stdout and stderr go to files (never
+# through pipes into memory: 60 MB of output cost 120 MB there); past MAX_OUTPUT_BYTES on
+# either one, the run is stopped.
+MAX_OUTPUT_BYTES = 256 * 2**20
+_TAIL_BYTES = 64 * 2**10   # what is read back of stderr for an error's tail
+_POLL_SECONDS = 0.05
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A command that exited: its exit code and the tails of its stdout and stderr."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_process(args: Sequence[str], *, cwd: str, env: Mapping[str, str],
+                timeout: float | None, logs: Path, where: str,
+                server: WarmServer | None = None) -> Finished:
+    """Run ``args`` in a new session (its own process group) and wait for it to exit.
+
+    - stdout and stderr go to files under ``logs``; only their last 64 KiB are read back, so
+      output costs no memory, and a grandchild that keeps them open cannot delay the run.
+    - Past ``timeout`` seconds, past :data:`MAX_OUTPUT_BYTES` of output, on ``KeyboardInterrupt``
+      (SIGINT) or SIGTERM to this process, the whole group is killed (SIGKILL); after a normal
+      exit too, so no grandchild outlives its run.
+    - ``CommandError`` names ``where`` for a program that cannot start, a timeout and too much
+      output.
+    """
+    _install_signal_handler()
+    out_path, err_path = logs / "stdout.log", logs / "stderr.log"
+    with out_path.open("wb") as out, err_path.open("wb") as err:
+        proc: Any = None
+        if server is not None:   # a child forked from the warm server, when it can
+            proc = server.start(list(args[2:]), cwd=cwd, env=env, stdout=str(out_path),
+                                stderr=str(err_path))
+        if proc is None:
+            if not os.path.isdir(cwd):
+                raise CommandError(f"{where}: cannot start it (no directory {cwd!r})")
+            try:
+                proc = subprocess.Popen(list(args), cwd=cwd, env=dict(env),
+                                        stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                        start_new_session=True)
+            except OSError as exc:  # FileNotFoundError, PermissionError
+                raise CommandError(f"{where}: cannot start it ({exc})") from exc
+        _LIVE_GROUPS.add(proc.pid)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        problem = None
+        try:
+            while True:
+                try:
+                    returncode = proc.wait(timeout=_POLL_SECONDS)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                if deadline is not None and time.monotonic() > deadline:
+                    problem = f"ran past its timeout of {timeout} s"
+                    break
+                for name, fh in (("stdout", out), ("stderr", err)):
+                    if os.fstat(fh.fileno()).st_size > MAX_OUTPUT_BYTES:
+                        problem = (
+                            f"wrote more than {MAX_OUTPUT_BYTES // 2**20} MiB to its {name} "
+                            "(pytest_graphnetz.tasks.command_process.MAX_OUTPUT_BYTES) and was "
+                            "stopped; print less (a line per epoch, not per batch) or log to a "
+                            "file of the script's own")
+                if problem is not None:
+                    break
+        finally:
+            _kill_group(proc)
+    stdout, stderr = _read_tail(out_path), _read_tail(err_path)
+    if problem is not None:
+        raise CommandError(f"{where} {problem}{stderr_tail(stderr)}")
+    return Finished(returncode, stdout, stderr)
+
+
+# The process groups of the runs in progress in this process: killed on SIGTERM and at exit.
+_LIVE_GROUPS: set[int] = set()
+
+
+def _kill_group(proc: Any) -> None:
+    """SIGKILL ``proc``'s process group (the script and everything it started), then reap it."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=10)
+    _LIVE_GROUPS.discard(proc.pid)
+
+
+def _kill_live_groups() -> None:
+    for group in list(_LIVE_GROUPS):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGKILL)
+
+
+_SIGNAL_HANDLER: list[bool] = []
+
+
+def _install_signal_handler() -> None:
+    """Once per process, from the main thread: on SIGTERM kill the live groups, then do what
+    the handler before did (the default: terminate). A script's group is a session of its own,
+    so the terminal's SIGINT and a SIGTERM sent to this process never reach it by themselves;
+    atexit covers an interpreter exiting while a run is in progress (KeyboardInterrupt)."""
+    if _SIGNAL_HANDLER or threading.current_thread() is not threading.main_thread():
+        return
+    _SIGNAL_HANDLER.append(True)
+    atexit.register(_kill_live_groups)
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        _kill_live_groups()
+        with contextlib.suppress(Exception):
+            close_servers()
+        if callable(previous):
+            previous(signum, frame)
+        elif previous != signal.SIG_IGN:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    with contextlib.suppress(ValueError, OSError):
+        signal.signal(signal.SIGTERM, on_sigterm)
+
+
+def _read_tail(path: Path) -> str:
+    with path.open("rb") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        fh.seek(max(0, size - _TAIL_BYTES))
+        data = fh.read()
+    text = data.decode("utf-8", "replace")
+    return text if size <= _TAIL_BYTES else text.partition("\n")[2]
+
+
+def stderr_tail(text: str | bytes | None) -> str:
+    """The last :data:`STDERR_LINES` lines of ``text`` as an error message ends with them."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    lines = (text or "").rstrip().splitlines()[-STDERR_LINES:]
+    return "; its stderr ends:\n" + "\n".join(lines) if lines else "; no stderr"
+
