@@ -1,0 +1,71 @@
+"""The README's architecture table lists every module of the package, and every module keeps to
+one job its docstring names, in at most 500 lines (issue 37): the map a maintainer reads first
+cannot fall behind the code."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "pytest_graphnetz"
+MAX_LINES = 500
+
+
+def modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def architecture_rows() -> dict[str, str]:
+    """``{first cell: the whole row}`` of the README's architecture table."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("**Architecture.**")
+    rows = {}
+    for line in text[start:].splitlines()[1:]:
+        if line.startswith("|") and not line.startswith("|---"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            rows[cells[0]] = line
+        elif rows and not line.startswith("|"):
+            break
+    return rows
+
+
+def listed(row: str) -> set[str]:
+    return set(re.findall(r"`([\w./]+)`", row))
+
+
+def test_the_architecture_table_lists_every_module():
+    rows = architecture_rows()
+    missing = []
+    for path in modules():
+        rel = path.relative_to(PACKAGE)
+        if rel.name == "__init__.py" and len(rel.parts) == 1:
+            continue   # the package itself: the public API, README's first screen
+        if len(rel.parts) == 1:
+            name = rel.stem
+            if not any(name in listed(r) for first, r in rows.items()):
+                missing.append(str(rel))
+            continue
+        sub = f"`{rel.parts[0]}/`"
+        row = next((r for first, r in rows.items() if sub in first), None)
+        name = rel.parent.name if rel.name == "__init__.py" else rel.stem
+        if row is None or (rel.name != "__init__.py" and name not in listed(row)):
+            missing.append(str(rel))
+    assert not missing, ("modules the README's architecture table does not name (add them to "
+                         "their layer's row): " + ", ".join(missing))
+
+
+def test_every_module_has_a_docstring_and_at_most_500_lines():
+    long = {str(p.relative_to(ROOT)): n for p in modules()
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    bare = [str(p.relative_to(ROOT)) for p in modules()
+            if not ast.get_docstring(ast.parse(p.read_text(encoding="utf-8")))]
+    assert not long, f"modules over {MAX_LINES} lines (split them by job): {long}"
+    assert not bare, f"modules without a docstring naming their job: {bare}"
+
+
+def test_the_checks_can_fail():
+    assert "foo" not in {n for r in architecture_rows().values() for n in listed(r)}
+    assert listed("| `stats/` | `boundaries`, `decisions` |") == {"stats/", "boundaries",
+                                                                    "decisions"}
