@@ -21,39 +21,48 @@ with contextlib.suppress(ImportError):
 TINY_EPOCHS = 5
 
 
-# Files whose module-scoped fixture costs seconds (a Dask cluster, a baseline trained in
-# subprocesses, a trained report): under `-n` all tests of such a file go to one worker, so the
-# fixture is built once instead of once per worker (tests/README.md, "Keeping it fast").
-ONE_WORKER = frozenset({"tests/test_command_task.py", "tests/test_dask.py",
-                        "tests/test_schedule_reruns.py",
-                        "tests/test_epoch_selection.py"})
+# The slow tier, deselected by `-m "not slow"` (the fast tier: tests/README.md, "Two tiers").
+# Chosen from `--durations=0` of a full `-n 2` run: files whose every test costs seconds
+# (fresh pytest sessions that train, subprocesses, a cluster, the documents' blocks) by name,
+# and elsewhere the costliest tests by function name (every parametrization of it).
+# tests/test_suite_scheduling.py checks that each entry names a file or test that exists.
+SLOW_FILES = frozenset({
+    "test_dask.py",
+})
+SLOW_TESTS = frozenset({
+    "test_readme.py::test_block_runs_as_written",
+})
 
 
-def scope_of(nodeid: str) -> str:
-    """The unit ``-n`` hands out: the file for a file of :data:`ONE_WORKER`, else the test."""
-    path = nodeid.split("::", 1)[0]
-    return path if path in ONE_WORKER else nodeid
+def is_slow(item: pytest.Item) -> bool:
+    """Whether ``item`` belongs to the slow tier (:data:`SLOW_FILES`, :data:`SLOW_TESTS`)."""
+    name = item.path.name
+    return name in SLOW_FILES or f"{name}::{getattr(item, 'originalname', item.name)}" \
+        in SLOW_TESTS
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` reads the marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if is_slow(item):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """``-n N`` (xdist's default ``--dist load``) hands tests out one at a time, except the
-    files of :data:`ONE_WORKER`, each of which goes whole to one worker.
+    """``-n N`` hands out whole files (xdist's ``--dist loadfile``) instead of one test at a
+    time (its default, ``--dist load``): a file's module-scoped fixtures (a Dask cluster, a
+    baseline trained in subprocesses, a trained report) are then built once, not once per
+    worker, and measured, whole files cost the suite no wall time (tests/README.md).
 
-    Through xdist's scheduler hook, not ``xdist_group`` marks: xdist 3.8 tags a grouped test
-    by setting ``item._nodeid``, which pytest 9.2 no longer reads, so its groups were inert.
-    Set here rather than in pyproject's addopts, which would make every pytest run in this
-    repository (the README's ``pytest examples``) need pytest-xdist. Another ``--dist`` given
-    on the command line is left alone."""
+    Through xdist's public scheduler hook rather than pyproject's addopts, which would make
+    every pytest run in this repository (the README's ``pytest examples``) need pytest-xdist.
+    Another ``--dist`` given on the command line is left alone."""
     if config.getvalue("dist") != "load":
         return None
-    from xdist.scheduler import LoadScopeScheduling
+    from xdist.scheduler import LoadFileScheduling
 
-    class OneWorkerPerSharedFile(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return scope_of(nodeid)
-
-    return OneWorkerPerSharedFile(config, log)
+    return LoadFileScheduling(config, log)
 
 
 def tiny_csbm(root: str, *, seed: int) -> Any:
