@@ -21,39 +21,90 @@ with contextlib.suppress(ImportError):
 TINY_EPOCHS = 5
 
 
-# Files whose module-scoped fixture costs seconds (a Dask cluster, a baseline trained in
-# subprocesses, a trained report): under `-n` all tests of such a file go to one worker, so the
-# fixture is built once instead of once per worker (tests/README.md, "Keeping it fast").
-ONE_WORKER = frozenset({"tests/test_command_task.py", "tests/test_dask.py",
-                        "tests/test_schedule_reruns.py",
-                        "tests/test_epoch_selection.py"})
+# The slow tier, deselected by `-m "not slow"` (the fast tier: tests/README.md, "Two tiers").
+# Chosen from `--durations=0` of a full `-n 2` run: files whose every test costs seconds
+# (fresh pytest sessions that train, subprocesses, a cluster, the documents' blocks) by name,
+# and elsewhere the costliest tests by function name (every parametrization of it).
+# tests/test_suite_scheduling.py checks that each entry names a file or test that exists.
+SLOW_FILES = frozenset({
+    "test_command_paths.py",
+    "test_command_task.py",
+    "test_dask.py",
+    "test_schedule_reruns.py",
+})
+SLOW_TESTS = frozenset({
+    "test_baselines.py::test_two_branches_refreshing_different_models_merge_without_conflict",
+    "test_baselines.py::test_two_xdist_workers_refreshing_one_baseline_both_keep_their_cells",
+    "test_baselines_paths.py::test_a_killed_baseline_write_leaves_nothing_git_add_commits",
+    "test_bisect.py::test_bisect_names_the_culprit_exit_0",
+    "test_bisect.py::test_bisect_refusals_exit_2",
+    "test_bisect.py::test_bisect_undecided_exit_1",
+    "test_cache.py::test_a_fifo_or_a_device_planted_in_the_cache_is_discarded",
+    "test_cache_project_code.py::test_a_librarys_version_counts_whether_or_not_this_process_imported_it",
+    "test_calibration_kinds.py::test_calibrate_on_a_command_task_salts_the_seed_the_script_receives",
+    "test_cli.py::test_only_a_failed_gate_exits_1",
+    "test_cli.py::test_version_prints_the_version_and_exits_0",
+    "test_cli_views.py::test_console_script_runs",
+    "test_command_processes.py::test_sigterm_and_sigint_to_the_runner_end_the_whole_group",
+    "test_faults.py::test_a_baseline_path_that_is_a_directory_says_so",
+    "test_faults.py::test_a_killed_writers_temp_file_is_swept_once_its_lock_is_free",
+    "test_faults.py::test_a_session_stopped_mid_training_leaves_no_stale_verdict",
+    "test_faults.py::test_pool_workers_exit_when_their_parent_is_killed",
+    "test_faults.py::test_temp_files_of_a_killed_baseline_write_are_cleaned_by_the_next_write",
+    "test_faults.py::test_temp_files_of_a_killed_cache_write_are_cleaned_and_no_lock_files_stay",
+    "test_import_cost.py::test_a_pytest_run_without_graphnetz_tests_imports_nothing_heavy",
+    "test_import_cost.py::test_importing_the_plugin_imports_nothing_heavy",
+    "test_overhead.py::test_a_session_without_graphnetz_tests_never_imports_numpy_torch_or_scipy",
+    "test_overhead.py::test_pyg_import_warnings_neither_fail_w_error_nor_reach_the_summary",
+    "test_plugin_gates.py::test_xdist_same_verdicts_and_each_triple_trained_once",
+    "test_plugin_outputs.py::test_a_fifo_as_the_step_summary_is_one_warning_not_a_hang",
+    "test_plugin_outputs.py::test_a_fifo_at_an_output_path_is_a_usage_error_not_a_hang",
+    "test_plugin_progress.py::test_the_first_progress_line_is_not_captured_into_a_failing_tests_report",
+    "test_plugin_progress.py::test_xdist_controller_prints_per_test_counts",
+    "test_plugin_settings.py::test_a_device_index_in_superscript_is_a_usage_error",
+    "test_plugin_settings.py::test_bad_option_values_name_the_option",
+    "test_plugin_settings.py::test_huge_seed_counts_are_usage_errors_at_parse_time",
+    "test_plugin_summary.py::test_every_gate_call_has_a_row",
+    "test_readme.py::test_block_runs_as_written",
+    "test_report_validation.py::test_a_small_file_declaring_a_huge_grid_is_refused_before_allocating",
+    "test_runner.py::test_a_fresh_process_gives_the_bit_for_bit_report_of_this_one",
+    "test_suite_scheduling.py::test_dash_n_hands_out_whole_files_so_a_module_fixture_is_built_once",
+    "test_summary.py::test_every_failed_graphnetz_test_has_a_row",
+    "test_workflow.py::test_the_schema_check_catches_a_broken_workflow",
+    "test_workflow.py::test_workflow_is_one_a_team_can_adopt",
+    "test_workflow.py::test_workflow_is_valid_for_github",
+})
 
 
-def scope_of(nodeid: str) -> str:
-    """The unit ``-n`` hands out: the file for a file of :data:`ONE_WORKER`, else the test."""
-    path = nodeid.split("::", 1)[0]
-    return path if path in ONE_WORKER else nodeid
+def is_slow(item: pytest.Item) -> bool:
+    """Whether ``item`` belongs to the slow tier (:data:`SLOW_FILES`, :data:`SLOW_TESTS`)."""
+    name = item.path.name
+    return name in SLOW_FILES or f"{name}::{getattr(item, 'originalname', item.name)}" \
+        in SLOW_TESTS
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` reads the marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if is_slow(item):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """``-n N`` (xdist's default ``--dist load``) hands tests out one at a time, except the
-    files of :data:`ONE_WORKER`, each of which goes whole to one worker.
+    """``-n N`` hands out whole files (xdist's ``--dist loadfile``) instead of one test at a
+    time (its default, ``--dist load``): a file's module-scoped fixtures (a Dask cluster, a
+    baseline trained in subprocesses, a trained report) are then built once, not once per
+    worker, and measured, whole files cost the suite no wall time (tests/README.md).
 
-    Through xdist's scheduler hook, not ``xdist_group`` marks: xdist 3.8 tags a grouped test
-    by setting ``item._nodeid``, which pytest 9.2 no longer reads, so its groups were inert.
-    Set here rather than in pyproject's addopts, which would make every pytest run in this
-    repository (the README's ``pytest examples``) need pytest-xdist. Another ``--dist`` given
-    on the command line is left alone."""
+    Through xdist's public scheduler hook rather than pyproject's addopts, which would make
+    every pytest run in this repository (the README's ``pytest examples``) need pytest-xdist.
+    Another ``--dist`` given on the command line is left alone."""
     if config.getvalue("dist") != "load":
         return None
-    from xdist.scheduler import LoadScopeScheduling
+    from xdist.scheduler import LoadFileScheduling
 
-    class OneWorkerPerSharedFile(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return scope_of(nodeid)
-
-    return OneWorkerPerSharedFile(config, log)
+    return LoadFileScheduling(config, log)
 
 
 def tiny_csbm(root: str, *, seed: int) -> Any:

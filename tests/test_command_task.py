@@ -33,8 +33,8 @@ from pytest_graphnetz.tasks.command import (  # noqa: E402
 from pytest_graphnetz.tasks.command_output import read_output  # noqa: E402
 from pytest_graphnetz.verdicts.values import GateRefusal  # noqa: E402
 
-# The module-scoped baseline (one subprocess per seed) is built once under `-n`: this file is in
-# tests/conftest.py's ONE_WORKER, so its tests run on one worker.
+# The module-scoped baseline (one subprocess per seed) is built once under `-n`, which hands
+# out whole files (tests/conftest.py).
 
 SCRIPT = Path(__file__).parent / "scripts" / "gcn.py"
 SEEDS = [0, 1, 2, 3, 4, 5]

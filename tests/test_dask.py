@@ -19,8 +19,8 @@ distributed = pytest.importorskip("distributed")
 MODELS = {"GCN": gcn, "SAGE": sage}
 SEEDS = [0, 1, 2]
 
-# The module-scoped cluster (two worker processes) is built once under `-n`: this file is in
-# tests/conftest.py's ONE_WORKER, so its tests run on one worker.
+# The module-scoped cluster (two worker processes) is built once under `-n`, which hands out whole
+# files (tests/conftest.py).
 
 
 @pytest.fixture(scope="module")

@@ -21,8 +21,8 @@ from pytest_graphnetz.tasks.structure import triangle_graphs  # noqa: E402
 
 SEEDS = (0, 1)
 
-# The module-scoped report (three trained tasks) is built once under `-n`: this file is in
-# tests/conftest.py's ONE_WORKER, so its tests run on one worker.
+# The module-scoped report (three trained tasks) is built once under `-n`, which hands out whole
+# files (tests/conftest.py).
 
 
 def few_graphs(root: str, *, seed: int):
