@@ -51,10 +51,12 @@ def test_not_slow_leaves_out_the_listed_files_and_tests_and_keeps_the_rest(
         f"@pytest.mark.parametrize('i', [1, 2])\ndef {function}(i):\n    pass\n\n"
         "def test_kept_in_the_fast_tier():\n    pass\n",
     })
-    fast = pytester.runpytest_inprocess("-m", "not slow", "-p", "no:cacheprovider", "-v")
+    # In a subprocess: the scratch files carry the suite's own module names (test_baselines),
+    # which this worker may have imported already.
+    fast = pytester.runpytest_subprocess("-m", "not slow", "-p", "no:cacheprovider", "-v")
     fast.assert_outcomes(passed=1, deselected=4)
     fast.stdout.fnmatch_lines(["*::test_kept_in_the_fast_tier PASSED*"])
-    pytester.runpytest_inprocess("-m", "slow", "-p", "no:cacheprovider").assert_outcomes(
+    pytester.runpytest_subprocess("-m", "slow", "-p", "no:cacheprovider").assert_outcomes(
         passed=4, deselected=1)
 
 
