@@ -59,7 +59,10 @@ import gate_quality_cora as gqc  # noqa: E402
 MODELS = ("GCN (in-process)", "gcn.py (command task)")
 SCENARIOS = {"innocent": 0.0, "-1 point": 0.01, "-2 points": 0.02}
 FIRST_LOOK = 10
-QUICK = {"pool": 12, "command_pool": 4, "epochs": 50, "budget": 12, "trials": 100}
+ALPHA = 0.05
+DELTA = 0.01   # the library's default δ: one point
+QUICK = {"pool": 12, "command_pool": 4, "epochs": 50, "budgets": [10], "trials": 2000,
+         "loop_trials": 10}
 
 
 # -- the pool: trained once, kept in --values ----------------------------------------------------
@@ -160,7 +163,7 @@ def pool(args: argparse.Namespace) -> dict[str, Any]:
     return {m: kept[m] for m in wanted if m in kept}
 
 
-# -- the simulation: verdicts from the pool, through the gate ------------------------------------
+# -- the simulation: verdicts from the pool, through the design and the gate ---------------------
 
 
 def _report(values: np.ndarray) -> Any:
@@ -170,8 +173,10 @@ def _report(values: np.ndarray) -> Any:
                                        seeds=range(len(values)), metric="accuracy")
 
 
-def pull_request(base: np.ndarray, cand: np.ndarray, *, budget: int, loop: bool) -> tuple[str, int]:
-    """One simulated pull request: the verdict it ends on and the seeds it ran."""
+def pull_request(base: np.ndarray, cand: np.ndarray, *, budget: int) -> tuple[str, int]:
+    """One simulated pull request through the real CI loop (docs/ci.md): the gate at 10 seeds,
+    then while a row is INCONCLUSIVE the look ``next_look`` reads from the rows' JSON numbers
+    (the advice, capped at the budget). Returns the verdict it ends on and the seeds it ran."""
     from pytest_graphnetz.gates import compare_reports
     from pytest_graphnetz.nextlook import next_look
     from pytest_graphnetz.summary import JSON_SCHEMA, JSON_VERSION, verdict_stats
@@ -180,8 +185,6 @@ def pull_request(base: np.ndarray, cand: np.ndarray, *, budget: int, loop: bool)
     seeds = FIRST_LOOK
     while True:
         (v,) = compare_reports(_report(cand[:seeds]), baseline)
-        if not loop:
-            return str(v.verdict), seeds
         row = {"verdict": str(v.verdict), "stats": verdict_stats(v)}
         look = next_look({"schema": JSON_SCHEMA, "version": JSON_VERSION, "rows": [row]},
                          budget=budget, current=seeds)
@@ -190,26 +193,154 @@ def pull_request(base: np.ndarray, cand: np.ndarray, *, budget: int, loop: bool)
         seeds = look.seeds
 
 
-def simulate(values: Mapping[str, Any], *, trials: int, budget: int, loop: bool,
-             rng: np.random.Generator) -> dict[str, Any]:
-    base = np.asarray(values["baseline"])
-    salted = np.asarray(values["salted"])
+def walk(D: np.ndarray, *, budget: int, min_effect: float) -> tuple[np.ndarray, np.ndarray]:
+    """The design's walk (``stats.sequential.run_schedule``: the same ``decide_look`` as the
+    gate, tied to it cell for cell by tests/test_stats_design.py) on paired differences ``D``
+    (trials, >= budget): looks 10, 20, 40, ... up to ``budget``, each taken while the cell is
+    open. Returns the verdict names and the seeds each trial used."""
+    from pytest_graphnetz.stats.boundaries import design
+    from pytest_graphnetz.stats.sequential import run_schedule
+
+    verdicts, used = run_schedule(D[:, :budget], design(FIRST_LOOK, budget, alpha=ALPHA),
+                                  min_effect=min_effect)
+    return np.array([str(v) for v in verdicts]), used
+
+
+def resampled(values: Mapping[str, Any], trials: int, rng: np.random.Generator
+              ) -> dict[str, np.ndarray]:
+    """Per scenario, ``trials`` rows of paired differences candidate - baseline: each row a
+    random order of the pool's seeds (trials overlap: the pool is finite), the candidate the
+    salted run minus the scenario's drop."""
+    diff = np.subtract(values["salted"], values["baseline"])
+    orders = np.array([rng.permutation(diff.size) for _ in range(trials)])
+    return {name: diff[orders] - drop for name, drop in SCENARIOS.items()}
+
+
+def normal_model(sd: float, size: int, trials: int, rng: np.random.Generator
+                 ) -> dict[str, np.ndarray]:
+    """The same scenarios with paired differences drawn normal at sd ``sd`` and mean exactly
+    0 (innocent) or minus the drop: the design's rates at the measured noise, past the pool."""
+    Z = rng.standard_normal((trials, size)) * sd
+    return {name: Z - drop for name, drop in SCENARIOS.items()}
+
+
+def rates(verdicts: Mapping[str, np.ndarray], used: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    def p(scenario: str, *names: str) -> float:
+        return float(np.isin(verdicts[scenario], names).mean())
+
+    return {"innocent NOT WORSE": p("innocent", "NOT WORSE", "BETTER"),
+            "false REGRESSED": p("innocent", "REGRESSED"),
+            "-1 pt REGRESSED": p("-1 point", "REGRESSED"),
+            "-1 pt NOT WORSE": p("-1 point", "NOT WORSE", "BETTER"),
+            "-2 pt REGRESSED": p("-2 points", "REGRESSED"),
+            "seeds": {s: float(np.mean(u)) for s, u in used.items()}}
+
+
+def setups(sd: float, pool_size: int, budgets: Sequence[int]) -> list[tuple[str, int, float]]:
+    """(label, budget, δ): today's one look at 10 seeds (δ 1 point, and δ at what 10 seeds
+    resolve at the measured sd, ``--graphnetz-min-effect=resolvable``), then the CI loop up to
+    each budget the pool holds."""
+    from pytest_graphnetz.calibration.resolution import resolvable_min_effect
+
+    resolvable = resolvable_min_effect(sd, FIRST_LOOK, alpha=ALPHA)
+    out = [("today: 10 seeds", FIRST_LOOK, DELTA),
+           (f"today: 10 seeds, δ resolvable ({100 * resolvable:.2f} pt)", FIRST_LOOK,
+            resolvable)]
+    out += [(f"next looks, budget {b}", b, DELTA) for b in budgets if b <= pool_size]
+    return out
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def table(model: str, v: Mapping[str, Any], *, trials: int, budgets: Sequence[int],
+          rng: np.random.Generator) -> list[str]:
+    sd = float(np.std(np.subtract(v["salted"], v["baseline"]), ddof=1))
+    mean = float(np.mean(np.subtract(v["salted"], v["baseline"])))
+    lines = [f"\n## {model}: pool of {len(v['baseline'])} seeds, paired sd {100 * sd:.2f} pt, "
+             f"mean Δ of the innocent change {100 * mean:+.2f} pt, {v['epochs']} epochs, "
+             f"{v['seconds']:.1f} s per run\n",
+             "| data | setup | innocent NOT WORSE | false REGRESSED | -1 pt REGRESSED "
+             "| -1 pt NOT WORSE | -2 pt REGRESSED | seeds per PR (innocent / -1 / -2) "
+             "| wall per PR (innocent) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    size = max(budgets + [FIRST_LOOK])
+    for data, rows in (("pool resamples", resampled(v, trials, rng)),
+                       (f"normal, sd {100 * sd:.2f} pt", normal_model(sd, size, trials, rng))):
+        for label, budget, delta in setups(sd, len(v["baseline"]) if data.startswith("pool")
+                                           else size, budgets):
+            verdicts, used = {}, {}
+            for scenario, D in rows.items():
+                verdicts[scenario], used[scenario] = walk(D, budget=budget, min_effect=delta)
+            r = rates(verdicts, used)
+            seeds = r["seeds"]
+            lines.append(
+                f"| {data} | {label} | {_pct(r['innocent NOT WORSE'])} "
+                f"| {_pct(r['false REGRESSED'])} | {_pct(r['-1 pt REGRESSED'])} "
+                f"| {_pct(r['-1 pt NOT WORSE'])} | {_pct(r['-2 pt REGRESSED'])} "
+                f"| {seeds['innocent']:.1f} / {seeds['-1 point']:.1f} / {seeds['-2 points']:.1f} "
+                f"| {seeds['innocent'] * v['seconds'] / 60:.1f} min |")
+    return lines
+
+
+def loop_check(model: str, v: Mapping[str, Any], *, trials: int, budget: int,
+               rng: np.random.Generator) -> list[str]:
+    """The real CI loop (gate + advice + ``next_look``) on ``trials`` pool resamples: its
+    verdicts against the design's walk on the same orders, and the seeds it ran (the advice
+    may skip a look, which costs seeds but not the verdict: a look walks every earlier one)."""
+    base, salted = np.asarray(v["baseline"]), np.asarray(v["salted"])
     budget = min(budget, base.size)
-    counts: dict[str, dict[str, int]] = {s: {} for s in SCENARIOS}
-    seeds: list[int] = []
+    same, total, seeds, verdicts = 0, 0, {s: [] for s in SCENARIOS}, {s: [] for s in SCENARIOS}
+    start = time.perf_counter()
     for _ in range(trials):
         order = rng.permutation(base.size)
         for scenario, drop in SCENARIOS.items():
-            verdict, used = pull_request(base[order], salted[order] - drop, budget=budget,
-                                         loop=loop)
-            counts[scenario][verdict] = counts[scenario].get(verdict, 0) + 1
-            seeds.append(used)
-    return {"counts": counts, "seeds": float(np.mean(seeds)), "budget": budget}
+            cand = salted[order] - drop
+            verdict, used = pull_request(base[order], cand, budget=budget)
+            walked, _ = walk((cand - base[order])[None, :], budget=budget, min_effect=DELTA)
+            same += verdict == walked[0]
+            total += 1
+            seeds[scenario].append(used)
+            verdicts[scenario].append(verdict)
+    r = rates({s: np.array(x) for s, x in verdicts.items()},
+              {s: np.array(x) for s, x in seeds.items()})
+    return [f"\n{model}, the CI loop itself (gate, advice, `next_look`), budget {budget}, "
+            f"{trials} pool resamples per scenario: its verdict equals the design's walk in "
+            f"{same} of {total} pull requests; innocent NOT WORSE {_pct(r['innocent NOT WORSE'])}, "
+            f"false REGRESSED {_pct(r['false REGRESSED'])}, -1 pt REGRESSED "
+            f"{_pct(r['-1 pt REGRESSED'])}, -2 pt REGRESSED {_pct(r['-2 pt REGRESSED'])}; seeds "
+            f"per PR {r['seeds']['innocent']:.1f} / {r['seeds']['-1 point']:.1f} / "
+            f"{r['seeds']['-2 points']:.1f} (innocent / -1 / -2), against the walk's looks "
+            f"taken one by one; {time.perf_counter() - start:.0f} s of gate calls."]
 
 
-def share(counts: Mapping[str, int], *names: str) -> str:
-    total = sum(counts.values())
-    return f"{100 * sum(counts.get(n, 0) for n in names) / total:.0f}%"
+FRONTIER_SDS = (0.01, 0.015, 0.02, 0.03)
+FRONTIER_BUDGETS = (10, 20, 40, 80, 160)
+
+
+def frontier(trials: int, rng: np.random.Generator) -> list[str]:
+    """What a team can have at what cost, whatever its model: the design's walk on normal
+    paired differences at each paired sd of :data:`FRONTIER_SDS` (Cora's models measure 1-3
+    points), per budget of the CI loop, δ 1 point."""
+    lines = ["\n## The frontier: the design at a given paired sd (normal differences, δ 1 point)\n",
+             "| paired sd | budget | innocent NOT WORSE | false REGRESSED | -1 pt REGRESSED "
+             "| -1 pt NOT WORSE | -2 pt REGRESSED | seeds per PR (innocent / -1 / -2) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for sd in FRONTIER_SDS:
+        rows = normal_model(sd, max(FRONTIER_BUDGETS), trials, rng)
+        for budget in FRONTIER_BUDGETS:
+            verdicts, used = {}, {}
+            for scenario, D in rows.items():
+                verdicts[scenario], used[scenario] = walk(D, budget=budget, min_effect=DELTA)
+            r = rates(verdicts, used)
+            seeds = r["seeds"]
+            lines.append(
+                f"| {100 * sd:.1f} pt | {budget} | {_pct(r['innocent NOT WORSE'])} "
+                f"| {_pct(r['false REGRESSED'])} | {_pct(r['-1 pt REGRESSED'])} "
+                f"| {_pct(r['-1 pt NOT WORSE'])} | {_pct(r['-2 pt REGRESSED'])} "
+                f"| {seeds['innocent']:.1f} / {seeds['-1 point']:.1f} / {seeds['-2 points']:.1f} |")
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -217,11 +348,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--npz", help="gnn-benchmark's cora.npz")
     parser.add_argument("--gcn", help="PyG's examples/gcn.py")
     parser.add_argument("--pool", type=int, default=100, help="in-process GCN seeds per variant")
-    parser.add_argument("--command-pool", type=int, default=20,
+    parser.add_argument("--command-pool", type=int, default=50,
                         help="gcn.py seeds per variant (a subprocess per run: costly)")
     parser.add_argument("--epochs", type=int, default=200)
-    parser.add_argument("--budget", type=int, default=80, help="the loop's seed budget")
-    parser.add_argument("--trials", type=int, default=1000)
+    parser.add_argument("--budgets", type=int, nargs="+", default=[20, 40, 80],
+                        help="the CI loop's seed budgets (looks of 10, 20, 40, ...)")
+    parser.add_argument("--trials", type=int, default=20000,
+                        help="pull requests per scenario for the design's walk")
+    parser.add_argument("--loop-trials", type=int, default=100,
+                        help="pull requests per scenario through the real CI loop")
     parser.add_argument("--quick", action="store_true",
                         help=f"a run that fits the shared 2-core machine: {QUICK}")
     parser.add_argument("--root", default=".graphnetz/cora_data", help="dataset directory")
@@ -230,7 +365,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="seeds trained between two writes of --values")
     parser.add_argument("--train", type=int, choices=range(len(MODELS)),
                         help="train only this model (0: in-process, 1: gcn.py), e.g. one "
-                             "process per core")
+                             "process per core; no simulation")
     parser.add_argument("--from-values", action="store_true",
                         help="train nothing: simulate from the models --values holds")
     args = parser.parse_args(argv)
@@ -241,29 +376,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--npz and --gcn are needed to train (or --from-values)")
     start = time.perf_counter()
     values = pool(args)
+    if args.train is not None:
+        return 0
     trained = time.perf_counter() - start
     rng = np.random.default_rng(33)
-    print(f"# decisive_cora ({'--quick: ' if args.quick else ''}pool {args.pool} in-process / "
-          f"{args.command_pool} gcn.py seeds, {args.epochs} epochs, budget {args.budget}, "
-          f"{args.trials} trials, δ 1 point, α 0.05)\n")
-    print("| model | setup | paired sd | innocent NOT WORSE | false REGRESSED | -1 pt REGRESSED "
-          "| -2 pt REGRESSED | seeds per PR | wall per PR |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print(f"# decisive_cora (δ 1 point, α {ALPHA}, {args.trials} pull requests per scenario "
+          f"and row)")
     for model, v in values.items():
-        sd = float(np.std(np.subtract(v["salted"], v["baseline"]), ddof=1))
         if len(v["baseline"]) < FIRST_LOOK:
-            print(f"| {model} | (pool of {len(v['baseline'])} < {FIRST_LOOK} seeds: spread only) "
-                  f"| {100 * sd:.2f} pt | | | | | | {v['seconds']:.1f} s per run |")
+            print(f"\n{model}: pool of {len(v['baseline'])} < {FIRST_LOOK} seeds: not simulated")
             continue
-        for setup, loop in (("today: 10 seeds", False), ("next looks", True)):
-            r = simulate(v, trials=args.trials, budget=args.budget, loop=loop, rng=rng)
-            c = r["counts"]
-            label = setup if not loop else f"next looks, budget {r['budget']}"
-            print(f"| {model} | {label} | {100 * sd:.2f} pt "
-                  f"| {share(c['innocent'], 'NOT WORSE', 'BETTER')} "
-                  f"| {share(c['innocent'], 'REGRESSED')} | {share(c['-1 point'], 'REGRESSED')} "
-                  f"| {share(c['-2 points'], 'REGRESSED')} | {r['seeds']:.1f} "
-                  f"| {r['seeds'] * v['seconds']:.0f} s |")
+        print("\n".join(table(model, v, trials=args.trials, budgets=args.budgets, rng=rng)))
+        if args.loop_trials:
+            print("\n".join(loop_check(model, v, trials=args.loop_trials,
+                                       budget=max(args.budgets), rng=rng)))
+    print("\n".join(frontier(args.trials, rng)))
     print(f"\ntraining (or reading {args.values.name}): {trained:.0f} s; simulation "
           f"{time.perf_counter() - start - trained:.0f} s")
     return 0
