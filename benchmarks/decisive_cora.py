@@ -8,34 +8,29 @@ added to a temporary copy (``command_task_cora.gateable_copy``; its Planetoid sp
 salted through the seed the script receives (``calibration.salting.SaltedCommand``); the
 in-process GCN is ``gate_quality_cora``'s (PyG's example layers, gnn-benchmark's per-seed split).
 
-The verdicts are then simulated from the pool, without training: per trial a random order of
-the pool's seeds, relabelled 0, 1, 2, ... (so a look is a prefix), a baseline holding the
-budget's seeds and a candidate that is
+The verdicts are then simulated from the pool, without training. A pull request is the
+candidate on the first looks of a random order of the pool's seeds (relabelled 0, 1, 2, ...: a
+look is a prefix) against a baseline holding the budget's seeds; the candidate is
 
 - ``innocent``: the salted values;
 - ``-1 point`` / ``-2 points``: the salted values minus 0.01 / 0.02 on every seed (an injected
   uniform drop: the paired noise of a real change plus a known shift);
 
-judged by the gate (``compare_reports``, the library's defaults: paired t, α = 0.05, δ = 1 point)
-under two setups:
+judged at δ 1 point, α 0.05, under these setups: today's one look at 10 seeds; the same at the
+δ 10 seeds resolve (``--graphnetz-min-effect=resolvable``); and the example workflow's loop
+(docs/ci.md) up to each budget: looks 10, 20, 40, ... while the cell is open. Rates come from
+the design's walk (``stats.sequential.run_schedule``, the gate's own ``decide_look``) on
+``--trials`` pool resamples and on normal differences at the pool's paired sd; the real loop
+(``compare_reports``, the advice, ``next_look`` on the rows' JSON numbers) runs on
+``--loop-trials`` resamples, and its verdicts are checked against the walk's. A frontier table
+gives the design at paired sds of 1-3 points, whatever the model. Printed per row: innocent NOT
+WORSE, false REGRESSED, -1 point REGRESSED and NOT WORSE, -2 points REGRESSED, seeds and wall
+time per pull request.
 
-- ``today``: one look at 10 seeds (the default CI);
-- ``next looks``: the example workflow's loop (docs/ci.md): after each look,
-  ``summary.next_look`` on the rows' JSON numbers says the next seed count (capped by the budget)
-  while a row is INCONCLUSIVE.
-
-Printed per model and setup: the share of innocent changes reading NOT WORSE (or BETTER), false
-REGRESSED, the share of -1 / -2 point drops reading REGRESSED, the candidate's mean
-seed-trainings per pull request and the wall time they cost at the measured seconds per run.
-
-Each look is judged by the gate as it stands on the branch that runs it: on a branch whose gate
-judges every run alone, a loop's error rates are not those of a sequential design (docs/ci.md).
-With a small pool the trials overlap (shares, no confidence intervals).
-
+    python benchmarks/decisive_cora.py --from-values          # the committed pools, no training
     python benchmarks/decisive_cora.py --npz ../shared/data/cora.npz \\
-        --gcn ../shared/reference/pyg-examples/gcn.py --quick
-    python benchmarks/decisive_cora.py --npz ... --gcn ... --pool 100 --epochs 200 --budget 80
-    python benchmarks/decisive_cora.py --quick --from-values   # the committed pool, no training
+        --gcn ../shared/reference/pyg-examples/gcn.py --pool 100 --command-pool 50 --train 0
+    python benchmarks/decisive_cora.py --npz ... --gcn ... --quick   # a tiny end-to-end run
 """
 
 from __future__ import annotations
@@ -61,6 +56,7 @@ SCENARIOS = {"innocent": 0.0, "-1 point": 0.01, "-2 points": 0.02}
 FIRST_LOOK = 10
 ALPHA = 0.05
 DELTA = 0.01   # the library's default δ: one point
+DEFAULT_VALUES = HERE / "decisive_cora_values.json"
 QUICK = {"pool": 12, "command_pool": 4, "epochs": 50, "budgets": [10], "trials": 2000,
          "loop_trials": 10}
 
@@ -118,7 +114,7 @@ def _merge(path: Path, model: str, values: Mapping[str, list[float]], seconds: f
     with FileLock(str(path) + ".lock"):
         kept = json.loads(path.read_text()) if path.is_file() else {}
         have = kept.get(model)
-        if not have or have["epochs"] != epochs:
+        if not have:
             have = {"baseline": [], "salted": [], "seconds": 0.0, "epochs": epochs}
         runs = len(have["baseline"])
         for variant in ("baseline", "salted"):
@@ -146,7 +142,10 @@ def pool(args: argparse.Namespace) -> dict[str, Any]:
         while True:
             kept = json.loads(args.values.read_text()) if args.values.is_file() else {}
             have = kept.get(model)
-            done = len(have["baseline"]) if have and have["epochs"] == args.epochs else 0
+            if have and have["epochs"] != args.epochs:
+                raise SystemExit(f"{args.values} holds {model} at {have['epochs']} epochs, not "
+                                 f"{args.epochs}: pass another --values to train a new pool")
+            done = len(have["baseline"]) if have else 0
             if done >= size:
                 break
             first = _first_seed(model) + done
@@ -355,12 +354,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the CI loop's seed budgets (looks of 10, 20, 40, ...)")
     parser.add_argument("--trials", type=int, default=20000,
                         help="pull requests per scenario for the design's walk")
-    parser.add_argument("--loop-trials", type=int, default=100,
+    parser.add_argument("--loop-trials", type=int, default=40,
                         help="pull requests per scenario through the real CI loop")
     parser.add_argument("--quick", action="store_true",
                         help=f"a run that fits the shared 2-core machine: {QUICK}")
     parser.add_argument("--root", default=".graphnetz/cora_data", help="dataset directory")
-    parser.add_argument("--values", type=Path, default=HERE / "decisive_cora_values.json")
+    parser.add_argument("--values", type=Path, default=DEFAULT_VALUES)
     parser.add_argument("--chunk", type=int, default=10,
                         help="seeds trained between two writes of --values")
     parser.add_argument("--train", type=int, choices=range(len(MODELS)),
@@ -372,6 +371,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.quick:
         for key, value in QUICK.items():
             setattr(args, key, value)
+        if args.values == DEFAULT_VALUES:   # never into the committed pools
+            args.values = Path(tempfile.gettempdir()) / "decisive_cora_quick_values.json"
     if not args.from_values and not (args.npz and args.gcn):
         parser.error("--npz and --gcn are needed to train (or --from-values)")
     start = time.perf_counter()
