@@ -253,6 +253,24 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
+def walked_rates(rows: Mapping[str, np.ndarray], *, budget: int, min_effect: float
+                 ) -> dict[str, Any]:
+    """:func:`rates` of the design's walk over each scenario's paired differences."""
+    verdicts, used = {}, {}
+    for scenario, D in rows.items():
+        verdicts[scenario], used[scenario] = walk(D, budget=budget, min_effect=min_effect)
+    return rates(verdicts, used)
+
+
+def rate_cells(r: Mapping[str, Any]) -> str:
+    """The cells every table shares: the five rates, then seeds per PR per scenario."""
+    seeds = r["seeds"]
+    return (f"{_pct(r['innocent NOT WORSE'])} | {_pct(r['false REGRESSED'])} "
+            f"| {_pct(r['-1 pt REGRESSED'])} | {_pct(r['-1 pt NOT WORSE'])} "
+            f"| {_pct(r['-2 pt REGRESSED'])} "
+            f"| {seeds['innocent']:.1f} / {seeds['-1 point']:.1f} / {seeds['-2 points']:.1f}")
+
+
 def table(model: str, v: Mapping[str, Any], *, trials: int, budgets: Sequence[int],
           rng: np.random.Generator) -> list[str]:
     sd = float(np.std(np.subtract(v["salted"], v["baseline"]), ddof=1))
@@ -269,17 +287,9 @@ def table(model: str, v: Mapping[str, Any], *, trials: int, budgets: Sequence[in
                        (f"normal, sd {100 * sd:.2f} pt", normal_model(sd, size, trials, rng))):
         for label, budget, delta in setups(sd, len(v["baseline"]) if data.startswith("pool")
                                            else size, budgets):
-            verdicts, used = {}, {}
-            for scenario, D in rows.items():
-                verdicts[scenario], used[scenario] = walk(D, budget=budget, min_effect=delta)
-            r = rates(verdicts, used)
-            seeds = r["seeds"]
-            lines.append(
-                f"| {data} | {label} | {_pct(r['innocent NOT WORSE'])} "
-                f"| {_pct(r['false REGRESSED'])} | {_pct(r['-1 pt REGRESSED'])} "
-                f"| {_pct(r['-1 pt NOT WORSE'])} | {_pct(r['-2 pt REGRESSED'])} "
-                f"| {seeds['innocent']:.1f} / {seeds['-1 point']:.1f} / {seeds['-2 points']:.1f} "
-                f"| {seeds['innocent'] * v['seconds'] / 60:.1f} min |")
+            r = walked_rates(rows, budget=budget, min_effect=delta)
+            lines.append(f"| {data} | {label} | {rate_cells(r)} "
+                         f"| {r['seeds']['innocent'] * v['seconds'] / 60:.1f} min |")
     return lines
 
 
@@ -329,16 +339,8 @@ def frontier(trials: int, rng: np.random.Generator) -> list[str]:
     for sd in FRONTIER_SDS:
         rows = normal_model(sd, max(FRONTIER_BUDGETS), trials, rng)
         for budget in FRONTIER_BUDGETS:
-            verdicts, used = {}, {}
-            for scenario, D in rows.items():
-                verdicts[scenario], used[scenario] = walk(D, budget=budget, min_effect=DELTA)
-            r = rates(verdicts, used)
-            seeds = r["seeds"]
-            lines.append(
-                f"| {100 * sd:.1f} pt | {budget} | {_pct(r['innocent NOT WORSE'])} "
-                f"| {_pct(r['false REGRESSED'])} | {_pct(r['-1 pt REGRESSED'])} "
-                f"| {_pct(r['-1 pt NOT WORSE'])} | {_pct(r['-2 pt REGRESSED'])} "
-                f"| {seeds['innocent']:.1f} / {seeds['-1 point']:.1f} / {seeds['-2 points']:.1f} |")
+            r = walked_rates(rows, budget=budget, min_effect=DELTA)
+            lines.append(f"| {100 * sd:.1f} pt | {budget} | {rate_cells(r)} |")
     return lines
 
 
