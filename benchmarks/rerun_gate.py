@@ -76,14 +76,13 @@ def _report(values: np.ndarray) -> BenchmarkReport:
 @contextlib.contextmanager
 def no_advice():
     """The gate without the INCONCLUSIVE row's seed advice (message only, never a verdict)."""
+    import pytest
+
     import pytest_graphnetz.stats.sequential as sq
 
-    real = sq.advise_next_look
-    sq.advise_next_look = lambda *a, **k: None
-    try:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sq, "advise_next_look", lambda *a, **k: None)
         yield
-    finally:
-        sq.advise_next_look = real
 
 
 def chain(cand: np.ndarray, bases: list[np.ndarray], *, rerun_safe: bool = True,

@@ -27,13 +27,11 @@ from pytest_graphnetz.stats.sequential import run_schedule, sequential_holm, seq
 @contextlib.contextmanager
 def _no_advice():
     """The gate without its INCONCLUSIVE advice (a second of simulation per row; it sets only
-    ``seeds_needed``, never a verdict)."""
-    real = sq.advise_next_look
-    sq.advise_next_look = lambda *a, **k: None
-    try:
+    ``seeds_needed``, never a verdict). pytest's MonkeyPatch, not the fixture: hypothesis runs
+    many examples in one function-scoped test."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sq, "advise_next_look", lambda *a, **k: None)
         yield
-    finally:
-        sq.advise_next_look = real
 
 
 def _reports(base: np.ndarray, cand: np.ndarray) -> tuple[BenchmarkReport, BenchmarkReport]:
