@@ -40,6 +40,13 @@ QUIET = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:xdist"
 TESTS = "".join(f"def test_{i}():\n    assert {i} + 1 == {i + 1}\n\n" for i in range(20))
 
 
+def pycache_of(project: Path) -> Path:
+    """Where the runs of ``project`` keep their bytecode: beside it, not inside it, where pytest
+    would walk its directories (more of them in the runs with the plugin: its bytecode) at
+    every collection."""
+    return project.parent / "pycache"
+
+
 def user_env(pycache: Path) -> dict[str, str]:
     """This environment as an installed user's: bytecode written (to ``pycache``, outside the
     repository). With ``PYTHONDONTWRITEBYTECODE=1``, as on our dev machines, every run would
@@ -53,7 +60,7 @@ def pytest_run(project: Path, *extra: str) -> None:
     """One ``pytest -q`` run of ``project`` in a fresh interpreter; fails loudly on a failure."""
     cmd = [sys.executable, "-m", "pytest", "-q", *QUIET, *extra]
     done = subprocess.run(cmd, cwd=project, capture_output=True, text=True,
-                          env=user_env(project / "pycache"))
+                          env=user_env(pycache_of(project)))
     if done.returncode != 0 or "20 passed" not in done.stdout:
         raise SystemExit(f"pytest run {cmd} failed in {project}:\n{done.stdout}\n{done.stderr}")
 
@@ -64,7 +71,7 @@ def import_ms(project: Path) -> float:
     code = ("import time, pytest; t = time.perf_counter(); import pytest_graphnetz.plugin; "
             "print(1000 * (time.perf_counter() - t))")
     return float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                check=True, env=user_env(project / "pycache")).stdout)
+                                check=True, env=user_env(pycache_of(project))).stdout)
 
 
 def profiled_ms(project: Path) -> float:
@@ -76,7 +83,7 @@ def profiled_ms(project: Path) -> float:
     out = project / "plugin.prof"
     cmd = [sys.executable, "-m", "cProfile", "-o", str(out), "-m", "pytest", "-q", *QUIET]
     subprocess.run(cmd, cwd=project, capture_output=True, check=True,
-                   env=user_env(project / "pycache"))
+                   env=user_env(pycache_of(project)))
     seconds = 0.0
     package = os.path.join("pytest_graphnetz", "plugin", "")
     entry = os.path.join(package, "__init__.py")  # its import includes its modules' imports
@@ -95,7 +102,7 @@ def instructions(project: Path, *extra: str) -> int:
     if shutil.which("valgrind") is None:
         raise SystemExit("--instructions needs valgrind on PATH")
     pytest_run(project, *extra)  # bytecode written: the counted run reads it
-    env = {**user_env(project / "pycache"), "PYTHONHASHSEED": "0"}
+    env = {**user_env(pycache_of(project)), "PYTHONHASHSEED": "0"}
     done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
                            sys.executable, "-m", "pytest", "-q", *QUIET, *extra], cwd=project,
                           capture_output=True, text=True, env=env, check=True)
@@ -113,7 +120,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.instructions:
         with tempfile.TemporaryDirectory() as tmp:
-            project = Path(tmp)
+            project = Path(tmp) / "project"
+            project.mkdir()
             (project / "pytest.ini").write_text("[pytest]\n")
             (project / "test_plain.py").write_text(TESTS)
             on, off = instructions(project), instructions(project, "-p", "no:graphnetz")
@@ -122,11 +130,12 @@ def main() -> None:
         return
 
     with tempfile.TemporaryDirectory() as tmp:
-        project = Path(tmp)
+        project = Path(tmp) / "project"
+        project.mkdir()
         (project / "pytest.ini").write_text("[pytest]\n")  # own rootdir: no outer addopts
         (project / "test_plain.py").write_text(TESTS)
         # The plugin really is loaded in the "on" runs (and really absent in the "off" ones).
-        env = user_env(project / "pycache")
+        env = user_env(pycache_of(project))
         on = subprocess.run([sys.executable, "-m", "pytest", "--help"], cwd=project,
                             capture_output=True, text=True, env=env).stdout
         off = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:graphnetz", "--help"],

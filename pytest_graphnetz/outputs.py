@@ -19,8 +19,6 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
-
 
 def shown(path: str | os.PathLike, root: Path | None) -> str:
     """``path`` relative to ``root`` when it lies inside it (messages stay short and the same
@@ -128,9 +126,9 @@ def write_summaries(text: str, summary: Path | None, step_summary: str | None, *
             written.append(Path(step_summary))
         except OSError as exc:
             failed.append(f"graphnetz: the step summary was not appended to {step_summary} "
-                          f"(${STEP_SUMMARY_ENV}; {type(exc).__name__}: {exc.strerror or exc})")
+                          f"($GITHUB_STEP_SUMMARY; {type(exc).__name__}: {exc.strerror or exc})")
     return written, failed
 
 
-__all__ = ["STEP_SUMMARY_ENV", "dir_problem", "file_problem", "open_append", "shown",
+__all__ = ["dir_problem", "file_problem", "open_append", "shown",
            "write_summaries"]

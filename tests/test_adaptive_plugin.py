@@ -73,7 +73,7 @@ def test_adaptive_session_stops_each_cell_at_its_look(project: pytest.Pytester) 
 
 
 def test_parse_adaptive_seeds() -> None:
-    from pytest_graphnetz.plugin import parse_adaptive, parse_seeds
+    from pytest_graphnetz.plugin.options import parse_adaptive, parse_seeds
 
     assert parse_adaptive("5..20") == (5, 20)
     assert parse_seeds("5..20") == tuple(range(20))

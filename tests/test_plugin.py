@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_graphnetz.plugin import parse_seeds
+from pytest_graphnetz.plugin.options import parse_seeds
 
 # In-process pytester runs drop modules first imported inside them, and scipy's extensions do
 # not survive a second import: load the gates (and the scipy they use) here, once.
@@ -24,7 +24,7 @@ import pytest_graphnetz.gates  # noqa: E402,F401
 SHOW_SETTINGS = """
 import json
 
-from pytest_graphnetz.plugin import STASH_KEY
+from pytest_graphnetz.plugin.session import STASH_KEY
 
 
 def test_settings(pytestconfig):

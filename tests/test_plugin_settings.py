@@ -20,7 +20,7 @@ import pytest_graphnetz.runner  # noqa: E402,F401
 
 SHOW_WORKERS = """
 def test_settings(pytestconfig):
-    from pytest_graphnetz.plugin import STASH_KEY
+    from pytest_graphnetz.plugin.session import STASH_KEY
 
     print("WORKERS=%d" % pytestconfig.stash[STASH_KEY].settings.workers)
 """

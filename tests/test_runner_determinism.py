@@ -291,7 +291,7 @@ def test_gate_is_silent_about_the_mode_between_cpu_runs_or_equal_modes():
 # -- the pytest option ---------------------------------------------------------------------------
 
 SHOW_MODE = """
-from pytest_graphnetz.plugin import STASH_KEY
+from pytest_graphnetz.plugin.session import STASH_KEY
 
 
 def test_mode(pytestconfig, graphnetz_run):

@@ -6,14 +6,15 @@ on every run, and finds the hooks and fixtures it re-exports below. By concept:
 - :mod:`.options`: the ``--graphnetz-*`` options and ini keys, declared and registered, each
   value read with a message naming the option or the ini key it came from;
 - :mod:`.settings`: those values validated into :class:`Settings`;
-- :mod:`.hooks` and :mod:`.fixtures`: a few lines each, handing the work to
+- :mod:`.hooks` and :mod:`.fixtures`: a few lines each (the only names this package holds),
+  handing the work to
 - :mod:`.session`: :class:`GraphnetzSession` runs benchmarks (with live progress), hands out
   baselines, gathers every gate row and feeds :class:`~pytest_graphnetz.summary.GateSummary`,
   which renders the terminal table, the Markdown and the JSON;
 - :mod:`.closing`: at the session's end, the files the user asked for written, then the
   terminal's lines;
-- :mod:`.usage`: :class:`BaselineUsage`, its own plugin object, tracks which baselines and
-  cells a run used (xdist included) and prunes or reports the rest;
+- :mod:`.usage`: :class:`BaselineUsage` tracks which baselines and cells a run used (xdist
+  included) and prunes or reports the rest;
 - :mod:`.selection`: ``-k`` blind to our marker's name;
 - :mod:`.keys`: the marker and the ``user_properties`` names the parts share.
 
@@ -27,50 +28,21 @@ the controller in the test reports' ``user_properties``, which xdist serialises.
 
 from __future__ import annotations
 
+# Only the hooks and fixtures: pytest scans every name of this module for both on every run.
 from .fixtures import graphnetz_baseline, graphnetz_run
 from .hooks import (
     pytest_addoption,
-    pytest_collection_modifyitems,
+    pytest_collection_finish,
     pytest_configure,
+    pytest_make_collect_report,
     pytest_report_header,
-    pytest_runtest_call,
     pytest_sessionfinish,
     pytest_terminal_summary,
+    pytest_xdist_setupnodes,
 )
-from .keys import (
-    BASELINE_FILE,
-    CALIBRATION_PROPERTY,
-    GATE_PROPERTY,
-    GRAPHNETZ_TEST,
-    MARKER,
-    REPORT_PROPERTY,
-    SEEN_PROPERTY,
-    TRIPLES_PROPERTY,
-    USER_PROPERTY,
-    USES_PROPERTY,
-)
-from .options import (
-    DEFAULT_ALPHA,
-    DEFAULT_SEEDS,
-    MAX_SEEDS,
-    OPTIONS,
-    SEED_LIMIT,
-    Option,
-    named,
-    parse_adaptive,
-    parse_seeds,
-)
-from .session import CALIBRATION_KEY, STASH_KEY, Calibrating, GraphnetzSession
-from .settings import Settings, header_line
-from .usage import USAGE_KEY, BaselineUsage
 
 __all__ = [
-    "BASELINE_FILE", "CALIBRATION_KEY", "CALIBRATION_PROPERTY", "DEFAULT_ALPHA", "DEFAULT_SEEDS",
-    "GATE_PROPERTY", "GRAPHNETZ_TEST", "MARKER", "MAX_SEEDS", "OPTIONS", "REPORT_PROPERTY",
-    "SEED_LIMIT", "SEEN_PROPERTY", "STASH_KEY", "TRIPLES_PROPERTY", "USAGE_KEY", "USER_PROPERTY",
-    "USES_PROPERTY", "BaselineUsage", "Calibrating", "GraphnetzSession", "Option", "Settings",
-    "graphnetz_baseline", "graphnetz_run", "header_line", "named", "parse_adaptive",
-    "parse_seeds", "pytest_addoption", "pytest_collection_modifyitems", "pytest_configure",
-    "pytest_report_header", "pytest_runtest_call", "pytest_sessionfinish",
-    "pytest_terminal_summary",
+    "graphnetz_baseline", "graphnetz_run", "pytest_addoption", "pytest_collection_finish",
+    "pytest_configure", "pytest_make_collect_report", "pytest_report_header",
+    "pytest_sessionfinish", "pytest_terminal_summary", "pytest_xdist_setupnodes",
 ]

@@ -10,7 +10,8 @@ calibration. ``pytest_terminal_summary`` (called after every ``pytest_sessionfin
 writes them, as syrupy's report yields lines that its hook writes.
 
 A session no graphnetz test, gate or triple took part in, with no file named, builds no
-summary: a run of plain tests never loads it (nor numpy).
+summary: a run of plain tests never loads it (nor numpy), nor this module
+(:attr:`~.session.GraphnetzSession.has_closing`).
 
 Standard library and pytest only at import: pytest loads the plugin on every run.
 """
@@ -22,16 +23,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pytest
-
 if TYPE_CHECKING:
     from ..summary import GateSummary
     from .session import GraphnetzSession
 
 # A terminal section: a title written as a separator line (None: none), and its lines.
 Section = tuple[str | None, list[str]]
-
-SECTIONS_KEY = pytest.StashKey[list[Section]]()
 
 
 def finish(session: GraphnetzSession, exitstatus: int) -> list[Section]:
@@ -119,4 +116,4 @@ def calibration_lines(session: GraphnetzSession) -> list[str]:
     return lines
 
 
-__all__ = ["SECTIONS_KEY", "Section", "calibration_lines", "finish", "write_outputs"]
+__all__ = ["Section", "calibration_lines", "finish", "write_outputs"]

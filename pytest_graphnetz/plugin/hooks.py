@@ -1,6 +1,16 @@
 """The plugin's hooks: a few lines each, handing the work to the objects ``pytest_configure``
 creates: the :class:`~.session.GraphnetzSession` (``config.stash[STASH_KEY]``) and the
-:class:`~.usage.BaselineUsage` plugin (``config.stash[USAGE_KEY]``).
+:class:`~.usage.BaselineUsage` (``config.stash[USAGE_KEY]``).
+
+Every hook that runs once per session is a function of this module, which finds its session
+in the stash. The hooks that run for every test (its setup, its body, its reports) are the
+methods of :class:`TestHooks`: one small plugin object, bound to one session's parts (a
+report carries no config, and pytester runs several sessions in one process), and registered
+only in a session that has graphnetz tests. On the xdist controller, whose workers' tests it
+never sees, that is before it starts them; elsewhere, once collection shows a test that uses
+our fixtures or marker, or a test module that imported the gates. ``-k`` blind to our marker's
+name (:mod:`.selection`) is registered only for a run given ``-k``. A project's plain tests
+pay nothing per test (``benchmarks/plugin_overhead.py`` measures what a run of them pays).
 
 Standard library and pytest only at import: pytest loads the plugin on every run.
 """
@@ -8,17 +18,20 @@ Standard library and pytest only at import: pytest loads the plugin on every run
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any
 
 import pytest
 
-from .closing import SECTIONS_KEY, finish
-from .keys import FIXTURES, MARKER
+from .keys import MARKER, is_graphnetz_test, uses_fixtures
 from .options import add_options
 from .session import STASH_KEY, GraphnetzSession
 from .settings import Settings, check_device, check_outputs, header_line
 from .usage import USAGE_KEY, BaselineUsage
+
+# What the session's end shows in the terminal summary (closing.finish): sections, each a title
+# written as a separator line (None: none) and its lines.
+SECTIONS_KEY = pytest.StashKey[list[tuple[str | None, list[str]]]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -56,49 +69,89 @@ def pytest_configure(config: pytest.Config) -> None:
             session.remove_previous_outputs()
     config.stash[USAGE_KEY] = usage
     config.stash[STASH_KEY] = session
-    # Both are plugins so they receive every test report, on the controller those that xdist
-    # workers send over too; usage tracking is its own (as cacheprovider's LFPlugin is).
-    config.pluginmanager.register(usage, "graphnetz-baseline-usage")
-    config.pluginmanager.register(session, "graphnetz-session")
+    if config.option.keyword:  # -k blind to our marker's name; without -k the name plays no part
+        from . import selection
+
+        config.pluginmanager.register(selection, "graphnetz-keyword")
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]
-                                  ) -> Iterator[None]:
-    """``-k`` blind to the ``graphnetz`` marker's name (:mod:`.selection`): ``-k graph`` no
-    longer selects every gate; ``-m graphnetz`` and ``-k graphnetz`` keep pytest's meaning."""
-    if not config.option.keyword:  # without -k our marker's name changes nothing
-        return (yield)
-    from . import selection  # only now: a run without -k need not load its parser
+class TestHooks:
+    """The hooks that run for every test of a session with graphnetz tests (module docstring)."""
 
-    with selection.keyword_applied(config, items):
-        return (yield)
+    NAME = "graphnetz-tests"
+    __slots__ = ("session", "usage")
 
+    def __init__(self, session: GraphnetzSession, usage: BaselineUsage) -> None:
+        self.session = session
+        self.usage = usage
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
-    # Gates report to a recorder set for the test body. Only when the gates module is already
-    # loaded (the test imported it) or the test uses our fixtures: otherwise importing it here
-    # would make every unrelated test pay for numpy and scipy.
-    uses_us = FIXTURES & set(getattr(item, "fixturenames", ()))
-    if "pytest_graphnetz.gates" not in sys.modules and not uses_us:
-        return (yield)
-    from ..gates.recorder import recording
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        self.session.mark_test(item)
 
-    session = item.config.stash[STASH_KEY]
-    try:
-        with recording(session.recorder(item)):
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Iterator[None]:
+        # Gates report to a recorder set for the test body, when the gates module is loaded
+        # (the test imported it) or the test uses our fixtures: otherwise importing it here
+        # would make an unrelated test pay for numpy and scipy.
+        if "pytest_graphnetz.gates" not in sys.modules and not uses_fixtures(item):
             return (yield)
-    finally:
-        session.record_gate_settings(item)
+        from ..gates.recorder import recording
+
+        try:
+            with recording(self.session.recorder(item)):
+                return (yield)
+        finally:
+            self.session.record_gate_settings(item)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.usage.take_report(report)
+        self.session.take_report(report)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        self.usage.worker_done(node)  # the xdist controller: a worker's collection lists
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_setupnodes(config: pytest.Config, specs: Any) -> None:
+    # The xdist controller, before it starts its workers: it collects nothing, and receives
+    # every worker's reports, of tests it never sees.
+    register_test_hooks(config)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if "pytest_graphnetz.gates" in sys.modules or any(map(is_graphnetz_test, session.items)):
+        register_test_hooks(session.config)
+
+
+def register_test_hooks(config: pytest.Config) -> None:
+    """:class:`TestHooks` for this session, once."""
+    if not config.pluginmanager.has_plugin(TestHooks.NAME):
+        config.pluginmanager.register(
+            TestHooks(config.stash[STASH_KEY], config.stash[USAGE_KEY]), TestHooks.NAME)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector
+                               ) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    report = yield
+    collector.config.stash[USAGE_KEY].collected(collector, report)
+    return report
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    # Last: after BaselineUsage's (the unused cells); before the terminal summary, which pytest
-    # calls after every pytest_sessionfinish and which prints the paths written here.
+    # The unused baseline cells first, which the summary reports; all before the terminal
+    # summary, which pytest calls after every pytest_sessionfinish and which prints the paths
+    # written here.
+    session.config.stash[USAGE_KEY].finish(session, int(exitstatus))
     graphnetz = session.config.stash[STASH_KEY]
-    if not graphnetz.is_xdist_worker:  # the controller writes, from every worker's reports
+    # The controller writes, from every worker's reports; a session with nothing to write or
+    # show (plain tests) need not load the module that would.
+    if not graphnetz.is_xdist_worker and graphnetz.has_closing:
+        from .closing import finish
+
         session.config.stash[SECTIONS_KEY] = finish(graphnetz, int(exitstatus))
 
 
@@ -111,6 +164,6 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
             terminalreporter.write_line(line)
 
 
-__all__ = ["pytest_addoption", "pytest_collection_modifyitems", "pytest_configure",
-           "pytest_report_header", "pytest_runtest_call", "pytest_sessionfinish",
-           "pytest_terminal_summary"]
+__all__ = ["TestHooks", "pytest_addoption", "pytest_collection_finish", "pytest_configure",
+           "pytest_make_collect_report", "pytest_report_header", "pytest_sessionfinish",
+           "pytest_terminal_summary", "pytest_xdist_setupnodes", "register_test_hooks"]

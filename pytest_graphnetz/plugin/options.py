@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
 
@@ -36,20 +36,29 @@ MIN_ALPHA = 1e-6
 RESOLVABLE = "resolvable"
 
 
-class Option(NamedTuple):
+class Option:
     """One option, ``--graphnetz-<name>``, and its ini key ``graphnetz_<name with _>``.
 
-    A NamedTuple, not a frozen dataclass: pytest defines this class on every run, where the
-    methods a frozen dataclass generates (and compiles) cost seven times as much CPU."""
+    A plain class, not a NamedTuple or a frozen dataclass: pytest defines it on every run,
+    where typing compiles each annotation of a NamedTuple and a dataclass compiles the methods
+    it generates (benchmarks/plugin_overhead.py counts what a run pays)."""
 
-    name: str
-    help: str
-    flag: bool = False
-    metavar: str | None = None
-    repeat: bool = False  # may be given more than once (a list)
-    # Command line only: its ini key exists so that setting it is refused with the reason
-    # (:func:`refuse_command_line_only`), not ignored as an unknown key.
-    command_line_only: bool = False
+    __slots__ = ("name", "help", "flag", "metavar", "repeat", "command_line_only")
+
+    def __init__(self, name: str, help: str, *, flag: bool = False,  # noqa: A002 (argparse's)
+                 metavar: str | None = None, repeat: bool = False,
+                 command_line_only: bool = False) -> None:
+        self.name = name
+        self.help = help
+        self.flag = flag
+        self.metavar = metavar
+        self.repeat = repeat  # may be given more than once (a list)
+        # Command line only: its ini key exists so that setting it is refused with the reason
+        # (:func:`refuse_command_line_only`), not ignored as an unknown key.
+        self.command_line_only = command_line_only
+
+    def __repr__(self) -> str:
+        return f"Option({self.name!r})"
 
     @property
     def dest(self) -> str:

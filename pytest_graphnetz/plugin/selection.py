@@ -19,7 +19,10 @@ empty, and it is put back after. tests/test_plugin_keyword.py pins both facts to
 use: that pytest still matches marker names, and that this module selects what pytest selects
 wherever our marker plays no part.
 
-Standard library and pytest only (collection runs on every pytest start).
+This module is a plugin of its own, registered by ``pytest_configure`` only for a run given
+``-k``: without it our marker's name changes nothing, and a run need not load the parser.
+
+Standard library and pytest only.
 """
 
 from __future__ import annotations
@@ -204,5 +207,14 @@ def keyword_applied(config: pytest.Config, items: list[pytest.Item]) -> Iterator
         config.option.keyword = keyword
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]
+                                  ) -> Iterator[None]:
+    """``-k`` blind to the ``graphnetz`` marker's name: ``-k graph`` no longer selects every
+    gate; ``-m graphnetz`` and ``-k graphnetz`` keep pytest's meaning."""
+    with keyword_applied(config, items):
+        return (yield)
+
+
 __all__ = ["IGNORED_ATTRIBUTES", "Selection", "keyword_applied", "marker_blind", "matcher",
-           "names", "parse"]
+           "names", "parse", "pytest_collection_modifyitems"]

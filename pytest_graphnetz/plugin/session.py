@@ -25,17 +25,16 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..outputs import STEP_SUMMARY_ENV  # standard library only, like this module
 from .keys import (
     BASELINE_FILE,
     CALIBRATION_PROPERTY,
-    FIXTURES,
     GATE_PROPERTY,
     GRAPHNETZ_TEST,
-    MARKER,
     REPORT_PROPERTY,
+    STEP_SUMMARY_ENV,
     TRIPLES_PROPERTY,
     USES_PROPERTY,
+    is_graphnetz_test,
 )
 from .settings import Settings
 from .usage import BaselineUsage, baseline_name
@@ -191,12 +190,10 @@ class GraphnetzSession:
                               update_command=shlex.join(command), accept=s.accept,
                               root=self.config.rootpath)
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        """Mark a test that uses our fixtures or marker (a hook: the session is a plugin): if
-        it fails before any gate, the summary still gives it a row."""
-        if FIXTURES & set(getattr(item, "fixturenames", ())) \
-                or item.get_closest_marker(MARKER) is not None:
+    def mark_test(self, item: pytest.Item) -> None:
+        """Mark a test that uses our fixtures or marker, before its setup: if it fails before
+        any gate, the summary still gives it a row."""
+        if is_graphnetz_test(item):
             item.user_properties.append((GRAPHNETZ_TEST, "1"))
 
     def recorder(self, item: pytest.Item) -> GateRecorder:
@@ -242,8 +239,8 @@ class GraphnetzSession:
 
     # collection (reports come from this process or, on the xdist controller, from workers)
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Gather gate rows, failures and triple counts (registered as a plugin: a hook)."""
+    def take_report(self, report: pytest.TestReport) -> None:
+        """One test report: gather its gate rows, failure and triple counts."""
         if report.failed and report.nodeid not in self.failures:
             self.failures[report.nodeid] = _crash_message(report)
         # user_properties accumulate over setup/call/teardown; the teardown report has them all.
@@ -277,6 +274,13 @@ class GraphnetzSession:
         session: its summary would say nothing (and a run of plain tests need not load it)."""
         return not (self.rows or self.graphnetz_tests or self.trained or self.cached
                     or self.usage.unused_cells)
+
+    @property
+    def has_closing(self) -> bool:
+        """Whether the session's end writes a file or shows a line (:func:`.closing.finish`):
+        not for an idle session that names no file and refreshed no baseline."""
+        s = self.settings
+        return not self.idle or bool(s.summary or s.comment or s.json or self.usage.unused_lines)
 
     def summary(self, exitstatus: int | None = None) -> GateSummary:
         """The session's rows as a :class:`~pytest_graphnetz.summary.GateSummary` value."""

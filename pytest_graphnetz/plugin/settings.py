@@ -1,5 +1,5 @@
 """The plugin's settings: every ``--graphnetz-*`` option (:mod:`.options`) read and validated
-once at session start into a frozen :class:`Settings`.
+once at session start into a :class:`Settings` that cannot change.
 
 A bad value is a usage error that names where it came from: the option when it was given on
 the command line, the ini key (and its file) when it came from there (:func:`~.options.named`),
@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import NamedTuple
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
-from ..outputs import STEP_SUMMARY_ENV  # standard library only, like this module
+from .keys import STEP_SUMMARY_ENV
 from .options import (
     DEFAULT_ALPHA,
     DEFAULT_SEEDS,
@@ -33,12 +34,14 @@ from .options import (
 )
 
 
-class Settings(NamedTuple):
+class Settings(SimpleNamespace):
     """The session's graphnetz settings: each option from the command line, else the ini file.
 
-    A NamedTuple, not a frozen dataclass: pytest defines this class on every run, and the
-    methods a frozen dataclass of 22 fields generates (and compiles) cost about 2.5 ms of CPU
-    there, four times a NamedTuple's (benchmarks/plugin_overhead.py)."""
+    Every field is given (:meth:`from_config`), none can be set afterwards. A namespace with
+    annotated fields, not a NamedTuple or a frozen dataclass: pytest defines this class on
+    every run, where typing compiles each of a NamedTuple's 22 annotations and a dataclass
+    compiles the methods it generates: 3.5 and 11 million instructions, against 0.6 million for
+    this class (benchmarks/plugin_overhead.py counts what a run pays)."""
 
     seeds: tuple[int, ...]
     min_seeds: int | None      # adaptive seeds (MIN..MAX): MIN; None for fixed seeds
@@ -55,17 +58,31 @@ class Settings(NamedTuple):
     cli_baseline_dir: str | None  # as typed on the command line, for the commands we print
     deterministic: str         # on | warn | off (determinism.py)
     # None: each metric's default (gates.default_min_effect); "resolvable": what the seeds
-    # resolve, from the calibration beside each baseline (calibration.py)
-    min_effect: float | str | None = None
-    comment: Path | None = None      # the pull-request comment (Markdown)
-    json: Path | None = None         # the JSON verdict file
-    fail_unused: bool = False        # baseline cells no gate used fail the run
-    accept: frozenset[str] = frozenset()  # TASK/MODEL cells whose loss a refresh accepts
-    calibrate: bool = False    # --graphnetz-calibrate (calibration.py)
-    single_run: bool = False   # --graphnetz-single-run: every run judged alone at α
+    # resolve, from the calibration beside each baseline (calibration/)
+    min_effect: float | str | None
+    comment: Path | None       # the pull-request comment (Markdown)
+    json: Path | None          # the JSON verdict file
+    fail_unused: bool          # baseline cells no gate used fail the run
+    accept: frozenset[str]     # TASK/MODEL cells whose loss a refresh accepts
+    calibrate: bool            # --graphnetz-calibrate (calibration/)
+    single_run: bool           # --graphnetz-single-run: every run judged alone at α
     # The schedule's first look (seeds): the ini's graphnetz_seeds (its N, or MIN of MIN..MAX),
     # else MIN of adaptive seeds on the command line, else 10 (stats.DEFAULT_FIRST_LOOK).
-    first_look: int = 10
+    first_look: int
+
+    def __init__(self, **fields: Any) -> None:
+        declared = type(self).__annotations__.keys()
+        if fields.keys() != declared:
+            raise TypeError(f"Settings: missing {sorted(declared - fields.keys())}, unknown "
+                            f"{sorted(fields.keys() - declared)}")
+        super().__init__(**fields)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Settings are read once, at session start: {name} cannot be set")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Settings are read once, at session start: {name} cannot be "
+                             "deleted")
 
     @property
     def rerun_safe(self) -> bool:
@@ -76,8 +93,6 @@ class Settings(NamedTuple):
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
         """Read and validate every option; a bad value is a usage error naming the option."""
-        from ..determinism import DEFAULT_MODE, check_mode  # stdlib only at import
-
         refuse_command_line_only(config)
         get = getter(config)
         workers = converted(config, "workers", get("workers", "1"), int,
@@ -90,8 +105,7 @@ class Settings(NamedTuple):
             min_effect = converted(config, "min-effect", min_effect, float,
                                   f"a number or `{RESOLVABLE}`")
         try:
-            deterministic = check_mode(get("deterministic", DEFAULT_MODE),
-                                       name=named(config, "deterministic"))
+            deterministic = _deterministic(config, get("deterministic", None))
             seeds = parse_seeds(get("seeds", DEFAULT_SEEDS))
             adaptive = parse_adaptive(get("seeds", DEFAULT_SEEDS))
             first_look = _first_look(config, adaptive)
@@ -158,6 +172,16 @@ class Settings(NamedTuple):
             fail_unused=bool(get("fail-unused", False)), accept=_accepted(config),
             calibrate=bool(get("calibrate", False)), first_look=first_look,
         )
+
+
+def _deterministic(config: pytest.Config, given: str | None) -> str:
+    """``--graphnetz-deterministic`` checked; unset: ``"on"`` (``determinism.DEFAULT_MODE``, not
+    imported for the default: a run of plain tests need not load it; a test pins it)."""
+    if given is None:
+        return "on"
+    from ..determinism import check_mode
+
+    return check_mode(given, name=named(config, "deterministic"))
 
 
 def _accepted(config: pytest.Config) -> frozenset[str]:
@@ -233,11 +257,14 @@ def check_outputs(config: pytest.Config, settings: Settings, step_summary: str |
     lost to them at the end): a report dir or summary the user named that cannot be written is
     a usage error; an unwritable ``$GITHUB_STEP_SUMMARY`` is one warning and is skipped (the
     step summary to write is returned: None for none)."""
+    # A cache directory the user named (pytest's own is created, or warned about, above).
+    named_cache = settings.cache_dir if getter(config)("cache-dir", None) else None
+    if not (settings.report_dir or named_cache or settings.summary or settings.comment
+            or settings.json or step_summary):
+        return None  # nothing to write (and the module that checks need not load)
     from ..outputs import dir_problem, file_problem
 
     root = config.rootpath
-    # A cache directory the user named (pytest's own is created, or warned about, above).
-    named_cache = settings.cache_dir if getter(config)("cache-dir", None) else None
     for name, path, problem, fix in (
             ("report-dir", settings.report_dir, dir_problem, "name a writable path"),
             ("cache-dir", named_cache, dir_problem,

@@ -1,9 +1,9 @@
-"""Which baselines, and which cells of them, a run used: its own plugin object.
+"""Which baselines, and which cells of them, a run used.
 
-:class:`BaselineUsage` is registered by ``pytest_configure`` next to the session, as pytest's
-cacheprovider registers ``LFPlugin`` and ``NFPlugin``: it watches collection (every test that
-asks for ``graphnetz_baseline``, every test module collected without a skip) and the test
-reports (the baseline files handed out, the cells gated, who passed), and at session end
+:class:`BaselineUsage` is created by ``pytest_configure`` next to the session, and the hooks of
+:mod:`.hooks` hand it each step: collection (every test that asks for ``graphnetz_baseline``,
+every test module collected without a skip), the test reports (the baseline files handed out,
+the cells gated, who passed), and the session's end, when it
 
 - after a refresh (``--graphnetz-update-baselines``) deletes the baselines no test used, or
   lists them when the run was partial (:meth:`BaselineUsage.find_unused`);
@@ -25,7 +25,6 @@ from typing import Any
 
 import pytest
 
-from .. import outputs
 from .keys import (
     BASELINE_FILE,
     GATE_PROPERTY,
@@ -47,7 +46,7 @@ def baseline_name(item: pytest.Item) -> str:
 
 
 class BaselineUsage:
-    """Tracks baseline use through a session (see the module docstring); a pytest plugin."""
+    """Tracks baseline use through a session (see the module docstring)."""
 
     def __init__(self, config: pytest.Config, settings: Settings) -> None:
         self.config = config
@@ -84,38 +83,29 @@ class BaselineUsage:
         mine = keys.get(nodeid)
         return [n for n, key in keys.items() if key == mine and n != nodeid]
 
-    # collection
+    # collection (the hooks in :mod:`.hooks` hand each step over)
 
-    @pytest.hookimpl(wrapper=True)
-    def pytest_pycollect_makeitem(self, collector: pytest.Collector, name: str, obj: object
-                                  ) -> Any:
-        """Note every test that asks for ``graphnetz_baseline`` as its module is collected:
-        a module makes all its tests, also those that ``-k``, ``-m`` or a node id then leave
-        out (their baselines are not unused)."""
-        made = yield
-        for item in made if isinstance(made, list) else [made]:
+    def collected(self, collector: pytest.Collector, report: pytest.CollectReport) -> None:
+        """Note what one collector made: each test that asks for ``graphnetz_baseline`` (a
+        module makes all its tests, also those that ``-k``, ``-m`` or a node id then leave out:
+        their baselines are not unused), and each test module collected without a skip (a
+        module-level ``pytest.skip``, an ``importorskip`` or an import error leave it out): a
+        refresh deletes baselines only in the directories of modules it saw."""
+        if not report.passed:
+            return
+        if isinstance(collector, pytest.Module):
+            stem = Path(str(collector.path)).stem
+            if stem not in self.seen_modules:
+                self.seen_modules.append(stem)
+        for item in report.result:
             if isinstance(item, pytest.Item) and \
                     "graphnetz_baseline" in getattr(item, "fixturenames", ()):
                 self.baseline_users.append(
                     (item.nodeid, Path(str(item.path)).stem, baseline_name(item)))
                 if self.settings.update_baselines:
                     item.user_properties.append((USER_PROPERTY, item.nodeid))
-        return made
 
-    @pytest.hookimpl(wrapper=True)
-    def pytest_make_collect_report(self, collector: pytest.Collector) -> Any:
-        """Note each test module collected without a skip (a module-level ``pytest.skip``, an
-        ``importorskip`` or an import error leave it out): a refresh deletes baselines only in
-        the directories of modules it saw."""
-        report = yield
-        if isinstance(collector, pytest.Module) and report.passed:
-            stem = Path(str(collector.path)).stem
-            if stem not in self.seen_modules:
-                self.seen_modules.append(stem)
-        return report
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+    def worker_done(self, node: Any) -> None:
         """xdist controller: every worker collected the same tests; take one worker's list."""
         output = getattr(node, "workeroutput", {})
         users = output.get(USER_PROPERTY)
@@ -127,7 +117,8 @@ class BaselineUsage:
 
     # reports (from this process or, on the xdist controller, from workers)
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+    def take_report(self, report: pytest.TestReport) -> None:
+        """One test report: who ran and passed, the baselines handed out, the cells gated."""
         self.ran.add(report.nodeid)
         if report.when == "call" and report.passed:
             self.passed.add(report.nodeid)
@@ -148,7 +139,9 @@ class BaselineUsage:
 
     # at the end
 
-    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+    def finish(self, session: pytest.Session, exitstatus: int) -> None:
+        """At session end: prune or list the unused baselines after a refresh, else find the
+        unused cells (failing the run on them with ``--graphnetz-fail-unused``)."""
         self.find_unused(int(exitstatus))
         self.find_unused_cells(int(exitstatus))
         if self.unused_cells and self.settings.fail_unused and session.exitstatus == 0:
@@ -215,7 +208,9 @@ class BaselineUsage:
 
     def shown(self, path: str | Path) -> str:
         """``path`` as messages print it: relative to the rootdir when inside it."""
-        return outputs.shown(path, self.config.rootpath)
+        from ..outputs import shown
+
+        return shown(path, self.config.rootpath)
 
 
 USAGE_KEY = pytest.StashKey[BaselineUsage]()
