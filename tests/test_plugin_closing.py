@@ -5,6 +5,7 @@ tests builds no summary. Real pytest sessions (pytester), serial and under xdist
 
 from __future__ import annotations
 
+import ast
 import json
 
 import pytest
@@ -62,18 +63,37 @@ def test_the_files_are_written_before_the_terminal_summary_prints_them(
     assert sorted(r["test"] for r in rows) == ["test_gates.py::test_a", "test_gates.py::test_b"]
 
 
-def test_a_session_of_plain_tests_builds_no_summary(pytester: pytest.Pytester) -> None:
+def test_a_session_of_plain_tests_loads_nothing_it_does_not_use(
+        pytester: pytest.Pytester) -> None:
+    """No summary, and none of the modules only a graphnetz test, ``-k`` or a chosen mode
+    needs; no hooks per test either (plugin/hooks.py): what a project's plain tests
+    pay for the plugin (benchmarks/plugin_overhead.py)."""
     pytester.makeconftest("""
         import sys
 
+        LAZY = ("summary", "plugin.selection", "plugin.closing", "determinism")
+
         def pytest_unconfigure(config):
-            loaded = [m for m in ("pytest_graphnetz.summary", "pytest_graphnetz.plugin.selection")
-                      if m in sys.modules]
+            loaded = [m for m in LAZY if "pytest_graphnetz." + m in sys.modules]
+            per_test = config.pluginmanager.has_plugin("graphnetz-tests")
             with open("loaded.txt", "w") as fh:
-                fh.write(repr(loaded))
+                fh.write(repr((loaded, per_test)))
     """)
     pytester.makepyfile("def test_plain():\n    assert 1 + 1 == 2\n")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:xdist")
     result.assert_outcomes(passed=1)
     assert "graphnetz gates" not in result.stdout.str()
-    assert (pytester.path / "loaded.txt").read_text() == "[]"
+    assert (pytester.path / "loaded.txt").read_text() == "([], False)"
+    # Teeth: -k loads the selection; a test with our marker gets the per-test hooks.
+    pytester.makepyfile(test_marked="""
+        import pytest
+
+        @pytest.mark.graphnetz
+        def test_marked():
+            pass
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:xdist", "-k",
+                                           "plain or marked")
+    result.assert_outcomes(passed=2)
+    loaded, per_test = ast.literal_eval((pytester.path / "loaded.txt").read_text())
+    assert "plugin.selection" in loaded and per_test is True

@@ -39,6 +39,35 @@ def test_workers_beyond_the_cpus_are_clamped_with_a_note(pytester: pytest.Pytest
         f"{cpus} CPU(s); using {cpus}"])
 
 
+def test_the_settings_cannot_change_and_default_to_what_the_runner_does(
+        pytester: pytest.Pytester) -> None:
+    """The defaults the plugin writes out rather than import (a run of plain tests loads
+    neither module) are the runner's own; and no part of a session can change a setting."""
+    pytester.makepyfile("""
+        import pytest
+
+        from pytest_graphnetz import determinism
+        from pytest_graphnetz.plugin.session import STASH_KEY
+
+        def test_settings(pytestconfig):
+            settings = pytestconfig.stash[STASH_KEY].settings
+            assert settings.deterministic == determinism.DEFAULT_MODE
+            with pytest.raises(AttributeError, match="read once, at session start: alpha"):
+                settings.alpha = 0.5
+            with pytest.raises(AttributeError, match="cannot be deleted"):
+                del settings.seeds
+            assert settings.alpha == 0.05
+    """)
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_settings_take_every_field_and_no_other() -> None:
+    from pytest_graphnetz.plugin.settings import Settings
+
+    with pytest.raises(TypeError, match=r"missing \['accept', .*unknown \['colour'\]"):
+        Settings(seeds=(0,), colour="blue")
+
+
 @pytest.mark.parametrize(("ini", "message"), [
     ("graphnetz_workers = 0",
      "graphnetz: the ini key `graphnetz_workers` in tox.ini must be >= 1, got 0"),
