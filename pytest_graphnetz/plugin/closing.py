@@ -35,7 +35,7 @@ def finish(session: GraphnetzSession, exitstatus: int) -> list[Section]:
     """Write the session's output files and return the sections the terminal summary shows."""
     s = session.settings
     sections: list[Section] = []
-    if not session.idle or s.summary or s.comment or s.json:
+    if session.builds_summary:
         summary = session.summary(exitstatus)
         lines = list(summary.lines())
         if lines:

@@ -94,7 +94,7 @@ class TestHooks:
         # Gates report to a recorder set for the test body, when the gates module is loaded
         # (the test imported it) or the test uses our fixtures: otherwise importing it here
         # would make an unrelated test pay for numpy and scipy.
-        if "pytest_graphnetz.gates" not in sys.modules and not uses_fixtures(item):
+        if not gates_imported() and not uses_fixtures(item):
             return (yield)
         from ..gates.recorder import recording
 
@@ -121,8 +121,13 @@ def pytest_xdist_setupnodes(config: pytest.Config, specs: Any) -> None:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    if "pytest_graphnetz.gates" in sys.modules or any(map(is_graphnetz_test, session.items)):
+    if gates_imported() or any(map(is_graphnetz_test, session.items)):
         register_test_hooks(session.config)
+
+
+def gates_imported() -> bool:
+    """Whether a module of this process imported the gates (a test module, at collection)."""
+    return "pytest_graphnetz.gates" in sys.modules
 
 
 def register_test_hooks(config: pytest.Config) -> None:
@@ -166,4 +171,5 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
 
 __all__ = ["TestHooks", "pytest_addoption", "pytest_collection_finish", "pytest_configure",
            "pytest_make_collect_report", "pytest_report_header", "pytest_sessionfinish",
-           "pytest_terminal_summary", "pytest_xdist_setupnodes", "register_test_hooks"]
+           "pytest_terminal_summary", "pytest_xdist_setupnodes", "gates_imported",
+           "register_test_hooks"]

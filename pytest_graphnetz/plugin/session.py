@@ -276,11 +276,17 @@ class GraphnetzSession:
                     or self.usage.unused_cells)
 
     @property
+    def builds_summary(self) -> bool:
+        """Whether the session's end builds its summary: something took part, or the user named
+        a file to write it to."""
+        s = self.settings
+        return not self.idle or bool(s.summary or s.comment or s.json)
+
+    @property
     def has_closing(self) -> bool:
         """Whether the session's end writes a file or shows a line (:func:`.closing.finish`):
-        not for an idle session that names no file and refreshed no baseline."""
-        s = self.settings
-        return not self.idle or bool(s.summary or s.comment or s.json or self.usage.unused_lines)
+        it builds the summary, or a refresh listed unused baselines."""
+        return self.builds_summary or bool(self.usage.unused_lines)
 
     def summary(self, exitstatus: int | None = None) -> GateSummary:
         """The session's rows as a :class:`~pytest_graphnetz.summary.GateSummary` value."""
