@@ -45,7 +45,8 @@ class GateCell:
 
     ``seeds``: the seeds it pairs, in the order looks take them (a look at n seeds uses the
     first n); ``design``: its looks and boundaries; ``alone``: why it is judged alone at α
-    ("" on the schedule); ``unused``: paired seeds past its last complete look."""
+    ("" on the schedule); ``unused``: paired seeds past its last complete look (read: a
+    diverged or differing seed there counts, but no look tests them)."""
 
     task: str
     model: str
@@ -67,6 +68,16 @@ class GateCell:
     sources: dict[int, BenchmarkReport] = field(default_factory=dict)
     family: tuple[FamilyDecision, int] | None = None
     first_look: int | None = None   # the schedule's first look (None: no schedule to advise)
+    passed: int | None = None   # the look index of the first NOT WORSE / BETTER crossing
+    passed_verdict: stats.Verdict | None = None   # and which of the two
+    # The comparison on every held seed, when that decides the cell without a look (a diverged
+    # candidate, or every held seed identical: fixed runs)
+    whole: Comparison | None = None
+
+    @property
+    def held(self) -> list[int]:
+        """Every paired seed the run holds for this cell: its looks' and those past them."""
+        return [*self.seeds[:self.design.max_seeds], *self.unused]
 
     @property
     def look_seeds(self) -> list[int]:
@@ -76,10 +87,11 @@ class GateCell:
     def last_look(self) -> bool:
         return self.look == len(self.design.looks) - 1
 
-    def compare(self, *, test: str, margin: float, rng: stats.RngLike) -> Comparison:
-        """The comparison at exactly this look's seeds, at the level this look decides at (its
-        nominal level), so p, interval, MDE and plan read at it."""
-        seeds = self.look_seeds
+    def compare(self, *, test: str, margin: float, rng: stats.RngLike,
+                seeds: Sequence[int] | None = None) -> Comparison:
+        """The comparison at exactly this look's seeds (``seeds``: those instead), at the level
+        this look decides at (its nominal level), so p, interval, MDE and plan read at it."""
+        seeds = self.look_seeds if seeds is None else list(seeds)
         baseline = np.array([self.baseline[s] for s in seeds])
         test, candidate = folded(np.array([self.candidate[s] for s in seeds]), baseline,
                                  self.folds, test)
@@ -102,16 +114,20 @@ class GateCell:
         look whose statistic rejected it, for REGRESSED; else its last). ``schedule``: an
         adaptive run's (the verdict then says where the cell stopped)."""
         fam, i = self.family if self.family is not None else (None, 0)
-        rejected_at = None if fam is None else fam.at_look[i]
-        k = self.look if rejected_at is None else rejected_at
-        seeds = self.seeds[:self.design.looks[k]]
+        rejected_at = None if fam is None or not self.tested else fam.at_look[i]
+        k = (rejected_at if rejected_at is not None
+             else self.passed if self.passed is not None else self.look)
+        seeds = self.held if self.whole is not None else self.seeds[:self.design.looks[k]]
         comp = self._reported(k, fam, i)
         name = verdict_name(comp.verdict)
         changed = (changed_model_notes(report, baseline, self.model, seeds) if name == "IDENTICAL"
                    else ())
         collapsed, collapse_note = self._collapse(seeds)
+        # the seeds read past the reported look: later looks (no REGRESSED crossing there)
+        read = (self.design.looks[self.look]
+                if self.whole is None and self.look > k and name != "REGRESSED" else 0)
         look = LookNote(self.design.looks, k + 1, self.design.on_schedule,
-                        self.design.nominal[k], self.alone, self.unused)
+                        self.design.nominal[k], self.alone, self.unused, read)
         return CellVerdict(
             self.task, self.model, self.spec.name, self.spec.higher_is_better, "not_worse",
             comp, self._described(self.baseline, seeds, baseline),
@@ -126,7 +142,7 @@ class GateCell:
     def _reported(self, k: int, fam: FamilyDecision | None, i: int) -> Comparison:
         """The comparison of look ``k`` as reported: the cell's verdict, and as the ``i``-th
         member of the call's family ``fam`` (adjusted p, interval, plan), with its notes."""
-        comp = self.comparisons[k]
+        comp = self.comparisons[k] if self.whole is None else self.whole
         if self.verdict is not None:
             comp = replace(comp, verdict=self.verdict)
         extra: tuple[str, ...] = ()
@@ -233,28 +249,49 @@ def decide_cells(cells: Sequence[GateCell], *, test: str, margin: float, rng: st
                  train: Callable[[Sequence[GateCell]], None] | None = None,
                  family: Family | None = None) -> None:
     """The one decision path of ``assert_not_worse``, whatever the run holds: at each look, the
-    open cells' seeds are trained and paired (``train``: adaptive seeds only), each open cell
-    is compared on exactly that look's seeds, NOT WORSE / BETTER stop a cell at the look's
-    boundaries, and REGRESSED comes from group-sequential Holm over every tested cell's
-    per-look p-values (classical Holm when every cell has one look). A cell still open at its
-    last look is INCONCLUSIVE. Sets each cell's verdict, comparisons and family decision.
-    ``family``: the REGRESSED family in place of group-sequential Holm (suite rows)."""
+    cells still walking are trained and paired (``train``: adaptive seeds only), compared on
+    exactly that look's seeds, NOT WORSE / BETTER are read at the look's boundaries, and
+    REGRESSED comes from group-sequential Holm over every tested cell's per-look p-values
+    (classical Holm when every cell has one look). Sets each cell's verdict, comparisons and
+    family decision. ``family``: the REGRESSED family in place of group-sequential Holm (suite
+    rows).
+
+    A run that holds its seeds (no ``train``) reads every look they contain (futility
+    non-binding): a REGRESSED crossing at any look wins over an earlier NOT WORSE or BETTER,
+    which otherwise stands at the look it crossed. Before the looks, every held seed is read:
+    a candidate diverged where the baseline did not fails the cell (REGRESSED, naming the
+    seeds) and a cell whose every held seed is identical is IDENTICAL; neither is tested. An
+    adaptive cell stops training at its first crossing (its held seeds end there). A cell that
+    crosses nothing by its last look is INCONCLUSIVE."""
     from ..stats.sequential import sequential_holm
 
     decide = family or sequential_holm
-    while True:
-        open_cells = [c for c in cells if c.verdict is None]
+    walking = list(cells)
+    if train is None:
+        for c in cells:
+            c.look = len(c.design.looks) - 1   # reported at the last look the run holds
+            whole = c.compare(test=test, margin=margin, rng=rng, seeds=c.held)
+            c.look = 0
+            if whole.diverged_seeds or whole.verdict is stats.Verdict.IDENTICAL:
+                c.whole, c.verdict, c.tested = whole, whole.verdict, False
+                c.look = len(c.design.looks) - 1
+        walking = [c for c in cells if c.whole is None]
+    while walking:
         if train is not None:
-            train(open_cells)
-        for c in open_cells:
+            train(walking)
+        for c in walking:
             comp = c.compare(test=test, margin=margin, rng=rng)
             c.comparisons.append(comp)
-            if comp.diverged_seeds or comp.verdict is stats.Verdict.IDENTICAL:
+            if train is not None and (comp.diverged_seeds
+                                      or comp.verdict is stats.Verdict.IDENTICAL):
                 # A candidate diverged where the baseline did not fails that seed (REGRESSED
                 # without a test); every difference 0 is IDENTICAL: neither is in the family.
                 c.verdict, c.tested = comp.verdict, False
-            else:
-                c.verdict = c.look_code(comp)
+            elif comp.verdict is not stats.Verdict.IDENTICAL and c.passed is None:
+                # an all-zero look of a cell that differs later crosses nothing
+                code = c.look_code(comp)
+                if code in (stats.Verdict.NOT_WORSE, stats.Verdict.BETTER):
+                    c.passed, c.passed_verdict = c.look, code
         tested = [c for c in cells if c.tested]
         decision = decide([[x.p_value for x in c.comparisons] for c in tested],
                           [c.design for c in tested])
@@ -262,11 +299,14 @@ def decide_cells(cells: Sequence[GateCell], *, test: str, margin: float, rng: st
             c.family = (decision, i)
             if decision.rejected[i]:
                 c.verdict = stats.Verdict.REGRESSED
-        open_cells = [c for c in cells if c.verdict is None]
-        if not open_cells:
-            return
-        for c in open_cells:
+        # adaptive: a crossing ends the cell's training; else every held look is read
+        walking = [c for c in walking if c.verdict is None and not c.last_look
+                   and (train is None or c.passed is None)]
+        for c in walking:
             c.look += 1
+    for c in cells:
+        if c.verdict is None:
+            c.verdict = stats.Verdict.INCONCLUSIVE if c.passed is None else c.passed_verdict
 
 
 def folded(candidate: np.ndarray, baseline: np.ndarray, k: int | None,

@@ -107,33 +107,47 @@ def sequential_decide(diffs: Any, design: Design, *, margin: float = 0.0,
 
 
 def run_schedule(D: Any, design: Design, *, margin: float = 0.0,
-                 min_effect: float | None = None,
-                 regressed_alpha: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+                 min_effect: float | None = None, regressed_alpha: float | None = None,
+                 every_look: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The whole design on many cells at once: ``D`` (cells, >= MAX) holds each cell's paired
     differences in seed order. Returns per cell its verdict (an object array of
-    :class:`Verdict`) and the seeds it used (int array), as if each cell had taken more seeds
-    only while open. For simulation and benchmarks."""
+    :class:`Verdict`) and the seeds of the look it is reported at (int array). By default as
+    if each cell had taken more seeds only while open (an adaptive run); ``every_look``: as a
+    run that holds all MAX seeds, which reads every look (a REGRESSED crossing at any look
+    wins over an earlier NOT WORSE or BETTER). For simulation and benchmarks."""
     D = np.asarray(D, dtype=float)
     if D.ndim != 2 or D.shape[1] < design.max_seeds or not np.all(np.isfinite(D)):
         raise ValueError(f"`D` must be finite, shaped (cells, >= {design.max_seeds}), got "
                          f"{D.shape}")
     codes, n_used, _ = walk_differences(D, design, margin=margin, min_effect=min_effect,
-                                        regressed_alpha=regressed_alpha, upto=design.max_seeds)
+                                        regressed_alpha=regressed_alpha, upto=design.max_seeds,
+                                        every_look=every_look)
     return np.array([LOOK_VERDICTS[c] for c in codes], dtype=object), n_used
 
 
 def walk_differences(D: np.ndarray, design: Design, *, margin: float, min_effect: float | None,
-                     regressed_alpha: float | None, upto: int,
-                     first: int = 0) -> tuple[np.ndarray, np.ndarray, tuple]:
+                     regressed_alpha: float | None, upto: int, first: int = 0,
+                     every_look: bool = False) -> tuple[np.ndarray, np.ndarray, tuple]:
     """:func:`walk_looks` on raw differences ``D`` (rows, seeds)."""
 
     def at(k: int, n: int, open_: np.ndarray) -> _LookStats:
         X = D[open_, :n]
-        return (X.mean(axis=1), X.std(axis=1, ddof=1), np.max(np.abs(X), axis=1),
-                np.all(X == 0, axis=1))
+        mean, sd = scaled_mean_sd(X)
+        return mean, sd, np.max(np.abs(X), axis=1), np.all(X == 0, axis=1)
 
     return walk_looks(at, D.shape[0], design, margin=margin, min_effect=min_effect,
-                      regressed_alpha=regressed_alpha, upto=upto, first=first)
+                      regressed_alpha=regressed_alpha, upto=upto, first=first,
+                      every_look=every_look)
+
+
+def scaled_mean_sd(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``X`` (rows, n >= 2) its mean and sample sd, computed on the row divided by
+    its largest magnitude and scaled back, so finite values never square to ``inf`` (a loss
+    near 1e300 keeps a finite sd)."""
+    scale = np.max(np.abs(X), axis=1)
+    scale = np.where(scale > 0, scale, 1.0)
+    Y = X / scale[:, None]
+    return scale * Y.mean(axis=1), scale * Y.std(axis=1, ddof=1)
 
 
 # Per open row at a look: mean, sd, the largest |difference| (the rounding scale of
@@ -143,14 +157,21 @@ _LookStats = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 def walk_looks(at: Callable[[int, int, np.ndarray], _LookStats], rows: int, design: Design, *,
                margin: float, min_effect: float | None, regressed_alpha: float | None, upto: int,
-               first: int = 0) -> tuple[np.ndarray, np.ndarray, tuple]:
+               first: int = 0, every_look: bool = False) -> tuple[np.ndarray, np.ndarray, tuple]:
     """The one loop over looks, whatever holds the data: ``at(k, n, open_)`` gives the open
     rows' statistics at look ``k`` (``n`` seeds), for the looks from index ``first`` up to
     ``upto`` seeds; a row still open at the design's last look is INCONCLUSIVE, before it
     CONTINUE. Each look decides through
     :func:`~.decisions.decide_look` on the t statistics' one-sided p-values. Returns per row
-    its code, the seeds used, and its statistics at its last look (mean, sd, se, c,
-    c_regressed, t_regressed, t_not_worse, t_better)."""
+    its code, the seeds of the look it is reported at, and its statistics there (mean, sd,
+    se, c, c_regressed, t_regressed, t_not_worse, t_better).
+
+    By default a row stops at its first crossing (it trains no more seeds). ``every_look``: the
+    rows hold every look's seeds, and every look is read (futility non-binding): a row that
+    crossed NOT WORSE or BETTER keeps that verdict and look unless a later look crosses
+    REGRESSED, which wins; IDENTICAL only when every look is all zeros. Each boundary is
+    calibrated on paths that run on past the others' crossings (:func:`~.boundaries.calibrate`),
+    so its error rate holds under this rule as it stands."""
     from scipy import special
 
     if not margin >= 0:
@@ -166,8 +187,10 @@ def walk_looks(at: Callable[[int, int, np.ndarray], _LookStats], rows: int, desi
     if upto_k < first:
         raise ValueError(f"{upto} seeds reach no look of {design.looks} from look {first + 1}")
     last = len(design.looks) - 1   # a cell still open there is INCONCLUSIVE
+    zero_so_far = np.ones(rows, dtype=bool)   # every look all zeros (every_look)
     for k in range(first, upto_k + 1):
-        open_ = code == Code.CONTINUE
+        passed = np.isin(code, (Code.NOT_WORSE, Code.BETTER))
+        open_ = (code == Code.CONTINUE) | (passed if every_look else False)
         if not open_.any():
             break
         n = design.looks[k]
@@ -175,15 +198,32 @@ def walk_looks(at: Callable[[int, int, np.ndarray], _LookStats], rows: int, desi
         se = sd / math.sqrt(n)
         t_reg, t_nw, t_bt = (_sided_t(mean, se, scale, b) for b in (-margin, -delta, margin))
         df = n - 1
-        code[open_] = decide_look(special.stdtr(df, t_reg), special.stdtr(df, -t_nw),
-                                  special.stdtr(df, -t_bt), level=design.nominal[k],
-                                  regressed_level=reg.nominal[k], last=k == last,
-                                  identical=zero if k == first else False)
-        n_used[open_] = n
+        if every_look:
+            zero_so_far[open_] &= zero
+            identical = zero_so_far[open_] & (k == upto_k)
+        else:
+            identical = zero if k == first else np.zeros(zero.shape, dtype=bool)
+        new = decide_look(special.stdtr(df, t_reg), special.stdtr(df, -t_nw),
+                          special.stdtr(df, -t_bt), level=design.nominal[k],
+                          regressed_level=reg.nominal[k], last=k == last, identical=identical)
+        if every_look:
+            # an all-zero look is no evidence yet (IDENTICAL needs every look); a row that
+            # passed keeps its look unless REGRESSED crosses here
+            new = np.where(zero_so_far[open_] & ~identical, Code.CONTINUE, new)
+            if k == last:
+                new = np.where(new == Code.CONTINUE, Code.INCONCLUSIVE, new)
+            was = passed[open_]
+            moved = ~was | (new == Code.REGRESSED)
+            new = np.where(moved, new, code[open_])
+        else:
+            moved = np.ones(new.shape, dtype=bool)
+        code[open_] = new
+        rows_moved = np.flatnonzero(open_)[moved]
+        n_used[rows_moved] = n
         c, c_reg = design.critical[k], reg.critical[k]
         for arr, val in zip(stats, (mean, sd, se, np.full_like(mean, c), np.full_like(mean, c_reg),
                                     t_reg, t_nw, t_bt), strict=True):
-            arr[open_] = val
+            arr[rows_moved] = val[moved]
     return code, n_used, stats
 
 

@@ -146,7 +146,9 @@ class LookNote:
     """The look of the schedule a not-worse cell is reported at: ``looks``, the design's looks
     the run walked (the schedule's, or one look judged alone); ``look``, 1-based; ``level``,
     the one-sided level NOT WORSE and BETTER are decided at there; ``alone``, why the cell is
-    judged alone at α ("" on the schedule); ``unused``, paired seeds past the last look."""
+    judged alone at α ("" on the schedule); ``unused``, paired seeds past the last look (read,
+    not tested); ``read``, the seeds the run read past the reported look (its later looks,
+    none of which crossed REGRESSED; 0: none)."""
 
     looks: tuple[int, ...]
     look: int
@@ -154,6 +156,7 @@ class LookNote:
     level: float
     alone: str = ""
     unused: tuple[int, ...] = ()
+    read: int = 0
 
     def label(self) -> str:
         """``look 1 of 10→20→…`` (the open-ended schedule), or ``judged alone``."""
@@ -165,10 +168,13 @@ class LookNote:
         """The table's Note: judged alone (why), or the seeds no look uses ("" otherwise)."""
         if not self.on_schedule:
             return f"judged alone at α: {self.alone}" if self.alone else ""
+        parts = []
+        if self.read:
+            parts.append(f"read to {self.read} seeds: no later look crossed REGRESSED")
         if self.unused:
-            return (f"seeds {seed_list(self.unused)} unused (the next look is "
-                    f"{2 * self.looks[-1]} seeds)")
-        return ""
+            parts.append(f"seeds {seed_list(self.unused)} read, not tested (the next look is "
+                         f"{2 * self.looks[-1]} seeds)")
+        return "; ".join(parts)
 
     def explain(self) -> str:
         """The message's line on the look: what a look is, and what this one spent."""
@@ -181,9 +187,12 @@ class LookNote:
                 f"n seeds; this look decides NOT WORSE and BETTER at one-sided "
                 f"{fmt_num(self.level)}); a rerun with more seeds walks the same looks again, "
                 "so its verdict can only add to this one; docs/guarantees.md")
+        if self.read:
+            text += (f"; every look up to {self.read} seeds was read and none crossed "
+                     "REGRESSED (a crossing at any look the run holds fails it)")
         if self.unused:
-            text += (f"; seeds {seed_list(self.unused)} are past the last complete look and "
-                     "unused")
+            text += (f"; seeds {seed_list(self.unused)} are past the last complete look: read "
+                     "(a diverged or differing seed there counts), not tested")
         return text
 
 
