@@ -21,7 +21,7 @@ from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 from .report import BenchmarkReport
-from .stats.boundaries import schedule
+from .seedspec import check_adaptive
 
 if TYPE_CHECKING:
     from .tasks.base import Task
@@ -161,27 +161,3 @@ def run_adaptive(tasks: Any, models: Mapping[str, Callable], *, seeds: Any = ran
     first = run(task_map, models, seeds=planned[:min_seeds])
     return AdaptiveReport(first, AdaptiveSchedule(tuple(planned), int(min_seeds), run, task_map,
                                                   dict(models)))
-
-
-def check_adaptive(min_seeds: int, max_seeds: int) -> tuple[int, ...]:
-    """The looks of adaptive ``MIN..MAX``: the schedule's MIN, 2·MIN, ... with MAX among them.
-    Raises ``ValueError`` naming the fix otherwise."""
-    if isinstance(min_seeds, bool) or isinstance(max_seeds, bool):
-        raise TypeError("`min_seeds` and `max_seeds` must be integers")
-    if not 3 <= int(min_seeds) <= int(max_seeds):
-        # At 2 seeds two equal non-zero differences have no spread: t = ±inf crosses any
-        # boundary, and on a discrete metric that happens far more often than the α the first
-        # look may spend (karate, 8 test nodes: 2..20 read false REGRESSED 7.9% of 1,000 null
-        # trials through the real gate, benchmarks/adaptive_fwer.py).
-        raise ValueError(
-            f"adaptive seeds need 3 <= MIN <= MAX, got {min_seeds}..{max_seeds}: a first look "
-            "at 2 seeds cannot hold α on discrete metrics (two equal non-zero differences give "
-            "t = ±inf). Start at 3 or more (e.g. 5..20)")
-    looks = schedule(int(min_seeds), int(max_seeds))
-    if looks[-1] != int(max_seeds):
-        raise ValueError(
-            f"adaptive seeds {min_seeds}..{max_seeds}: MAX must be a look of the schedule "
-            f"{'→'.join(map(str, looks))}→{2 * looks[-1]} (MIN and its doublings; every run "
-            f"walks the same looks): use {min_seeds}..{looks[-1]} or "
-            f"{min_seeds}..{2 * looks[-1]}")
-    return looks

@@ -78,13 +78,24 @@ def test_parse_adaptive_seeds() -> None:
     assert parse_adaptive("5..20") == (5, 20)
     assert parse_seeds("5..20") == tuple(range(20))
     assert parse_adaptive("10") is None and parse_adaptive("3-7") is None
-    for bad in ("5..5", "20..5", "1..8", "a..b", "5.."):
+    # one reader with run_adaptive: one look (5..5) is a schedule, MIN 2 and a MAX off the
+    # doublings are refused at session start, not in every adaptive gate
+    assert parse_adaptive("5..5") == (5, 5)
+    for bad in ("20..5", "1..8", "2..20", "a..b", "5.."):
         with pytest.raises(ValueError, match=r"adaptive seeds are MIN\.\.MAX"):
             parse_adaptive(bad)
+    with pytest.raises(ValueError, match=r"5\.\.30: MAX must be a look of the schedule "
+                                         r"5→10→20→40 .* use 5\.\.20 or 5\.\.40"):
+        parse_adaptive("5..30")
 
 
 def test_a_bad_adaptive_spec_is_a_usage_error(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_x="def test_x():\n    pass\n")
     result = pytester.runpytest("--graphnetz-seeds=20..5")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*adaptive seeds are MIN..MAX with 2 <= MIN < MAX*'20..5'*"])
+    result.stderr.fnmatch_lines(["*adaptive seeds are MIN..MAX with 3 <= MIN <= MAX*20..5*"])
+    for spec in ("2..20", "5..30"):   # run_adaptive refuses them: so does the session start
+        result = pytester.runpytest(f"--graphnetz-seeds={spec}")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR, spec
+        assert "graphnetz: `--graphnetz-seeds` / `graphnetz_seeds`: adaptive seeds" in \
+            result.stderr.str()

@@ -5,7 +5,8 @@ each value read with a message that names where it came from.
 (``graphnetz_<name>``); :func:`getter` reads one, the command line first, else the ini file;
 :func:`named` says where a value came from (the option, or the ini key and its file), so that a
 bad value sends the user to the place to fix it (:func:`converted`, :func:`path_value`).
-:func:`parse_seeds` and :func:`parse_adaptive` read the seed spec. :mod:`.settings` builds
+:func:`parse_seeds` and :func:`parse_adaptive` (:mod:`pytest_graphnetz.seedspec`, the one reader
+the library uses too) read the seed spec. :mod:`.settings` builds
 the :class:`~.settings.Settings` value from these.
 
 Standard library and pytest only at import: pytest loads the plugin on every run.
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from ..seedspec import MAX_SEEDS, SEED_LIMIT, parse_adaptive, parse_seeds
 
 # Set from benchmarks/gate_quality_results.md: on the 1,600-node block model the paired t-test
 # at 10 seeds detects a 0.7-point regression 75% of the time (45% at 5 seeds) with no false
@@ -115,71 +118,6 @@ OPTIONS = (
             "data and splits) and write, beside each baseline, what δ its seeds resolve "
             "(<test>.calibration.json; see docs/calibrate.md)", flag=True),
 )
-
-
-def parse_adaptive(text: str) -> tuple[int, int] | None:
-    """``"5..20"`` → ``(5, 20)`` (adaptive seeds: MIN..MAX, seeds 0..MAX-1); None for a fixed
-    seed spec."""
-    text = str(text).strip()
-    if ".." not in text:
-        return None
-    low, _, high = text.partition("..")
-    try:
-        bounds = (int(low), int(high))
-    except ValueError:
-        bounds = (0, 0)
-    if not 2 <= bounds[0] < bounds[1]:
-        raise ValueError(
-            f"`--graphnetz-seeds` / `graphnetz_seeds`: adaptive seeds are MIN..MAX with "
-            f"2 <= MIN < MAX (e.g. 5..20), got {text!r}")
-    return bounds
-
-
-# More seeds than this is a typo, not a benchmark (each seed trains every task × model), and
-# `range(4294967296)` would exhaust memory before anything could say so.
-MAX_SEEDS = 10_000
-SEED_LIMIT = 2**32  # numpy's seed range: seeds are 0 <= seed < 2**32
-
-
-def parse_seeds(text: str) -> tuple[int, ...]:
-    """``"10"`` → 0..9; ``"3-7"`` → 3..7 (inclusive); ``"1,4,7"`` → those seeds, in that order;
-    ``"5..20"`` (adaptive) → 0..19, every seed the schedule may use.
-
-    At most :data:`MAX_SEEDS` seeds, each in ``[0, 2**32)``: checked before a range is built.
-    """
-    text = str(text).strip()
-    if not text.isascii() or "_" in text:  # int() reads "1_000" and "٣" (Arabic-Indic 3)
-        raise ValueError(f"`--graphnetz-seeds` / `graphnetz_seeds`: write seeds with the ASCII "
-                         f"digits 0-9 (no `_` separators), got {text!r}")
-    adaptive = parse_adaptive(text)
-    if adaptive is not None:
-        text = str(adaptive[1])  # every seed the schedule may use: 0..MAX-1
-    listed: list[int] | None = None
-    try:
-        if "," in text:
-            listed = [int(part) for part in text.split(",") if part.strip()]
-            count, high = len(listed), max(listed, default=-1)
-        elif "-" in text.lstrip("-"):
-            low, high = (int(part) for part in text.split("-", 1))
-            count = high - low + 1
-        else:
-            low, high = 0, int(text) - 1
-            count = high + 1
-    except ValueError:
-        listed, count, high = [], 0, -1
-    if count > MAX_SEEDS:
-        raise ValueError(f"`--graphnetz-seeds` / `graphnetz_seeds`: {text!r} asks for {count} "
-                         f"seeds; at most {MAX_SEEDS} are allowed")
-    if high >= SEED_LIMIT:
-        raise ValueError(f"`--graphnetz-seeds` / `graphnetz_seeds`: {text!r} has seed {high}; "
-                         f"seeds must be below 2**32 = {SEED_LIMIT} (numpy's seed range)")
-    seeds = tuple(listed if listed is not None else range(low, high + 1))
-    if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
-        raise ValueError(
-            f"`--graphnetz-seeds` / `graphnetz_seeds`: expected N (seeds 0..N-1), A-B or a list "
-            f"like 1,4,7 of distinct non-negative seeds, got {text!r}"
-        )
-    return seeds
 
 
 def refuse_command_line_only(config: pytest.Config) -> None:

@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from ..seedspec import doublings
 from ._common import t_quantile
 
 DEFAULT_RHO = 0.85         # share of α the first look spends
@@ -57,12 +58,7 @@ def schedule(first: int, upto: int) -> tuple[int, ...]:
         raise TypeError("`first` and `upto` must be integers")
     if int(first) < 2:
         raise ValueError(f"a schedule's first look needs at least 2 seeds, got {first}")
-    looks = []
-    n = int(first)
-    while n <= int(upto):
-        looks.append(n)
-        n *= 2
-    return tuple(looks)
+    return doublings(first, upto)
 
 
 def spending(n: int, first: int, *, alpha: float = 0.05, rho: float = DEFAULT_RHO) -> float:
