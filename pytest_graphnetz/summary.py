@@ -58,6 +58,8 @@ WHERE_THE_REST_IS = ("the full table and every failing test's message are in the
 MARKDOWN_BUDGET = 900_000
 WHERE_THE_MESSAGE_IS = "the full message is in pytest's output (the job log, the JUnit XML)"
 WHERE_THE_ROWS_ARE = "every row is in the JSON verdict file (--graphnetz-json)"
+# The Note of a row judged alone under --graphnetz-single-run (gates.compare.NOT_RERUN_SAFE)
+JUDGED_ALONE = "judged alone at α: not rerun-safe"
 
 
 def verdict_stats(verdict: CellVerdict | WidthVerdict, test: str | None = None
@@ -82,6 +84,8 @@ def verdict_stats(verdict: CellVerdict | WidthVerdict, test: str | None = None
                "p": c.p_value if c.p_adjusted is None else c.p_adjusted, "p_raw": c.p_value,
                "alpha": c.alpha, "margin": c.margin,
                "min_effect": c.min_effect, "mde": c.mde, "seeds": list(verdict.seeds),
+               # the MDE recomputes from these: the one-sided level, the paired sd, the power
+               "mde_alpha": c.mde_alpha, "sd_diff": c.sd_diff, "power": c.power,
                "baseline_mean": verdict.baseline.mean,
                "candidate_mean": verdict.candidate.mean,
                **verdict.guidance.numbers(test)}
@@ -198,11 +202,15 @@ class GateSummary:
         n = self.counts()
         failing = [r for r in self.rows if self.failed_build(r)]
         split = f"{n.failed} failed, {n.refused} refused, {n.passed} passed"
+        # rows of a run judged alone (--graphnetz-single-run) say so in their Note; so does this
+        alone = ("; judged alone at α: not rerun-safe (--graphnetz-single-run)"
+                 if any(JUDGED_ALONE in str(r.get("note", "")) for r in self.rows) else "")
         if failing:
             tests = {r.get("test") for r in failing}
             return (f"{len(failing)} of {len(self.rows)} gate row(s) failed the build "
-                    f"({FAILED_MARK}), in {len(tests)} test(s): {split}")
-        text = (f"{len(self.rows)} gate row(s), none failed the build ({split})" if self.rows
+                    f"({FAILED_MARK}), in {len(tests)} test(s): {split}{alone}")
+        text = (f"{len(self.rows)} gate row(s), none failed the build ({split}){alone}"
+                if self.rows
                 else "No gate ran to a verdict (every gated test was skipped or deselected)")
         if self.exitstatus:
             text += (f"; but pytest failed outside the gates (exit status {self.exitstatus}): "

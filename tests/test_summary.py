@@ -45,6 +45,12 @@ def report(values, models=("GCN",)):
 """
 
 
+def declare_six_seeds(pytester: pytest.Pytester) -> None:
+    """The scratch project's configured seed count, its first look: the reports of these
+    projects hold 6 seeds, which a gate judges only when they are a look of the schedule."""
+    pytester.makeini("[pytest]\ngraphnetz_seeds = 6\n")
+
+
 def row(test: str, cell: str, verdict: str, *, failed: bool = False, **more: str) -> dict:
     return {"test": test, "cell": cell, "verdict": verdict, "failed": "yes" if failed else "",
             "delta": "-0.0095 [-0.01146, -0.007544] (90%)", "n": "10", **more}
@@ -227,6 +233,7 @@ def test_unrelated():
 
 @pytest.mark.parametrize("mode", ["serial", "xdist"])
 def test_every_failed_graphnetz_test_has_a_row(pytester: pytest.Pytester, mode: str) -> None:
+    declare_six_seeds(pytester)
     pytester.makepyfile(test_out=OUTCOMES)
     args = ("-p", "no:cacheprovider", "--graphnetz-summary=gates.md",
             "--graphnetz-json=verdicts.json", "--graphnetz-comment=c.md", "-k", "not unrelated")
@@ -254,6 +261,7 @@ def test_every_failed_graphnetz_test_has_a_row(pytester: pytest.Pytester, mode: 
 
 
 def test_a_failure_outside_graphnetz_is_not_called_a_pass(pytester: pytest.Pytester) -> None:
+    declare_six_seeds(pytester)
     pytester.makepyfile(test_out=OUTCOMES)
     result = pytester.runpytest("-p", "no:cacheprovider", "-k", "fine or unrelated")
     result.assert_outcomes(passed=1, failed=1)
@@ -311,6 +319,7 @@ def test_other():
 
 def test_baseline_cells_no_gate_used_are_listed(pytester: pytest.Pytester,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    declare_six_seeds(pytester)
     pytester.makepyfile(test_unused=UNUSED)
     monkeypatch.setenv("GNZ_MODELS", "GCN,GAT")
     pytester.runpytest("-p", "no:cacheprovider", "--graphnetz-update-baselines"
@@ -442,6 +451,7 @@ def test_compare_reads_the_gates_settings_from_the_saved_report(
     from pytest_graphnetz import BenchmarkReport
     from pytest_graphnetz.cli import main
 
+    declare_six_seeds(pytester)
     pytester.makepyfile(test_gate=GATED)
     result = pytester.runpytest("-p", "no:cacheprovider", "--graphnetz-report-dir=reports")
     result.assert_outcomes(passed=1)

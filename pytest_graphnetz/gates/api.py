@@ -19,7 +19,13 @@ from ..stats.suite import DEFAULT_SUITE_WEIGHT
 from ..text import fmt_num
 from ..verdicts.formatting import describe_values
 from ..verdicts.values import CellVerdict, GateRefusal, WidthVerdict
-from .compare import TESTS, compare_reports, compare_schedule
+from .compare import (
+    NOT_RERUN_SAFE,
+    TESTS,
+    compare_reports,
+    compare_schedule,
+    refuse_off_schedule,
+)
 from .recorder import GateRecorder, current_recorder, saved_note
 from .schedule import Schedule, split_schedule
 from .suite import SUITE
@@ -64,8 +70,12 @@ def assert_not_worse(report: BenchmarkReport, baseline: BaselineLike, *, test: s
     count; 10 outside pytest) and its doublings, on the prefixes of the seeds it pairs, and
     reports the first crossing, so a rerun with more seeds (the advice after INCONCLUSIVE)
     keeps every error rate however often it is taken (docs/guarantees.md). Paired t cells
-    without folds, in calls without a suite row. False: each run is judged alone at ``alpha``
-    (for a team that never reruns). ``first_look``: the schedule's first look in seeds
+    without folds, in calls without a suite row. Every look the seeds hold is read: a
+    REGRESSED crossing at any of them fails the cell. Only the canonical seeds decide: paired
+    seeds that are not ``0..n−1``, or fewer than the first look, are refused
+    (:class:`GateRefusal`). False: each run is judged alone at ``alpha`` on whatever seeds it
+    has, and every output says "judged alone at α: not rerun-safe" (for a team that never
+    reruns). ``first_look``: the schedule's first look in seeds
     (default: the session's, from the project's configured ``graphnetz_seeds``; 10 outside
     pytest); keep it fixed across runs, or a rerun is not a later look of the same schedule.
     Returns one :class:`CellVerdict` per candidate cell, then one per suite row.
@@ -79,28 +89,36 @@ def assert_not_worse(report: BenchmarkReport, baseline: BaselineLike, *, test: s
 
 def assert_better(report: BenchmarkReport, baseline: BaselineLike, *, test: str = "paired",
                   margin: float = 0.0, alpha: float | None = None, strict: bool | None = None,
-                  rng: stats.RngLike = None) -> list[CellVerdict]:
+                  rng: stats.RngLike = None, rerun_safe: bool | None = None,
+                  first_look: int | None = None) -> list[CellVerdict]:
     """Pass only on paired evidence that every cell improved on ``baseline`` by over ``margin``.
 
     Each cell is tested at ``alpha``, without Holm: the gate passes only when every cell passes
-    (an intersection-union test, whose level is ``alpha`` as it stands)."""
+    (an intersection-union test, whose level is ``alpha`` as it stands). As for
+    :func:`assert_not_worse`, only the canonical seeds ``0..n−1`` with ``n`` at least
+    ``first_look`` are judged unless ``rerun_safe`` is False."""
     __tracebackhide__ = True
     return _comparison_gate("better", report, baseline, test=test, margin=margin,
-                            alpha=alpha, strict=strict, rng=rng)
+                            alpha=alpha, strict=strict, rng=rng, rerun_safe=rerun_safe,
+                            first_look=first_look)
 
 
 def assert_equivalent(report: BenchmarkReport, baseline: BaselineLike, *, margin: float,
                       test: str = "paired", alpha: float | None = None,
-                      strict: bool | None = None, rng: stats.RngLike = None) -> list[CellVerdict]:
+                      strict: bool | None = None, rng: stats.RngLike = None,
+                      rerun_safe: bool | None = None,
+                      first_look: int | None = None) -> list[CellVerdict]:
     """Pass only when every cell's paired mean difference lies within ±``margin`` (TOST).
 
-    Like :func:`assert_better`, an intersection-union test: every cell at ``alpha``, no Holm."""
+    Like :func:`assert_better`, an intersection-union test: every cell at ``alpha``, no Holm,
+    on the canonical seeds unless ``rerun_safe`` is False."""
     __tracebackhide__ = True
     if not margin > 0:
         raise ValueError(f"assert_equivalent needs `margin` > 0 (the equivalence bound), "
                          f"got {margin!r}")
     return _comparison_gate("equivalent", report, baseline, test=test, margin=margin,
-                            alpha=alpha, strict=strict, rng=rng)
+                            alpha=alpha, strict=strict, rng=rng, rerun_safe=rerun_safe,
+                            first_look=first_look)
 
 
 def assert_ci_width(report: BenchmarkReport, max_width: float, *,
@@ -194,6 +212,8 @@ def _comparison_gate(gate: str, given: BenchmarkReport, baseline: BaselineLike, 
         if resolvable:
             seeds = report.seeds if schedule is None else schedule.planned_seeds
             delta = _resolvable_min_effect(report, seeds, base, baseline, margin)
+        if schedule is not None and rerun_safe:
+            refuse_off_schedule(schedule.planned_seeds, schedule.min_seeds, source)
         if schedule is not None:
             verdicts, header = _adaptive_gate(report, schedule, base, test=test, margin=margin,
                                               alpha=alpha, strict=strict, source=source,
@@ -204,8 +224,11 @@ def _comparison_gate(gate: str, given: BenchmarkReport, baseline: BaselineLike, 
                                        min_effect=delta, alpha=alpha, strict=strict,
                                        source=source, rng=rng, refresh_command=command,
                                        suite=suite, suite_min_effect=suite_min_effect,
-                                       rerun_safe=rerun_safe, first_look=first_look)
+                                       rerun_safe=rerun_safe, first_look=first_look,
+                                       canonical=True)
             header = f"{_TITLE[gate]} against {source} ({_config(verdicts, alpha=alpha)})"
+            if not rerun_safe:
+                header += f"; judged alone at α: {NOT_RERUN_SAFE}"
     except AssertionError:
         raise  # a refused refresh: its rows are recorded already
     except (GateRefusal, BaselineError) as exc:

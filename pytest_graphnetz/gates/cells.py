@@ -195,6 +195,11 @@ class GateCell:
                          f"row(s) (suite weight {DEFAULT_SUITE_WEIGHT:g})")
         elif len(self.design.looks) == 1 and fam.p_adjusted is not None and len(fam.rejected) > 1:
             comp = holm_member(comp, fam.p_adjusted[i], len(fam.rejected))
+        elif len(fam.rejected) > 1:
+            # several looks: the MDE at the level REGRESSED is tested at here, look k of the
+            # design at Holm's α/m (what holm_member gives a one-look family)
+            comp = self._holm_mde(comp, k, len(fam.rejected))
+            extra.append(f"MDE at the Holm level across the {len(fam.rejected)} tested cells")
         if len(self.design.looks) > 1:
             extra.append(f"p is the fixed-n p at {self.design.looks[k]} seeds; the verdict is "
                          "the sequential boundary's")
@@ -203,6 +208,18 @@ class GateCell:
         if (low, high) != (comp.alpha, comp.alpha):   # else ``ci`` is that interval
             comp = replace(comp, ci=comp.interval(low, high), ci_alphas=(low, high))
         return comp, tuple(extra)
+
+    def _holm_mde(self, comp: Comparison, k: int, m: int) -> Comparison:
+        """``comp`` with its MDE at look ``k``'s REGRESSED level in a Holm family of ``m``
+        tested cells: the design at ``α/m``, its nominal level at that look."""
+        from ..stats.planning import mde_from_se
+
+        level = self.design.at_level(self.design.alpha / m).nominal[k]
+        mde = math.inf
+        if comp.p_floor <= level and math.isfinite(comp.sd_diff) and comp.n >= 2:
+            mde = mde_from_se(comp.sd_diff / math.sqrt(comp.n), comp.n - 1, alpha=level,
+                              power=comp.power, one_sided=True)
+        return replace(comp, mde=mde, mde_alpha=level)
 
     def _stop(self, schedule: Schedule, k: int, fam: FamilyDecision | None) -> Stop:
         """Where an adaptive cell stopped."""

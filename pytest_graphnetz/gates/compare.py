@@ -19,6 +19,7 @@ from ..pairing import (
     unpaired_notes,
 )
 from ..report import BenchmarkReport
+from ..seedspec import off_prefix
 from ..stats import boundaries
 from ..stats.boundaries import (
     DEFAULT_FIRST_LOOK,
@@ -29,6 +30,7 @@ from ..stats.boundaries import (
 )
 from ..stats.decisions import compare
 from ..verdicts.formatting import describe_values, seed_list, verdict_name
+from ..verdicts.guidance import LookNote
 from ..verdicts.rules import failed_verdict
 from ..verdicts.values import CHANGED_MODEL_NOTE, CellVerdict, GateRefusal
 from .cells import GateCell, cell_min_effect, decide_cells, folded, min_effect_error
@@ -45,8 +47,8 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
                     alpha: float = 0.05, strict: bool = False, source: str = "the baseline",
                     rng: stats.RngLike = None, refresh_command: str | None = None,
                     suite: bool = False, suite_min_effect: float | None = None,
-                    rerun_safe: bool = True, first_look: int | None = None
-                    ) -> list[CellVerdict]:
+                    rerun_safe: bool = True, first_look: int | None = None,
+                    canonical: bool = False) -> list[CellVerdict]:
     """Every candidate cell of ``report`` against ``baseline`` (``not_worse``: Holm across the
     tested cells, on the one decision path, :func:`decide_cells`; ``suite``: the suite rows
     after the cells, see :func:`assert_not_worse`); raises nothing but :class:`GateRefusal` /
@@ -60,7 +62,9 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
     crossing; nothing is read from an earlier run. A cell is judged alone at ``alpha`` on all
     its paired seeds instead (and its row says why) when ``rerun_safe`` is False, the test is
     not the paired t, the task is k-fold, the call has suite rows, or the paired seeds do not
-    hold the first look.
+    hold the first look. ``canonical`` (what the gates ask): with ``rerun_safe``, paired seeds
+    that are not the prefix ``0..n−1`` of at least the first look are refused
+    (:func:`refuse_off_schedule`), not judged alone.
     """
     __tracebackhide__ = True
     if gate == "not_worse" and min_effect is not None and not min_effect > margin:
@@ -71,13 +75,15 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
     check_cells(report, baseline, source)
     seeds = shared_seeds(report, baseline, source)
     check_metrics(report, baseline, source)
+    first = DEFAULT_FIRST_LOOK if first_look is None else int(first_look)
+    if canonical and rerun_safe:
+        refuse_off_schedule(seeds, first, source)
     refuse_changed_data(report, baseline, seeds, source)
     notes = environment_notes(report, baseline) + unpaired_notes(report, baseline, seeds,
                                                                     refresh_command)
     cand_idx = [report.seeds.index(s) for s in seeds]
     base_idx = [baseline.seeds.index(s) for s in seeds]
     if gate == "not_worse":
-        first = DEFAULT_FIRST_LOOK if first_look is None else int(first_look)
         cells = []
         for task in report.tasks:
             spec = report.metric(task)
@@ -132,14 +138,40 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
             name = verdict_name(comp.verdict)
             changed = (changed_model_notes(report, baseline, model, seeds)
                        if name == "IDENTICAL" else ())
+            # a run judged alone says so in every output; a canonical run of these gates is
+            # one look at α on all its seeds (no LookNote)
+            look = (None if rerun_safe else
+                    LookNote((len(seeds),), 1, False, alpha, alone=NOT_RERUN_SAFE))
             verdicts.append(CellVerdict(
                 task, model, spec.name, spec.higher_is_better, gate, comp,
                 describe_values(base, baseline, metric=spec.name),
                 describe_values(cand, report, metric=spec.name),
                 tuple(seeds), failed_verdict(gate, name, strict), (*notes, *changed),
                 tuple(baseline.seeds), refresh_command,
-                table_note=CHANGED_MODEL_NOTE if changed else ""))
+                table_note="; ".join(x for x in (CHANGED_MODEL_NOTE if changed else "",
+                                                 "" if look is None else look.describe()) if x),
+                look=look))
     return verdicts
+
+
+# What a run judged alone is, in every output that shows it (the Note reads "judged alone at
+# α: not rerun-safe (--graphnetz-single-run)").
+NOT_RERUN_SAFE = "not rerun-safe (--graphnetz-single-run)"
+
+
+def refuse_off_schedule(seeds: Sequence[int], first: int, source: str) -> None:
+    """Refuse a gate's paired ``seeds`` unless they are the canonical ones, the prefix
+    ``0..n−1`` with ``n`` at least the schedule's first look ``first``: any other seed set
+    (fresh seeds, a dropped seed) or a run below the first look would be judged alone at α, a
+    fresh chance at a pass that a rerun could fish for. One line: the seeds, the first look,
+    the fix."""
+    why = off_prefix(seeds, first)
+    if why:
+        message = (f"graphnetz: against {source}, the paired {why}; a gate decides only on "
+                   f"the canonical seeds 0..n-1 with n >= {first}: run --graphnetz-seeds=N "
+                   f"(N >= {first}, or adaptive MIN..MAX), or pass --graphnetz-single-run "
+                   "(rerun_safe=False) to judge this run alone at α (not rerun-safe)")
+        raise GateRefusal(message, reason=message.removeprefix("graphnetz: "))
 
 
 
@@ -240,7 +272,7 @@ def _train_look(report: BenchmarkReport, schedule: Schedule, base: BenchmarkRepo
 def _judged_alone(*, rerun_safe: bool, test: str, folds: int | None, suite: bool) -> str:
     """Why a task's cells are judged alone at α rather than on the schedule ("" if not)."""
     if not rerun_safe:
-        return "--graphnetz-single-run (rerun_safe=False)"
+        return NOT_RERUN_SAFE
     if test != "paired-t":
         return f"the {test} test has no sequential boundaries (the paired t has)"
     if folds is not None:

@@ -102,10 +102,22 @@ def t_p_greater(mean: Any, se: Any, df: Any, c: float = 0.0) -> np.ndarray:
 
 
 def t_moments(D: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per row: mean, sample sd (ddof=1) and standard error of the mean."""
+    """Per row: mean, sample sd (ddof=1) and standard error of the mean.
+
+    Each row is scaled by the power of two at its largest magnitude before squaring (exact:
+    the same bits wherever the plain formulas do not overflow), so finite values never give
+    an infinite sd: a loss near 1e300 keeps its spread."""
+    D = np.asarray(D, dtype=float)
     n = D.shape[-1]
-    mean = D.mean(axis=-1)
-    sd = D.std(axis=-1, ddof=1)
+    if n == 0:
+        return D.mean(axis=-1), D.std(axis=-1, ddof=1), D.std(axis=-1, ddof=1)
+    top = np.max(np.abs(D), axis=-1, keepdims=True)
+    top = np.where(np.isfinite(top) & (top > 0), top, 1.0)
+    scale = np.ldexp(1.0, np.frexp(top)[1])
+    Y = D / scale
+    scale = scale[..., 0]
+    mean = scale * Y.mean(axis=-1)
+    sd = scale * Y.std(axis=-1, ddof=1)
     return mean, sd, sd / math.sqrt(n)
 
 

@@ -19,6 +19,7 @@ from ._common import (
     RngLike,
     as_vector,
     check_choice,
+    t_moments,
     within_resolution,
 )
 from .paired import PairedEvidence, evidence_of, floor_notes, require_pairs
@@ -242,7 +243,7 @@ def compare(candidate: ArrayLike, baseline: ArrayLike, *, higher_is_better: bool
     if n < 2:  # only with a diverged candidate (checked above): no spread, maybe no pair at all
         sd = math.nan
     else:
-        sd = (float(d.std(ddof=1)) if test != "welch"
+        sd = (float(t_moments(d)[1]) if test != "welch"   # scaled: finite never gives inf
               else float(np.sqrt(c.var(ddof=1) + b.var(ddof=1))))
     identical = not diverged and bool(np.all(d == 0))
     mean_diff = float(d.mean()) if n else math.nan

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._common import as_vector, t_quantile
+from ._common import as_vector, t_moments, t_quantile
 
 DEFAULT_COLLAPSE_ALPHA = 0.01  # false flags per side on normal differences
 
@@ -83,7 +83,7 @@ def collapse_check(baseline: ArrayLike, candidate: ArrayLike, *, higher_is_bette
         raise ValueError(f"`alpha` must lie in (0, 1), got {alpha!r}")
     d = (cand - base) * (1.0 if higher_is_better else -1.0)
     n = d.size
-    sd = float(d.std(ddof=1)) if n >= 2 else 0.0
+    sd = float(t_moments(d)[1]) if n >= 2 else 0.0   # scaled: finite never gives inf
     if n < 3 or not sd > 0:
         return CollapseCheck(n=n, baseline_seeds=(), candidate_seeds=(), g_baseline=0.0,
                              g_candidate=0.0, critical=math.inf, alpha=float(alpha))

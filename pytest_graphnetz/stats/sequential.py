@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ._common import ConfidenceInterval, as_vector
+from ._common import ConfidenceInterval, as_vector, t_moments
 from .boundaries import DEFAULT_RHO, Design, design, grow_paths, schedule
 from .decisions import LOOK_VERDICTS, Code, Verdict, decide_look
 
@@ -132,22 +132,12 @@ def walk_differences(D: np.ndarray, design: Design, *, margin: float, min_effect
 
     def at(k: int, n: int, open_: np.ndarray) -> _LookStats:
         X = D[open_, :n]
-        mean, sd = scaled_mean_sd(X)
+        mean, sd, _ = t_moments(X)   # scaled before squaring: finite never gives inf
         return mean, sd, np.max(np.abs(X), axis=1), np.all(X == 0, axis=1)
 
     return walk_looks(at, D.shape[0], design, margin=margin, min_effect=min_effect,
                       regressed_alpha=regressed_alpha, upto=upto, first=first,
                       every_look=every_look)
-
-
-def scaled_mean_sd(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per row of ``X`` (rows, n >= 2) its mean and sample sd, computed on the row divided by
-    its largest magnitude and scaled back, so finite values never square to ``inf`` (a loss
-    near 1e300 keeps a finite sd)."""
-    scale = np.max(np.abs(X), axis=1)
-    scale = np.where(scale > 0, scale, 1.0)
-    Y = X / scale[:, None]
-    return scale * Y.mean(axis=1), scale * Y.std(axis=1, ddof=1)
 
 
 # Per open row at a look: mean, sd, the largest |difference| (the rounding scale of
