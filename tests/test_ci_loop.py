@@ -120,6 +120,7 @@ def test_a_pull_request_takes_its_next_look_in_the_same_job(pytester, capsys) ->
     INCONCLUSIVE at 4 seeds; next-seeds says 8 (capped); the second look trains only GCN's 4
     new seeds; then next-seeds prints nothing: the budget is spent."""
     pytester.makepyfile(project=PROJECT.format(gat_epochs=30, shift=0), test_model=GATES)
+    pytester.makeini("[pytest]\ngraphnetz_seeds = 4\n")   # the project's first look
     pytester.runpytest("--graphnetz-seeds=8", "--graphnetz-device=cpu",
                        "--graphnetz-cache-dir=cache", "--graphnetz-update-baselines",
                        "-p", "no:randomly").assert_outcomes(passed=1)

@@ -176,12 +176,18 @@ def test_ratchet_refuses_a_regressed_refresh_unless_forced(project: pytest.Pytes
 
 
 def test_more_seeds_train_only_the_new_ones(project: pytest.Pytester) -> None:
-    project.runpytest("--graphnetz-seeds=3", "--graphnetz-update-baselines")
-    assert trained(project) == 3
-    result = project.runpytest("--graphnetz-seeds=4")
-    result.assert_outcomes(passed=1)
+    # the baseline holds the first look (the project's 4 seeds); a rerun with 6 pairs 0-3
+    project.runpytest("--graphnetz-seeds=4", "--graphnetz-update-baselines")
     assert trained(project) == 4
-    result.stdout.fnmatch_lines(["*triples: 1 trained, 3 from cache*"])
+    result = project.runpytest("--graphnetz-seeds=6")
+    result.assert_outcomes(passed=1)
+    assert trained(project) == 6
+    result.stdout.fnmatch_lines(["*triples: 2 trained, 4 from cache*"])
+    # below the first look: refused, and the line names the seeds, the first look and the fix
+    short = project.runpytest("--graphnetz-seeds=3")
+    short.assert_outcomes(failed=1)
+    short.stdout.fnmatch_lines(["*the paired 3 seeds (0-2) hold no look: the schedule's first "
+                                "look is 4 seeds (0-3)*--graphnetz-single-run*"])
 
 
 def test_no_cache_and_cache_dir(project: pytest.Pytester) -> None:
