@@ -280,7 +280,8 @@ def _judge(candidate: Reports, good: Reports, cells: Sequence[Cell], *, alpha: f
                                    good[name].subset(tasks=tasks, models=models),
                                    gate="not_worse", margin=margin, min_effect=min_effect,
                                    alpha=alpha / len(by_name), source=f"GOOD ({good_commit})",
-                                   rerun_safe=False)
+                                   rerun_safe=False, alone_reason="a bisect probe, at its "
+                                   "share of alpha (Bonferroni over probes × seed counts)")
         for v in verdicts:
             cell = (name, v.task, v.model)
             if cell in group:

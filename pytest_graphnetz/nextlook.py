@@ -24,11 +24,12 @@ class NextLook:
 
 def next_look(data: Mapping[str, Any], *, budget: int, current: int | None = None) -> NextLook:
     """The next look a CI job takes while a cell is open: the largest ``next_seeds`` over the
-    INCONCLUSIVE rows of a JSON verdict file's ``data`` (``docs/verdicts-json.md``), capped at
-    ``budget``; None when every row is decided, when the capped count is no more than the
-    ``current`` seeds (default: the most any row used), or when no open row can take a look
-    (its baseline lacks the seeds: refresh it; or no affordable count resolves δ). A look
-    never asks for more seeds than a row's baseline holds (``baseline_seeds``).
+    INCONCLUSIVE rows of a JSON verdict file's ``data`` (``docs/verdicts-json.md``; on the
+    schedule, each row's next look, the one its Note names), capped at ``budget``; None when
+    every row is decided, when the capped count is no more than the ``current`` seeds
+    (default: the most any row used), or when no open row can take a look (its baseline lacks
+    the seeds: refresh it; or no affordable count resolves δ). A look never asks for more
+    seeds than a row's baseline holds (``baseline_seeds``).
     ``ValueError`` names what is wrong with a file that is not a verdict file."""
     if not isinstance(data, Mapping) or data.get("schema") != JSON_SCHEMA:
         found = data.get("schema") if isinstance(data, Mapping) else type(data).__name__
@@ -63,8 +64,12 @@ def next_look(data: Mapping[str, Any], *, budget: int, current: int | None = Non
         else:
             spent += 1
     if looks:
+        expected = [s["expected_seeds"] for s in open_rows
+                    if type(s.get("expected_seeds")) is int]
+        more = (f"; expected to decide by ~{max(expected)} seeds (the slowest row)"
+                if expected else "")
         return NextLook(max(looks), f"{len(open_rows)} INCONCLUSIVE row(s): next look at "
-                                    f"{max(looks)} seeds")
+                                    f"{max(looks)} seeds{more}")
     why = [f"{len(open_rows)} INCONCLUSIVE row(s) and no next look"]
     if spent:
         why.append(f"{spent} at the budget of {budget} seeds")

@@ -44,6 +44,9 @@ from .stats import Verdict
 if TYPE_CHECKING:
     from .verdicts.values import CellVerdict
 
+# Why a refresh's rows are judged alone at α (their Note and message say it).
+REFRESH_ALONE = "a baseline refresh (the ratchet judges each refresh alone, not as a look)"
+
 # judge(candidate, reference, source) -> the not-worse verdicts of every candidate cell.
 Judge = Callable[[BenchmarkReport, BenchmarkReport, str], "list[CellVerdict]"]
 
@@ -279,5 +282,5 @@ def prune_unused(baseline_dir: Path, *, used: set[str], users: Sequence[tuple[st
     return [head, *(f"  {show(p)}" for p in unused)]
 
 
-__all__ = ["RULE", "RefreshOutcome", "prune_unused", "refresh", "refuses"]
+__all__ = ["REFRESH_ALONE", "RULE", "RefreshOutcome", "prune_unused", "refresh", "refuses"]
 

@@ -330,8 +330,11 @@ def drift_lines(history: History) -> list[str]:
                      fmt_signed(d.slope), fmt_p(d.p_trend_holm if not math.isnan(d.p_trend)
                                                 else None), d.note])
     anchor = history.runs[history.anchor]
+    level = f"{100 * (1 - 2 * history.alpha):.3g}%"
     head = (f"drift against the anchor {anchor.short} ({anchor.date:%Y-%m-%d}), "
             f"{len(history.runs)} commits, Holm over every test at alpha "
-            f"{fmt_num(history.alpha)}:")
-    return [head, format_table(["cell", "drift", "latest Δ", "CI", "p (Holm)", "trend/commit",
+            f"{fmt_num(history.alpha)} (a flag is a Holm p at most alpha; each CI is the "
+            f"unadjusted {level} one):")
+    return [head, format_table(["cell", "drift", "latest Δ", f"{level} CI", "p (Holm)",
+                                "trend/commit",
                                 "p (Holm)", "note"], rows)]

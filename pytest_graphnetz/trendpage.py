@@ -139,7 +139,7 @@ def render_page(history: History, figures: Mapping[Cell, str]) -> str:
         "the gate's verdict in colour, the anchor's mean dotted.</p>", head,
         "<h2>Drift against the anchor</h2>",
         "<table><tr><th>cell</th><th>drift</th><th>latest Δ (+ = better)</th>"
-        f"<th>{level} CI</th><th>p latest (Holm)</th><th>trend per commit</th>"
+        f"<th>{level} CI (unadjusted)</th><th>p latest (Holm)</th><th>trend per commit</th>"
         "<th>p trend (Holm)</th><th>note</th></tr>", *rows, "</table>",
         f"<p class=\"muted\">Paired by seed against the anchor: a one-sided paired t test of "
         f"the latest commit, and a one-sided trend test (least squares) on the per-commit "

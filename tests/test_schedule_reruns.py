@@ -26,7 +26,7 @@ torch = pytest.importorskip("torch")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 from pytest_graphnetz.stats.boundaries import design  # noqa: E402
-from pytest_graphnetz.stats.sequential import advise_next_look  # noqa: E402
+from pytest_graphnetz.stats.sequential import advise_next_look, plan_next_look  # noqa: E402
 from tests.gates_output import gates_table  # noqa: E402
 
 SHIFT, SD = -0.002, 0.025   # the steady model's per-seed change: SHIFT + SD·sin(2.4 s + 0.7)
@@ -120,8 +120,9 @@ def _diffs(n: int) -> np.ndarray:
 def gated() -> dict:
     """The reference numbers the tests check against: the advice for the steady cell."""
     d10 = _diffs(10)
-    return {"advised": advise_next_look(float(np.std(d10, ddof=1)), 10, 0.01, first=10,
-                                        taken=10)}
+    sd = float(np.std(d10, ddof=1))
+    return {"advised": advise_next_look(sd, 10, 0.01, first=10, taken=10),
+            "expected": plan_next_look(sd, 10, 0.01, first=10, taken=10).expected}
 
 
 @pytest.fixture(scope="module")
@@ -156,10 +157,13 @@ def test_a_rerun_on_the_advice_walks_the_same_looks_and_decides(project, gated) 
     assert one["alpha"] == pytest.approx(0.85 * 0.05)
     ci = sps.ttest_1samp(d, 0.0).confidence_interval(1 - 2 * 0.85 * 0.05)
     assert one["ci"] == pytest.approx([ci.low, ci.high], abs=1e-9)
-    # the advice: a later look of the schedule, planned for it given look 1 was INCONCLUSIVE
+    # the advice: the next look (what the CI loop runs), and the seeds the cell is expected to
+    # need, planned given look 1 was INCONCLUSIVE; the rerun below takes the look at which it
+    # decides with probability 0.8 (advise_next_look), which the loop reaches look by look
     advised = gated["advised"]
-    assert one["needed"] == advised and advised in (20, 40, 80)
-    assert f"rerun with --graphnetz-seeds={advised})" in one["message"]
+    assert one["needed"] == 20 and advised in (20, 40, 80)
+    assert "next look: 20 seeds (rerun with --graphnetz-seeds=20;" in one["message"]
+    assert f"expected to decide by about {gated['expected']} seeds" in one["message"]
     assert "91.5%, look 1 of 10→…" in _row(first.stdout.str(), "steady/m")
 
     # Run 2, the advised seeds, same project and cache: the looks 10, 20, ... up to it.

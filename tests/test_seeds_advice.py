@@ -17,7 +17,7 @@ from pytest_graphnetz.gates.compare import compare_schedule
 from pytest_graphnetz.stats import Verdict
 from pytest_graphnetz.stats.boundaries import design
 from pytest_graphnetz.stats.planning import fold_min_effect_floor, fold_seeds_for_min_effect
-from pytest_graphnetz.stats.sequential import advise_next_look, run_schedule
+from pytest_graphnetz.stats.sequential import advise_next_look, plan_next_look, run_schedule
 
 PATHS = 20_000
 
@@ -74,9 +74,11 @@ def test_an_inconclusive_cell_advises_the_same_next_look_fixed_or_adaptive():
     (v,) = compare_schedule(report, report.schedule, base_report)
     assert v.verdict == "INCONCLUSIVE"
     c = v.comparison
-    planned = advise_next_look(c.sd_diff, 20, 0.01, first=5, taken=20)
-    assert planned is not None and planned > 20 and math.log2(planned / 5).is_integer()
-    assert c.seeds_needed == planned
+    plan = plan_next_look(c.sd_diff, 20, 0.01, first=5, taken=20)
+    planned = plan.next_look   # the look after 5→10→20, what the CI loop runs next
+    assert planned == 40 and plan.expected is not None and plan.expected >= 40
+    assert advise_next_look(c.sd_diff, 20, 0.01, first=5, taken=20) is not None
+    assert (c.seeds_needed, c.seeds_expected) == (planned, plan.expected)
     assert f"--graphnetz-seeds=5..{planned}" in v.message()
     # the same cell in a run that holds its 20 seeds walks the same looks: the same advice
     fixed_cand = BenchmarkReport.from_arrays([[[cand["GCN"][s] for s in range(hi)]]],
@@ -84,6 +86,7 @@ def test_an_inconclusive_cell_advises_the_same_next_look_fixed_or_adaptive():
                                              metric="accuracy")
     (f,) = compare_reports(fixed_cand, base_report, first_look=5)
     assert f.verdict == "INCONCLUSIVE" and f.comparison.seeds_needed == planned
+    assert f.comparison.seeds_expected == plan.expected
     assert f"--graphnetz-seeds={planned}" in f.message()
 
 

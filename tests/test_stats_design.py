@@ -27,10 +27,10 @@ from pytest_graphnetz.stats.sequential import run_schedule, sequential_holm, seq
 @contextlib.contextmanager
 def _no_advice():
     """The gate without its INCONCLUSIVE advice (a second of simulation per row; it sets only
-    ``seeds_needed``, never a verdict). pytest's MonkeyPatch, not the fixture: hypothesis runs
-    many examples in one function-scoped test."""
+    ``seeds_needed`` and ``seeds_expected``, never a verdict). pytest's MonkeyPatch, not the
+    fixture: hypothesis runs many examples in one function-scoped test."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(sq, "advise_next_look", lambda *a, **k: None)
+        mp.setattr(sq, "plan_next_look", lambda *a, **k: sq.LookPlan(None, None))
         yield
 
 

@@ -305,14 +305,14 @@ def _refresh(recorder: GateRecorder, gate: str, report: BenchmarkReport, handle:
     candidate unless the ratchet refuses; here its not-worse comparisons (the call's test,
     margin, δ and alpha) are made and reported. Returns the ratchet's verdicts."""
     __tracebackhide__ = True
-    from ..ratchet import refresh
+    from ..ratchet import REFRESH_ALONE, refresh
 
     def judge(candidate: BenchmarkReport, reference: BenchmarkReport,
               source: str) -> list[CellVerdict]:
         # A refresh is judged alone at alpha: the ratchet is not a rerun of a gate.
         return compare_reports(candidate, reference, gate="not_worse", test=test, margin=margin,
                                min_effect=min_effect, alpha=alpha, source=source, rng=rng,
-                               rerun_safe=False)
+                               rerun_safe=False, alone_reason=REFRESH_ALONE)
 
     outcome = refresh(handle, report, judge)
     status = "UPDATED" if outcome.written else "REFUSED"

@@ -204,7 +204,8 @@ class GateCell:
             extra.append(f"p is the fixed-n p at {self.design.looks[k]} seeds; the verdict is "
                          "the sequential boundary's")
         m = max(len(fam.rejected), 1)
-        comp = replace(comp, seeds_needed=self._plan(comp, self.design.alpha / m))
+        needed, expected = self._plan(comp, self.design.alpha / m)
+        comp = replace(comp, seeds_needed=needed, seeds_expected=expected)
         if (low, high) != (comp.alpha, comp.alpha):   # else ``ci`` is that interval
             comp = replace(comp, ci=comp.interval(low, high), ci_alphas=(low, high))
         return comp, tuple(extra)
@@ -232,16 +233,16 @@ class GateCell:
                                         if self.tested and fam is not None else None),
                     regressed_alpha=fam.level if fam is not None else self.design.alpha)
 
-    def _plan(self, comp: Comparison, level: float) -> int | None:
-        """The seeds that would decide an INCONCLUSIVE cell, for the design the advice
-        recommends: on the schedule, its next look that delivers the power given that this
-        look was INCONCLUSIVE (:func:`~pytest_graphnetz.stats.sequential.advise_next_look`);
-        a k-fold task, the corrected resampled t test's own plan (None when no seed count
-        resolves δ); a run judged alone for another reason, the fixed-n plan. ``level``:
-        REGRESSED's level (Holm's ``alpha / m``)."""
+    def _plan(self, comp: Comparison, level: float) -> tuple[int | None, int | None]:
+        """What an INCONCLUSIVE cell does next: the seeds of its next run and those it is
+        expected to need. On the schedule, the next look (what the CI loop runs) and the
+        expected need (:func:`~pytest_graphnetz.stats.sequential.plan_next_look`); a k-fold
+        task, the corrected resampled t test's own plan (None when no seed count resolves δ); a
+        run judged alone for another reason, the fixed-n plan; no expected need off the
+        schedule. ``level``: REGRESSED's level (Holm's ``alpha / m``)."""
         if (comp.verdict is not stats.Verdict.INCONCLUSIVE or self.min_effect is None
                 or not math.isfinite(comp.sd_diff)):
-            return None
+            return None, None
         if self.folds is not None:
             from ..stats.heldout import fold_ratio
             from ..stats.planning import fold_seeds_for_min_effect
@@ -251,15 +252,16 @@ class GateCell:
             needed = fold_seeds_for_min_effect(
                 sd, self.min_effect, folds=self.folds, margin=comp.margin, alpha=comp.alpha,
                 alpha_regressed=comp.mde_alpha or comp.alpha, power=comp.power)
-            return None if needed is None else max(needed, comp.n + 1)
+            return (None if needed is None else max(needed, comp.n + 1)), None
         if self.first_look is None or comp.sd_diff == 0:
-            return plan_seeds(replace(comp, alpha=self.design.alpha), level)
-        from ..stats.sequential import advise_next_look
+            return plan_seeds(replace(comp, alpha=self.design.alpha), level), None
+        from ..stats.sequential import plan_next_look
 
         taken = self.design.max_seeds if self.design.on_schedule else 0
-        return advise_next_look(comp.sd_diff, comp.n, self.min_effect, first=self.first_look,
-                                taken=taken, alpha=self.design.alpha, margin=comp.margin,
-                                regressed_alpha=level, power=comp.power)
+        plan = plan_next_look(comp.sd_diff, comp.n, self.min_effect, first=self.first_look,
+                              taken=taken, alpha=self.design.alpha, margin=comp.margin,
+                              regressed_alpha=level, power=comp.power)
+        return plan.next_look, plan.expected
 
 
 def decide_cells(cells: Sequence[GateCell], *, test: str, margin: float, rng: stats.RngLike,

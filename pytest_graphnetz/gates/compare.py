@@ -48,7 +48,8 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
                     rng: stats.RngLike = None, refresh_command: str | None = None,
                     suite: bool = False, suite_min_effect: float | None = None,
                     rerun_safe: bool = True, first_look: int | None = None,
-                    canonical: bool = False) -> list[CellVerdict]:
+                    canonical: bool = False, alone_reason: str | None = None
+                    ) -> list[CellVerdict]:
     """Every candidate cell of ``report`` against ``baseline`` (``not_worse``: Holm across the
     tested cells, on the one decision path, :func:`decide_cells`; ``suite``: the suite rows
     after the cells, see :func:`assert_not_worse`); raises nothing but :class:`GateRefusal` /
@@ -64,7 +65,9 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
     not the paired t, the task is k-fold, the call has suite rows, or the paired seeds do not
     hold the first look. ``canonical`` (what the gates ask): with ``rerun_safe``, paired seeds
     that are not the prefix ``0..n−1`` of at least the first look are refused
-    (:func:`refuse_off_schedule`), not judged alone.
+    (:func:`refuse_off_schedule`), not judged alone. ``alone_reason``: what the rows say when
+    ``rerun_safe`` is False (a refresh, a bisect probe; default: the
+    ``--graphnetz-single-run`` option, :data:`NOT_RERUN_SAFE`).
     """
     __tracebackhide__ = True
     if gate == "not_worse" and min_effect is not None and not min_effect > margin:
@@ -88,7 +91,8 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
         for task in report.tasks:
             spec = report.metric(task)
             folds = report.folds(task)
-            alone = _judged_alone(rerun_safe=rerun_safe, test=test, folds=folds, suite=suite)
+            alone = _judged_alone(rerun_safe=rerun_safe, test=test, folds=folds, suite=suite,
+                                  reason=alone_reason)
             looked, on, unused = _on_schedule(seeds, first, alpha) if not alone else (
                 list(seeds), None, ())
             if on is None and not alone:
@@ -269,10 +273,11 @@ def _train_look(report: BenchmarkReport, schedule: Schedule, base: BenchmarkRepo
                                     sorted(checked.pop(key)), source)
 
 
-def _judged_alone(*, rerun_safe: bool, test: str, folds: int | None, suite: bool) -> str:
+def _judged_alone(*, rerun_safe: bool, test: str, folds: int | None, suite: bool,
+                  reason: str | None = None) -> str:
     """Why a task's cells are judged alone at α rather than on the schedule ("" if not)."""
     if not rerun_safe:
-        return NOT_RERUN_SAFE
+        return reason or NOT_RERUN_SAFE
     if test != "paired-t":
         return f"the {test} test has no sequential boundaries (the paired t has)"
     if folds is not None:

@@ -76,6 +76,9 @@ class Comparison:
       decide it with probability ``power``. For ``not_worse`` it is planned for δ (see
       :func:`seeds_for_min_effect`) and None without ``min_effect``; for the other kinds it is
       planned for the observed mean difference (None when no number of seeds would decide it).
+      On the schedule, the gate sets it to the next look (what the CI loop runs next) and
+      ``seeds_expected`` to the seeds the cell is expected to use before it decides
+      (:func:`~.sequential.plan_next_look`); None elsewhere.
     - ``p_floor``: smallest one-sided p the test can produce at this n.
     - ``diverged_seeds``: seeds where the candidate diverged and the baseline did not; each counts
       as a failure of that seed and forces REGRESSED (NOT EQUIVALENT for ``equivalent``).
@@ -110,6 +113,7 @@ class Comparison:
     # One-sided levels of ``ci``'s lower and upper end when they are not both ``alpha`` (the
     # gate's Holm level on REGRESSED's side, a sequential look's nominal levels).
     ci_alphas: tuple[float, float] | None = None
+    seeds_expected: int | None = None
     evidence: PairedEvidence | None = field(default=None, repr=False, compare=False)
 
     @property

@@ -395,8 +395,58 @@ def advise_next_look(sd_diff: float, n_observed: int, min_effect: float, *, firs
     return None
 
 
+@dataclass(frozen=True)
+class LookPlan:
+    """What an INCONCLUSIVE cell does next (:func:`plan_next_look`): ``next_look``, the
+    schedule's next look past the seeds it has (what the CI loop, ``graphnetz next-seeds``,
+    runs next), and ``expected``, the seeds it is expected to use before it decides (the mean
+    over simulated cells open here, at the observed sd, walking the schedule up to its last
+    affordable look); both None when no affordable seed count decides it
+    (:func:`advise_next_look`)."""
+
+    next_look: int | None
+    expected: int | None
+
+
+@lru_cache(maxsize=256)   # the cells of a call often repeat
+def plan_next_look(sd_diff: float, n_observed: int, min_effect: float, *, first: int,
+                   taken: int = 0, alpha: float = 0.05, rho: float = DEFAULT_RHO,
+                   margin: float = 0.0, regressed_alpha: float | None = None,
+                   power: float = 0.8, max_seeds: int = ADVICE_MAX_SEEDS,
+                   paths: int = PLAN_PATHS, seed: int = PLAN_SEED) -> LookPlan:
+    """The next look and the expected need of a cell INCONCLUSIVE after ``taken`` seeds of the
+    schedule (first look ``first``; ``taken = 0``: judged alone on ``n_observed`` seeds).
+
+    The next look is the smallest look past ``max(taken, n_observed)``: looks are walked one by
+    one, as the CI loop does. The expected need is the mean of the seeds used by simulated
+    cells whose differences have sd ``sd_diff`` (the observed sd, plugged in: averaging over
+    the sd's fiducial law, as the power look does, lands about 1.5x above what cells at the
+    true sd use; ``benchmarks/advice_check.py`` measures both), given that they were open
+    after ``taken`` seeds, pooled over no change and a drop of δ, counting a cell still open
+    at ``max_seeds`` at ``max_seeds``. Both None when :func:`advise_next_look` finds no look
+    up to ``max_seeds`` that decides the cell with probability ``power``."""
+    if advise_next_look(sd_diff, n_observed, min_effect, first=first, taken=taken, alpha=alpha,
+                        rho=rho, margin=margin, regressed_alpha=regressed_alpha, power=power,
+                        max_seeds=max_seeds, paths=paths, seed=seed) is None:
+        return LookPlan(None, None)
+    past = max(taken, int(n_observed))
+    later = [n for n in schedule(first, max_seeds) if n > past]
+    if not later:
+        return LookPlan(None, None)
+    full = design(first, max_seeds, alpha=alpha, rho=rho)
+    (_, n_null), (_, n_drop) = _simulate(sd_diff, min_effect, full, margin=margin,
+                                         regressed_alpha=regressed_alpha, paths=paths,
+                                         seed=seed)
+    used = np.concatenate([n_null, n_drop])
+    open_ = used > taken
+    if open_.sum() < MIN_OPEN_PATHS:   # as in advise_next_look: plan unconditionally
+        open_ = np.ones(used.size, dtype=bool)
+    expected = max(float(used[open_].mean()), float(later[0]))
+    return LookPlan(later[0], math.ceil(expected))
+
+
 __all__ = [
-    "ADVICE_MAX_SEEDS", "PLAN_PATHS", "PLAN_SEED", "FamilyDecision", "SequentialDecision",
-    "advise_next_look", "design", "run_schedule", "schedule", "sequential_decide",
-    "sequential_holm", "sequential_power",
+    "ADVICE_MAX_SEEDS", "PLAN_PATHS", "PLAN_SEED", "FamilyDecision", "LookPlan",
+    "SequentialDecision", "advise_next_look", "design", "plan_next_look", "run_schedule",
+    "schedule", "sequential_decide", "sequential_holm", "sequential_power",
 ]

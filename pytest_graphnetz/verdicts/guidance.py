@@ -35,7 +35,10 @@ class Guidance:
       (``-L`` when L < 0; ``0.0`` when L ≥ 0: any drop); None when the row has no such
       statement (a verdict other than NOT WORSE / INCONCLUSIVE, or no finite lower end).
     - ``next_seeds``: INCONCLUSIVE only, the seed count of the next look
-      (``comparison.seeds_needed``); ``next_option`` the option that runs it.
+      (``comparison.seeds_needed``: on the schedule, what ``graphnetz next-seeds`` prints for
+      this row); ``next_option`` the option that runs it; ``expected_seeds``: the seeds the
+      cell is expected to use before it decides (``comparison.seeds_expected``; None off the
+      schedule).
       ``baseline_short``: the baseline lacks seeds that look needs (refresh it first);
       ``baseline_n``: how many seeds the baseline holds (None: not known).
     - ``resolvable``: INCONCLUSIVE with δ but no affordable seed count: the δ these seeds do
@@ -60,6 +63,7 @@ class Guidance:
     trained: int
     look: int | None = None
     n_looks: int | None = None
+    expected_seeds: int | None = None
 
     @classmethod
     def of(cls, v: CellVerdict) -> Guidance:
@@ -89,7 +93,8 @@ class Guidance:
                   else v.look.look if v.look is not None and v.look.on_schedule else None),
             n_looks=(v.stop.n_looks if v.stop is not None
                      else len(v.look.looks) if v.look is not None and v.look.on_schedule
-                     else None))
+                     else None),
+            expected_seeds=c.seeds_expected if next_seeds else None)
 
     def command(self, test: str | None) -> str | None:
         """The command that takes the next look of test ``test`` (a node id; None: unknown,
@@ -99,9 +104,9 @@ class Guidance:
         return f"pytest {shlex.quote(test)} {self.next_option}"
 
     def note(self) -> str:
-        """The table's words: "rules out drops > 3.2 points; δ 1 point; next:
-        --graphnetz-seeds=20"; a REGRESSED or BETTER row only what it was judged against
-        ("δ 1 point"); "" for IDENTICAL."""
+        """The table's words: "rules out drops > 3.2 points; δ 1 point; next: 20 seeds
+        (--graphnetz-seeds=20); expected to decide by ~40"; a REGRESSED or BETTER row only what
+        it was judged against ("δ 1 point"); "" for IDENTICAL."""
         if self.verdict == Verdict.IDENTICAL:
             return ""
         worse = "drops" if self.higher_is_better else "rises"
@@ -114,13 +119,25 @@ class Guidance:
         if self.margin:
             parts.append(f"margin {self.amount(self.margin)}")
         if self.next_option is not None:
-            first = (f"refresh the baseline with {self.next_seeds} seeds, then "
+            first = (f"refresh the baseline with {self.refresh_seeds()} seeds, then "
                      if self.baseline_short else "")
-            parts.append(f"next: {first}{self.next_option}")
+            parts.append(f"next: {first}{self.next_seeds} seeds ({self.next_option})")
+            if self.expected_seeds is not None:
+                parts.append(f"expected to decide by ~{int(float(f'{self.expected_seeds:.2g}'))}")
         elif self.resolvable is not None:
             parts.append(f"no affordable seed count resolves δ; these {self.n} seeds resolve "
                          f"δ ≥ {self.amount(self.resolvable, up=True)}")
         return "; ".join(parts)
+
+    def refresh_seeds(self) -> int | None:
+        """The seeds a baseline short of the next look should hold: the first look of the
+        schedule at or past the expected need (the next look off the schedule)."""
+        if self.next_seeds is None:
+            return None
+        n = self.next_seeds
+        while self.expected_seeds is not None and n < self.expected_seeds:
+            n *= 2
+        return n
 
     def amount(self, x: float, *, up: bool = False) -> str:
         """``x`` in words: points for a metric in [0, 1] (0.031 → "3.1 points"), else the
@@ -136,6 +153,7 @@ class Guidance:
         and command as strings."""
         return {"rules_out_drop": self.rules_out, "next_seeds": self.next_seeds,
                 "next_option": self.next_option, "next_command": self.command(test),
+                "expected_seeds": self.expected_seeds,
                 "baseline_short": self.baseline_short, "baseline_seeds": self.baseline_n,
                 "resolvable_min_effect": self.resolvable, "trained": self.trained,
                 "look": self.look, "n_looks": self.n_looks}

@@ -140,7 +140,15 @@ class CellVerdict:
                  "significant drop either)"]
         if self.folds is not None:
             return lines + self._fold_advice(n, self.folds)
-        if n:
+        if n and c.seeds_expected is not None:
+            lines.append(
+                f"  next look: {n} seeds (rerun with {self._seeds_option(n)}; what `graphnetz "
+                f"next-seeds` runs in CI); at the observed sd of Δ ({fmt_num(c.sd_diff)}) a cell "
+                f"open here is expected to decide by about {c.seeds_expected} seeds, walking "
+                "the looks (the mean over cells reading no change as NOT WORSE or a drop of "
+                f"{fmt_num(c.min_effect)} as REGRESSED)")
+            lines += self._unpaired_advice()
+        elif n:
             lines.append(
                 f"  about {n} paired seeds would decide it: at the observed sd of Δ "
                 f"({fmt_num(c.sd_diff)}), {n} seeds read no change as NOT WORSE and a drop of "
@@ -188,6 +196,7 @@ class CellVerdict:
         missing = [s for s in range(n) if s not in self.baseline_seeds]
         if not missing:
             return []
+        n = self.guidance.refresh_seeds() or n   # the look the cell is expected to reach
         return [f"  but the baseline has only seeds {seed_list(self.baseline_seeds)}: candidate "
                 f"seeds beyond them cannot pair. Refresh the baseline with {n} seeds first, from "
                 f"the baseline's code ({refresh_hint(self.refresh_command, n)})"]
