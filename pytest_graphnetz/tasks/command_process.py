@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from .command import CommandError
-from .command_warm import WarmServer, close_servers
+from .command_warm import ServerGone, WarmServer, close_servers
 
 STDERR_LINES = 20  # how much of a failing script's stderr its error shows
+STDERR_CHARS = 1500  # ... and at most this many of its last characters (a line may be long)
 # Bounds on what a script leaves for the runner. Its stdout and stderr go to files (never
 # through pipes into memory: 60 MB of output cost 120 MB there); past MAX_OUTPUT_BYTES on
 # either one, the run is stopped.
@@ -54,7 +55,22 @@ def run_process(args: Sequence[str], *, cwd: str, env: Mapping[str, str],
       exit too, so no grandchild outlives its run.
     - ``CommandError`` names ``where`` for a program that cannot start, a timeout and too much
       output.
+    - A run forked from ``server`` whose server ends during it (killed by the script, say) is
+      redone cold; the server warns once (:meth:`WarmServer.lost`).
     """
+    if server is not None:
+        try:
+            return _run_once(args, cwd=cwd, env=env, timeout=timeout, logs=logs, where=where,
+                             server=server)
+        except ServerGone:
+            pass
+    return _run_once(args, cwd=cwd, env=env, timeout=timeout, logs=logs, where=where,
+                     server=None)
+
+
+def _run_once(args: Sequence[str], *, cwd: str, env: Mapping[str, str],
+              timeout: float | None, logs: Path, where: str,
+              server: WarmServer | None) -> Finished:
     _install_signal_handler()
     out_path, err_path = logs / "stdout.log", logs / "stderr.log"
     with out_path.open("wb") as out, err_path.open("wb") as err:
@@ -154,7 +170,11 @@ def _read_tail(path: Path) -> str:
         fh.seek(max(0, size - _TAIL_BYTES))
         data = fh.read()
     text = data.decode("utf-8", "replace")
-    return text if size <= _TAIL_BYTES else text.partition("\n")[2]
+    if size <= _TAIL_BYTES:
+        return text
+    # The first line read is cut; it is dropped unless it is all there is (one long line).
+    rest = text.partition("\n")[2]
+    return rest if rest.strip() else "..." + text.lstrip("\ufffd")
 
 
 def stderr_tail(text: str | bytes | None) -> str:
@@ -162,5 +182,8 @@ def stderr_tail(text: str | bytes | None) -> str:
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
     lines = (text or "").rstrip().splitlines()[-STDERR_LINES:]
-    return "; its stderr ends:\n" + "\n".join(lines) if lines else "; no stderr"
+    tail = "\n".join(lines)
+    if len(tail) > STDERR_CHARS:
+        tail = "..." + tail[-STDERR_CHARS:]
+    return "; its stderr ends:\n" + tail if lines else "; no stderr"
 

@@ -103,13 +103,14 @@ def reads_record(path: Path, *, cwd: str, ignore_env: set[str]) -> dict[str, Any
         if is_project_file(p) and os.path.isfile(p):
             out["modules"][portable(p)] = module_digest(p)
     temp = str(path.parent) + os.sep
+    out["exists"] = _checks(raw.get("exists"), raw, temp, portable)
     # What the run made, as it ended ({path: sha256}): what it read back (PyG's processed
     # data.pt), and the other files it wrote up to _MAX_DERIVED_BYTES (PyG's pre_transform.pt,
     # which later runs read; not a large checkpoint).
     out["derived"] = {}
     reread = {d for d in raw.get("reread", ()) if isinstance(d, str)}
     for p in sorted({d for d in raw.get("produced", ()) if isinstance(d, str)} | reread):
-        if p.startswith((temp, "/proc/", "/sys/", "/dev/")) or p.endswith((".pyc", ".tmp")) \
+        if p.startswith((temp, "/proc/", "/sys/")) or p.endswith((".pyc", ".tmp")) \
                 or in_library_location(p):
             continue
         with contextlib.suppress(OSError):
@@ -119,6 +120,50 @@ def reads_record(path: Path, *, cwd: str, ignore_env: set[str]) -> dict[str, Any
 
 
 _MAX_DERIVED_BYTES = 64 * 2**20
+_KINDS = ("file", "dir", "other", None)
+
+
+def _checks(exists: Any, raw: Mapping[str, Any], temp: str,
+            portable: Callable[[str], str]) -> dict[str, str | None]:
+    """The existence checks of a run that a hit needs unchanged: ``{path: kind or None}``
+    (absent), less what the other parts of the record decide already: a path the run made
+    (or one under a directory it made), a file it read, a directory above one."""
+    from ..fingerprint import in_library_location
+
+    if not isinstance(exists, Mapping):
+        return {}
+    made = {p.rstrip(os.sep) for p in raw.get("produced", ()) if isinstance(p, str)}
+    read = [p for key in ("files", "dirs") if isinstance(raw.get(key), Mapping)
+            for p in raw[key]] + [p for p in raw.get("modules", ()) if isinstance(p, str)]
+    above = {parent for p in read for parent in _parents(p)}
+    out: dict[str, str | None] = {}
+    for p, kind in sorted(exists.items()):
+        if kind not in _KINDS or not isinstance(p, str) or \
+                p.startswith((temp, "/proc/", "/sys/")) or in_library_location(p):
+            continue
+        if p in made or any(parent in made for parent in _parents(p)):
+            continue   # the run's own output: its existence is the run's doing
+        if (kind == "file" and p in read) or (kind == "dir" and p in above):
+            continue   # the read itself is checked (a derived file can stand in for it)
+        out[portable(p)] = kind
+    return out
+
+
+def _parents(path: str) -> list[str]:
+    out, head = [], os.path.dirname(path)
+    while head and head != os.path.dirname(head):
+        out.append(head)
+        head = os.path.dirname(head)
+    return out
+
+
+def path_kind(path: str) -> str | None:
+    """What is at ``path`` as the existence record names it: "file", "dir", "other" or None."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    return "file" if stat.S_ISREG(mode) else "dir" if stat.S_ISDIR(mode) else "other"
 
 
 Derived = Callable[[str, str], Any]   # (path, sha256) -> the inputs that made it, or None
@@ -131,7 +176,8 @@ def derivations(record: Mapping[str, Any]) -> list[tuple[str, str, dict[str, Any
     derived = record.get("derived") if isinstance(record, Mapping) else None
     if not isinstance(derived, Mapping):
         return []
-    inputs = {k: record[k] for k in ("files", "dirs", "env", "modules") if k in record}
+    inputs = {k: record[k] for k in ("files", "dirs", "env", "modules", "exists")
+              if k in record}
     return [(p, h, inputs) for p, h in derived.items() if isinstance(h, str)]
 
 
@@ -173,6 +219,12 @@ def reads_unchanged(command: Command, record: Any, derived: Derived | None = Non
                 return False
         for rel, digest in record["modules"].items():
             if module_digest(os.path.join(cwd, rel)) != digest:
+                return False
+        exists = record.get("exists", {})   # absent in records made before it was kept
+        if not isinstance(exists, dict):
+            return False
+        for rel, kind in exists.items():
+            if path_kind(os.path.join(cwd, rel)) != kind:
                 return False
     except (OSError, TypeError, ValueError):
         return False   # gone, unreadable, or a record that is not ours

@@ -16,14 +16,14 @@ import sys
 if __name__ == "__main__" and not (sys.flags.isolated or getattr(sys.flags, "safe_path", False)):
     del sys.path[0]  # this file's directory: nothing here may shadow the standard library
 
-import atexit  # noqa: E402
 import contextlib  # noqa: E402
 import gc  # noqa: E402
 import importlib.util  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
-import traceback  # noqa: E402
-from typing import Any  # noqa: E402
+import select  # noqa: E402
+import signal  # noqa: E402
+from typing import Any, NoReturn  # noqa: E402
 
 PRELOAD = ("numpy", "torch", "torch_geometric")
 
@@ -38,9 +38,43 @@ def _child_module() -> Any:
     return module
 
 
-def _run_child(request: dict) -> int:
-    """In the forked child: become the run, and return its exit code."""
+def tie_to_parent(signum: int) -> None:
+    """Have the kernel send ``signum`` to this process when the thread that started it ends
+    (Linux ``prctl(PR_SET_PDEATHSIG)``; nothing elsewhere)."""
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signum), 0, 0, 0)  # PR_SET_PDEATHSIG
+
+
+def _fresh_state() -> None:
+    """What a new interpreter starts with that the server's fork would share: the global
+    random states of ``random``, NumPy's legacy ``np.random`` and torch's default generator,
+    each seeded from the OS's entropy as a fresh import seeds it."""
+    import random
+
+    random.seed()
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        with contextlib.suppress(Exception):
+            numpy.random.seed()
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        with contextlib.suppress(Exception):
+            torch.default_generator.seed()
+
+
+def _run_child(request: dict, server: int) -> int:
+    """In the forked child: become the run, run the script, and return its exit code; the
+    interpreter's normal shutdown (threads joined, exit handlers, files flushed and closed)
+    follows, as after a cold run."""
     os.setsid()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    tie_to_parent(signal.SIGKILL)   # the server has one thread: its death ends this run
+    if os.getppid() != server:
+        os._exit(1)                 # the server ended between fork and prctl
     for fd, name, flags in ((1, "stdout", os.O_WRONLY | os.O_APPEND),
                             (2, "stderr", os.O_WRONLY | os.O_APPEND),
                             (0, None, os.O_RDONLY)):
@@ -50,6 +84,11 @@ def _run_child(request: dict) -> int:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
+    import posix
+
+    posix.environ.clear()
+    posix.environ.update({os.fsencode(k): os.fsencode(v) for k, v in request["env"].items()})
+    _fresh_state()
     code = 0
     try:
         _child_module().main(list(request["argv"]))
@@ -64,19 +103,69 @@ def _run_child(request: dict) -> int:
     except BaseException:  # noqa: BLE001 - reported as Python reports an uncaught exception
         sys.excepthook(*sys.exc_info())
         code = 1
-    try:
-        atexit._run_exitfuncs()  # the script's handlers (graphnetz.record writes its file)
-    except BaseException:  # noqa: BLE001
-        traceback.print_exc()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
     return code
 
 
-def serve() -> None:
+class _Requests:
+    """Lines from the runner's pipe, read without blocking past what select says is there."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd, self.buffer, self.closed = fd, b"", False
+
+    def fill(self) -> None:
+        chunk = os.read(self.fd, 65536)
+        if chunk:
+            self.buffer += chunk
+        else:
+            self.closed = True   # the runner ended (any way, SIGKILL included)
+
+    def line(self) -> bytes | None:
+        while b"\n" not in self.buffer:
+            if self.closed:
+                return None
+            self.fill()
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line
+
+
+_RUNNING: list[int] = []   # the process group of the run in progress
+
+
+def _end_run_and_exit(*_: Any) -> NoReturn:
+    for group in _RUNNING:
+        with contextlib.suppress(OSError):
+            os.killpg(group, signal.SIGKILL)
+    os._exit(1)
+
+
+def _wait(pid: int, requests: _Requests) -> int | None:
+    """The run's exit status; None when the runner's pipe closed first (the run's group is
+    then killed)."""
+    pidfd = None
+    with contextlib.suppress(OSError, AttributeError):
+        pidfd = os.pidfd_open(pid)
+    try:
+        while True:
+            ready = select.select([requests.fd] + ([pidfd] if pidfd is not None else []), [],
+                                  [], None if pidfd is not None else 0.05)[0]
+            if requests.fd in ready:
+                requests.fill()
+                if requests.closed:
+                    return None
+            done, status = os.waitpid(pid, 0 if pidfd in ready else os.WNOHANG)
+            if done:
+                return status
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+
+
+def serve(tied: bool) -> None:
     import warnings
 
+    signal.signal(signal.SIGTERM, _end_run_and_exit)
+    if tied:   # started by the runner's main thread: ends when the runner does
+        tie_to_parent(signal.SIGTERM)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for name in PRELOAD:
@@ -87,32 +176,40 @@ def serve() -> None:
     # child would otherwise touch every one of them and copy each page it writes to (fork's
     # copy-on-write), which took most of a warm run's time.
     gc.freeze()
-    requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    requests = _Requests(os.dup(0))
     answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
     answers.write(json.dumps({"ready": os.getpid()}) + "\n")
     answers.flush()
-    for line in requests:
+    server = os.getpid()
+    while True:
+        line = requests.line()
+        if line is None:
+            return
         request = json.loads(line)
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
-            code = 1
             try:
-                requests.close()
+                os.close(requests.fd)
                 answers.close()
-                code = _run_child(request)
-            finally:
-                os._exit(code & 0xFF if code >= 0 else 1)
+                code = _run_child(request, server)
+            except BaseException:  # noqa: BLE001 - never back into the server's loop
+                os._exit(1)
+            sys.exit(code)   # the interpreter's own shutdown, as a cold run ends
+        _RUNNING[:] = [pid]
         answers.write(json.dumps({"pid": pid}) + "\n")
         answers.flush()
-        _, status = os.waitpid(pid, 0)
+        status = _wait(pid, requests)
+        if status is None:
+            _end_run_and_exit()
+        _RUNNING.clear()
         answers.write(json.dumps({"status": os.waitstatus_to_exitcode(status)}) + "\n")
         answers.flush()
 
 
 if __name__ == "__main__":
-    serve()
+    serve(tied="--tied" in sys.argv[1:])

@@ -20,7 +20,9 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,11 +31,19 @@ from ..script import WARM_ENV, warm_mode  # re-exported: the runner decides here
 
 SERVER = Path(__file__).with_name("command_server.py")
 
-__all__ = ["WARM_ENV", "WarmRun", "WarmServer", "close_servers", "running_servers",
-           "warm_mode", "warm_server"]
+__all__ = ["WARM_ENV", "ServerGone", "WarmRun", "WarmServer", "WarmServerWarning",
+           "close_servers", "running_servers", "warm_mode", "warm_server"]
 # What changes per run (or per test), not per server; each run gets its whole environment.
 _PER_RUN = ("GRAPHNETZ_SEED", "GRAPHNETZ_OUTPUT", "PYTEST_CURRENT_TEST")
 _START_SECONDS = 300
+
+
+class ServerGone(OSError):
+    """The fork server ended while a run of it was in progress (the run is redone cold)."""
+
+
+class WarmServerWarning(RuntimeWarning):
+    """A fork server ended early: this process's later runs start cold."""
 
 
 class WarmRun:
@@ -45,7 +55,11 @@ class WarmRun:
 
     def wait(self, timeout: float | None = None) -> int:
         if self.returncode is None:
-            answer = self.server.answer(timeout)
+            try:
+                answer = self.server.answer(timeout)
+            except (OSError, ValueError) as exc:
+                self.server.lost(f"it exited during a run ({exc})")
+                raise ServerGone(str(exc)) from exc
             if answer is None:
                 raise subprocess.TimeoutExpired("warm run", timeout or 0)
             self.returncode = int(answer["status"])
@@ -56,10 +70,15 @@ class WarmServer:
     """One fork server; requests go one at a time (a worker runs its triples in turn)."""
 
     def __init__(self, python: str, env: Mapping[str, str]) -> None:
-        self.proc = subprocess.Popen([python, str(SERVER)], env=dict(env),
+        # Started from the main thread, the server is also tied to this process by the kernel
+        # (PR_SET_PDEATHSIG fires when the starting *thread* ends); from any thread it ends
+        # when its request pipe closes, as it does when this process dies, SIGKILL included.
+        tied = ["--tied"] if threading.current_thread() is threading.main_thread() else []
+        self.proc = subprocess.Popen([python, str(SERVER), *tied], env=dict(env),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, start_new_session=True)
         self.buffer = b""
+        self.gone = False
         ready = self.answer(_START_SECONDS)
         if ready is None or "ready" not in ready:
             self.close()
@@ -86,7 +105,12 @@ class WarmServer:
               stderr: str) -> WarmRun | None:
         """Fork a run of ``argv`` (``command_child.py``'s arguments); None when the server is
         gone (the caller then runs cold)."""
-        if self.proc.poll() is not None or not os.path.isdir(cwd):
+        if self.gone:
+            return None
+        if self.proc.poll() is not None:
+            self.lost(f"it exited with code {self.proc.returncode} between runs")
+            return None
+        if not os.path.isdir(cwd):
             return None
         request = {"argv": list(argv), "cwd": cwd, "env": dict(env), "stdout": stdout,
                    "stderr": stderr}
@@ -95,9 +119,19 @@ class WarmServer:
             self.proc.stdin.write((json.dumps(request) + "\n").encode())
             self.proc.stdin.flush()
             answer = self.answer(60)
-        except (OSError, ValueError):
+        except (OSError, ValueError) as exc:
+            self.lost(f"it stopped answering ({exc})")
             return None
         return None if answer is None else WarmRun(self, int(answer["pid"]))
+
+    def lost(self, why: str) -> None:
+        """This server cannot serve any more runs: say so once; later runs start cold."""
+        if self.gone:
+            return
+        self.gone = True
+        warnings.warn(f"graphnetz: the warm script server (pid {self.proc.pid}) is gone: {why}; "
+                      "this process's later script runs start cold", WarmServerWarning,
+                      stacklevel=2)
 
     def close(self) -> None:
         with contextlib.suppress(OSError, ValueError):
@@ -148,12 +182,14 @@ def warm_server(args: Sequence[str], env: Mapping[str, str], device: str,
             _SERVERS[key] = WarmServer(args[0], base)
         except OSError:
             _SERVERS[key] = None   # cold from now on, for this environment
-    return _SERVERS[key]
+    server = _SERVERS[key]
+    return None if server is None or server.gone else server
 
 
 def running_servers() -> list[int]:
     """The process ids of this process's live fork servers."""
-    return [s.proc.pid for s in _SERVERS.values() if s is not None and s.proc.poll() is None]
+    return [s.proc.pid for s in _SERVERS.values()
+            if s is not None and not s.gone and s.proc.poll() is None]
 
 
 def close_servers() -> None:

@@ -1,0 +1,187 @@
+"""Every input a command task's script reads through Python keeps a cache hit honest.
+
+Each case is a tiny plain-Python script whose metric drops 5 points when one input changes:
+a sqlite row, an override file that did not exist at the baseline, a ``runpy``'d settings
+module, an ``os.path.exists`` flag, a file outside the project loaded by ``importlib`` (not in
+``sys.modules``), a file under ``/dev/shm``. In real pytest sessions with the cache kept: the
+baseline, a rerun served from the cache (so the read is not simply missed every time), then
+the change, which must retrain and read REGRESSED (a stale hit would read IDENTICAL).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import uuid
+from pathlib import Path
+
+import pytest
+
+# Pytester's in-process sessions drop modules first imported inside them, and NumPy's and
+# torch's cannot be imported twice in one process: they are imported here, once.
+pytest.importorskip("torch_geometric")
+
+# One copy of the plugin's classes for every session (pytester drops what a session imports).
+import pytest_graphnetz.tasks.command  # noqa: E402, F401
+from pytest_graphnetz import assert_not_worse  # noqa: E402, F401
+from pytest_graphnetz.runner import TripleError  # noqa: E402, F401
+from pytest_graphnetz.verdicts.values import GateRefusal  # noqa: E402, F401
+
+TRAIN = '''
+import json, os, random, sys
+random.seed(int(os.environ["GRAPHNETZ_SEED"]))
+{read}
+test = [0.8 - drop + 0.01 * random.random() for _ in range(3)]
+json.dump({{"metric": "accuracy", "test": test}}, open(sys.argv[1], "w"))
+'''
+
+READS = {
+    "sqlite row": (
+        "import sqlite3\n"
+        "drop = sqlite3.connect('settings.db').execute(\n"
+        "    \"SELECT value FROM settings WHERE name = 'drop'\").fetchone()[0]\n"),
+    "override file": (
+        "try:\n"
+        "    drop = json.load(open('override.json'))['drop']\n"
+        "except FileNotFoundError:\n"
+        "    drop = 0.0\n"),
+    "runpy settings": (
+        "import runpy\n"
+        "drop = runpy.run_path('settings.py')['DROP']\n"),
+    "exists flag": "drop = 0.05 if os.path.exists('SLOW_MODE') else 0.0\n",
+    "importlib file": (
+        "import importlib.util\n"
+        "spec = importlib.util.spec_from_file_location('shared_ext', {outside!r})\n"
+        "ext = importlib.util.module_from_spec(spec)\n"
+        "spec.loader.exec_module(ext)\n"
+        "drop = ext.DROP\n"),
+    "dev shm file": "drop = json.load(open({shm!r}))['drop']\n",
+}
+
+PROJECT = '''
+import sys
+from pathlib import Path
+
+from pytest_graphnetz import Task
+from pytest_graphnetz.tasks.command import Command, DataFiles
+
+HERE = Path(__file__).parent
+TASKS = {"t": Task("t", DataFiles(), kind="command")}
+MODELS = {"A": Command([sys.executable, "train.py", "{output}"], cwd=HERE)}
+'''
+
+GATES = """
+from pytest_graphnetz import assert_not_worse
+
+import project
+
+
+def test_scripts(graphnetz_run, graphnetz_baseline):
+    assert_not_worse(graphnetz_run(project.TASKS, project.MODELS), graphnetz_baseline())
+"""
+
+
+def setup(case: str, where: Path, outside: Path, shm: Path) -> None:
+    """The input of ``case`` as it is at the baseline (no drop)."""
+    if case == "sqlite row":
+        with sqlite3.connect(where / "settings.db") as db:
+            db.execute("CREATE TABLE settings (name TEXT, value REAL)")
+            db.execute("INSERT INTO settings VALUES ('drop', 0.0)")
+        db.close()
+    elif case == "runpy settings":
+        (where / "settings.py").write_text("DROP = 0.0\n")
+    elif case == "importlib file":
+        outside.parent.mkdir(parents=True, exist_ok=True)
+        outside.write_text("DROP = 0.0\n")
+    elif case == "dev shm file":
+        shm.write_text(json.dumps({"drop": 0.0}))
+
+
+def change(case: str, where: Path, outside: Path, shm: Path) -> None:
+    """The 5-point drop, made through the input of ``case``."""
+    if case == "sqlite row":
+        with sqlite3.connect(where / "settings.db") as db:
+            db.execute("UPDATE settings SET value = 0.05 WHERE name = 'drop'")
+        db.close()
+    elif case == "override file":
+        (where / "override.json").write_text(json.dumps({"drop": 0.05}))
+    elif case == "runpy settings":
+        (where / "settings.py").write_text("DROP = 0.05\n")
+    elif case == "exists flag":
+        (where / "SLOW_MODE").write_text("")
+    elif case == "importlib file":
+        outside.write_text("DROP = 0.05\n")
+    elif case == "dev shm file":
+        shm.write_text(json.dumps({"drop": 0.05}))
+
+
+@pytest.mark.parametrize("case", list(READS))
+def test_a_drop_through_an_input_read_by_python_regresses_with_the_cache_kept(
+        pytester: pytest.Pytester, tmp_path_factory, case: str) -> None:
+    if case == "dev shm file" and not Path("/dev/shm").is_dir():
+        pytest.skip("no /dev/shm here")
+    outside = tmp_path_factory.mktemp("shared") / "code" / "ext.py"
+    shm = Path("/dev/shm") / f"graphnetz-test-{uuid.uuid4().hex}.json"
+    try:
+        read = READS[case].format(outside=str(outside), shm=str(shm))
+        pytester.makepyfile(project=PROJECT, test_scripts=GATES,
+                            train=TRAIN.format(read=read))
+        setup(case, pytester.path, outside, shm)
+        cache = tmp_path_factory.mktemp("cache")
+        args = ["--graphnetz-seeds=5", f"--graphnetz-cache-dir={cache}", "-p",
+                "no:cacheprovider"]
+        pytester.runpytest(*args, "--graphnetz-update-baselines").assert_outcomes(passed=1)
+        again = pytester.runpytest(*args, "-rA")
+        again.assert_outcomes(passed=1)
+        assert re.search(r"\(0 trained, 5 from cache\)", again.stdout.str()), \
+            f"{case}: an unchanged rerun was not served from the cache"
+        change(case, pytester.path, outside, shm)
+        changed = pytester.runpytest(*args)
+        out = changed.stdout.str()
+        assert changed.ret == 1 and re.search(r"t/A\s.*REGRESSED", out), \
+            f"{case}: the drop was not seen (a stale cache hit?):\n{out}"
+    finally:
+        shm.unlink(missing_ok=True)
+
+
+ENV_SCRIPT = '''
+import json, os, posix, sys
+import pytest_graphnetz.script as graphnetz
+from lib_settings import verbose
+
+copied = dict(os.environ)              # a copy passed on: not a read of every variable
+spare = {**os.environ}
+a = os.environb.get(b"BY_ENVIRONB")
+b = posix.environ.get(b"BY_POSIX")
+c = os.getenv("BY_GETENV")
+open(os.devnull).read()                # a character device: nothing to key
+graphnetz.record(test=0.5 + 0.01 * verbose())
+'''
+
+LIBRARY = '''
+import os
+
+def verbose():   # a library's own lookup for the script (click's `envvar=` reads so)
+    return int("BY_LIBRARY" in os.environ)
+'''
+
+
+def test_every_interface_to_the_environment_is_recorded(tmp_path, monkeypatch) -> None:
+    import sys
+
+    from pytest_graphnetz.tasks.command import Command
+    from pytest_graphnetz.tasks.command_run import run_traced
+
+    (tmp_path / "train.py").write_text(ENV_SCRIPT)
+    (tmp_path / "lib_settings.py").write_text(LIBRARY)
+    monkeypatch.setenv("BY_POSIX", "1")
+    command = Command([sys.executable, "train.py"], cwd=tmp_path)
+    _, reads = run_traced(command, task="t", model="m", metric="accuracy", seed=0,
+                          device="cpu", threads=1, deterministic="off")
+    assert reads is not None
+    assert {"BY_ENVIRONB", "BY_POSIX", "BY_GETENV", "BY_LIBRARY"} <= set(reads["env"])
+    assert reads["env"]["BY_POSIX"] is not None and reads["env"]["BY_GETENV"] is None
+    assert "HOME" not in reads["env"] and "PATH" not in reads["env"]   # only copied
+    assert os.devnull not in reads["files"] and os.devnull not in reads["exists"]
