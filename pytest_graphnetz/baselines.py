@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from .outputs import shown
+from .replicates import Replicates, paired_report
 from .report import BenchmarkReport
 from .report.codec import dumps, read_json, values_to_json
 from .report.files import file_lock, remove_stale_temp_files, write_text_atomic
@@ -151,7 +152,8 @@ class Anchor:
 
 @dataclass(frozen=True)
 class StoredBaseline:
-    """A baseline file's content: the report (values only) and each cell's anchor.
+    """A baseline file's content: the report (values only), each cell's anchor and, for a
+    baseline refreshed with replicates, each cell's :class:`Replicates`.
 
     ``anchors`` lacks the cells of a file written before anchors existed (``legacy``).
     """
@@ -159,6 +161,12 @@ class StoredBaseline:
     report: BenchmarkReport
     anchors: Mapping[Cell, Anchor] = field(default_factory=dict)
     legacy: bool = False
+    replicates: Mapping[Cell, Replicates] = field(default_factory=dict)
+
+    def paired_with(self, candidate: BenchmarkReport) -> tuple[BenchmarkReport, str]:
+        """The report a gate pairs ``candidate`` with, and what the gate's header says of it
+        (:func:`~.replicates.paired_report`: per cell the mean of its replicates)."""
+        return paired_report(self.report, self.replicates, candidate)
 
     def anchor_report(self, cells: list[Cell]) -> BenchmarkReport:
         """The anchors of ``cells`` (one anchor seed set, a full task × model grid) as a report.
@@ -183,24 +191,33 @@ class StoredBaseline:
         return BenchmarkReport.from_dict(data, source="the anchors")
 
 
-def to_text(report: BenchmarkReport, anchors: Mapping[Cell, Anchor]) -> str:
-    """The file text of a baseline: ``report``'s values-only form with each cell's anchor."""
+def to_text(report: BenchmarkReport, anchors: Mapping[Cell, Anchor],
+            replicates: Mapping[Cell, Replicates] | None = None) -> str:
+    """The file text of a baseline: ``report``'s values-only form with each cell's anchor and
+    replicates (those that hold ``report``'s seeds)."""
     data = report.to_values_dict()
     for (task, model), anchor in anchors.items():
         data["models"][model]["tasks"][task]["anchor"] = anchor.to_json()
+    for (task, model), rep in (replicates or {}).items():
+        if rep.seeds == report.seeds and task in report.tasks and model in report.models:
+            data["models"][model]["tasks"][task]["replicates"] = rep.to_json(
+                rule_values(report, task, model))
     return dumps(data)
 
 
 def write_baseline(path: str | Path, report: BenchmarkReport,
-                   anchors: Mapping[Cell, Anchor], *, root: Path | None = None) -> Path:
-    """Write ``report`` with ``anchors`` to ``path`` atomically (a reader never sees half);
-    messages print ``path`` relative to ``root`` (the rootdir) when it lies inside."""
+                   anchors: Mapping[Cell, Anchor], *, root: Path | None = None,
+                   replicates: Mapping[Cell, Replicates] | None = None) -> Path:
+    """Write ``report`` with ``anchors`` (and ``replicates``) to ``path`` atomically (a reader
+    never sees half); messages print ``path`` relative to ``root`` (the rootdir) when it lies
+    inside."""
     path = Path(path)
     # Older versions wrote temp files beside the baseline, where a killed write's could get
     # committed; sweep those, then write through the ignored temp directory.
     remove_stale_temp_files(path.parent)
     try:
-        write_text_atomic(path, to_text(report, anchors), temp_dir=_temp_dir(path.parent))
+        write_text_atomic(path, to_text(report, anchors, replicates),
+                          temp_dir=_temp_dir(path.parent))
     except OSError as exc:
         raise BaselineError(_unwritable(path, exc, shown(path, root))) from None
     return path
@@ -227,13 +244,16 @@ def read_baseline(path: str | Path, *, update_command: str | None = None,
         report = BenchmarkReport.from_dict(data, source=name)
         if data["schema"] == SCHEMA:
             return StoredBaseline(report, legacy=True)
-        anchors = {}
+        anchors, replicates = {}, {}
         for model, block in data["models"].items():
             for task, cell in block["tasks"].items():
                 if cell.get("anchor") is not None:
                     anchors[(task, model)] = Anchor.from_json(cell["anchor"],
                                                               data["schema_version"])
-        return StoredBaseline(report, anchors)
+                if cell.get("replicates") is not None:
+                    replicates[(task, model)] = Replicates.from_json(
+                        cell["replicates"], f"cell {task}/{model}")
+        return StoredBaseline(report, anchors, replicates=replicates)
     except ReportSchemaError as exc:
         raise BaselineSchemaError(
             f"baseline {name} was written by a newer pytest-graphnetz (schema version "

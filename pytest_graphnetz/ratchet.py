@@ -16,6 +16,14 @@ resets its anchor alone; every other cell is judged, and anchored, as before. A 
 the file gets its first values as anchor; a file written before anchors existed takes the
 values it held before the refresh.
 
+**A suspect gain** (a BETTER the leak guard flags, :mod:`.verdicts.leak`: its test gain is not
+matched on validation, or lies far beyond the seeds' spread) is refused too, whatever else
+holds, until the cell is accepted: a refresh must not lock a test leak into the baseline.
+**Replicates**: a candidate that carries salted reruns
+(:class:`~pytest_graphnetz.replicates.ReplicatedReport`) is judged against the replaced
+baseline's replicate means, as the gate is, and writes its replicates beside each cell it
+writes; a cell refreshed without them loses the old ones.
+
 The comparisons themselves are the gates' (``judge``, given by :mod:`.gates`): this module
 decides and writes, the gates compare and report. Read, compare and write happen under the
 baseline's lock (:func:`~pytest_graphnetz.baselines.baseline_lock`), so two pytest-xdist
@@ -38,6 +46,7 @@ from .baselines import (
     baseline_lock,
     write_baseline,
 )
+from .replicates import Replicates, replicates_of
 from .report import BenchmarkReport
 from .stats import Verdict
 
@@ -53,12 +62,13 @@ Judge = Callable[[BenchmarkReport, BenchmarkReport, str], "list[CellVerdict]"]
 RULE = ("the ratchet refuses a refresh in which a cell is REGRESSED, or INCONCLUSIVE with a "
         "negative mean Δ, against the baseline it replaces or against the cell's anchor (the "
         "per-seed values of its first baseline, kept in the file), so refreshes that each lose "
-        "a little cannot add up")
+        "a little cannot add up; and one in which a cell's BETTER is suspect (a test gain the "
+        "validation series does not share), so a test leak is not locked in")
 
 
 def refuses(verdict: CellVerdict) -> bool:
     """Whether the ratchet refuses on ``verdict`` (a gate's not-worse cell verdict)."""
-    return verdict.verdict is Verdict.REGRESSED or (
+    return verdict.verdict is Verdict.REGRESSED or bool(verdict.suspect) or (
         verdict.verdict is Verdict.INCONCLUSIVE and verdict.comparison.mean_diff < 0)
 
 
@@ -98,10 +108,18 @@ class RefreshOutcome:
         """What the reviewer can do: accept the named cells, make the INCONCLUSIVE ones
         decidable with more seeds, and (last) force, which resets every written anchor."""
         cells = list(dict.fromkeys(v.cell for v in self.refused))
-        lines = [f"If the loss of {', '.join(cells)} is intended, accept it for those cells "
-                 f"only: rerun with {self.handle.accept_command(cells)} (or `graphnetz refresh "
-                 f"<node id> --accept {cells[0]}`); their anchors are reset, every other cell "
-                 "keeps its anchor."]
+        suspect = list(dict.fromkeys(v.cell for v in self.refused if v.suspect))
+        lost = [c for c in cells if c not in suspect]
+        lines = []
+        if suspect:
+            lines.append(f"{', '.join(suspect)}: the gain is suspect; check for test leakage "
+                         "(test labels or nodes in training, a split that changed). If it is "
+                         f"genuine, accept it: rerun with {self.handle.accept_command(suspect)}.")
+        if lost:
+            lines.append(f"If the loss of {', '.join(lost)} is intended, accept it for those "
+                         f"cells only: rerun with {self.handle.accept_command(lost)} (or "
+                         f"`graphnetz refresh <node id> --accept {lost[0]}`); their anchors are "
+                         "reset, every other cell keeps its anchor.")
         needed = [v.comparison.seeds_needed for v in self.refused
                   if v.verdict is Verdict.INCONCLUSIVE and v.comparison.seeds_needed]
         if needed:
@@ -143,7 +161,8 @@ def refresh(handle: BaselineHandle, candidate: BenchmarkReport, judge: Judge) ->
         if refused and not handle.force:
             return outcome
         report, anchors = _merge(stored, candidate, handle)
-        write_baseline(handle.path, report, anchors, root=handle.root)
+        write_baseline(handle.path, report, anchors, root=handle.root,
+                       replicates=_replicates(stored, candidate))
         return RefreshOutcome(handle, True, previous, anchored, refused, new_cells,
                               outcome.replaced)
 
@@ -159,13 +178,27 @@ def _read(handle: BaselineHandle) -> StoredBaseline | None:
         return None
 
 
+def _replicates(stored: StoredBaseline | None,
+                candidate: BenchmarkReport) -> dict[Cell, Replicates]:
+    """The replicates the written file keeps: the candidate's for the cells it writes (none:
+    a cell refreshed without replicates drops the old), the file's for the others (each kept
+    only while it holds the written report's seeds)."""
+    kept = {} if stored is None else dict(stored.replicates)
+    new = replicates_of(candidate)
+    for cell in _cells(candidate):
+        kept.pop(cell, None)
+        if cell in new:
+            kept[cell] = new[cell]
+    return kept
+
+
 def _cells(report: BenchmarkReport) -> list[Cell]:
     return [(t, m) for t in report.tasks for m in report.models]
 
 
 def _against_previous(candidate: BenchmarkReport, stored: StoredBaseline, judge: Judge,
                       source: str) -> list[CellVerdict]:
-    old = stored.report
+    old, _ = stored.paired_with(candidate)   # a cell's replicate means, as the gate pairs
     tasks = [t for t in candidate.tasks if t in old.tasks]
     models = [m for m in candidate.models if m in old.models]
     if not (tasks and models):

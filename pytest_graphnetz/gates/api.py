@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .. import stats
-from ..baselines import BaselineError, BaselineHandle, load_baseline
+from ..baselines import BaselineError, BaselineHandle, read_baseline
 from ..report import BenchmarkReport
 from ..stats.planning import seeds_for_width
 from ..stats.suite import DEFAULT_SUITE_WEIGHT
@@ -207,7 +207,7 @@ def _comparison_gate(gate: str, given: BenchmarkReport, baseline: BaselineLike, 
         if isinstance(baseline, BaselineHandle) and baseline.update:
             return _refresh(recorder, gate, report, baseline, test=test, margin=margin,
                             alpha=alpha, rng=rng, min_effect=delta)
-        source, base = _load(recorder, baseline)
+        source, base = _load(recorder, baseline, report)
         command = baseline.update_command if isinstance(baseline, BaselineHandle) else None
         if resolvable:
             seeds = report.seeds if schedule is None else schedule.planned_seeds
@@ -251,6 +251,10 @@ def _comparison_gate(gate: str, given: BenchmarkReport, baseline: BaselineLike, 
                 warnings.warn(f"graphnetz: the candidate report was not saved: {exc}",
                               stacklevel=2)
     notes = (saved_note(saved, decided),) if len(saved) > 1 else ()
+    from ..verdicts.leak import mark_suspects  # a BETTER not matched on validation: suspect
+
+    looks = [report] if schedule is None else [report, *schedule.extensions]
+    verdicts = mark_suspects(verdicts, looks, base)
     from ..calibration.annotation import annotate_verdicts  # δ finer than the seeds resolve: a note
 
     verdicts = annotate_verdicts(verdicts, baseline, resolvable=resolvable)
@@ -309,10 +313,13 @@ def _refresh(recorder: GateRecorder, gate: str, report: BenchmarkReport, handle:
 
     def judge(candidate: BenchmarkReport, reference: BenchmarkReport,
               source: str) -> list[CellVerdict]:
+        from ..verdicts.leak import mark_suspects
+
         # A refresh is judged alone at alpha: the ratchet is not a rerun of a gate.
-        return compare_reports(candidate, reference, gate="not_worse", test=test, margin=margin,
-                               min_effect=min_effect, alpha=alpha, source=source, rng=rng,
-                               rerun_safe=False, alone_reason=REFRESH_ALONE)
+        return mark_suspects(compare_reports(
+            candidate, reference, gate="not_worse", test=test, margin=margin,
+            min_effect=min_effect, alpha=alpha, source=source, rng=rng, rerun_safe=False,
+            alone_reason=REFRESH_ALONE), [candidate], reference)
 
     outcome = refresh(handle, report, judge)
     status = "UPDATED" if outcome.written else "REFUSED"
@@ -327,15 +334,19 @@ def _refresh(recorder: GateRecorder, gate: str, report: BenchmarkReport, handle:
     return [*outcome.previous, *outcome.anchored]
 
 
-def _load(recorder: GateRecorder, baseline: BaselineLike) -> tuple[str, BenchmarkReport]:
+def _load(recorder: GateRecorder, baseline: BaselineLike,
+          candidate: BenchmarkReport) -> tuple[str, BenchmarkReport]:
     __tracebackhide__ = True
     if isinstance(baseline, BenchmarkReport):
         return "the baseline report", baseline
     if isinstance(baseline, BaselineHandle):
-        return baseline.shown, baseline.load()  # relative to the rootdir in pytest
+        # relative to the rootdir in pytest; a cell's replicate means where it has them
+        base, note = baseline.read().paired_with(candidate)
+        return baseline.shown + note, base
     if isinstance(baseline, (str, os.PathLike)):
         recorder.used(str(Path(baseline).resolve()))
-        return str(baseline), load_baseline(Path(baseline))
+        base, note = read_baseline(Path(baseline)).paired_with(candidate)
+        return str(baseline) + note, base
     raise TypeError(f"`baseline` must be a BenchmarkReport, a path or a baseline handle, "
                     f"got {type(baseline).__name__}")
 

@@ -28,14 +28,36 @@ def graphnetz_run(request: pytest.FixtureRequest) -> Iterator[Callable[..., Benc
     ``run_benchmark`` takes) override them for this call. With ``--graphnetz-calibrate`` each
     call also trains its models under salted seeds (every configured seed, also under adaptive
     seeds), and after the test the calibration is written beside each baseline it used.
+    With ``--graphnetz-update-baselines --graphnetz-baseline-replicates=R`` each call also
+    trains its models under R - 1 salts (:mod:`pytest_graphnetz.replicates`).
     """
     session = request.config.stash[STASH_KEY]
     settings = session.settings
 
     def run(tasks: Any, models: Any, **kwargs: Any) -> BenchmarkReport:
         __tracebackhide__ = True
+        if settings.update_baselines and settings.baseline_replicates > 1:
+            return replicated(tasks, models, **kwargs)
         if not settings.calibrate:
             return session.run(request.node, tasks, models, **kwargs)
+        return calibrated(tasks, models, **kwargs)
+
+    def replicated(tasks: Any, models: Any, **kwargs: Any) -> BenchmarkReport:
+        """A refresh with replicates: every seed of the baseline (adaptive seeds: MAX, what a
+        refresh holds) and R - 1 salted reruns of it, which the refresh writes beside it."""
+        __tracebackhide__ = True
+        from ..calibration.salting import salted_models
+        from ..replicates import ReplicatedReport
+
+        kwargs.setdefault("seeds", settings.seeds)
+        report = (calibrated(tasks, models, **kwargs) if settings.calibrate
+                  else session.run(request.node, tasks, models, **kwargs))
+        salted = [session.run(request.node, tasks, salted_models(models, salt), **kwargs)
+                  for salt in range(1, settings.baseline_replicates)]
+        return ReplicatedReport(report, salted)
+
+    def calibrated(tasks: Any, models: Any, **kwargs: Any) -> BenchmarkReport:
+        __tracebackhide__ = True
         from ..calibration.run import calibrate
         from ..stats.boundaries import DEFAULT_RHO
 

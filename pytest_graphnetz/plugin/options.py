@@ -117,6 +117,9 @@ OPTIONS = (
     Option("calibrate", "also train each graphnetz_run's models under salted seeds (same "
             "data and splits) and write, beside each baseline, what δ its seeds resolve "
             "(<test>.calibration.json; see docs/calibrate.md)", flag=True),
+    Option("baseline-replicates", "with --graphnetz-update-baselines: train each baseline "
+            "seed R times (its run and R-1 salted reruns: same data and split) and pair every "
+            "candidate seed with their mean (default 1; docs/gates.md)", metavar="R"),
 )
 
 

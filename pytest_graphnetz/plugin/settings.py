@@ -65,6 +65,7 @@ class Settings(SimpleNamespace):
     fail_unused: bool          # baseline cells no gate used fail the run
     accept: frozenset[str]     # TASK/MODEL cells whose loss a refresh accepts
     calibrate: bool            # --graphnetz-calibrate (calibration/)
+    baseline_replicates: int   # R: runs per seed a refresh trains (replicates.py)
     single_run: bool           # --graphnetz-single-run: every run judged alone at α
     # The schedule's first look (seeds): the ini's graphnetz_seeds (its N, or MIN of MIN..MAX),
     # else MIN of adaptive seeds on the command line, else 10 (stats.DEFAULT_FIRST_LOOK).
@@ -98,6 +99,12 @@ class Settings(SimpleNamespace):
         workers = converted(config, "workers", get("workers", "1"), int,
                            "a whole number of processes")
         alpha = converted(config, "alpha", get("alpha", str(DEFAULT_ALPHA)), float, "a number")
+        replicates = converted(config, "baseline-replicates", get("baseline-replicates", "1"),
+                               int, "a whole number of runs per seed")
+        if replicates < 1:
+            raise pytest.UsageError(
+                f"graphnetz: {named(config, 'baseline-replicates')} must be >= 1 (1: one run "
+                f"per seed, no salted reruns), got {replicates}")
         min_effect = get("min-effect", None)
         if min_effect is not None and str(min_effect).strip() == RESOLVABLE:
             min_effect = RESOLVABLE
@@ -171,6 +178,7 @@ class Settings(SimpleNamespace):
             json=path_value(config, "json", follow=False) if get("json", None) else None,
             fail_unused=bool(get("fail-unused", False)), accept=_accepted(config),
             calibrate=bool(get("calibrate", False)), first_look=first_look,
+            baseline_replicates=replicates,
         )
 
 

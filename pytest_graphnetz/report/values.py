@@ -28,6 +28,24 @@ def rule_values(report: BenchmarkReport, task: str, model: str) -> dict[str, np.
             for rule in EPOCH_SELECTIONS if rule == "final" or supported}
 
 
+def rule_validation(report: BenchmarkReport, task: str, model: str) -> dict[str, np.ndarray]:
+    """The cell's per-seed validation values (``seeds`` order) at the epoch each rule selects,
+    by rule name, as :func:`rule_values` gives the test values; empty when a run of the cell
+    recorded no validation series (a value is NaN where that run's series is)."""
+    if not all(report.histories[(task, model, s)].val is not None for s in report.seeds):
+        return {}
+    out = {}
+    for rule in rule_values(report, task, model):
+        epochs = report.selected_epochs(rule)
+        vals = []
+        for s in report.seeds:
+            series = report.histories[(task, model, s)].val
+            assert series is not None   # checked above
+            vals.append(series[epochs[(task, model, s)]])
+        out[rule] = np.asarray(vals, dtype=float)
+    return out
+
+
 def rule_values_from_json(d: Mapping, version: int, what: str) -> dict[str, np.ndarray]:
     """Inverse of ``{"values": values_to_json(rule_values(...))}``: per rule name, the per-seed
     values a cell or an anchor holds. Version 1 files held ``final`` and ``best_val`` beside the
@@ -68,6 +86,9 @@ def to_values_dict(report: BenchmarkReport) -> dict:
             block["fingerprints"] = fps
         for t in report.tasks:
             cell: dict = {"values": values_to_json(rule_values(report, t, m))}
+            validation = rule_validation(report, t, m)
+            if validation:   # the leak guard reads it (test gain against validation gain)
+                cell["validation"] = values_to_json(validation)
             described = info.get(m, {}).get(t, {})
             row = rows[(t, m)]
             cell.update({
@@ -136,9 +157,12 @@ def from_values_dict(cls: type[BenchmarkReport], data: Mapping, source: str) -> 
                         raise ValueError(f"cell {t}/{m}: `{rule}` has {len(vec)} values for "
                                          f"{len(seeds)} seeds")
                 rules = sorted(v)  # one order whatever the file's: equal files, equal reports
+                val = _validation(cell, rules, len(seeds), f"cell {t}/{m}")
                 for k, s in enumerate(seeds):
-                    histories[(t, m, s)] = History(test=tuple(float(v[r][k]) for r in rules),
-                                                   selected={r: i for i, r in enumerate(rules)})
+                    histories[(t, m, s)] = History(
+                        test=tuple(float(v[r][k]) for r in rules),
+                        val=None if val is None else tuple(float(val[r][k]) for r in rules),
+                        selected={r: i for i, r in enumerate(rules)})
                 if cell.get("model") is not None or cell.get("parameters") is not None:
                     model_info.setdefault(m, {})[t] = {"repr": cell.get("model"),
                                                        "parameters": cell.get("parameters")}
@@ -151,6 +175,19 @@ def from_values_dict(cls: type[BenchmarkReport], data: Mapping, source: str) -> 
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
         raise ReportFormatError(f"{source}: malformed baseline: {detail}") from exc
+
+
+def _validation(cell: Mapping, rules: Sequence[str], n: int,
+                what: str) -> dict[str, np.ndarray] | None:
+    """A cell's ``validation`` vectors (one per rule of its ``values``), or None without."""
+    if cell.get("validation") is None:
+        return None
+    found = values_from_json(cell["validation"], rules)
+    for rule in rules:
+        vec = found[rule]
+        if vec is None or len(vec) != n:
+            raise ValueError(f"{what}: `validation` needs {n} `{rule}` values, one per seed")
+    return {r: vec for r, vec in found.items() if vec is not None}
 
 
 def _round(x: float) -> float:

@@ -64,6 +64,8 @@ class CellVerdict:
     # at (less than α on the schedule). None: the same.
     call_alpha: float | None = None
     look: LookNote | None = None            # not-worse cells: the look it is reported at
+    # A BETTER the leak guard flags (verdicts.leak): why; a refresh keeping it needs accept.
+    suspect: str = ""
 
     @property
     def verdict(self) -> stats.Verdict:
@@ -117,6 +119,9 @@ class CellVerdict:
                     f"(the {ci_level(c)} CI lies above {fmt_num(-delta)}); if a drop this "
                     f"size is acceptable, accept it with margin={_accepting_margin(c.ci, delta)} "
                     "(margin must stay below min_effect)"]
+        if self.verdict == Verdict.BETTER and self.suspect:
+            return [f"  {self.suspect}: a refresh that keeps this cell is refused unless it is "
+                    f"accepted (--graphnetz-accept={self.cell})"]
         if self.verdict == Verdict.BETTER:
             return [f"  the candidate is better than the baseline: refresh the baseline to keep "
                     f"the gain ({refresh_hint(self.refresh_command)})"]
@@ -212,7 +217,7 @@ class CellVerdict:
         c = self.comparison
         p = c.p_adjusted if c.p_adjusted is not None else c.p_value
         verdict = str(self.verdict) + (": refresh baseline" if self.verdict == Verdict.BETTER
-                                       else "")
+                                       and not self.suspect else "")
         row = {"cell": self.cell, "metric": metric_label(self.metric, self.higher_is_better),
                 "baseline": fmt_mean_ci(self.baseline, short=True),
                 "candidate": fmt_mean_ci(self.candidate, short=True),
@@ -224,7 +229,7 @@ class CellVerdict:
             row.update(n=f"{c.n}/{self.stop.planned_max}", saved=str(self.stop.saved))
             # the baseline's mean over the seeds this cell used, which vary from run to run
             row["baseline"] += f" (seeds {seed_list(self.seeds)})"
-        note = "; ".join(x for x in (self.guidance.note(), self.table_note) if x)
+        note = "; ".join(x for x in (self.suspect, self.guidance.note(), self.table_note) if x)
         if note:
             row["note"] = note
         return row
