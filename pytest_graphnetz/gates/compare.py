@@ -10,6 +10,7 @@ from dataclasses import replace
 
 from .. import stats
 from ..pairing import (
+    cache_notes,
     changed_model_notes,
     check_cells,
     check_metrics,
@@ -132,13 +133,15 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
             name = verdict_name(comp.verdict)
             changed = (changed_model_notes(report, baseline, model, seeds)
                        if name == "IDENTICAL" else ())
+            cache, cache_note = cache_notes(report, task, model)
             verdicts.append(CellVerdict(
                 task, model, spec.name, spec.higher_is_better, gate, comp,
                 describe_values(base, baseline, metric=spec.name),
                 describe_values(cand, report, metric=spec.name),
-                tuple(seeds), failed_verdict(gate, name, strict), (*notes, *changed),
+                tuple(seeds), failed_verdict(gate, name, strict), (*notes, *changed, *cache),
                 tuple(baseline.seeds), refresh_command,
-                table_note=CHANGED_MODEL_NOTE if changed else ""))
+                table_note="; ".join(x for x in (CHANGED_MODEL_NOTE if changed else "",
+                                                 cache_note) if x)))
     return verdicts
 
 
