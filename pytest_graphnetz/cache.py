@@ -3,7 +3,11 @@
 Safe under concurrency (pytest-xdist workers, two CI jobs sharing a directory): a per-key
 ``filelock.FileLock`` is held while a run checks the cache, trains and writes, so no triple is
 trained twice; entries are written atomically (temp file + rename), so no half-written file is
-ever read. A corrupt entry is discarded with a warning naming the file, and recomputed.
+ever read. An entry's values are bound to its key by a digest: a corrupt, truncated or edited
+entry is discarded with a warning naming the file, and recomputed. An entry whose run depended
+on what it read keeps the last :data:`VARIANTS` results, each with what its run read, so an
+input changed and changed back is a hit again. A directory that cannot be written is read
+(hits served, nothing saved), with one warning.
 """
 
 from __future__ import annotations
@@ -33,6 +37,9 @@ CACHE_VERSION = 1
 RECORD_SCHEMA = "pytest-graphnetz/load"
 _MAX_RECORD_BYTES = 64 * 2**20
 _KEY = re.compile(r"[0-9a-f]{64}")
+# Results kept per key for runs that depend on what they read (a config edited, then reverted,
+# hits its first result again).
+VARIANTS = 8
 
 
 def canonical_json(obj: Any) -> str:
@@ -51,15 +58,19 @@ Check = Callable[[History], "str | None"]
 class TripleCache:
     """Histories on disk under ``directory``, one ``<key>.json`` per key from :func:`make_key`."""
 
-    def __init__(self, directory: str | os.PathLike) -> None:
+    def __init__(self, directory: str | os.PathLike, *, read_only: bool = False) -> None:
         self.directory = Path(directory)
+        # Read-only: hits are served, nothing is written, locked or deleted.
+        self.read_only = read_only
 
     @classmethod
     def open(cls, directory: str | os.PathLike) -> TripleCache | None:
         """The cache at ``directory``, created if needed and swept of stale temp files.
 
-        A cache that cannot be used (the path is a file, the directory is read-only) is not an
-        error: one warning says why, and None means "train without the cache this run".
+        A cache that cannot be used (the path is a file, a directory that cannot be read) is not
+        an error: one warning says why, and None means "train without the cache this run". A
+        directory that can be read but not written (a shared, prefilled team cache) is opened
+        read-only: its hits are served and nothing is saved, which one warning says.
         """
         cache = cls(directory)
         try:
@@ -68,10 +79,17 @@ class TripleCache:
             os.close(fd)
             os.unlink(probe)
         except OSError as exc:
+            cause = f"{type(exc).__name__}: {exc.strerror or exc}"
+            if cache.directory.is_dir() and os.access(cache.directory, os.R_OK | os.X_OK):
+                warnings.warn(
+                    f"graphnetz cache directory {cache.directory} is read-only ({cause}): "
+                    "cached results are read, nothing is saved this run",
+                    CacheWarning, stacklevel=2)
+                return cls(cache.directory, read_only=True)
             if cache.directory.exists() and not cache.directory.is_dir():
                 why = "it is a file, not a directory"
             else:
-                why = f"it cannot be written ({type(exc).__name__}: {exc.strerror or exc})"
+                why = f"it cannot be used ({cause})"
             warnings.warn(
                 f"graphnetz cache directory {cache.directory} is unusable: {why}; training "
                 "without the cache this run. Fix the directory, or choose another with "
@@ -99,10 +117,12 @@ class TripleCache:
         deleted).
 
         Unusable: unreadable (not UTF-8, not JSON, nested too deep, truncated), another schema,
-        version or key, values that are not numbers, or a history ``check`` rejects (it returns
-        the problem, e.g. the wrong number of epochs for the triple). Stale: ``valid`` (given)
-        rejects what the entry's run read (``put(..., depends=...)``; an entry without it is
-        stale too); the entry stays until a fresh run replaces it.
+        version or key, values that are not numbers, a history ``check`` rejects (it returns
+        the problem, e.g. the wrong number of epochs for the triple), or values that do not
+        match the entry's digest (edited by hand or by a tool). Stale: no digest (an entry
+        written before digests), or ``valid`` (given) rejects what each of the entry's results
+        read (``put(..., depends=...)``; a result without it is stale too); the entry stays
+        until a fresh run adds to it.
         """
         path = self.path(key)
         try:
@@ -112,12 +132,20 @@ class TripleCache:
             entry = json.loads(text)
             problem = _entry_problem(entry, key)
             history = None
-            if problem is None and valid is not None and (
-                    entry.get("depends") is None or not valid(entry["depends"])):
-                return None
             if problem is None:
-                history = history_from_json(entry["history"])
+                variants = [entry, *entry.get("earlier", ())]
+                if any("digest" not in v for v in variants):
+                    return None   # written before digests: recomputed, without a warning
+                chosen = variants[0] if valid is None else next(
+                    (v for v in variants if v.get("depends") is not None
+                     and valid(v["depends"])), None)
+                if chosen is None:
+                    return None
+                history = history_from_json(chosen["history"])
                 problem = None if check is None else check(history)
+                if problem is None:
+                    problem = next((_DIGEST_PROBLEM for v in variants
+                                    if v["digest"] != _digest(key, v)), None)
         except FileNotFoundError:
             return None
         except (OSError, ValueError, RecursionError, KeyError, TypeError) as exc:
@@ -127,23 +155,51 @@ class TripleCache:
             return history
         warnings.warn(f"discarding corrupt graphnetz cache entry {path} ({problem}); it will be "
                       "recomputed", CacheWarning, stacklevel=2)
-        with contextlib.suppress(OSError):
-            path.unlink()
+        self.discard(key)
         return None
+
+    def discard(self, key: str) -> None:
+        """Delete ``key``'s entry (every result it keeps), when there is one and the cache can
+        be written."""
+        if not self.read_only:
+            with contextlib.suppress(OSError):
+                self.path(key).unlink()
 
     def put(self, key: str, history: History, fields: Mapping[str, Any] | None = None,
             depends: Any = None) -> Path:
-        """Write ``history`` under ``key`` atomically; ``fields`` are stored for inspection,
-        ``depends`` (JSON: what the run read) for :meth:`get`'s ``valid``."""
+        """Write ``history`` under ``key`` atomically, with its digest; ``fields`` are stored
+        for inspection, ``depends`` (JSON: what the run read) for :meth:`get`'s ``valid``.
+        With ``depends``, the entry's earlier results that read something else are kept (the
+        last :data:`VARIANTS`), so a reverted input hits again."""
         path = self.path(key)
-        entry = {"schema": CACHE_SCHEMA, "version": CACHE_VERSION, "key": key,
-                 "history": history_to_json(history)}  # the report's exact, compact form
+        variant: dict[str, Any] = {"history": history_to_json(history)}  # the report's form
+        if depends is not None:
+            variant["depends"] = json.loads(canonical_json(depends))
+        variant = json.loads(dumps(variant))   # as get reads it back, so the digests agree
+        variant["digest"] = _digest(key, variant)
+        earlier = [] if depends is None else [
+            v for v in self._variants(key) if v.get("depends") != variant["depends"]]
+        entry = {"schema": CACHE_SCHEMA, "version": CACHE_VERSION, "key": key, **variant}
+        if earlier:
+            entry["earlier"] = earlier[:VARIANTS - 1]
         if fields is not None:
             entry["fields"] = json.loads(canonical_json(fields))
-        if depends is not None:
-            entry["depends"] = json.loads(canonical_json(depends))
         write_text_atomic(path, dumps(entry))
         return path
+
+    def _variants(self, key: str) -> list[dict[str, Any]]:
+        """The results ``key``'s entry keeps now, newest first, each with what its run read and
+        its digest ([] when there is no usable entry)."""
+        try:
+            entry = json.loads(read_regular_file(self.path(key)).decode("utf-8"))
+        except (OSError, ValueError, RecursionError):
+            return []
+        if _entry_problem(entry, key) is not None:
+            return []
+        variants = [entry, *entry.get("earlier", ())]
+        return [{k: v[k] for k in ("history", "depends", "digest")}
+                for v in variants if isinstance(v, dict) and "depends" in v and "digest" in v
+                and isinstance(v.get("history"), dict) and v["digest"] == _digest(key, v)]
 
     def lock(self, key: str) -> contextlib.AbstractContextManager[None]:
         """``key``'s inter-process lock (blocks while another process holds it); its lock file
@@ -176,6 +232,8 @@ class TripleCache:
         hit = self.get(key, check, valid) if path.exists() else None
         if hit is not None:
             return hit, True
+        if self.read_only:   # no lock can be taken, nothing is saved
+            return compute()[0], False
         with contextlib.ExitStack() as held:
             try:
                 held.enter_context(self.lock(key))
@@ -229,13 +287,15 @@ class TripleCache:
                           f"({type(exc).__name__}: {str(exc)[:200]}); it will be recomputed",
                           CacheWarning, stacklevel=2)
             with contextlib.suppress(OSError):
-                if path.is_file():
+                if path.is_file() and not self.read_only:
                     path.unlink()
             return None
 
     def put_record(self, key: str, record: Mapping[str, Any]) -> None:
         """Store the JSON object ``record`` under ``key`` atomically; a write that fails (a
         read-only or full cache) is skipped silently: :meth:`get_or_compute` warns about it."""
+        if self.read_only:
+            return
         path = self.record_path(key)
         entry = {"schema": RECORD_SCHEMA, "version": CACHE_VERSION, "key": key,
                  "record": json.loads(canonical_json(record))}
@@ -246,6 +306,16 @@ class TripleCache:
 
 class CacheWarning(UserWarning):
     """A cache entry or directory that could not be used (the run goes on without it)."""
+
+
+_DIGEST_PROBLEM = ("its values do not match its digest: edited or damaged after it was "
+                   "written")
+
+
+def _digest(key: str, variant: Mapping[str, Any]) -> str:
+    """sha256 binding one result of an entry (its history and what its run read) to ``key``."""
+    body = {"key": key, "history": variant.get("history"), "depends": variant.get("depends")}
+    return hashlib.sha256(canonical_json(body).encode()).hexdigest()
 
 
 def _entry_problem(entry: Any, key: str) -> str | None:
@@ -259,4 +329,8 @@ def _entry_problem(entry: Any, key: str) -> str | None:
         return "wrong schema or key: the entry belongs to another key"
     if not isinstance(entry.get("history"), dict):
         return "no history"
+    earlier = entry.get("earlier", [])
+    if not isinstance(earlier, list) or not all(
+            isinstance(v, dict) and isinstance(v.get("history"), dict) for v in earlier):
+        return "earlier results that are not histories"
     return None

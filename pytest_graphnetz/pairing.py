@@ -25,6 +25,24 @@ _ENVIRONMENT_KEYS = ("device", "threads", "versions", "gpu")
 # δ for metrics bounded in [0, 1] (accuracy, AUC, F1, MRR, Hits@K): one point.
 
 
+# runner/verify.py's sentence (not imported: the runner loads torch; a test pins the two).
+NOT_REPRODUCED = "a cached result did not reproduce: an input the key does not see changed"
+
+
+def cache_notes(report: BenchmarkReport, task: str, model: str) -> tuple[tuple[str, ...], str]:
+    """The notes (message, table) of a cell whose cache hit, retrained to check it, gave
+    another result (``report.protocol["cache"]``): every seed of the cell was retrained, so the
+    verdict is on fresh results, but the cache missed an input; ``((), "")`` otherwise."""
+    seeds = (report.protocol.get("cache") or {}).get("not_reproduced", {}).get(
+        f"{task}/{model}")
+    if not seeds:
+        return (), ""
+    return ((f"{NOT_REPRODUCED}: seed(s) {seed_list(seeds)} retrained to check the cache gave "
+             "another result than the cached one, so every seed of this cell was retrained "
+             "(the verdict is on fresh results). Something the script or model reads is not "
+             "in the cache key: see docs/cache.md",), NOT_REPRODUCED)
+
+
 def changed_model_notes(report: BenchmarkReport, baseline: BenchmarkReport, model: str,
                    seeds: Sequence[int]) -> tuple[str, ...]:
     """For an IDENTICAL cell: a note when the candidate's model is not the baseline's (its

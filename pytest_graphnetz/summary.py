@@ -40,6 +40,9 @@ from .text import (
 if TYPE_CHECKING:
     from .verdicts.values import CellVerdict, WidthVerdict
 
+# What a cache hit that did not reproduce means (runner/verify.py: not imported here, a test
+# pins that the two agree).
+NOT_REPRODUCED = "a cached result did not reproduce: an input the key does not see changed"
 FAILED_MARK = "✗ FAIL"     # the table's Build column for rows that failed the build
 # Verdicts that are no verdict: the comparison was not made.
 NO_VERDICT = ("REFUSED", "MISSING BASELINE", "NOT COMPARED")
@@ -159,6 +162,8 @@ class GateSummary:
     trained: int = 0
     cached: int = 0
     saved: int = 0
+    checked: int = 0          # cache hits retrained to check them
+    not_reproduced: int = 0   # cells whose checked hit differed, so retrained
     unused: Sequence[tuple[str, str]] = ()
 
     def __post_init__(self) -> None:
@@ -230,9 +235,20 @@ class GateSummary:
         if self.unused:
             yield from self.unused_cell_lines()
         if self.trained or self.cached:
-            yield f"triples: {self.trained} trained, {self.cached} from cache"
+            yield f"triples: {self.trained} trained, {self.cached} from cache" + \
+                self._checked_text()
         if self.saved:
             yield f"adaptive seeds: {seed_trainings(self.saved)} saved against fixed MAX"
+
+    def _checked_text(self) -> str:
+        """What the cache check did, after the triple counts ("" when it checked nothing)."""
+        if not self.checked:
+            return ""
+        text = f" ({self.checked} of them retrained to check the cache"
+        if self.not_reproduced:
+            text += (f"; in {self.not_reproduced} cell(s) {NOT_REPRODUCED}, so every seed of "
+                     "those cells was retrained")
+        return text + ")"
 
     def looks_line(self) -> str | None:
         """Where the compared cells stopped and what they cost: "Seeds: 3 cell(s) stopped at
@@ -326,7 +342,8 @@ class GateSummary:
         if looks:
             parts += ["", markdown_escape(looks)]
         if self.trained or self.cached:
-            parts += ["", f"Triples: {self.trained} trained, {self.cached} from cache."]
+            parts += ["", f"Triples: {self.trained} trained, {self.cached} from cache"
+                          f"{self._checked_text()}."]
         if self.saved:
             parts += ["", f"Adaptive seeds: {seed_trainings(self.saved)} saved against fixed "
                           "MAX."]
@@ -431,7 +448,9 @@ class GateSummary:
                 "rows": rows,
                 "unused_cells": [{"baseline": f, "cell": c} for f, c in self.unused],
                 "triples": {"trained": self.trained, "cached": self.cached,
-                            "saved": self.saved}}
+                            "saved": self.saved, **({"checked": self.checked,
+                                                     "not_reproduced": self.not_reproduced}
+                                                    if self.checked else {})}}
 
 
 def _fitting(pieces: Sequence[str], room: int) -> int:

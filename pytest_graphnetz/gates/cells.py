@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import stats
 from ..history import MetricSpec
-from ..pairing import changed_model_notes, collapse_notes
+from ..pairing import cache_notes, changed_model_notes, collapse_notes
 from ..report import BenchmarkReport
 from ..stats.boundaries import Design
 from ..stats.decisions import (
@@ -126,6 +126,7 @@ class GateCell:
         # the seeds read past the reported look: later looks (no REGRESSED crossing there)
         read = (self.design.looks[self.look]
                 if self.whole is None and self.look > k and name != "REGRESSED" else 0)
+        cache, cache_note = cache_notes(report, self.task, self.model)
         look = LookNote(self.design.looks, k + 1, self.design.on_schedule,
                         self.design.nominal[k], self.alone, self.unused, read)
         return CellVerdict(
@@ -133,10 +134,10 @@ class GateCell:
             comp, self._described(self.baseline, seeds, baseline),
             self._described(self.candidate, seeds, report),
             tuple(seeds), failed_verdict("not_worse", name, strict),
-            (*notes, *self.notes, *changed, *collapsed), tuple(baseline.seeds),
+            (*notes, *self.notes, *changed, *collapsed, *cache), tuple(baseline.seeds),
             refresh_command, stop=None if schedule is None else self._stop(schedule, k, fam),
-            table_note=self._table_note(name, look, changed=bool(changed),
-                                        collapsed=collapse_note),
+            table_note="; ".join(x for x in (self._table_note(
+                name, look, changed=bool(changed), collapsed=collapse_note), cache_note) if x),
             folds=self.folds, call_alpha=self.design.alpha, look=look)
 
     def _reported(self, k: int, fam: FamilyDecision | None, i: int) -> Comparison:

@@ -10,6 +10,7 @@ from dataclasses import replace
 
 from .. import stats
 from ..pairing import (
+    cache_notes,
     changed_model_notes,
     check_cells,
     check_metrics,
@@ -146,14 +147,16 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
             # one look at α on all its seeds (no LookNote)
             look = (None if rerun_safe else
                     LookNote((len(seeds),), 1, False, alpha, alone=NOT_RERUN_SAFE))
+            cache, cache_note = cache_notes(report, task, model)
             verdicts.append(CellVerdict(
                 task, model, spec.name, spec.higher_is_better, gate, comp,
                 describe_values(base, baseline, metric=spec.name),
                 describe_values(cand, report, metric=spec.name),
-                tuple(seeds), failed_verdict(gate, name, strict), (*notes, *changed),
+                tuple(seeds), failed_verdict(gate, name, strict), (*notes, *changed, *cache),
                 tuple(baseline.seeds), refresh_command,
                 table_note="; ".join(x for x in (CHANGED_MODEL_NOTE if changed else "",
-                                                 "" if look is None else look.describe()) if x),
+                                                 "" if look is None else look.describe(),
+                                                 cache_note) if x),
                 look=look))
     return verdicts
 

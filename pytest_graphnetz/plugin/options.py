@@ -81,6 +81,9 @@ OPTIONS = (
     Option("cache-dir", "per-triple result cache (default: graphnetz/ under pytest's cache dir)",
             metavar="DIR"),
     Option("no-cache", "train every triple, reading and writing no cache", flag=True),
+    Option("verify-cache", "per cell, retrain N of the seeds read from the cache and compare "
+            "bit for bit; one that differs retrains the cell (default: 1 for command tasks, 0 "
+            "for in-process models; 0: off)", metavar="N"),
     Option("baseline-dir", "where baselines live (default: baselines/ under the rootdir)",
             metavar="DIR"),
     Option("update-baselines", "gates given a baseline write the candidate there and pass, "

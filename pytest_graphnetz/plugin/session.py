@@ -72,6 +72,8 @@ class GraphnetzSession:
         self.reports: list[str] = []         # candidate reports saved (--graphnetz-report-dir)
         self.trained = 0
         self.cached = 0
+        self.checked = 0         # cache hits retrained to check them (--graphnetz-verify-cache)
+        self.not_reproduced = 0  # cells whose checked hit differed (retrained)
         self.saved = 0  # adaptive seeds: seed-trainings not needed against fixed MAX
         self.graphnetz_tests: set[str] = set()  # tests that use our fixtures, marker or gates
         # nodeid -> saved report path -> the gate calls that judged it (--graphnetz-report-dir)
@@ -111,6 +113,7 @@ class GraphnetzSession:
         kwargs.setdefault("workers", s.workers)
         kwargs.setdefault("cache_dir", s.cache_dir)
         kwargs.setdefault("deterministic", s.deterministic)
+        kwargs.setdefault("verify_cache", s.verify_cache)
         counts: dict[str, float] = {"trained": 0, "cached": 0}
         user_progress = kwargs.pop("progress", None)
         with self._uncaptured():  # its first line (0/N) is written at once
@@ -135,7 +138,11 @@ class GraphnetzSession:
 
         start = time.monotonic()
         try:
-            return run_benchmark(tasks, models, progress=progress, started=started, **kwargs)
+            report = run_benchmark(tasks, models, progress=progress, started=started, **kwargs)
+            checked = report.protocol.get("cache") or {}
+            counts["checked"] = checked.get("checked", 0)
+            counts["not_reproduced"] = len(checked.get("not_reproduced", ()))
+            return report
         finally:
             if live is not None:
                 with self._uncaptured():
@@ -262,6 +269,8 @@ class GraphnetzSession:
                 runs.append(json.loads(str(value)))
                 self.trained += runs[-1].get("trained", 0)
                 self.cached += runs[-1].get("cached", 0)
+                self.checked += runs[-1].get("checked", 0)
+                self.not_reproduced += runs[-1].get("not_reproduced", 0)
         if runs and self.is_xdist_controller and self.config.get_verbosity() >= 0:
             # Workers' output is not shown: their live progress becomes one line per test.
             self._write_line(_test_counts(report.nodeid, runs))
@@ -295,6 +304,7 @@ class GraphnetzSession:
         return GateSummary(rows=self.rows, failures=self.failures,
                            graphnetz_tests=sorted(self.graphnetz_tests), exitstatus=exitstatus,
                            trained=self.trained, cached=self.cached, saved=self.saved,
+                           checked=self.checked, not_reproduced=self.not_reproduced,
                            unused=self.usage.unused_cells)
 
     def remove_previous_outputs(self) -> None:

@@ -48,6 +48,7 @@ class Settings(SimpleNamespace):
     device: str
     workers: int
     cache_dir: Path | None     # None: no cache (--graphnetz-no-cache)
+    verify_cache: int | None   # cached seeds per cell retrained to check (None: per kind)
     baseline_dir: Path
     update_baselines: bool
     force: bool
@@ -122,6 +123,14 @@ class Settings(SimpleNamespace):
             raise pytest.UsageError(
                 f"graphnetz: {named(config, 'min-effect')} must be a number > 0 (the smallest "
                 f"regression that matters, in metric units), got {min_effect}")
+        verify_cache = get("verify-cache", None)
+        if verify_cache is not None:
+            verify_cache = converted(config, "verify-cache", verify_cache, int,
+                                     "a whole number of seeds per cell (0: off)")
+            if verify_cache < 0:
+                raise pytest.UsageError(
+                    f"graphnetz: {named(config, 'verify-cache')} must be >= 0 (cached seeds "
+                    f"per cell to retrain and compare; 0: off), got {verify_cache}")
         if workers < 1:
             raise pytest.UsageError(
                 f"graphnetz: {named(config, 'workers')} must be >= 1, got {workers}")
@@ -167,6 +176,7 @@ class Settings(SimpleNamespace):
         return cls(
             seeds=seeds, min_seeds=adaptive[0] if adaptive else None,
             device=str(get("device", "auto")), workers=workers, cache_dir=cache_dir,
+            verify_cache=verify_cache,
             baseline_dir=baseline_dir, update_baselines=bool(get("update-baselines", False)),
             force=bool(get("force", False)), alpha=alpha, strict=bool(get("strict", False)),
             single_run=bool(get("single-run", False)),
@@ -265,8 +275,13 @@ def check_outputs(config: pytest.Config, settings: Settings, step_summary: str |
     lost to them at the end): a report dir or summary the user named that cannot be written is
     a usage error; an unwritable ``$GITHUB_STEP_SUMMARY`` is one warning and is skipped (the
     step summary to write is returned: None for none)."""
-    # A cache directory the user named (pytest's own is created, or warned about, above).
+    # A cache directory the user named (pytest's own is created, or warned about, above); one
+    # that exists and can be read is served read-only when it cannot be written (a shared,
+    # prefilled team cache: the runner warns once and saves nothing).
     named_cache = settings.cache_dir if getter(config)("cache-dir", None) else None
+    if named_cache is not None and named_cache.is_dir() \
+            and os.access(named_cache, os.R_OK | os.X_OK):
+        named_cache = None
     if not (settings.report_dir or named_cache or settings.summary or settings.comment
             or settings.json or step_summary):
         return None  # nothing to write (and the module that checks need not load)

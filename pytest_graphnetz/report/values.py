@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from .model import BenchmarkReport
 
 # Protocol entries kept per task or per model in the values form (the rest is "environment").
-_PER_CELL_PROTOCOL = ("tasks", "models", "source")
+# Not the run's environment: per cell, or what one run's cache check found.
+_PER_CELL_PROTOCOL = ("tasks", "models", "source", "cache")
 _VALUES_SOURCE = "values only: each history holds the value each epoch rule selected"
 
 

@@ -20,6 +20,7 @@ from ..tasks.command import Command
 from ..text import check_name
 from . import environment
 from .triple import Job, Outcome, check_commands, code_identities
+from .verify import CacheCheck, verify_hits
 from .workers import Progress, execute
 
 DEFAULT_ROOT = "data/benchmark"
@@ -45,6 +46,7 @@ def run_benchmark(
     batch_size: int | None = None,
     options: Mapping[str, Any] | None = None,
     deterministic: str = determinism.DEFAULT_MODE,
+    verify_cache: int | None = None,
 ) -> BenchmarkReport:
     """Train every model on every task under every seed; the per-seed, per-epoch report.
 
@@ -71,6 +73,10 @@ def run_benchmark(
       epochs=...)}`` with ``task = pytest_graphnetz.tasks.get_task(name)``.
     - ``deterministic``: ``on`` (default), ``warn`` or ``off``: deterministic CUDA algorithms
       per triple (see :mod:`~pytest_graphnetz.determinism`; no effect on CPU and MPS).
+    - ``verify_cache``: per cell, how many of the seeds read from the cache to retrain and
+      compare bit for bit (0: none); a result that differs retrains the cell and the report's
+      ``protocol["cache"]`` names it. None: one for a command task, none for an in-process
+      model (:mod:`~pytest_graphnetz.runner.verify`).
 
     Returns a :class:`BenchmarkReport` with ``X[task, model, seed]`` in the order of ``tasks``,
     ``models`` and ``seeds``, every history, data/model fingerprints and the run's protocol.
@@ -108,6 +114,9 @@ def run_benchmark(
     gpu = determinism.gpu_protocol(device_str)
     versions = environment.versions()
     base = Path(root if root is not None else os.environ.get(ROOT_ENV) or DEFAULT_ROOT)
+    if verify_cache is not None and (isinstance(verify_cache, bool) or int(verify_cache) < 0):
+        raise ValueError(f"`verify_cache` must be a whole number >= 0 (seeds per cached cell "
+                         f"to retrain and compare; 0: none), got {verify_cache!r}")
     opened = None if cache_dir is None else TripleCache.open(Path(cache_dir).resolve())
     cache = None if opened is None else str(opened.directory)
     context: dict[str, Any] = {"device": info, "versions": versions}
@@ -123,18 +132,26 @@ def run_benchmark(
         Job(task=task, model=model, factory=models[model], seed=seed, device=device_str,
              threads=int(threads), root=str((base / task.category / task.name).resolve()),
              cache_dir=cache, context=context, deterministic=mode,
-             code=code.get((task.name, model)))
+             code=code.get((task.name, model)),
+             cache_read_only=opened is not None and opened.read_only)
         for task in task_map.values() for model in models for seed in seed_list
     ]
     # More processes than triples would only sit idle (24 workers for 2 triples).
-    outcomes = execute(jobs, workers=max(1, min(int(workers), len(jobs))), executor=executor,
-                        device=device_str, progress=progress, started=started)
+    pool = max(1, min(int(workers), len(jobs)))
+    outcomes = execute(jobs, workers=pool, executor=executor, device=device_str,
+                       progress=progress, started=started)
+    checked = CacheCheck()
+    if cache is not None:
+        outcomes, checked = verify_hits(jobs, outcomes, per_cell=verify_cache, run=lambda more: (
+            execute(more, workers=max(1, min(pool, len(more))), executor=executor,
+                    device=device_str, progress=None, started=None)))
     check_commands(jobs, outcomes)
-    return _assemble(task_map, list(models), seed_list, jobs, outcomes,
-                     protocol={"device": info, "threads": int(threads), "versions": versions,
-                               "deterministic": mode, "gpu": gpu,
-                               "platform": platform.platform(),
-                               "tasks": {t.name: _task_protocol(t) for t in task_map.values()}})
+    protocol = {"device": info, "threads": int(threads), "versions": versions,
+                "deterministic": mode, "gpu": gpu, "platform": platform.platform(),
+                "tasks": {t.name: _task_protocol(t) for t in task_map.values()}}
+    if checked.protocol() is not None:
+        protocol["cache"] = checked.protocol()
+    return _assemble(task_map, list(models), seed_list, jobs, outcomes, protocol=protocol)
 
 
 def _tuned(task_map: dict[str, Task], *, options: Mapping[str, Any] | None,

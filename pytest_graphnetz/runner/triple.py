@@ -56,6 +56,12 @@ class Job:
     # The code identities of the cache keys (see code_identities), computed once per sweep in
     # the parent process; None without a cache.
     code: Mapping[str, Any] | None = None
+    cache_read_only: bool = False   # a cache directory that is read, never written
+
+    def cache(self) -> TripleCache | None:
+        """The triple cache this job reads (and writes), or None."""
+        return None if self.cache_dir is None else TripleCache(self.cache_dir,
+                                                               read_only=self.cache_read_only)
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,7 @@ class Outcome:
     cached: bool
     seconds: float
     model_info: dict[str, Any]    # what the model was: its repr and parameter count
+    key: str | None = None        # the cache key of the triple's entry (None: no cache)
 
 
 def _trainer_identity(task: Task, trainer: Callable[..., Any] | None) -> Any:
@@ -98,7 +105,7 @@ def _run_triple_alone(job: Job) -> Outcome:
     import torch
 
     from .. import training
-    from ..cache import TripleCache, make_key
+    from ..cache import make_key
     from ..fingerprint import (
         data_files_stamp,
         data_fingerprint,
@@ -114,7 +121,7 @@ def _run_triple_alone(job: Job) -> Outcome:
         return _run_command(job, start)
     trainer = task.trainer_for(job.model)
     torch.set_num_threads(job.threads)
-    cache = None if job.cache_dir is None else TripleCache(job.cache_dir)
+    cache = job.cache()
     load_key = _load_key(job)
     if cache is not None and load_key is not None:
         hit = _cached_without_loading(job, cache, load_key)
@@ -154,14 +161,16 @@ def _run_triple_alone(job: Job) -> Outcome:
                                            metric=task.metric_name)
             return training.builtin(task.kind).train(moved, on_device, task=task, device=device)
 
+    key = None
     if cache is None:
         history, cached = train(), False
     else:
         fields = _triple_fields(job, data_fp, [in_channels, out_channels], model_fp)
-        history, cached = cache.get_or_compute(make_key(fields), train, fields,
+        key = make_key(fields)
+        history, cached = cache.get_or_compute(key, train, fields,
                                                check=_entry_check(task, trainer))
     return Outcome(history, data_fp, model_fp, cached, time.perf_counter() - start,
-                    _model_info(model))
+                    _model_info(model), key)
 
 
 def _model_info(model: Any) -> dict[str, Any]:
@@ -281,7 +290,7 @@ def _cached_without_loading(job: Job, cache: TripleCache, load_key: str) -> Outc
     history = cache.get(key, _entry_check(job.task, job.task.trainer_for(job.model)))
     if history is None:
         return None
-    return Outcome(history, record["data"], model_fp, True, 0.0, _model_info(model))
+    return Outcome(history, record["data"], model_fp, True, 0.0, _model_info(model), key)
 
 
 def _usable_record(record: Any) -> TypeGuard[dict[str, Any]]:
@@ -308,7 +317,7 @@ def _run_command(job: Job, start: float) -> Outcome:
     settings: dict[str, Any] = {"seed": job.seed, "device": job.device, "threads": job.threads,
                 "deterministic": job.deterministic, "metric": task.metric_name}
 
-    cache = None if job.cache_dir is None else TripleCache(job.cache_dir)
+    cache = job.cache()
 
     def derived_key(path: str, digest: str) -> str:
         return make_key({"derived": path, "sha256": digest})
@@ -325,6 +334,7 @@ def _run_command(job: Job, start: float) -> Outcome:
         record = None if cache is None else cache.get_record(derived_key(path, digest))
         return None if record is None else record.get("inputs")
 
+    key = None
     if cache is None:
         history, cached = train()[0], False
     else:
@@ -334,11 +344,12 @@ def _run_command(job: Job, start: float) -> Outcome:
                   "command": script.identity(),
                   "environment": command_run.environment(**settings),
                   "seed": job.seed, "threads": job.threads, **job.context}
+        key = make_key(fields)
         history, cached = cache.get_or_compute_tracked(
-            make_key(fields), train, fields,
+            key, train, fields,
             valid=lambda depends: command_reads.reads_unchanged(script, depends, derived))
     return Outcome(history, data_fp, script.fingerprint(), cached, time.perf_counter() - start,
-                    {"repr": str(script), "parameters": None})
+                    {"repr": str(script), "parameters": None}, key)
 
 
 def check_commands(jobs: list[Job], outcomes: list[Outcome]) -> None:
