@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import stats
 from ..history import MetricSpec
-from ..pairing import changed_model_notes, collapse_notes
+from ..pairing import changed_model_notes, changed_model_table_note, collapse_notes
 from ..report import BenchmarkReport
 from ..stats.boundaries import Design
 from ..stats.decisions import (
@@ -33,7 +33,7 @@ from ..stats.suite import DEFAULT_SUITE_WEIGHT
 from ..verdicts.formatting import describe_values, verdict_name
 from ..verdicts.guidance import LookNote, Stop
 from ..verdicts.rules import NO_MIN_EFFECT_NOTE, default_min_effect, failed_verdict
-from ..verdicts.values import CHANGED_MODEL_NOTE, CellVerdict
+from ..verdicts.values import CellVerdict
 from .schedule import Schedule
 
 Family = Callable[[Sequence[Sequence[float]], Sequence[Design]], FamilyDecision]
@@ -107,8 +107,8 @@ class GateCell:
         seeds = self.seeds[:self.design.looks[k]]
         comp = self._reported(k, fam, i)
         name = verdict_name(comp.verdict)
-        changed = (changed_model_notes(report, baseline, self.model, seeds) if name == "IDENTICAL"
-                   else ())
+        changed = (changed_model_notes(report, baseline, self.model, seeds, task=self.task)
+                   if name == "IDENTICAL" else ())
         collapsed, collapse_note = self._collapse(seeds)
         look = LookNote(self.design.looks, k + 1, self.design.on_schedule,
                         self.design.nominal[k], self.alone, self.unused)
@@ -119,7 +119,7 @@ class GateCell:
             tuple(seeds), failed_verdict("not_worse", name, strict),
             (*notes, *self.notes, *changed, *collapsed), tuple(baseline.seeds),
             refresh_command, stop=None if schedule is None else self._stop(schedule, k, fam),
-            table_note=self._table_note(name, look, changed=bool(changed),
+            table_note=self._table_note(name, look, changed=changed_model_table_note(changed),
                                         collapsed=collapse_note),
             folds=self.folds, call_alpha=self.design.alpha, look=look)
 
@@ -153,13 +153,13 @@ class GateCell:
         return describe_values(np.array([values[s] for s in seeds]), source,
                                metric=self.spec.name)
 
-    def _table_note(self, name: str, look: LookNote, *, changed: bool, collapsed: str) -> str:
+    def _table_note(self, name: str, look: LookNote, *, changed: str, collapsed: str) -> str:
         """The verdict table's Note: the look, a changed model, collapsed seeds, a missing δ
         (NOT WORSE at −margin must never be silent) and a cut schedule."""
         shown = name != "IDENTICAL"
         return "; ".join(x for x in (
             look.describe() if shown else "",
-            CHANGED_MODEL_NOTE if changed else "",
+            changed,
             collapsed,
             NO_MIN_EFFECT_NOTE if self.min_effect is None and shown else "",
             self.capped if shown else "") if x)

@@ -11,6 +11,7 @@ from dataclasses import replace
 from .. import stats
 from ..pairing import (
     changed_model_notes,
+    changed_model_table_note,
     check_cells,
     check_metrics,
     environment_notes,
@@ -30,7 +31,7 @@ from ..stats.boundaries import (
 from ..stats.decisions import compare
 from ..verdicts.formatting import describe_values, seed_list, verdict_name
 from ..verdicts.rules import failed_verdict
-from ..verdicts.values import CHANGED_MODEL_NOTE, CellVerdict, GateRefusal
+from ..verdicts.values import CellVerdict, GateRefusal
 from .cells import GateCell, cell_min_effect, decide_cells, folded, min_effect_error
 from .schedule import Schedule
 from .suite import SuiteRow, suite_rows, suite_rows_family
@@ -130,7 +131,7 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
                 comp = replace(comp, notes=(*comp.notes, FOLD_NOTE.format(
                     task=task, k=folds, test=test)))
             name = verdict_name(comp.verdict)
-            changed = (changed_model_notes(report, baseline, model, seeds)
+            changed = (changed_model_notes(report, baseline, model, seeds, task=task)
                        if name == "IDENTICAL" else ())
             verdicts.append(CellVerdict(
                 task, model, spec.name, spec.higher_is_better, gate, comp,
@@ -138,7 +139,7 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
                 describe_values(cand, report, metric=spec.name),
                 tuple(seeds), failed_verdict(gate, name, strict), (*notes, *changed),
                 tuple(baseline.seeds), refresh_command,
-                table_note=CHANGED_MODEL_NOTE if changed else ""))
+                table_note=changed_model_table_note(changed)))
     return verdicts
 
 
