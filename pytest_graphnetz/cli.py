@@ -4,7 +4,7 @@
     graphnetz compare BASELINE REPORT [--gate not-worse|better|equivalent] [--test paired]
                       [--margin 0] [--min-effect D] [--alpha 0.05] [--strict] [--markdown]
     graphnetz refresh [PYTEST ARGS...] [--accept TASK/MODEL]
-    graphnetz calibrate [PYTEST ARGS...]
+    graphnetz calibrate [-o FIGURE.png] [PYTEST ARGS...]
     graphnetz plot REPORT [CANDIDATE] -o FILE.png [--ci t|bootstrap] [--gate ...] [--margin]
     graphnetz latex REPORT [-o FILE.tex] [--ci t|bootstrap]
     graphnetz markdown REPORT [-o FILE.md] [--ci t|bootstrap]
@@ -181,8 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
     refresh.set_defaults(func=cmd_refresh)
 
     calibrate = sub.add_parser(
-        "calibrate", help="what δ each cell's seeds resolve, from a rerun under salted seeds: "
-                          "pytest --graphnetz-calibrate [PYTEST ARGS]")
+        "calibrate", help="what δ each cell's seeds resolve, per training budget too, from a "
+                          "rerun under salted seeds: [-o FIGURE] pytest --graphnetz-calibrate "
+                          "[PYTEST ARGS]")
     calibrate.add_argument("pytest_args", nargs=argparse.REMAINDER,
                            help="passed to pytest (e.g. tests/test_models.py "
                                 "--graphnetz-seeds=10 --graphnetz-min-effect=0.02)")

@@ -16,9 +16,14 @@ from typing import Any
 from .baselines import BaselineMissingError
 from .report import BenchmarkReport
 from .stats.paired import paired_test
-from .text import fmt_level
+from .text import fmt_level, fmt_num
 from .verdicts.formatting import describe_values, refresh_hint, seed_list
-from .verdicts.values import CHANGED_MODEL_NOTE, GateRefusal, UnpairedCell
+from .verdicts.values import (
+    CHANGED_MODEL_NOTE,
+    UNCHANGED_TRAINING_NOTE,
+    GateRefusal,
+    UnpairedCell,
+)
 
 # Protocol entries that change the last digits but not the protocol: noted, never refused.
 _ENVIRONMENT_KEYS = ("device", "threads", "versions", "gpu")
@@ -44,21 +49,78 @@ def cache_notes(report: BenchmarkReport, task: str, model: str) -> tuple[tuple[s
 
 
 def changed_model_notes(report: BenchmarkReport, baseline: BenchmarkReport, model: str,
-                   seeds: Sequence[int]) -> tuple[str, ...]:
-    """For an IDENTICAL cell: a note when the candidate's model is not the baseline's (its
-    fingerprint, the built model's structure and initial weights, differs at a paired seed
-    where both sides recorded one): the metric did not register the change, which a reviewer
-    would otherwise read as "nothing changed"."""
+                        seeds: Sequence[int], *, task: str | None = None) -> tuple[str, ...]:
+    """For an IDENTICAL cell of ``task``: a note when the candidate's model is not the
+    baseline's (its fingerprint, the built model's code, structure and initial weights, differs
+    at a paired seed where both sides recorded one), naming the likelier cause of the equal
+    values (:func:`training_unchanged`): the change did not alter training (a rename, a
+    reorder), or the test set is too coarse to register it. Without it a reviewer would read
+    IDENTICAL as "nothing changed"; the table's Note is :func:`changed_model_table_note`."""
     ours = report.fingerprints.get("model", {}).get(model, {})
     theirs = baseline.fingerprints.get("model", {}).get(model, {})
     differ = [s for s in seeds if ours.get(s) and theirs.get(s) and ours[s] != theirs[s]]
     if not differ:
         return ()
-    return (f"{CHANGED_MODEL_NOTE}: the model's fingerprint (its structure and initial "
-            f"weights) differs from the baseline's at seed(s) {seed_list(differ)}, but every "
-            "paired seed gave exactly the baseline's value. The test set may be too coarse to "
-            "register the change (karate has 8 test nodes: 12.5-point steps); judge it on a "
-            "larger task before reading IDENTICAL as unchanged",)
+    where = (f"the model's fingerprint (its code, structure and initial weights) differs from "
+             f"the baseline's at seed(s) {seed_list(differ)}")
+    odds = None if task is None else training_unchanged(report, task, model, seeds)
+    if odds is not None:
+        step, sd, chance = odds
+        return (f"{UNCHANGED_TRAINING_NOTE}: {where}, yet all {len(seeds)} paired seeds gave "
+                f"exactly the baseline's value, on a test set fine enough (steps of "
+                f"{fmt_num(step)}, sd per seed {fmt_num(sd)}) that a change reaching training "
+                f"would have moved some seed (all equal by chance: about {chance:.0e}). The "
+                "change (a rename, a reorder, a refactor) left the computation as it was; "
+                "IDENTICAL is right",)
+    return (f"{CHANGED_MODEL_NOTE}: {where}, but every paired seed gave exactly the baseline's "
+            "value. Either the change did not reach training (a rename, a reorder), or the test "
+            "set is too coarse to register it (karate has 8 test nodes: 12.5-point steps); "
+            "judge it on a larger task before reading IDENTICAL as unchanged",)
+
+
+def changed_model_table_note(notes: Sequence[str]) -> str:
+    """The table's Note for :func:`changed_model_notes`' ``notes`` ("" when there are none)."""
+    for short in (UNCHANGED_TRAINING_NOTE, CHANGED_MODEL_NOTE):
+        if any(n.startswith(short) for n in notes):
+            return short
+    return ""
+
+
+# A change that reaches training moves each seed's value (training is chaotic: one other bit
+# early on ends elsewhere); every paired seed equal must be this unlikely by chance before an
+# IDENTICAL cell says the change did not alter training. Below this many distinct values
+# in the cell's records, the test set's step cannot be read from them.
+_UNCHANGED_CHANCE, _LATTICE_VALUES = 1e-3, 20
+
+
+def training_unchanged(report: BenchmarkReport, task: str, model: str,
+                       seeds: Sequence[int]) -> tuple[float, float, float] | None:
+    """Whether the exactly equal values of an IDENTICAL cell say that training did not change:
+    ``(step, sd, chance)`` when the chance that a changed training tied every paired seed is
+    below 1e-3, else None (a coarse test set, or too little to tell).
+
+    ``step``: the test set's resolution, the smallest gap between the distinct test values the
+    candidate's per-epoch records of the cell hold (accuracy on n examples moves by 1/n),
+    read only from at least 20 distinct values; ``sd``: the spread over seeds of the paired
+    values. A changed training draws each seed's value afresh, so a difference of sd
+    ``sd·√2`` lands exactly on 0 with probability about ``step / (2·sd·√π)``, and on every one
+    of ``len(seeds)`` seeds with that power."""
+    import numpy as np
+
+    histories = [report.histories.get((task, model, s)) for s in seeds]
+    if any(h is None for h in histories):
+        return None
+    series = np.array([v for h in histories if h is not None for v in h.test], dtype=float)
+    distinct = np.unique(series[np.isfinite(series)])
+    values = report.values(task, model)[[list(report.seeds).index(s) for s in seeds]]
+    if distinct.size < _LATTICE_VALUES or values.size < 2 or not np.isfinite(values).all():
+        return None
+    step = float(np.diff(distinct).min())
+    sd = float(values.std(ddof=1))
+    if not sd > 0:
+        return None
+    chance = min(1.0, step / (2 * sd * math.sqrt(math.pi))) ** len(seeds)
+    return (step, sd, chance) if chance < _UNCHANGED_CHANCE else None
 
 
 # Measured by benchmarks/skew.py (skew_results.md, paired t, α = 0.05, 5-20 seeds) on seeds

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 from .text import code_block, fmt_num, inline_code
 
 if TYPE_CHECKING:
+    import pytest
+
     from .report import BenchmarkReport
     from .verdicts.values import CellVerdict
 
@@ -149,11 +151,93 @@ def accept_options(argv: Sequence[str]) -> list[str]:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """Run pytest with ``--graphnetz-calibrate``: each gated test's models are trained again
-    under salted seeds, and what δ its seeds resolve is printed and stored beside its baseline
-    (see docs/calibrate.md)."""
+    under salted seeds, and what δ its seeds resolve, per training budget too, is printed and
+    stored beside its baseline (see docs/calibrate.md). ``-o FILE`` first: also the figure of
+    the budgets (:func:`~.calibration.figure.plot_budgets`). Exit 0 when every test that failed
+    had written its calibration (a missing baseline is reported, not a failure of calibrate);
+    else pytest's exit code."""
     import pytest
 
-    return int(pytest.main([*args.pytest_args, "--graphnetz-calibrate"]))
+    figure, pytest_args = figure_option(args.pytest_args)
+    outcome = CalibrateOutcome()
+    code = int(pytest.main([*pytest_args, "--graphnetz-calibrate"], plugins=[outcome]))
+    if figure is not None:
+        if outcome.files:
+            _plot_calibrations(outcome.files, figure)
+        else:
+            print(f"graphnetz calibrate: no figure written to {figure}: no calibration file "
+                  "was written", file=sys.stderr)
+    calibrated_failures = [n for n in outcome.failed if n in outcome.calibrated]
+    for nodeid in calibrated_failures:
+        print(f"graphnetz calibrate: {nodeid}: calibration written; the test itself failed "
+              f"({outcome.failed[nodeid]}), which is not a failure of calibrate",
+              file=sys.stderr)
+    if code == pytest.ExitCode.TESTS_FAILED and outcome.failed \
+            and len(calibrated_failures) == len(outcome.failed):
+        return EXIT_OK
+    return code
+
+
+def figure_option(argv: Sequence[str]) -> tuple[str | None, list[str]]:
+    """``graphnetz calibrate -o FILE [PYTEST ARGS]``: the figure's file and pytest's arguments.
+    Only a leading ``-o FILE`` / ``--output FILE`` / ``--output=FILE`` is the figure's; pytest's
+    own ``-o NAME=VALUE`` (an ini override) has an ``=`` and stays pytest's."""
+    argv = list(argv)
+    if argv and argv[0].startswith("--output="):
+        return argv[0].removeprefix("--output="), argv[1:]
+    if len(argv) > 1 and argv[0] in ("-o", "--output") and "=" not in argv[1]:
+        return argv[1], argv[2:]
+    return None, argv
+
+
+class CalibrateOutcome:
+    """A pytest plugin object for ``graphnetz calibrate``: per test, whether it failed (and the
+    first line of why) and whether it wrote a calibration, and the files written; it reads the
+    reports' ``user_properties``, so it works under pytest-xdist too."""
+
+    def __init__(self) -> None:
+        self.failed: dict[str, str] = {}
+        self.calibrated: set[str] = set()
+        self.files: list[str] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        import json
+        import re
+
+        from .plugin.keys import CALIBRATION_PROPERTY
+        from .text import first_line
+
+        if report.failed and report.nodeid not in self.failed:
+            crash = getattr(report.longrepr, "reprcrash", None)
+            why = first_line(str(getattr(crash, "message", None) or report.longreprtext
+                                 or report.when))
+            # "pytest_graphnetz.baselines.BaselineMissingError: no baseline at ...": the words
+            self.failed[report.nodeid] = re.sub(r"^[\w.]+\.\w+: ", "", why)
+        if report.when != "teardown":
+            return
+        for name, value in report.user_properties:
+            if name != CALIBRATION_PROPERTY:
+                continue
+            files = [f for row in json.loads(str(value)) for f in row["files"]]
+            if files:
+                self.calibrated.add(report.nodeid)
+            self.files += [f for f in files if f not in self.files]
+
+
+def _plot_calibrations(files: Sequence[str], figure: str) -> None:
+    """The figure of the calibrations in ``files``, or one line on stderr saying why not."""
+    from .calibration.figure import plot_budgets
+    from .calibration.store import read_calibration, read_min_effects
+
+    deltas: dict[tuple[str, str], float | None] = {}
+    for file in files:
+        deltas.update(read_min_effects(file))
+    try:
+        plot_budgets([read_calibration(f) for f in files], figure, min_effect=deltas)
+    except (ImportError, ValueError) as exc:
+        print(f"graphnetz calibrate: no figure written to {figure}: {exc}", file=sys.stderr)
+        return
+    print(f"graphnetz calibrate: figure of the training budgets written to {figure}")
 
 
 def cmd_next_seeds(args: argparse.Namespace) -> int:
@@ -252,4 +336,4 @@ def cmd_bisect(args: argparse.Namespace) -> int:
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_UNUSABLE", "GATES", "GATE_DEFAULTS", "accept_options",
            "cmd_bisect", "cmd_calibrate", "cmd_compare", "cmd_history", "cmd_latex",
            "cmd_markdown", "cmd_next_seeds", "cmd_plot", "cmd_refresh", "cmd_show",
-           "compare_markdown", "gate_settings"]
+           "CalibrateOutcome", "compare_markdown", "figure_option", "gate_settings"]

@@ -282,7 +282,7 @@ def test_the_calibrate_command_is_pytest_with_the_calibrate_flag(monkeypatch):
 
     calls = []
 
-    def fake_main(args):
+    def fake_main(args, plugins=()):
         calls.append(args)
         return pytest.ExitCode.TESTS_FAILED
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,9 +20,11 @@ pytest.importorskip("torch_geometric.nn")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 import pytest_graphnetz.training.node  # noqa: E402,F401
+from pytest_graphnetz.calibration.annotation import RESOLUTION_TABLE_NOTE  # noqa: E402
 from pytest_graphnetz.calibration.resolution import Calibration  # noqa: E402
 from pytest_graphnetz.calibration.salting import salted_seed  # noqa: E402
 from pytest_graphnetz.calibration.store import read_calibration  # noqa: E402
+from pytest_graphnetz.text import ceil_significant  # noqa: E402
 from tests.test_command_task import SCRIPT, write_graph  # noqa: E402
 from tests.test_trainer_per_model import GATES as TRAINER_GATES  # noqa: E402
 from tests.test_trainer_per_model import PROJECT as TRAINER_PROJECT  # noqa: E402
@@ -42,7 +45,7 @@ COMMON = ["--graphnetz-seeds=4", "--graphnetz-device=cpu", "-p", "no:cacheprovid
           "-p", "no:randomly"]
 
 
-def _calibrate(pytester: pytest.Pytester, test: str) -> Calibration:
+def _calibrate(pytester: pytest.Pytester, test: str) -> tuple[Calibration, str]:
     pytester.runpytest_inprocess(*COMMON, "--graphnetz-update-baselines").assert_outcomes(
         passed=1)
     result = pytester.runpytest_inprocess(*COMMON, "--graphnetz-calibrate")
@@ -51,7 +54,7 @@ def _calibrate(pytester: pytest.Pytester, test: str) -> Calibration:
     path = pytester.path / "baselines" / test.replace("::", "/")
     path = path.with_name(path.name + ".calibration.json")
     assert f"calibration written to {path}" in result.stdout.str()
-    return read_calibration(path)
+    return read_calibration(path), result.stdout.str()
 
 
 def _rows(pytester: pytest.Pytester, *args: str) -> dict[str, dict]:
@@ -73,9 +76,16 @@ def test_script(graphnetz_run, graphnetz_baseline):
 ''')
     shutil.copy(SCRIPT, pytester.path / "gcn.py")
     write_graph(pytester.path / "graph.npz", seed=0)
-    cal = _calibrate(pytester, "test_scripts::test_script")
+    cal, text = _calibrate(pytester, "test_scripts::test_script")
     cell = cal.cells[("graph", "GCN")]
     assert cell.n == 4 and cell.seeds == (0, 1, 2, 3) and cell.sd_paired > 0
+    # per training budget, from the metrics file the script writes per epoch
+    assert cell.curve is not None and cell.curve.budgets == tuple(range(1, 9))
+    assert cell.curve.sd_paired[-1] == pytest.approx(cell.sd_paired, rel=1e-5)
+    assert "graph/GCN per training budget" in text
+    assert re.search(r"graph/GCN: 8 epochs: 4 seeds resolve \S+ pt; 2 epochs: \S+ pt; "
+                     r"(no budget up to 8 epochs resolves|cheapest budget resolving) δ = 1 pt",
+                     text), text
     # The salted value of seed 1 is the script run by hand with the salted seed
     out = pytester.path / "by-hand.json"
     env = {**os.environ, "GRAPHNETZ_SEED": str(salted_seed(1, cal.salt)),
@@ -95,14 +105,17 @@ def test_script(graphnetz_run, graphnetz_baseline):
 
     # opt-in: gate at what the seeds resolve, stated in the row
     row = _rows(pytester, "--graphnetz-min-effect=resolvable")["graph/GCN"]
-    assert row["stats"]["min_effect"] == pytest.approx(cal.resolvable(("graph", "GCN"), 4))
+    assert row["stats"]["min_effect"] == pytest.approx(
+        ceil_significant(cal.resolvable(("graph", "GCN"), 4)))
     assert "δ = what the seeds resolve (--graphnetz-min-effect=resolvable)" in row["note"]
+    # one δ on the row: no second figure of what the seeds resolve, no warning that it is finer
+    assert "seeds resolve δ ≥" not in row["note"] and RESOLUTION_TABLE_NOTE not in row["note"]
 
 
 def test_calibrate_on_a_trainer_per_model_task(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(project=TRAINER_PROJECT.format(gat_epochs=30, shift=0),
                         test_model=TRAINER_GATES)
-    cal = _calibrate(pytester, "test_model::test_models")
+    cal, _ = _calibrate(pytester, "test_model::test_models")
     assert set(cal.cells) == {("tiny", "GCN"), ("tiny", "GAT")}
     for cell in cal.cells.values():
         assert cell.n == 4 and cell.sd_paired > 0

@@ -16,6 +16,7 @@ baseline (``baselines/<module>/<test>.calibration.json``), and
 
 One module per job, imports pointing down (contract in pyproject.toml):
 
+- :mod:`.figure`: the per-budget figure of ``graphnetz calibrate -o``;
 - :mod:`.run`: train and salted rerun (``calibrate``), the measurement from the two reports
   (``calibrate_reports``), and writing one test's calibrations (``write_calibrations``);
 - :mod:`.annotation`: what a gate says with a calibration (its rows' notes, the δ

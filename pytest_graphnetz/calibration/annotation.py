@@ -72,7 +72,8 @@ def resolvable_gate_min_effect(baseline: object, cells: Sequence[tuple[str, str]
     """The δ of a gate asked to judge at what its seeds resolve (``min_effect="resolvable"``,
     ``--graphnetz-min-effect=resolvable``): ``margin`` + the largest over the call's ``cells``
     of :meth:`Calibration.resolvable` at ``n_seeds`` paired seeds (one δ for the call, which
-    every cell's seeds resolve), read from the calibration beside the ``baseline`` handle.
+    every cell's seeds resolve), rounded up to 2 significant digits (the figure the rows print,
+    and still resolved), read from the calibration beside the ``baseline`` handle.
     Raises :class:`CalibrationError` naming the file and the command when there is none or it
     lacks a cell: never a silent fallback to the default δ."""
     from ..baselines import BaselineHandle
@@ -95,7 +96,8 @@ def resolvable_gate_min_effect(baseline: object, cells: Sequence[tuple[str, str]
             f"--graphnetz-min-effect=resolvable gates at the δ the seeds resolve, read from "
             f"{path}, but {what}; calibrate first (`{command}`), or set a number for δ")
     assert calibration is not None
-    return margin + max(calibration.resolvable(c, max(int(n_seeds), 2)) for c in cells)
+    return margin + ceil_significant(max(calibration.resolvable(c, max(int(n_seeds), 2))
+                                         for c in cells))
 
 
 def annotate_verdicts(verdicts: Sequence[CellVerdict], baseline: object, *,
@@ -104,8 +106,10 @@ def annotate_verdicts(verdicts: Sequence[CellVerdict], baseline: object, *,
     calibration file exists, each row saying what its seeds resolve ("seeds resolve δ ≥ 3.1
     points"), with :func:`resolution_note` added (and warned about) where the cell's δ is
     finer than that; ``resolvable``: the gate's δ was set to it
-    (:func:`resolvable_gate_min_effect`), and the row says so. An unreadable calibration warns
-    and changes nothing.
+    (:func:`resolvable_gate_min_effect`), and the row says only that, next to the one δ it
+    shows: never a second resolvable figure, nor a warning that δ is finer (at a later look
+    the level is stricter, but the δ was planned for the schedule). An unreadable calibration
+    warns and changes nothing.
     """
     import warnings
 
@@ -123,6 +127,10 @@ def annotate_verdicts(verdicts: Sequence[CellVerdict], baseline: object, *,
                 or not calibration.cells[key].plannable:
             out.append(v)
             continue
+        if resolvable:
+            out.append(replace(v, table_note="; ".join(
+                x for x in (v.table_note, GATED_AT_RESOLVABLE_NOTE) if x)))
+            continue
         # Adaptive seeds: what the schedule can reach (the baseline's MAX seeds), not where
         # a cell happened to stop.
         n = c.n if v.stop is None else max(c.n, len(v.baseline_seeds))
@@ -137,8 +145,6 @@ def annotate_verdicts(verdicts: Sequence[CellVerdict], baseline: object, *,
                           f"({type(exc).__name__}: {exc}); rewrite it with `graphnetz "
                           "calibrate`", stacklevel=3)
             return list(verdicts)
-        if resolvable:
-            words.append(GATED_AT_RESOLVABLE_NOTE)
         notes = v.notes
         if note is not None:
             warnings.warn(f"graphnetz: {v.cell}: {note}", stacklevel=3)

@@ -15,6 +15,8 @@ from .resolution import (
     Calibration,
     CalibrationError,
     CellCalibration,
+    EpochCurve,
+    value_at_budget,
 )
 from .salting import salted_models
 from .store import calibration_path, write_calibration
@@ -53,9 +55,35 @@ def calibrate_reports(baseline: BenchmarkReport, salted: BenchmarkReport, *,
             cells[(task, model)] = CellCalibration(
                 task, model, metric, tuple(int(s) for s in baseline.seeds),
                 tuple(float(v) for v in baseline.values(task, model)),
-                tuple(float(v) for v in salted.values(task, model)))
+                tuple(float(v) for v in salted.values(task, model)),
+                curve=epoch_curve(baseline, salted, task, model))
     return Calibration(cells, salt=int(salt), alpha=alpha, power=power,
                        epoch_selection=baseline.epoch_selection)
+
+
+def epoch_curve(baseline: BenchmarkReport, salted: BenchmarkReport, task: str,
+                model: str) -> EpochCurve | None:
+    """The cell's :class:`~.resolution.EpochCurve` over every budget from 1 epoch to the
+    longest run of either report, each run read at that budget by
+    :func:`~.resolution.value_at_budget` under the report's epoch rule; None when a history
+    keeps only selected values (a committed baseline: no per-epoch record)."""
+    import numpy as np
+
+    rule = baseline.epoch_selection if baseline.epoch_selection_support()[task] else "final"
+    runs = []
+    for report in (baseline, salted):
+        histories = [report.histories[(task, model, s)] for s in report.seeds]
+        if any(h.selected is not None for h in histories):
+            return None
+        chosen = report.selected_epochs(rule, strict=False)
+        runs.append([(h, chosen[(task, model, s)]) for h, s in zip(histories, report.seeds,
+                                                                    strict=True)])
+    longest = max(h.n_epochs for run in runs for h, _ in run)
+    budgets = tuple(range(1, longest + 1))
+    metric = baseline.metric(task)
+    base, salt = (np.array([[value_at_budget(h, b, rule, metric, at) for h, at in run]
+                            for b in budgets]) for run in runs)
+    return EpochCurve.from_values(budgets, base, salt)
 
 
 def calibrate(tasks: Any, models: Mapping[str, Callable[[int, int], Any]], *,

@@ -1,6 +1,8 @@
 """The calibration file beside a baseline (``<test>.calibration.json``, schema
 :data:`SCHEMA`): small and reviewable, one line per list of numbers, and the per-seed values
-kept so every figure recomputes. Written atomically; a file that is not a calibration raises
+kept so every figure at the selected epoch recomputes; per training budget (``epochs``) only the
+summary (mean, paired sd, seeds), and the salted rerun's check (``shift_p``, a ``warning``
+when its mean moved). Written atomically; a file that is not a calibration raises
 :class:`~.resolution.CalibrationError` naming it and the command that rewrites it."""
 
 from __future__ import annotations
@@ -9,10 +11,11 @@ import json
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .resolution import Calibration, CalibrationError, CellCalibration
+from .resolution import Calibration, CalibrationError, CellCalibration, EpochCurve
 
 SCHEMA = "graphnetz-calibration/1"
 SUFFIX = ".calibration.json"
@@ -42,6 +45,17 @@ def calibration_to_dict(calibration: Calibration,
             if delta:
                 entry["min_effect"] = delta
                 entry["seeds_for_min_effect"] = calibration.seeds_needed(key, delta)
+        entry["shift_p"] = _round(c.shift_p)
+        if calibration.shifted(key):
+            entry["warning"] = shift_warning(calibration, key)
+        if c.curve is not None:
+            entry["epochs"] = {"budgets": list(c.curve.budgets),
+                               "mean": [_round(x) for x in c.curve.mean],
+                               "sd_paired": [_round(x) for x in c.curve.sd_paired],
+                               "n": list(c.curve.n)}
+            delta = (min_effect or {}).get(key)
+            if delta and c.plannable:
+                entry["cheapest_budget"] = calibration.cheapest_budget(key, delta)
         entry.update(seeds=list(c.seeds), baseline=list(c.baseline), salted=list(c.salted))
         cells.append(entry)
     return {"schema": SCHEMA, "salt": calibration.salt, "alpha": calibration.alpha,
@@ -68,6 +82,8 @@ def calibration_from_dict(data: Any, *, path: Path | None = None) -> Calibration
                 tuple(float(v) for v in entry["salted"]))
             if not len(cell.seeds) == len(cell.baseline) == len(cell.salted):
                 raise ValueError("seeds, baseline and salted differ in length")
+            if entry.get("epochs") is not None:
+                cell = replace(cell, curve=_curve(entry["epochs"]))
             cells[(cell.task, cell.model)] = cell
         return Calibration(cells, salt=int(data["salt"]), alpha=float(data["alpha"]),
                            power=float(data["power"]),
@@ -75,6 +91,30 @@ def calibration_from_dict(data: Any, *, path: Path | None = None) -> Calibration
     except (KeyError, TypeError, ValueError, OverflowError) as exc:  # 400 digits: Overflow
         raise CalibrationError(f"{where}: malformed calibration ({type(exc).__name__}: "
                                f"{exc}); rewrite it with `graphnetz calibrate`") from None
+
+
+def shift_warning(calibration: Calibration, key: tuple[str, str]) -> str:
+    """What a moved salted mean says (:meth:`~.resolution.Calibration.shifted`): the shift, its
+    p, and the likely causes."""
+    from ..text import fmt_p, fmt_signed
+
+    c = calibration.cells[key]
+    return (f"the salted rerun's mean moved by {fmt_signed(c.mean_paired)} (paired t, two-sided "
+            f"p = {fmt_p(c.shift_p)} < {calibration.alpha:g} over {c.n} seeds): an innocent "
+            "change must not move it, so the salt moved the split or the data (draw them from "
+            "graphnetz.data_seed() or in the loader), or the script is not deterministic given "
+            "its seed; the paired sd then measures more than seed noise")
+
+
+def _curve(data: Any) -> EpochCurve:
+    def floats(xs: Any) -> tuple[float, ...]:
+        return tuple(math.nan if x is None else float(x) for x in xs)
+
+    curve = EpochCurve(tuple(int(b) for b in data["budgets"]), floats(data["mean"]),
+                       floats(data["sd_paired"]), tuple(int(n) for n in data["n"]))
+    if not len(curve.budgets) == len(curve.mean) == len(curve.sd_paired) == len(curve.n):
+        raise ValueError("epochs: budgets, mean, sd_paired and n differ in length")
+    return curve
 
 
 def write_calibration(calibration: Calibration, path: str | Path,
@@ -112,9 +152,19 @@ def read_calibration(path: str | Path) -> Calibration:
     return calibration_from_dict(data, path=path)
 
 
+def read_min_effects(path: str | Path) -> dict[tuple[str, str], float]:
+    """Per cell of the calibration in ``path`` the δ its gate used when it was written (cells
+    written without one are left out); read errors as :func:`read_calibration`'s."""
+    read_calibration(path)   # the file is a calibration, or this raises naming it
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    return {(str(e["task"]), str(e["model"])): float(e["min_effect"]) for e in data["cells"]
+            if e.get("min_effect")}
+
+
 def _round(x: float) -> float | None:
     return None if not math.isfinite(x) else float(f"{x:.6g}")
 
 
 __all__ = ["SCHEMA", "SUFFIX", "calibration_from_dict", "calibration_path",
-           "calibration_to_dict", "read_calibration", "write_calibration"]
+           "calibration_to_dict", "read_calibration", "read_min_effects", "shift_warning",
+           "write_calibration"]

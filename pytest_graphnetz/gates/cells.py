@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import stats
 from ..history import MetricSpec
-from ..pairing import cache_notes, changed_model_notes, collapse_notes
+from ..pairing import cache_notes, changed_model_notes, changed_model_table_note, collapse_notes
 from ..report import BenchmarkReport
 from ..stats.boundaries import Design
 from ..stats.decisions import (
@@ -33,7 +33,7 @@ from ..stats.suite import DEFAULT_SUITE_WEIGHT
 from ..verdicts.formatting import describe_values, verdict_name
 from ..verdicts.guidance import LookNote, Stop
 from ..verdicts.rules import NO_MIN_EFFECT_NOTE, default_min_effect, failed_verdict
-from ..verdicts.values import CHANGED_MODEL_NOTE, CellVerdict
+from ..verdicts.values import CellVerdict
 from .schedule import Schedule
 
 Family = Callable[[Sequence[Sequence[float]], Sequence[Design]], FamilyDecision]
@@ -120,8 +120,8 @@ class GateCell:
         seeds = self.held if self.whole is not None else self.seeds[:self.design.looks[k]]
         comp = self._reported(k, fam, i)
         name = verdict_name(comp.verdict)
-        changed = (changed_model_notes(report, baseline, self.model, seeds) if name == "IDENTICAL"
-                   else ())
+        changed = (changed_model_notes(report, baseline, self.model, seeds, task=self.task)
+                   if name == "IDENTICAL" else ())
         collapsed, collapse_note = self._collapse(seeds)
         # the seeds read past the reported look: later looks (no REGRESSED crossing there)
         read = (self.design.looks[self.look]
@@ -137,7 +137,8 @@ class GateCell:
             (*notes, *self.notes, *changed, *collapsed, *cache), tuple(baseline.seeds),
             refresh_command, stop=None if schedule is None else self._stop(schedule, k, fam),
             table_note="; ".join(x for x in (self._table_note(
-                name, look, changed=bool(changed), collapsed=collapse_note), cache_note) if x),
+                name, look, changed=changed_model_table_note(changed), collapsed=collapse_note),
+                cache_note) if x),
             folds=self.folds, call_alpha=self.design.alpha, look=look)
 
     def _reported(self, k: int, fam: FamilyDecision | None, i: int) -> Comparison:
@@ -170,13 +171,13 @@ class GateCell:
         return describe_values(np.array([values[s] for s in seeds]), source,
                                metric=self.spec.name)
 
-    def _table_note(self, name: str, look: LookNote, *, changed: bool, collapsed: str) -> str:
+    def _table_note(self, name: str, look: LookNote, *, changed: str, collapsed: str) -> str:
         """The verdict table's Note: the look, a changed model, collapsed seeds, a missing δ
         (NOT WORSE at −margin must never be silent) and a cut schedule."""
         shown = name != "IDENTICAL"
         return "; ".join(x for x in (
             look.describe() if shown else "",
-            CHANGED_MODEL_NOTE if changed else "",
+            changed,
             collapsed,
             NO_MIN_EFFECT_NOTE if self.min_effect is None and shown else "",
             self.capped if shown else "") if x)

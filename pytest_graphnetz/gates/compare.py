@@ -12,6 +12,7 @@ from .. import stats
 from ..pairing import (
     cache_notes,
     changed_model_notes,
+    changed_model_table_note,
     check_cells,
     check_metrics,
     environment_notes,
@@ -33,7 +34,7 @@ from ..stats.decisions import compare
 from ..verdicts.formatting import describe_values, seed_list, verdict_name
 from ..verdicts.guidance import LookNote
 from ..verdicts.rules import failed_verdict
-from ..verdicts.values import CHANGED_MODEL_NOTE, CellVerdict, GateRefusal
+from ..verdicts.values import CellVerdict, GateRefusal
 from .cells import GateCell, cell_min_effect, decide_cells, folded, min_effect_error
 from .schedule import Schedule
 from .suite import SuiteRow, suite_rows, suite_rows_family
@@ -141,7 +142,7 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
                 comp = replace(comp, notes=(*comp.notes, FOLD_NOTE.format(
                     task=task, k=folds, test=test)))
             name = verdict_name(comp.verdict)
-            changed = (changed_model_notes(report, baseline, model, seeds)
+            changed = (changed_model_notes(report, baseline, model, seeds, task=task)
                        if name == "IDENTICAL" else ())
             # a run judged alone says so in every output; a canonical run of these gates is
             # one look at α on all its seeds (no LookNote)
@@ -154,7 +155,7 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
                 describe_values(cand, report, metric=spec.name),
                 tuple(seeds), failed_verdict(gate, name, strict), (*notes, *changed, *cache),
                 tuple(baseline.seeds), refresh_command,
-                table_note="; ".join(x for x in (CHANGED_MODEL_NOTE if changed else "",
+                table_note="; ".join(x for x in (changed_model_table_note(changed),
                                                  "" if look is None else look.describe(),
                                                  cache_note) if x),
                 look=look))

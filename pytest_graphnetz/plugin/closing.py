@@ -100,20 +100,14 @@ def write_outputs(session: GraphnetzSession, summary: GateSummary) -> list[str]:
 
 
 def calibration_lines(session: GraphnetzSession) -> list[str]:
-    """``--graphnetz-calibrate``: the table of what δ each cell's seeds resolve and the
-    files written (empty: nothing was calibrated)."""
+    """``--graphnetz-calibrate``: the table of what δ each cell's seeds resolve, per training
+    budget, and the files written (empty: nothing was calibrated)."""
     rows = session.calibration_rows
     if not rows:
         return []
-    from ..calibration.tables import summary_table
-    from ..text import format_table
+    from ..calibration.tables import terminal_lines
 
-    lines = format_table(*summary_table(rows)).splitlines()
-    files = dict.fromkeys(f for row in rows for f in row["files"])
-    lines += [f"graphnetz: calibration written to {file}" for file in files]
-    if not files:
-        lines.append("graphnetz: no test used a baseline, so no calibration file was written")
-    return lines
+    return terminal_lines(rows)
 
 
 __all__ = ["Section", "calibration_lines", "finish", "write_outputs"]

@@ -323,7 +323,12 @@ class UnpairedCell:
                 f"{fmt_mean_ci(self.candidate)}; {welch}")
 
 
+# The Notes of an IDENTICAL cell whose model's fingerprint changed (pairing.changed_model_notes):
+# values too coarse to register the change, or, on a fine test set, a change that did not alter
+# training at all.
 CHANGED_MODEL_NOTE = "the model changed, yet every seed scored the same"
+UNCHANGED_TRAINING_NOTE = ("the model's code changed but every seed trained to the same "
+                           "values: the change did not alter training")
 
 
 def _level_note(c: stats.Comparison) -> str:
@@ -344,4 +349,5 @@ def _accepting_margin(ci: stats.ConfidenceInterval, min_effect: float) -> str:
     return fmt_num(up if up < min_effect else x)
 
 
-__all__ = ["CHANGED_MODEL_NOTE", "CellVerdict", "GateRefusal", "UnpairedCell", "WidthVerdict"]
+__all__ = ["CHANGED_MODEL_NOTE", "UNCHANGED_TRAINING_NOTE", "CellVerdict", "GateRefusal",
+           "UnpairedCell", "WidthVerdict"]
