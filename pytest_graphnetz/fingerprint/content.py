@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -30,31 +31,12 @@ def data_fingerprint(data: Any) -> str:
 def _feed(h: Any, obj: Any) -> None:
     """Hash ``obj`` into ``h``, type-tagged so different structures never collide trivially."""
     import numpy as np
-    import torch
-    from torch_geometric.data import Dataset, InMemoryDataset
-    from torch_geometric.data.data import BaseData
 
-    if isinstance(obj, torch.Tensor):
-        _feed_tensor(h, obj)
-    elif isinstance(obj, np.ndarray):
+    if _feed_library_value(h, obj):
+        return
+    if isinstance(obj, np.ndarray):
         h.update(f"ndarray:{obj.dtype.str}:{obj.shape};".encode())
         h.update(np.ascontiguousarray(obj).tobytes())
-    elif isinstance(obj, BaseData):
-        h.update(f"{type(obj).__qualname__}{{".encode())
-        _feed(h, obj.to_dict())
-        h.update(b"}")
-    elif isinstance(obj, InMemoryDataset):
-        # Hash the collated storage once instead of materialising every graph.
-        h.update(f"{type(obj).__qualname__}[".encode())
-        _feed(h, obj._data)
-        _feed(h, obj.slices)
-        _feed(h, None if obj._indices is None else list(obj.indices()))
-        h.update(b"]")
-    elif isinstance(obj, (Dataset, torch.utils.data.Dataset)) and hasattr(obj, "__len__"):
-        h.update(f"{type(obj).__qualname__}[{len(obj)}:".encode())
-        for i in range(len(obj)):
-            _feed(h, obj[i])
-        h.update(b"]")
     elif isinstance(obj, Mapping):
         h.update(b"{")
         for key in sorted(obj, key=repr):
@@ -73,6 +55,47 @@ def _feed(h: Any, obj: Any) -> None:
         _feed(h, vars(obj))
     else:
         h.update(f"{type(obj).__qualname__}:{obj!r};".encode())
+
+
+def _feed_library_value(h: Any, obj: Any) -> bool:
+    """Hash ``obj`` if it is a tensor, a PyG ``Data`` or a dataset; whether it was one.
+
+    Such a value exists only once its library is imported, so neither is imported here: a
+    loader that returns plain values (a command task's file digests) is hashed without them."""
+    torch: Any = sys.modules.get("torch")
+    if torch is None:
+        return False
+    if isinstance(obj, torch.Tensor):
+        _feed_tensor(h, obj)
+        return True
+    if "torch_geometric" in sys.modules:
+        from torch_geometric.data import Dataset, InMemoryDataset
+        from torch_geometric.data.data import BaseData
+
+        if isinstance(obj, BaseData):
+            h.update(f"{type(obj).__qualname__}{{".encode())
+            _feed(h, obj.to_dict())
+            h.update(b"}")
+            return True
+        if isinstance(obj, InMemoryDataset):
+            # Hash the collated storage once instead of materialising every graph.
+            h.update(f"{type(obj).__qualname__}[".encode())
+            _feed(h, obj._data)
+            _feed(h, obj.slices)
+            _feed(h, None if obj._indices is None else list(obj.indices()))
+            h.update(b"]")
+            return True
+        datasets: tuple[type, ...] = (Dataset, torch.utils.data.Dataset)
+    else:
+        datasets = (torch.utils.data.Dataset,)
+    if isinstance(obj, datasets) and hasattr(obj, "__len__"):
+        dataset: Any = obj
+        h.update(f"{type(dataset).__qualname__}[{len(dataset)}:".encode())
+        for i in range(len(dataset)):
+            _feed(h, dataset[i])
+        h.update(b"]")
+        return True
+    return False
 
 
 def _feed_tensor(h: Any, t: Any) -> None:

@@ -49,17 +49,17 @@ def resolve_device(device: str = "auto") -> str:
     ``auto`` picks CUDA, then MPS, then CPU. A pinned device that is absent raises
     :class:`DeviceError`; it is never replaced by another one.
     """
+    spec = str(device).strip().lower()
+    if spec == "cpu" or (spec == "auto" and _no_gpu_build()):
+        return "cpu"
     import torch
 
-    spec = str(device).strip().lower()
     mps = getattr(torch.backends, "mps", None)
     has_mps = bool(mps is not None and mps.is_available())
     if spec == "auto":
         if torch.cuda.is_available():
             return "cuda:0"
         return "mps" if has_mps else "cpu"
-    if spec == "cpu":
-        return "cpu"
     if spec == "mps":
         if not has_mps:
             raise DeviceError("device='mps' was asked for but this machine has no usable MPS "
@@ -77,6 +77,39 @@ def resolve_device(device: str = "auto") -> str:
                               "pass an existing device, device='cpu' or device='auto'")
         return f"cuda:{int(index_text)}"
     raise DeviceError(f"device={device!r} is not one of 'auto', 'cpu', 'cuda', 'cuda:<i>', 'mps'")
+
+
+def _no_gpu_build() -> bool:
+    """Whether ``auto`` can only mean the CPU, known without importing torch: torch not yet
+    imported, no Apple MPS platform, and an installed torch built without CUDA or ROCm (its
+    ``torch/version.py`` says ``cuda = None`` and ``hip = None``). Anything else: False, and
+    torch is asked."""
+    import ast
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    if "torch" in sys.modules or sys.platform == "darwin":
+        return False
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    try:
+        tree = ast.parse((Path(list(spec.submodule_search_locations)[0]) / "version.py")
+                         .read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return False
+    built = {}
+    for node in tree.body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            name, value = node.target.id, node.value
+        elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            name, value = node.targets[0].id, node.value
+        else:
+            continue
+        if isinstance(value, ast.Constant):
+            built[name] = value.value
+    return all(name in built and built[name] is None for name in ("cuda", "hip"))
 
 
 def device_info(device: str) -> dict[str, str]:
@@ -105,13 +138,25 @@ def _cpu_name() -> str:
 
 
 def versions() -> dict[str, str]:
-    import numpy
-    import torch
-    import torch_geometric
-
+    """The library versions in the cache key and the report's protocol, read from the installed
+    packages' metadata: importing torch and PyG (4 s) only to read ``__version__`` would make a
+    session whose triples are all cache hits pay for libraries it never runs. The metadata
+    spells the version as ``__version__`` does (``2.13.0+cpu`` included; a test compares them)."""
     from .. import __version__
 
-    return {"python": platform.python_version(), "torch": torch.__version__,
-            "torch_geometric": torch_geometric.__version__, "numpy": numpy.__version__,
-            "pytest_graphnetz": __version__}
+    return {"python": platform.python_version(), "torch": installed_version("torch"),
+            "torch_geometric": installed_version("torch_geometric"),
+            "numpy": installed_version("numpy"), "pytest_graphnetz": __version__}
+
+
+def installed_version(package: str) -> str:
+    """``package``'s version from its metadata; from ``package.__version__`` where it has no
+    metadata (a source checkout on the path)."""
+    import importlib
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return str(importlib.import_module(package).__version__)
 

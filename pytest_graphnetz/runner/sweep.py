@@ -83,9 +83,12 @@ def run_benchmark(
     A failing triple raises :class:`TripleError` naming it (finished triples stay cached); a
     worker process that dies outright raises :class:`WorkerCrashError` naming the suspects.
     """
-    environment.import_torch_geometric()
     task_map = _tuned(resolve_tasks(tasks), epochs=epochs, lr=lr, weight_decay=weight_decay,
                       batch_size=batch_size, options=options)
+    if any(task.kind != "command" for task in task_map.values()):
+        # Command tasks train in their scripts' processes: a sweep of them alone, every
+        # triple a cache hit, never imports torch or PyG (docs/performance.md).
+        environment.import_torch_geometric()
     seed_list = _check_seeds(seeds)
     if not isinstance(models, Mapping) or not models:
         raise TypeError("`models` must be a non-empty dict {name: factory(in_channels, "

@@ -35,7 +35,7 @@ from ..cache import TripleCache
 from ..fingerprint import model_fingerprint
 from ..history import History
 from ..tasks.base import Task
-from ..tasks.command import Command
+from ..tasks.command import Command, DataFiles
 from . import environment
 
 
@@ -102,6 +102,9 @@ def run_triple(job: Job) -> Outcome:
 
 
 def _run_triple_alone(job: Job) -> Outcome:
+    start = time.perf_counter()
+    if job.task.kind == "command":
+        return _run_command(job, start)
     import torch
 
     from .. import training
@@ -114,11 +117,8 @@ def _run_triple_alone(job: Job) -> Outcome:
     )
     from ..training.common import to_device
 
-    start = time.perf_counter()
     environment.import_torch_geometric()  # a spawned or remote worker imports it here first
     task = job.task
-    if task.kind == "command":
-        return _run_command(job, start)
     trainer = task.trainer_for(job.model)
     torch.set_num_threads(job.threads)
     cache = job.cache()
@@ -312,7 +312,8 @@ def _run_command(job: Job, start: float) -> Outcome:
 
     # run_benchmark admits only Commands as the models of a command task.
     task, script = job.task, cast(Command, job.factory)
-    environment.reseed(job.seed if task.seeded else 0)
+    if not isinstance(task.loader, DataFiles):  # which draws nothing: no torch to import
+        environment.reseed(job.seed if task.seeded else 0)
     data_fp = data_fingerprint(task.load(job.root, job.seed))
     settings: dict[str, Any] = {"seed": job.seed, "device": job.device, "threads": job.threads,
                 "deterministic": job.deterministic, "metric": task.metric_name}

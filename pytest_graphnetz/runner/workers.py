@@ -54,9 +54,11 @@ def execute(jobs: list[Job], *, workers: int, executor: Any, device: str,
             started: Callable[[str, str, int], None] | None = None) -> list[Outcome]:
     """Run ``jobs``; outcomes in ``jobs`` order whatever order they complete in."""
     if executor is None and workers == 1:
-        import torch
-
-        previous = torch.get_num_threads()
+        # Command triples set no torch threads in this process (their scripts run apart).
+        torch: Any = None
+        if any(job.task.kind != "command" for job in jobs):
+            import torch
+        previous = None if torch is None else torch.get_num_threads()
         try:
             outcomes = []
             for job in jobs:
@@ -66,7 +68,8 @@ def execute(jobs: list[Job], *, workers: int, executor: Any, device: str,
                 _report_progress(progress, job, outcomes[-1])
             return outcomes
         finally:
-            torch.set_num_threads(previous)
+            if torch is not None and previous is not None:
+                torch.set_num_threads(previous)
 
     from concurrent.futures import ThreadPoolExecutor, as_completed, wait
 
