@@ -120,6 +120,7 @@ def test_cfg(config, graphnetz_baseline):
                                          models=["GCN"], seeds=range(3), metric="accuracy")
     assert_not_worse(report, graphnetz_baseline())
 """)
+    pytester.makeini("[pytest]\ngraphnetz_seeds = 3\n")  # the project's first look
     pytester.runpytest("--graphnetz-update-baselines").assert_outcomes(passed=2)
     names = sorted(p.name for p in (pytester.path / "baselines" / "test_long").glob("*.json"))
     assert len(names) == 2  # two ids that share their first 250 characters: two files

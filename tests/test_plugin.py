@@ -213,13 +213,13 @@ def test_gate_rows_reach_the_summary(pytester: pytest.Pytester) -> None:
 
 def test_session_alpha_and_strict_are_gate_defaults(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_session_gates=GATES)
-    lenient = pytester.runpytest("--graphnetz-alpha=0.01")
+    lenient = pytester.runpytest("-o", "graphnetz_seeds=6", "--graphnetz-alpha=0.01")
     lenient.assert_outcomes(passed=2)
     lenient.stdout.fnmatch_lines(["test_session_gates.py::test_borderline*INCONCLUSIVE*"])
-    strict = pytester.runpytest("--graphnetz-alpha=0.01", "--graphnetz-strict")
+    strict = pytester.runpytest("-o", "graphnetz_seeds=6", "--graphnetz-alpha=0.01",
+                                "--graphnetz-strict")
     strict.assert_outcomes(passed=1, failed=1)
-    strict.stdout.fnmatch_lines(["*paired seeds would decide it: *"
-                                 "(rerun with --graphnetz-seeds=*"])
+    strict.stdout.fnmatch_lines(["*next look: 12 seeds (rerun with --graphnetz-seeds=12;*"])
 
 
 def test_no_gates_no_table_and_a_named_summary_says_so(pytester: pytest.Pytester) -> None:

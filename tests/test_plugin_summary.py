@@ -98,6 +98,7 @@ def table(output: str) -> list[str]:
 
 def run_scenarios(pytester: pytest.Pytester, mode: str) -> pytest.RunResult:
     pytester.makepyfile(test_scen=SCENARIOS)
+    pytester.makeini("[pytest]\ngraphnetz_seeds = 6\n")  # the project's first look
     args = ("--graphnetz-summary=gates.md", "--junitxml=junit.xml", "-p", "no:cacheprovider")
     if mode == "xdist":
         pytest.importorskip("xdist")
@@ -158,6 +159,7 @@ def test_every_gate_call_has_a_row(pytester: pytest.Pytester, mode: str) -> None
 
 def test_failure_first_without_plugin_frames(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_scen=SCENARIOS)
+    pytester.makeini("[pytest]\ngraphnetz_seeds = 6\n")  # the project's first look
     result = pytester.runpytest("-p", "no:cacheprovider", "-k",
                                 "regressed or missing or data_changed or error")
     result.assert_outcomes(failed=4)
@@ -181,6 +183,7 @@ def test_failure_first_without_plugin_frames(pytester: pytest.Pytester) -> None:
 
 def test_data_change_refusal_shows_the_unpaired_comparison(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_scen=SCENARIOS)
+    pytester.makeini("[pytest]\ngraphnetz_seeds = 6\n")  # the project's first look
     result = pytester.runpytest("-p", "no:cacheprovider", "-k", "data_changed")
     result.assert_outcomes(failed=1)
     cand = BASE + SHIFT
@@ -215,6 +218,7 @@ def test_gcn(graphnetz_baseline):
 def test_forced_refresh_shows_old_against_new(pytester: pytest.Pytester,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     pytester.makepyfile(test_refresh=REFRESH)
+    pytester.makeini("[pytest]\ngraphnetz_seeds = 6\n")  # the project's first look
     update = ("-p", "no:cacheprovider", "--graphnetz-update-baselines")
     monkeypatch.setenv("GNZ_DATA", "a")
     monkeypatch.setenv("GNZ_SHIFT", "0")
@@ -258,6 +262,7 @@ def test_odd(name):
     assert_not_worse(weird, BenchmarkReport.from_arrays(
         np.array([[BASE]]), tasks=["a```b"], models=["GCN"], seeds=range(6), metric="accuracy"))
 """)
+    pytester.makeini("[pytest]\ngraphnetz_seeds = 6\n")  # the project's first look
     pytester.runpytest("-p", "no:cacheprovider", "--graphnetz-summary=gates.md").assert_outcomes(
         failed=1)
     markdown = (pytester.path / "gates.md").read_text()
