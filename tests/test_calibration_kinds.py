@@ -41,7 +41,7 @@ TASKS = {"graph": Task("graph", DataFiles([HERE / "graph.npz"]), kind="command")
 MODELS = {"GCN": Command([sys.executable, "gcn.py", "--epochs", "8"], cwd=HERE)}
 '''
 
-COMMON = ["--graphnetz-seeds=4", "--graphnetz-device=cpu", "-p", "no:cacheprovider",
+COMMON = ["--override-ini=graphnetz_seeds=4", "--graphnetz-device=cpu", "-p", "no:cacheprovider",
           "-p", "no:randomly"]
 
 

@@ -95,7 +95,7 @@ def test_custom_trainer_feeds_histories_and_gates(root):
     assert hist.n_epochs == 5 and hist.val is not None and len(hist.train_loss) == 5
     assert np.all(report.values("blobs", "wide") > 0.6)  # learned the blobs (chance 0.5)
     assert report.epoch_selection_support() == {"blobs": True}
-    verdicts = assert_not_worse(_run(root), report)
+    verdicts = assert_not_worse(_run(root), report, first_look=3)
     assert {v.verdict for v in verdicts} == {"IDENTICAL"}
 
 

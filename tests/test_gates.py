@@ -158,8 +158,7 @@ def test_strict_fails_inconclusive() -> None:
     wobble = BASE + [0.02, -0.03, 0.01, -0.02, 0.03, -0.02, 0.0, -0.01]
     (verdict,) = assert_not_worse(make(wobble), make(BASE))
     assert verdict.verdict == "INCONCLUSIVE" and not verdict.failed
-    with pytest.raises(AssertionError, match=r"INCONCLUSIVE[\s\S]*\d+ paired seeds would "
-                                             r"decide it"):
+    with pytest.raises(AssertionError, match=r"INCONCLUSIVE[\s\S]*next look: \d+ seeds"):
         assert_not_worse(make(wobble), make(BASE), strict=True)
 
 
@@ -325,10 +324,14 @@ def test_seeds_the_baseline_lacks_are_named_with_the_refresh_command(tmp_path) -
     n = verdict.comparison.seeds_needed
     assert verdict.verdict == "INCONCLUSIVE" and n > 12
     assert "candidate seed(s) 8-11 have no baseline counterpart" in msg
-    assert f"about {n} paired seeds would decide it" in msg
+    assert f"next look: {n} seeds (rerun with --graphnetz-seeds={n}" in msg
+    # the refresh covers the seeds the cell is expected to need: the first look past them
+    need = verdict.comparison.seeds_expected
+    refresh = next(k for k in (8 * 2 ** i for i in range(12)) if k >= need)
     assert (f"the baseline has only seeds 0-7: candidate seeds beyond them cannot pair. Refresh "
-            f"the baseline with {n} seeds first") in msg
-    assert f"`pytest t.py::test_x --graphnetz-update-baselines --graphnetz-seeds={n}`" in msg
+            f"the baseline with {refresh} seeds first") in msg
+    assert (f"`pytest t.py::test_x --graphnetz-update-baselines --graphnetz-seeds={refresh}`"
+            in msg)
 
 
 def test_gate_intervals_of_a_bounded_metric_are_clipped_and_say_so() -> None:

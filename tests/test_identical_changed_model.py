@@ -87,6 +87,7 @@ def _note(output: str, cell: str) -> str:
 def test_an_identical_cell_whose_model_changed_says_so(pytester: pytest.Pytester,
                                                        seeds: str) -> None:
     pytester.makepyfile(project=PROJECT.format(width=8), test_model=GATES)
+    pytester.makeini(f"[pytest]\ngraphnetz_seeds = {seeds}\n")  # the project's first look
     option = f"--graphnetz-seeds={seeds}"
     pytester.runpytest(option, "--graphnetz-update-baselines").assert_outcomes(passed=1)
     pytester.makepyfile(project=PROJECT.format(width=4))  # half the width: a real change

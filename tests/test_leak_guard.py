@@ -170,7 +170,7 @@ def test_mlp(graphnetz_run, graphnetz_baseline):
 def leaky(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     pytester.makepyfile(test_leak=LEAKY_PROJECT)
     monkeypatch.setenv("PLANT_LEAK", "0")
-    pytester.runpytest("--graphnetz-update-baselines", "--graphnetz-seeds=5",
+    pytester.runpytest("--graphnetz-update-baselines", "-o", "graphnetz_seeds=5",
                        "--graphnetz-no-cache").assert_outcomes(passed=1)
     monkeypatch.setenv("PLANT_LEAK", "1")
     return pytester
@@ -182,7 +182,7 @@ def test_a_planted_label_leak_reads_suspect_and_its_refresh_needs_accept(
     honest = path.read_bytes()
     verdicts = leaky.path / "verdicts.json"
     summary = leaky.path / "summary.md"
-    result = leaky.runpytest("--graphnetz-seeds=5", "--graphnetz-no-cache",
+    result = leaky.runpytest("-o", "graphnetz_seeds=5", "--graphnetz-no-cache",
                              f"--graphnetz-json={verdicts}", f"--graphnetz-summary={summary}")
     result.assert_outcomes(passed=1)    # BETTER passes
     result.stdout.fnmatch_lines(["*noisy/MLP*BETTER *suspect: test +*, validation *: check for "
@@ -193,14 +193,14 @@ def test_a_planted_label_leak_reads_suspect_and_its_refresh_needs_accept(
     assert rows[0]["note"].startswith("suspect: test +")
     assert "check for test leakage" in summary.read_text()
 
-    refused = leaky.runpytest("--graphnetz-update-baselines", "--graphnetz-seeds=5",
+    refused = leaky.runpytest("--graphnetz-update-baselines", "-o", "graphnetz_seeds=5",
                               "--graphnetz-no-cache")
     refused.assert_outcomes(failed=1)
     refused.stdout.fnmatch_lines(["*refusing to update baseline*suspect*",
                                   "*noisy/MLP: the gain is suspect; check for test leakage*"
                                   "--graphnetz-accept=noisy/MLP*"])
     assert path.read_bytes() == honest
-    accepted = leaky.runpytest("--graphnetz-update-baselines", "--graphnetz-seeds=5",
+    accepted = leaky.runpytest("--graphnetz-update-baselines", "-o", "graphnetz_seeds=5",
                                "--graphnetz-no-cache", "--graphnetz-accept=noisy/MLP")
     accepted.assert_outcomes(passed=1)
     assert path.read_bytes() != honest

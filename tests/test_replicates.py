@@ -95,7 +95,7 @@ def test_a_refresh_with_replicates_through_pytest(pytester: pytest.Pytester,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     pytester.makepyfile(test_leak=LEAKY_PROJECT)
     monkeypatch.setenv("PLANT_LEAK", "0")
-    common = ["--graphnetz-seeds=4", "--graphnetz-no-cache", "--graphnetz-device=cpu"]
+    common = ["-o", "graphnetz_seeds=4", "--graphnetz-no-cache", "--graphnetz-device=cpu"]
     result = pytester.runpytest(*common, "--graphnetz-update-baselines",
                                 "-o", "graphnetz_baseline_replicates=3")   # the ini key
     result.assert_outcomes(passed=1)

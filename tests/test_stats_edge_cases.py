@@ -162,7 +162,7 @@ def test_a_diverged_cell_leaves_the_other_cells_verdicts_alone():
     assert [v.verdict for v in both] == [alone.verdict, "REGRESSED"]
     assert alone.verdict != "REGRESSED"
     with pytest.raises(AssertionError, match=r"(?s)cora/B.*REGRESSED.*no paired test can run"):
-        assert_not_worse(cand, baseline)
+        assert_not_worse(cand, baseline, first_look=6)
 
 
 # -- seeds to show equivalence are planned with the power of the TOST --------------------------
@@ -227,7 +227,7 @@ def test_the_bootstrap_gate_refuses_below_ten_seeds():
     base = report([0.80, 0.82, 0.79, 0.81, 0.83])
     cand = report([0.79, 0.82, 0.80, 0.80, 0.83])
     with pytest.raises(ValueError, match=r"test='bootstrap' over 5 seeds refused.*'paired'"):
-        assert_not_worse(cand, base, test="bootstrap")
+        assert_not_worse(cand, base, test="bootstrap", first_look=5)
 
 
 def test_bootstrap_test_and_interval_hold_their_level_at_ten_seeds():

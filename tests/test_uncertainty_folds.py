@@ -169,10 +169,10 @@ def test_folds(graphnetz_run, graphnetz_baseline):
 
 def test_a_gate_on_fold_data_names_the_corrected_test(pytester):
     pytester.makepyfile(test_fold_gate=FOLD_PROJECT.format(lr=0.05))
-    pytester.runpytest("--graphnetz-seeds=8", "--graphnetz-update-baselines").assert_outcomes(
+    pytester.runpytest("-o", "graphnetz_seeds=8", "--graphnetz-update-baselines").assert_outcomes(
         passed=1)
     pytester.makepyfile(test_fold_gate=FOLD_PROJECT.format(lr=0.0))  # never trains
-    result = pytester.runpytest("--graphnetz-seeds=8")
+    result = pytester.runpytest("-o", "graphnetz_seeds=8")
     text = result.stdout.str()
     result.assert_outcomes(failed=1)
     assert "REGRESSED" in text
