@@ -56,7 +56,7 @@ def session(args: list[str], cwd: Path, cache: Path, *extra: str) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "GRAPHNETZ_"))}
     env["PYTHONPATH"] = str(Path(__file__).parents[1])   # this checkout's package
     done = subprocess.run([*args, "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
-                           "--graphnetz-seeds=3", f"--graphnetz-cache-dir={cache}", *extra],
+                           "-o", "graphnetz_seeds=3", f"--graphnetz-cache-dir={cache}", *extra],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout

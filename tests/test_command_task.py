@@ -99,7 +99,7 @@ def test_a_rerun_without_the_cache_is_identical(baseline, tmp_path) -> None:
                              check_determinism=True)}
     rerun, statuses = _run(tasks, models)
     assert statuses == ["trained"] * len(SEEDS)
-    assert {v.verdict for v in assert_not_worse(rerun, report)} == {"IDENTICAL"}
+    assert {v.verdict for v in assert_not_worse(rerun, report, first_look=6)} == {"IDENTICAL"}
 
 
 def test_a_comment_edit_is_a_cache_hit(baseline) -> None:
@@ -122,7 +122,7 @@ def test_an_argparse_default_edit_retrains_and_lr_x03_regresses(baseline) -> Non
     slow, statuses = _run(tasks, models, cache)
     assert statuses == ["trained"] * len(SEEDS)
     with pytest.raises(AssertionError, match="REGRESSED"):
-        assert_not_worse(slow, report)
+        assert_not_worse(slow, report, first_look=6)
 
 
 def test_a_data_change_is_refused(baseline) -> None:
@@ -132,7 +132,7 @@ def test_a_data_change_is_refused(baseline) -> None:
     changed, statuses = _run(tasks, models, cache)
     assert statuses == ["trained"] * len(SEEDS)  # the data's fingerprint keys the cache
     with pytest.raises(GateRefusal, match="its data or split differs from the baseline"):
-        assert_not_worse(changed, report)
+        assert_not_worse(changed, report, first_look=6)
 
 
 # -- small pure-Python scripts: the format, placeholders, errors --------------------------------
@@ -285,11 +285,11 @@ def test_scripts(graphnetz_run, graphnetz_baseline):
 def test_a_command_task_through_the_plugin(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(project=SCRIPT_PROJECT, test_scripts=SCRIPT_GATES, train=TRAIN)
     (pytester.path / "data.txt").write_text("a graph")
-    pytester.runpytest("--graphnetz-seeds=3", "--graphnetz-update-baselines",
+    pytester.runpytest("-o", "graphnetz_seeds=3", "--graphnetz-update-baselines",
                        "-p", "no:cacheprovider").assert_outcomes(passed=1)
     baseline = (pytester.path / "baselines" / "test_scripts" / "test_scripts.json").read_text()
     assert "train.py '{output}' --shift 0.01" in baseline     # the model as a reviewer reads it
-    rerun = pytester.runpytest("--graphnetz-seeds=3", "--graphnetz-no-cache",
+    rerun = pytester.runpytest("-o", "graphnetz_seeds=3", "--graphnetz-no-cache",
                                "-p", "no:cacheprovider")
     rerun.assert_outcomes(passed=1)
     assert re.search(r"t/A\s.*IDENTICAL", rerun.stdout.str())

@@ -223,6 +223,7 @@ def test_b(graphnetz_run, graphnetz_baseline):
 def test_xdist_same_verdicts_and_each_triple_trained_once(pytester: pytest.Pytester) -> None:
     pytest.importorskip("xdist")
     pytester.makepyfile(toy=TOY.format(hidden=16, lr=0.05), test_model=XDIST_TESTS)
+    pytester.makeini("[pytest]\ngraphnetz_seeds = 4\n")  # the project's first look
     # The baselines, from one serial in-process session that caches nothing (both tests train).
     update = pytester.runpytest(SEEDS, "-p", "no:xdist", "--graphnetz-no-cache",
                                 "--graphnetz-update-baselines")

@@ -198,17 +198,18 @@ def test_a_rerun_on_the_advice_walks_the_same_looks_and_decides(project, gated) 
     alone.assert_outcomes(passed=1, failed=1)
     four = _last(project)
     assert four["alpha"] == 0.05 and four["n"] == advised
-    assert "judged alone at α: --graphnetz-single-run" in four["note"]
+    assert "judged alone at α: not rerun-safe (--graphnetz-single-run)" in four["note"]
 
 
 def test_a_regressed_cell_stays_regressed_whatever_ran_in_between(project) -> None:
-    """REGRESSED at 10 seeds; then a run on 3 seeds (off the schedule, judged alone at α: it
-    may read otherwise, and says so); then 10 seeds again: REGRESSED, exit 1. An earlier
+    """REGRESSED at 10 seeds; then a run on 3 seeds (below the first look: refused, naming the
+    seeds and the fix); then 10 seeds again: REGRESSED, exit 1. An earlier
     version's rerun-chain records in the cache are ignored, with one notice."""
     project.runpytest("--graphnetz-seeds=10").assert_outcomes(passed=1, failed=1)
     few = project.runpytest("--graphnetz-seeds=3")
     row = _row(few.stdout.str(), "broken/m")
-    assert "judged alone at α" in row and "do not hold the schedule's first look" in row
+    assert "REFUSED" in row and "the paired 3 seeds (0-2) hold no look" in row
+    assert few.ret == 1
     planted = project.path / ".pytest_cache" / "d" / "graphnetz" / "rerun-chains"
     planted.mkdir(parents=True)
     (planted / "forged.json").write_text('{"looks": [2, 3, 10], "verdicts": ["NOT WORSE"]}')
