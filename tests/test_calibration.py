@@ -16,7 +16,10 @@ import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 import pytest_graphnetz.training.node  # noqa: E402,F401
 from pytest_graphnetz import BenchmarkReport, Task, run_benchmark  # noqa: E402
-from pytest_graphnetz.calibration.annotation import resolution_note  # noqa: E402
+from pytest_graphnetz.calibration.annotation import (  # noqa: E402
+    RESOLUTION_TABLE_NOTE,
+    resolution_note,
+)
 from pytest_graphnetz.calibration.resolution import (  # noqa: E402
     Calibration,
     CalibrationError,
@@ -32,6 +35,7 @@ from pytest_graphnetz.calibration.store import (  # noqa: E402
     write_calibration,
 )
 from pytest_graphnetz.stats.planning import seeds_for_min_effect  # noqa: E402
+from pytest_graphnetz.text import ceil_significant  # noqa: E402
 
 # -- the resolvable δ: planning, checked against statsmodels' power of the one-sided t test -------
 
@@ -335,3 +339,36 @@ def test_a_broken_calibration_file_warns_naming_it_and_leaves_the_verdict(
     assert "BETTER" in text
     result.stdout.fnmatch_lines(["*graphnetz: calibration ignored: *test_gcn.calibration.json: *"
                                  "rewrite it with `graphnetz calibrate`*"])
+
+
+def test_resolvable_shows_one_delta_and_never_warns_it_is_finer_than_the_seeds_resolve(
+        pytester: pytest.Pytester) -> None:
+    """A calibration planned at another level than the look the row is decided at (a later look
+    of the schedule is stricter; here the file says α 0.1 and the gate decides at 0.05): the δ
+    the gate takes from it is the row's only δ, with no second figure and no warning."""
+    pytester.makepyfile(test_model=CALIBRATED_GATE.format(shift=0.0).replace(
+        "graphnetz_baseline(), first_look=8)",
+        "graphnetz_baseline(), first_look=8, min_effect=\"resolvable\")"))
+    args = ("-p", "no:cacheprovider", "-p", "no:randomly", "--graphnetz-json=verdicts.json")
+    pytester.runpytest_inprocess(*args, "--graphnetz-update-baselines").assert_outcomes(passed=1)
+    rng = np.random.default_rng(3)
+    base = 0.8 + 0.01 * rng.standard_normal(8)
+    cal = Calibration({("karate", "GCN"): CellCalibration(
+        "karate", "GCN", "accuracy", tuple(range(8)), tuple(base),
+        tuple(base + 0.004 * rng.standard_normal(8)))}, alpha=0.1)
+    write_calibration(cal, pytester.path / "baselines" / "test_model" /
+                      "test_gcn.calibration.json")
+    pytester.makepyfile(test_model=CALIBRATED_GATE.format(shift=0.002).replace(
+        "graphnetz_baseline(), first_look=8)",
+        "graphnetz_baseline(), first_look=8, min_effect=\"resolvable\")"))
+    result = pytester.runpytest_inprocess(*args)
+    result.assert_outcomes(passed=1)
+    row = json.loads((pytester.path / "verdicts.json").read_text())["rows"][0]
+    delta = row["stats"]["min_effect"]
+    assert delta == pytest.approx(ceil_significant(cal.resolvable(("karate", "GCN"), 8)))
+    # planned at α 0.1, so finer than what 8 seeds resolve at the gate's 0.05
+    assert delta < cal.resolvable(("karate", "GCN"), 8, alpha=0.05)
+    assert "δ = what the seeds resolve (--graphnetz-min-effect=resolvable)" in row["note"]
+    assert "seeds resolve δ ≥" not in row["note"]
+    assert RESOLUTION_TABLE_NOTE not in row["note"]
+    assert "needs about" not in result.stdout.str()
