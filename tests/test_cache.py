@@ -131,6 +131,30 @@ def test_entry_under_the_wrong_key_is_treated_as_corrupt(tmp_path):
     assert not cache.path(b).exists()
 
 
+def test_an_edited_or_truncated_value_is_recomputed_with_one_warning(tmp_path):
+    cache = TripleCache(tmp_path)
+    key = make_key({"x": 1})
+    cache.put(key, History(test=[0.5, 0.75]))
+    entry = json.loads(cache.path(key).read_text())
+    # a value edited by hand (+0.05), the file still valid JSON of the right schema and key
+    entry["history"]["test"][-1] += 0.05
+    cache.path(key).write_text(json.dumps(entry))
+    with pytest.warns(UserWarning, match="corrupt") as caught:
+        assert cache.get(key) is None
+    assert len(caught) == 1 and str(cache.path(key)) in str(caught[0].message)
+    assert not cache.path(key).exists()
+    # a dropped epoch: the digest no longer matches either
+    cache.put(key, History(test=[0.5, 0.75]))
+    entry = json.loads(cache.path(key).read_text())
+    entry["history"]["test"] = entry["history"]["test"][:1]
+    cache.path(key).write_text(json.dumps(entry))
+    with pytest.warns(UserWarning, match="corrupt"):
+        assert cache.get(key) is None
+    # a recomputed entry is served again
+    history, cached = cache.get_or_compute(key, lambda: History(test=[0.5, 0.75]))
+    assert not cached and list(cache.get(key).test) == [0.5, 0.75]
+
+
 @pytest.mark.parametrize("key", ["../escape", "/etc/passwd", "a" * 63, "A" * 64, "", 5])
 def test_keys_never_name_a_path(tmp_path, key):
     with pytest.raises(ValueError, match="sha256"):
