@@ -16,7 +16,7 @@ from typing import Any
 from .baselines import BaselineMissingError
 from .report import BenchmarkReport
 from .stats.paired import paired_test
-from .text import fmt_level, fmt_num
+from .text import NOT_REPRODUCED, fmt_level, fmt_num
 from .verdicts.formatting import describe_values, refresh_hint, seed_list
 from .verdicts.values import (
     CHANGED_MODEL_NOTE,
@@ -30,8 +30,6 @@ _ENVIRONMENT_KEYS = ("device", "threads", "versions", "gpu")
 # δ for metrics bounded in [0, 1] (accuracy, AUC, F1, MRR, Hits@K): one point.
 
 
-# runner/verify.py's sentence (not imported: the runner loads torch; a test pins the two).
-NOT_REPRODUCED = "a cached result did not reproduce: an input the key does not see changed"
 
 
 def cache_notes(report: BenchmarkReport, task: str, model: str) -> tuple[tuple[str, ...], str]:

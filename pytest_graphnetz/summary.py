@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .text import (
+    NOT_REPRODUCED,
     clip,
     clip_line,
     code_block,
@@ -40,9 +41,6 @@ from .text import (
 if TYPE_CHECKING:
     from .verdicts.values import CellVerdict, WidthVerdict
 
-# What a cache hit that did not reproduce means (runner/verify.py: not imported here, a test
-# pins that the two agree).
-NOT_REPRODUCED = "a cached result did not reproduce: an input the key does not see changed"
 FAILED_MARK = "✗ FAIL"     # the table's Build column for rows that failed the build
 # Verdicts that are no verdict: the comparison was not made.
 NO_VERDICT = ("REFUSED", "MISSING BASELINE", "NOT COMPARED")

@@ -11,6 +11,11 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
+# What a cache hit that, retrained to check it, gave another result means: one sentence for the
+# runner's check, the gate rows and the session summary.
+NOT_REPRODUCED = "a cached result did not reproduce: an input the key does not see changed"
+
+
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """An aligned plain-text table: text columns left-aligned, numeric columns right-aligned."""

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..report.files import atomic_file, write_text_atomic
+from .command import file_sha256
 
 T = TypeVar("T")
 
@@ -46,14 +47,6 @@ class CorruptDatasetError(RuntimeError):
 CORRUPTION_ERRORS: tuple[type[BaseException], ...] = (
     CorruptDatasetError, pickle.UnpicklingError, EOFError, zipfile.BadZipFile, RuntimeError,
 )
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _manifest(folder: Path) -> dict[str, dict]:
@@ -80,7 +73,7 @@ def verify(path: Path) -> bool:
     entry = _manifest(path.parent).get(path.name)
     if entry is None:
         return True
-    return path.stat().st_size == entry["size"] and _sha256(path) == entry["sha256"]
+    return path.stat().st_size == entry["size"] and file_sha256(path) == entry["sha256"]
 
 
 def download(url: str, path: Path, *, attempts: int = DEFAULT_ATTEMPTS, timeout: float = 60.0,
