@@ -151,14 +151,17 @@ def test_an_edit_retrains_exactly_when_project_code_the_run_imports_changed(
 
 def test_a_script_gets_the_closure_of_the_modules_it_imports(tmp_path):
     """What a command task passes: a script's path, resolved as a new process would."""
-    (tmp_path / "util.py").write_text("def scale(x):\n    return 2 * x\n")
+    (tmp_path / "util.py").write_text("def scale(x):\n    return 2 * x\n\n\n"
+                                      "def unused(x):\n    return x\n")
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("")
-    (tmp_path / "pkg" / "model.py").write_text("from . import layers\nWIDTH = 8\n")
+    (tmp_path / "pkg" / "model.py").write_text("from . import layers\n"
+                                               "WIDTH = 8 * layers.DEPTH\n")
     (tmp_path / "pkg" / "layers.py").write_text("DEPTH = 2\n")
     script = tmp_path / "train.py"
     script.write_text("import argparse\nimport numpy\nimport util\nfrom pkg import model\n"
-                      "p = argparse.ArgumentParser()\np.add_argument('--lr', default=0.01)\n")
+                      "p = argparse.ArgumentParser()\np.add_argument('--lr', default=0.01)\n"
+                      "print(util.scale(model.WIDTH))\n")
     base = project_code_key([script])
 
     def key_after(file: str, old: str, new: str) -> str:
@@ -175,7 +178,10 @@ def test_a_script_gets_the_closure_of_the_modules_it_imports(tmp_path):
     assert key_after("util.py", "2 * x", "3 * x") != base
     assert key_after("pkg/model.py", "WIDTH = 8", "WIDTH = 9") != base
     assert key_after("pkg/layers.py", "DEPTH = 2", "DEPTH = 3") != base  # relative import
-    assert key_after("pkg/__init__.py", "", "X = 1\n") != base  # the package runs too
+    assert key_after("pkg/__init__.py", "", "print()\n") != base  # the package runs too
+    # At the grain of definitions: what the script does not reach is not in its key.
+    assert key_after("util.py", "return x", "return x + 1") == base
+    assert key_after("pkg/__init__.py", "", "X = 1\n") == base
     (tmp_path / "elsewhere.py").write_text("Y = 1\n")
     assert project_code_key([script]) == base
 

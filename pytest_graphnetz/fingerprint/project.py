@@ -15,6 +15,8 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
+from .interpreter import installed_version
+
 
 def project_code_key(targets: Iterable[Any]) -> str:
     """sha256 hex of the project code ``targets`` depend on, for a cache key.
@@ -23,36 +25,22 @@ def project_code_key(targets: Iterable[Any]) -> str:
     or paths (``str`` / ``os.PathLike``) of Python scripts. A command task (a script run in a
     subprocess) passes its script's path and gets the same closure an in-process trainer gets.
 
-    What is in the key:
+    What is in the key (docs/cache.md says it for users):
 
     - The *reach*, at the grain of definitions (:mod:`.reach`): each target's definition (a
-      callable's top-level function or class; a lambda by its line; all of a module or
-      script), the functions, classes, assignments and imports it names, transitively across
-      project modules (``helpers.drop`` through ``import helpers``, ``from m import f``,
-      imports inside functions, ``importlib.import_module("literal")``), plus the other
-      module-level statements (argparse calls, ``if``/``try`` blocks, registrations) of every
-      module reached and of the packages above it (importing ``a.b`` runs
-      ``a/__init__.py``). Only project modules are followed.
-    - A module whose reach cannot be seen (``globals()``, computed ``getattr``/imports, star
-      imports, a decorator that is not a known wrapper), a module used as a value and one
-      imported only for its effects count whole, with every project module they import, by
-      their whole normalised code (syntax tree without docstrings: comments, docstrings and
-      formatting never count). A module that does not parse counts by its raw bytes.
-    - A *project module* is a ``.py`` file outside the library locations: the standard library
-      and site-packages directories of this interpreter (:mod:`sysconfig`, :mod:`site`), any
-      directory named ``site-packages`` or ``dist-packages`` (other virtual environments, tox
-      environments) and pytest-graphnetz's own package. So a project's own modules, a sibling
-      checkout on ``PYTHONPATH`` and an editable install all count as code; an installed
-      library does not.
-    - Every other imported top-level module (a library) counts by the version of the installed
-      distribution that provides it (``importlib.metadata``; ``xdist`` by pytest-xdist's),
-      whether or not this process has imported it; the standard library by nothing here (the
-      Python version is in the runner's key).
+      callable's top-level function or class; a lambda by its line; all of a script), what it
+      names, transitively across project modules, and what runs when each module reached is
+      imported: its other statements, its definitions that call something, the packages
+      above it and, in turn, the modules it imports (a name imported and never used counts
+      only through what its module runs, so a model's key does not hold its siblings').
+    - Whole, with every project module it imports: a module whose reach cannot be seen
+      (``globals()``, computed ``getattr``/imports, star imports, an unknown decorator), one
+      used as a value or loaded by ``import_module``, and one whose classes may register
+      themselves on creation (a project base with ``__init_subclass__``, a metaclass).
+    - A library (a module :func:`is_project_file` refuses) by its distribution's version.
 
     Not in the key: values computed at run time from outside the code (environment variables,
-    files, the command line, a module global changed by a caller), files the code reads (the
-    runner stamps a loader's data files apart), modules imported only under a computed name.
-    Paths never enter the key, so a checkout in another directory shares it.
+    files, the command line), modules imported only under a computed name. No path enters it.
 
     Imports resolve as Python would at run time: a module already imported in this process is
     taken from ``sys.modules``, any other is searched on ``sys.path`` (a script's own directory
@@ -60,6 +48,20 @@ def project_code_key(targets: Iterable[Any]) -> str:
     parsed once per process and file version (path, size, mtime); a call costs a ``stat`` per
     module of the closure.
     """
+    digests, libraries, _ = _walk(targets)
+    payload = {"modules": sorted(digests), "libraries": _library_versions(libraries)}
+    return hashlib.sha256(repr(sorted(payload.items())).encode()).hexdigest()
+
+
+def project_code_files(targets: Iterable[Any]) -> frozenset[str]:
+    """The project source files (absolute paths) whose code :func:`project_code_key` of
+    ``targets`` holds, at the grain of definitions or whole: a change to one of them that
+    the key does not see cannot change what ``targets`` run."""
+    return _walk(targets)[2]
+
+
+def _walk(targets: Iterable[Any]) -> tuple[set[str], set[str], frozenset[str]]:
+    """``(digests, library top-level names, files)`` of the project code ``targets`` reach."""
     digests: set[str] = set()
     libraries: set[str] = set()
     whole: list[_Where] = []
@@ -67,9 +69,9 @@ def project_code_key(targets: Iterable[Any]) -> str:
     for target in targets:
         reach.add_target(target)
     reach.run()
-    _whole_closure(whole, digests, libraries, set())
-    payload = {"modules": sorted(digests), "libraries": _library_versions(libraries)}
-    return hashlib.sha256(repr(sorted(payload.items())).encode()).hexdigest()
+    seen: set[str] = set()
+    _whole_closure(whole, digests, libraries, seen)
+    return digests, libraries, frozenset(reach.visited | seen)
 
 
 # (module name, source file, search path, whether to resolve without sys.modules)
@@ -78,14 +80,17 @@ _Where = tuple[str, str | None, tuple[str, ...], bool]
 
 class _Reach:
     """The definitions the targets reach, module by module (see :mod:`.reach`): each reached
-    definition's digest, the other statements of each module visited, the package
-    ``__init__`` above it; a dynamic module, a module used as a value, or one imported for its
-    effects only go to ``whole`` (counted whole, with everything it imports)."""
+    definition's digest; of each module visited, what runs when it is imported (its other
+    statements, its definitions that call something, the modules it imports, in turn, and the
+    package ``__init__`` above it). A dynamic module, a module used as a value, one loaded by
+    ``import_module``, and one whose classes may register themselves on creation go to
+    ``whole`` (counted whole, with everything it imports)."""
 
     def __init__(self, digests: set[str], libraries: set[str], whole: list[_Where]) -> None:
         self.digests, self.libraries, self.whole = digests, libraries, whole
         self.todo: list[tuple[_Where, str, tuple[str, ...]]] = []
         self.visited: set[str] = set()
+        self.hooked: set[str] = set()
         self.done: set[tuple[str, str]] = set()
 
     def info(self, where: _Where) -> Any:
@@ -101,19 +106,60 @@ class _Reach:
             self.digests.add(f"unreadable {name}: {type(exc).__name__}")
             return None
         info = analyse(file, st.st_mtime_ns, st.st_size)
-        if info is None or info.dynamic:
+        if file not in self.visited and info is not None and not info.dynamic:
+            self.visited.add(file)   # what runs at import, whatever is used
+            if self.creates_hooked(where, info, list(info.class_bases), set()):
+                self.hooked.add(file)
+            else:
+                if info.others:
+                    self.digests.add(f"{name}:<module>:{info.others}")
+                self.push_refs(where, [*info.other_refs, *((n, ()) for n in info.runs_at_import)])
+                # Each import runs its module (its statements, not its definitions): a name
+                # imported and never used changes no key but through what its module runs.
+                for binding in info.imports:
+                    found = self.resolve_module(where, binding)
+                    if found is not None:
+                        self.todo.append((found, "", ()))
+                for binding in info.effects:   # import_module("name"): used through a value
+                    found = self.resolve_module(where, binding)
+                    if found is not None:
+                        self.whole.append(found)
+                self.packages_above(where)
+        if info is None or info.dynamic or file in self.hooked:
             self.whole.append(where)
             return None
-        if file not in self.visited:   # what runs at import, whatever is used
-            self.visited.add(file)
-            self.digests.add(f"{name}:<module>:{info.others}")
-            self.push_refs(where, info.other_refs)
-            for binding in [*info.unused_imports, *info.effects]:
-                found = self.resolve_module(where, binding)
-                if found is not None:
-                    self.whole.append(found)
-            self.packages_above(where)
         return info
+
+    def creates_hooked(self, where: _Where, info: Any, names: list[str],
+                       seen: set[tuple[str, str]]) -> bool:
+        """Whether creating the classes ``names`` of ``where`` may run project code (a
+        base's ``__init_subclass__``, a metaclass) that registers them where a model looks
+        them up by name; a library's bases are taken to run none (torch's and PyG's do not)."""
+        from .reach import analyse
+
+        if info.hooks:
+            return True
+        for name in names:
+            if (where[1] or "", name) in seen:
+                continue
+            seen.add((where[1] or "", name))
+            if name in info.class_bases:
+                if self.creates_hooked(where, info, info.class_bases[name], seen):
+                    return True
+                continue
+            binding = info.bindings.get(name)
+            found = None if binding is None else self.resolve_module(where, binding)
+            if found is None or found[1] is None or not is_project_file(found[1]):
+                continue
+            with contextlib.suppress(OSError):
+                target = analyse(*_stamp(found[1]))
+                if target is None or target.dynamic:
+                    return True
+                there = [binding.member] if binding.member and found[0] == self.absolute(
+                    where, binding) else list(target.class_bases)
+                if self.creates_hooked(found, target, there, seen):
+                    return True
+        return False
 
     def packages_above(self, where: _Where) -> None:
         name, _, search, fresh = where
@@ -260,8 +306,6 @@ def _whole_closure(todo: list[_Where], digests: set[str], libraries: set[str],
                     found, found_file = _locate(f"{module}.{member}", search, fresh)
                     if found:
                         todo.append((f"{module}.{member}", found_file, search, fresh))
-
-
 
 
 def _target_module(target: Any) -> tuple[str, str | None, tuple[str, ...], bool]:
@@ -453,37 +497,3 @@ def _library_versions(tops: set[str]) -> list[str]:
     and the second looked for a distribution named ``xdist``, found none, and wrote "?")."""
     return [f"{top}=={installed_version(top)}"
             for top in sorted(tops - set(sys.stdlib_module_names) - {"", "__main__"})]
-
-
-@functools.cache
-def installed_version(top: str) -> str:
-    """The version of the distribution(s) installing top-level module ``top``, or "?"."""
-    import importlib.metadata
-    import importlib.util
-
-    try:
-        return importlib.metadata.version(top)   # the usual case: named as it is imported
-    except (importlib.metadata.PackageNotFoundError, ValueError):
-        pass
-    try:
-        if importlib.util.find_spec(top) is None:   # not installed (an optional import)
-            return "?"
-    except (ImportError, ValueError):
-        return "?"
-    # ``xdist`` from pytest-xdist, ``yaml`` from PyYAML: map import names to distributions.
-    # That reads every installed package's file list (0.3-1.7 s here), so only for such a
-    # module, and once per process.
-    names = sorted(set(_distributions_by_module().get(top, ())))
-    versions = []
-    for name in names:
-        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
-            versions.append(f"{name} {importlib.metadata.version(name)}")
-    return "; ".join(versions) or "?"
-
-
-@functools.lru_cache(maxsize=1)
-def _distributions_by_module() -> dict[str, list[str]]:
-    import importlib.metadata
-
-    return dict(importlib.metadata.packages_distributions())
-

@@ -4,7 +4,9 @@
 assignments to plain names, imports: each by the names it binds) and *other statements*
 (expressions, ``if``/``try``/``for`` blocks, assignments to subscripts or attributes, argparse
 calls: what runs at import whatever is used). Each definition has the digest of its normalised
-code and the names it references (``name`` or ``name.attr.attr``). A module whose reach cannot
+code and the names it references (``name`` or ``name.attr.attr``); a definition whose statement
+calls something at import (``X = register(GAT)``, a call in a class body or a default value)
+is named in ``runs_at_import``, as it runs whatever is used. A module whose reach cannot
 be seen is *dynamic* and counts whole: ``globals()``, ``locals()``, ``vars()``, ``eval``,
 ``exec``, ``sys.modules``, ``__dict__`` of an imported name, ``getattr``/``setattr`` with a
 computed name on an imported name, ``import_module``/``__import__`` with a computed name, a
@@ -43,13 +45,19 @@ class Binding:
 @dataclass
 class ModuleInfo:
     dynamic: bool
-    others: str                                   # digest of the other statements
+    others: str                                   # digest of the other statements ("": none)
     other_refs: list[Ref]
     defs: dict[str, tuple[str, list[Ref]]]        # name -> (digest, refs)
     nested: dict[str, list[Binding]]              # imports inside a definition, by its name
     effects: list[Binding]                        # import_module("literal") anywhere
     bindings: dict[str, Binding]
-    unused_imports: list[Binding]                 # bound, never referenced: imported for effect
+    imports: list[Binding]                        # what each import that runs at import loads
+    runs_at_import: list[str]                     # definitions that call something at import
+    # Class creation that can run code elsewhere: this module defines `__init_subclass__`,
+    # `__set_name__`, a metaclass or a `metaclass=` keyword (``hooks``); the names each of its
+    # top-level classes derives from (``class_bases``), where such code may live.
+    hooks: bool
+    class_bases: dict[str, list[str]]
     lambdas: dict[int, tuple[str, list[Ref]]] = field(default_factory=dict)  # by line
     all_refs: list[Ref] = field(default_factory=list)
 
@@ -90,6 +98,38 @@ def _dotted(node: ast.AST) -> str:
     while isinstance(node, ast.Attribute):
         return node.attr
     return node.id if isinstance(node, ast.Name) else ""
+
+
+def _calls_at_import(stmt: ast.AST) -> bool:
+    """Whether defining ``stmt`` calls something: in an assignment's value, a class body (not
+    inside its methods), a class's bases or a function's default values."""
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+        runs: list[ast.AST] = [stmt.value] if stmt.value is not None else []
+    elif isinstance(stmt, ast.ClassDef):
+        runs = [*stmt.bases, *stmt.keywords, *(s for s in stmt.body if not isinstance(
+            s, (ast.FunctionDef, ast.AsyncFunctionDef)))]
+        runs += [d for s in stmt.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 for d in (*s.args.defaults, *s.args.kw_defaults) if d is not None]
+    elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        runs = [d for d in (*stmt.args.defaults, *stmt.args.kw_defaults) if d is not None]
+    else:
+        return False
+    while runs:   # a lambda's body runs when it is called, not here
+        node = runs.pop()
+        if isinstance(node, ast.Call):
+            return True
+        if not isinstance(node, ast.Lambda):
+            runs.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _class_hooks(node: ast.ClassDef) -> bool:
+    """Whether creating ``node`` or a subclass of it runs code of its own."""
+    return any(k.arg == "metaclass" for k in node.keywords) or \
+        any(_dotted(b) == "type" for b in node.bases) or \
+        any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and s.name in ("__init_subclass__", "__set_name__", "__class_getitem__")
+            for s in node.body)
 
 
 def _digest(nodes: list[ast.AST]) -> str:
@@ -174,15 +214,24 @@ def analyse(path: str, mtime_ns: int, size: int) -> ModuleInfo | None:
                                                                         "__import__")
                and node.args and isinstance(node.args[0], ast.Constant)
                and isinstance(node.args[0].value, str)]
-    all_refs = _refs(tree)
-    used = {name for name, _ in all_refs}
-    unused = [b for name, b in bindings.items() if name not in used]
+    classes = [s for s in tree.body if isinstance(s, ast.ClassDef)]
+    imports = [Binding(a.name, 0, None) if isinstance(node, ast.Import)
+               else Binding(node.module or "", node.level, a.name)
+               for stmt in tree.body
+               if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+               for node in ast.walk(stmt) if isinstance(node, (ast.Import, ast.ImportFrom))
+               for a in node.names if a.name != "*"]
     return ModuleInfo(
-        dynamic=dynamic, others=_digest(others),
+        dynamic=dynamic, others=_digest(others) if others else "",
         other_refs=[r for stmt in others for r in _refs(stmt)],
         defs={name: (_digest(stmts), [r for s in stmts for r in _refs(s)])
               for name, stmts in defs.items()},
-        nested=nested, effects=effects, bindings=bindings, unused_imports=unused,
+        nested=nested, effects=effects, bindings=bindings, imports=imports,
+        runs_at_import=sorted({name for name, stmts in defs.items()
+                               if any(_calls_at_import(s) for s in stmts)}),
+        hooks=any(_class_hooks(n) for n in ast.walk(tree) if isinstance(n, ast.ClassDef)),
+        class_bases={c.name: [r[0] for b in (*c.bases, *c.keywords) for r in _refs(b)]
+                     for c in classes},
         lambdas={line: (_digest(list(nodes)), [r for n in nodes for r in _refs(n)])
                  for line, nodes in lambdas.items()},
-        all_refs=all_refs)
+        all_refs=_refs(tree))

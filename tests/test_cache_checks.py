@@ -1,0 +1,159 @@
+"""Keys that waste nothing: in real pytest sessions sharing one cache, a change retrains only the
+triples whose inputs it changed, and an input changed and changed back is a hit again.
+
+The team shape: a ``team_models`` package whose ``__init__`` re-exports GCN, SAGE and GAT from
+their submodules, one gate per model. A pull request removes GAT (its file, its import, its
+gate) and leaves ``from .layers import attention`` in ``__init__``, now used by nothing; the
+two remaining models must come from the cache. The trainings are counted from the session's
+own summary line (``triples: N trained, M from cache``).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import pytest
+
+# Pytester's in-process runs drop modules first imported inside them; torch cannot be imported
+# twice in one process, so everything heavy is imported here, once.
+torch = pytest.importorskip("torch")
+pytest.importorskip("torch_geometric")
+import torch_geometric.data  # noqa: E402,F401
+
+import pytest_graphnetz.runner  # noqa: E402,F401
+import pytest_graphnetz.training.node  # noqa: E402,F401
+
+TASK = '''
+import torch
+from torch_geometric.data import Data
+
+from pytest_graphnetz import Task
+
+
+def load(root, *, seed):
+    g = torch.Generator().manual_seed(seed)
+    y = torch.arange(2).repeat_interleave(20)
+    x = torch.nn.functional.one_hot(y, 2).float() + torch.randn(40, 2, generator=g)
+    mask = torch.arange(40) % 2 == 0
+    return Data(x=x, y=y, edge_index=torch.randint(0, 40, (2, 60), generator=g),
+                train_mask=mask, val_mask=~mask, test_mask=~mask)
+
+
+TASKS = {"toy": Task("toy", load, epochs=3, lr=0.05)}
+'''
+
+INIT = '''
+"""The team's models."""
+from .gcn import GCN
+from .sage import SAGE
+from .gat import GAT
+from .layers import attention
+
+__all__ = ["GCN", "SAGE", "GAT", "attention"]
+'''
+
+LAYERS = '''
+import torch
+
+
+def act(x):
+    return torch.relu(x)
+
+
+def attention(x):
+    return torch.softmax(x, dim=-1) * x
+'''
+
+
+def model(name: str, body: str, helper: str = "act") -> str:
+    return f'''
+import torch
+
+from .layers import {helper}
+
+WIDTH = 8
+
+
+class {name}(torch.nn.Module):
+    def __init__(self, in_channels, out_channels):
+        super().__init__()
+        self.a = torch.nn.Linear(in_channels, WIDTH)
+        self.b = torch.nn.Linear(WIDTH, out_channels)
+
+    def forward(self, x, edge_index):
+        return self.b({body})
+'''
+
+
+GCN = model("GCN", "act(self.a(x))")
+SAGE = model("SAGE", "act(self.a(x)) * 0.5")
+GAT = model("GAT", "attention(self.a(x))", helper="attention")
+
+
+def gate_test(name: str) -> str:
+    return f'''
+import team_task
+from team_models import {name}
+
+
+def test_{name.lower()}(graphnetz_run):
+    report = graphnetz_run(team_task.TASKS, {{"{name}": {name}}})
+    assert report.values("toy", "{name}").shape == (2,)
+'''
+
+
+@pytest.fixture
+def team(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    # Python's bytecode cache trusts a file's mtime in whole seconds and its size: an edit
+    # within the same second that keeps the size would run stale bytecode.
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    package = pytester.mkpydir("team_models")
+    for name, text in (("__init__", INIT), ("layers", LAYERS), ("gcn", GCN), ("sage", SAGE),
+                       ("gat", GAT)):
+        (package / f"{name}.py").write_text(text)
+    pytester.makepyfile(team_task=TASK, test_gcn=gate_test("GCN"), test_sage=gate_test("SAGE"),
+                        test_gat=gate_test("GAT"))
+    pytester.makeini("[pytest]\ngraphnetz_seeds = 2\n")
+    pytester.syspathinsert()
+    return pytester
+
+
+def counts(pytester: pytest.Pytester, passed: int) -> tuple[int, int]:
+    """``(trained, from cache)`` of one session, from its summary line."""
+    result = pytester.runpytest("-p", "no:cacheprovider", "--graphnetz-cache-dir=cache")
+    result.assert_outcomes(passed=passed)
+    found = re.findall(r"triples: (\d+) trained, (\d+) from cache", result.stdout.str())
+    assert len(found) == 1, result.stdout.str()
+    return int(found[0][0]), int(found[0][1])
+
+
+def edit(path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, (path, old)
+    path.write_text(text.replace(old, new))
+
+
+def test_removing_a_model_retrains_nothing_else(team: pytest.Pytester) -> None:
+    assert counts(team, passed=3) == (6, 0)
+    assert counts(team, passed=3) == (0, 6)
+    # The pull request: GAT's file, its import and its gate go; `attention`, which only GAT
+    # used, stays imported in __init__ and listed in __all__.
+    (team.path / "team_models" / "gat.py").unlink()
+    (team.path / "test_gat.py").unlink()
+    edit(team.path / "team_models" / "__init__.py", "from .gat import GAT\n", "")
+    edit(team.path / "team_models" / "__init__.py", '"GAT", ', "")
+    assert counts(team, passed=2) == (0, 4)
+
+
+def test_an_init_binding_a_model_reaches_still_counts(team: pytest.Pytester) -> None:
+    assert counts(team, passed=3) == (6, 0)
+    # The helper every model imports through `.layers`: GCN and SAGE call `act`, GAT does not.
+    edit(team.path / "team_models" / "layers.py", "torch.relu(x)", "torch.relu(x) * 2")
+    assert counts(team, passed=3) == (4, 2)
+    # The re-exported `attention`, edited: only GAT reaches it.
+    edit(team.path / "team_models" / "layers.py", "* x\n", "* x * 2\n")
+    assert counts(team, passed=3) == (2, 4)
+    # A statement that runs when the package is imported counts for every model under it.
+    edit(team.path / "team_models" / "gat.py", "WIDTH = 8\n", "WIDTH = 8\ntorch.manual_seed(1)\n")
+    assert counts(team, passed=3) == (6, 0)
