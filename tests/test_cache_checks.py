@@ -157,3 +157,121 @@ def test_an_init_binding_a_model_reaches_still_counts(team: pytest.Pytester) -> 
     # A statement that runs when the package is imported counts for every model under it.
     edit(team.path / "team_models" / "gat.py", "WIDTH = 8\n", "WIDTH = 8\ntorch.manual_seed(1)\n")
     assert counts(team, passed=3) == (6, 0)
+
+
+# A command task: a plain Python script (each run a fraction of a second) that imports a
+# project module, reads a config, an environment variable and a processed data file.
+SCRIPT = '''
+import json, os
+import pytest_graphnetz.script as graphnetz
+{imports}
+
+config = json.load(open("config.json"))
+with open("processed/features.txt") as fh:
+    total = sum(float(v) for v in fh.read().split())
+scale = float(os.environ.get("TEAM_SCALE", "1"))
+graphnetz.seed()
+for epoch in range(2):
+    graphnetz.record(test={score}(config["hidden"], scale, total))
+'''
+
+LIB = '''
+def score(hidden, scale, total):
+    return min(1.0, 0.5 + 0.001 * hidden * scale + 0.0001 * total)
+
+
+def unrelated(x):
+    return x
+'''
+
+COMMAND_GATE = '''
+import sys
+
+from pytest_graphnetz import Task
+from pytest_graphnetz.tasks.command import Command, DataFiles
+
+
+def test_script(graphnetz_run):
+    report = graphnetz_run({"t": Task("t", DataFiles(), kind="command")},
+                           {"m": Command([sys.executable, "train.py"])})
+    assert report.values("t", "m").shape == (2,)
+'''
+
+DIRECT = ("from team_lib import score", "score")
+# Reach the script cannot show: the function is looked up by a name computed at run time.
+BY_NAME = ("import team_lib\nname = 'sc' + 'ore'", "getattr(team_lib, name)")
+
+
+def command_project(pytester: pytest.Pytester, imports: str, score: str) -> None:
+    pytester.makepyfile(train=SCRIPT.format(imports=imports, score=score), team_lib=LIB,
+                        test_script=COMMAND_GATE)
+    (pytester.path / "config.json").write_text('{"hidden": 16}')
+    (pytester.path / "processed").mkdir()
+    (pytester.path / "processed" / "features.txt").write_text("1 2 3\n")
+    pytester.makeini("[pytest]\ngraphnetz_seeds = 2\n")
+
+
+def command_counts(pytester: pytest.Pytester) -> tuple[int, int]:
+    """``(trained, from cache)`` of one session of the command task, without the verify
+    sample (whose retrains are what this counts otherwise)."""
+    result = pytester.runpytest("-p", "no:cacheprovider", "--graphnetz-cache-dir=cache",
+                                "--graphnetz-verify-cache=0")
+    result.assert_outcomes(passed=1)
+    found = re.findall(r"triples: (\d+) trained, (\d+) from cache", result.stdout.str())
+    assert len(found) == 1, result.stdout.str()
+    return int(found[0][0]), int(found[0][1])
+
+
+@pytest.fixture
+def no_bytecode(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    monkeypatch.delenv("TEAM_SCALE", raising=False)
+
+
+def test_a_script_keys_the_modules_it_imports_by_the_definitions_it_reaches(
+        pytester: pytest.Pytester, no_bytecode: None) -> None:
+    command_project(pytester, *DIRECT)
+    lib = pytester.path / "team_lib.py"
+    assert command_counts(pytester) == (2, 0)
+    edit(lib, "return x", "return x + 1")              # a function the script never reaches
+    assert command_counts(pytester) == (0, 2)
+    edit(lib, "0.0001 * total", "0.0002 * total")      # the one it calls
+    assert command_counts(pytester) == (2, 0)
+    edit(lib, "def unrelated", "print('imported')\n\n\ndef unrelated")   # runs at import
+    assert command_counts(pytester) == (2, 0)
+
+
+def test_a_script_whose_reach_cannot_be_seen_keys_the_module_whole(
+        pytester: pytest.Pytester, no_bytecode: None) -> None:
+    command_project(pytester, *BY_NAME)
+    assert command_counts(pytester) == (2, 0)
+    assert command_counts(pytester) == (0, 2)
+    edit(pytester.path / "team_lib.py", "return x", "return x + 1")
+    assert command_counts(pytester) == (2, 0)
+
+
+def test_an_input_changed_and_changed_back_is_a_hit(pytester: pytest.Pytester,
+                                                    no_bytecode: None,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    command_project(pytester, *DIRECT)
+    config = pytester.path / "config.json"
+    data = pytester.path / "processed" / "features.txt"
+    assert command_counts(pytester) == (2, 0)
+    # A config: edited (retrains), reverted (the first runs again).
+    config.write_text('{"hidden": 32}')
+    assert command_counts(pytester) == (2, 0)
+    config.write_text('{"hidden": 16}')
+    assert command_counts(pytester) == (0, 2)
+    # An environment variable: set, then unset.
+    monkeypatch.setenv("TEAM_SCALE", "2")
+    assert command_counts(pytester) == (2, 0)
+    monkeypatch.delenv("TEAM_SCALE")
+    assert command_counts(pytester) == (0, 2)
+    # Processed data: rewritten with other values, then with the first ones (a new mtime).
+    data.write_text("4 5 6\n")
+    assert command_counts(pytester) == (2, 0)
+    data.write_text("1 2 3\n")
+    assert command_counts(pytester) == (0, 2)
+    # Each changed input once more: all of them are kept, each is a hit.
+    config.write_text('{"hidden": 32}')
+    assert command_counts(pytester) == (0, 2)

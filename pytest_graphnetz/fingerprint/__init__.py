@@ -12,7 +12,8 @@
 - :func:`project_code_key`: the normalised code of the project definitions (not a library's)
   that callables or scripts reach, transitively, with every module-level statement that is not
   a definition (:mod:`.reach`; whole modules where reach cannot be seen), and the versions of
-  the libraries they import. :func:`interpreter_identity`: a Python interpreter by what it is.
+  the libraries they import; :func:`project_code_files`, the files that key holds.
+  :func:`interpreter_identity`: a Python interpreter by what it is.
 - :func:`callable_state` and :func:`data_files_stamp` (with :func:`recording_opened_files`):
   what a loader carries and the files it read, so a cache hit can skip running it.
 
@@ -26,11 +27,17 @@ from .code import callable_identity, names_in_code, normalised_source
 from .content import data_fingerprint, model_fingerprint
 from .interpreter import interpreter_identity, looks_like_python
 from .loader import callable_state, data_files_stamp, files_under, recording_opened_files
-from .project import in_library_location, is_project_file, module_digest, project_code_key
+from .project import (
+    in_library_location,
+    is_project_file,
+    module_digest,
+    project_code_files,
+    project_code_key,
+)
 
 __all__ = [
     "callable_identity", "callable_state", "data_files_stamp", "data_fingerprint", "files_under",
     "in_library_location", "interpreter_identity", "is_project_file", "looks_like_python",
-    "model_fingerprint", "module_digest", "names_in_code", "normalised_source", "project_code_key",
-    "recording_opened_files",
+    "model_fingerprint", "module_digest", "names_in_code", "normalised_source",
+    "project_code_files", "project_code_key", "recording_opened_files",
 ]

@@ -67,13 +67,16 @@ def traced_args(args: Sequence[str], reads: str) -> list[str] | None:
 _MAX_READS_BYTES = 64 * 2**20
 
 
-def reads_record(path: Path, *, cwd: str, ignore_env: set[str]) -> dict[str, Any] | None:
+def reads_record(path: Path, *, cwd: str, ignore_env: set[str],
+                 covered: frozenset[str] = frozenset()) -> dict[str, Any] | None:
     """What a traced run read, from :data:`CHILD`'s file ``path``: ``{"files": {path: sha256},
     "dirs": {path: sha256 of the names}, "env": {name: sha256 or None}, "modules": {path:
     normalised-code sha256}}``, paths relative to ``cwd`` when inside it. Library locations,
-    files the run wrote before reading them and the variables in ``ignore_env`` (those the
-    runner sets, which the key holds) are left out. None when the file is missing or not one
-    :data:`CHILD` writes (the script left by ``os._exit``, or overwrote it)."""
+    files the run wrote before reading them, the variables in ``ignore_env`` (those the
+    runner sets, which the key holds) and the modules in ``covered`` (those whose code the key
+    holds at the grain of definitions: :func:`~pytest_graphnetz.fingerprint.project_code_files`
+    of the script) are left out. None when the file is missing or not one :data:`CHILD`
+    writes (the script left by ``os._exit``, or overwrote it)."""
     from ..fingerprint import in_library_location, is_project_file, module_digest
     from ..report.files import read_regular_file
 
@@ -100,7 +103,7 @@ def reads_record(path: Path, *, cwd: str, ignore_env: set[str]) -> dict[str, Any
                 if n not in ignore_env and (h is None or isinstance(h, str))},
         "modules": {}}
     for p in sorted(m for m in modules if isinstance(m, str)):
-        if is_project_file(p) and os.path.isfile(p):
+        if is_project_file(p) and os.path.isfile(p) and os.path.abspath(p) not in covered:
             out["modules"][portable(p)] = module_digest(p)
     temp = str(path.parent) + os.sep
     out["exists"] = _checks(raw.get("exists"), raw, temp, portable)

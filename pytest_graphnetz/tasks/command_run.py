@@ -81,6 +81,8 @@ def run_traced(command: Command, *, task: str, model: str, metric: str, seed: in
     with the command line, the exit code and the tail of its stderr. The script runs in its own
     process group (:func:`run_process`), which nothing of it survives.
     """
+    from ..fingerprint import project_code_files
+
     where = f"task {task!r} × model {model!r} × seed {seed}"
     given = command.script_seed(seed)
     with tempfile.TemporaryDirectory(prefix="graphnetz-command-") as tmp:
@@ -117,8 +119,11 @@ def run_traced(command: Command, *, task: str, model: str, metric: str, seed: in
         except ValueError as exc:
             raise CommandError(f"{where}: `{shown}` wrote an invalid metrics file: {exc}"
                                f"{stderr_tail(done.stderr)}") from exc
+        # The modules the script imports statically are in its key at the grain of
+        # definitions; the record holds whole only those the key cannot see.
         record = UNTRACKED if traced is None else reads_record(
-            Path(reads), cwd=str(command.cwd), ignore_env={*env, *command.env})
+            Path(reads), cwd=str(command.cwd), ignore_env={*env, *command.env},
+            covered=project_code_files([str(command.script)]))
         if record is not None and record.pop("torch", False):
             _IMPORTS_TORCH.add(str(command.script))
         return history, record
