@@ -275,3 +275,80 @@ def test_an_input_changed_and_changed_back_is_a_hit(pytester: pytest.Pytester,
     # Each changed input once more: all of them are kept, each is a hit.
     config.write_text('{"hidden": 32}')
     assert command_counts(pytester) == (0, 2)
+
+
+# An in-process task whose model reads a config file and an environment variable, and whose
+# loader reads a processed data file: each counts through what it changes in the built model
+# or the data, which are keyed by content.
+IN_PROCESS = '''
+import json
+import os
+
+import torch
+from torch_geometric.data import Data
+
+from pytest_graphnetz import Task
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def load(root, *, seed):
+    with open(os.path.join(HERE, "processed", "offset.txt")) as fh:
+        offset = float(fh.read())
+    g = torch.Generator().manual_seed(seed)
+    y = torch.arange(2).repeat_interleave(20)
+    x = torch.nn.functional.one_hot(y, 2).float() + offset + torch.randn(40, 2, generator=g)
+    mask = torch.arange(40) % 2 == 0
+    return Data(x=x, y=y, edge_index=torch.randint(0, 40, (2, 60), generator=g),
+                train_mask=mask, val_mask=~mask, test_mask=~mask)
+
+
+class Net(torch.nn.Module):
+    def __init__(self, in_channels, out_channels):
+        super().__init__()
+        with open(os.path.join(HERE, "config.json")) as fh:
+            width = json.load(fh)["width"]
+        self.a = torch.nn.Linear(in_channels, width)
+        self.drop = torch.nn.Dropout(float(os.environ.get("TEAM_DROPOUT", "0.5")))
+        self.b = torch.nn.Linear(width, out_channels)
+
+    def forward(self, x, edge_index):
+        return self.b(self.drop(torch.relu(self.a(x))))
+
+
+TASKS = {"toy": Task("toy", load, epochs=3, lr=0.05)}
+'''
+
+IN_PROCESS_GATE = '''
+import team_net
+
+
+def test_net(graphnetz_run):
+    report = graphnetz_run(team_net.TASKS, {"Net": team_net.Net})
+    assert report.values("toy", "Net").shape == (2,)
+'''
+
+
+def test_an_in_process_input_changed_and_changed_back_is_a_hit(
+        pytester: pytest.Pytester, no_bytecode: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TEAM_DROPOUT", raising=False)
+    pytester.makepyfile(team_net=IN_PROCESS, test_net=IN_PROCESS_GATE)
+    pytester.makeini("[pytest]\ngraphnetz_seeds = 2\n")
+    pytester.syspathinsert()
+    config, data = pytester.path / "config.json", pytester.path / "processed" / "offset.txt"
+    config.write_text('{"width": 8}')
+    data.parent.mkdir()
+    data.write_text("0.0")
+    assert counts(pytester, passed=1) == (2, 0)
+    config.write_text('{"width": 9}')
+    assert counts(pytester, passed=1) == (2, 0)
+    config.write_text('{"width": 8}')
+    assert counts(pytester, passed=1) == (0, 2)
+    monkeypatch.setenv("TEAM_DROPOUT", "0.25")
+    assert counts(pytester, passed=1) == (2, 0)
+    monkeypatch.delenv("TEAM_DROPOUT")
+    assert counts(pytester, passed=1) == (0, 2)
+    data.write_text("1.0")   # the same size: the loader runs again for its new mtime
+    assert counts(pytester, passed=1) == (2, 0)
+    data.write_text("0.0")
+    assert counts(pytester, passed=1) == (0, 2)

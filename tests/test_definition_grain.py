@@ -170,3 +170,45 @@ def test_reach_that_cannot_be_seen_counts_the_whole_module(project) -> None:
     looked_up = project_code_key([gcn])
     edit(models, "GATConv(HIDDEN * GAT_HEADS, o)", "GATConv(HIDDEN * GAT_HEADS, o, heads=3)")
     assert project_code_key([gcn]) != looked_up
+
+
+# A package re-exporting two models; each case changes how GAT is made or registered, and says
+# whether an edit inside GAT's class must change the key of a script that builds only GCN.
+ZOO_BASE = "REGISTRY = {}\n\n\nclass Base:\n    pass\n"
+ZOO_GAT = "from .base import Base\n\n\nclass GAT(Base):\n    width = 8\n"
+ZOO_CASES = {
+    # An unused re-export: GAT's code is not GCN's.
+    "re-export": ("", ZOO_GAT, False),
+    # The registry fills itself as classes are created: a lookup by name may reach GAT.
+    "__init_subclass__": ("    def __init_subclass__(cls, **kw):\n"
+                          "        REGISTRY[cls.__name__] = cls\n", ZOO_GAT, True),
+    # A definition that calls something at import runs whatever is used.
+    "registered by a call": ("", "from . import base\n" + ZOO_GAT +
+                             "\n\n_ = base.REGISTRY.setdefault('GAT', GAT)\n", True),
+    "a metaclass": ("", ZOO_GAT.replace("(Base)", "(Base, metaclass=type)"), True),
+    # A star import: what the package binds cannot be seen, so it counts whole.
+    "star import": ("", ZOO_GAT, True),
+}
+
+
+@pytest.mark.parametrize("case", list(ZOO_CASES))
+def test_an_unused_re_export_counts_only_what_its_module_runs(tmp_path, case) -> None:
+    hook, gat, counts = ZOO_CASES[case]
+    zoo = tmp_path / "zoo"
+    zoo.mkdir()
+    (zoo / "__init__.py").write_text("from .gcn import GCN\nfrom .gat import "
+                                     f"{'*' if case == 'star import' else 'GAT'}\n"
+                                     "__all__ = ['GCN', 'GAT']\n")
+    (zoo / "base.py").write_text(ZOO_BASE + hook)
+    (zoo / "gcn.py").write_text(ZOO_GAT.replace("GAT", "GCN"))
+    (zoo / "gat.py").write_text(gat)
+    script = tmp_path / "make.py"
+    script.write_text("from zoo import GCN\nfrom zoo.base import REGISTRY\n"
+                      "model = REGISTRY.get('GCN', GCN)()\n")
+    base = project_code_key([script])
+    edit(zoo / "gat.py", "width = 8", "width = 9")
+    assert (project_code_key([script]) != base) is counts, case
+    # Whatever the case, a statement gat.py runs at import counts for every model.
+    before = project_code_key([script])
+    edit(zoo / "gat.py", "class GAT", "print('gat')\n\n\nclass GAT")
+    assert project_code_key([script]) != before
