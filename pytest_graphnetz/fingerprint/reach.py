@@ -128,7 +128,7 @@ def _class_hooks(node: ast.ClassDef) -> bool:
     return any(k.arg == "metaclass" for k in node.keywords) or \
         any(_dotted(b) == "type" for b in node.bases) or \
         any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and s.name in ("__init_subclass__", "__set_name__", "__class_getitem__")
+            and s.name in ("__init_subclass__", "__set_name__")
             for s in node.body)
 
 
