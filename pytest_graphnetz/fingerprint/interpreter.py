@@ -123,4 +123,3 @@ def _distributions_by_module() -> dict[str, list[str]]:
     import importlib.metadata
 
     return dict(importlib.metadata.packages_distributions())
-
