@@ -256,6 +256,34 @@ def unpaired_notes(report: BenchmarkReport, baseline: BenchmarkReport, seeds: Se
             f"({refresh_hint(refresh_command, max(report.seeds) + 1)})",)
 
 
+def tuning_notes(report: BenchmarkReport, baseline: BenchmarkReport,
+                 seeds: Sequence[int]) -> tuple[str, ...]:
+    """For arms that were tuned (:func:`~pytest_graphnetz.tuning.search.tune`): a one-line
+    refusal when either side's winner was selected on the test split or is judged on a seed
+    its search trained on (``seeds``: the paired seeds), or when the two arms' budgets differ
+    and the candidate did not accept the baseline's explicitly; else the notes stating both
+    budgets and each winner's search and optimism. ``()`` for two fixed recipes."""
+    from .tuning.record import TuningError, budget_problem, record_of, record_problem
+
+    records = []
+    for side, side_report in (("candidate", report), ("baseline", baseline)):
+        try:
+            record = record_of(side_report.protocol)
+        except TuningError as exc:
+            raise GateRefusal(f"the {side}'s {exc}: refresh it with tune()") from None
+        problem = None if record is None else record_problem(record, seeds, side)
+        if problem is not None:
+            raise GateRefusal(problem)
+        records.append(record)
+    refusal, note = budget_problem(*records)
+    if refusal is not None:
+        raise GateRefusal(refusal)
+    described = tuple(f"{side} search: {record.describe()}"
+                      for side, record in zip(("candidate", "baseline"), records, strict=True)
+                      if record is not None)
+    return (() if note is None else (note,)) + described
+
+
 def environment_notes(report: BenchmarkReport, baseline: BenchmarkReport) -> tuple[str, ...]:
     notes = []
     for key in _ENVIRONMENT_KEYS:

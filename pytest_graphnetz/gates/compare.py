@@ -18,6 +18,7 @@ from ..pairing import (
     environment_notes,
     refuse_changed_data,
     shared_seeds,
+    tuning_notes,
     unpaired_notes,
 )
 from ..report import BenchmarkReport
@@ -84,8 +85,8 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
     if canonical and rerun_safe:
         refuse_off_schedule(seeds, first, source)
     refuse_changed_data(report, baseline, seeds, source)
-    notes = environment_notes(report, baseline) + unpaired_notes(report, baseline, seeds,
-                                                                    refresh_command)
+    notes = (environment_notes(report, baseline) + tuning_notes(report, baseline, seeds)
+             + unpaired_notes(report, baseline, seeds, refresh_command))
     cand_idx = [report.seeds.index(s) for s in seeds]
     base_idx = [baseline.seeds.index(s) for s in seeds]
     if gate == "not_worse":
@@ -204,6 +205,7 @@ def compare_schedule(report: BenchmarkReport, schedule: Schedule, baseline: Benc
         raise ValueError(min_effect_error(min_effect, margin))
     check_cells(report, baseline, source)
     check_metrics(report, baseline, source)
+    tuned = tuning_notes(report, baseline, schedule.planned_seeds)
     planned = boundaries.schedule(schedule.min_seeds, schedule.max_seeds)
     cells = []
     for task in report.tasks:
@@ -243,7 +245,7 @@ def compare_schedule(report: BenchmarkReport, schedule: Schedule, baseline: Benc
         _train_look(report, schedule, baseline, open_cells, source)
 
     decide_cells(cells, test="paired-t", margin=margin, rng=rng, train=train)
-    env = environment_notes(report, baseline)
+    env = environment_notes(report, baseline) + tuned
     return [c.verdict_of(report, baseline, strict=strict, notes=env,
                          refresh_command=refresh_command, schedule=schedule) for c in cells]
 

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..history import History, MetricSpec
+from ..tuning.record import PROTOCOL_KEY as TUNING_KEY
+from ..tuning.record import TuningRecord
 from .codec import FLOAT32_MARK, values_from_json, values_to_json
 from .schema import EPOCH_SELECTIONS, VALUES_SCHEMA, VALUES_SCHEMA_VERSION, ReportFormatError
 
@@ -110,6 +112,11 @@ def to_values_dict(report: BenchmarkReport) -> dict:
         if any(fp is not None for fp in fps):
             tasks[t]["data_fingerprints"] = fps
     environment = {k: v for k, v in report.protocol.items() if k not in _PER_CELL_PROTOCOL}
+    if environment.get(TUNING_KEY) is not None:
+        # A search's reviewable summary: per trial its configuration and mean validation score;
+        # every trial × seed stays in the full report (--graphnetz-report-dir, to_json).
+        environment[TUNING_KEY] = TuningRecord.from_dict(environment[TUNING_KEY]).summary(
+            ).to_dict()
     return {"schema": VALUES_SCHEMA, "schema_version": VALUES_SCHEMA_VERSION,
             "seeds": list(report.seeds), "settings": report.settings(),
             "environment": environment, "tasks": tasks, "models": models}
