@@ -22,11 +22,13 @@ _EXPORTS = {
     "assert_better": "gates",
     "assert_equivalent": "gates",
     "assert_ci_width": "gates",
+    "tune": "tuning.search",
+    "grid": "tuning.search",
 }
 
 __all__ = [
     "BenchmarkReport", "History", "MetricSpec", "Task", "assert_better", "assert_ci_width",
-    "assert_equivalent", "assert_not_worse", "run_adaptive", "run_benchmark",
+    "assert_equivalent", "assert_not_worse", "grid", "run_adaptive", "run_benchmark", "tune",
 ]
 
 if TYPE_CHECKING:
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
     from .report import BenchmarkReport
     from .runner import run_benchmark
     from .tasks.base import Task
+    from .tuning.search import grid, tune
 
 
 def __getattr__(name: str) -> Any:

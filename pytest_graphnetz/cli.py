@@ -5,7 +5,8 @@
                       [--margin 0] [--min-effect D] [--alpha 0.05] [--strict] [--markdown]
     graphnetz refresh [PYTEST ARGS...] [--accept TASK/MODEL]
     graphnetz calibrate [-o FIGURE.png] [PYTEST ARGS...]
-    graphnetz plot REPORT [CANDIDATE] -o FILE.png [--ci t|bootstrap] [--gate ...] [--margin]
+    graphnetz plot REPORT [CANDIDATE] -o FILE.png [--ci t|bootstrap] [--tuning] [--gate ...]
+                   [--margin]
     graphnetz latex REPORT [-o FILE.tex] [--ci t|bootstrap]
     graphnetz markdown REPORT [-o FILE.md] [--ci t|bootstrap]
     graphnetz history DIR -o OUTDIR [--anchor COMMIT] [--alpha 0.05]
@@ -162,6 +163,8 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("-o", "--output", required=True, help="file to write (PNG, SVG, PDF...)")
     plot.add_argument("--ci", choices=("t", "bootstrap"), default=None,
                       help="forest plot: interval method (default: the report's)")
+    plot.add_argument("--tuning", action="store_true",
+                      help="draw the expected-max tuning curves of the tuned reports instead")
     _gate_arguments(plot)
     plot.set_defaults(func=cmd_plot)
 

@@ -1,4 +1,5 @@
-"""Figures: the forest plot of a report and the paired-difference plot of a comparison.
+"""Figures: the forest plot of a report, the paired-difference plot of a comparison and the
+expected-max tuning curves of tuned arms.
 
 matplotlib is an optional extra (``pip install 'pytest-graphnetz[plot]'``), imported where it is
 used. Figures are built with ``matplotlib.figure.Figure`` directly, never through ``pyplot``, so
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from .report import BenchmarkReport
+    from .tuning.record import TuningRecord
     from .verdicts.values import CellVerdict
 
 INSTALL_HINT = "pip install 'pytest-graphnetz[plot]'"
@@ -256,3 +258,38 @@ def _paired_differences(verdict: CellVerdict, baseline: BenchmarkReport,
     base = baseline.values(task, model)[[baseline.seeds.index(s) for s in verdict.seeds]]
     d = cand - base
     return d if candidate.metric(task).higher_is_better else -d
+
+
+def plot_tuning(records: Mapping[str, TuningRecord], path: str | os.PathLike | None = None,
+                ax: Axes | None = None) -> Figure:
+    """Expected-max tuning curves (Dodge et al. 2019): per arm (``{"baseline": record, ...}``)
+    the expected best mean validation score of ``k`` random trials of its search, k = 1..N,
+    with ±1 sd, and the winner's validation mean on its confirmation seeds as a marker at N
+    (the gap is the optimism the confirmation removes)."""
+    from .stats.expected_max import expected_max
+
+    _require_matplotlib()
+    if not records:
+        raise ValueError("`records`: no tuned arm to draw (a report from tune() carries one)")
+    if ax is None:
+        fig, (ax,) = _new_figure(3.2, 1, [1.0])
+    else:
+        fig = _root_figure(ax)
+    for (arm, record), colour in zip(records.items(), ("#455a64", "#1565c0", "#6a1b9a"),
+                                     strict=False):
+        scores = [m for m in record.trial_means() if math.isfinite(m)]
+        curve = expected_max(scores, higher_is_better=record.higher_is_better)
+        mean, sd = np.array(curve.mean), np.array(curve.sd)
+        ax.plot(curve.budgets, mean, marker="o", ms=3, color=colour,
+                label=f"{arm}: {record.budget} (optimism {fmt_signed(record.optimism)})")
+        ax.fill_between(curve.budgets, mean - sd, mean + sd, color=colour, alpha=0.15, lw=0)
+        ax.plot([curve.budgets[-1]], [record.confirmation_mean], marker="D", color=colour,
+                ls="none")
+    first = next(iter(records.values()))
+    ax.set_xlabel("trials k (random draws from the search)")
+    ax.set_ylabel(f"expected best validation {first.metric}")
+    ax.set_title("expected validation performance; ◆ the winner on its confirmation seeds",
+                 fontsize=9)
+    ax.legend(fontsize=8)
+    _save(fig, path)
+    return fig

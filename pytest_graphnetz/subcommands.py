@@ -271,6 +271,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
     from .plots import plot_comparison, plot_forest
     from .report.model import load_report
 
+    if args.tuning:
+        return plot_tuning_curves(args)
     if args.candidate is None:
         plot_forest(load_report(args.report, args.ci), path=args.output)
         return EXIT_OK
@@ -278,6 +280,27 @@ def cmd_plot(args: argparse.Namespace) -> int:
     baseline, candidate = _load_pair(args)
     plot_comparison(_verdicts(args, baseline, candidate), path=args.output,
                     reports=(baseline, candidate))
+    return EXIT_OK
+
+
+def plot_tuning_curves(args: argparse.Namespace) -> int:
+    """``plot --tuning REPORT [CANDIDATE]``: each tuned report's expected-max curve (its search
+    record: a saved report's, or the summary a committed baseline keeps)."""
+    from .baselines import load_baseline
+    from .plots import plot_tuning
+    from .tuning.record import record_of
+
+    arms = {"baseline": args.report} if args.candidate is not None else {"report": args.report}
+    if args.candidate is not None:
+        arms["candidate"] = args.candidate
+    records = {}
+    for arm, path in arms.items():
+        record = record_of(load_baseline(path).protocol)
+        if record is None:
+            raise ValueError(f"{path}: no tuning record (not a report from tune()); "
+                             "drop --tuning to draw its forest plot")
+        records[arm] = record
+    plot_tuning(records, path=args.output)
     return EXIT_OK
 
 

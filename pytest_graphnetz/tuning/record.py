@@ -16,6 +16,7 @@ Standard library only: the gate's pairing and the plots read it.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -43,7 +44,7 @@ def search_seeds(n: int) -> tuple[int, ...]:
 def seed_span(seeds: Sequence[int]) -> str:
     """``2147483648-2147483652`` for a run of consecutive seeds, else a comma list."""
     seeds = list(seeds)
-    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+    if len(seeds) > 2 and all(b - a == 1 for a, b in itertools.pairwise(seeds)):
         return f"{seeds[0]}-{seeds[-1]}"
     return ",".join(str(s) for s in seeds)
 
@@ -252,5 +253,5 @@ def budget_problem(candidate: TuningRecord | None, baseline: TuningRecord | None
 
 
 __all__ = ["PROTOCOL_KEY", "SEARCH_SEED_BASE", "VALIDATION", "Budget", "Trial", "TuningError",
-           "TuningRecord", "budget_problem", "overlap_problem", "record_of", "record_problem", "search_seeds",
-           "seed_span"]
+           "TuningRecord", "budget_problem", "overlap_problem", "record_of", "record_problem",
+           "search_seeds", "seed_span"]

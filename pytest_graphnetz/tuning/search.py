@@ -9,6 +9,7 @@ what would make the comparison dishonest and state the budget and the winner's o
 from __future__ import annotations
 
 import itertools
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -44,6 +45,27 @@ def grid(**axes: Sequence[Any]) -> list[dict[str, Any]]:
     names = list(axes)
     return [dict(zip(names, combo, strict=True))
             for combo in itertools.product(*(list(axes[n]) for n in names))]
+
+
+# A plain attribute set on every model a trial builds: the model fingerprint (and so the triple
+# cache key) covers it, so two configurations never share a cached run, even where a setting
+# reaches only training (a closure the fingerprint cannot see).
+CONFIG_ATTRIBUTE = "graphnetz_tuning_config"
+
+
+@dataclass(frozen=True)
+class ConfiguredFactory:
+    """``build(config)``'s factory, its models marked with ``config`` (JSON text); picklable
+    when ``build`` is, for worker processes."""
+
+    build: Callable[[Mapping[str, Any]], Any]
+    config: str
+
+    def __call__(self, in_channels: int, out_channels: int) -> Any:
+        model = self.build(json.loads(self.config))(in_channels, out_channels)
+        if hasattr(model, "__dict__"):
+            setattr(model, CONFIG_ATTRIBUTE, self.config)
+        return model
 
 
 @dataclass(frozen=True)
@@ -127,6 +149,12 @@ def tune(tasks: Any, models: Mapping[str, Callable[[Mapping[str, Any]], Any]],
     configs = [dict(c) for c in space]
     if not configs:
         raise TuningError("`space` is empty: give at least one configuration")
+    for config in configs:
+        try:
+            json.dumps(config)
+        except (TypeError, ValueError) as exc:
+            raise TuningError(f"configuration {config!r} is not JSON ({exc}): the record keeps "
+                              "it; use numbers, strings and lists") from None
     searched = (derive_search_seeds(search_seeds) if isinstance(search_seeds, int)
                 else tuple(int(s) for s in search_seeds))
     accepted = None if accept_budget is None else Budget.parse(accept_budget)
@@ -135,7 +163,8 @@ def tune(tasks: Any, models: Mapping[str, Callable[[Mapping[str, Any]], Any]],
     reports, trials, direction = [], [], None
     for config in configs:
         settings = {k: config[k] for k in RUN_KEYS if k in config}
-        report = runner(tasks, {name: build(config)}, **{**run_kwargs, **settings,
+        factory = ConfiguredFactory(build, json.dumps(config, sort_keys=True))
+        report = runner(tasks, {name: factory}, **{**run_kwargs, **settings,
                                                          "seeds": list(searched)})
         report.epoch_selection = epoch_selection
         task = _one_task(report)
@@ -148,7 +177,8 @@ def tune(tasks: Any, models: Mapping[str, Callable[[Mapping[str, Any]], Any]],
                                        if k in configs[winner]}}
     if seeds is not None:
         confirm_kwargs["seeds"] = list(seeds)
-    confirmed = runner(tasks, {name: build(configs[winner])}, **confirm_kwargs)
+    confirmed = runner(tasks, {name: ConfiguredFactory(
+        build, json.dumps(configs[winner], sort_keys=True))}, **confirm_kwargs)
     confirmed.epoch_selection = epoch_selection
     _refuse_overlap(searched, confirmed.seeds)
     values, _, _ = validation_scores(confirmed, task, name)
@@ -174,4 +204,4 @@ def _refuse_overlap(searched: Sequence[int], seeds: Sequence[int]) -> None:
         raise TuningError(problem)
 
 
-__all__ = ["RUN_KEYS", "TuneResult", "grid", "select", "tune", "validation_scores"]
+__all__ = ["CONFIG_ATTRIBUTE", "RUN_KEYS", "ConfiguredFactory", "TuneResult", "grid", "select", "tune", "validation_scores"]

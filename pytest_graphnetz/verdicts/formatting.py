@@ -4,6 +4,7 @@ table (:func:`gate_table`), and the described values a row shows (:func:`describ
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -88,7 +89,7 @@ def fmt_mean_ci(cell: stats.CellStats, *, short: bool = False) -> str:
 
 def seed_list(seeds: Sequence[int]) -> str:
     seeds = list(seeds)
-    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+    if len(seeds) > 2 and all(b - a == 1 for a, b in itertools.pairwise(seeds)):
         return f"{seeds[0]}-{seeds[-1]}"
     return ",".join(str(s) for s in seeds)
 
