@@ -204,4 +204,5 @@ def _refuse_overlap(searched: Sequence[int], seeds: Sequence[int]) -> None:
         raise TuningError(problem)
 
 
-__all__ = ["CONFIG_ATTRIBUTE", "RUN_KEYS", "ConfiguredFactory", "TuneResult", "grid", "select", "tune", "validation_scores"]
+__all__ = ["CONFIG_ATTRIBUTE", "RUN_KEYS", "ConfiguredFactory", "TuneResult", "grid", "select",
+           "tune", "validation_scores"]
