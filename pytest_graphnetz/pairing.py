@@ -281,6 +281,12 @@ def tuning_notes(report: BenchmarkReport, baseline: BenchmarkReport,
     described = tuple(f"{side} search: {record.describe()}"
                       for side, record in zip(("candidate", "baseline"), records, strict=True)
                       if record is not None)
+    cand, base = records
+    if cand is not None and base is not None and dict(cand.winner_config) != dict(
+            base.winner_config):
+        described += ("the two searches picked different configurations: Δ includes which "
+                      "configuration each search picked, not only the change (more search seeds "
+                      "steady the choice)",)
     return (() if note is None else (note,)) + described
 
 

@@ -246,8 +246,8 @@ def budget_problem(candidate: TuningRecord | None, baseline: TuningRecord | None
                 if baseline is not None and candidate is not None else
                 "tune both arms over the same space and budget")
         return (f"tuning budgets differ (candidate {cand}, baseline {base}): a larger search "
-                f"finds a luckier winner; tune both on one budget, or accept the baseline's "
-                f"explicitly with {hint}"), None
+                f"expects a better winner whatever the change; tune both on one budget, or "
+                f"accept the baseline's explicitly with {hint}"), None
     lead = "tuned on different budgets, accepted explicitly" if accepted else "tuned"
     return None, f"{lead}: candidate {cand}, baseline {base}"
 
