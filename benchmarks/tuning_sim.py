@@ -34,6 +34,9 @@ import numpy as np
 from pytest_graphnetz import BenchmarkReport
 from pytest_graphnetz.gates.compare import compare_reports
 from pytest_graphnetz.tuning.record import PROTOCOL_KEY, Trial, TuningRecord, search_seeds
+from pytest_graphnetz.tuning.search import winner_stability
+
+STEADY = 0.8   # both winners chosen in at least this share of resamples of their search seeds
 
 # Cora-like: a split moves every run by ~1.2 points; a run's initialisation luck (shared by its
 # validation and test scores) and the test set's sampling leave an innocent rerun a paired sd of
@@ -91,6 +94,8 @@ def simulate(rng: np.random.Generator, *, trials: int, cand_trials: int, S: int,
         rerun_safe=False)[0].comparison
     return {"confirmed": confirmed.verdict.value, "searched": on_search.verdict.value,
             "same": base["record"].winner == cand["record"].winner,
+            "steady": min(winner_stability(r.trials, True, resamples=200)
+                          for r in (base["record"], cand_record)) >= STEADY,
             "read_confirmed": confirmed.mean_diff, "read_searched": on_search.mean_diff,
             "true": cand["q"] - base["q"], "optimism": cand_record.optimism}
 
@@ -107,8 +112,11 @@ def scenario(name: str, sims: int, seed: int, **kw) -> list[str]:
         bias = np.mean([r[f"read_{where}"] - r["true"] for r in rows])
         label = (f"{kw['n']} fresh seeds" if where == "confirmed"
                  else f"the {kw['S']} search seeds")
+        steady = [r for r in rows if r["steady"]]
+        nw = (f"{100 * np.mean([r[where] == 'NOT WORSE' for r in steady]):.1f}% of "
+              f"{100 * len(steady) / sims:.0f}%" if steady else "none steady")
         lines.append(f"| {name} | {kw['S']} | {kw['q_sd']} | {same:.0f}% | {optimism:+.4f} | "
-                     f"{label} | {shares} | {bias:+.4f} |")
+                     f"{label} | {shares} | {nw} | {bias:+.4f} |")
     return lines
 
 
@@ -130,11 +138,14 @@ def main() -> None:
              f"validation sampling {VAL_SD}; configurations' true accuracies 0.80 ± q sd. The "
              "real gate (`compare_reports`, α 0.05, δ 1 point, first look at the confirmation "
              "seeds; judged alone on the search seeds). Same winner: both searches picked the "
-             "same configuration. Optimism: the candidate winner's validation mean on the "
+             "same configuration; steady: each winner chosen in at least 80% of bootstrap "
+             "resamples of its search seeds (`winner_stability`, stated on the verdict). "
+             "Optimism: the candidate winner's validation mean on the "
              "search seeds minus on the confirmation seeds. Bias: mean read Δ minus the true Δ "
              "of the two winners.", "",
-             "| scenario | S | q sd | same winner | optimism | judged on | verdicts | bias |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| scenario | S | q sd | same winner | optimism | judged on | verdicts | NOT WORSE "
+             f"when both winners are steady (≥ {STEADY:.0%} of resamples; share of PRs) | bias |",
+             "|---|---|---|---|---|---|---|---|---|"]
     seed = 0
     for S in args.search_seeds:
         for q_sd in args.q_sd:

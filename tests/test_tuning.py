@@ -5,6 +5,7 @@ the record in reports and baselines, and the expected-max curves against brute f
 from __future__ import annotations
 
 import itertools
+import re
 import json
 
 import numpy as np
@@ -195,7 +196,8 @@ def test_the_verdict_states_budget_and_optimism_and_gates_as_ever():
         assert_not_worse(worse, base, first_look=10)
     message = str(info.value)
     assert "tuned: candidate 4 trials × 3 seeds, baseline 4 trials × 3 seeds" in message
-    assert "winner trial 3 (q=3); optimism" in message
+    assert re.search(r"winner trial 3 \(q=3, chosen in \d+% of resamples of the search seeds\); "
+                     r"optimism", message)
 
 
 def test_the_baseline_keeps_a_summary_and_the_report_every_trial_and_seed(tmp_path):
@@ -253,3 +255,22 @@ def test_graphnetz_plot_tuning_draws_both_arms(tmp_path):
     fixed = tmp_path / "fixed.json"
     fake_runner("toy", {"M": {"q": 0}}, seeds=range(3)).to_json(fixed)
     assert main(["plot", str(fixed), "--tuning", "-o", str(out)]) == 2
+
+
+def test_winner_stability_matches_exact_enumeration_of_resamples():
+    from pytest_graphnetz.tuning.record import Trial
+    from pytest_graphnetz.tuning.search import winner_stability
+
+    per_seed = {"a": (0.80, 0.82, 0.70), "b": (0.78, 0.79, 0.81)}
+    trials = [Trial({"t": k}, float(np.mean(v)), v) for k, v in per_seed.items()]
+    # the exact share over all 27 equally likely resamples of 3 seeds
+    a, b = (np.array(v) for v in per_seed.values())
+    exact = np.mean([a[list(idx)].mean() > b[list(idx)].mean()
+                     for idx in itertools.product(range(3), repeat=3)])
+    winner = 0 if a.mean() > b.mean() else 1
+    expected = exact if winner == 0 else 1 - exact
+    got = winner_stability(trials, True, resamples=20_000)
+    assert abs(got - expected) < 4 * np.sqrt(expected * (1 - expected) / 20_000)
+    assert winner_stability([Trial({}, 0.5, (0.5, 0.5)), Trial({}, 0.4, (0.4, 0.4))],
+                            True) == 1.0
+    assert winner_stability([Trial({}, 0.5)], True) is None

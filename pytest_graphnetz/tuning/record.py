@@ -93,7 +93,8 @@ class TuningRecord:
     ``split``: what selection read (only ``"validation"`` is honest); ``confirmation_seeds``
     and ``confirmation_validation``: the winner's validation score per confirmation seed (None in
     a summary, which keeps ``confirmation_mean``); ``accepted_budget``: the other arm's budget,
-    accepted explicitly for a comparison across budgets.
+    accepted explicitly for a comparison across budgets; ``stability``: the share of bootstrap
+    resamples of the search seeds that select the same winner (None: not measured).
     """
 
     task: str
@@ -109,6 +110,7 @@ class TuningRecord:
     confirmation_validation: tuple[float, ...] | None = None
     split: str = VALIDATION
     accepted_budget: Budget | None = None
+    stability: float | None = None
     full: bool = field(default=True, compare=False)
 
     @property
@@ -132,8 +134,10 @@ class TuningRecord:
     def describe(self) -> str:
         """One line: the budget, the winner and its optimism."""
         config = ", ".join(f"{k}={v}" for k, v in self.winner_config.items())
+        steady = ("" if self.stability is None else
+                  f", chosen in {100 * self.stability:.0f}% of resamples of the search seeds")
         return (f"{self.budget} on seeds {seed_span(self.search_seeds)}, selected on "
-                f"{self.split}; winner trial {self.winner} ({config}); optimism "
+                f"{self.split}; winner trial {self.winner} ({config}{steady}); optimism "
                 f"{self.optimism:+.4g} (validation {self.trials[self.winner].mean:.4g} on the "
                 f"search seeds, {self.confirmation_mean:.4g} on confirmation seeds "
                 f"{seed_span(self.confirmation_seeds)})")
@@ -163,6 +167,7 @@ class TuningRecord:
                              "mean": _json_float(self.confirmation_mean)},
             "accepted_budget": None if self.accepted_budget is None else {
                 "trials": self.accepted_budget.trials, "seeds": self.accepted_budget.seeds},
+            "stability": self.stability,
         }
         if self.confirmation_validation is not None:
             out["confirmation"]["validation"] = [_json_float(v)
@@ -189,6 +194,7 @@ class TuningRecord:
                 split=str(data.get("split", VALIDATION)),
                 accepted_budget=None if accepted is None
                 else Budget(int(accepted["trials"]), int(accepted["seeds"])),
+                stability=None if data.get("stability") is None else float(data["stability"]),
                 full=data.get("record") != "summary")
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise TuningError(f"malformed tuning record ({type(exc).__name__}: {exc})") from exc

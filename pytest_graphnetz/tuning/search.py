@@ -115,6 +115,26 @@ def select(trials: Sequence[Trial], higher_is_better: bool) -> int:
     return max(finite, key=lambda i: (sign * trials[i].mean, -i))
 
 
+def winner_stability(trials: Sequence[Trial], higher_is_better: bool, *,
+                     resamples: int = 1000) -> float | None:
+    """The share of bootstrap resamples of the search seeds (the same resample for every
+    trial: the seeds are shared) whose selection picks the winner of the full search; how
+    steady the choice is. None without per-seed scores or with fewer than 2 seeds."""
+    import numpy as np
+
+    if any(t.validation is None for t in trials):
+        return None
+    scores = np.array([t.validation for t in trials], dtype=float)   # [trial, seed]
+    if scores.shape[1] < 2:
+        return None
+    winner = select(trials, higher_is_better)
+    rng = np.random.default_rng(0)
+    picks = rng.integers(0, scores.shape[1], size=(resamples, scores.shape[1]))
+    means = scores[:, picks].mean(axis=2)                             # [trial, resample]
+    means = np.where(np.isnan(means), -np.inf, means if higher_is_better else -means)
+    return float(np.mean(np.argmax(means, axis=0) == winner))
+
+
 def tune(tasks: Any, models: Mapping[str, Callable[[Mapping[str, Any]], Any]],
          space: Sequence[Mapping[str, Any]], *, search_seeds: int | Sequence[int] = 5,
          seeds: Sequence[int] | None = None, epoch_selection: str = "final",
@@ -186,7 +206,8 @@ def tune(tasks: Any, models: Mapping[str, Callable[[Mapping[str, Any]], Any]],
     record = TuningRecord(
         task, name, metric, bool(direction), epoch_selection, searched, tuple(trials), winner,
         tuple(confirmed.seeds), math.fsum(finite) / len(finite) if finite else math.nan,
-        values, accepted_budget=accepted)
+        values, accepted_budget=accepted,
+        stability=winner_stability(trials, bool(direction)))
     confirmed.protocol[PROTOCOL_KEY] = record.to_dict()
     return TuneResult(confirmed, record, tuple(reports))
 
@@ -205,4 +226,4 @@ def _refuse_overlap(searched: Sequence[int], seeds: Sequence[int]) -> None:
 
 
 __all__ = ["CONFIG_ATTRIBUTE", "RUN_KEYS", "ConfiguredFactory", "TuneResult", "grid", "select",
-           "tune", "validation_scores"]
+           "tune", "validation_scores", "winner_stability"]
