@@ -5,8 +5,8 @@ the record in reports and baselines, and the expected-max curves against brute f
 from __future__ import annotations
 
 import itertools
-import re
 import json
+import re
 
 import numpy as np
 import pytest
