@@ -16,7 +16,7 @@ from typing import Any
 from .baselines import BaselineMissingError
 from .report import BenchmarkReport
 from .stats.paired import paired_test
-from .text import NOT_REPRODUCED, fmt_level, fmt_num
+from .text import NOT_REPRODUCED, fmt_level, fmt_num, fmt_signed
 from .verdicts.formatting import describe_values, refresh_hint, seed_list
 from .verdicts.values import (
     CHANGED_MODEL_NOTE,
@@ -288,6 +288,21 @@ def tuning_notes(report: BenchmarkReport, baseline: BenchmarkReport,
                       "configuration each search picked, not only the change (more search seeds "
                       "steady the choice)",)
     return (() if note is None else (note,)) + described
+
+
+def tuning_table_note(report: BenchmarkReport, baseline: BenchmarkReport) -> str:
+    """The table's Note for a tuned comparison (checked by :func:`tuning_notes`): each arm's
+    budget and winner's optimism, e.g. ``tuned 8×5 (optimism +0.014) vs 8×5 (+0.012)``; ""
+    for two fixed recipes."""
+    from .tuning.record import record_of
+
+    records = [record_of(r.protocol) for r in (report, baseline)]
+    if all(r is None for r in records):
+        return ""
+    cand, base = ("fixed" if r is None else
+                  f"{r.budget.trials}×{r.budget.seeds} (optimism {fmt_signed(r.optimism)})"
+                  for r in records)
+    return f"tuned {cand} vs {base}"
 
 
 def environment_notes(report: BenchmarkReport, baseline: BenchmarkReport) -> tuple[str, ...]:

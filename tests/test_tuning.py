@@ -196,6 +196,10 @@ def test_the_verdict_states_budget_and_optimism_and_gates_as_ever():
         assert_not_worse(worse, base, first_look=10)
     message = str(info.value)
     assert "tuned: candidate 4 trials × 3 seeds, baseline 4 trials × 3 seeds" in message
+    row = gate(worse, base)[0]
+    assert re.search(r"tuned 4×3 \(optimism [+-]\d.*\) vs 4×3 \(optimism [+-]", row.table_note)
+    assert gate(*(fake_runner("toy", {"M": {"q": 1}}, seeds=range(10)),) * 2)[0].table_note \
+        .find("tuned") == -1
     assert re.search(r"winner trial 3 \(q=3, chosen in \d+% of resamples of the search seeds\); "
                      r"optimism", message)
 

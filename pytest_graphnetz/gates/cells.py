@@ -17,7 +17,13 @@ import numpy as np
 
 from .. import stats
 from ..history import MetricSpec
-from ..pairing import cache_notes, changed_model_notes, changed_model_table_note, collapse_notes
+from ..pairing import (
+    cache_notes,
+    changed_model_notes,
+    changed_model_table_note,
+    collapse_notes,
+    tuning_table_note,
+)
 from ..report import BenchmarkReport
 from ..stats.boundaries import Design
 from ..stats.decisions import (
@@ -138,7 +144,7 @@ class GateCell:
             refresh_command, stop=None if schedule is None else self._stop(schedule, k, fam),
             table_note="; ".join(x for x in (self._table_note(
                 name, look, changed=changed_model_table_note(changed), collapsed=collapse_note),
-                cache_note) if x),
+                cache_note, tuning_table_note(report, baseline)) if x),
             folds=self.folds, call_alpha=self.design.alpha, look=look)
 
     def _reported(self, k: int, fam: FamilyDecision | None, i: int) -> Comparison:
