@@ -76,3 +76,11 @@ def test_tune_in_a_session_refreshes_gates_and_refuses_another_budget(
     refused.assert_outcomes(failed=1)
     assert "tuning budgets differ (candidate 4 trials × 3 seeds, baseline 4 trials × 2 seeds)" \
         in refused.stdout.str()
+    # a refresh onto another budget is refused too, like a data change, unless forced
+    pytester.runpytest("--graphnetz-update-baselines").assert_outcomes(failed=1)
+    pytester.runpytest("--graphnetz-update-baselines", "--graphnetz-force").assert_outcomes(
+        passed=1)
+    kept = json.loads((pytester.path / "baselines" / "test_tuned" / "test_tuned.json")
+                      .read_text())["environment"]["tuning"]
+    assert kept["budget"] == {"trials": 4, "seeds": 3}
+    pytester.runpytest().assert_outcomes(passed=1)
