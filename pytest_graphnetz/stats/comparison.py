@@ -113,11 +113,24 @@ class Evidence:
 
 @dataclass(frozen=True)
 class Decision:
-    """What is decided on one cell's evidence: ``verdict``; ``p_adjusted``, REGRESSED's p in
-    the call's family (the raw p outside one); ``regressed_level``, the level REGRESSED is
-    tested at (``alpha``, Holm's ``alpha / m``, a look's nominal level at it); ``mde``, the
-    minimum detectable effect at that level; ``ci``, the interval reported, at the one-sided
-    levels ``ci_alphas`` of its ends (None: both at the evidence's ``alpha``)."""
+    """What is decided on one cell's evidence.
+
+    - ``verdict``: the kernel's (:func:`~.decisions.decide_look`; REGRESSED may be the call's
+      family's).
+    - ``p_adjusted``: REGRESSED's p in the call's family (Holm across the tested cells of one
+      ``not_worse`` call); the raw p of one cell, and for ``better`` / ``equivalent``
+      (intersection-union tests).
+    - ``regressed_level``: the level REGRESSED is tested at: ``alpha``, Holm's ``alpha / m``,
+      or on a schedule the look's nominal level at it.
+    - ``mde``: minimum detectable effect at this n, one-sided at ``regressed_level``, at the
+      evidence's ``power`` (noncentral t, see :func:`~.planning.mde`): a true shift of ``mde``
+      beyond the margin's boundary is caught with probability ``power``; ``inf`` when the test
+      cannot reach the level at this n.
+    - ``ci``: the interval reported, its ends the one-sided bounds at the levels
+      ``ci_alphas`` (lower, upper; None: both at the evidence's ``alpha``, the evidence's
+      interval): on a schedule the look's nominal level, and REGRESSED's level on the upper
+      end.
+    """
 
     verdict: Verdict
     p_adjusted: float
@@ -129,9 +142,15 @@ class Decision:
 
 @dataclass(frozen=True)
 class Plan:
-    """What an INCONCLUSIVE cell does next: ``needed``, the seeds of its next run (on the
-    schedule the next look, what the CI loop runs; else the total that would decide it);
-    ``expected``, on the schedule, the seeds it is expected to use before it decides."""
+    """What an INCONCLUSIVE cell does next (None for the other verdicts).
+
+    ``needed``: the seeds of its next run. For ``not_worse`` planned for δ (see
+    :func:`~.planning.seeds_for_min_effect`; None without ``min_effect``); on the schedule, the
+    next look (what the CI loop runs next). For the other kinds planned for the observed mean
+    difference (None when no number of seeds would decide it). ``expected``: on the schedule,
+    the seeds the cell is expected to use before it decides
+    (:func:`~.sequential.plan_next_look`); None elsewhere.
+    """
 
     needed: int | None = None
     expected: int | None = None
