@@ -343,20 +343,24 @@ def test_each_reported_comparison_is_the_kernels_decision_on_its_own_evidence() 
             ("better", "BETTER")} <= seen
 
 
-def test_no_gate_module_rewrites_a_comparison_with_dataclasses_replace() -> None:
-    """The gates build each comparison once (stats.decisions.decision_of / judge); none of
-    their modules imports dataclasses.replace to rewrite one after the kernel."""
+def test_no_gate_module_rewrites_a_decision_or_a_plan_after_the_kernel() -> None:
+    """The gates build each comparison's decision and plan once (stats.decisions.decision_of /
+    judge): no ``replace(...)`` in their modules sets a verdict, an adjusted p, a level, an MDE,
+    an interval or a plan, as the gates once did on the comparison compare() returned."""
     import ast
 
+    decided = {"verdict", "decision", "plan", "p_adjusted", "regressed_level", "mde",
+               "mde_alpha", "ci", "ci_alphas", "seeds_needed", "seeds_expected", "needed",
+               "expected"}
     gates = Path(__file__).resolve().parents[1] / "pytest_graphnetz" / "gates"
-    found = []
+    found, calls = [], 0
     for path in sorted(gates.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module == "dataclasses" \
-                    and any(a.name == "replace" for a in node.names):
-                found.append(path.name)
-            if isinstance(node, ast.Attribute) and node.attr == "replace" \
-                    and isinstance(node.value, ast.Name) and node.value.id == "dataclasses":
-                found.append(path.name)
-    assert len(list(gates.glob("*.py"))) >= 6
+            if isinstance(node, ast.Call) and (
+                    isinstance(node.func, ast.Name) and node.func.id == "replace"
+                    or isinstance(node.func, ast.Attribute) and node.func.attr == "replace"):
+                calls += 1
+                found += [f"{path.name}:{node.lineno} {k.arg}" for k in node.keywords
+                          if k.arg in decided]
+    assert calls >= 1   # the walk sees calls (a str.replace in compare.py)
     assert found == []
