@@ -84,7 +84,8 @@ def decision_of(evidence: Evidence, verdict: Verdict | None = None, *,
     level ``regressed_level`` (default the evidence's ``alpha``; the MDE is read at it), and the
     interval at the one-sided levels ``ci_alphas`` of its ends (None: the evidence's)."""
     if verdict is None:
-        verdict = verdict_at(evidence, level=evidence.alpha, regressed_level=evidence.alpha)
+        verdict = final_verdict_at(evidence, level=evidence.alpha,
+                                   regressed_level=evidence.alpha)
     level = evidence.alpha if regressed_level is None else regressed_level
     ci = evidence.ci if ci_alphas is None else evidence.interval(*ci_alphas)
     return Decision(verdict, evidence.p_value if p_adjusted is None else p_adjusted, level,
@@ -92,17 +93,27 @@ def decision_of(evidence: Evidence, verdict: Verdict | None = None, *,
 
 
 def verdict_at(evidence: Evidence, *, level: float, regressed_level: float | None,
-               last: bool = True, p_regressed: float | None = None) -> Verdict:
+               last: bool = True, p_regressed: float | None = None) -> Verdict | None:
     """:func:`decide_look` on one cell's evidence: the verdict at a look whose passing level is
     ``level`` and REGRESSED's ``regressed_level`` (None: REGRESSED is the family's), at the
-    ``last`` look or before it (then None while the cell stays open; typed as a Verdict for the
-    last look). ``p_regressed``: REGRESSED's p in place of the raw one (Holm's adjusted p)."""
+    ``last`` look or before it (None: the cell stays open). ``p_regressed``: REGRESSED's p in
+    place of the raw one (Holm's adjusted p)."""
     code = decide_look(evidence.p_regressed if p_regressed is None else p_regressed,
                        evidence.p_reverse if evidence.kind == "not_worse" else evidence.p_value,
                        evidence.p_better, level=level, regressed_level=regressed_level,
                        last=last, identical=evidence.identical,
                        diverged=bool(evidence.diverged_seeds), kind=evidence.kind)
-    return LOOK_VERDICTS[int(code)]  # type: ignore[return-value]
+    return LOOK_VERDICTS[int(code)]
+
+
+def final_verdict_at(evidence: Evidence, *, level: float, regressed_level: float | None,
+                     p_regressed: float | None = None) -> Verdict:
+    """:func:`verdict_at` at a last look, which leaves no cell open."""
+    verdict = verdict_at(evidence, level=level, regressed_level=regressed_level,
+                         p_regressed=p_regressed)
+    if verdict is None:
+        raise ValueError("a last look leaves no cell open")
+    return verdict
 
 
 def plan_seeds(evidence: Evidence, verdict: Verdict, alpha_regressed: float, *,
@@ -243,7 +254,8 @@ def compare_many(cells: Sequence[Mapping[str, Any]], **common: Any) -> list[Comp
         if i not in adjusted:
             out.append(judge(e))
             continue
-        verdict = verdict_at(e, level=alpha, regressed_level=alpha, p_regressed=adjusted[i])
+        verdict = final_verdict_at(e, level=alpha, regressed_level=alpha,
+                                   p_regressed=adjusted[i])
         out.append(Comparison(
             e, decision_of(e, verdict, p_adjusted=adjusted[i], regressed_level=alpha / m),
             Plan(plan_seeds(e, verdict, alpha / m)),
@@ -253,4 +265,4 @@ def compare_many(cells: Sequence[Mapping[str, Any]], **common: Any) -> list[Comp
 
 __all__ = ["LOOK_VERDICTS", "Code", "Comparison", "Decision", "Evidence", "HolmResult", "Plan",
            "Verdict", "compare", "compare_many", "decide_look", "decision_of", "final_verdict",
-           "holm", "judge", "measure", "plan_seeds", "verdict_at"]
+           "final_verdict_at", "holm", "judge", "measure", "plan_seeds", "verdict_at"]
