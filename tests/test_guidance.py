@@ -197,7 +197,11 @@ def _verdict(**changes: object):
                                     metric="accuracy")
     v = assert_not_worse(c, b)[0]
     assert v.verdict == "INCONCLUSIVE"
-    return replace(v, comparison=replace(v.comparison, **changes)) if changes else v
+    c = v.comparison   # a field of the comparison's plan or decision, changed
+    for name, value in changes.items():
+        part, key = {"seeds_needed": ("plan", "needed"), "ci": ("decision", "ci")}[name]
+        c = replace(c, **{part: replace(getattr(c, part), **{key: value})})
+    return replace(v, comparison=c)
 
 
 def test_no_affordable_seed_count_says_so_and_what_the_seeds_resolve() -> None:

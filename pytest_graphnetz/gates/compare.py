@@ -6,7 +6,6 @@ not-worse cells on the one decision path (:func:`~.cells.decide_cells`)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from .. import stats
 from ..pairing import (
@@ -30,7 +29,8 @@ from ..stats.boundaries import (
     design,
     single_look,
 )
-from ..stats.decisions import compare
+from ..stats.comparison import measure
+from ..stats.decisions import judge
 from ..verdicts.formatting import describe_values, seed_list, verdict_name
 from ..verdicts.guidance import LookNote
 from ..verdicts.rules import failed_verdict
@@ -133,14 +133,15 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
             cand = report.values(task, model)[cand_idx]
             base = baseline.values(task, model)[base_idx]
             cell_test, compared = folded(cand, base, folds, test)
-            comp = compare(compared, base, higher_is_better=spec.higher_is_better,
-                           kind=gate, test=cell_test, margin=margin, alpha=alpha, rng=rng,
-                           label=f"{task}/{model}", seeds=seeds)
+            fold_notes: tuple[str, ...] = ()
             if folds is not None:
                 from ..stats.heldout import FOLD_NOTE
 
-                comp = replace(comp, notes=(*comp.notes, FOLD_NOTE.format(
-                    task=task, k=folds, test=test)))
+                fold_notes = (FOLD_NOTE.format(task=task, k=folds, test=test),)
+            # the one kernel (decide_look), as the not-worse cells' looks decide
+            comp = judge(measure(compared, base, higher_is_better=spec.higher_is_better,
+                                 kind=gate, test=cell_test, margin=margin, alpha=alpha, rng=rng,
+                                 label=f"{task}/{model}", seeds=seeds), notes=fold_notes)
             name = verdict_name(comp.verdict)
             changed = (changed_model_notes(report, baseline, model, seeds, task=task)
                        if name == "IDENTICAL" else ())

@@ -38,7 +38,7 @@ from ._common import (
     RngLike,
     resolve_rng,
 )
-from .decisions import Comparison, Verdict
+from .comparison import Comparison, Verdict
 from .heldout import ExamplePairwise
 from .intervals import CellStats
 from .paired import PairedResult
