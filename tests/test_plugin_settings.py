@@ -104,7 +104,7 @@ def test_a_device_index_in_superscript_is_a_usage_error(pytester: pytest.Pyteste
          "δ 0.01 for [[]0, 1[]] metrics, device auto, workers 1, cache .pytest_cache/d/graphnetz"),
     (["--graphnetz-seeds=5..20", "--graphnetz-alpha=0.01", "--graphnetz-min-effect=0.02",
       "--graphnetz-device=cpu", "--graphnetz-no-cache", "--graphnetz-update-baselines"],
-     "graphnetz: seeds 5..20 adaptive, α 0.01, looks 5→10→20→… (look 1 decides at 0.0085), "
+     "graphnetz: seeds 5..20 adaptive, α 0.01 (refresh: each baseline judged alone at α), "
      "δ 0.02, device cpu, workers 1, cache off, updating baselines"),
     # the first look is the project's: the ini key, whatever the command line runs
     (["--graphnetz-seeds=40", "-o", "graphnetz_seeds=20"],

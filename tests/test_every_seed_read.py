@@ -1,0 +1,283 @@
+"""What passes was read, and only the canonical seeds decide: every seed a run holds is read
+(a non-finite value anywhere fails the row, naming the seed and side; a drop in the seeds past
+the first look reads REGRESSED), and a seed set that is not the prefix 0..n-1 of at least the
+first look is refused by every comparison gate unless the run is judged alone, which every
+output then says. Through the library, a real pytest session over a tiny task, and
+``graphnetz compare``."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+pytest.importorskip("scipy.stats")
+# Pytester's in-process runs drop modules first imported inside them (torch cannot be imported
+# twice in one process, and a Task must be the class the runner checks): imported here, once.
+pytest.importorskip("torch")
+pytest.importorskip("torch_geometric.nn")
+import pytest_graphnetz.gates  # noqa: E402,F401
+import pytest_graphnetz.runner  # noqa: E402,F401
+from pytest_graphnetz import (  # noqa: E402
+    BenchmarkReport,
+    assert_better,
+    assert_equivalent,
+    assert_not_worse,
+)
+from pytest_graphnetz.verdicts.values import GateRefusal  # noqa: E402
+
+BASE = 0.8 + 0.02 * np.random.default_rng(42).standard_normal(25)
+JITTER = 0.001 * np.random.default_rng(7).standard_normal(25)
+
+
+def report(values, seeds=None) -> BenchmarkReport:
+    values = np.asarray(values, dtype=float)
+    seeds = range(len(values)) if seeds is None else seeds
+    return BenchmarkReport.from_arrays(values.reshape(1, 1, -1), tasks=["karate"],
+                                       models=["GCN"], seeds=seeds, metric="accuracy")
+
+
+def with_nan(values, seed: int) -> np.ndarray:
+    out = np.array(values, dtype=float)
+    out[seed] = np.nan
+    return out
+
+
+# -- every held seed is read ------------------------------------------------------------------
+
+
+def test_a_nan_at_seed_15_of_20_fails_the_row_naming_seed_15() -> None:
+    cand = with_nan(BASE[:20] + JITTER[:20], 15)
+    with pytest.raises(AssertionError) as failed:
+        assert_not_worse(report(cand), report(BASE[:20]), first_look=10)
+    message = str(failed.value)
+    assert "karate/GCN — accuracy (higher is better): REGRESSED" in message
+    assert "candidate diverged (non-finite metric) at seed(s) [15]" in message
+    # seeds 0-9 alone (look 1) are fine: the same candidate without seed 15 passes
+    (verdict,) = assert_not_worse(report(cand[:10]), report(BASE[:10]), first_look=10)
+    assert verdict.verdict in ("NOT WORSE", "BETTER")
+
+
+def test_a_nan_past_the_last_complete_look_fails_naming_it() -> None:
+    # 25 seeds: looks at 10 and 20; seeds 20-24 are held but no look tests them
+    cand = with_nan(BASE + JITTER, 23)
+    with pytest.raises(AssertionError) as failed:
+        assert_not_worse(report(cand), report(BASE), first_look=10)
+    message = str(failed.value)
+    assert ": REGRESSED" in message and "at seed(s) [23]" in message
+    assert "seeds 20-24 are past the last complete look" in message
+
+
+def test_a_drop_only_in_the_seeds_past_the_first_look_reads_regressed() -> None:
+    cand = BASE[:20].copy()
+    cand[10:] -= 0.05   # seeds 0-9 bit-identical, 10-19 all 5 points lower
+    assert np.array_equal(cand[:10], BASE[:10])
+    with pytest.raises(AssertionError) as failed:
+        assert_not_worse(report(cand), report(BASE[:20]), first_look=10)
+    message = str(failed.value)
+    assert ": REGRESSED" in message and "over 20 seeds 0-19" in message
+    assert "look 2 of the schedule 10→20→…" in message
+    # look 1 alone is IDENTICAL: the verdict came from reading the seeds past it
+    (first,) = assert_not_worse(report(cand[:10]), report(BASE[:10]), first_look=10)
+    assert first.verdict == "IDENTICAL"
+
+
+@pytest.mark.parametrize("seed", [3, 15, 23])
+def test_a_nan_in_the_baseline_at_a_held_seed_is_refused_naming_seed_and_side(seed: int
+                                                                               ) -> None:
+    base = with_nan(BASE, seed)
+    for gate, kw in ((assert_not_worse, {}), (assert_better, {}),
+                     (assert_equivalent, {"margin": 0.01})):
+        with pytest.raises(GateRefusal) as refused:
+            gate(report(BASE + JITTER), report(base), first_look=10, **kw)
+        line = refused.value.reason
+        assert line.startswith("karate/GCN: the baseline report (the baseline side) is "
+                               f"non-finite (diverged) at seed(s) {seed} of the paired seeds "
+                               "0-24"), line
+        assert "--graphnetz-update-baselines" in line
+    # judged alone, the seed is still unread: refused all the same
+    with pytest.raises(GateRefusal, match=f"diverged\\) at seed\\(s\\) {seed} "):
+        assert_not_worse(report(BASE + JITTER), report(base), rerun_safe=False)
+
+
+# -- only the canonical seeds decide -----------------------------------------------------------
+
+OFF_SCHEDULE = {
+    "fresh seeds 10-19": (list(range(10, 20)), "the paired seeds 10-19 are not the prefix 0-9"),
+    "0-9 minus seed 4": ([s for s in range(10) if s != 4],
+                         "the paired seeds 0-3,5-9 are not the prefix 0-8"),
+    "3 seeds": (list(range(3)), "the paired 3 seeds (0-2) hold no look"),
+    "5 seeds": (list(range(5)), "the paired 5 seeds (0-4) hold no look"),
+    "6 seeds": (list(range(6)), "the paired 6 seeds (0-5) hold no look"),
+}
+GATES = {"not-worse": (assert_not_worse, {}), "better": (assert_better, {}),
+         "equivalent": (assert_equivalent, {"margin": 0.01})}
+
+
+@pytest.mark.parametrize("gate", GATES)
+@pytest.mark.parametrize("case", OFF_SCHEDULE)
+def test_a_seed_set_off_the_schedule_is_refused_by_every_gate(case: str, gate: str) -> None:
+    seeds, why = OFF_SCHEDULE[case]
+    function, kw = GATES[gate]
+    baseline = report(BASE[:20])
+    cand = report(BASE[seeds] + JITTER[seeds], seeds=seeds)
+    with pytest.raises(GateRefusal) as refused:
+        function(cand, baseline, first_look=10, **kw)
+    line = refused.value.reason
+    assert "\n" not in line and why in line, line
+    assert "the canonical seeds 0..n-1 with n >= 10" in line      # the first look
+    assert "--graphnetz-seeds=N" in line and "--graphnetz-single-run" in line   # the fix
+    # judged alone it is accepted (a verdict, not a refusal), and every row says what it is
+    alone = "judged alone at α: not rerun-safe (--graphnetz-single-run)"
+    if gate == "better":   # an unchanged model is not BETTER: the gate fails, saying so
+        with pytest.raises(AssertionError) as failed:
+            function(cand, baseline, first_look=10, rerun_safe=False, **kw)
+        assert alone in str(failed.value).splitlines()[0]
+    else:
+        verdicts = function(cand, baseline, first_look=10, rerun_safe=False, **kw)
+        assert verdicts and all(alone in v.table_note for v in verdicts)
+
+
+def test_the_canonical_prefix_is_judged_on_the_schedule() -> None:
+    # the prefix 0-9 of a baseline holding 0-19 is look 1: no refusal, no "judged alone"
+    (verdict,) = assert_not_worse(report(BASE[:10] + JITTER[:10]), report(BASE[:20]),
+                                  first_look=10)
+    assert verdict.verdict == "NOT WORSE" and "judged alone" not in verdict.table_note
+
+
+# -- a real pytest session over a tiny task ---------------------------------------------------
+
+PROJECT = '''
+import math
+
+import torch
+
+from pytest_graphnetz import Task
+
+CHANGE = {change!r}
+
+
+def load(root, *, seed):
+    return {{"seed": torch.tensor([seed])}}
+
+
+def scripted(model, data, *, task, device):
+    """No training: a seed's accuracy is a formula of the seed and the change in effect."""
+    seed = int(data["seed"])
+    value = 0.8 + 0.02 * math.sin(7 * seed) + 0.001 * math.cos(3 * seed) * (CHANGE != "none")
+    if CHANGE == "nan15" and seed == 15:
+        value = math.nan
+    if CHANGE == "drop" and seed >= 10:
+        value = 0.8 + 0.02 * math.sin(7 * seed) - 0.05
+    if CHANGE == "drop":
+        value = value if seed >= 10 else 0.8 + 0.02 * math.sin(7 * seed)
+    return {{"test": [value], "val": [value]}}
+
+
+TASKS = {{"toy": Task("toy", load, trainer=scripted, epochs=1, in_channels=2, out_channels=2)}}
+
+
+class GCN(torch.nn.Linear):
+    pass
+'''
+
+GATE_TESTS = """
+import project
+from pytest_graphnetz import assert_not_worse
+
+
+def test_model(graphnetz_run, graphnetz_baseline):
+    assert_not_worse(graphnetz_run(project.TASKS, {"GCN": project.GCN}), graphnetz_baseline())
+"""
+
+
+@pytest.fixture
+def tiny(pytester: pytest.Pytester) -> pytest.Pytester:
+    """A project whose first look is 10 seeds and whose baseline holds seeds 0-19."""
+    pytester.makeini("[pytest]\ngraphnetz_seeds = 10\n")
+    pytester.makepyfile(project=PROJECT.format(change="none"), test_model=GATE_TESTS)
+    pytester.runpytest("--graphnetz-seeds=20", "--graphnetz-update-baselines",
+                       "--graphnetz-verify-cache=0", "-p", "no:cacheprovider"
+                       ).assert_outcomes(passed=1)
+    return pytester
+
+
+def _run(tiny: pytest.Pytester, change: str, *args: str) -> tuple[pytest.RunResult, dict]:
+    tiny.makepyfile(project=PROJECT.format(change=change))
+    result = tiny.runpytest("--graphnetz-verify-cache=0", "-p", "no:cacheprovider",
+                            "--graphnetz-json=out/v.json", "--graphnetz-summary=out/s.md",
+                            "--graphnetz-comment=out/c.md", *args)
+    return result, json.loads((tiny.path / "out" / "v.json").read_text())
+
+
+def test_a_session_reads_every_seed_and_refuses_seeds_off_the_schedule(tiny: pytest.Pytester
+                                                                        ) -> None:
+    # NaN at seed 15 of 20: the row fails, naming seed 15
+    result, doc = _run(tiny, "nan15", "--graphnetz-seeds=20")
+    result.assert_outcomes(failed=1)
+    (row,) = doc["rows"]
+    assert row["verdict"] == "REGRESSED" and row["failed_build"]
+    assert "candidate diverged (non-finite) at seed(s) 15: counted as failures" in row["note"]
+    assert "candidate diverged (non-finite metric) at seed(s) [15]" in result.stdout.str()
+    # seeds 0-9 bit-identical, 10-19 five points lower: REGRESSED at look 2
+    result, doc = _run(tiny, "drop", "--graphnetz-seeds=20")
+    result.assert_outcomes(failed=1)
+    (row,) = doc["rows"]
+    assert row["verdict"] == "REGRESSED" and row["stats"]["n"] == 20
+    # fresh seeds 10-19, one seed dropped from 0-9, and 3 / 5 / 6 seeds: refused, one line
+    for seeds, why in (("10-19", "the paired seeds 10-19 are not the prefix 0-9"),
+                       ("0,1,2,3,5,6,7,8,9", "the paired seeds 0-3,5-9 are not the prefix 0-8"),
+                       ("3", "the paired 3 seeds (0-2) hold no look"),
+                       ("5", "the paired 5 seeds (0-4) hold no look"),
+                       ("6", "the paired 6 seeds (0-5) hold no look")):
+        result, doc = _run(tiny, "jitter", f"--graphnetz-seeds={seeds}")
+        result.assert_outcomes(failed=1)
+        (row,) = doc["rows"]
+        assert row["verdict"] == "REFUSED" and why in row["note"], (seeds, row)
+        assert "n >= 10" in row["note"] and "--graphnetz-single-run" in row["note"]
+    # judged alone on request: accepted, and header, row, summary, comment headline and JSON
+    # say so
+    result, doc = _run(tiny, "jitter", "--graphnetz-seeds=10-19", "--graphnetz-single-run")
+    result.assert_outcomes(passed=1)
+    alone = "judged alone at α: not rerun-safe (--graphnetz-single-run)"
+    (row,) = doc["rows"]
+    assert alone in row["note"] and alone in doc["headline"]
+    out = result.stdout.str()
+    assert "α 0.05 (single run: judged alone)" in out
+    assert re.search(r"gate row\(s\), none failed the build .*" + re.escape(alone), out)
+    summary, comment = ((tiny.path / "out" / n).read_text() for n in ("s.md", "c.md"))
+    assert alone in summary
+    assert alone in comment.split("\n\n")[0] + comment.split("\n\n")[1]
+
+
+# -- graphnetz compare ------------------------------------------------------------------------
+
+
+def test_compare_refuses_seeds_off_the_schedule_unless_single_run(
+        tmp_path, capsys: pytest.CaptureFixture) -> None:
+    from pytest_graphnetz.cli import main
+
+    base = tmp_path / "base.json"
+    report(BASE[:20]).to_json(base)
+    for seeds, why in ((list(range(10, 20)), "the paired seeds 10-19 are not the prefix 0-9"),
+                       (list(range(6)), "the paired 6 seeds (0-5) hold no look")):
+        cand = tmp_path / "cand.json"
+        report(BASE[seeds] + JITTER[seeds], seeds=seeds).to_json(cand)
+        capsys.readouterr()
+        assert main(["compare", str(base), str(cand)]) == 2
+        err = capsys.readouterr().err
+        assert why in err and "n >= 10" in err and "--graphnetz-single-run" in err
+        assert main(["compare", str(base), str(cand), "--single-run"]) == 0
+        assert "judged alone at α: not rerun-safe" in capsys.readouterr().out
+    # the first look is the project's: 6 seeds are a canonical run of a project at 6
+    assert main(["compare", str(base), str(cand), "--first-look", "6"]) == 0
+    assert "look 1 of 6→…" in capsys.readouterr().out
+    # a baseline diverged at a paired seed: refused, naming the seed and side
+    broken = tmp_path / "broken.json"
+    report(with_nan(BASE[:20], 15)).to_json(broken)
+    full = tmp_path / "full.json"
+    report(BASE[:20] + JITTER[:20]).to_json(full)
+    assert main(["compare", str(broken), str(full)]) == 2
+    assert "(the baseline side) is non-finite (diverged) at seed(s) 15" in capsys.readouterr().err
