@@ -281,3 +281,49 @@ def test_compare_refuses_seeds_off_the_schedule_unless_single_run(
     report(BASE[:20] + JITTER[:20]).to_json(full)
     assert main(["compare", str(broken), str(full)]) == 2
     assert "(the baseline side) is non-finite (diverged) at seed(s) 15" in capsys.readouterr().err
+
+
+# -- the figures docs/guarantees.md quotes are the committed results' ------------------------
+
+
+def _table(path, header_start: str, *, after: str = "") -> list[list[str]]:
+    """The cells of the first Markdown table past the line ``after`` whose header line starts
+    with ``header_start``."""
+    lines = path.read_text().splitlines()
+    at = lines.index(after) if after else 0
+    at = next(i for i, x in enumerate(lines) if i >= at and x.startswith(header_start))
+    rows = []
+    for line in lines[at + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip("|").split("|")])
+    return rows
+
+
+def test_the_guarantees_page_quotes_the_committed_benchmark_results() -> None:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    page = " ".join((root / "docs" / "guarantees.md").read_text().split())
+    every = _table(root / "benchmarks" / "every_seed_results.md", "| sd (points)")
+    false_regressed = [float(r[3].split()[0]) for r in every]
+    wrong_not_worse = [float(r[5].split()[0]) for r in every]
+    assert len(every) == 12 and max(false_regressed) <= 5 and max(wrong_not_worse) <= 5
+    assert (f"false REGRESSED {min(false_regressed):.2f}%-{max(false_regressed):.2f}%"
+            in page)
+    assert f"wrong NOT WORSE at −δ at most {max(wrong_not_worse):.2f}%" in page
+    changed = max(float(r[7]) for r in every)
+    assert f"up to {changed:.2f}% of the cells at −δ" in page
+    results = root / "benchmarks" / "advice_check_results.md"
+    advice = [r for after in ("## Given INCONCLUSIVE at 10 seeds (look 1); next look 20",
+                              "## Given INCONCLUSIVE at 20 seeds (look 2); next look 40")
+              for r in _table(results, "| paired sd", after=after)]
+    measured = [r for r in advice if r[3] != "too few to measure"]
+    ratios = [float(r[5]) for r in measured]
+    right = [float(r[7].rstrip("%")) for r in measured]
+    assert len(advice) == 12 and max(ratios) <= 1.3
+    assert f"within {min(ratios):.2f}-{max(ratios):.2f}× of the seeds" in page
+    assert f"{min(right):.1f}%-{max(right):.1f}% of those cells decide right" in page
+    # the row that was not measured is named as such
+    (unmeasured,) = [r for r in advice if r[3] == "too few to measure"]
+    assert f"At sd {unmeasured[0]} only {unmeasured[2]} cells were INCONCLUSIVE at look 2" in page
