@@ -86,7 +86,7 @@ def _verdicts(args: argparse.Namespace, baseline: BenchmarkReport,
                            margin=args.margin, min_effect=args.min_effect, alpha=args.alpha,
                            strict=getattr(args, "strict", False), source=args.baseline,
                            rerun_safe=not args.single_run, first_look=args.first_look,
-                           canonical=True)
+                           canonical=True, alone_reason=ALONE)
 
 
 def _load_pair(args: argparse.Namespace) -> tuple[BenchmarkReport, BenchmarkReport]:
@@ -96,8 +96,10 @@ def _load_pair(args: argparse.Namespace) -> tuple[BenchmarkReport, BenchmarkRepo
     return load_baseline(args.baseline), BenchmarkReport.from_json(args.report)
 
 
-# What `compare --single-run` prints above its verdicts (the gates' rows say the same).
-SINGLE_RUN = "judged alone at α: not rerun-safe (--single-run)"
+# Why `compare --single-run` judges alone, as its rows and messages say; and the line it prints
+# above its verdicts.
+ALONE = "not rerun-safe (--single-run)"
+SINGLE_RUN = f"judged alone at α: {ALONE}"
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

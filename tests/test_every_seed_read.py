@@ -271,6 +271,10 @@ def test_compare_refuses_seeds_off_the_schedule_unless_single_run(
         assert why in err and "n >= 10" in err and "--graphnetz-single-run" in err
         assert main(["compare", str(base), str(cand), "--single-run"]) == 0
         assert "judged alone at α: not rerun-safe" in capsys.readouterr().out
+        # the failing message of another gate names the flag that was passed, not pytest's
+        assert main(["compare", str(base), str(cand), "--single-run", "--gate", "better"]) == 1
+        out = capsys.readouterr().out
+        assert "not rerun-safe (--single-run)" in out and "--graphnetz-single-run" not in out
     # the first look is the project's: 6 seeds are a canonical run of a project at 6
     assert main(["compare", str(base), str(cand), "--first-look", "6"]) == 0
     assert "look 1 of 6→…" in capsys.readouterr().out

@@ -152,7 +152,8 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
             # a run judged alone says so in every output; a canonical run of these gates is
             # one look at α on all its seeds (no LookNote)
             look = (None if rerun_safe else
-                    LookNote((len(seeds),), 1, False, alpha, alone=NOT_RERUN_SAFE))
+                    LookNote((len(seeds),), 1, False, alpha,
+                             alone=alone_reason or NOT_RERUN_SAFE))
             cache, cache_note = cache_notes(report, task, model)
             verdicts.append(CellVerdict(
                 task, model, spec.name, spec.higher_is_better, gate, comp,
