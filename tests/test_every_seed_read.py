@@ -328,6 +328,11 @@ def test_the_guarantees_page_quotes_the_committed_benchmark_results() -> None:
     assert len(advice) == 12 and max(ratios) <= 1.3
     assert f"within {min(ratios):.2f}-{max(ratios):.2f}× of the seeds" in page
     assert f"{min(right):.1f}%-{max(right):.1f}% of those cells decide right" in page
-    # the row that was not measured is named as such
+    # the row that was not measured is named as such, and its supplement quoted
     (unmeasured,) = [r for r in advice if r[3] == "too few to measure"]
     assert f"At sd {unmeasured[0]} only {unmeasured[2]} cells were INCONCLUSIVE at look 2" in page
+    (extra,) = _table(results, "| paired sd",
+                      after="## Supplement: the row too few to measure above")
+    assert float(extra[5]) <= 1.3 and extra[0] == unmeasured[0]
+    assert (f"give {extra[2]}, expected {extra[4]} against {extra[3]} used ({extra[5]}×)"
+            in page)
