@@ -245,7 +245,7 @@ def test_a_session_reads_every_seed_and_refuses_seeds_off_the_schedule(tiny: pyt
     (row,) = doc["rows"]
     assert alone in row["note"] and alone in doc["headline"]
     out = result.stdout.str()
-    assert "α 0.05 (single run: judged alone)" in out
+    assert "α 0.05 (single run: judged alone at α: not rerun-safe)" in out
     assert re.search(r"gate row\(s\), none failed the build .*" + re.escape(alone), out)
     summary, comment = ((tiny.path / "out" / n).read_text() for n in ("s.md", "c.md"))
     assert alone in summary
