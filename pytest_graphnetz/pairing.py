@@ -219,7 +219,11 @@ def refuse_diverged_baseline(report: BenchmarkReport, baseline: BenchmarkReport,
              f"{seed_list(where)} of the paired seeds {seed_list(seeds)}; the candidate's "
              f"value there cannot be judged. Refresh the baseline ({fix}) or retrain it on "
              "those seeds" for (task, model), where in bad.items()]
-    raise GateRefusal("graphnetz: " + "\n".join(lines), reason=lines[0], cells=list(bad))
+    reason = lines[0] if len(lines) == 1 else (
+        f"{source} (the baseline side) is non-finite (diverged) at paired seeds: "
+        + "; ".join(f"{t}/{m} at {seed_list(w)}" for (t, m), w in bad.items())
+        + f". Refresh the baseline ({fix})")
+    raise GateRefusal("graphnetz: " + "\n".join(lines), reason=reason, cells=list(bad))
 
 
 def refuse_changed_data(report: BenchmarkReport, baseline: BenchmarkReport, seeds: Sequence[int],

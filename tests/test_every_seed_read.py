@@ -336,3 +336,17 @@ def test_the_guarantees_page_quotes_the_committed_benchmark_results() -> None:
     assert float(extra[5]) <= 1.3 and extra[0] == unmeasured[0]
     assert (f"give {extra[2]}, expected {extra[4]} against {extra[3]} used ({extra[5]}×)"
             in page)
+
+
+def test_baselines_diverged_in_two_cells_are_named_in_one_refusal() -> None:
+    X = np.stack([BASE[:10], BASE[:10] + 0.01, BASE[:10] - 0.01]).reshape(1, 3, 10)
+    base = X.copy()
+    base[0, 0, 4] = np.nan
+    base[0, 2, 7] = np.nan
+    kw = dict(tasks=["karate"], models=["GCN", "GAT", "SAGE"], seeds=range(10),
+              metric="accuracy")
+    with pytest.raises(GateRefusal) as refused:
+        assert_not_worse(BenchmarkReport.from_arrays(X + 0.0001, **kw),
+                         BenchmarkReport.from_arrays(base, **kw), first_look=10)
+    assert refused.value.cells == [("karate", "GCN"), ("karate", "SAGE")]
+    assert "karate/GCN at 4; karate/SAGE at 7" in refused.value.reason
