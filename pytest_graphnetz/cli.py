@@ -68,6 +68,17 @@ def _alpha(text: str) -> float:
     return alpha
 
 
+def _first_look(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of seeds, got {text!r}") \
+            from None
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"must be >= 2 (a paired test needs 2 seeds), got {text}")
+    return value
+
+
 def _margin(text: str) -> float:
     margin = _float(text)
     if not margin >= 0.0:
@@ -127,6 +138,13 @@ def _gate_arguments(parser: argparse.ArgumentParser) -> None:
                              "MAE/RMSE/loss")
     parser.add_argument("--alpha", type=_alpha, default=None,
                         help=f"one-sided significance level, in (0, 0.5){recorded} 0.05")
+    parser.add_argument("--first-look", type=_first_look, default=None,
+                        help="the schedule's first look in seeds (the project's "
+                             f"graphnetz_seeds): only the seeds 0..n-1, n >= it, decide{recorded} "
+                             "10")
+    parser.add_argument("--single-run", action="store_true", default=None,
+                        help="judge these seeds alone at alpha, whatever they are (not "
+                             "rerun-safe), as pytest's --graphnetz-single-run")
 
 
 def build_parser() -> argparse.ArgumentParser:

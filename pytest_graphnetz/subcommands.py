@@ -42,7 +42,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 # What the gate options default to when neither the command line nor the report says.
 GATE_DEFAULTS = {"gate": "not-worse", "test": "paired", "margin": 0.0, "min_effect": None,
-                 "alpha": 0.05, "strict": False}
+                 "alpha": 0.05, "strict": False, "first_look": 10, "single_run": False}
 
 
 def gate_settings(args: argparse.Namespace, candidate: BenchmarkReport) -> list[str]:
@@ -80,9 +80,13 @@ def _verdicts(args: argparse.Namespace, baseline: BenchmarkReport,
         print(f"gate settings recorded in {args.report}: {shown}", file=sys.stderr)
     if args.gate == "equivalent" and not args.margin > 0:
         raise ValueError("--gate equivalent needs the equivalence bound --margin > 0")
+    # As a gate in pytest: only the canonical seeds decide (a seed set off the schedule is
+    # refused, one line and exit 2) unless --single-run judges them alone at alpha.
     return compare_reports(candidate, baseline, gate=GATES[args.gate], test=TESTS[args.test],
                            margin=args.margin, min_effect=args.min_effect, alpha=args.alpha,
-                           strict=getattr(args, "strict", False), source=args.baseline)
+                           strict=getattr(args, "strict", False), source=args.baseline,
+                           rerun_safe=not args.single_run, first_look=args.first_look,
+                           canonical=True, alone_reason=ALONE)
 
 
 def _load_pair(args: argparse.Namespace) -> tuple[BenchmarkReport, BenchmarkReport]:
@@ -90,6 +94,12 @@ def _load_pair(args: argparse.Namespace) -> tuple[BenchmarkReport, BenchmarkRepo
     from .report import BenchmarkReport
 
     return load_baseline(args.baseline), BenchmarkReport.from_json(args.report)
+
+
+# Why `compare --single-run` judges alone, as its rows and messages say; and the line it prints
+# above its verdicts.
+ALONE = "not rerun-safe (--single-run)"
+SINGLE_RUN = f"judged alone at α: {ALONE}"
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -102,6 +112,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.markdown:
         print(compare_markdown(verdicts, args), end="")
     else:
+        if args.single_run:
+            print(SINGLE_RUN)
         print(gate_table(verdicts))
         for verdict in failed:
             print()
@@ -118,6 +130,8 @@ def compare_markdown(verdicts: Sequence[CellVerdict], args: argparse.Namespace) 
            f"margin {fmt_num(args.margin)})"
     headline = (f"**{len(failed)} of {len(verdicts)} cell(s) failed the {gate}**" if failed
                 else f"All {len(verdicts)} cell(s) pass the {gate}.")
+    if args.single_run:
+        headline += f" {SINGLE_RUN}."
     parts = [f"### graphnetz compare: {inline_code(args.report)} against "
              f"{inline_code(args.baseline)}", "", headline, "",
              gate_table(verdicts, markdown=True)]

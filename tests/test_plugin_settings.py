@@ -104,14 +104,14 @@ def test_a_device_index_in_superscript_is_a_usage_error(pytester: pytest.Pyteste
          "δ 0.01 for [[]0, 1[]] metrics, device auto, workers 1, cache .pytest_cache/d/graphnetz"),
     (["--graphnetz-seeds=5..20", "--graphnetz-alpha=0.01", "--graphnetz-min-effect=0.02",
       "--graphnetz-device=cpu", "--graphnetz-no-cache", "--graphnetz-update-baselines"],
-     "graphnetz: seeds 5..20 adaptive, α 0.01, looks 5→10→20→… (look 1 decides at 0.0085), "
+     "graphnetz: seeds 5..20 adaptive, α 0.01 (refresh: each baseline judged alone at α), "
      "δ 0.02, device cpu, workers 1, cache off, updating baselines"),
     # the first look is the project's: the ini key, whatever the command line runs
     (["--graphnetz-seeds=40", "-o", "graphnetz_seeds=20"],
      "graphnetz: seeds 0-39 (40), α 0.05, looks 20→40→80→… (look 1 decides at 0.0425), *"),
     (["--graphnetz-seeds=1,4,7", "--graphnetz-cache-dir=ci-cache", "--graphnetz-single-run"],
-     "graphnetz: seeds 1,4,7, α 0.05 (single run: judged alone), δ 0.01 for [[]0, 1[]] "
-     "metrics, device auto, workers 1, cache ci-cache"),
+     "graphnetz: seeds 1,4,7, α 0.05 (single run: judged alone at α: not rerun-safe), δ 0.01 "
+     "for [[]0, 1[]] metrics, device auto, workers 1, cache ci-cache"),
 ])
 def test_the_session_header_shows_the_settings_in_effect(pytester: pytest.Pytester,
                                                          args: list[str], line: str) -> None:

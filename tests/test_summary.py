@@ -166,7 +166,7 @@ def test_compare_markdown_is_fenced_and_escaped(tmp_path, capsys) -> None:
                                     models=[model], seeds=range(6), metric="accuracy"
                                     ).to_json(tmp_path / file)
     code = main(["compare", str(tmp_path / "base.json"), str(tmp_path / "cand.json"),
-                 "--markdown"])
+                 "--markdown", "--first-look", "6"])
     assert code == 1
     markdown = capsys.readouterr().out
     tokens, _ = rendered(markdown)
@@ -460,7 +460,8 @@ def test_compare_reads_the_gates_settings_from_the_saved_report(
     cand = pytester.path / "reports" / "test_gate" / "test_gated.json"
     (call,) = BenchmarkReport.from_json(cand).protocol["gates"]
     assert call == {"gate": "not_worse", "test": "paired-t", "margin": 0.01, "min_effect": 0.02,
-                    "alpha": 0.05, "strict": False, "cells": ["karate/GCN"]}
+                    "alpha": 0.05, "strict": False, "first_look": 6, "single_run": False,
+                    "cells": ["karate/GCN"]}
 
     capsys.readouterr()
     assert main(["compare", base, str(cand)]) == 0            # the gate's verdict, no flags

@@ -131,7 +131,7 @@ class GateCell:
             refresh_command, stop=None if schedule is None else self._stop(schedule, k, fam),
             table_note="; ".join(x for x in (self._table_note(
                 name, look, changed=changed_model_table_note(changed), collapsed=collapse_note),
-                cache_note) if x),
+                diverged_note(comp.diverged_seeds), cache_note) if x),
             folds=self.folds, call_alpha=self.design.alpha, look=look)
 
     def _reported(self, k: int, fam: FamilyDecision | None, i: int) -> Comparison:
@@ -305,6 +305,15 @@ def decide_cells(cells: Sequence[GateCell], *, test: str, margin: float, rng: st
     for c in cells:
         if c.verdict is None:
             c.verdict = stats.Verdict.INCONCLUSIVE if c.passed is None else c.passed_verdict
+
+
+def diverged_note(seeds: Sequence[int]) -> str:
+    """The table's Note on candidate seeds that diverged where the baseline did not ("" for
+    none): the row fails on them, and names them as the message does."""
+    if not seeds:
+        return ""
+    return (f"candidate diverged (non-finite) at seed(s) {', '.join(map(str, seeds))}: "
+            "counted as failures")
 
 
 def folded(candidate: np.ndarray, baseline: np.ndarray, k: int | None,

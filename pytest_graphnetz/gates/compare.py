@@ -16,6 +16,7 @@ from ..pairing import (
     check_metrics,
     environment_notes,
     refuse_changed_data,
+    refuse_diverged_baseline,
     shared_seeds,
     unpaired_notes,
 )
@@ -67,7 +68,9 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
     not the paired t, the task is k-fold, the call has suite rows, or the paired seeds do not
     hold the first look. ``canonical`` (what the gates ask): with ``rerun_safe``, paired seeds
     that are not the prefix ``0..n−1`` of at least the first look are refused
-    (:func:`refuse_off_schedule`), not judged alone. ``alone_reason``: what the rows say when
+    (:func:`refuse_off_schedule`), not judged alone; and, judged alone or not, a baseline
+    non-finite at a paired seed is refused (:func:`refuse_diverged_baseline`: a refresh,
+    which is not canonical, excludes such a seed). ``alone_reason``: what the rows say when
     ``rerun_safe`` is False (a refresh, a bisect probe; default: the
     ``--graphnetz-single-run`` option, :data:`NOT_RERUN_SAFE`).
     """
@@ -84,6 +87,8 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
     if canonical and rerun_safe:
         refuse_off_schedule(seeds, first, source)
     refuse_changed_data(report, baseline, seeds, source)
+    if canonical:
+        refuse_diverged_baseline(report, baseline, seeds, source, refresh_command)
     notes = environment_notes(report, baseline) + unpaired_notes(report, baseline, seeds,
                                                                     refresh_command)
     cand_idx = [report.seeds.index(s) for s in seeds]
@@ -148,7 +153,8 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
             # a run judged alone says so in every output; a canonical run of these gates is
             # one look at α on all its seeds (no LookNote)
             look = (None if rerun_safe else
-                    LookNote((len(seeds),), 1, False, alpha, alone=NOT_RERUN_SAFE))
+                    LookNote((len(seeds),), 1, False, alpha,
+                             alone=alone_reason or NOT_RERUN_SAFE))
             cache, cache_note = cache_notes(report, task, model)
             verdicts.append(CellVerdict(
                 task, model, spec.name, spec.higher_is_better, gate, comp,

@@ -252,11 +252,16 @@ def header_line(settings: Settings, root: Path) -> str:
     # imported here: stats loads numpy; a test pins it).
     alpha = f"{settings.alpha:g}"
     first = settings.first_look
-    if settings.rerun_safe:
+    alone = " (single run: judged alone at α: not rerun-safe)"
+    if settings.update_baselines:
+        # the ratchet judges each refresh alone at α, whatever the schedule
+        alpha += (alone if not settings.rerun_safe else "")
+        alpha += " (refresh: each baseline judged alone at α)"
+    elif settings.rerun_safe:
         alpha += (f", looks {first}→{2 * first}→{4 * first}→… (look 1 decides at "
                   f"{0.85 * settings.alpha:.3g})")
     else:
-        alpha += " (single run: judged alone)"
+        alpha += alone
     # Command tasks' scripts fork from a warm interpreter unless this says why not (a device
     # that `auto` resolves to CUDA is known only once torch is imported: cold then, unsaid).
     from ..script import warm_mode
