@@ -154,12 +154,30 @@ def _isolated_from_the_ci_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
 
 
+@pytest.fixture(scope="session")
+def _imported_before_pytester() -> None:
+    """Imports what an in-process session cannot import twice (see ``pytester`` below).
+    Requested before pytest's own ``pytester``, whose module snapshot is taken when it is
+    created and restored when the test ends: what is imported after it is dropped again."""
+    import numpy.fft  # noqa: F401
+    import scipy.stats  # noqa: F401
+    import torch  # noqa: F401
+    import torch_geometric  # noqa: F401
+
+
 @pytest.fixture
-def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+def pytester(_imported_before_pytester: None, pytester: pytest.Pytester,
+             monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     """pytest's ``pytester``, whose sessions load no hypothesis plugin: in a fresh interpreter
     (``runpytest_subprocess``, its xdist workers, ``graphnetz refresh``) that plugin's terminal
     summary imports all of hypothesis, about 1.6 s a session here, for nothing these tests
     check. Through ``PYTEST_ADDOPTS``, which pytester clears when it starts. (The README/docs
-    blocks drop the variable: they run as a reader runs them.)"""
+    blocks drop the variable: they run as a reader runs them.)
+
+    An in-process session (``runpytest``) drops the modules first imported inside it, and
+    some extension modules cannot be imported twice in one process: NumPy 2.4's (``cannot
+    load module more than once per process``) and the C++ operator libraries torch._dynamo
+    registers when PyG imports it. ``_imported_before_pytester`` imports them first, so they
+    stay. Tests of what a session imports run it in a subprocess (``runpytest_subprocess``)."""
     monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest")
     return pytester
