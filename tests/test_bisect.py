@@ -12,13 +12,17 @@ import pytest
 
 from pytest_graphnetz import BenchmarkReport
 from pytest_graphnetz.bisection import (
+    DEFAULT_MAX_SEEDS,
     REGRESSED,
     SAME,
     BisectRefusal,
+    NothingRegressed,
     bisect_commits,
+    look_alphas,
     seed_schedule,
 )
 from pytest_graphnetz.cli import main
+from pytest_graphnetz.text import fmt_num
 
 SEEDS = np.arange(100)
 
@@ -63,6 +67,14 @@ def test_culprit_named_with_the_evidence_of_each_step() -> None:
     assert all(v == (REGRESSED if int(c) >= 11 else SAME) for c, v in verdicts.items())
     text = "\n".join(result.lines())
     assert "culprit 11" in text and "paired Δ" in text and "Bonferroni" in text
+    # the level each step prints is the level its look's decision used
+    levels = dict(zip(result.seed_counts, result.look_alphas, strict=True))
+    for step in finding.steps:
+        ev = step.evidence[0]
+        if ev.alpha is not None:
+            assert ev.alpha == levels[ev.seeds]
+            assert f"alpha {fmt_num(ev.alpha)}" in ev.detail
+            assert f"{ev.seeds} seeds at {fmt_num(ev.alpha)}" in text
 
 
 def test_bit_identical_neighbour_decides_without_a_test() -> None:
@@ -105,10 +117,40 @@ def test_every_regressed_cell_gets_its_own_culprit() -> None:
     assert got == {"GCN": "3", "GAT": "7"}   # MLP did not regress: not a target
 
 
-def test_refusals() -> None:
+def test_nothing_regressed_is_its_own_outcome() -> None:
     same = linear(5, culprit=99, restream=(2,))
-    with pytest.raises(BisectRefusal, match="does not read REGRESSED"):
+    with pytest.raises(NothingRegressed, match="does not read REGRESSED") as info:
         bisect_commits([str(i) for i in range(5)], same.probe, min_effect=0.01)
+    assert not info.value.undecided and "Every cell reads same" in str(info.value)
+
+
+def test_an_undecided_probe_says_what_delta_its_seeds_resolve() -> None:
+    """BAD at −δ under noise its budget cannot resolve: undecided, and the hint names the δ
+    those seeds resolve (larger than the δ asked for) and the budget δ needs, never "a smaller
+    --min-effect"; that δ, given back, decides the probe."""
+    h = linear(3, culprit=2, shift=-0.004, restream=(2,))
+    with pytest.raises(NothingRegressed) as info:
+        bisect_commits(["0", "1", "2"], lambda c, n: _noisy(h, c, n, 0.02), seeds=10,
+                       max_seeds=20, min_effect=0.005)
+    err = info.value
+    assert err.undecided
+    (ev,) = err.evidence
+    text = str(err)
+    resolved = float(text.split("resolves δ ≥ ")[1].split(":")[0])
+    assert resolved > 0.005 and "smaller --min-effect" not in text
+    assert f"--min-effect {fmt_num(resolved)} decides it" in text
+    need = int(text.split("needs about ")[1].split(" seeds")[0])
+    assert need > 20 and "--max-seeds" in text
+    # an independent check of "resolves": the one-sided t power at that δ is at least 0.8
+    from scipy import stats as st
+
+    se = ev.sd_diff / math.sqrt(ev.seeds)
+    crit = st.t.ppf(1 - ev.alpha, ev.seeds - 1)
+    power = st.nct.sf(crit, ev.seeds - 1, resolved / se)
+    assert power >= 0.79
+
+
+def test_refusals() -> None:
     h = linear(5, culprit=2)
 
     def missing(commit: str, n: int) -> dict[str, BenchmarkReport]:
@@ -123,11 +165,15 @@ def test_refusals() -> None:
 def test_error_budget_is_split_over_steps_and_seed_counts() -> None:
     h = linear(32, culprit=20, restream=(4, 12, 25))
     result = bisect_commits([str(i) for i in range(32)], h.probe, min_effect=0.01,
-                            alpha=0.05, seeds=10, max_seeds=40)
-    assert result.seed_counts == (10, 20, 40)
+                            alpha=0.05, seeds=10)
+    assert DEFAULT_MAX_SEEDS == 160
+    assert result.seed_counts == (10, 20, 40, 80, 160)   # the gate's schedule, doubling
     assert result.tests == math.ceil(math.log2(32)) + 2 == 7
-    # Bonferroni over every gate call: probes × seed counts, each call judged alone
-    assert result.alpha_per_test == pytest.approx(0.05 / 21)
+    # Bonferroni over every gate call: each look of each probe, its share ∝ its seeds
+    assert result.look_alphas == pytest.approx(
+        tuple(0.05 / 7 * n / 310 for n in (10, 20, 40, 80, 160)))
+    assert sum(result.look_alphas) * result.tests == pytest.approx(0.05)
+    assert look_alphas(0.05, 4, (10, 20)) == pytest.approx((0.05 / 12, 0.05 / 6))
     # a cell is decided by at most `tests` probes
     assert len(result.findings[0].steps) <= result.tests
 
