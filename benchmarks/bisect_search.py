@@ -258,7 +258,8 @@ def run(trials: int, seed: int, pool_file: str | None) -> str:
         f"GOOD's accuracy {raw[0].mean():.4f} (seed sd {raw[0].std(ddof=1):.4f}); an "
         f"RNG-stream change's paired sd {cross.std(ddof=1):.4f}. "
         + "; ".join(f"culprit at −{label}: the {EPOCHS[label]}-epoch model (measured effect "
-                    f"{effect:+.4f}, paired sd {sd:.4f}) moved to {-delta * (2 if label == '2δ' else 1):+.4f}"
+                    f"{effect:+.4f}, paired sd {sd:.4f}) moved to "
+                    f"{-delta * (2 if label == '2δ' else 1):+.4f}"
                     for label, (_, effect, sd) in scenarios.items())
         + f". δ = {delta} (the default for an accuracy); alpha {ALPHA} for the whole search.",
         "",

@@ -265,15 +265,34 @@ def test_bisect_undecided_exit_1(repo, capsys) -> None:
     bad = commit(repo.path, "bad", shift=-0.05, stream=1)
     assert main(["bisect", good, bad, "--seeds", "4", "--max-seeds", "4", "--min-effect",
                  "0.02", "--", "-q"]) == 1
-    assert "UNRESOLVED" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "UNRESOLVED" in out
+    # the hint names the δ these seeds resolve, larger than the δ asked for
+    resolved = float(out.split("resolves δ ≥ ")[1].split(":")[0])
+    assert resolved > 0.02 and f"--min-effect {fmt_num(resolved)} decides it" in out
+
+
+def test_bisect_nothing_regressed_exit_3(repo, capsys) -> None:
+    good = commit(repo.path, "good")
+    same = commit(repo.path, "a comment", comment="# nothing changes")
+    assert main(["bisect", good, same, "--min-effect", "0.01", "--", "-q"]) == 3
+    err = capsys.readouterr().err
+    assert "nothing regressed" in err and "does not read REGRESSED" in err
+    assert "refused" not in err
+
+
+def test_bisect_help_shows_the_pytest_args_form_and_exit_codes(capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["bisect", "--help"])
+    assert exc.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "graphnetz bisect GOOD BAD [options] -- [PYTEST ARGS ...]" in out
+    assert "3 nothing regressed" in out and f"default {DEFAULT_MAX_SEEDS}" in out
 
 
 def test_bisect_refusals_exit_2(repo, capsys) -> None:
     good = commit(repo.path, "good")
     same = commit(repo.path, "a comment", comment="# nothing changes")
-    assert main(["bisect", good, same, "--min-effect", "0.01", "--", "-q"]) == 2
-    err = capsys.readouterr().err
-    assert "refused" in err and "does not read REGRESSED" in err
     (repo.path / "conftest.py").write_text("this is not python\n")
     commit(repo.path, "broken", shift=-0.03)
     (repo.path / "conftest.py").unlink()
@@ -295,3 +314,116 @@ def test_the_command_exits_2_outside_a_git_repository(pytester: pytest.Pytester)
                           "HEAD", "--", "-q")
     assert result.ret == 2
     assert "not inside a git repository" in result.stderr.str()
+
+
+# -- nothing left behind: signals, SIGKILL and the next bisect's sweep -------------------------
+
+# Committed in the scratch repository: with BISECT_READY set, a probe's session tells the test
+# its pid through one FIFO (the open blocks until the test reads: an event, no sleep) and then
+# blocks on another FIFO that nobody writes, until it is killed.
+HOLDING_CONFTEST = '''
+import os
+
+
+def pytest_sessionstart(session):
+    ready = os.environ.get("BISECT_READY")
+    if ready:
+        with open(ready, "w") as fifo:
+            fifo.write(str(os.getpid()))
+        with open(os.environ["BISECT_HOLD"]) as never:
+            never.read()
+'''
+
+
+def _worktrees(repo) -> list[str]:
+    return subprocess.run(["git", "worktree", "list", "--porcelain"], cwd=repo.path, check=True,
+                          capture_output=True, text=True).stdout.strip().split("\n\n")
+
+
+def _holding_history(repo) -> tuple[str, str]:
+    (repo.path / "conftest.py").write_text(HOLDING_CONFTEST)
+    return commit(repo.path, "good"), commit(repo.path, "bad", shift=-0.03)
+
+
+def _start_held_bisect(repo, tmp_path, good: str, bad: str) -> tuple[subprocess.Popen, int, str]:
+    """`graphnetz bisect` in a fresh interpreter, held inside its first probe: the process,
+    the probe's pid and the folder bisect works in (from its worktree's lock)."""
+    import os
+    import select
+
+    fifos = tmp_path.parent / f"{tmp_path.name}-fifos"
+    fifos.mkdir()
+    ready, hold = fifos / "ready", fifos / "hold"
+    os.mkfifo(ready)
+    os.mkfifo(hold)
+    env = {**os.environ, "BISECT_READY": str(ready), "BISECT_HOLD": str(hold)}
+    proc = subprocess.Popen([sys.executable, "-m", "pytest_graphnetz.cli", "bisect", good, bad,
+                             "--min-effect", "0.01", "--", "-q"], cwd=repo.path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    fd = os.open(ready, os.O_RDONLY | os.O_NONBLOCK)   # no writer yet: not readable
+    try:
+        while not select.select([fd], [], [], 5)[0]:
+            assert proc.poll() is None, proc.communicate()
+        pid = int(os.read(fd, 64))
+    finally:
+        os.close(fd)
+    (locked,) = [w for w in _worktrees(repo) if "locked graphnetz bisect pid" in w]
+    return proc, pid, locked.split(" work ")[1].strip()
+
+
+def _wait_gone(pid: int) -> None:
+    """Wait (on the kernel's exit event, bounded generously) for ``pid`` to end."""
+    import os
+    import select
+
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        assert select.select([fd], [], [], 300)[0], f"process {pid} still runs"
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("signum", ["SIGTERM", "SIGINT"])
+def test_a_signal_to_bisect_removes_its_worktrees_and_probe(repo, tmp_path, signum) -> None:
+    import os
+    import signal
+
+    proc, probe_pid, work = _start_held_bisect(repo, tmp_path, *_holding_history(repo))
+    sig = getattr(signal, signum)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 128 + sig, err
+    assert "worktrees and probes are removed" in err
+    _wait_gone(probe_pid)
+    assert len(_worktrees(repo)) == 1 and not os.path.exists(work)
+
+
+def test_after_sigkill_the_next_bisect_sweeps_only_its_own_leftovers(repo, tmp_path, capsys
+                                                                     ) -> None:
+    """SIGKILL leaves the probe's worktree registered (nothing can run at a SIGKILL), and no
+    probe alive; the next bisect removes that worktree and its folder, and leaves the user's
+    own worktrees alone, a locked one included."""
+    import os
+    import signal
+
+    good, bad = _holding_history(repo)
+    user = tmp_path.parent / f"{tmp_path.name}-mine"
+    subprocess.run(["git", "worktree", "add", "-q", "--detach", str(user)], cwd=repo.path,
+                   check=True)
+    away = tmp_path.parent / f"{tmp_path.name}-usb"
+    subprocess.run(["git", "worktree", "add", "-q", "--detach", "--lock", "--reason",
+                    "on a usb disk", str(away)], cwd=repo.path, check=True)
+    proc, probe_pid, work = _start_held_bisect(repo, tmp_path, good, bad)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=300)
+    _wait_gone(probe_pid)   # the kernel ends the probe with its parents
+    assert len(_worktrees(repo)) == 4 and os.path.exists(work)   # main, two of the user's, one
+    assert main(["bisect", good, bad, "--min-effect", "0.01", "--", "-q"]) == 0
+    assert "removed 1 worktree(s) an earlier bisect left" in capsys.readouterr().err
+    left = _worktrees(repo)
+    assert len(left) == 3 and not os.path.exists(work)
+    assert any(str(user) in w for w in left)
+    assert any(str(away) in w and "on a usb disk" in w for w in left)
