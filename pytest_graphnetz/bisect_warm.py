@@ -8,7 +8,8 @@ server forks, answers ``{"pid": child}`` at once and ``{"rc": status}`` when the
 (its stdout and stderr go to ``log``), then imports the installed modules that child loaded
 that it lacks, so the next probe starts warm. End of input ends the server. Each child is a
 new process group, starts with the global random state a new interpreter would have, ends
-as one does (exit handlers, threads joined), and is killed by the kernel when the server goes
+as one does (threads joined, exit handlers run, streams flushed) but for the teardown of every
+module, and is killed by the kernel when the server goes
 (Linux), as the server is when its parent goes: SIGKILL of ``graphnetz bisect`` leaves no
 probe running.
 
@@ -18,6 +19,7 @@ probe running.
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import json
 import os
@@ -74,15 +76,36 @@ def _child(request: dict) -> int:
     import pytest
 
     try:
-        rc = int(pytest.main(request["argv"]))
+        # plugin modules the server holds are imported already: pytest cannot rewrite their
+        # asserts (nor does a cold run need it), so its warning about that is noise here
+        rc = int(pytest.main([*request["argv"], "-W", REWRITE_WARNING]))
     except SystemExit as exc:   # a plugin that exits
         rc = exc.code if isinstance(exc.code, int) else 1
     learned = Path(request["log"]).with_suffix(".modules")
     with contextlib.suppress(OSError):
         learned.write_text("\n".join(installed_modules(installed_roots())))
-    sys.stdout.flush()
-    sys.stderr.flush()
     return rc
+
+
+REWRITE_WARNING = ("ignore:Module already imported so cannot be rewritten"
+                   ":pytest.PytestAssertRewriteWarning")
+
+
+def _shutdown(code: int) -> None:
+    """End the child as an interpreter ends, but for the teardown of every module (seconds with
+    torch loaded, and nothing a probe reads): non-daemon threads joined, exit handlers run,
+    the standard streams flushed."""
+    import atexit
+    import threading
+
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()   # what the interpreter runs at exit, before the teardown
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 def _fresh_state() -> None:
@@ -120,11 +143,20 @@ def serve() -> None:
     for line in sys.stdin:
         request = json.loads(line)
         sys.stdout.flush()
+        # what the server holds is out of the child's collections (pytest collects several
+        # times at its end: a second with torch loaded), and its pages stay shared
+        gc.freeze()
         pid = os.fork()
         if pid == 0:
-            # the child leaves the loop and ends as an interpreter does: exit handlers run,
-            # non-daemon threads are joined, files flushed
-            sys.exit(_child(request))
+            code = 1
+            try:
+                code = _child(request)
+            except BaseException:   # what an interpreter prints for an uncaught exception
+                import traceback
+
+                traceback.print_exc()
+            finally:
+                _shutdown(code)
         out.write(json.dumps({"pid": pid}) + "\n")
         out.flush()
         _, status = os.waitpid(pid, 0)
