@@ -1,9 +1,11 @@
-"""Bisecting a regression under noise (issue 36; not named ``bisect.py``: run as a script, any
+"""Bisecting a regression under noise (not named ``bisect.py``: run as a script, any
 file in this folder would import it as the standard library's ``bisect``, which ``random``
 imports): the paired three-valued bisect of
-:func:`pytest_graphnetz.bisection.bisect_commits` (the search ``graphnetz bisect`` runs) against
-a single-value bisect (asv's ``find``: one seed per probe, recurse into the half with the bigger
-drop) and a fixed 10-seed bisect (the same rule on 10-seed means), on the same histories.
+:func:`pytest_graphnetz.bisection.bisect_commits` (the search ``graphnetz bisect`` runs, at its
+default budget of 160 seeds) against the same search at budgets of 80, 40 and 10 seeds (and at
+an equal share of the level per look), a single-value bisect (asv's ``find``: one seed per
+probe, recurse into the half with the bigger drop) and asv's rule on 10-seed means, on the same
+histories.
 
 A history is 32 commits of a real PyG model: a 2-layer GCN (``torch_geometric.nn.GCNConv``) on a
 fixed 400-node stochastic block model (4 blocks, ``torch_geometric.utils.stochastic_blockmodel_

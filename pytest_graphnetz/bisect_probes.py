@@ -143,10 +143,10 @@ class WarmServer:
     """The warm interpreter (:mod:`.bisect_warm`): one probe's pytest session at a time, in a
     fork of a server that keeps the installed modules earlier probes imported."""
 
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], cwd: Path) -> None:
         self.proc = subprocess.Popen([sys.executable, "-m", "pytest_graphnetz.bisect_warm"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
-                                     text=True)
+                                     cwd=cwd, text=True)
         self.child: int | None = None
 
     def run(self, cwd: Path, argv: Sequence[str], env: dict[str, str], log: Path) -> int:
@@ -210,7 +210,8 @@ class GitProbe:
         here = str(Path(__file__).resolve().parents[1])
         self.env["PYTHONPATH"] = os.pathsep.join(
             [here, *([self.env["PYTHONPATH"]] if self.env.get("PYTHONPATH") else [])])
-        self.server = WarmServer(self.env) if warm and hasattr(os, "fork") else None
+        self.server = (WarmServer(self.env, workspace.root) if warm and hasattr(os, "fork")
+                       else None)
         self.cold: subprocess.Popen[bytes] | None = None
 
     def __call__(self, commit: str, n: int) -> Reports:

@@ -137,6 +137,9 @@ def _learn(request: dict) -> None:
 def serve() -> None:
     """The server loop over stdin/stdout (see the module docstring)."""
     tie_to_parent()
+    # `python -m` put the folder it started in first on the path: the server imports only
+    # installed code, and each child puts its own worktree first
+    sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
     import pytest  # noqa: F401  (what every probe needs first)
 
     out = sys.stdout

@@ -206,7 +206,8 @@ def error_control(alpha: float, tests: int, looks: Sequence[int]) -> str:
                        for n, a in zip(looks, look_alphas(alpha, tests, looks), strict=True))
     return (f"error control: Bonferroni over at most {tests} probes, each through the looks "
             f"{list(looks)} with a share of alpha {fmt_num(alpha)}/{tests} in proportion to "
-            f"its seeds; each gate call judged alone: {levels} (Holm across a call's cells)")
+            f"its seeds; each gate call judged alone: {levels} (Holm across a call's cells, "
+            "split again over the report files a probe saves)")
 
 
 def bisect_commits(commits: Sequence[str], probe: Probe, *, seeds: int = 10,
