@@ -42,6 +42,7 @@ SLOW_TESTS = frozenset({
     "test_bisect.py::test_bisect_nothing_regressed_exit_3",
     "test_bisect.py::test_bisect_refusals_exit_2",
     "test_bisect.py::test_bisect_undecided_exit_1",
+    "test_bisect.py::test_warm_probes_read_what_cold_ones_do_and_start_with_fresh_random_state",
     "test_cache.py::test_a_fifo_or_a_device_planted_in_the_cache_is_discarded",
     "test_cache_project_code.py::test_a_librarys_version_counts_whether_or_not_this_process_imported_it",
     "test_calibration_kinds.py::test_calibrate_on_a_command_task_salts_the_seed_the_script_receives",

@@ -427,3 +427,35 @@ def test_after_sigkill_the_next_bisect_sweeps_only_its_own_leftovers(repo, tmp_p
     assert len(left) == 3 and not os.path.exists(work)
     assert any(str(user) in w for w in left)
     assert any(str(away) in w and "on a usb disk" in w for w in left)
+
+
+def test_warm_probes_read_what_cold_ones_do_and_start_with_fresh_random_state(repo, monkeypatch
+                                                                             ) -> None:
+    """The same commit probed cold and three times warm: the same per-seed values bit for bit;
+    a NumPy draw at import (the global state, which the warm interpreter holds once it has
+    learned numpy) differs from probe to probe, as in fresh interpreters."""
+    from pytest_graphnetz.bisect_probes import GitProbe, Workspace
+
+    (repo.path / "conftest.py").write_text(
+        "import os\nimport numpy as np\n\n"
+        "with open(os.environ['DRAWS'], 'a') as f:\n"
+        "    f.write(f'{np.random.random()!r}\\n')\n")
+    good = commit(repo.path, "good", noise=0.01)
+    draws = repo.path.parent / f"{repo.path.name}-draws.txt"
+    monkeypatch.setenv("DRAWS", str(draws))
+    values = {}
+    for kind in ("cold", "warm"):
+        space = Workspace(repo.path)
+        probe = GitProbe(space, "", ["-q"], cache_dir=space.root / "cache", log=lambda _: None,
+                         warm=kind == "warm")
+        try:
+            for _ in range(1 if kind == "cold" else 3):
+                (report,) = probe(good, 10).values()
+                values.setdefault(kind, []).append(report.values("t", "GCN").tobytes())
+        finally:
+            probe.close()
+            space.close()
+        assert not space.root.exists()
+    assert len(set(values["cold"] + values["warm"])) == 1
+    got = draws.read_text().split()
+    assert len(got) == 4 and len(set(got)) == 4
