@@ -97,12 +97,13 @@ class Evidence:
 
         resolved = resolvable_min_effect(self.sd_diff, self.seeds, alpha=self.alpha)
         text = (f"at {self.seeds} seeds and alpha {fmt_num(self.alpha)} this probe's paired sd "
-                f"{fmt_num(self.sd_diff)} resolves δ ≥ {fmt_num(_round_up(resolved))}: "
-                f"--min-effect {fmt_num(_round_up(resolved))} decides it")
+                f"{fmt_num(self.sd_diff)} resolves δ ≥ {fmt_num(_round_up(resolved))} at power "
+                f"0.8: rerun with --min-effect {fmt_num(_round_up(resolved))}")
         if self.min_effect:
             need = seeds_for_min_effect(self.sd_diff, self.min_effect, alpha=self.alpha)
-            look = next((n for n in schedule(2, 1 << 20) if n >= need), need)
-            budget = max(look, 2 * self.seeds)
+            budget = 2 * self.seeds   # the schedule's next look, and on until it holds `need`
+            while budget < need:
+                budget *= 2
             text += (f"; δ {fmt_num(self.min_effect)} needs about {need} seeds "
                      f"(--max-seeds {budget}, a smaller alpha per look with it)")
         return text
@@ -292,7 +293,8 @@ def bisect_commits(commits: Sequence[str], probe: Probe, *, seeds: int = 10,
 def _nothing_regressed(commits: Sequence[str], evidence: Sequence[Evidence]) -> NothingRegressed:
     undecided = [ev for ev in evidence if ev.verdict == UNKNOWN]
     lines = [f"BAD ({commits[-1]}) does not read REGRESSED against GOOD ({commits[0]}) on any "
-             "cell, so there is nothing to bisect:"]
+             + ("cell, and a cell stayed unknown at the budget: whether it regressed is not "
+                "decided" if undecided else "cell, so there is nothing to bisect") + ":"]
     for ev in evidence:
         lines.append(f"  {ev.label}: {ev.verdict} — {ev.detail}")
         if ev.hint():

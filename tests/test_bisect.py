@@ -136,11 +136,12 @@ def test_an_undecided_probe_says_what_delta_its_seeds_resolve() -> None:
     assert err.undecided
     (ev,) = err.evidence
     text = str(err)
-    resolved = float(text.split("resolves δ ≥ ")[1].split(":")[0])
+    resolved = float(text.split("resolves δ ≥ ")[1].split()[0])
     assert resolved > 0.005 and "smaller --min-effect" not in text
-    assert f"--min-effect {fmt_num(resolved)} decides it" in text
+    assert f"at power 0.8: rerun with --min-effect {fmt_num(resolved)}" in text
     need = int(text.split("needs about ")[1].split(" seeds")[0])
-    assert need > 20 and "--max-seeds" in text
+    budget = int(text.split("--max-seeds ")[1].split(",")[0])
+    assert need > 20 and budget >= need and budget in (40, 80, 160, 320, 640, 1280)
     # an independent check of "resolves": the one-sided t power at that δ is at least 0.8
     from scipy import stats as st
 
@@ -261,15 +262,21 @@ def test_bisect_names_the_culprit_exit_0(repo, capsys) -> None:
 
 def test_bisect_undecided_exit_1(repo, capsys) -> None:
     good = commit(repo.path, "good")
-    commit(repo.path, "noisy and a little worse", shift=-0.01, stream=2, noise=0.03)
+    noisy = commit(repo.path, "noisy and a little worse", shift=-0.01, stream=2, noise=0.03)
     bad = commit(repo.path, "bad", shift=-0.05, stream=1)
     assert main(["bisect", good, bad, "--seeds", "4", "--max-seeds", "4", "--min-effect",
                  "0.02", "--", "-q"]) == 1
     out = capsys.readouterr().out
     assert "UNRESOLVED" in out
     # the hint names the δ these seeds resolve, larger than the δ asked for
-    resolved = float(out.split("resolves δ ≥ ")[1].split(":")[0])
-    assert resolved > 0.02 and f"--min-effect {fmt_num(resolved)} decides it" in out
+    resolved = float(out.split("resolves δ ≥ ")[1].split()[0])
+    assert resolved > 0.02 and f"rerun with --min-effect {fmt_num(resolved)}" in out
+    # BAD itself undecided against GOOD: exit 1 too (not 3: nothing is known to be fine)
+    assert main(["bisect", good, noisy, "--seeds", "4", "--max-seeds", "4", "--min-effect",
+                 "0.02", "--", "-q"]) == 1
+    err = capsys.readouterr().err
+    assert "undecided" in err and "whether it regressed is not decided" in err
+    assert "rerun with --min-effect" in err
 
 
 def test_bisect_nothing_regressed_exit_3(repo, capsys) -> None:
