@@ -251,8 +251,9 @@ class GitProbe:
                 self.server = None
         with log.open("wb") as sink:
             self.cold = subprocess.Popen([sys.executable, "-m", "pytest", *args], cwd=cwd,
-                                         env=self.env, stdout=sink, stderr=subprocess.STDOUT,
-                                         start_new_session=True, preexec_fn=tie_to_parent)
+                                         env=self.env, stdin=subprocess.DEVNULL, stdout=sink,
+                                         stderr=subprocess.STDOUT, start_new_session=True,
+                                         preexec_fn=tie_to_parent)
             try:
                 return self.cold.wait()
             finally:

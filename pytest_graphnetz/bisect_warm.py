@@ -63,6 +63,10 @@ def _child(request: dict) -> int:
     """In the forked child: become the probe's pytest process and run its session."""
     os.setpgid(0, 0)
     tie_to_parent()
+    # stdin is the server's request pipe: nothing the probe starts may read it
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
     log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(log, 1)
     os.dup2(log, 2)
