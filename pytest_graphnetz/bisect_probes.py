@@ -155,13 +155,14 @@ class WarmServer:
                                           "log": str(log)}) + "\n")
         self.proc.stdin.flush()
         self.child = int(_answer(self.proc.stdout)["pid"])
-        try:
-            return int(_answer(self.proc.stdout)["rc"])
-        finally:
-            self.child = None
+        rc = int(_answer(self.proc.stdout)["rc"])
+        self.child = None   # only once it has ended: close() kills one still running
+        return rc
 
     def close(self) -> None:
+        """End the running probe's process group, then the server."""
         _kill_group(self.child)
+        self.child = None
         with contextlib.suppress(OSError):
             if self.proc.stdin is not None:
                 self.proc.stdin.close()
@@ -254,10 +255,9 @@ class GitProbe:
                                          env=self.env, stdin=subprocess.DEVNULL, stdout=sink,
                                          stderr=subprocess.STDOUT, start_new_session=True,
                                          preexec_fn=tie_to_parent)
-            try:
-                return self.cold.wait()
-            finally:
-                self.cold = None
+            rc = self.cold.wait()
+            self.cold = None   # only once it has ended: close() kills one still running
+            return rc
 
     def close(self) -> None:
         """End the running probe's process group and the warm interpreter."""
