@@ -24,8 +24,9 @@ GOOD:
   regression, or NOT WORSE with one of δ or more), is what would name a wrong culprit, so the
   probability that a cell's named culprit (or its "same") is wrong is at most ``alpha``. The
   share in proportion to seeds gives the look that decides most probes at the default δ (the
-  last) the most; an equal share per look, and the gate's sequential boundaries per probe, were
-  measured and found fewer culprits (``benchmarks/bisect_results.md``).
+  last) the most; an equal share per look found fewer culprits (``benchmarks/bisect_results.md``),
+  and so did the gate's sequential boundaries per probe, whose first look spends 0.85 of the
+  level (an earlier measurement, in docs/history-bisect.md).
 """
 
 from __future__ import annotations
