@@ -9,7 +9,7 @@
     graphnetz latex REPORT [-o FILE.tex] [--ci t|bootstrap]
     graphnetz markdown REPORT [-o FILE.md] [--ci t|bootstrap]
     graphnetz history DIR -o OUTDIR [--anchor COMMIT] [--alpha 0.05]
-    graphnetz bisect GOOD BAD [--seeds 10] [--max-seeds 40] [--min-effect D] [--alpha 0.05]
+    graphnetz bisect GOOD BAD [--seeds 10] [--max-seeds 160] [--min-effect D] [--alpha 0.05]
                      [--cache-dir DIR] -- [PYTEST ARGS...]
     graphnetz next-seeds VERDICTS.json --budget N [--current N]
 
@@ -18,9 +18,9 @@ argument), the parser (:func:`build_parser`) and :func:`main`, which runs one sm
 per subcommand (:mod:`.subcommands`). Exit codes: 0 success, 1 a gate failed (``compare``: a
 failing cell; ``history``: a cell drifts; ``bisect``: a search stopped undecided) and nothing
 else, 2 a usage or input error (a bad argument, a file that is missing, malformed or a
-directory, a refused pairing or bisect), said in one line. Heavy imports stay inside the
-functions (``history`` and ``bisect`` live in :mod:`.trend`, :mod:`.trendpage` and
-:mod:`.bisection`).
+directory, a refused pairing or bisect), said in one line, 3 ``bisect`` found nothing
+regressed. Heavy imports stay inside the functions (``history`` and ``bisect`` live in
+:mod:`.trend`, :mod:`.trendpage`, :mod:`.bisection` and :mod:`.bisect_probes`).
 """
 
 from __future__ import annotations
@@ -218,14 +218,24 @@ def build_parser() -> argparse.ArgumentParser:
                          help="family-wise level of the drift check (default 0.05)")
     history.set_defaults(func=cmd_history)
 
-    bisect = sub.add_parser("bisect", help="the commit that regressed a cell: GOOD BAD -- "
-                                           "[PYTEST ARGS]")
+    bisect = sub.add_parser(
+        "bisect", help="the commit that regressed a cell: GOOD BAD -- [PYTEST ARGS]",
+        usage="graphnetz bisect GOOD BAD [options] -- [PYTEST ARGS ...]",
+        description="Probe commits between GOOD and BAD (a git worktree and a pytest run each; "
+                    "what follows `--` is each probe's pytest command line) and name, per cell "
+                    "BAD regressed on, the first commit that regressed it.",
+        epilog="exit status: 0 every culprit named; 1 a search stopped undecided (the output "
+               "says what δ its seeds resolve); 2 a refusal (bad input, a probe that cannot be "
+               "built); 3 nothing regressed (BAD reads same against GOOD on every cell). See "
+               "docs/history-bisect.md.")
     bisect.add_argument("good", help="a commit that does not have the regression")
     bisect.add_argument("bad", help="a later commit that does")
     bisect.add_argument("--seeds", type=_seed_count, default=10,
                         help="seeds per probe (default 10)")
-    bisect.add_argument("--max-seeds", type=_seed_count, default=40,
-                        help="an undecided probe doubles its seeds up to this (default 40)")
+    bisect.add_argument("--max-seeds", type=_seed_count, default=None,
+                        help="the budget: an undecided probe takes the next look of the "
+                             "schedule (twice the seeds) up to this (default 160: 10 → 20 → 40 "
+                             "→ 80 → 160)")
     bisect.add_argument("--min-effect", type=_positive, default=None,
                         help="δ, the smallest regression that matters (default: the metric's)")
     bisect.add_argument("--margin", type=_margin, default=None, help="tolerated loss (default 0)")

@@ -334,8 +334,10 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 def cmd_bisect(args: argparse.Namespace) -> int:
     """The first commit between GOOD and BAD that regressed each cell BAD regressed on (exit 1:
-    a search stopped undecided; 2: a refusal); see docs/history-bisect.md."""
-    from .bisection import BisectRefusal, run_bisect
+    a search stopped undecided; 2: a refusal; 3: nothing regressed, BAD reads same against
+    GOOD on every cell); see docs/history-bisect.md."""
+    from .bisect_probes import EXIT_NOTHING_REGRESSED, Interrupted, run_bisect
+    from .bisection import BisectRefusal, NothingRegressed
 
     try:
         return run_bisect(args.good, args.bad, args.pytest_args, seeds=args.seeds,
@@ -345,6 +347,13 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     except BisectRefusal as exc:
         print(f"graphnetz bisect: refused: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
+    except NothingRegressed as exc:
+        print(f"graphnetz bisect: {'undecided' if exc.undecided else 'nothing regressed'}: "
+              f"{exc}", file=sys.stderr)
+        return EXIT_FAILED if exc.undecided else EXIT_NOTHING_REGRESSED
+    except Interrupted as exc:
+        print(f"graphnetz bisect: {exc}; its worktrees and probes are removed", file=sys.stderr)
+        return 128 + exc.signum
 
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_UNUSABLE", "GATES", "GATE_DEFAULTS", "accept_options",
