@@ -84,6 +84,54 @@ def test_comment_lists_what_changed_and_folds_identical_rows() -> None:
     assert "AssertionError: cora/GAT regressed" in comment       # why it failed, folded
 
 
+def width_row(test: str, cell: str, *, failed: bool = False) -> dict:
+    return {"test": test, "cell": cell, "verdict": "TOO WIDE" if failed else "OK",
+            "failed": "yes" if failed else "", "delta": "width 0.03 (max 0.08)", "n": "10",
+            "stats": {"kind": "ci_width", "n": 10, "width": 0.03, "max_width": 0.08}}
+
+
+def test_a_green_comment_lists_only_what_a_reviewer_must_read() -> None:
+    """Passing width rows and IDENTICAL rows are one count line; a green comment points to the
+    full table, not to failing tests' messages it does not have."""
+    test = "tests/test_models.py::test_cora"
+    rows = [row(test, "cora/GCN", "NOT WORSE"), row(test, "cora/GAT", "IDENTICAL"),
+            width_row(test, "cora/GCN"), width_row(test, "cora/GAT")]
+    comment = GateSummary(rows=rows, exitstatus=0).comment()
+    listed = table_rows(comment)
+    assert len(listed) == 1 and "NOT WORSE" in listed[0]
+    assert ("Not listed: 1 IDENTICAL row(s) (every paired seed scored exactly the baseline's "
+            "value) and 2 width row(s) within their max width.") in comment
+    assert "failing test" not in comment and "message" not in comment
+    assert "The full table is in the job's step summary" in comment
+    # a failing width row is listed, and a red comment points to the messages
+    rows[3] = width_row(test, "cora/GAT", failed=True)
+    red = GateSummary(rows=rows, failures={test: "AssertionError: too wide"}, exitstatus=1)
+    comment = red.comment()
+    assert len(table_rows(comment)) == 2 and "✗ TOO WIDE" in table_rows(comment)[0]
+    assert "1 width row(s) within their max width" in comment
+    assert "every failing test's message are in the job's step summary" in comment
+    # the full Markdown summary still has every row
+    assert len(table_rows(red.markdown())) == 4
+
+
+@pytest.mark.parametrize(("trained", "cached", "says"), [
+    (0, 20, "this run trained none: all 20 triple(s) read from the cache."),
+    (5, 15, "this run trained 5 triple(s), read 15 from the cache."),
+    (20, 0, "this run trained 20 triple(s)."),
+])
+def test_the_seeds_line_says_what_this_run_trained(trained, cached, says) -> None:
+    test = "tests/test_models.py::test_cora"
+    rows = [{**row(test, f"cora/M{i}", "NOT WORSE"), "stats": {"kind": "not_worse", "n": 10}}
+            for i in range(2)]
+    line = GateSummary(rows=rows, trained=trained, cached=cached).looks_line()
+    assert line == f"Seeds: 2 cell(s) stopped at 10 seeds; {says}"
+    assert "seed-trainings" not in line
+    # outside a session (no triple counts): what the cells cost over their looks
+    assert GateSummary(rows=rows).looks_line() == (
+        "Seeds: 2 cell(s) stopped at 10 seeds; 20 seed-trainings of the candidate in all "
+        "(each seed trains once: the cache keeps earlier looks).")
+
+
 def test_a_600_cell_failing_call_stays_short_and_points_to_the_rest() -> None:
     test = "tests/test_models.py::test_big"
     rows = [row(test, f"task{i:03d}/GCN", "NOT WORSE" if i % 3 else "REGRESSED",
