@@ -162,7 +162,8 @@ def refresh(handle: BaselineHandle, candidate: BenchmarkReport, judge: Judge) ->
             return outcome
         report, anchors = _merge(stored, candidate, handle)
         write_baseline(handle.path, report, anchors, root=handle.root,
-                       replicates=_replicates(stored, candidate))
+                       replicates=_replicates(stored, candidate),
+                       written=_written(stored, candidate, handle, previous, anchored))
         return RefreshOutcome(handle, True, previous, anchored, refused, new_cells,
                               outcome.replaced)
 
@@ -189,6 +190,34 @@ def _replicates(stored: StoredBaseline | None,
         kept.pop(cell, None)
         if cell in new:
             kept[cell] = new[cell]
+    return kept
+
+
+def _written(stored: StoredBaseline | None, candidate: BenchmarkReport, handle: BaselineHandle,
+             previous: Sequence[CellVerdict], anchored: Sequence[CellVerdict]
+             ) -> dict[Cell, dict[str, object]]:
+    """Per cell, the refresh its values were written under, as the file's ``refresh`` keeps it:
+    ``verdict`` against the baseline it replaced (``NEW`` for a cell the file lacked, ``FORCED``
+    when no pairing was made), ``anchor_verdict`` against the cell's anchor when it was judged,
+    ``accepted`` when ``--graphnetz-accept`` named it (its anchor reset), ``forced`` under
+    ``--graphnetz-force``. A cell whose values did not change (IDENTICAL) keeps its record, so
+    an unchanged model's lines do not change; cells the refresh did not write keep theirs."""
+    kept = {} if stored is None else {c: dict(r) for c, r in stored.written.items()}
+    old_cells = set() if stored is None else set(_cells(stored.report))
+    against = {(v.task, v.model): v.verdict.value for v in previous}
+    to_anchor = {(v.task, v.model): v.verdict.value for v in anchored}
+    for cell in _cells(candidate):
+        verdict = against.get(cell, "NEW" if cell not in old_cells else "FORCED")
+        if verdict == "IDENTICAL" and cell in kept and not handle.accepts(*cell):
+            continue
+        record: dict[str, object] = {"verdict": verdict}
+        if cell in to_anchor:
+            record["anchor_verdict"] = to_anchor[cell]
+        if handle.accepts(*cell):
+            record["accepted"] = True
+        if handle.force:
+            record["forced"] = True
+        kept[cell] = record
     return kept
 
 

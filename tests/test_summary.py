@@ -425,6 +425,9 @@ def test_accepting_one_cell_resets_only_its_anchor(pytester: pytest.Pytester,
     monkeypatch.setenv("GNZ_GAT", values(BASE))
     pytester.runpytest(*update).assert_outcomes(passed=1)
     path = pytester.path / "baselines" / "test_acc" / "test_pair.json"
+    # each cell records the refresh it was written under
+    assert read_baseline(path).written == {("karate", "GCN"): {"verdict": "NEW"},
+                                           ("karate", "GAT"): {"verdict": "NEW"}}
 
     # GAT lost 1.4 points (REGRESSED); GCN moved by noise: the refresh is refused on GAT
     monkeypatch.setenv("GNZ_GAT", values(BASE + DROPS))
@@ -443,6 +446,17 @@ def test_accepting_one_cell_resets_only_its_anchor(pytester: pytest.Pytester,
     np.testing.assert_array_equal(stored.anchors[("karate", "GAT")].final, BASE + DROPS)
     np.testing.assert_array_equal(stored.anchors[("karate", "GCN")].final, BASE)  # kept
     np.testing.assert_array_equal(stored.report.values("karate", "GAT"), BASE + DROPS)
+    # the diff says why: GAT was accepted REGRESSED, GCN written NOT WORSE; in the file, in
+    # each cell's block
+    gat, gcn = stored.written[("karate", "GAT")], stored.written[("karate", "GCN")]
+    assert gat == {"verdict": "REGRESSED", "accepted": True}
+    assert gcn["verdict"] == "NOT WORSE" and "accepted" not in gcn
+    block = json.loads(path.read_text())["models"]["GAT"]["tasks"]["karate"]
+    assert block["refresh"] == gat
+    # an unchanged refresh (IDENTICAL) keeps the record, so the file does not change
+    before = path.read_text()
+    pytester.runpytest(*update).assert_outcomes(passed=1)
+    assert path.read_text() == before
 
 
 def test_a_refused_inconclusive_refresh_names_the_seeds_that_decide_it(
