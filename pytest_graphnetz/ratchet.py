@@ -44,6 +44,7 @@ from .baselines import (
     Cell,
     StoredBaseline,
     baseline_lock,
+    read_baseline,
     write_baseline,
 )
 from .replicates import Replicates, replicates_of
@@ -344,5 +345,33 @@ def prune_unused(baseline_dir: Path, *, used: set[str], users: Sequence[tuple[st
     return [head, *(f"  {show(p)}" for p in unused)]
 
 
-__all__ = ["REFRESH_ALONE", "RULE", "RefreshOutcome", "prune_unused", "refresh", "refuses"]
+def drop_cells(path: Path, cells: Collection[Cell], *, write: bool,
+               root: Path | None = None) -> tuple[list[Cell], list[Cell]]:
+    """Remove ``cells`` of the baseline at ``path`` (``graphnetz prune``): ``(dropped, kept)``.
+
+    A baseline is a task × model grid, so a cell goes only with its whole model (every task of
+    it among ``cells``) or its whole task (every model); the rest of ``cells`` is kept and
+    listed, and so is every cell of a file that would be left empty (delete the file, or the
+    test, instead). Every other cell keeps its values, anchor, replicates and refresh record.
+    ``write=False``: what a removal would do, nothing written."""
+    with baseline_lock(path, root=root):
+        stored = read_baseline(path, root=root)
+        report, unused = stored.report, set(cells)
+        models = [m for m in report.models if not all((t, m) in unused for t in report.tasks)]
+        tasks = [t for t in report.tasks if not all((t, m) in unused for m in report.models)]
+        if not models or not tasks:
+            return [], sorted(unused)
+        dropped = [c for c in _cells(report) if c[0] not in tasks or c[1] not in models]
+        kept = sorted(unused - set(dropped))
+        if write and dropped:
+            rest = set(_cells(report)) - set(dropped)
+            write_baseline(path, report.subset(tasks=tasks, models=models),
+                           {c: a for c, a in stored.anchors.items() if c in rest}, root=root,
+                           replicates={c: r for c, r in stored.replicates.items() if c in rest},
+                           written={c: r for c, r in stored.written.items() if c in rest})
+        return dropped, kept
+
+
+__all__ = ["REFRESH_ALONE", "RULE", "RefreshOutcome", "drop_cells", "prune_unused", "refresh",
+           "refuses"]
 

@@ -292,9 +292,9 @@ class GateSummary:
     def unused_cell_lines(self) -> list[str]:
         files = dict.fromkeys(f for f, _ in self.unused)
         head = (f"graphnetz: {len(self.unused)} baseline cell(s) that no gate of this run used "
-                "(a model or task removed from the test?); a refresh keeps them: remove their "
-                "entries from the file and commit the diff, or fail on them with "
-                "--graphnetz-fail-unused:")
+                "(a model or task removed from the test?); a refresh keeps them: list and "
+                "remove them with `graphnetz prune [--yes]` and commit the diff, or fail on "
+                "them with --graphnetz-fail-unused:")
         return [head, *(f"  {f}: {', '.join(c for g, c in self.unused if g == f)}"
                         for f in files)]
 

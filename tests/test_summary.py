@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -19,6 +20,7 @@ import pytest
 sps = pytest.importorskip("scipy.stats")
 pytest.importorskip("scipy.optimize")
 import pytest_graphnetz.gates  # noqa: E402,F401
+from pytest_graphnetz import BenchmarkReport  # noqa: E402
 from pytest_graphnetz.summary import GateSummary  # noqa: E402
 from pytest_graphnetz.text import code_block, markdown_escape  # noqa: E402
 
@@ -363,6 +365,64 @@ def test_models(graphnetz_baseline):
 def test_other():
     pass
 """
+
+
+def test_prune_lists_then_removes_the_unused_cells(pytester: pytest.Pytester,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """`graphnetz prune` runs the gates, lists the cells no gate used and, with --yes only,
+    removes them; a partial run removes nothing (it cannot tell)."""
+    from pytest_graphnetz.baselines import read_baseline
+
+    declare_six_seeds(pytester)
+    pytester.makepyfile(test_unused=UNUSED)
+    monkeypatch.setenv("GNZ_MODELS", "GCN,GAT")
+    pytester.runpytest("-p", "no:cacheprovider", "--graphnetz-update-baselines"
+                       ).assert_outcomes(passed=2)
+    path = pytester.path / "baselines" / "test_unused" / "test_models.json"
+    before = path.read_text()
+    monkeypatch.setenv("GNZ_MODELS", "GCN")                 # GAT removed from the model dict
+
+    def prune(*args: str):
+        return pytester.run(sys.executable, "-m", "pytest_graphnetz.cli", "prune", *args,
+                            "-p", "no:cacheprovider")
+
+    partial = prune("-k", "models")
+    assert partial.ret == 2 and "cannot tell which cells are unused" in partial.stdout.str()
+    listed = prune()
+    assert listed.ret == 0, listed.stdout.str()
+    listed.stdout.fnmatch_lines([
+        "graphnetz prune: baselines/test_unused/test_models.json: would remove karate/GAT",
+        "graphnetz prune: nothing written; rerun with --yes to remove them*"])
+    assert path.read_text() == before                       # a listing writes nothing
+    removed = prune("--yes")
+    assert removed.ret == 0
+    removed.stdout.fnmatch_lines(["*test_models.json: removed karate/GAT"])
+    stored = read_baseline(path)
+    assert list(stored.report.models) == ["GCN"] and list(stored.anchors) == [("karate", "GCN")]
+    assert prune().stdout.str().count("nothing to remove") == 1
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2)
+
+
+def test_prune_keeps_a_cell_the_grid_needs(tmp_path) -> None:
+    """A baseline is a task × model grid: a cell goes with its whole model or task only."""
+    from pytest_graphnetz.baselines import BaselineHandle, read_baseline
+    from pytest_graphnetz.gates import compare_reports
+    from pytest_graphnetz.ratchet import drop_cells, refresh
+
+    X = np.tile(BASE, (2, 2, 1))
+    grid = BenchmarkReport.from_arrays(X, tasks=["a", "b"], models=["GCN", "GAT"],
+                                       seeds=range(6), metric="accuracy")
+    path = tmp_path / "b.json"
+    refresh(BaselineHandle(path, update=True), grid,
+            lambda c, r, s: compare_reports(c, r, gate="not_worse", source=s, rerun_safe=False))
+    dropped, kept = drop_cells(path, [("a", "GAT")], write=True)
+    assert dropped == [] and kept == [("a", "GAT")]
+    dropped, kept = drop_cells(path, [("a", "GAT"), ("b", "GAT"), ("b", "GCN")], write=True)
+    assert sorted(dropped) == [("a", "GAT"), ("b", "GAT"), ("b", "GCN")] and kept == []
+    stored = read_baseline(path)
+    assert (list(stored.report.tasks), list(stored.report.models)) == (["a"], ["GCN"])
+    assert set(stored.written) == {("a", "GCN")}
+    assert drop_cells(path, [("a", "GCN")], write=True) == ([], [("a", "GCN")])  # never empty
 
 
 def test_baseline_cells_no_gate_used_are_listed(pytester: pytest.Pytester,
