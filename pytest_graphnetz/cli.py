@@ -20,8 +20,9 @@ per subcommand (:mod:`.subcommands`). Exit codes: 0 success, 1 a gate failed (``
 failing cell; ``history``: a cell drifts; ``bisect``: a search stopped undecided) and nothing
 else, 2 a usage or input error (a bad argument, a file that is missing, malformed or a
 directory, a refused pairing or bisect), said in one line. Heavy imports stay inside the
-functions (``history`` and ``bisect`` live in :mod:`.trend`, :mod:`.trendpage` and
-:mod:`.bisection`).
+functions (``history`` and ``bisect`` live in :mod:`.trend`, :mod:`.trendpage`,
+:mod:`.trendsvg` and :mod:`.bisection`; ``prune`` runs the gates and
+:func:`~.ratchet.drop_cells`).
 """
 
 from __future__ import annotations

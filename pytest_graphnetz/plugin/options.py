@@ -103,8 +103,8 @@ OPTIONS = (
             "default every run walks the looks its seeds hold, docs/guarantees.md)", flag=True),
     Option("summary", "also write the gate table as Markdown to PATH", metavar="PATH"),
     Option("comment", "write the concise pull-request comment (Markdown: one headline, the "
-            "rows that are not IDENTICAL, failing first, under 10,000 characters) to PATH",
-            metavar="PATH"),
+            "rows a reviewer must read, failing first, IDENTICAL rows and widths within their "
+            "max counted; under 10,000 characters) to PATH", metavar="PATH"),
     Option("json", "write every gate row with its numbers (Δ, interval, p, n, level, margin, "
             "δ, verdict) as JSON to PATH (docs/verdicts-json.md)", metavar="PATH"),
     Option("fail-unused", "fail the run when a baseline holds cells no gate used (after a "
