@@ -269,3 +269,19 @@ def test_the_command_exits_2_on_a_folder_without_commits(pytester: pytest.Pytest
     assert result.ret == 2
     assert "commit.json: missing" in result.stderr.str()
     assert not (pytester.path / "page").exists()
+
+
+def test_the_page_needs_neither_matplotlib_nor_torch(tmp_path) -> None:
+    """The history command draws its figures itself: a fresh interpreter that writes the page
+    never imports matplotlib, torch or PyG (a CI job installs no plot extra for it)."""
+    import subprocess
+
+    root = write_history(tmp_path / "h", [0.8, 0.8, 0.79])
+    code = ("import sys; from pytest_graphnetz.cli import main; "
+            f"status = main(['history', {str(root)!r}, '-o', {str(tmp_path / 'page')!r}]); "
+            "print(status, sorted(m for m in ('matplotlib', 'torch', 'torch_geometric') "
+            "if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.splitlines()[-1] in ("0 []", "1 []")
+    assert (tmp_path / "page" / "index.html").is_file()
