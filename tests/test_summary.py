@@ -403,6 +403,15 @@ def test_prune_lists_then_removes_the_unused_cells(pytester: pytest.Pytester,
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2)
 
 
+def test_prune_refuses_to_refresh(capsys) -> None:
+    """Prune reads the gates as they are: a refresh in the same run would make every cell
+    look used (and rewrite the files), so it is refused before pytest starts."""
+    from pytest_graphnetz.cli import main
+
+    assert main(["prune", "--yes", "--graphnetz-update-baselines"]) == 2
+    assert "refresh with `graphnetz refresh` first, then prune" in capsys.readouterr().err
+
+
 def test_prune_keeps_a_cell_the_grid_needs(tmp_path) -> None:
     """A baseline is a task × model grid: a cell goes with its whole model or task only."""
     from pytest_graphnetz.baselines import BaselineHandle, read_baseline
