@@ -16,6 +16,7 @@ scipy.stats, the report layer), each timed in its own fresh interpreter, and the
 
     .venv/bin/python benchmarks/history_scale.py                     # 500 × 50
     .venv/bin/python benchmarks/history_scale.py --commits 30 --tests 1   # 30 × 5
+    .venv/bin/python benchmarks/history_scale.py --values-only           # the baselines' form
 """
 
 from __future__ import annotations
@@ -37,12 +38,15 @@ from _timing import cpu_seconds
 
 from pytest_graphnetz.history import History, MetricSpec
 from pytest_graphnetz.report import BenchmarkReport
+from pytest_graphnetz.report.codec import dumps
 
 MODELS = ("GCN", "GraphSAGE", "GAT", "GIN", "SGC")
 
 
-def build(root: Path, *, commits: int, tests: int, seeds: int, epochs: int) -> None:
-    """``commits`` folders under ``root``, each with ``tests`` reports of 1 task × 5 models."""
+def build(root: Path, *, commits: int, tests: int, seeds: int, epochs: int,
+          values_only: bool = False) -> None:
+    """``commits`` folders under ``root``, each with ``tests`` reports of 1 task × 5 models
+    (``values_only``: in the values-only form committed baselines use)."""
     rng = np.random.default_rng(0)
     seed_effect = rng.normal(0, 0.01, (tests, len(MODELS), seeds))
     start = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -70,7 +74,12 @@ def build(root: Path, *, commits: int, tests: int, seeds: int, epochs: int) -> N
                                      metrics={"karate": MetricSpec("accuracy", True)},
                                      histories=histories,
                                      protocol={"device": {"kind": "cpu", "name": "bench"}})
-            report.to_json(folder / "reports" / "test_models" / f"test_gate_{t}.json")
+            path = folder / "reports" / "test_models" / f"test_gate_{t}.json"
+            if values_only:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(dumps(report.to_values_dict()))
+            else:
+                report.to_json(path)
         (folder / "commit.json").write_text(json.dumps(
             {"commit": sha, "date": (start + timedelta(hours=c)).isoformat(),
              "subject": f"change {c}"}))
@@ -91,16 +100,20 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--epochs", type=int, default=1,
                         help="epochs per history (1: values as from_arrays writes them)")
+    parser.add_argument("--values-only", action="store_true",
+                        help="write the reports in the values-only form (no histories)")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "history"
         started = time.perf_counter()
-        build(root, commits=args.commits, tests=args.tests, seeds=args.seeds, epochs=args.epochs)
+        build(root, commits=args.commits, tests=args.tests, seeds=args.seeds, epochs=args.epochs,
+              values_only=args.values_only)
         built = time.perf_counter() - started
         size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+        form = "values-only reports" if args.values_only else f"{args.epochs} epochs"
         print(f"{args.commits} commits × {args.tests * len(MODELS)} cells, {args.seeds} seeds, "
-              f"{args.epochs} epochs: folder {size / 1e6:.1f} MB, built in {built:.1f} s")
+              f"{form}: folder {size / 1e6:.1f} MB, built in {built:.1f} s")
         print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, "
               f"load average {os.getloadavg()[0]:.1f} at start")
         runs, cpu = [], []

@@ -13,7 +13,6 @@ from .codec import FLOAT32_MARK, through_float32, values_from_json, values_to_js
 from .schema import (
     EPOCH_SELECTIONS,
     NON_FINITE,
-    SCHEMA,
     VALUES_SCHEMA,
     VALUES_SCHEMA_VERSION,
     ReportFormatError,
@@ -225,11 +224,15 @@ def plain_cell_values(data: Mapping, source: str
     (what every built-in trainer writes) gives, after the same schema check, the last ``test``
     entry of each triple: what ``BenchmarkReport.from_dict(data).values(task, model)`` gives,
     seed by seed, without building any per-epoch history (which is what makes reading
-    hundreds of commits' reports fast). Anything else (the values-only form, ``best_val``, a
-    restored epoch) is None: read it through the report.
+    hundreds of commits' reports fast). The values-only form (committed baselines; what a
+    results branch can keep) holds each rule's per-seed vector: read as is. Anything else
+    (``best_val`` on a full report, a restored epoch) is None: read it through the report.
     """
-    if check_schema(data, source) != SCHEMA \
-            or data.get("settings", {}).get("epoch_selection", "final") != "final":
+    schema = check_schema(data, source)
+    rule = data.get("settings", {}).get("epoch_selection", "final")
+    if schema == VALUES_SCHEMA:
+        return _selected_values(data, source, rule)
+    if rule != "final":
         return None
     check_report_dict(data, source)
     if any(key in h for by_model in data["histories"].values()
@@ -258,3 +261,37 @@ def plain_cell_values(data: Mapping, source: str
             values[mask] = through_float32(values[mask], "a history value")
             cells[(t, m)] = dict(zip(data["seeds"], values.tolist(), strict=True))
     return metrics, cells
+
+
+def _selected_values(data: Mapping, source: str, rule: str
+                     ) -> tuple[dict[str, MetricSpec], CellValues] | None:
+    """:func:`plain_cell_values` of the values-only form: each cell's stored vector under
+    ``rule`` (what :func:`from_values_dict`'s report gives under it); None when a cell lacks
+    the rule (``best_val`` without validation series: the report itself refuses that)."""
+    try:
+        seeds = data["seeds"]
+        if not isinstance(seeds, list) or any(type(x) is not int for x in seeds):
+            raise ValueError(f"`seeds` must be integers, got {seeds!r}")
+        metrics = {}
+        for t, block in data["tasks"].items():
+            if not isinstance(block["metric"]["higher_is_better"], bool):
+                raise ValueError(f"task {t!r}: `higher_is_better` must be true or false")
+            metrics[t] = MetricSpec(str(block["metric"]["name"]),
+                                    block["metric"]["higher_is_better"])
+        cells: CellValues = {}
+        for t in metrics:
+            for m, block in data["models"].items():
+                if t not in block["tasks"]:
+                    raise ValueError(f"model {m!r} has no cell for task {t!r}")
+                vectors = rule_values_from_json(block["tasks"][t], data["schema_version"],
+                                                f"cell {t}/{m}")
+                if rule not in vectors:
+                    return None
+                if len(vectors[rule]) != len(seeds):
+                    raise ValueError(f"cell {t}/{m}: `{rule}` has {len(vectors[rule])} values "
+                                     f"for {len(seeds)} seeds")
+                cells[(t, m)] = dict(zip(seeds, vectors[rule].tolist(), strict=True))
+        return metrics, cells
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise ReportFormatError(f"{source}: malformed baseline: {detail}") from exc
