@@ -22,7 +22,8 @@ commit, or a named one), on the seeds the anchor shares with every later commit:
   the anchor, with the same interval, is what the figure draws;
 - **trend**: the per-commit paired means ``m_c = mean_s(d_c,s)``, ``d_c,s`` the commit's value
   minus the anchor's at seed s (sign flipped for lower-is-better metrics), regressed on the
-  commit's position (``scipy.stats.linregress``, one-sided: slope < 0). A commit whose values
+  commit's position (:func:`pytest_graphnetz.stats.trend.slope_test`, least squares,
+  one-sided: slope < 0). A commit whose values
   equal the previous distinct commit's bit for bit (nothing changed) is one point, not two: the
   test assumes independent points.
 
@@ -329,7 +330,7 @@ def paired_deltas(points: Sequence[Point], sign: float, alpha: float
 
 
 def _drift_one(cell: Cell, points: Sequence[Point], sign: float, alpha: float) -> Drift:
-    from scipy import stats as sps
+    from .stats.trend import slope_test
 
     nan = math.nan
     if len(points) < 2:
@@ -354,11 +355,9 @@ def _drift_one(cell: Cell, points: Sequence[Point], sign: float, alpha: float) -
             previous = vec
             xs.append(p.index)
             means.append(float(sign * (vec - base).mean()))
-        if len(xs) >= 3 and np.ptp(means) > 0:
-            fit = sps.linregress(xs, means, alternative="less")
-            slope, intercept, p_trend = float(fit.slope), float(fit.intercept), float(fit.pvalue)
-        elif len(xs) >= 3:
-            slope, intercept, p_trend = 0.0, means[0], 1.0
+        if len(xs) >= 3:
+            fit = slope_test(xs, means)
+            slope, intercept, p_trend = fit.slope, fit.intercept, fit.p_falling
         else:
             note = note or f"{len(xs)} distinct commits: no trend to test"
     else:

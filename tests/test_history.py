@@ -43,6 +43,7 @@ def simulate(rng: np.random.Generator, *, commits: int = 20, seeds: int = 10,
 
 
 def test_drift_numbers_match_scipy_and_statsmodels() -> None:
+    import statsmodels.api as sm
     from statsmodels.stats.multitest import multipletests
 
     rng = np.random.default_rng(3)
@@ -64,6 +65,10 @@ def test_drift_numbers_match_scipy_and_statsmodels() -> None:
         assert d.latest_ci == (d.deltas[-1].ci_low, d.deltas[-1].ci_high)
         means = [np.mean(np.array(list(p.values.values())) - first) for p in points]
         assert d.slope == pytest.approx(np.polyfit(range(8), means, 1)[0])
+        ols = sm.OLS(means, sm.add_constant(np.arange(8.0))).fit()   # statsmodels' one-sided p
+        assert d.p_trend == pytest.approx(ols.pvalues[1] / 2 if ols.params[1] < 0
+                                          else 1 - ols.pvalues[1] / 2)
+        assert d.intercept == pytest.approx(ols.params[0])
         raw += [d.p_latest, d.p_trend]
     holm = multipletests(raw, method="holm")[1]
     got = [v for d in out.values() for v in (d.p_latest_holm, d.p_trend_holm)]
@@ -285,3 +290,17 @@ def test_the_page_needs_neither_matplotlib_nor_torch(tmp_path) -> None:
                           check=True)
     assert done.stdout.splitlines()[-1] in ("0 []", "1 []")
     assert (tmp_path / "page" / "index.html").is_file()
+
+
+def test_the_slope_test_against_statsmodels_and_at_its_edges() -> None:
+    import statsmodels.api as sm
+
+    from pytest_graphnetz.stats.trend import slope_test
+
+    x, y = np.arange(6.0), np.array([0.0, -0.1, 0.05, -0.2, -0.15, -0.3])
+    fit, ols = slope_test(x, y), sm.OLS(y, sm.add_constant(x)).fit()
+    assert (fit.slope, fit.intercept) == pytest.approx((ols.params[1], ols.params[0]))
+    assert fit.p_falling == pytest.approx(ols.pvalues[1] / 2) and fit.n == 6
+    assert slope_test(x, np.full(6, 0.3)) == type(fit)(0.0, 0.3, 1.0, 6)   # constant: no trend
+    with pytest.raises(ValueError, match="at least 3 points"):
+        slope_test([0, 1], [0.1, 0.2])
