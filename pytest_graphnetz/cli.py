@@ -5,6 +5,7 @@
                       [--margin 0] [--min-effect D] [--alpha 0.05] [--strict] [--markdown]
     graphnetz refresh [PYTEST ARGS...] [--accept TASK/MODEL]
     graphnetz calibrate [-o FIGURE.png] [PYTEST ARGS...]
+    graphnetz prune [--yes] [PYTEST ARGS...]
     graphnetz plot REPORT [CANDIDATE] -o FILE.png [--ci t|bootstrap] [--gate ...] [--margin]
     graphnetz latex REPORT [-o FILE.tex] [--ci t|bootstrap]
     graphnetz markdown REPORT [-o FILE.md] [--ci t|bootstrap]
@@ -20,7 +21,8 @@ failing cell; ``history``: a cell drifts; ``bisect``: a search stopped undecided
 else, 2 a usage or input error (a bad argument, a file that is missing, malformed or a
 directory, a refused pairing or bisect), said in one line, 3 ``bisect`` found nothing
 regressed. Heavy imports stay inside the functions (``history`` and ``bisect`` live in
-:mod:`.trend`, :mod:`.trendpage`, :mod:`.bisection` and :mod:`.bisect_probes`).
+:mod:`.trend`, :mod:`.trendpage`, :mod:`.trendsvg`, :mod:`.bisection` and
+:mod:`.bisect_probes`; ``prune`` runs the gates and :func:`~.ratchet.drop_cells`).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from .subcommands import (
     cmd_markdown,
     cmd_next_seeds,
     cmd_plot,
+    cmd_prune,
     cmd_refresh,
     cmd_show,
 )
@@ -198,6 +201,15 @@ def build_parser() -> argparse.ArgumentParser:
                          help="passed to pytest (e.g. tests/test_models.py --graphnetz-seeds=10)")
     refresh.set_defaults(func=cmd_refresh)
 
+    prune = sub.add_parser(
+        "prune", help="list the baseline cells no gate used (a full passing run of the gates: "
+                      "[--yes] [PYTEST ARGS]); --yes removes them from their files")
+    prune.add_argument("--yes", action="store_true",
+                       help="remove the cells listed (default: only list them)")
+    prune.add_argument("pytest_args", nargs=argparse.REMAINDER,
+                       help="passed to pytest (e.g. tests/ -m graphnetz)")
+    prune.set_defaults(func=cmd_prune)
+
     calibrate = sub.add_parser(
         "calibrate", help="what δ each cell's seeds resolve, per training budget too, from a "
                           "rerun under salted seeds: [-o FIGURE] pytest --graphnetz-calibrate "
@@ -211,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
                                              "and a drift check (exit 1 on drift)")
     history.add_argument("directory", help="one folder per commit (commit.json, reports/)")
     history.add_argument("-o", "--output", required=True, help="folder for index.html and the "
-                                                               "PNG figures")
+                                                               "SVG figures")
     history.add_argument("--anchor", help="the commit (id or prefix) to check drift against "
                                           "(default: the oldest)")
     history.add_argument("--alpha", type=_alpha, default=0.05,
@@ -271,6 +283,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in ("refresh", "calibrate"):
         # Everything after the command is pytest's, in order (-k, -x, --graphnetz-seeds ...).
         args.pytest_args = argv[argv.index(args.command) + 1:]
+    elif args.command == "prune":
+        rest = argv[argv.index(args.command) + 1:]
+        args.yes, args.pytest_args = "--yes" in rest, [a for a in rest if a != "--yes"]
     elif unknown:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if getattr(args, "gate", None) == "equivalent" and args.margin is not None \

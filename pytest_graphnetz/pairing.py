@@ -244,7 +244,7 @@ def refuse_changed_data(report: BenchmarkReport, baseline: BenchmarkReport, seed
     raise GateRefusal(
         f"{which}, so a per-seed pairing would be fictional: no verdict. If the data change is "
         "intended, refresh the baseline (--graphnetz-update-baselines --graphnetz-force).\n\n"
-        f"What the change did, UNPAIRED (Welch's t on seeds {seed_list(seeds)} of each side; "
+        f"What the change did, UNPAIRED (Welch's t; {unpaired[0].sides()}; "
         "not a verdict: the data differ, so model and data effects cannot be told apart):\n"
         + "\n".join(u.line() for u in unpaired),
         reason=f"data/split of {', '.join(changed)} changed: no paired verdict; "
@@ -272,7 +272,8 @@ def unpaired_cell(report: BenchmarkReport, baseline: BenchmarkReport, task: str,
         welch = None   # fewer than 2 usable seeds
     return UnpairedCell(task, model, spec.name, spec.higher_is_better,
                         describe_values(base, baseline, metric=spec.name),
-                        describe_values(cand, report, metric=spec.name), welch)
+                        describe_values(cand, report, metric=spec.name), welch,
+                        tuple(baseline.seeds), tuple(report.seeds), tuple(seeds))
 
 
 def unpaired_notes(report: BenchmarkReport, baseline: BenchmarkReport, seeds: Sequence[int],

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .text import code_block, fmt_num, inline_code
@@ -161,6 +162,77 @@ def accept_options(argv: Sequence[str]) -> list[str]:
         else:
             out.append(arg)
     return out
+
+
+class UnusedCells:
+    """A pytest plugin object for ``graphnetz prune``: after the session, the baseline cells no
+    gate used (the plugin's own :class:`~.plugin.usage.BaselineUsage` finds them) as absolute
+    paths, and whether the run could tell."""
+
+    def __init__(self) -> None:
+        self.cells: dict[Path, list[tuple[str, str]]] = {}
+        self.checked = False
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        from .plugin.usage import USAGE_KEY
+
+        usage = config.stash.get(USAGE_KEY, None)
+        if usage is None:
+            return
+        self.checked = usage.cells_checked
+        for file, cell in usage.unused_cells:
+            path = Path(file) if Path(file).is_absolute() else config.rootpath / file
+            task, _, model = cell.partition("/")
+            self.cells.setdefault(path, []).append((task, model))
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    """Run the gates (pytest with the given arguments), then list the baseline cells no gate
+    used, and with ``--yes`` remove them from their files (docs/baselines.md). A cell is
+    unused when a run of whole test modules passed and none of the tests handed its file gated
+    it; a partial or failing run finds none, and prune says so. Exit 0 when it listed or
+    removed them (or found none), pytest's exit code when the gates did not pass, 2 for
+    arguments prune cannot take."""
+    import pytest
+
+    from .outputs import shown
+    from .ratchet import drop_cells
+
+    pytest_args = [a for a in args.pytest_args if a != "--"]
+    if any(a.startswith(("--graphnetz-update-baselines", "--graphnetz-force")) for a in
+           pytest_args):
+        print("graphnetz prune: runs the gates as they are; refresh with `graphnetz refresh` "
+              "first, then prune", file=sys.stderr)
+        return EXIT_UNUSABLE
+    found = UnusedCells()
+    status = int(pytest.main(pytest_args, plugins=[found]))
+    if status != 0:
+        print(f"graphnetz prune: the gates did not pass (pytest exit {status}); a cell is "
+              "unused only when a full run passes: nothing removed")
+        return status
+    if not found.checked:
+        print("graphnetz prune: this run cannot tell which cells are unused (a -k, a node id, "
+              "--lf, or a skipped test that uses a baseline): run the whole test modules; "
+              "nothing removed")
+        return EXIT_UNUSABLE
+    if not found.cells:
+        print("graphnetz prune: every cell of every baseline the tests use is gated; nothing "
+              "to remove")
+        return EXIT_OK
+    verb = "removed" if args.yes else "would remove"
+    for path, cells in sorted(found.cells.items()):
+        dropped, kept = drop_cells(path, cells, write=args.yes)
+        name = shown(path, Path.cwd())
+        if dropped:
+            print(f"graphnetz prune: {name}: {verb} {', '.join(f'{t}/{m}' for t, m in dropped)}")
+        if kept:
+            print(f"graphnetz prune: {name}: kept {', '.join(f'{t}/{m}' for t, m in kept)} "
+                  "(unused, but its task and its model still have gated cells, or the file "
+                  "would be left empty: a baseline is a task × model grid)")
+    if not args.yes:
+        print("graphnetz prune: nothing written; rerun with --yes to remove them, then "
+              "commit the diff")
+    return EXIT_OK
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
@@ -357,6 +429,6 @@ def cmd_bisect(args: argparse.Namespace) -> int:
 
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_UNUSABLE", "GATES", "GATE_DEFAULTS", "accept_options",
-           "cmd_bisect", "cmd_calibrate", "cmd_compare", "cmd_history", "cmd_latex",
+           "cmd_bisect", "cmd_calibrate", "cmd_compare", "cmd_history", "cmd_latex", "cmd_prune",
            "cmd_markdown", "cmd_next_seeds", "cmd_plot", "cmd_refresh", "cmd_show",
            "CalibrateOutcome", "compare_markdown", "figure_option", "gate_settings"]

@@ -154,8 +154,11 @@ def root(tmp_path) -> str:
 @pytest.fixture(autouse=True)
 def _isolated_from_the_ci_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """Sessions under test must not append their gate tables to the real job summary of the
-    GitHub Actions run that is testing this suite."""
+    GitHub Actions run that is testing this suite, nor share a dataset cache through the
+    machine's ``XDG_CACHE_HOME`` (without it, a pytester session's default data root lies under
+    its own ``HOME``, which pytester makes a temporary directory)."""
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
 
 
 @pytest.fixture(scope="session")

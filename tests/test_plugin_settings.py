@@ -222,6 +222,25 @@ def test_values_int_and_float_would_read_are_usage_errors(
     result.stderr.fnmatch_lines([message])
 
 
+def test_accept_is_command_line_only(pytester: pytest.Pytester) -> None:
+    """A committed `graphnetz_accept` would pre-accept that cell's loss on every refresh: the
+    key is refused, naming the file and the command-line option to use instead."""
+    pytester.makepyprojecttoml('[tool.pytest.ini_options]\ngraphnetz_accept = "karate/GCN"\n')
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        "ERROR: graphnetz: the ini key `graphnetz_accept` in pyproject.toml is refused: "
+        "--graphnetz-accept is command line only: as a committed line it would accept that "
+        "cell's loss on every refresh, *; remove the key and pass `--graphnetz-accept "
+        "TASK/MODEL` with --graphnetz-update-baselines (or run `graphnetz refresh NODEID "
+        "--accept TASK/MODEL`) for the refresh that accepts it"])
+    # the option itself still works
+    pytester.makepyprojecttoml("[tool.pytest.ini_options]\n")
+    assert pytester.runpytest("--graphnetz-update-baselines",
+                              "--graphnetz-accept=karate/GCN").ret == 0
+
+
 @pytest.mark.parametrize("key", ["graphnetz_update_baselines", "graphnetz_force"])
 def test_refresh_and_force_are_command_line_only(pytester: pytest.Pytester, key: str) -> None:
     pytester.makepyprojecttoml(f"[tool.pytest.ini_options]\n{key} = true\n")

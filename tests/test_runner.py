@@ -19,6 +19,7 @@ from conftest import gcn, sage, tiny_csbm, tiny_task
 
 from pytest_graphnetz import BenchmarkReport, Task, run_benchmark, runner
 from pytest_graphnetz.report.codec import dumps
+from pytest_graphnetz.runner import default_root
 
 MODELS = {"GCN": gcn, "SAGE": sage}
 
@@ -135,9 +136,21 @@ def test_loader_receives_category_task_directory(tmp_path, monkeypatch):
     run_benchmark({"mine": Task("mine", loader, epochs=2)}, {"GCN": gcn}, seeds=[0], device="cpu")
     assert seen[-1] == str((tmp_path / "env" / "custom" / "mine").resolve())
     monkeypatch.delenv("GRAPHNETZ_ROOT")
-    monkeypatch.chdir(tmp_path)
+    # the default: the user's cache directory, outside the project, so that `git add -A` in
+    # the project never commits a dataset
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     run_benchmark({"mine": Task("mine", loader, epochs=2)}, {"GCN": gcn}, seeds=[0], device="cpu")
-    assert seen[-1] == str((tmp_path / "data" / "benchmark" / "custom" / "mine").resolve())
+    assert seen[-1] == str((tmp_path / "xdg" / "pytest-graphnetz" / "data" / "custom" / "mine"
+                            ).resolve())
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    expected = (Path.home() / "Library" / "Caches" if sys.platform == "darwin"
+                else Path.home() / ".cache")
+    assert default_root() == expected / "pytest-graphnetz" / "data"
+    assert not any(project.iterdir())                   # nothing written into the project
 
 
 def test_workers_two_identical_to_workers_one(root):

@@ -203,13 +203,14 @@ def _deterministic(config: pytest.Config, given: str | None) -> str:
 
 
 def _accepted(config: pytest.Config) -> frozenset[str]:
-    """``--graphnetz-accept`` (repeatable, comma-separated; also the ini key): TASK/MODEL cells."""
-    given = config.getoption("graphnetz_accept") or [config.getini("graphnetz_accept") or ""]
+    """``--graphnetz-accept`` (repeatable, comma-separated; command line only): TASK/MODEL
+    cells."""
+    given = config.getoption("graphnetz_accept") or []
     cells = frozenset(c.strip() for text in given for c in str(text).split(",") if c.strip())
     bad = sorted(c for c in cells if c.count("/") < 1 or c.startswith("/") or c.endswith("/"))
     if bad:
         raise pytest.UsageError(
-            f"graphnetz: `--graphnetz-accept` / `graphnetz_accept` takes cells as TASK/MODEL "
+            f"graphnetz: `--graphnetz-accept` takes cells as TASK/MODEL "
             f"(e.g. csbm_homophilous/GAT), got {', '.join(map(repr, bad))}")
     if cells and not config.getoption("graphnetz_update_baselines"):
         raise pytest.UsageError(

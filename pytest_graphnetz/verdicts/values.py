@@ -290,8 +290,10 @@ class UnpairedCell:
 
     ``baseline`` / ``candidate``: :class:`~pytest_graphnetz.stats.CellStats` of each side;
     ``welch``: Welch's unpaired t comparison (a :class:`~pytest_graphnetz.stats.PairedResult`,
-    Δ = candidate − baseline, sign flipped for lower-is-better so + = better), or None when a
-    side has fewer than 2 finite values. Shown beside a refusal; never a verdict.
+    Δ = candidate − baseline, sign flipped for lower-is-better so + = better) on the seeds both
+    sides ran (``welch_seeds``), or None when a side has fewer than 2 finite values there.
+    ``baseline_seeds`` / ``candidate_seeds``: the seeds each side's mean is over. Shown beside
+    a refusal; never a verdict.
     """
 
     task: str
@@ -301,6 +303,9 @@ class UnpairedCell:
     baseline: stats.CellStats
     candidate: stats.CellStats
     welch: stats.PairedResult | None
+    baseline_seeds: tuple[int, ...] = ()
+    candidate_seeds: tuple[int, ...] = ()
+    welch_seeds: tuple[int, ...] = ()
 
     @property
     def cell(self) -> str:
@@ -312,6 +317,14 @@ class UnpairedCell:
             return "unpaired: n/a"
         level = fmt_level(w.confidence_level)
         return f"unpaired {fmt_signed(w.mean_diff)} {fmt_ci(w.ci)} ({level})"
+
+    def sides(self) -> str:
+        """Each side's seeds, and the Welch test's (the seeds both ran) when the sides differ."""
+        if self.baseline_seeds == self.candidate_seeds:
+            return f"seeds {seed_list(self.candidate_seeds)} of each side"
+        return (f"baseline seeds {seed_list(self.baseline_seeds)}, candidate seeds "
+                f"{seed_list(self.candidate_seeds)}; Welch Δ on the {len(self.welch_seeds)} "
+                f"both ran ({seed_list(self.welch_seeds)})")
 
     def line(self) -> str:
         w = self.welch
