@@ -29,6 +29,7 @@ from ..stats.decisions import (
     plan_seeds,
 )
 from ..stats.sequential import FamilyDecision
+from ..stats.skew import SKEW_HOLDS_FROM, SkewCheck, corrected_p_values, skew_check
 from ..stats.suite import DEFAULT_SUITE_WEIGHT
 from ..verdicts.formatting import describe_values, verdict_name
 from ..verdicts.guidance import LookNote, Stop
@@ -73,6 +74,7 @@ class GateCell:
     # The comparison on every held seed, when that decides the cell without a look (a diverged
     # candidate, or every held seed identical: fixed runs)
     whole: Comparison | None = None
+    skew: SkewCheck | None = None   # the skew guard on the held seeds, at the last look compared
 
     @property
     def held(self) -> list[int]:
@@ -95,10 +97,29 @@ class GateCell:
         baseline = np.array([self.baseline[s] for s in seeds])
         test, candidate = folded(np.array([self.candidate[s] for s in seeds]), baseline,
                                  self.folds, test)
-        return compare(candidate, baseline, higher_is_better=self.spec.higher_is_better,
+        comp = compare(candidate, baseline, higher_is_better=self.spec.higher_is_better,
                        kind="not_worse", test=test, margin=margin,
                        min_effect=self.min_effect, alpha=self.design.nominal[self.look],
                        rng=rng, label=f"{self.task}/{self.model}", seeds=seeds, plan=False)
+        return self._skew_guarded(comp, test)
+
+    def _skew_guarded(self, comp: Comparison, test: str) -> Comparison:
+        """``comp`` with its p-values from Hall's skew-corrected t where the skew guard fires on
+        every seed the cell holds (:mod:`~pytest_graphnetz.stats.skew`); the paired t only
+        (not on folds, whose differences are not independent)."""
+        if (test != "paired-t" or self.folds is not None or comp.diverged_seeds
+                or comp.verdict is stats.Verdict.IDENTICAL or comp.n < 2):
+            return comp
+        sign = 1.0 if self.spec.higher_is_better else -1.0
+        d = np.array([sign * (self.candidate[s] - self.baseline[s]) for s in self.held
+                      if s in self.candidate and s in self.baseline])
+        self.skew = skew_check(d[np.isfinite(d)])
+        if not self.skew.fires:
+            return comp
+        p_reg, p_nw, p_bt = corrected_p_values(comp.p_value, comp.p_reverse, comp.p_better,
+                                               n=comp.n, skewness=self.skew.skewness)
+        return replace(comp, p_value=p_reg, p_adjusted=p_reg, p_reverse=p_nw, p_better=p_bt,
+                       notes=(*comp.notes, skew_note(self.skew)))
 
     def look_code(self, comp: Comparison) -> stats.Verdict | None:
         """NOT WORSE's and BETTER's boundaries at this look (REGRESSED is the family's)."""
@@ -138,8 +159,9 @@ class GateCell:
             refresh_command, stop=None if schedule is None else self._stop(schedule, k, fam),
             table_note="; ".join(x for x in (self._table_note(
                 name, look, changed=changed_model_table_note(changed), collapsed=collapse_note),
-                cache_note) if x),
-            folds=self.folds, call_alpha=self.design.alpha, look=look)
+                skew_table_note(self.skew if self.tested else None), cache_note) if x),
+            folds=self.folds, call_alpha=self.design.alpha, look=look,
+            skew=self.skew if self.tested else None)
 
     def _reported(self, k: int, fam: FamilyDecision | None, i: int) -> Comparison:
         """The comparison of look ``k`` as reported: the cell's verdict, and as the ``i``-th
@@ -264,6 +286,28 @@ class GateCell:
                               taken=taken, alpha=self.design.alpha, margin=comp.margin,
                               regressed_alpha=level, power=comp.power)
         return plan.next_look, plan.expected
+
+
+def skew_note(check: SkewCheck) -> str:
+    """The message's note on a cell where the skew guard fired, with what the correction holds
+    at the seeds it measured (benchmarks/skew_sequential_results.md)."""
+    threat = "false REGRESSED" if check.side == "right" else "a wrong NOT WORSE or BETTER"
+    holds = ("which holds it at or under 1.5α there" if check.n >= SKEW_HOLDS_FROM else
+             f"which only trims it on {check.n} seeds (exponential-like skew: to about 9-10%); "
+             f"a run holding {SKEW_HOLDS_FROM} or more seeds holds 1.5α")
+    return (f"skewed paired differences: skewness {check.skewness:+.2f} on the {check.n} held "
+            f"seeds, {abs(check.z):.1f} standard errors from 0 (the guard fires above "
+            f"{check.threshold:g}). On such differences the plain t test gives {threat} up to "
+            "9-15% of the time instead of α (gamma and exponential, 10-80 seeds: "
+            "docs/guarantees.md); these p-values and the verdict are Hall's skew-corrected t "
+            f"(Hall 1992), {holds}. The interval shown is the plain t's")
+
+
+def skew_table_note(check: SkewCheck | None) -> str:
+    """The table's Note on a cell where the skew guard fired ("" otherwise)."""
+    if check is None or not check.fires:
+        return ""
+    return f"skewed (skew {check.skewness:+.1f}): skew-corrected t"
 
 
 def decide_cells(cells: Sequence[GateCell], *, test: str, margin: float, rng: stats.RngLike,
