@@ -45,7 +45,8 @@ SKEW_HOLDS_FROM = 20
 
 def skewness(D: ArrayLike) -> np.ndarray:
     """Per row of ``D`` (rows, n) — or of a vector, shape (n,) — the adjusted Fisher–Pearson
-    skewness ``G1`` (``scipy.stats.skew(.., bias=False)``); 0 where a row has no spread.
+    skewness ``G1`` (``scipy.stats.skew(.., bias=False)``); 0 where a row has no spread beyond
+    the rounding of its values.
     Centred and scaled before cubing, so finite values never overflow."""
     X = np.asarray(D, dtype=float)
     vector = X.ndim == 1
@@ -55,7 +56,10 @@ def skewness(D: ArrayLike) -> np.ndarray:
         raise ValueError(f"a skewness needs at least {MIN_SKEW_SEEDS} values, got {n}")
     c = X - X.mean(axis=1, keepdims=True)
     scale = np.max(np.abs(c), axis=1, keepdims=True)
-    u = c / np.where(scale > 0, scale, 1.0)
+    # a spread within rounding of the values (equal values up to float error) has no shape
+    rounding = 64 * np.finfo(float).eps * np.max(np.abs(X), axis=1, keepdims=True)
+    scale = np.where(scale > rounding, scale, 0.0)
+    u = np.where(scale > 0, c / np.where(scale > 0, scale, 1.0), 0.0)
     m2, m3 = (u ** 2).mean(axis=1), (u ** 3).mean(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         g1 = np.where(m2 > 0, m3 / np.where(m2 > 0, m2, 1.0) ** 1.5, 0.0)
@@ -137,9 +141,14 @@ def corrected_p_values(p_regressed: float, p_not_worse: float, p_better: float, 
     from scipy import special
 
     df = n - 1
-    t_reg, t_nw, t_bt = (float(special.stdtrit(df, p_regressed)),
-                         -float(special.stdtrit(df, p_not_worse)),
-                         -float(special.stdtrit(df, p_better)))
+
+    def t_of(p: float) -> float:   # the t whose lower tail is p; scipy's inverse stops ~1e-250
+        if not 0 < p < 1:
+            return -math.inf if p <= 0 else math.inf
+        t = float(special.stdtrit(df, p))
+        return t if math.isfinite(t) else (-math.inf if p < 0.5 else math.inf)
+
+    t_reg, t_nw, t_bt = t_of(p_regressed), -t_of(p_not_worse), -t_of(p_better)
     h_reg, h_nw, h_bt = (float(hall_t(t, skewness, n)) for t in (t_reg, t_nw, t_bt))
     return (float(special.stdtr(df, h_reg)), float(special.stdtr(df, -h_nw)),
             float(special.stdtr(df, -h_bt)))
