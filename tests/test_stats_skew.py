@@ -60,6 +60,9 @@ def test_the_guard_fires_on_an_exponential_pool_on_the_side_it_threatens() -> No
     assert skew_check(-x).side == "left"
     assert not skew_check(np.random.default_rng(7).standard_normal(40)).fires
     assert not skew_check([0.1, -0.2]).fires          # below three values: never
+    spike = [0.0] * 8 + [1.0]                          # z 4.2, but on 9 seeds: not measured
+    assert skew_check(spike).z > DEFAULT_SKEW_Z and not skew_check(spike).fires
+    assert skew_check([*spike, 0.0]).fires
 
 
 def _committed_pools() -> dict[str, np.ndarray]:

@@ -147,13 +147,11 @@ def walk_differences(D: np.ndarray, design: Design, *, margin: float, min_effect
 
     threshold = DEFAULT_SKEW_Z if skew_threshold is None else skew_threshold
     held = (guarded_skewness(D, threshold=threshold)
-            if skew_threshold is not None and every_look and D.shape[1] >= 3 else None)
+            if skew_threshold is not None and every_look else None)
 
     def skew(k: int, n: int, open_: np.ndarray) -> np.ndarray:
         if held is not None:
             return held[open_]
-        if n < 3:
-            return np.zeros(int(open_.sum()))
         return guarded_skewness(D[open_, :n], threshold=threshold)
 
     return walk_looks(at, D.shape[0], design, margin=margin, min_effect=min_effect,

@@ -10,7 +10,7 @@ of 5% (``benchmarks/skew_sequential.py``).
 The guard: the adjusted Fisher–Pearson skewness ``G1`` of the paired differences on every seed
 the cell holds (``scipy.stats.skew(d, bias=False)``), in standard errors under normality,
 ``z = G1 / SE(n)`` with ``SE(n)² = 6n(n − 1) / ((n − 2)(n + 1)(n + 3))``. It fires when
-``|z| > DEFAULT_SKEW_Z``. Then every look's three t statistics go through Hall's cubic
+``|z| > DEFAULT_SKEW_Z`` on at least 10 held seeds. Then every look's three t statistics go through Hall's cubic
 transform (Hall 1992, "On the removal of skewness by transformation", JRSS B 54:221-228)
 
     T + a·(T²/3 + 1/6) + a²·T³/27,     a = G1 / √n_k,
@@ -38,6 +38,9 @@ from ._common import as_vector
 # the skewed shapes whose t-test rates exceed 1.5α.
 DEFAULT_SKEW_Z = 2.0
 MIN_SKEW_SEEDS = 3   # a skewness needs three values
+# The guard measures from the default first look on: below 10 values a skewness's standard
+# error exceeds 0.69 and it cannot tell an exponential's skew 2 from noise often enough to help.
+MIN_GUARD_SEEDS = 10
 # Held seeds from which the corrected t holds false REGRESSED and wrong NOT WORSE at or under
 # 1.5α on gamma and exponential differences (skew_sequential_results.md); on 10 it trims them.
 SKEW_HOLDS_FROM = 20
@@ -92,7 +95,7 @@ class SkewCheck:
 
     @property
     def fires(self) -> bool:
-        return abs(self.z) > self.threshold
+        return self.n >= MIN_GUARD_SEEDS and abs(self.z) > self.threshold
 
     @property
     def side(self) -> str:
@@ -102,7 +105,8 @@ class SkewCheck:
 
 
 def skew_check(diffs: ArrayLike, *, threshold: float = DEFAULT_SKEW_Z) -> SkewCheck:
-    """The guard on ``diffs`` (n,), finite paired differences; below 3 values it never fires."""
+    """The guard on ``diffs`` (n,), finite paired differences; below 10 values it never fires
+    (:data:`MIN_GUARD_SEEDS`)."""
     d = as_vector(diffs, "diffs")
     if not np.all(np.isfinite(d)):
         raise ValueError("`diffs` must be finite: diverged seeds are decided by the gate")
@@ -118,6 +122,8 @@ def guarded_skewness(D: ArrayLike, *, threshold: float = DEFAULT_SKEW_Z) -> np.n
     """Per row of ``D`` (rows, n): the skewness the looks correct with, ``G1`` where the guard
     fires and 0 where it does not (the vectorised :func:`skew_check`, for simulation)."""
     X = np.asarray(D, dtype=float)
+    if X.shape[1] < MIN_GUARD_SEEDS:
+        return np.zeros(X.shape[0])
     g = skewness(X)
     return np.where(np.abs(g) > threshold * skewness_se(X.shape[1]), g, 0.0)
 
