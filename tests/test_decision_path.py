@@ -88,7 +88,7 @@ def test_one_look_schedule_is_the_fixed_gate_bit_for_bit_on_the_committed_pool(t
         kind="not_worse", test="paired-t", margin=0.0, alpha=0.85 * 0.05)
     holm = sum(c.verdict.value != "IDENTICAL" for c in reference) > 1
     # a family with a cell the skew guard corrects is not the plain t's (tests/test_stats_skew.py)
-    guarded = any(v.skew is not None and v.skew.fires for v in fixed)
+    guarded = any(v.skew is not None and v.skew.corrects for v in fixed)
     for f, o, ref in zip(fixed, one, reference, strict=True):
         a, b = f.comparison, o.comparison
         if guarded:
@@ -132,7 +132,7 @@ def _recompute(v, base_values, cand_values, margin, delta, alpha):
     if se < 1e-12:
         return   # no spread: the rounding rules of the snapped test decide (tested elsewhere)
     p = sps.ttest_1samp(d + margin, 0.0, alternative="less").pvalue
-    corrected = v.skew is not None and v.skew.fires
+    corrected = v.skew is not None and v.skew.corrects
     if corrected:   # the skew guard: Hall's t at the skewness of every held seed
         held = np.array([cand_values[v.model][s] - base_values[v.model][s]
                          for s in sorted(cand_values[v.model]) if s < v.skew.n])

@@ -97,7 +97,7 @@ def test_group_sequential_holm_decides_the_family_as_the_gate(case: dict, m: int
                               first_look=first)
     D = cand - base
     # the histories below are the plain t's: a cell the skew guard corrects is not this case
-    assume(not any(skew_check(row).fires for row in D))
+    assume(not any(skew_check(row).corrects for row in D))
     des = design(first, last)
     # NOT WORSE / BETTER per cell with REGRESSED switched off (its level ~0): where each stops
     alone, used = run_schedule(D, des, margin=case["margin"], min_effect=delta,

@@ -118,7 +118,8 @@ def _reports(base: np.ndarray, cand: np.ndarray) -> tuple[BenchmarkReport, Bench
 @pytest.mark.parametrize("n", [10, 20, 40])
 def test_the_gate_decides_skewed_cells_as_the_walk_the_benchmark_measures(n: int) -> None:
     """The gate (``compare_reports``) and ``run_schedule`` with ``every_look`` agree cell by
-    cell on skewed differences, and the guard changes verdicts there (so it is on in both)."""
+    cell on skewed differences; from 20 held seeds the guard changes verdicts (so it is on in
+    both), on 10 it only names the skew."""
     rng = np.random.default_rng(n)
     cells = 24
     base = 0.8 + 0.01 * rng.standard_normal((cells, n))
@@ -133,11 +134,15 @@ def test_the_gate_decides_skewed_cells_as_the_walk_the_benchmark_measures(n: int
                             skew_threshold=None)
     assert [v.verdict for v in got] == [w.value for w in walked]
     assert [v.comparison.n for v in got] == used.tolist()
-    fires = guarded_skewness(D) != 0
-    assert [v.skew.fires for v in got] == fires.tolist()
-    assert fires.sum() >= 3
+    corrects = guarded_skewness(D) != 0
+    assert [v.skew.corrects for v in got] == corrects.tolist()
+    named = [v.skew.fires for v in got]
+    assert sum(named) >= 3
     if n >= 20:
-        assert (walked != plain).any()   # the guard decides, not only notes
+        assert corrects.tolist() == named and (walked != plain).any()   # the guard decides
+    else:   # on 10 seeds it names the skew and the plain t decides
+        assert not corrects.any() and (walked == plain).all()
+        assert all(("skew" in v.row()["note"]) == f for v, f in zip(got, named, strict=True))
 
 
 def test_the_corrected_t_holds_false_regressed_where_the_plain_t_does_not() -> None:
@@ -188,3 +193,31 @@ def test_a_skewed_candidate_names_the_correction_in_a_real_session(
     assert "skew-corrected t" in row["note"]
     assert row["stats"]["skew_corrected"] is True and row["stats"]["skewness"] > 1
     assert row["stats"]["skew_z"] > DEFAULT_SKEW_Z
+
+
+NAMED = """
+import numpy as np
+from pytest_graphnetz import BenchmarkReport, assert_not_worse
+
+
+def test_skewed():
+    d = np.array([-0.006, -0.005, -0.007, -0.004, -0.006, -0.005, -0.006, -0.004, -0.005, 0.03])
+    base = 0.8 + 0.01 * np.sin(np.arange(10))
+    report = lambda x: BenchmarkReport.from_arrays(x[None, None], tasks=["cora"],
+                                                   models=["GCN"], seeds=range(10),
+                                                   metric="accuracy")
+    assert_not_worse(report(base + d), report(base))
+"""
+
+
+def test_on_ten_seeds_the_skew_is_named_and_the_plain_t_decides(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_named=NAMED)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-o", "graphnetz_seeds=10",
+                                "--graphnetz-json=verdicts.json")
+    (row,) = json.loads((pytester.path / "verdicts.json").read_text())["rows"]
+    assert row["note"].endswith("skewed (skew +3.1): t test less reliable, hold 20+ seeds"), row
+    assert row["stats"]["skew_corrected"] is False and row["stats"]["skew_z"] > DEFAULT_SKEW_Z
+    d = np.array([-0.006, -0.005, -0.007, -0.004, -0.006, -0.005, -0.006, -0.004, -0.005, 0.03])
+    assert row["stats"]["p"] == pytest.approx(sps.ttest_1samp(d, 0.0, alternative="less").pvalue)
+    result.assert_outcomes(passed=1)

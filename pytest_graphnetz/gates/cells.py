@@ -104,9 +104,10 @@ class GateCell:
         return self._skew_guarded(comp, test)
 
     def _skew_guarded(self, comp: Comparison, test: str) -> Comparison:
-        """``comp`` with its p-values from Hall's skew-corrected t where the skew guard fires on
-        every seed the cell holds (:mod:`~pytest_graphnetz.stats.skew`); the paired t only
-        (not on folds, whose differences are not independent)."""
+        """``comp`` with its p-values from Hall's skew-corrected t where the skew guard, on every
+        seed the cell holds, corrects (:mod:`~pytest_graphnetz.stats.skew`: it fires on 20 or
+        more), with a note where it fires; the paired t only (not on folds, whose differences
+        are not independent)."""
         if (test != "paired-t" or self.folds is not None or comp.diverged_seeds
                 or comp.verdict is stats.Verdict.IDENTICAL or comp.n < 2):
             return comp
@@ -116,6 +117,8 @@ class GateCell:
         self.skew = skew_check(d[np.isfinite(d)])
         if not self.skew.fires:
             return comp
+        if not self.skew.corrects:   # too few seeds to correct with: named, not corrected
+            return replace(comp, notes=(*comp.notes, skew_note(self.skew)))
         p_reg, p_nw, p_bt = corrected_p_values(comp.p_value, comp.p_reverse, comp.p_better,
                                                n=comp.n, skewness=self.skew.skewness)
         return replace(comp, p_value=p_reg, p_adjusted=p_reg, p_reverse=p_nw, p_better=p_bt,
@@ -289,25 +292,32 @@ class GateCell:
 
 
 def skew_note(check: SkewCheck) -> str:
-    """The message's note on a cell where the skew guard fired, with what the correction holds
-    at the seeds it measured (benchmarks/skew_sequential_results.md)."""
+    """The message's note on a cell where the skew guard fired: the skew, what it does to the
+    plain t test, and what decided the cell (benchmarks/skew_sequential_results.md)."""
     threat = "false REGRESSED" if check.side == "right" else "a wrong NOT WORSE or BETTER"
-    holds = ("which holds it at or under 1.5α there" if check.n >= SKEW_HOLDS_FROM else
-             f"which only trims it on {check.n} seeds (exponential-like skew: to about 9-10%); "
-             f"a run holding {SKEW_HOLDS_FROM} or more seeds holds 1.5α")
+    decided = (
+        "these p-values and the verdict are Hall's skew-corrected t (Hall 1992), which holds it "
+        f"at or under 1.5α from {SKEW_HOLDS_FROM} held seeds; the interval shown is the plain "
+        "t's" if check.corrects else
+        f"the verdict is the plain t's: {check.n} seeds are too few to correct with (the "
+        f"corrected t only trims the excess there), so hold {SKEW_HOLDS_FROM} or more seeds "
+        f"(--graphnetz-seeds={SKEW_HOLDS_FROM}), from which the gate decides such a cell on "
+        "the skew-corrected t")
     return (f"skewed paired differences: skewness {check.skewness:+.2f} on the {check.n} held "
             f"seeds, {abs(check.z):.1f} standard errors from 0 (the guard fires above "
             f"{check.threshold:g}). On such differences the plain t test gives {threat} up to "
             "9-15% of the time instead of α (gamma and exponential, 10-80 seeds: "
-            "docs/guarantees.md); these p-values and the verdict are Hall's skew-corrected t "
-            f"(Hall 1992), {holds}. The interval shown is the plain t's")
+            f"docs/guarantees.md); {decided}")
 
 
 def skew_table_note(check: SkewCheck | None) -> str:
     """The table's Note on a cell where the skew guard fired ("" otherwise)."""
     if check is None or not check.fires:
         return ""
-    return f"skewed (skew {check.skewness:+.1f}): skew-corrected t"
+    if check.corrects:
+        return f"skewed (skew {check.skewness:+.1f}): skew-corrected t"
+    return (f"skewed (skew {check.skewness:+.1f}): t test less reliable, "
+            f"hold {SKEW_HOLDS_FROM}+ seeds")
 
 
 def decide_cells(cells: Sequence[GateCell], *, test: str, margin: float, rng: stats.RngLike,

@@ -10,16 +10,16 @@ of 5% (``benchmarks/skew_sequential.py``).
 The guard: the adjusted Fisher–Pearson skewness ``G1`` of the paired differences on every seed
 the cell holds (``scipy.stats.skew(d, bias=False)``), in standard errors under normality,
 ``z = G1 / SE(n)`` with ``SE(n)² = 6n(n − 1) / ((n − 2)(n + 1)(n + 3))``. It fires when
-``|z| > DEFAULT_SKEW_Z`` on at least 10 held seeds. Then every look's three t statistics go
-through Hall's cubic transform (Hall 1992, "On the removal of skewness by transformation",
-JRSS B 54:221-228)
+``|z| > DEFAULT_SKEW_Z`` on at least 10 held seeds, and the row names the skew. From 20 held
+seeds on, every look's three t statistics then go through Hall's cubic transform (Hall 1992,
+"On the removal of skewness by transformation", JRSS B 54:221-228)
 
     T + a·(T²/3 + 1/6) + a²·T³/27,     a = G1 / √n_k,
 
 monotone in T, which removes the n^{-1/2} skewness term of T's Edgeworth expansion, and the
 look decides on their Student-t p-values at its usual boundaries. The skewness comes from every
-held seed, not only the look's: at 10 seeds a sample skewness is too noisy (and biased low) to
-correct with, on 40-80 it is not. The gate's p-values are the corrected ones; its interval
+held seed, not only the look's: on 10-19 seeds a sample skewness is too noisy (and biased low)
+to correct with, on 20-80 it is not. The gate's p-values are the corrected ones; its interval
 stays the plain t's.
 """
 
@@ -43,8 +43,10 @@ MIN_SKEW_SEEDS = 3   # a skewness needs three values
 # The guard measures from the default first look on: below 10 values a skewness's standard
 # error exceeds 0.69 and it cannot tell an exponential's skew 2 from noise often enough to help.
 MIN_GUARD_SEEDS = 10
-# Held seeds from which the corrected t holds false REGRESSED and wrong NOT WORSE at or under
-# 1.5α on gamma and exponential differences (skew_sequential_results.md); on 10 it trims them.
+# Held seeds from which the looks decide on the corrected t: there it holds false REGRESSED and
+# wrong NOT WORSE at or under 1.5α on gamma, exponential and near-ceiling AUC differences
+# (skew_sequential_results.md). On 10-19 a skewness is too noisy to correct with (it only trims
+# the excess, and moves verdicts on the 5% of symmetric cells it fires on): the row names it.
 SKEW_HOLDS_FROM = 20
 
 
@@ -97,7 +99,13 @@ class SkewCheck:
 
     @property
     def fires(self) -> bool:
+        """Skew measured: ``|z|`` above the threshold on at least 10 values."""
         return self.n >= MIN_GUARD_SEEDS and abs(self.z) > self.threshold
+
+    @property
+    def corrects(self) -> bool:
+        """The looks decide on Hall's corrected t: the guard fires on at least 20 values."""
+        return self.fires and self.n >= SKEW_HOLDS_FROM
 
     @property
     def side(self) -> str:
@@ -122,9 +130,10 @@ def skew_check(diffs: ArrayLike, *, threshold: float = DEFAULT_SKEW_Z) -> SkewCh
 
 def guarded_skewness(D: ArrayLike, *, threshold: float = DEFAULT_SKEW_Z) -> np.ndarray:
     """Per row of ``D`` (rows, n): the skewness the looks correct with, ``G1`` where the guard
-    fires and 0 where it does not (the vectorised :func:`skew_check`, for simulation)."""
+    corrects (:attr:`SkewCheck.corrects`) and 0 where it does not (the vectorised
+    :func:`skew_check`, for simulation)."""
     X = np.asarray(D, dtype=float)
-    if X.shape[1] < MIN_GUARD_SEEDS:
+    if X.shape[1] < SKEW_HOLDS_FROM:
         return np.zeros(X.shape[0])
     g = skewness(X)
     return np.where(np.abs(g) > threshold * skewness_se(X.shape[1]), g, 0.0)
