@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from .. import stats
 from ..stats import Verdict
+from ..stats.skew import SkewCheck
 from ..text import fmt_level, fmt_num, fmt_p, fmt_signed
 from .formatting import ci_level, fmt_ci, fmt_mean_ci, metric_label, refresh_hint, seed_list
 from .guidance import Guidance, LookNote, Stop, seeds_option
@@ -66,6 +67,8 @@ class CellVerdict:
     look: LookNote | None = None            # not-worse cells: the look it is reported at
     # A BETTER the leak guard flags (verdicts.leak): why; a refresh keeping it needs accept.
     suspect: str = ""
+    # not-worse cells: the skew guard on the held seeds (stats.skew); None where not tested
+    skew: SkewCheck | None = None
 
     @property
     def verdict(self) -> stats.Verdict:
