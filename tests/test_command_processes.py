@@ -49,7 +49,12 @@ def alive(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
 
 
-def gone(pids: list[int], within: float = 10.0) -> bool:
+# Waits are on events (a file written, a process gone), polled up to BOUND seconds: a bound
+# only a hang reaches, never a timing claim (a loaded machine may take minutes for either).
+BOUND = 600.0
+
+
+def gone(pids: list[int], within: float = BOUND) -> bool:
     end = time.monotonic() + within
     while time.monotonic() < end:
         if not any(alive(p) for p in pids):
@@ -58,7 +63,7 @@ def gone(pids: list[int], within: float = 10.0) -> bool:
     return False
 
 
-def wait_for(path: Path, within: float = 60.0) -> list[int]:
+def wait_for(path: Path, within: float = BOUND) -> list[int]:
     end = time.monotonic() + within
     while time.monotonic() < end:
         if path.exists():
@@ -76,21 +81,18 @@ def spawner(tmp_path: Path, mode: str, timeout: float | None = None) -> tuple[Co
 
 def test_a_timeout_kills_the_script_and_its_grandchildren(tmp_path) -> None:
     cmd, pids = spawner(tmp_path, "sleep", timeout=3)
-    start = time.monotonic()
     with pytest.raises(CommandError, match="ran past its timeout of 3 s"):
         command_run.run(cmd, **RUN)
-    assert time.monotonic() - start < 20
     assert gone(wait_for(pids)), "a process of the timed-out run survived"
 
 
 def test_a_grandchild_holding_the_output_open_does_not_delay_the_run(tmp_path) -> None:
     # The script exits at once; its `sleep 300` keeps stdout and stderr open. Pipes would make
-    # the run wait for it (until the timeout of 120 s); files do not, and the group is killed.
+    # the run wait for it until its timeout (a CommandError, not 0.5); files do not, and the
+    # group is killed.
     cmd, pids = spawner(tmp_path, "exit", timeout=120)
-    start = time.monotonic()
     history = command_run.run(cmd, **RUN)
     assert history.test == (0.5,)
-    assert time.monotonic() - start < 20
     assert gone(wait_for(pids)), "the grandchild outlived its run"
 
 
@@ -116,7 +118,7 @@ def test_sigterm_and_sigint_to_the_runner_end_the_whole_group(tmp_path, signum) 
     try:
         script_and_child = wait_for(pids)
         driver.send_signal(signum)
-        _, err = driver.communicate(timeout=30)
+        _, err = driver.communicate(timeout=BOUND)
     finally:
         driver.kill()
     assert driver.returncode != 0
@@ -132,12 +134,11 @@ def test_output_past_the_bound_stops_the_run_and_says_so(tmp_path, monkeypatch) 
     (tmp_path / "loud.py").write_text(
         "import sys, time\nfor _ in range(64):\n    sys.stdout.write('x' * 65536)\n"
         "sys.stdout.flush()\ntime.sleep(300)\n")
+    # Not stopped for its output, it would sleep until its timeout: another message.
     cmd = Command([sys.executable, "loud.py"], cwd=tmp_path, timeout=120)
-    start = time.monotonic()
     with pytest.raises(CommandError, match=r"loud\.py.*more than 1 MiB to its stdout \(pytest_"
                        r"graphnetz\.tasks\.command_process\.MAX_OUTPUT_BYTES\).*print less"):
         command_run.run(cmd, **RUN)
-    assert time.monotonic() - start < 60
 
 
 def test_a_long_stderr_keeps_only_its_tail(tmp_path) -> None:

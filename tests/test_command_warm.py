@@ -7,7 +7,6 @@ whole group. (benchmarks/command_overhead.py measures what it saves.)
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -54,11 +53,9 @@ def test_warm_runs_match_cold_ones_bit_for_bit(tmp_path, monkeypatch) -> None:
     cold = [command_run.run(ok, seed=s, **RUN) for s in (0, 1)]
     monkeypatch.delenv(command_warm.WARM_ENV)
     command_run.run(ok, seed=5, **RUN)   # the first run: cold, and shows that it imports torch
-    started = time.perf_counter()
     warm = [command_run.run(ok, seed=s, **RUN) for s in (0, 1)]
     assert len(command_warm.running_servers()) == 1, "the later runs were not forked warm"
     assert [h.to_dict() for h in warm] == [h.to_dict() for h in cold]
-    assert time.perf_counter() - started < 60
 
     failing = Command([sys.executable, "train.py", "fail"], cwd=tmp_path)
     with pytest.raises(CommandError, match=r"exited with code 7.*\n.*something went wrong"):
