@@ -46,6 +46,7 @@ SLOW_TESTS = frozenset({
     "test_cli.py::test_version_prints_the_version_and_exits_0",
     "test_cli_views.py::test_console_script_runs",
     "test_command_processes.py::test_sigterm_and_sigint_to_the_runner_end_the_whole_group",
+    "test_command_warm.py::test_warm_runs_give_what_a_fresh_interpreter_gives",
     "test_faults.py::test_a_baseline_path_that_is_a_directory_says_so",
     "test_faults.py::test_a_killed_writers_temp_file_is_swept_once_its_lock_is_free",
     "test_faults.py::test_a_session_stopped_mid_training_leaves_no_stale_verdict",
