@@ -45,6 +45,8 @@ SLOW_TESTS = frozenset({
     "test_cli.py::test_only_a_failed_gate_exits_1",
     "test_cli.py::test_version_prints_the_version_and_exits_0",
     "test_cli_views.py::test_console_script_runs",
+    "test_command_processes.py::test_a_killed_fork_server_falls_back_to_cold_runs_with_one_warning",
+    "test_command_processes.py::test_sigkill_of_pytest_during_a_warm_run_leaves_no_process",
     "test_command_processes.py::test_sigterm_and_sigint_to_the_runner_end_the_whole_group",
     "test_command_warm.py::test_warm_runs_give_what_a_fresh_interpreter_gives",
     "test_faults.py::test_a_baseline_path_that_is_a_directory_says_so",
