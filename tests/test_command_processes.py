@@ -2,8 +2,9 @@
 
 Tiny scripts that start ``sleep 300`` grandchildren and write their process ids to a file; the
 test then checks through /proc that none of them lives on after a timeout, SIGINT, SIGTERM, a
-normal exit or a SIGKILL of pytest during a warm run (the fork server too), and that a grandchild holding the script's stdout and stderr open does not make
-the run wait for it. Output and metrics files past their bounds are refused by name.
+normal exit or a SIGKILL of pytest during a warm run (the fork server too), and that a
+grandchild holding the script's stdout and stderr open does not make the run wait for it.
+Output and metrics files past their bounds are refused by name.
 """
 
 from __future__ import annotations
