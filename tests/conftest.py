@@ -51,6 +51,7 @@ SLOW_TESTS = frozenset({
     "test_command_warm.py::test_warm_runs_give_what_a_fresh_interpreter_gives",
     "test_faults.py::test_a_baseline_path_that_is_a_directory_says_so",
     "test_faults.py::test_a_killed_writers_temp_file_is_swept_once_its_lock_is_free",
+    "test_faults.py::test_a_read_only_prefilled_cache_serves_its_hits_saves_nothing_and_warns_once",
     "test_faults.py::test_a_session_stopped_mid_training_leaves_no_stale_verdict",
     "test_faults.py::test_pool_workers_exit_when_their_parent_is_killed",
     "test_faults.py::test_temp_files_of_a_killed_baseline_write_are_cleaned_by_the_next_write",
