@@ -1,9 +1,11 @@
-"""Bisecting a regression under noise (issue 36; not named ``bisect.py``: run as a script, any
+"""Bisecting a regression under noise (not named ``bisect.py``: run as a script, any
 file in this folder would import it as the standard library's ``bisect``, which ``random``
 imports): the paired three-valued bisect of
-:func:`pytest_graphnetz.bisection.bisect_commits` (the search ``graphnetz bisect`` runs) against
-a single-value bisect (asv's ``find``: one seed per probe, recurse into the half with the bigger
-drop) and a fixed 10-seed bisect (the same rule on 10-seed means), on the same histories.
+:func:`pytest_graphnetz.bisection.bisect_commits` (the search ``graphnetz bisect`` runs, at its
+default budget of 160 seeds) against the same search at budgets of 80, 40 and 10 seeds (and at
+an equal share of the level per look), a single-value bisect (asv's ``find``: one seed per
+probe, recurse into the half with the bigger drop) and asv's rule on 10-seed means, on the same
+histories.
 
 A history is 32 commits of a real PyG model: a 2-layer GCN (``torch_geometric.nn.GCNConv``) on a
 fixed 400-node stochastic block model (4 blocks, ``torch_geometric.utils.stochastic_blockmodel_
@@ -11,19 +13,22 @@ graph``), 80 training nodes, 300 test nodes, trained full-batch with Adam. GOOD 
 later commit is innocent, either changing nothing (its per-seed values are bit for bit its
 parent's, as an unchanged model is) or, with probability 0.3, changing the RNG streams (every seed
 draws a new initialisation and dropout: same model, new noise), except one culprit at a uniform
-position in 1..31 that trains for fewer epochs: 11 instead of 20 (about −2δ) or 14 (about −δ).
-Its true effect E is measured on the whole pool (below), and the search runs at δ = E/2 for the
-first culprit (exactly −2δ) and δ = E for the second (exactly −δ); the same histories serve both.
+position in 1..31 that trains for fewer epochs: 11 instead of 20, or 14. The search runs at the
+default δ of an accuracy (0.01, ``min_effect=None``), and the culprit's per-seed values are moved
+by one constant so that its mean effect on the pool is exactly −2δ (the 11-epoch model) or −δ
+(the 14-epoch model): its noise is the trained model's own.
 
-Trainings are real but pooled: every (model, stream, seed) of 8 streams × 3 models × 48 seeds is
-trained once, up front; a trial draws its commits' streams from the pool and a permutation of
-the 48 seeds (seed s of a probe is the permutation's s-th). Seed-trainings per search count the
-distinct (model, stream, seed) a search asked for: what it trains with the triple cache, which
-keys on the model's code, so an innocent commit that changes nothing costs nothing.
+Trainings are real and pooled: every (model, stream, seed) of 8 streams × 3 models × 160 seeds
+is trained once (``benchmarks/bisect_pool.json``, committed; seeds 48-159 were added to the
+first pool's 0-47, which retrain bit for bit). A trial draws its commits' streams from the pool
+and a permutation of the 160 seeds (seed s of a probe is the permutation's s-th). Seed-trainings
+per search count the distinct (model, stream, seed) a search asked for: what it trains with the
+triple cache, which keys on the model's code, so an innocent commit that changes nothing costs
+nothing.
 
-    python benchmarks/bisect_search.py --quick          # 40 trials, a smaller pool
-    python benchmarks/bisect_search.py --out benchmarks/bisect_results.md     # 200 trials
-    python benchmarks/bisect_search.py --pool pool.json ...   # the pool trained once, then reused
+    python benchmarks/bisect_search.py --pool benchmarks/bisect_pool.json --trials 40  # quick
+    python benchmarks/bisect_search.py --pool benchmarks/bisect_pool.json \
+        --out benchmarks/bisect_results.md                # 400 trials, the results file
 """
 
 from __future__ import annotations
@@ -46,9 +51,10 @@ STREAM_CHANGE = 0.3
 ALPHA = 0.05
 
 
-def train_pool(epochs: Sequence[int], streams: int, seeds: int) -> tuple[np.ndarray, float]:
-    """values[model, stream, seed]: test accuracy of the model trained ``epochs[model]``
-    epochs, and the seconds per training."""
+def train_pool(epochs: Sequence[int], streams: int, seeds: int, start: int = 0
+               ) -> tuple[np.ndarray, float]:
+    """values[model, stream, seed - start] for seeds ``start..seeds-1``: test accuracy of the
+    model trained ``epochs[model]`` epochs, and the seconds per training."""
     import torch
     import torch.nn.functional as F
     from torch_geometric.nn import GCNConv
@@ -87,10 +93,10 @@ def train_pool(epochs: Sequence[int], streams: int, seeds: int) -> tuple[np.ndar
         with torch.no_grad():
             return float((model(x, edges).argmax(1)[test] == y[test]).float().mean())
 
-    start = time.perf_counter()
-    values = np.array([[[accuracy(n, 100_003 * stream + seed) for seed in range(seeds)]
+    t0 = time.perf_counter()
+    values = np.array([[[accuracy(n, 100_003 * stream + seed) for seed in range(start, seeds)]
                         for stream in range(streams)] for n in epochs])
-    return values, (time.perf_counter() - start) / values.size
+    return values, (time.perf_counter() - t0) / values.size
 
 
 def history(rng: np.random.Generator, streams: int) -> tuple[list[tuple[int, int]], int]:
@@ -101,8 +107,8 @@ def history(rng: np.random.Generator, streams: int) -> tuple[list[tuple[int, int
     for i in range(1, COMMITS):
         if i == culprit:
             model = 1
-        elif rng.random() < STREAM_CHANGE:
-            stream = int(rng.integers(streams))
+        elif rng.random() < STREAM_CHANGE:   # a new stream, never the one it had
+            stream = (stream + 1 + int(rng.integers(streams - 1))) % streams
         out.append((model, stream))
     return out, culprit
 
@@ -131,15 +137,25 @@ class Trial:
                                                      metric="accuracy")}
 
 
-def paired_search(trial: Trial, delta: float, seeds: int, max_seeds: int) -> int | str:
-    """The culprit's index, or "refused" (BAD did not read REGRESSED) or "undecided"."""
-    from pytest_graphnetz.bisection import BisectRefusal, bisect_commits
+def paired_search(trial: Trial, seeds: int, max_seeds: int, *, equal_share: bool = False
+                  ) -> int | str:
+    """The culprit's index, or "refused" (BAD did not read REGRESSED) or "undecided", at the
+    default δ. ``equal_share``: each look of a probe at an equal share of its level (the former
+    split, measured here, not used)."""
+    from pytest_graphnetz import bisection
+    from pytest_graphnetz.bisection import NothingRegressed, bisect_commits
 
+    proportional = bisection.look_alphas
+    if equal_share:
+        bisection.look_alphas = lambda alpha, tests, looks: tuple(   # type: ignore[assignment]
+            alpha / tests / len(looks) for _ in looks)
     try:
         result = bisect_commits([str(i) for i in range(COMMITS)], trial.probe, seeds=seeds,
-                                max_seeds=max_seeds, alpha=ALPHA, min_effect=delta)
-    except BisectRefusal:
+                                max_seeds=max_seeds, alpha=ALPHA)
+    except NothingRegressed:
         return "refused"
+    finally:
+        bisection.look_alphas = proportional
     culprit = result.findings[0].culprit
     return "undecided" if culprit is None else int(culprit)
 
@@ -159,61 +175,73 @@ def value_search(trial: Trial, seeds: int) -> int:
     return hi
 
 
-METHODS = ("paired, 10 → 40 seeds (graphnetz bisect)", "paired, fixed 10 seeds",
-           "single value (asv find)", "10-seed means, asv rule")
+METHODS = {
+    "paired, 10 → 160 seeds, α ∝ seeds per look (graphnetz bisect)":
+        lambda t: paired_search(t, 10, 160),
+    "paired, 10 → 160 seeds, equal α per look": lambda t: paired_search(t, 10, 160,
+                                                                          equal_share=True),
+    "paired, 10 → 80 seeds, α ∝ seeds per look": lambda t: paired_search(t, 10, 80),
+    "paired, 10 → 80 seeds, equal α per look": lambda t: paired_search(t, 10, 80,
+                                                                        equal_share=True),
+    "paired, 10 → 40 seeds, equal α per look (the former default)":
+        lambda t: paired_search(t, 10, 40, equal_share=True),
+    "paired, fixed 10 seeds": lambda t: paired_search(t, 10, 10),
+    "single value (asv find)": lambda t: value_search(t, 1),
+    "10-seed means, asv rule": lambda t: value_search(t, 10),
+}
+STREAMS, SEEDS = 8, 160   # the committed pool: streams × seeds (the budget's last look)
 
 
-def load_or_train(path: str | None, streams: int, pool_seeds: int) -> tuple[np.ndarray, str]:
-    """The pool, from ``path`` when it holds one of this shape (bit for bit what was trained),
-    else trained and, with ``path``, saved there."""
+def load_or_train(path: str | None) -> tuple[np.ndarray, str]:
+    """The pool, from ``path`` when it holds one of the stored shape (bit for bit what was
+    trained), else trained and, with ``path``, saved there; read as 4 streams × 96 seeds."""
     import json
 
+    pool = None
     if path and Path(path).exists():
         data = json.loads(Path(path).read_text())
         pool = np.array(data["values"])
-        if pool.shape == (len(EPOCHS), streams, pool_seeds) \
-                and data["epochs"] == list(EPOCHS.values()):
-            return pool, (f"read from {path} (trained at {data['ms_per_training']:.0f} ms "
-                          "each)")
-    t0 = time.perf_counter()
-    pool, per_training = train_pool(list(EPOCHS.values()), streams, pool_seeds)
-    note = (f"{per_training * 1000:.0f} ms per training here "
-            f"({time.perf_counter() - t0:.0f} s)")
-    if path:
-        Path(path).write_text(json.dumps({"epochs": list(EPOCHS.values()),
-                                          "ms_per_training": per_training * 1000,
-                                          "values": pool.tolist()}))
+        if pool.shape == (len(EPOCHS), STREAMS, SEEDS) and data["epochs"] == list(EPOCHS.values()):
+            note = f"read from {path} (trained at {data['ms_per_training']:.0f} ms each)"
+        else:
+            pool = None
+    if pool is None:
+        t0 = time.perf_counter()
+        pool, per_training = train_pool(list(EPOCHS.values()), STREAMS, SEEDS)
+        note = (f"{per_training * 1000:.0f} ms per training here "
+                f"({time.perf_counter() - t0:.0f} s)")
+        if path:
+            Path(path).write_text(json.dumps({"epochs": list(EPOCHS.values()),
+                                              "ms_per_training": per_training * 1000,
+                                              "values": pool.tolist()}))
     return pool, note
 
 
-def run(trials: int, streams: int, pool_seeds: int, seed: int, pool_file: str | None) -> str:
-    pool, trained = load_or_train(pool_file, streams, pool_seeds)
-    scenarios = {}   # label -> (culprit's model index, δ, paired sd)
-    for k, label in ((1, "2δ"), (2, "δ")):
-        diffs = pool[k] - pool[0]            # paired by (stream, seed)
-        effect = -float(diffs.mean())
-        scenarios[label] = (k, effect / (2 if label == "2δ" else 1), float(diffs.std(ddof=1)))
-    cross = pool[0, 1:] - pool[0, :-1]   # GOOD's model, adjacent streams: an innocent change
+def run(trials: int, seed: int, pool_file: str | None) -> str:
+    from pytest_graphnetz.verdicts.rules import DEFAULT_MIN_EFFECT
+
+    raw, trained = load_or_train(pool_file)
+    delta = DEFAULT_MIN_EFFECT
+    pool = raw.copy()
+    scenarios = {}   # label -> (culprit's model index, its measured effect, paired sd)
+    for k, label, times in ((1, "2δ", 2), (2, "δ", 1)):
+        diffs = raw[k] - raw[0]            # paired by (stream, seed)
+        effect = float(diffs.mean())
+        pool[k] = raw[k] - effect - times * delta   # its mean effect: exactly −2δ or −δ
+        scenarios[label] = (k, effect, float(diffs.std(ddof=1)))
+    cross = raw[0, 1:] - raw[0, :-1]   # GOOD's model, adjacent streams: an innocent change
     rng = np.random.default_rng(seed)
-    found = {(m, s): 0 for m in METHODS for s in ("2δ", "δ")}
-    wrong = {(m, s): 0 for m in METHODS for s in ("2δ", "δ")}
-    refused = {(m, s): 0 for m in METHODS for s in ("2δ", "δ")}
-    cost = {(m, s): [] for m in METHODS for s in ("2δ", "δ")}
+    keys = [(m, s) for m in METHODS for s in scenarios]
+    found, wrong, refused = (dict.fromkeys(keys, 0) for _ in range(3))
+    cost: dict[tuple[str, str], list[int]] = {k: [] for k in keys}
     t1 = time.perf_counter()
     for _ in range(trials):
-        commits, culprit = history(rng, streams)
-        perm = rng.permutation(pool_seeds)
-        for label, (model, delta, _) in scenarios.items():
-            for method in METHODS:
+        commits, culprit = history(rng, STREAMS)
+        perm = rng.permutation(SEEDS)
+        for label, (model, _, _) in scenarios.items():
+            for method, search in METHODS.items():
                 trial = Trial(pool, commits, perm, model)
-                if method == METHODS[0]:
-                    got = paired_search(trial, delta, 10, 40)
-                elif method == METHODS[1]:
-                    got = paired_search(trial, delta, 10, 10)
-                elif method == METHODS[2]:
-                    got = value_search(trial, 1)
-                else:
-                    got = value_search(trial, 10)
+                got = search(trial)
                 found[method, label] += got == culprit
                 wrong[method, label] += isinstance(got, int) and got != culprit
                 refused[method, label] += got == "refused"
@@ -222,38 +250,42 @@ def run(trials: int, streams: int, pool_seeds: int, seed: int, pool_file: str | 
     lines = [
         f"# Bisect under noise: {trials} histories of {COMMITS} commits, seed {seed}",
         "",
-        f"Command: `python benchmarks/bisect_search.py --trials {trials} --streams {streams} "
-        f"--pool-seeds {pool_seeds} --seed {seed}`"
+        f"Command: `python benchmarks/bisect_search.py --trials {trials} --seed {seed}`"
         + (f" (pool: `--pool {pool_file}`)" if pool_file else ""),
         "",
         f"Model: GCN on a 400-node 4-block SBM, {EPOCHS['good']} epochs; the culprit trains "
-        f"{EPOCHS['2δ']} (−2δ) or {EPOCHS['δ']} (−δ). Pool {streams} streams × 3 models × "
-        f"{pool_seeds} seeds, {trained}; searches {search_s:.0f} s.",
-        f"GOOD's accuracy {pool[0].mean():.4f} (seed sd {pool[0].std(ddof=1):.4f}); an "
+        f"{EPOCHS['2δ']} (−2δ) or {EPOCHS['δ']} (−δ) epochs, moved to exactly that effect. "
+        f"Pool {STREAMS} streams × 3 models × {SEEDS} seeds, {trained}; searches "
+        f"{search_s:.0f} s.",
+        f"GOOD's accuracy {raw[0].mean():.4f} (seed sd {raw[0].std(ddof=1):.4f}); an "
         f"RNG-stream change's paired sd {cross.std(ddof=1):.4f}. "
-        + "; ".join(f"culprit at −{label}: true effect {-delta * (2 if label == '2δ' else 1):+.4f}"
-                    f" (paired sd {sd:.4f}), so δ = {delta:.4f}"
-                    for label, (_, delta, sd) in scenarios.items())
-        + f". alpha {ALPHA} for the whole search.",
+        + "; ".join(f"culprit at −{label}: the {EPOCHS[label]}-epoch model (measured effect "
+                    f"{effect:+.4f}, paired sd {sd:.4f}) moved to "
+                    f"{-delta * (2 if label == '2δ' else 1):+.4f}"
+                    for label, (_, effect, sd) in scenarios.items())
+        + f". δ = {delta} (the default for an accuracy); alpha {ALPHA} for the whole search.",
         "",
-        "| method | culprit at | culprit found | wrong commit named | endpoints refused | "
-        "seed-trainings per search (mean, max) |",
+        "| method | culprit at | culprit found | wrong commit named | nothing regressed "
+        "(endpoints) | seed-trainings per search (mean, max) |",
         "|---|---|---|---|---|---|",
     ]
-    for label in ("2δ", "δ"):
+    for label in scenarios:
         for method in METHODS:
             k, c = found[method, label], np.array(cost[method, label])
             lo, hi = wilson(k, trials)
             w = wrong[method, label]
+            wlo, whi = wilson(w, trials)
             lines.append(f"| {method} | −{label} | {100 * k / trials:.1f}% "
-                         f"[{100 * lo:.1f}, {100 * hi:.1f}] | {100 * w / trials:.1f}% | "
+                         f"[{100 * lo:.1f}, {100 * hi:.1f}] | {100 * w / trials:.1f}% "
+                         f"[{100 * wlo:.1f}, {100 * whi:.1f}] | "
                          f"{100 * refused[method, label] / trials:.1f}% | "
                          f"{c.mean():.1f}, {c.max()} |")
-    lines += ["", "Brackets: 95% Wilson interval over the trials. Target: ≥ 95% at −2δ, "
-              "≥ 80% at −δ (the first row of each). A paired search that neither finds the culprit "
-              "nor names a wrong commit refused the endpoints (BAD did not read REGRESSED at its "
-              "seeds and level) or stopped undecided with the culprit's range; the value "
-              "bisects always name a commit."]
+    lines += ["", f"Trials: {trials} histories per row (the same histories in every row). "
+              "Brackets: 95% Wilson interval over the trials. Target: ≥ 95% at −2δ, ≥ 80% at −δ, "
+              "a wrong commit ≤ 1% (the first row of each). A paired search that neither finds "
+              "the culprit nor names a wrong commit read BAD as not regressed (its seeds and "
+              "level did not show the drop: exit 3, or 1 with the δ they resolve) or stopped "
+              "undecided with the culprit's range; the value bisects always name a commit."]
     return "\n".join(lines) + "\n"
 
 
@@ -266,17 +298,12 @@ def wilson(k: int, n: int) -> tuple[float, float]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--trials", type=int, default=200)
-    parser.add_argument("--streams", type=int, default=8)
-    parser.add_argument("--pool-seeds", type=int, default=48)
+    parser.add_argument("--trials", type=int, default=400)
     parser.add_argument("--pool", help="JSON file of the pool: read when it fits, else written")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--quick", action="store_true", help="40 trials, 6 streams, 40 seeds")
     parser.add_argument("--out", help="also write the table to this file")
     args = parser.parse_args(argv)
-    if args.quick:
-        args.trials, args.streams, args.pool_seeds = 40, 6, 40
-    text = run(args.trials, args.streams, args.pool_seeds, args.seed, args.pool)
+    text = run(args.trials, args.seed, args.pool)
     print(text, end="")
     if args.out:
         Path(args.out).write_text(text)

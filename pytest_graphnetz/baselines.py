@@ -153,7 +153,9 @@ class Anchor:
 @dataclass(frozen=True)
 class StoredBaseline:
     """A baseline file's content: the report (values only), each cell's anchor and, for a
-    baseline refreshed with replicates, each cell's :class:`Replicates`.
+    baseline refreshed with replicates, each cell's :class:`Replicates`; ``written``: per cell
+    the refresh its values were written under (``refresh`` in the file, see
+    :func:`pytest_graphnetz.ratchet.refresh`).
 
     ``anchors`` lacks the cells of a file written before anchors existed (``legacy``).
     """
@@ -162,6 +164,7 @@ class StoredBaseline:
     anchors: Mapping[Cell, Anchor] = field(default_factory=dict)
     legacy: bool = False
     replicates: Mapping[Cell, Replicates] = field(default_factory=dict)
+    written: Mapping[Cell, Mapping[str, object]] = field(default_factory=dict)
 
     def paired_with(self, candidate: BenchmarkReport) -> tuple[BenchmarkReport, str]:
         """The report a gate pairs ``candidate`` with, and what the gate's header says of it
@@ -192,12 +195,16 @@ class StoredBaseline:
 
 
 def to_text(report: BenchmarkReport, anchors: Mapping[Cell, Anchor],
-            replicates: Mapping[Cell, Replicates] | None = None) -> str:
-    """The file text of a baseline: ``report``'s values-only form with each cell's anchor and
-    replicates (those that hold ``report``'s seeds)."""
+            replicates: Mapping[Cell, Replicates] | None = None,
+            written: Mapping[Cell, Mapping[str, object]] | None = None) -> str:
+    """The file text of a baseline: ``report``'s values-only form with each cell's anchor,
+    replicates (those that hold ``report``'s seeds) and the refresh it was written under."""
     data = report.to_values_dict()
     for (task, model), anchor in anchors.items():
         data["models"][model]["tasks"][task]["anchor"] = anchor.to_json()
+    for (task, model), record in (written or {}).items():
+        if task in report.tasks and model in report.models:
+            data["models"][model]["tasks"][task]["refresh"] = dict(record)
     for (task, model), rep in (replicates or {}).items():
         if rep.seeds == report.seeds and task in report.tasks and model in report.models:
             data["models"][model]["tasks"][task]["replicates"] = rep.to_json(
@@ -207,7 +214,8 @@ def to_text(report: BenchmarkReport, anchors: Mapping[Cell, Anchor],
 
 def write_baseline(path: str | Path, report: BenchmarkReport,
                    anchors: Mapping[Cell, Anchor], *, root: Path | None = None,
-                   replicates: Mapping[Cell, Replicates] | None = None) -> Path:
+                   replicates: Mapping[Cell, Replicates] | None = None,
+                   written: Mapping[Cell, Mapping[str, object]] | None = None) -> Path:
     """Write ``report`` with ``anchors`` (and ``replicates``) to ``path`` atomically (a reader
     never sees half); messages print ``path`` relative to ``root`` (the rootdir) when it lies
     inside."""
@@ -216,7 +224,7 @@ def write_baseline(path: str | Path, report: BenchmarkReport,
     # committed; sweep those, then write through the ignored temp directory.
     remove_stale_temp_files(path.parent)
     try:
-        write_text_atomic(path, to_text(report, anchors, replicates),
+        write_text_atomic(path, to_text(report, anchors, replicates, written),
                           temp_dir=_temp_dir(path.parent))
     except OSError as exc:
         raise BaselineError(_unwritable(path, exc, shown(path, root))) from None
@@ -244,16 +252,18 @@ def read_baseline(path: str | Path, *, update_command: str | None = None,
         report = BenchmarkReport.from_dict(data, source=name)
         if data["schema"] == SCHEMA:
             return StoredBaseline(report, legacy=True)
-        anchors, replicates = {}, {}
+        anchors, replicates, written = {}, {}, {}
         for model, block in data["models"].items():
             for task, cell in block["tasks"].items():
+                if isinstance(cell.get("refresh"), Mapping):
+                    written[(task, model)] = dict(cell["refresh"])
                 if cell.get("anchor") is not None:
                     anchors[(task, model)] = Anchor.from_json(cell["anchor"],
                                                               data["schema_version"])
                 if cell.get("replicates") is not None:
                     replicates[(task, model)] = Replicates.from_json(
                         cell["replicates"], f"cell {task}/{model}")
-        return StoredBaseline(report, anchors, replicates=replicates)
+        return StoredBaseline(report, anchors, replicates=replicates, written=written)
     except ReportSchemaError as exc:
         raise BaselineSchemaError(
             f"baseline {name} was written by a newer pytest-graphnetz (schema version "

@@ -2,52 +2,51 @@
 
 :func:`bisect_commits` is the search, a pure function over a ``probe(commit, n_seeds)`` callable
 that returns the reports a commit's benchmark saves (by name; seeds ``0..n-1``); ``graphnetz
-bisect`` implements the probe with git worktrees and pytest (:class:`GitProbe`), the benchmark
-(``benchmarks/bisect_search.py``) with an in-process history. Each probe is judged by the gate
-(:func:`~pytest_graphnetz.gates.compare_reports`, not-worse, paired by seed) against GOOD:
+bisect`` implements the probe with git worktrees and pytest (:mod:`.bisect_probes`), the
+benchmark (``benchmarks/bisect_search.py``) with an in-process history. Each probe is judged by
+the gate (:func:`~pytest_graphnetz.gates.compare_reports`, not-worse, paired by seed) against
+GOOD:
 
 - **regressed**: REGRESSED;  **same**: NOT WORSE, IDENTICAL or BETTER (no regression of δ or
-  more); **unknown**: INCONCLUSIVE, which re-runs the probe (and GOOD) on twice the seeds, up to
-  ``max_seeds``; still unknown there stops that cell's search with its range unresolved.
+  more); **unknown**: INCONCLUSIVE, which takes the next look of the gate's schedule (the probe
+  and GOOD on twice the seeds: 10 → 20 → 40 → 80 → 160, as the CI loop does) up to
+  ``max_seeds``, the budget; still unknown there stops that cell's search with its range
+  unresolved, and says what δ the probe's seeds resolve.
 - Before any statistics, a probe whose per-seed values equal a neighbour's bit for bit (the
   bracket's last-same or first-regressed commit, on the seeds both hold) takes that neighbour's
   verdict: an unchanged model is bit-identical, and such a commit spends no test.
 - Error control: Bonferroni over every gate call. At most ``m = ceil(log2(len(commits))) + 2``
   probes decide a cell (the endpoint check, ``ceil(log2(len(commits) - 1))`` bisection steps
-  and one spare), each through at most ``L`` seed counts (10, 20, 40: ``L = 3``), so every gate
-  call is judged alone (``rerun_safe=False``) at ``alpha / (m · L)``, Holm across the cells
-  inside a call (and split again over the report files a probe saves). A wrong verdict at any
-  step, either way (REGRESSED with no regression, or NOT WORSE with one of δ or more), is what
-  would name a wrong culprit, so the probability that a cell's named culprit (or its "same")
-  is wrong is at most ``alpha``. Why not the gate's sequential schedule (each probe one test at
-  ``alpha / m``, its seed counts the looks 10 → 20 → 40): its first look spends 0.85 of the
-  level, which starves the later looks a probe needs, and it found fewer culprits on the same
-  histories (``benchmarks/bisect_results.md``: 91.0% / 68.5% of culprits found at −2δ / −δ,
-  against 98.0% / 87.5%).
+  and one spare), each through the ``L`` looks of the schedule up to the budget; look k of a
+  probe is judged alone (``rerun_safe=False``) at ``alpha / m · n_k / (n_1 + ... + n_L)``, its
+  share in proportion to its seeds (Holm across the cells inside a call, split again over the
+  report files a probe saves). A wrong verdict at any step, either way (REGRESSED with no
+  regression, or NOT WORSE with one of δ or more), is what would name a wrong culprit, so the
+  probability that a cell's named culprit (or its "same") is wrong is at most ``alpha``. The
+  share in proportion to seeds gives the look that decides most probes at the default δ (the
+  last) the most; an equal share per look found fewer culprits (``benchmarks/bisect_results.md``),
+  and so did the gate's sequential boundaries per probe, whose first look spends 0.85 of the
+  level (an earlier measurement, in docs/history-bisect.md).
 """
 
 from __future__ import annotations
 
 import math
-import os
-import shutil
-import subprocess
-import sys
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
 from .gates import compare_reports
 from .report import BenchmarkReport
 from .stats import Verdict
+from .stats.boundaries import schedule
 from .text import fmt_interval, fmt_level, fmt_num, fmt_p, fmt_signed
 
 REGRESSED, SAME, UNKNOWN = "regressed", "same", "unknown"
 _THREE = {Verdict.REGRESSED: REGRESSED, Verdict.NOT_WORSE: SAME, Verdict.IDENTICAL: SAME,
           Verdict.BETTER: SAME, Verdict.INCONCLUSIVE: UNKNOWN}
+DEFAULT_MAX_SEEDS = 160   # the budget: the schedule 10 → 20 → 40 → 80 → 160
 
 Reports = Mapping[str, BenchmarkReport]
 """A probe's saved reports by name (``graphnetz bisect``: the path under the report dir)."""
@@ -61,19 +60,62 @@ class BisectRefusal(ValueError):
     """The search cannot start or go on honestly (the message says why and what to do)."""
 
 
+class NothingRegressed(Exception):
+    """BAD does not read REGRESSED against GOOD on any cell: nothing to bisect. ``evidence``:
+    each cell's verdict at BAD; ``undecided``: some cell stayed unknown at the budget (the
+    message says what δ its seeds resolve), else every cell reads same."""
+
+    def __init__(self, message: str, evidence: Sequence[Evidence], undecided: bool) -> None:
+        super().__init__(message)
+        self.evidence, self.undecided = tuple(evidence), undecided
+
+
 @dataclass(frozen=True)
 class Evidence:
     """One cell's verdict at one probe: ``verdict`` (regressed / same / unknown), the seeds it
-    was decided on, and ``detail``, the gate's numbers or the bit-for-bit match."""
+    was decided on, ``detail`` (the gate's numbers or the bit-for-bit match), and for a gate
+    call the paired sd, δ and the level it used (None for a bit-for-bit match)."""
 
     cell: Cell
     verdict: str
     seeds: int
     detail: str
+    sd_diff: float | None = None
+    min_effect: float | None = None
+    alpha: float | None = None
 
     @property
     def label(self) -> str:
         return cell_label(self.cell)
+
+    def hint(self) -> str:
+        """For an unknown probe: the δ its seeds resolve at the level it used, and the budget
+        the δ it was asked for needs ("" when there is nothing to plan on)."""
+        if self.verdict != UNKNOWN or not self.sd_diff or self.alpha is None:
+            return ""
+        from .calibration.resolution import resolvable_min_effect
+        from .stats.planning import seeds_for_min_effect
+
+        resolved = resolvable_min_effect(self.sd_diff, self.seeds, alpha=self.alpha)
+        text = (f"at {self.seeds} seeds and alpha {fmt_num(self.alpha)} this probe's paired sd "
+                f"{fmt_num(self.sd_diff)} resolves δ ≥ {fmt_num(_round_up(resolved))} at power "
+                f"0.8: rerun with --min-effect {fmt_num(_round_up(resolved))}")
+        if self.min_effect:
+            need = seeds_for_min_effect(self.sd_diff, self.min_effect, alpha=self.alpha)
+            budget = 2 * self.seeds   # the schedule's next look, and on until it holds `need`
+            while budget < need:
+                budget *= 2
+            text += (f"; δ {fmt_num(self.min_effect)} needs about {need} seeds "
+                     f"(--max-seeds {budget}, a smaller alpha per look with it)")
+        return text
+
+
+def _round_up(x: float) -> float:
+    """``x`` rounded up to two significant digits (a δ to type)."""
+    if x <= 0:
+        return x
+    scale = 10 ** (math.floor(math.log10(x)) - 1)
+    return math.ceil(x / scale - 1e-9) * scale
 
 
 @dataclass(frozen=True)
@@ -104,13 +146,14 @@ class Finding:
 
 @dataclass(frozen=True)
 class BisectResult:
-    """The search: a finding per cell that BAD regressed on, every step in order, the level each
-    gate call ran at (``alpha_per_test``) and the most seeds each commit was probed on."""
+    """The search: a finding per cell that BAD regressed on, every step in order, the level of
+    each look's gate call (``look_alphas``, one per seed count) and the most seeds each commit
+    was probed on."""
 
     findings: tuple[Finding, ...]
     steps: tuple[Step, ...]
     alpha: float
-    alpha_per_test: float
+    look_alphas: tuple[float, ...]
     tests: int
     seed_counts: tuple[int, ...]
     probed: dict[str, int] = field(default_factory=dict)
@@ -121,22 +164,22 @@ class BisectResult:
 
     def lines(self) -> list[str]:
         """The report a person reads: each culprit with the evidence of each step."""
-        out = [f"error control: Bonferroni over at most {self.tests} probes × "
-               f"{len(self.seed_counts)} seed counts {list(self.seed_counts)}: each gate call "
-               f"judged alone at alpha {fmt_num(self.alpha)}/{self.tests * len(self.seed_counts)}"
-               f" = {fmt_num(self.alpha_per_test)} (Holm across a call's cells)"]
+        out = [error_control(self.alpha, self.tests, self.seed_counts)]
         for f in self.findings:
             out.append("")
             if f.culprit is not None:
                 out.append(f"{f.label}: culprit {f.culprit} (last same: {f.last_same})")
             else:
                 out.append(f"{f.label}: UNRESOLVED, the culprit lies after {f.last_same} and "
-                           f"at or before {f.first_regressed} (a probe stayed unknown at "
-                           f"{self.seed_counts[-1]} seeds; raise --max-seeds)")
+                           f"at or before {f.first_regressed}")
+            unknown = None
             for step in f.steps:
                 for ev in step.evidence:
                     if ev.cell == f.cell:
                         out.append(f"  {step.commit}: {ev.verdict.upper()} — {ev.detail}")
+                        unknown = ev if ev.verdict == UNKNOWN else unknown
+            if f.culprit is None and unknown is not None and unknown.hint():
+                out.append(f"  to resolve it: {unknown.hint()}")
         return out
 
 
@@ -146,30 +189,43 @@ def cell_label(cell: Cell) -> str:
 
 
 def seed_schedule(seeds: int, max_seeds: int) -> tuple[int, ...]:
-    """The seed counts a probe may take: ``seeds``, doubling, capped at ``max_seeds``."""
+    """The looks a probe may take: the gate's schedule from ``seeds`` (doubling) up to
+    ``max_seeds``, the budget."""
     if seeds < 2 or max_seeds < seeds:
         raise ValueError(f"`seeds` must be >= 2 and `max_seeds` >= `seeds`, got {seeds} and "
                          f"{max_seeds}")
-    out = [seeds]
-    while out[-1] < max_seeds:
-        out.append(min(2 * out[-1], max_seeds))
-    return tuple(out)
+    return schedule(seeds, max_seeds)
+
+
+def look_alphas(alpha: float, tests: int, looks: Sequence[int]) -> tuple[float, ...]:
+    """Each look's level: its share of ``alpha / tests`` in proportion to its seeds."""
+    return tuple(alpha / tests * n / sum(looks) for n in looks)
+
+
+def error_control(alpha: float, tests: int, looks: Sequence[int]) -> str:
+    """The one line that says how the search spends ``alpha``, with the level of each look."""
+    levels = ", ".join(f"{n} seeds at {fmt_num(a)}"
+                       for n, a in zip(looks, look_alphas(alpha, tests, looks), strict=True))
+    return (f"error control: Bonferroni over at most {tests} probes, each through the looks "
+            f"{list(looks)} with a share of alpha {fmt_num(alpha)}/{tests} in proportion to "
+            f"its seeds; each gate call judged alone: {levels} (Holm across a call's cells, "
+            "split again over the report files a probe saves)")
 
 
 def bisect_commits(commits: Sequence[str], probe: Probe, *, seeds: int = 10,
-                   max_seeds: int = 40, alpha: float = 0.05, min_effect: float | None = None,
-                   margin: float = 0.0) -> BisectResult:
+                   max_seeds: int = DEFAULT_MAX_SEEDS, alpha: float = 0.05,
+                   min_effect: float | None = None, margin: float = 0.0) -> BisectResult:
     """Find, per cell that ``commits[-1]`` (BAD) regressed on against ``commits[0]`` (GOOD),
     the first commit that reads regressed (see the module docstring for the verdicts and the
     error control). ``commits`` are in history order, GOOD first. Raises
-    :class:`BisectRefusal` when BAD does not read REGRESSED against GOOD, or a probe lacks a
-    report or cell GOOD has.
+    :class:`NothingRegressed` when BAD does not read REGRESSED against GOOD on any cell, and
+    :class:`BisectRefusal` when a probe lacks a report or cell GOOD has.
     """
     if len(commits) < 2:
         raise BisectRefusal("bisect needs two commits, GOOD and BAD")
-    schedule = seed_schedule(seeds, max_seeds)
+    looks = seed_schedule(seeds, max_seeds)
     tests = math.ceil(math.log2(len(commits))) + 2
-    alpha_test = alpha / (tests * len(schedule))   # every gate call, judged alone
+    levels = look_alphas(alpha, tests, looks)
     memo: dict[tuple[int, int], Reports] = {}
     probed: dict[str, int] = {}
 
@@ -181,37 +237,32 @@ def bisect_commits(commits: Sequence[str], probe: Probe, *, seeds: int = 10,
 
     def step(i: int, cells: Sequence[Cell], neighbours: Mapping[Cell, Sequence[int]]) -> Step:
         decided: dict[Cell, Evidence] = {}
-        first = get(i, schedule[0])
+        first = get(i, looks[0])
         for cell in cells:
             for j, verdict in zip(neighbours.get(cell, ()), (SAME, REGRESSED), strict=False):
-                if _bitwise_equal(first, get(j, schedule[0]), cell, commits[i], commits[j]):
-                    decided[cell] = Evidence(cell, verdict, schedule[0],
+                if _bitwise_equal(first, get(j, looks[0]), cell, commits[i], commits[j]):
+                    decided[cell] = Evidence(cell, verdict, looks[0],
                                              f"per-seed values equal {commits[j]}'s bit for bit "
                                              "(no test)")
                     break
-        for n in schedule:
+        for n, level in zip(looks, levels, strict=True):
             todo = [c for c in cells if c not in decided]
             if not todo:
                 break
-            judged = _judge(get(i, n), get(0, n), todo, alpha=alpha_test, min_effect=min_effect,
+            judged = _judge(get(i, n), get(0, n), todo, alpha=level, min_effect=min_effect,
                             margin=margin, commit=commits[i], good_commit=commits[0])
             for cell, ev in judged.items():
-                if ev.verdict != UNKNOWN or n == schedule[-1]:
+                if ev.verdict != UNKNOWN or n == looks[-1]:
                     decided[cell] = ev
         return Step(commits[i], i, tuple(decided[c] for c in cells))
 
-    good = get(0, schedule[0])
+    good = get(0, looks[0])
     cells = [(name, t, m) for name, r in good.items() for t in r.tasks for m in r.models]
     bad = len(commits) - 1
     ends = step(bad, cells, {c: (0,) for c in cells})
     targets = [ev.cell for ev in ends.evidence if ev.verdict == REGRESSED]
     if not targets:
-        raise BisectRefusal(
-            f"BAD ({commits[-1]}) does not read REGRESSED against GOOD ({commits[0]}) on any "
-            f"cell, so there is no regression to bisect:\n"
-            + "\n".join(f"  {ev.label}: {ev.verdict} — {ev.detail}" for ev in ends.evidence)
-            + "\nCheck the commits and the pytest arguments, or give more seeds (--max-seeds) "
-              "or a smaller --min-effect.")
+        raise _nothing_regressed(commits, ends.evidence)
     lo = dict.fromkeys(targets, 0)
     hi = dict.fromkeys(targets, bad)
     stuck: set[Cell] = set()
@@ -237,8 +288,22 @@ def bisect_commits(commits: Sequence[str], probe: Probe, *, seeds: int = 10,
         mine = tuple(s for s in steps if any(ev.cell == c for ev in s.evidence))
         culprit = commits[hi[c]] if hi[c] - lo[c] == 1 else None
         findings.append(Finding(c, culprit, commits[lo[c]], commits[hi[c]], mine))
-    return BisectResult(tuple(findings), tuple(steps), alpha, alpha_test, tests, schedule,
-                        probed)
+    return BisectResult(tuple(findings), tuple(steps), alpha, levels, tests, looks, probed)
+
+
+def _nothing_regressed(commits: Sequence[str], evidence: Sequence[Evidence]) -> NothingRegressed:
+    undecided = [ev for ev in evidence if ev.verdict == UNKNOWN]
+    lines = [f"BAD ({commits[-1]}) does not read REGRESSED against GOOD ({commits[0]}) on any "
+             + ("cell, and a cell stayed unknown at the budget: whether it regressed is not "
+                "decided" if undecided else "cell, so there is nothing to bisect") + ":"]
+    for ev in evidence:
+        lines.append(f"  {ev.label}: {ev.verdict} — {ev.detail}")
+        if ev.hint():
+            lines.append(f"    to resolve it: {ev.hint()}")
+    if not undecided:
+        lines.append("Every cell reads same (no regression of δ or more): check the commits and "
+                     "the pytest arguments.")
+    return NothingRegressed("\n".join(lines), evidence, bool(undecided))
 
 
 def _cell_values(reports: Reports, cell: Cell, commit: str) -> dict[int, float]:
@@ -281,7 +346,7 @@ def _judge(candidate: Reports, good: Reports, cells: Sequence[Cell], *, alpha: f
                                    gate="not_worse", margin=margin, min_effect=min_effect,
                                    alpha=alpha / len(by_name), source=f"GOOD ({good_commit})",
                                    rerun_safe=False, alone_reason="a bisect probe, at its "
-                                   "share of alpha (Bonferroni over probes × seed counts)")
+                                   "look's share of alpha (Bonferroni over probes × looks)")
         for v in verdicts:
             cell = (name, v.task, v.model)
             if cell in group:
@@ -291,136 +356,6 @@ def _judge(candidate: Reports, good: Reports, cells: Sequence[Cell], *, alpha: f
                     cell, _THREE[v.verdict], c.n,
                     f"{v.verdict} at {c.n} seeds: paired Δ {fmt_signed(c.mean_diff)} "
                     f"({fmt_level(c.confidence_level)} CI {fmt_interval(c.ci.low, c.ci.high)}), "
-                    f"p {fmt_p(p)}, δ {fmt_num(c.min_effect)}, alpha {fmt_num(c.alpha)}")
+                    f"p {fmt_p(p)}, δ {fmt_num(c.min_effect)}, alpha {fmt_num(c.alpha)}",
+                    sd_diff=float(c.sd_diff), min_effect=c.min_effect, alpha=float(c.alpha))
     return out
-
-
-# -- the probe of `graphnetz bisect`: a git worktree per commit, pytest in it -------------------
-
-PYTEST_EXIT = {2: "interrupted or errors during collection", 3: "internal error",
-               4: "usage error", 5: "no tests collected"}
-
-
-class GitProbe:
-    """``probe(commit, n)`` for :func:`bisect_commits`: ``commit`` checked out with ``git
-    worktree add`` into a temporary folder under ``work`` (removed afterwards), pytest run there
-    with the given arguments on seeds ``0..n-1``, every probe sharing one triple cache
-    (``cache_dir``), and the candidate reports it saved (``--graphnetz-report-dir``) read back
-    by their path under the report dir. A pytest run that errors (exit status other than 0, or
-    1 for failed tests: a regressed commit fails its gate) is a :class:`BisectRefusal`.
-
-    The pytest process imports this same pytest-graphnetz (its folder first on PYTHONPATH), so
-    every probe is judged by one version of the plugin, whatever the commit pins.
-    """
-
-    def __init__(self, repo: Path, prefix: str, pytest_args: Sequence[str], *,
-                 cache_dir: Path, work: Path, log: Callable[[str], None]) -> None:
-        self.repo, self.prefix, self.pytest_args = repo, prefix, list(pytest_args)
-        self.cache_dir, self.work, self.log = cache_dir, work, log
-        self.runs = 0
-
-    def __call__(self, commit: str, n: int) -> Reports:
-        self.runs += 1
-        tree = self.work / f"tree-{self.runs}"
-        out = self.work / f"reports-{self.runs}"
-        self.log(f"probe {commit}: pytest on {n} seeds")
-        git(self.repo, "worktree", "add", "--detach", "--quiet", str(tree), commit)
-        try:
-            env = dict(os.environ)
-            here = str(Path(__file__).resolve().parents[1])
-            env["PYTHONPATH"] = os.pathsep.join(
-                [here, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
-            proc = subprocess.run(
-                [sys.executable, "-m", "pytest", *self.pytest_args, f"--graphnetz-seeds={n}",
-                 f"--graphnetz-report-dir={out}", f"--graphnetz-cache-dir={self.cache_dir}",
-                 "-q", "-p", "no:cacheprovider"],
-                cwd=tree / self.prefix, env=env, capture_output=True, text=True, check=False)
-        finally:
-            git(self.repo, "worktree", "remove", "--force", str(tree))
-        if proc.returncode not in (0, 1):
-            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
-            raise BisectRefusal(
-                f"{commit}: the probe cannot be built: pytest exited {proc.returncode} "
-                f"({PYTEST_EXIT.get(proc.returncode, 'error')}) with "
-                f"`pytest {' '.join(self.pytest_args)}`; its output ends:\n{tail}")
-        reports = {p.relative_to(out).as_posix().removesuffix(".json"):
-                   BenchmarkReport.from_json(p) for p in sorted(out.rglob("*.json"))}
-        if not reports:
-            raise BisectRefusal(
-                f"{commit}: pytest saved no candidate report (no gate ran on a graphnetz run); "
-                "give pytest arguments that select gated tests")
-        return reports
-
-
-def git(repo: Path, *args: str) -> str:
-    """``git -C repo args``' output; a failure is a :class:`BisectRefusal` with git's words."""
-    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                          check=False)
-    if proc.returncode != 0:
-        raise BisectRefusal(f"`git {' '.join(args)}` failed: "
-                            f"{' '.join(proc.stderr.split()) or proc.returncode}")
-    return proc.stdout.strip()
-
-
-def commit_range(repo: Path, good: str, bad: str) -> list[str]:
-    """GOOD, then every commit after it up to BAD along BAD's first parents (12-digit ids)."""
-    ids = []
-    for role, rev in (("GOOD", good), ("BAD", bad)):
-        try:
-            ids.append(git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"))
-        except BisectRefusal:
-            raise BisectRefusal(f"{role} {rev!r} is not a commit of {repo} (a commit id, tag "
-                                "or branch)") from None
-    good_id, bad_id = ids
-    if subprocess.run(["git", "-C", str(repo), "merge-base", "--is-ancestor", good_id, bad_id],
-                      check=False).returncode != 0:
-        raise BisectRefusal(f"GOOD {good} is not an ancestor of BAD {bad}: give GOOD first, "
-                            "an older commit on BAD's history")
-    after = git(repo, "rev-list", "--reverse", "--first-parent", "--ancestry-path",
-                f"{good_id}..{bad_id}").split()
-    if not after:
-        raise BisectRefusal(f"GOOD {good} and BAD {bad} are the same commit")
-    return [c[:12] for c in (good_id, *after)]
-
-
-def run_bisect(good: str, bad: str, pytest_args: Sequence[str], *, seeds: int, max_seeds: int,
-               alpha: float, min_effect: float | None, margin: float,
-               cache_dir: str | None) -> int:
-    """``graphnetz bisect``: 0 when every regressed cell's culprit is named, 1 when a search
-    stopped undecided, 2 (a refusal, printed) when the endpoints do not differ or a probe cannot
-    be built."""
-    def log(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
-    for arg in pytest_args:
-        if arg.startswith(("--graphnetz-seeds", "--graphnetz-report-dir",
-                           "--graphnetz-cache-dir")):
-            raise BisectRefusal(f"pytest argument {arg}: bisect sets the seeds, report dir and "
-                                "cache dir of each probe itself (--seeds, --max-seeds, "
-                                "--cache-dir); leave it out")
-    try:
-        repo = Path(git(Path.cwd(), "rev-parse", "--show-toplevel"))
-    except BisectRefusal:
-        raise BisectRefusal(f"{Path.cwd()} is not inside a git repository: run graphnetz "
-                            "bisect from the project's checkout") from None
-    prefix = git(Path.cwd(), "rev-parse", "--show-prefix")
-    commits = commit_range(repo, good, bad)
-    log(f"bisect: {len(commits)} commits from GOOD {commits[0]} to BAD {commits[-1]}")
-    work = Path(tempfile.mkdtemp(prefix="graphnetz-bisect-"))
-    try:
-        cache = Path(cache_dir).resolve() if cache_dir else work / "cache"
-        probe = GitProbe(repo, prefix, pytest_args, cache_dir=cache, work=work, log=log)
-        result = bisect_commits(commits, probe, seeds=seeds, max_seeds=max_seeds, alpha=alpha,
-                                min_effect=min_effect, margin=margin)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-        git(repo, "worktree", "prune")
-    for line in result.lines():
-        print(line)
-    for f in result.findings:
-        if f.culprit is not None:
-            print(f"\n{f.label}: culprit {git(repo, 'log', '-1', '--format=%h %s', f.culprit)}")
-    trainings = sum(result.probed.values())
-    print(f"\n{len(result.probed)} commits probed, {trainings} seed-runs requested "
-          f"(the shared triple cache trains each (code, seed) once)")
-    return 0 if result.resolved else 1

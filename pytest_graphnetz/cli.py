@@ -5,12 +5,13 @@
                       [--margin 0] [--min-effect D] [--alpha 0.05] [--strict] [--markdown]
     graphnetz refresh [PYTEST ARGS...] [--accept TASK/MODEL]
     graphnetz calibrate [-o FIGURE.png] [PYTEST ARGS...]
+    graphnetz prune [--yes] [PYTEST ARGS...]
     graphnetz plot REPORT [CANDIDATE] -o FILE.png [--ci t|bootstrap] [--tuning] [--gate ...]
                    [--margin]
     graphnetz latex REPORT [-o FILE.tex] [--ci t|bootstrap]
     graphnetz markdown REPORT [-o FILE.md] [--ci t|bootstrap]
     graphnetz history DIR -o OUTDIR [--anchor COMMIT] [--alpha 0.05]
-    graphnetz bisect GOOD BAD [--seeds 10] [--max-seeds 40] [--min-effect D] [--alpha 0.05]
+    graphnetz bisect GOOD BAD [--seeds 10] [--max-seeds 160] [--min-effect D] [--alpha 0.05]
                      [--cache-dir DIR] -- [PYTEST ARGS...]
     graphnetz next-seeds VERDICTS.json --budget N [--current N]
 
@@ -19,9 +20,10 @@ argument), the parser (:func:`build_parser`) and :func:`main`, which runs one sm
 per subcommand (:mod:`.subcommands`). Exit codes: 0 success, 1 a gate failed (``compare``: a
 failing cell; ``history``: a cell drifts; ``bisect``: a search stopped undecided) and nothing
 else, 2 a usage or input error (a bad argument, a file that is missing, malformed or a
-directory, a refused pairing or bisect), said in one line. Heavy imports stay inside the
-functions (``history`` and ``bisect`` live in :mod:`.trend`, :mod:`.trendpage` and
-:mod:`.bisection`).
+directory, a refused pairing or bisect), said in one line, 3 ``bisect`` found nothing
+regressed. Heavy imports stay inside the functions (``history`` and ``bisect`` live in
+:mod:`.trend`, :mod:`.trendpage`, :mod:`.trendsvg`, :mod:`.bisection` and
+:mod:`.bisect_probes`; ``prune`` runs the gates and :func:`~.ratchet.drop_cells`).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from .subcommands import (
     cmd_markdown,
     cmd_next_seeds,
     cmd_plot,
+    cmd_prune,
     cmd_refresh,
     cmd_show,
 )
@@ -67,6 +70,17 @@ def _alpha(text: str) -> float:
     if not 0.0 < alpha < 0.5:
         raise argparse.ArgumentTypeError(f"must lie in (0, 0.5), got {text}")
     return alpha
+
+
+def _first_look(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of seeds, got {text!r}") \
+            from None
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"must be >= 2 (a paired test needs 2 seeds), got {text}")
+    return value
 
 
 def _margin(text: str) -> float:
@@ -128,6 +142,13 @@ def _gate_arguments(parser: argparse.ArgumentParser) -> None:
                              "MAE/RMSE/loss")
     parser.add_argument("--alpha", type=_alpha, default=None,
                         help=f"one-sided significance level, in (0, 0.5){recorded} 0.05")
+    parser.add_argument("--first-look", type=_first_look, default=None,
+                        help="the schedule's first look in seeds (the project's "
+                             f"graphnetz_seeds): only the seeds 0..n-1, n >= it, decide{recorded} "
+                             "10")
+    parser.add_argument("--single-run", action="store_true", default=None,
+                        help="judge these seeds alone at alpha, whatever they are (not "
+                             "rerun-safe), as pytest's --graphnetz-single-run")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -183,6 +204,15 @@ def build_parser() -> argparse.ArgumentParser:
                          help="passed to pytest (e.g. tests/test_models.py --graphnetz-seeds=10)")
     refresh.set_defaults(func=cmd_refresh)
 
+    prune = sub.add_parser(
+        "prune", help="list the baseline cells no gate used (a full passing run of the gates: "
+                      "[--yes] [PYTEST ARGS]); --yes removes them from their files")
+    prune.add_argument("--yes", action="store_true",
+                       help="remove the cells listed (default: only list them)")
+    prune.add_argument("pytest_args", nargs=argparse.REMAINDER,
+                       help="passed to pytest (e.g. tests/ -m graphnetz)")
+    prune.set_defaults(func=cmd_prune)
+
     calibrate = sub.add_parser(
         "calibrate", help="what δ each cell's seeds resolve, per training budget too, from a "
                           "rerun under salted seeds: [-o FIGURE] pytest --graphnetz-calibrate "
@@ -196,21 +226,31 @@ def build_parser() -> argparse.ArgumentParser:
                                              "and a drift check (exit 1 on drift)")
     history.add_argument("directory", help="one folder per commit (commit.json, reports/)")
     history.add_argument("-o", "--output", required=True, help="folder for index.html and the "
-                                                               "PNG figures")
+                                                               "SVG figures")
     history.add_argument("--anchor", help="the commit (id or prefix) to check drift against "
                                           "(default: the oldest)")
     history.add_argument("--alpha", type=_alpha, default=0.05,
                          help="family-wise level of the drift check (default 0.05)")
     history.set_defaults(func=cmd_history)
 
-    bisect = sub.add_parser("bisect", help="the commit that regressed a cell: GOOD BAD -- "
-                                           "[PYTEST ARGS]")
+    bisect = sub.add_parser(
+        "bisect", help="the commit that regressed a cell: GOOD BAD -- [PYTEST ARGS]",
+        usage="graphnetz bisect GOOD BAD [options] -- [PYTEST ARGS ...]",
+        description="Probe commits between GOOD and BAD (a git worktree and a pytest run each; "
+                    "what follows `--` is each probe's pytest command line) and name, per cell "
+                    "BAD regressed on, the first commit that regressed it.",
+        epilog="exit status: 0 every culprit named; 1 a search stopped undecided (the output "
+               "says what δ its seeds resolve); 2 a refusal (bad input, a probe that cannot be "
+               "built); 3 nothing regressed (BAD reads same against GOOD on every cell). See "
+               "docs/history-bisect.md.")
     bisect.add_argument("good", help="a commit that does not have the regression")
     bisect.add_argument("bad", help="a later commit that does")
     bisect.add_argument("--seeds", type=_seed_count, default=10,
                         help="seeds per probe (default 10)")
-    bisect.add_argument("--max-seeds", type=_seed_count, default=40,
-                        help="an undecided probe doubles its seeds up to this (default 40)")
+    bisect.add_argument("--max-seeds", type=_seed_count, default=None,
+                        help="the budget: an undecided probe takes the next look of the "
+                             "schedule (twice the seeds) up to this (default 160: 10 → 20 → 40 "
+                             "→ 80 → 160)")
     bisect.add_argument("--min-effect", type=_positive, default=None,
                         help="δ, the smallest regression that matters (default: the metric's)")
     bisect.add_argument("--margin", type=_margin, default=None, help="tolerated loss (default 0)")
@@ -246,6 +286,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in ("refresh", "calibrate"):
         # Everything after the command is pytest's, in order (-k, -x, --graphnetz-seeds ...).
         args.pytest_args = argv[argv.index(args.command) + 1:]
+    elif args.command == "prune":
+        rest = argv[argv.index(args.command) + 1:]
+        args.yes, args.pytest_args = "--yes" in rest, [a for a in rest if a != "--yes"]
     elif unknown:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if getattr(args, "gate", None) == "equivalent" and args.margin is not None \

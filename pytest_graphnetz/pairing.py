@@ -195,6 +195,37 @@ def check_metrics(report: BenchmarkReport, baseline: BenchmarkReport, source: st
             )
 
 
+def refuse_diverged_baseline(report: BenchmarkReport, baseline: BenchmarkReport,
+                             seeds: Sequence[int], source: str,
+                             refresh_command: str | None = None) -> None:
+    """Refuse the cells whose baseline is non-finite (diverged) at a paired seed: the gate
+    cannot read the candidate's seed there against anything, so a pass would rest on a seed
+    nobody judged. One line per cell: the cell, the side, the seeds, the fix. (A candidate
+    diverged where the baseline did not is a verdict, REGRESSED, not this refusal.)"""
+    idx = [baseline.seeds.index(s) for s in seeds]
+    bad = {}
+    for task in report.tasks:
+        for model in report.models:
+            values = baseline.values(task, model)[idx]
+            where = [s for s, v in zip(seeds, values.tolist(), strict=True)
+                     if not math.isfinite(v)]
+            if where:
+                bad[(task, model)] = where
+    if not bad:
+        return
+    fix = (f"`{refresh_command}`" if refresh_command
+           else "`pytest --graphnetz-update-baselines`")
+    lines = [f"{task}/{model}: {source} (the baseline side) is non-finite (diverged) at seed(s) "
+             f"{seed_list(where)} of the paired seeds {seed_list(seeds)}; the candidate's "
+             f"value there cannot be judged. Refresh the baseline ({fix}) or retrain it on "
+             "those seeds" for (task, model), where in bad.items()]
+    reason = lines[0] if len(lines) == 1 else (
+        f"{source} (the baseline side) is non-finite (diverged) at paired seeds: "
+        + "; ".join(f"{t}/{m} at {seed_list(w)}" for (t, m), w in bad.items())
+        + f". Refresh the baseline ({fix})")
+    raise GateRefusal("graphnetz: " + "\n".join(lines), reason=reason, cells=list(bad))
+
+
 def refuse_changed_data(report: BenchmarkReport, baseline: BenchmarkReport, seeds: Sequence[int],
                         source: str) -> None:
     changed = {}
@@ -213,7 +244,7 @@ def refuse_changed_data(report: BenchmarkReport, baseline: BenchmarkReport, seed
     raise GateRefusal(
         f"{which}, so a per-seed pairing would be fictional: no verdict. If the data change is "
         "intended, refresh the baseline (--graphnetz-update-baselines --graphnetz-force).\n\n"
-        f"What the change did, UNPAIRED (Welch's t on seeds {seed_list(seeds)} of each side; "
+        f"What the change did, UNPAIRED (Welch's t; {unpaired[0].sides()}; "
         "not a verdict: the data differ, so model and data effects cannot be told apart):\n"
         + "\n".join(u.line() for u in unpaired),
         reason=f"data/split of {', '.join(changed)} changed: no paired verdict; "
@@ -241,7 +272,8 @@ def unpaired_cell(report: BenchmarkReport, baseline: BenchmarkReport, task: str,
         welch = None   # fewer than 2 usable seeds
     return UnpairedCell(task, model, spec.name, spec.higher_is_better,
                         describe_values(base, baseline, metric=spec.name),
-                        describe_values(cand, report, metric=spec.name), welch)
+                        describe_values(cand, report, metric=spec.name), welch,
+                        tuple(baseline.seeds), tuple(report.seeds), tuple(seeds))
 
 
 def unpaired_notes(report: BenchmarkReport, baseline: BenchmarkReport, seeds: Sequence[int],

@@ -44,6 +44,7 @@ from .baselines import (
     Cell,
     StoredBaseline,
     baseline_lock,
+    read_baseline,
     write_baseline,
 )
 from .replicates import Replicates, replicates_of
@@ -162,7 +163,8 @@ def refresh(handle: BaselineHandle, candidate: BenchmarkReport, judge: Judge) ->
             return outcome
         report, anchors = _merge(stored, candidate, handle)
         write_baseline(handle.path, report, anchors, root=handle.root,
-                       replicates=_replicates(stored, candidate))
+                       replicates=_replicates(stored, candidate),
+                       written=_written(stored, candidate, handle, previous, anchored))
         return RefreshOutcome(handle, True, previous, anchored, refused, new_cells,
                               outcome.replaced)
 
@@ -189,6 +191,34 @@ def _replicates(stored: StoredBaseline | None,
         kept.pop(cell, None)
         if cell in new:
             kept[cell] = new[cell]
+    return kept
+
+
+def _written(stored: StoredBaseline | None, candidate: BenchmarkReport, handle: BaselineHandle,
+             previous: Sequence[CellVerdict], anchored: Sequence[CellVerdict]
+             ) -> dict[Cell, dict[str, object]]:
+    """Per cell, the refresh its values were written under, as the file's ``refresh`` keeps it:
+    ``verdict`` against the baseline it replaced (``NEW`` for a cell the file lacked, ``FORCED``
+    when no pairing was made), ``anchor_verdict`` against the cell's anchor when it was judged,
+    ``accepted`` when ``--graphnetz-accept`` named it (its anchor reset), ``forced`` under
+    ``--graphnetz-force``. A cell whose values did not change (IDENTICAL) keeps its record, so
+    an unchanged model's lines do not change; cells the refresh did not write keep theirs."""
+    kept = {} if stored is None else {c: dict(r) for c, r in stored.written.items()}
+    old_cells = set() if stored is None else set(_cells(stored.report))
+    against = {(v.task, v.model): v.verdict.value for v in previous}
+    to_anchor = {(v.task, v.model): v.verdict.value for v in anchored}
+    for cell in _cells(candidate):
+        verdict = against.get(cell, "NEW" if cell not in old_cells else "FORCED")
+        if verdict == "IDENTICAL" and cell in kept and not handle.accepts(*cell):
+            continue
+        record: dict[str, object] = {"verdict": verdict}
+        if cell in to_anchor:
+            record["anchor_verdict"] = to_anchor[cell]
+        if handle.accepts(*cell):
+            record["accepted"] = True
+        if handle.force:
+            record["forced"] = True
+        kept[cell] = record
     return kept
 
 
@@ -315,5 +345,33 @@ def prune_unused(baseline_dir: Path, *, used: set[str], users: Sequence[tuple[st
     return [head, *(f"  {show(p)}" for p in unused)]
 
 
-__all__ = ["REFRESH_ALONE", "RULE", "RefreshOutcome", "prune_unused", "refresh", "refuses"]
+def drop_cells(path: Path, cells: Collection[Cell], *, write: bool,
+               root: Path | None = None) -> tuple[list[Cell], list[Cell]]:
+    """Remove ``cells`` of the baseline at ``path`` (``graphnetz prune``): ``(dropped, kept)``.
+
+    A baseline is a task × model grid, so a cell goes only with its whole model (every task of
+    it among ``cells``) or its whole task (every model); the rest of ``cells`` is kept and
+    listed, and so is every cell of a file that would be left empty (delete the file, or the
+    test, instead). Every other cell keeps its values, anchor, replicates and refresh record.
+    ``write=False``: what a removal would do, nothing written."""
+    with baseline_lock(path, root=root):
+        stored = read_baseline(path, root=root)
+        report, unused = stored.report, set(cells)
+        models = [m for m in report.models if not all((t, m) in unused for t in report.tasks)]
+        tasks = [t for t in report.tasks if not all((t, m) in unused for m in report.models)]
+        if not models or not tasks:
+            return [], sorted(unused)
+        dropped = [c for c in _cells(report) if c[0] not in tasks or c[1] not in models]
+        kept = sorted(unused - set(dropped))
+        if write and dropped:
+            rest = set(_cells(report)) - set(dropped)
+            write_baseline(path, report.subset(tasks=tasks, models=models),
+                           {c: a for c, a in stored.anchors.items() if c in rest}, root=root,
+                           replicates={c: r for c, r in stored.replicates.items() if c in rest},
+                           written={c: r for c, r in stored.written.items() if c in rest})
+        return dropped, kept
+
+
+__all__ = ["REFRESH_ALONE", "RULE", "RefreshOutcome", "drop_cells", "prune_unused", "refresh",
+           "refuses"]
 

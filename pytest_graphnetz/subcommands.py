@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .text import code_block, fmt_num, inline_code
@@ -42,7 +43,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 # What the gate options default to when neither the command line nor the report says.
 GATE_DEFAULTS = {"gate": "not-worse", "test": "paired", "margin": 0.0, "min_effect": None,
-                 "alpha": 0.05, "strict": False}
+                 "alpha": 0.05, "strict": False, "first_look": 10, "single_run": False}
 
 
 def gate_settings(args: argparse.Namespace, candidate: BenchmarkReport) -> list[str]:
@@ -80,9 +81,13 @@ def _verdicts(args: argparse.Namespace, baseline: BenchmarkReport,
         print(f"gate settings recorded in {args.report}: {shown}", file=sys.stderr)
     if args.gate == "equivalent" and not args.margin > 0:
         raise ValueError("--gate equivalent needs the equivalence bound --margin > 0")
+    # As a gate in pytest: only the canonical seeds decide (a seed set off the schedule is
+    # refused, one line and exit 2) unless --single-run judges them alone at alpha.
     return compare_reports(candidate, baseline, gate=GATES[args.gate], test=TESTS[args.test],
                            margin=args.margin, min_effect=args.min_effect, alpha=args.alpha,
-                           strict=getattr(args, "strict", False), source=args.baseline)
+                           strict=getattr(args, "strict", False), source=args.baseline,
+                           rerun_safe=not args.single_run, first_look=args.first_look,
+                           canonical=True, alone_reason=ALONE)
 
 
 def _load_pair(args: argparse.Namespace) -> tuple[BenchmarkReport, BenchmarkReport]:
@@ -90,6 +95,12 @@ def _load_pair(args: argparse.Namespace) -> tuple[BenchmarkReport, BenchmarkRepo
     from .report import BenchmarkReport
 
     return load_baseline(args.baseline), BenchmarkReport.from_json(args.report)
+
+
+# Why `compare --single-run` judges alone, as its rows and messages say; and the line it prints
+# above its verdicts.
+ALONE = "not rerun-safe (--single-run)"
+SINGLE_RUN = f"judged alone at α: {ALONE}"
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -102,6 +113,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.markdown:
         print(compare_markdown(verdicts, args), end="")
     else:
+        if args.single_run:
+            print(SINGLE_RUN)
         print(gate_table(verdicts))
         for verdict in failed:
             print()
@@ -118,6 +131,8 @@ def compare_markdown(verdicts: Sequence[CellVerdict], args: argparse.Namespace) 
            f"margin {fmt_num(args.margin)})"
     headline = (f"**{len(failed)} of {len(verdicts)} cell(s) failed the {gate}**" if failed
                 else f"All {len(verdicts)} cell(s) pass the {gate}.")
+    if args.single_run:
+        headline += f" {SINGLE_RUN}."
     parts = [f"### graphnetz compare: {inline_code(args.report)} against "
              f"{inline_code(args.baseline)}", "", headline, "",
              gate_table(verdicts, markdown=True)]
@@ -147,6 +162,77 @@ def accept_options(argv: Sequence[str]) -> list[str]:
         else:
             out.append(arg)
     return out
+
+
+class UnusedCells:
+    """A pytest plugin object for ``graphnetz prune``: after the session, the baseline cells no
+    gate used (the plugin's own :class:`~.plugin.usage.BaselineUsage` finds them) as absolute
+    paths, and whether the run could tell."""
+
+    def __init__(self) -> None:
+        self.cells: dict[Path, list[tuple[str, str]]] = {}
+        self.checked = False
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        from .plugin.usage import USAGE_KEY
+
+        usage = config.stash.get(USAGE_KEY, None)
+        if usage is None:
+            return
+        self.checked = usage.cells_checked
+        for file, cell in usage.unused_cells:
+            path = Path(file) if Path(file).is_absolute() else config.rootpath / file
+            task, _, model = cell.partition("/")
+            self.cells.setdefault(path, []).append((task, model))
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    """Run the gates (pytest with the given arguments), then list the baseline cells no gate
+    used, and with ``--yes`` remove them from their files (docs/baselines.md). A cell is
+    unused when a run of whole test modules passed and none of the tests handed its file gated
+    it; a partial or failing run finds none, and prune says so. Exit 0 when it listed or
+    removed them (or found none), pytest's exit code when the gates did not pass, 2 for
+    arguments prune cannot take."""
+    import pytest
+
+    from .outputs import shown
+    from .ratchet import drop_cells
+
+    pytest_args = [a for a in args.pytest_args if a != "--"]
+    if any(a.startswith(("--graphnetz-update-baselines", "--graphnetz-force")) for a in
+           pytest_args):
+        print("graphnetz prune: runs the gates as they are; refresh with `graphnetz refresh` "
+              "first, then prune", file=sys.stderr)
+        return EXIT_UNUSABLE
+    found = UnusedCells()
+    status = int(pytest.main(pytest_args, plugins=[found]))
+    if status != 0:
+        print(f"graphnetz prune: the gates did not pass (pytest exit {status}); a cell is "
+              "unused only when a full run passes: nothing removed")
+        return status
+    if not found.checked:
+        print("graphnetz prune: this run cannot tell which cells are unused (a -k, a node id, "
+              "--lf, or a skipped test that uses a baseline): run the whole test modules; "
+              "nothing removed")
+        return EXIT_UNUSABLE
+    if not found.cells:
+        print("graphnetz prune: every cell of every baseline the tests use is gated; nothing "
+              "to remove")
+        return EXIT_OK
+    verb = "removed" if args.yes else "would remove"
+    for path, cells in sorted(found.cells.items()):
+        dropped, kept = drop_cells(path, cells, write=args.yes)
+        name = shown(path, Path.cwd())
+        if dropped:
+            print(f"graphnetz prune: {name}: {verb} {', '.join(f'{t}/{m}' for t, m in dropped)}")
+        if kept:
+            print(f"graphnetz prune: {name}: kept {', '.join(f'{t}/{m}' for t, m in kept)} "
+                  "(unused, but its task and its model still have gated cells, or the file "
+                  "would be left empty: a baseline is a task × model grid)")
+    if not args.yes:
+        print("graphnetz prune: nothing written; rerun with --yes to remove them, then "
+              "commit the diff")
+    return EXIT_OK
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
@@ -343,8 +429,10 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 def cmd_bisect(args: argparse.Namespace) -> int:
     """The first commit between GOOD and BAD that regressed each cell BAD regressed on (exit 1:
-    a search stopped undecided; 2: a refusal); see docs/history-bisect.md."""
-    from .bisection import BisectRefusal, run_bisect
+    a search stopped undecided; 2: a refusal; 3: nothing regressed, BAD reads same against
+    GOOD on every cell); see docs/history-bisect.md."""
+    from .bisect_probes import EXIT_NOTHING_REGRESSED, Interrupted, run_bisect
+    from .bisection import BisectRefusal, NothingRegressed
 
     try:
         return run_bisect(args.good, args.bad, args.pytest_args, seeds=args.seeds,
@@ -354,9 +442,16 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     except BisectRefusal as exc:
         print(f"graphnetz bisect: refused: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
+    except NothingRegressed as exc:
+        print(f"graphnetz bisect: {'undecided' if exc.undecided else 'nothing regressed'}: "
+              f"{exc}", file=sys.stderr)
+        return EXIT_FAILED if exc.undecided else EXIT_NOTHING_REGRESSED
+    except Interrupted as exc:
+        print(f"graphnetz bisect: {exc}; its worktrees and probes are removed", file=sys.stderr)
+        return 128 + exc.signum
 
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_UNUSABLE", "GATES", "GATE_DEFAULTS", "accept_options",
-           "cmd_bisect", "cmd_calibrate", "cmd_compare", "cmd_history", "cmd_latex",
+           "cmd_bisect", "cmd_calibrate", "cmd_compare", "cmd_history", "cmd_latex", "cmd_prune",
            "cmd_markdown", "cmd_next_seeds", "cmd_plot", "cmd_refresh", "cmd_show",
            "CalibrateOutcome", "compare_markdown", "figure_option", "gate_settings"]

@@ -54,6 +54,9 @@ JSON_SCHEMA = "pytest-graphnetz/verdicts"
 JSON_VERSION = 1
 WHERE_THE_REST_IS = ("the full table and every failing test's message are in the job's step "
                      "summary and in the graphnetz-verdicts artifact")
+# The same pointer on a comment with no failing test: there is no message to point to.
+WHERE_THE_TABLE_IS = ("the full table is in the job's step summary and in the graphnetz-verdicts "
+                      "artifact")
 # GitHub refuses a step summary over 1 MiB (1,048,576 bytes) per step: the Markdown page stays
 # under this many UTF-8 bytes, with room for what else the step appends.
 MARKDOWN_BUDGET = 900_000
@@ -90,6 +93,10 @@ def verdict_stats(verdict: CellVerdict | WidthVerdict, test: str | None = None
                "baseline_mean": verdict.baseline.mean,
                "candidate_mean": verdict.candidate.mean,
                **verdict.guidance.numbers(test)}
+        if verdict.skew is not None:   # the skew guard (stats.skew), every tested cell
+            guard = verdict.skew
+            out.update(skewness=guard.skewness, skew_z=guard.z, skew_threshold=guard.threshold,
+                       skew_corrected=guard.corrects)
     out["verdict"] = str(verdict.verdict)  # a plain str: rows travel through pytest-xdist
     out["failed"] = bool(verdict.failed)
     return {k: _number(v) for k, v in out.items()}
@@ -185,6 +192,17 @@ class GateSummary:
 
         return row.get("verdict") == Verdict.IDENTICAL and not self.failed_build(row)
 
+    def is_width_within(self, row: Mapping[str, Any]) -> bool:
+        """An ``assert_ci_width`` row whose interval is within its max width: nothing to read
+        on a pull request (a width that fails is listed)."""
+        stats = row.get("stats")
+        return (isinstance(stats, Mapping) and stats.get("kind") == "ci_width"
+                and not row.get("failed") and not self.failed_build(row))
+
+    def is_folded(self, row: Mapping[str, Any]) -> bool:
+        """A row the comment counts instead of listing: IDENTICAL, or a width within its max."""
+        return self.is_identical(row) or self.is_width_within(row)
+
     def kind(self, row: Mapping[str, Any]) -> str:
         """``failed``, ``refused`` or ``passed`` (see :class:`Counts`)."""
         verdict = str(row.get("verdict", ""))
@@ -264,19 +282,23 @@ class GateSummary:
         first, *rest = sorted(at.items())
         stops = ", ".join([f"{first[1]} cell(s) stopped at {first[0]} seeds",
                            *(f"{k} at {n}" for n, k in rest)])
-        cost = sum(s.get("trained", s["n"]) or 0 for s in stats)
-        text = (f"Seeds: {stops}; {seed_trainings(cost)} of the candidate in all (each seed "
-                "trains once: the cache keeps earlier looks)")
         if self.trained or self.cached:
-            text += f"; this run trained {self.trained}, {self.cached} from cache"
-        return text + "."
+            # What this run did: a fully cached run trained nothing, and says so first.
+            done = (f"this run trained none: all {self.cached} triple(s) read from the cache"
+                    if not self.trained else
+                    f"this run trained {self.trained} triple(s)"
+                    + (f", read {self.cached} from the cache" if self.cached else ""))
+            return f"Seeds: {stops}; {done}."
+        cost = sum(s.get("trained", s["n"]) or 0 for s in stats)
+        return (f"Seeds: {stops}; {seed_trainings(cost)} of the candidate in all (each seed "
+                "trains once: the cache keeps earlier looks).")
 
     def unused_cell_lines(self) -> list[str]:
         files = dict.fromkeys(f for f, _ in self.unused)
         head = (f"graphnetz: {len(self.unused)} baseline cell(s) that no gate of this run used "
-                "(a model or task removed from the test?); a refresh keeps them: remove their "
-                "entries from the file and commit the diff, or fail on them with "
-                "--graphnetz-fail-unused:")
+                "(a model or task removed from the test?); a refresh keeps them: list and "
+                "remove them with `graphnetz prune [--yes]` and commit the diff, or fail on "
+                "them with --graphnetz-fail-unused:")
         return [head, *(f"  {f}: {', '.join(c for g, c in self.unused if g == f)}"
                         for f in files)]
 
@@ -360,11 +382,11 @@ class GateSummary:
     # -- the pull-request comment ---------------------------------------------------------------
 
     def comment(self, budget: int = COMMENT_BUDGET) -> str:
-        """The concise pull-request comment: one headline, then the rows that are not
-        IDENTICAL (failing first) in the columns a reviewer needs, IDENTICAL rows folded into a
-        count, and as many failing tests' messages as fit; at most ``budget`` characters
-        (anything that does not fit is counted and pointed to: the step summary, the
-        artifact)."""
+        """The concise pull-request comment: one headline, then the rows a reviewer must read
+        (failing first) in the columns a reviewer needs, IDENTICAL rows and widths within their
+        max folded into one count line, and as many failing tests' messages as fit; at most
+        ``budget`` characters (anything that does not fit is counted and pointed to: the step
+        summary, the artifact)."""
         n = self.counts()
         mark = "✗" if self.build_failed() else "✓"
         parts = [f"### graphnetz gates {mark}", "",
@@ -372,9 +394,13 @@ class GateSummary:
         looks = self.looks_line()
         if looks:
             parts += ["", markdown_escape(looks)]
-        if n.identical:
-            parts += ["", f"{n.identical} IDENTICAL row(s) (every paired seed scored exactly "
-                          "the baseline's value) are not listed."]
+        where = WHERE_THE_REST_IS if self._failing_tests() else WHERE_THE_TABLE_IS
+        widths = sum(self.is_width_within(r) for r in self.rows)
+        folded = [f"{n.identical} IDENTICAL row(s) (every paired seed scored exactly the "
+                  "baseline's value)" if n.identical else "",
+                  f"{widths} width row(s) within their max width" if widths else ""]
+        if any(folded):
+            parts += ["", f"Not listed: {' and '.join(f for f in folded if f)}."]
         if self.unused:
             head, *files = self.unused_cell_lines()
             parts += ["", markdown_escape(head.removeprefix("graphnetz: ")), ""]
@@ -383,10 +409,10 @@ class GateSummary:
             parts += cells[:kept]
             if kept < len(cells):
                 parts.append(f"- _… and {len(cells) - kept} more baseline file(s): "
-                             f"{markdown_escape(WHERE_THE_REST_IS)}_")
-        listed = sorted((r for r in self.rows if not self.is_identical(r)),
+                             f"{markdown_escape(where)}_")
+        listed = sorted((r for r in self.rows if not self.is_folded(r)),
                         key=lambda r: not self.failed_build(r))
-        closing = f"\n\n<sub>{markdown_escape(WHERE_THE_REST_IS.capitalize())}.</sub>"
+        closing = f"\n\n<sub>{markdown_escape(where[0].upper() + where[1:])}.</sub>"
         text = "\n".join(parts)
         if listed:
             header = "\n\n" + markdown_table(COMMENT_HEADERS, [])
@@ -405,7 +431,7 @@ class GateSummary:
                 rest = listed[shown:]
                 failing = sum(self.failed_build(r) for r in rest)
                 text += (f"\n\n_… and {len(rest)} more row(s) ({failing} failing the build) not "
-                         f"shown here: {markdown_escape(WHERE_THE_REST_IS)}._")
+                         f"shown here: {markdown_escape(where)}._")
         for test in self._failing_tests():
             details = "\n\n" + "\n".join(self._details(test, lines=25))
             if len(text) + len(details) + len(closing) > budget:

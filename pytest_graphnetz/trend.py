@@ -1,5 +1,6 @@
-"""A cell's history across commits: saved reports read back per commit, each cell's trajectory
-(drawn by :mod:`.trendpage`), and a drift check against an anchor.
+"""A cell's history across commits: saved reports read back per commit (each file once, its
+per-seed values only), each cell's trajectory, and a drift check against an anchor (drawn by
+:mod:`.trendsvg`, laid out by :mod:`.trendpage`).
 
 The folder ``graphnetz history`` reads (docs/history-bisect.md says how CI collects it)::
 
@@ -15,12 +16,14 @@ report name its path under ``reports/`` without ``.json`` (``test_models/test_gc
 The drift check (:func:`drift_check`), per cell, paired by seed against the anchor (the oldest
 commit, or a named one), on the seeds the anchor shares with every later commit:
 
-- **latest against anchor**: the one-sided paired t test (``scipy.stats.ttest_1samp`` on the
-  per-seed differences, which is ``ttest_rel``; H1: the latest commit is worse), on the seeds
-  the two share;
+- **latest against anchor**: the one-sided paired t test (the paired t of
+  :func:`pytest_graphnetz.stats.paired.paired_tests`, which is ``scipy.stats.ttest_rel``; H1:
+  the latest commit is worse), on the seeds the two share; every commit's paired Δ against
+  the anchor, with the same interval, is what the figure draws;
 - **trend**: the per-commit paired means ``m_c = mean_s(d_c,s)``, ``d_c,s`` the commit's value
   minus the anchor's at seed s (sign flipped for lower-is-better metrics), regressed on the
-  commit's position (``scipy.stats.linregress``, one-sided: slope < 0). A commit whose values
+  commit's position (:func:`pytest_graphnetz.stats.trend.slope_test`, least squares,
+  one-sided: slope < 0). A commit whose values
   equal the previous distinct commit's bit for bit (nothing changed) is one point, not two: the
   test assumes independent points.
 
@@ -30,19 +33,21 @@ flagging any cell of a flat history at most ``alpha`` (simulated in tests/test_h
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from .baselines import default_path
+from .history import MetricSpec
 from .report import BenchmarkReport
-from .report.views import cell_stats
+from .report.codec import read_json
+from .report.values import plain_cell_values
 from .text import fmt_interval, fmt_num, fmt_p, fmt_signed
 
 MANIFEST, REPORTS, VERDICTS = "commit.json", "reports", "graphnetz-verdicts.json"
@@ -56,13 +61,15 @@ class HistoryError(ValueError):
 
 @dataclass(frozen=True)
 class CommitRun:
-    """One commit's saved results: its reports by name and the gate's verdicts by cell."""
+    """One commit's saved results: each cell's per-seed values (``seed -> value``, under
+    its report's epoch rule), each cell's metric, and the gate's verdicts by cell."""
 
     commit: str
     date: datetime
     subject: str
     folder: Path
-    reports: Mapping[str, BenchmarkReport]
+    values: Mapping[Cell, Mapping[int, float]]
+    metrics: Mapping[Cell, MetricSpec]
     verdicts: Mapping[Cell, str]
 
     @property
@@ -72,25 +79,48 @@ class CommitRun:
 
 @dataclass(frozen=True)
 class Point:
-    """A cell at one commit: the per-commit mean and interval of the report, its per-seed
-    values (``seed -> value``) and the gate's verdict there (None: none recorded)."""
+    """A cell at one commit (``index``: its position in the history): its per-seed values
+    (``seed -> value``, NaN for a diverged seed) and the gate's verdict there (None: none
+    recorded)."""
 
     index: int
+    values: Mapping[int, float]
+    verdict: str | None
+
+    @property
+    def n(self) -> int:
+        """The seeds that did not diverge."""
+        return sum(math.isfinite(v) for v in self.values.values())
+
+    @property
+    def mean(self) -> float:
+        """The mean over the seeds that did not diverge (NaN with none)."""
+        finite = [v for v in self.values.values() if math.isfinite(v)]
+        return math.fsum(finite) / len(finite) if finite else math.nan
+
+
+@dataclass(frozen=True)
+class Delta:
+    """A commit against the anchor, paired by seed on the seeds the two share (``n``): the
+    mean paired difference (+ = better) and its two-sided ``1 − 2·alpha`` interval, the
+    interval the one-sided test of the latest commit decides with (NaN below 2 seeds)."""
+
+    index: int
+    n: int
     mean: float
     ci_low: float
     ci_high: float
-    n: int
-    values: Mapping[int, float]
-    verdict: str | None
 
 
 @dataclass(frozen=True)
 class Drift:
     """The drift check of one cell. ``latest_diff``: mean paired Δ latest − anchor (+ = better)
-    and its interval ``latest_ci`` at ``1 − 2·alpha``; ``slope``: the trend's per-commit change
-    of the paired mean; ``p_latest`` / ``p_trend``: raw one-sided p-values; ``p_*_holm``: after
-    Holm across all cells; ``flagged``: either Holm p is at most ``alpha``; ``note``: why a test
-    was not run (too few seeds or commits)."""
+    and its interval ``latest_ci`` at ``1 − 2·alpha``; ``slope`` and ``intercept``: the trend's
+    least-squares line through the per-commit paired means (per commit position); ``p_latest``
+    / ``p_trend``: raw one-sided p-values; ``p_*_holm``: after Holm across all cells;
+    ``flagged``: either Holm p is at most ``alpha``; ``note``: why a test was not run (too few
+    seeds or commits); ``deltas``: every commit from the anchor on against the anchor, paired
+    (what the figure draws)."""
 
     cell: Cell
     anchor: int
@@ -100,6 +130,8 @@ class Drift:
     slope: float
     p_latest: float
     p_trend: float
+    intercept: float = math.nan
+    deltas: tuple[Delta, ...] = ()
     p_latest_holm: float = 1.0
     p_trend_holm: float = 1.0
     flagged: bool = False
@@ -172,13 +204,36 @@ def _load_run(folder: Path) -> CommitRun:
         raise HistoryError(f"{manifest}: \"date\" {meta['date']!r} has no time zone (commits "
                            f"from several machines must sort); {fix}")
     reports_dir = folder / REPORTS
-    reports = {p.relative_to(reports_dir).as_posix().removesuffix(".json"):
-               BenchmarkReport.from_json(p) for p in sorted(reports_dir.rglob("*.json"))}
-    if not reports:
+    values: dict[Cell, Mapping[int, float]] = {}
+    metrics: dict[Cell, MetricSpec] = {}
+    for path in sorted(reports_dir.rglob("*.json")):
+        name = path.relative_to(reports_dir).as_posix().removesuffix(".json")
+        specs, cells = read_cell_values(path)
+        for (task, model), per_seed in cells.items():
+            values[(name, task, model)] = per_seed
+            metrics[(name, task, model)] = specs[task]
+    if not values:
         raise HistoryError(f"{reports_dir}: no reports; copy what --graphnetz-report-dir wrote "
                            "for this commit there")
-    return CommitRun(meta["commit"], date, str(meta.get("subject", "")), folder, reports,
-                     _load_verdicts(folder / VERDICTS))
+    return CommitRun(meta["commit"], date, str(meta.get("subject", "")), folder, values,
+                     metrics, _load_verdicts(folder / VERDICTS))
+
+
+def read_cell_values(path: Path) -> tuple[dict[str, MetricSpec],
+                                          dict[tuple[str, str], dict[int, float]]]:
+    """The report file at ``path`` read once: each task's metric and each (task, model)
+    cell's per-seed values under the report's own epoch rule, as
+    ``BenchmarkReport.from_json(path).values(task, model)`` gives them (straight from the JSON
+    where :func:`~pytest_graphnetz.report.values.plain_cell_values` can, else through the
+    report)."""
+    data = read_json(path)
+    plain = plain_cell_values(data, str(path))
+    if plain is not None:
+        return plain
+    report = BenchmarkReport.from_dict(data, source=str(path))
+    return dict(report.metrics), {
+        (t, m): dict(zip(report.seeds, report.values(t, m).tolist(), strict=True))
+        for t in report.tasks for m in report.models}
 
 
 def _load_verdicts(path: Path) -> dict[Cell, str]:
@@ -194,26 +249,26 @@ def _load_verdicts(path: Path) -> dict[Cell, str]:
     for row in rows:
         if not isinstance(row, dict) or not row.get("task") or not row.get("model"):
             continue
-        test = str(row.get("test", ""))
-        module, _, rest = test.partition("::")
-        name = default_path("", Path(module).stem, rest.replace("::", ".")).as_posix()
-        out.setdefault((name.removesuffix(".json"), row["task"], row["model"]),
+        out.setdefault((_report_name(str(row.get("test", ""))), row["task"], row["model"]),
                        str(row.get("verdict", "")))
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _report_name(test: str) -> str:
+    """The report name (path under ``reports/`` without ``.json``) of a test's node id: every
+    commit's verdict file names the same tests."""
+    module, _, rest = test.partition("::")
+    name = default_path("", Path(module).stem, rest.replace("::", ".")).as_posix()
+    return name.removesuffix(".json")
 
 
 def trajectories(runs: Sequence[CommitRun]) -> dict[Cell, tuple[Point, ...]]:
     """Each cell's points, one per commit whose reports hold it, in commit order."""
     out: dict[Cell, list[Point]] = {}
     for i, run in enumerate(runs):
-        for name, report in run.reports.items():
-            for (task, model), row in cell_stats(report).items():
-                values = dict(zip(report.seeds, report.values(task, model).tolist(),
-                                  strict=True))
-                cell = (name, task, model)
-                out.setdefault(cell, []).append(Point(
-                    i, float(row.mean), float(row.ci_low), float(row.ci_high), int(row.n_seeds),
-                    values, run.verdicts.get(cell)))
+        for cell, values in run.values.items():
+            out.setdefault(cell, []).append(Point(i, values, run.verdicts.get(cell)))
     return {c: tuple(p) for c, p in out.items()}
 
 
@@ -224,15 +279,13 @@ def drift_check(series: Mapping[Cell, Sequence[Point]], *, anchor: int = 0,
                 alpha: float = 0.05) -> dict[Cell, Drift]:
     """The drift check of every cell from commit ``anchor`` on (module docstring); a cell
     absent at the anchor is checked from its first commit."""
-    from scipy import stats as sps
-
     from .stats.decisions import holm
 
     out: dict[Cell, Drift] = {}
     for cell, points in series.items():
         sign = 1.0 if (higher_is_better or {}).get(cell, True) else -1.0
         points = [p for p in points if p.index >= anchor]
-        out[cell] = _drift_one(cell, points, sign, alpha, sps)
+        out[cell] = _drift_one(cell, points, sign, alpha)
     tested = [(cell, kind) for cell, d in out.items() for kind in ("latest", "trend")
               if not math.isnan(getattr(d, f"p_{kind}"))]
     adjusted: dict[tuple[Cell, str], float] = {}
@@ -246,53 +299,72 @@ def drift_check(series: Mapping[Cell, Sequence[Point]], *, anchor: int = 0,
     return out
 
 
-def _drift_one(cell: Cell, points: Sequence[Point], sign: float, alpha: float,
-               sps: Any) -> Drift:
+def paired_deltas(points: Sequence[Point], sign: float, alpha: float
+                  ) -> tuple[list[Delta], list[float]]:
+    """Every point against the first (the anchor), paired by seed on the seeds the two share
+    (the paired t of :func:`pytest_graphnetz.stats.paired.paired_tests` at ``1 − 2·alpha``,
+    commits that share the same seeds in one call), and each point's one-sided p of "worse
+    than the anchor" (1 where every difference is 0; NaN below 2 shared seeds)."""
+    from .stats.paired import paired_tests
+
+    finite = [{s: v for s, v in p.values.items() if math.isfinite(v)} for p in points]
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for i, f in enumerate(finite):
+        groups.setdefault(tuple(sorted(set(finite[0]) & set(f))), []).append(i)
+    nan = math.nan
+    deltas = [Delta(p.index, 0, nan, nan, nan) for p in points]
+    p_worse = [nan] * len(points)
+    for shared, rows in groups.items():
+        if len(shared) < 2:
+            deltas = [replace(d, n=len(shared)) if i in rows else d for i, d in enumerate(deltas)]
+            continue
+        A = sign * np.array([[finite[i][s] for s in shared] for i in rows])
+        B = np.broadcast_to(sign * np.array([finite[0][s] for s in shared]), A.shape)
+        results = paired_tests(A, B, confidence_level=1 - 2 * alpha)
+        for i, a, b, r in zip(rows, A, B, results, strict=True):
+            deltas[i] = Delta(points[i].index, len(shared), r.mean_diff, r.ci.low, r.ci.high)
+            # The two-sided p of the t test, turned into the one-sided p of "mean < 0".
+            p_worse[i] = (1.0 if not (a - b).any() else
+                          r.p_value / 2 if r.mean_diff < 0 else 1 - r.p_value / 2)
+    return deltas, p_worse
+
+
+def _drift_one(cell: Cell, points: Sequence[Point], sign: float, alpha: float) -> Drift:
+    from .stats.trend import slope_test
+
     nan = math.nan
     if len(points) < 2:
         return Drift(cell, points[0].index if points else -1, (), nan, (nan, nan), nan, nan, nan,
                      note="one commit: nothing to compare")
     first = points[0]
+    deltas, p_worse = paired_deltas(points, sign, alpha)
+    latest = deltas[-1]
+    latest_ci, p_latest, note = (latest.ci_low, latest.ci_high), p_worse[-1], ""
+    if latest.n < 2:
+        note = f"the latest commit shares {latest.n} seeds with the anchor"
     finite = [{s: v for s, v in p.values.items() if math.isfinite(v)} for p in points]
-    shared_last = sorted(set(finite[0]) & set(finite[-1]))
-    latest_diff, latest_ci, p_latest, note = nan, (nan, nan), nan, ""
-    if len(shared_last) >= 2:
-        d = sign * (np.array([finite[-1][s] for s in shared_last])
-                    - np.array([finite[0][s] for s in shared_last]))
-        latest_diff = float(d.mean())
-        if not d.any():
-            p_latest, latest_ci = 1.0, (0.0, 0.0)
-        else:
-            res = sps.ttest_1samp(d, 0.0, alternative="less")
-            p_latest = float(res.pvalue)
-            ci = sps.ttest_1samp(d, 0.0).confidence_interval(1 - 2 * alpha)
-            latest_ci = (float(ci.low), float(ci.high))
-    else:
-        note = f"the latest commit shares {len(shared_last)} seeds with the anchor"
     seeds = sorted(set.intersection(*(set(f) for f in finite)))
-    slope, p_trend = nan, nan
+    slope, intercept, p_trend = nan, nan, nan
     if len(seeds) >= 2:
         xs, means, previous = [], [], None
+        base = np.array([finite[0][s] for s in seeds])
         for p, f in zip(points, finite, strict=True):
             vec = np.array([f[s] for s in seeds])
             if previous is not None and vec.tobytes() == previous.tobytes():
                 continue   # unchanged, bit for bit: the same point again, not a new one
             previous = vec
-            base = np.array([finite[0][s] for s in seeds])
             xs.append(p.index)
             means.append(float(sign * (vec - base).mean()))
-        if len(xs) >= 3 and np.ptp(means) > 0:
-            fit = sps.linregress(xs, means, alternative="less")
-            slope, p_trend = float(fit.slope), float(fit.pvalue)
-        elif len(xs) >= 3:
-            slope, p_trend = 0.0, 1.0
+        if len(xs) >= 3:
+            fit = slope_test(xs, means)
+            slope, intercept, p_trend = fit.slope, fit.intercept, fit.p_falling
         else:
             note = note or f"{len(xs)} distinct commits: no trend to test"
     else:
         note = note or (f"the anchor and every later commit share {len(seeds)} seeds; "
                         "the trend needs 2")
-    return Drift(cell, first.index, tuple(seeds), latest_diff, latest_ci, slope, p_latest,
-                 p_trend, note=note)
+    return Drift(cell, first.index, tuple(seeds), latest.mean, latest_ci, slope, p_latest,
+                 p_trend, intercept=intercept, deltas=tuple(deltas), note=note)
 
 
 def load_history(directory: str | Path, *, anchor: str | None = None,
@@ -309,10 +381,8 @@ def load_history(directory: str | Path, *, anchor: str | None = None,
                 f"{directory} match it (commits: {', '.join(r.short for r in runs)})")
         index = matches[0]
     series = trajectories(runs)
-    direction = {}
-    for cell, points in series.items():
-        report = runs[points[0].index].reports[cell[0]]
-        direction[cell] = report.metric(cell[1]).higher_is_better
+    direction = {cell: runs[points[0].index].metrics[cell].higher_is_better
+                 for cell, points in series.items()}
     return History(tuple(runs), series, drift_check(series, anchor=index,
                                                     higher_is_better=direction, alpha=alpha),
                    index, alpha)

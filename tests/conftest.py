@@ -36,9 +36,13 @@ SLOW_TESTS = frozenset({
     "test_baselines.py::test_two_branches_refreshing_different_models_merge_without_conflict",
     "test_baselines.py::test_two_xdist_workers_refreshing_one_baseline_both_keep_their_cells",
     "test_baselines_paths.py::test_a_killed_baseline_write_leaves_nothing_git_add_commits",
+    "test_bisect.py::test_a_signal_to_bisect_removes_its_worktrees_and_probe",
+    "test_bisect.py::test_after_sigkill_the_next_bisect_sweeps_only_its_own_leftovers",
     "test_bisect.py::test_bisect_names_the_culprit_exit_0",
+    "test_bisect.py::test_bisect_nothing_regressed_exit_3",
     "test_bisect.py::test_bisect_refusals_exit_2",
     "test_bisect.py::test_bisect_undecided_exit_1",
+    "test_bisect.py::test_warm_probes_read_what_cold_ones_do_and_start_with_fresh_random_state",
     "test_cache.py::test_a_fifo_or_a_device_planted_in_the_cache_is_discarded",
     "test_cache_checks.py::test_an_in_process_input_changed_and_changed_back_is_a_hit",
     "test_cache_checks.py::test_an_init_binding_a_model_reaches_still_counts",
@@ -48,9 +52,13 @@ SLOW_TESTS = frozenset({
     "test_cli.py::test_only_a_failed_gate_exits_1",
     "test_cli.py::test_version_prints_the_version_and_exits_0",
     "test_cli_views.py::test_console_script_runs",
+    "test_command_processes.py::test_a_killed_fork_server_falls_back_to_cold_runs_with_one_warning",
+    "test_command_processes.py::test_sigkill_of_pytest_during_a_warm_run_leaves_no_process",
     "test_command_processes.py::test_sigterm_and_sigint_to_the_runner_end_the_whole_group",
+    "test_command_warm.py::test_warm_runs_give_what_a_fresh_interpreter_gives",
     "test_faults.py::test_a_baseline_path_that_is_a_directory_says_so",
     "test_faults.py::test_a_killed_writers_temp_file_is_swept_once_its_lock_is_free",
+    "test_faults.py::test_a_read_only_prefilled_cache_serves_its_hits_saves_nothing_and_warns_once",
     "test_faults.py::test_a_session_stopped_mid_training_leaves_no_stale_verdict",
     "test_faults.py::test_pool_workers_exit_when_their_parent_is_killed",
     "test_faults.py::test_temp_files_of_a_killed_baseline_write_are_cleaned_by_the_next_write",
@@ -150,16 +158,37 @@ def root(tmp_path) -> str:
 @pytest.fixture(autouse=True)
 def _isolated_from_the_ci_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """Sessions under test must not append their gate tables to the real job summary of the
-    GitHub Actions run that is testing this suite."""
+    GitHub Actions run that is testing this suite, nor share a dataset cache through the
+    machine's ``XDG_CACHE_HOME`` (without it, a pytester session's default data root lies under
+    its own ``HOME``, which pytester makes a temporary directory)."""
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+
+
+@pytest.fixture(scope="session")
+def _imported_before_pytester() -> None:
+    """Imports what an in-process session cannot import twice (see ``pytester`` below).
+    Requested before pytest's own ``pytester``, whose module snapshot is taken when it is
+    created and restored when the test ends: what is imported after it is dropped again."""
+    import numpy.fft  # noqa: F401
+    import scipy.stats  # noqa: F401
+    import torch  # noqa: F401
+    import torch_geometric  # noqa: F401
 
 
 @pytest.fixture
-def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+def pytester(_imported_before_pytester: None, pytester: pytest.Pytester,
+             monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     """pytest's ``pytester``, whose sessions load no hypothesis plugin: in a fresh interpreter
     (``runpytest_subprocess``, its xdist workers, ``graphnetz refresh``) that plugin's terminal
     summary imports all of hypothesis, about 1.6 s a session here, for nothing these tests
     check. Through ``PYTEST_ADDOPTS``, which pytester clears when it starts. (The README/docs
-    blocks drop the variable: they run as a reader runs them.)"""
+    blocks drop the variable: they run as a reader runs them.)
+
+    An in-process session (``runpytest``) drops the modules first imported inside it, and
+    some extension modules cannot be imported twice in one process: NumPy 2.4's (``cannot
+    load module more than once per process``) and the C++ operator libraries torch._dynamo
+    registers when PyG imports it. ``_imported_before_pytester`` imports them first, so they
+    stay. Tests of what a session imports run it in a subprocess (``runpytest_subprocess``)."""
     monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest")
     return pytester

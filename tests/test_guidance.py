@@ -197,7 +197,11 @@ def _verdict(**changes: object):
                                     metric="accuracy")
     v = assert_not_worse(c, b)[0]
     assert v.verdict == "INCONCLUSIVE"
-    return replace(v, comparison=replace(v.comparison, **changes)) if changes else v
+    c = v.comparison   # a field of the comparison's plan or decision, changed
+    for name, value in changes.items():
+        part, key = {"seeds_needed": ("plan", "needed"), "ci": ("decision", "ci")}[name]
+        c = replace(c, **{part: replace(getattr(c, part), **{key: value})})
+    return replace(v, comparison=c)
 
 
 def test_no_affordable_seed_count_says_so_and_what_the_seeds_resolve() -> None:
@@ -236,3 +240,22 @@ def test_min_effect_resolvable_is_an_option_and_an_ini_key_and_a_bad_value_names
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     assert ("`--graphnetz-min-effect` must be a number or `resolvable`, got 'resolved'"
             in bad.stderr.str())
+
+
+def test_the_notes_next_step_is_what_next_seeds_prints_for_the_same_row(
+        outputs: dict, tmp_path, capsys: pytest.CaptureFixture) -> None:
+    """The Note a reviewer reads and the look the CI loop takes are one number: per open row,
+    `graphnetz next-seeds` on a verdict file holding that row alone prints the Note's count."""
+    from pytest_graphnetz.cli import main
+
+    data = outputs["json"]
+    open_rows = [r for r in data["rows"] if r["verdict"] == "INCONCLUSIVE"]
+    assert len(open_rows) == 2
+    for row in open_rows:
+        said = re.search(r"next: (\d+) seeds \(--graphnetz-seeds=(\d+)\)", row["note"])
+        assert said and said.group(1) == said.group(2), row["note"]
+        path = tmp_path / f"{row['task']}.json"
+        path.write_text(json.dumps({**data, "rows": [row]}))
+        capsys.readouterr()
+        assert main(["next-seeds", str(path), "--budget", "100000"]) == 0
+        assert capsys.readouterr().out == f"{said.group(1)}\n", row["note"]

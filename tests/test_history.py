@@ -1,6 +1,7 @@
 """`graphnetz history`: reading a folder per commit, the drift check (against scipy and
-statsmodels, and by simulation: a slow decline is flagged, a flat history rarely), the
-self-contained page and the exit codes."""
+statsmodels, and by simulation: a slow decline is flagged, a flat history rarely), the figure
+(the paired Δ against the anchor the check tests), the self-contained page and the exit
+codes."""
 
 from __future__ import annotations
 
@@ -14,8 +15,16 @@ from scipy import stats as sps
 
 from pytest_graphnetz import BenchmarkReport
 from pytest_graphnetz.cli import main
-from pytest_graphnetz.trend import HistoryError, Point, drift_check, load_history
-from pytest_graphnetz.trendpage import plot_cell
+from pytest_graphnetz.report.codec import dumps, read_json
+from pytest_graphnetz.report.values import plain_cell_values
+from pytest_graphnetz.trend import (
+    HistoryError,
+    Point,
+    drift_check,
+    load_history,
+    read_cell_values,
+)
+from pytest_graphnetz.trendsvg import cell_svg
 
 CELL = ("test_m/test_a", "t", "GCN")
 
@@ -29,12 +38,12 @@ def simulate(rng: np.random.Generator, *, commits: int = 20, seeds: int = 10,
     for c in range(commits):
         if values is None or rng.random() >= unchanged or decline:
             values = 0.8 - decline * c / (commits - 1) + seed_effect + rng.normal(0, noise, seeds)
-        points.append(Point(c, float(values.mean()), 0.0, 0.0, seeds,
-                            dict(enumerate(values.tolist())), None))
+        points.append(Point(c, dict(enumerate(values.tolist())), None))
     return points
 
 
 def test_drift_numbers_match_scipy_and_statsmodels() -> None:
+    import statsmodels.api as sm
     from statsmodels.stats.multitest import multipletests
 
     rng = np.random.default_rng(3)
@@ -46,8 +55,20 @@ def test_drift_numbers_match_scipy_and_statsmodels() -> None:
         first, last = (np.array(list(p.values.values())) for p in (points[0], points[-1]))
         d = out[cell]
         assert d.p_latest == pytest.approx(sps.ttest_rel(last, first, alternative="less").pvalue)
+        # every commit's paired Δ and interval (what the figure draws): scipy's at 1 − 2α
+        for p, delta in zip(points, d.deltas, strict=True):
+            values = np.array(list(p.values.values()))
+            ci = sps.ttest_rel(values, first).confidence_interval(0.9) if p.index else None
+            assert delta.mean == pytest.approx(np.mean(values - first), abs=1e-15)
+            if ci is not None:
+                assert (delta.ci_low, delta.ci_high) == pytest.approx((ci.low, ci.high))
+        assert d.latest_ci == (d.deltas[-1].ci_low, d.deltas[-1].ci_high)
         means = [np.mean(np.array(list(p.values.values())) - first) for p in points]
         assert d.slope == pytest.approx(np.polyfit(range(8), means, 1)[0])
+        ols = sm.OLS(means, sm.add_constant(np.arange(8.0))).fit()   # statsmodels' one-sided p
+        assert d.p_trend == pytest.approx(ols.pvalues[1] / 2 if ols.params[1] < 0
+                                          else 1 - ols.pvalues[1] / 2)
+        assert d.intercept == pytest.approx(ols.params[0])
         raw += [d.p_latest, d.p_trend]
     holm = multipletests(raw, method="holm")[1]
     got = [v for d in out.values() for v in (d.p_latest_holm, d.p_trend_holm)]
@@ -76,9 +97,9 @@ def test_drift_stays_silent_on_a_flat_history_at_alpha() -> None:
 def test_unchanged_commits_count_once_in_the_trend() -> None:
     """Twenty copies of two distinct commits are two points, not twenty: repeated bits would
     make the least-squares trend look certain."""
-    a = Point(0, 0.8, 0, 0, 3, {0: 0.80, 1: 0.81, 2: 0.79}, None)
+    a = Point(0, {0: 0.80, 1: 0.81, 2: 0.79}, None)
     b = {0: 0.805, 1: 0.806, 2: 0.784}
-    points = [a] + [Point(c, 0.798, 0, 0, 3, b, None) for c in range(1, 20)]
+    points = [a] + [Point(c, b, None) for c in range(1, 20)]
     d = drift_check({CELL: points})[CELL]
     assert np.isnan(d.p_trend) and "2 distinct commits" in d.note
     assert not d.flagged
@@ -112,7 +133,7 @@ def test_history_reads_commits_in_date_order_with_verdicts(tmp_path) -> None:
     assert [r.subject for r in history.runs] == ["change 0", "change 1", "change 2"]
     points = history.series[CELL]
     assert [p.verdict for p in points] == [None, None, "REGRESSED"]
-    assert points[0].ci_low < points[0].mean < points[0].ci_high
+    assert points[0].n == 6 and points[0].mean == pytest.approx(0.8, abs=0.005)
     assert load_history(root, anchor="01").anchor == 1
 
 
@@ -126,12 +147,13 @@ def test_history_page_is_self_contained(tmp_path, capsys) -> None:
     page = (tmp_path / "page" / "index.html").read_text()
     assert "http://" not in page and "https://" not in page
     for attr in re.findall(r'(?:src|href)\s*=\s*"([^"]*)"', page):
-        assert attr.startswith(("data:image/png;base64,", "#")), attr
-    assert "<link" not in page and "<script" not in page   # the subject is escaped
-    assert "&lt;script&gt;" in page
-    pngs = list((tmp_path / "page").glob("*.png"))
-    assert len(pngs) == 1 and pngs[0].read_bytes().startswith(b"\x89PNG")
-    assert b"matplotlib.org" not in pngs[0].read_bytes()
+        assert attr.startswith("#"), attr
+    assert "<link" not in page and "<script" not in page and "<img" not in page
+    assert "&lt;script&gt;" in page                       # the subject is escaped
+    assert page.count("<svg") == 1
+    svgs = list((tmp_path / "page").glob("*.svg"))
+    assert len(svgs) == 1 and svgs[0].read_text().startswith("<svg xmlns=")
+    assert not list((tmp_path / "page").glob("*.png"))
 
 
 def test_history_exit_1_on_drift(tmp_path, capsys) -> None:
@@ -173,12 +195,75 @@ def test_history_usage_errors_exit_2(tmp_path, capsys) -> None:
         load_history(tmp_path / "empty")
 
 
-def test_figures_name_the_plot_extra_when_matplotlib_is_missing(tmp_path, monkeypatch) -> None:
-    history = load_history(write_history(tmp_path / "h", [0.8, 0.8]))
-    monkeypatch.setitem(sys.modules, "matplotlib", None)
-    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
-    with pytest.raises(ImportError, match=r"pytest-graphnetz\[plot\]"):
-        plot_cell(history, CELL)
+def test_the_figure_draws_each_commits_paired_delta_against_the_anchor(tmp_path) -> None:
+    """The figure plots what the drift check tests: per commit, the paired Δ against the
+    anchor and its interval, with the trend line; no matplotlib needed (it is blocked here)."""
+    import xml.etree.ElementTree as ET
+
+    sys.modules.setdefault("matplotlib", None)   # drawn by hand: works without the extra
+    history = load_history(write_history(tmp_path / "h", np.linspace(0.8, 0.77, 8),
+                                         verdicts={7: "REGRESSED"}))
+    svg = cell_svg(history, CELL, standalone=True)
+    root = ET.fromstring(svg)                            # well-formed XML
+    drift = history.drift[CELL]
+    assert [d.index for d in drift.deltas] == list(range(8))
+    assert drift.deltas[0].mean == 0 and drift.deltas[-1].mean == pytest.approx(-0.03, abs=3e-3)
+    paths = [el.get("d") for el in root.iter("{http://www.w3.org/2000/svg}path")]
+    bars = next(d for d in paths if d.count("V") == 8)   # one interval bar per commit
+    tops = [float(seg.split("V")[1]) for seg in bars.split("M")[1:]]
+    # the newest commit's interval lies lowest (SVG y grows downwards): below the anchor
+    assert tops[-1] == max(tops)
+    legend = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    assert "paired Δ, 90% CI" in legend and "trend (least squares)" in legend
+    assert "REGRESSED" in legend and "no verdict recorded" in legend
+    assert "DRIFT" in root.find("{http://www.w3.org/2000/svg}title").text
+
+
+def test_reports_are_read_as_the_report_reads_them(tmp_path) -> None:
+    """The history reads each report's per-seed values without building its histories when
+    the rule is the final epoch; every other form goes through the report: both give what
+    `BenchmarkReport.values` gives, bit for bit (float32 series, diverged seeds, best_val,
+    a restored epoch, the values-only baseline form)."""
+    from pytest_graphnetz.history import History, MetricSpec
+
+    rng = np.random.default_rng(0)
+
+    def report(**settings):
+        histories = {}
+        for m in ("GCN", "GAT"):
+            for s in range(4):
+                test = rng.uniform(0.5, 0.9, 5).astype(np.float32).tolist()
+                if (m, s) == ("GAT", 2):
+                    test[-1] = float("nan")
+                histories[("t", m, s)] = History(
+                    test=test, val=rng.uniform(0.5, 0.9, 5).tolist(),
+                    restored_epoch=2 if (m, s) == ("GCN", 1) and settings.pop("restore", 0)
+                    else None)
+        return BenchmarkReport(tasks=["t"], models=["GCN", "GAT"], seeds=range(4),
+                               metrics={"t": MetricSpec("accuracy", True)},
+                               histories=histories, **settings)
+
+    cases = {"final": report(), "best_val": report(epoch_selection="best_val"),
+             "restored": report(restore=1)}
+    for name, rep in cases.items():
+        path = rep.to_json(tmp_path / f"{name}.json")
+        values_path = tmp_path / f"{name}-values.json"
+        values_path.write_text(dumps(rep.to_values_dict()))
+        for p in (path, values_path):
+            fast = plain_cell_values(read_json(p), str(p)) is not None
+            assert fast == (p == values_path or name == "final")   # which reader was used
+            metrics, cells = read_cell_values(p)
+            assert metrics == {"t": MetricSpec("accuracy", True)}
+            for m in rep.models:
+                expect = rep.values("t", m)
+                got = np.array(list(cells[("t", m)].values()))
+                assert list(cells[("t", m)]) == [0, 1, 2, 3]
+                np.testing.assert_array_equal(got, expect)
+    bad = json.loads((tmp_path / "final.json").read_text())
+    bad["histories"]["t"]["GCN"]["1"]["test"][-1] = "0.9"
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    with pytest.raises(ValueError, match=r"bad.json.*'GCN' × seed 1"):
+        read_cell_values(tmp_path / "bad.json")
 
 
 def test_the_command_exits_2_on_a_folder_without_commits(pytester: pytest.Pytester) -> None:
@@ -189,3 +274,33 @@ def test_the_command_exits_2_on_a_folder_without_commits(pytester: pytest.Pytest
     assert result.ret == 2
     assert "commit.json: missing" in result.stderr.str()
     assert not (pytester.path / "page").exists()
+
+
+def test_the_page_needs_neither_matplotlib_nor_torch(tmp_path) -> None:
+    """The history command draws its figures itself: a fresh interpreter that writes the page
+    never imports matplotlib, torch or PyG (a CI job installs no plot extra for it)."""
+    import subprocess
+
+    root = write_history(tmp_path / "h", [0.8, 0.8, 0.79])
+    code = ("import sys; from pytest_graphnetz.cli import main; "
+            f"status = main(['history', {str(root)!r}, '-o', {str(tmp_path / 'page')!r}]); "
+            "print(status, sorted(m for m in ('matplotlib', 'torch', 'torch_geometric') "
+            "if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.splitlines()[-1] in ("0 []", "1 []")
+    assert (tmp_path / "page" / "index.html").is_file()
+
+
+def test_the_slope_test_against_statsmodels_and_at_its_edges() -> None:
+    import statsmodels.api as sm
+
+    from pytest_graphnetz.stats.trend import slope_test
+
+    x, y = np.arange(6.0), np.array([0.0, -0.1, 0.05, -0.2, -0.15, -0.3])
+    fit, ols = slope_test(x, y), sm.OLS(y, sm.add_constant(x)).fit()
+    assert (fit.slope, fit.intercept) == pytest.approx((ols.params[1], ols.params[0]))
+    assert fit.p_falling == pytest.approx(ols.pvalues[1] / 2) and fit.n == 6
+    assert slope_test(x, np.full(6, 0.3)) == type(fit)(0.0, 0.3, 1.0, 6)   # constant: no trend
+    with pytest.raises(ValueError, match="at least 3 points"):
+        slope_test([0, 1], [0.1, 0.2])

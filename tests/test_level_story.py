@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
 import pytest
 
 pytest.importorskip("scipy.stats")
@@ -125,3 +126,57 @@ def test_a_refresh_names_single_run_only_when_it_was_passed(pytester: pytest.Pyt
         gate.assert_outcomes(passed=1)
         rows = json.loads((pytester.path / "out" / "g.json").read_text())["rows"]
         assert all("--graphnetz-single-run" in r["note"] for r in rows)
+
+
+def _gate_arrays() -> tuple[np.ndarray, np.ndarray]:
+    """GATES' baseline and candidate, rebuilt here from the same draws."""
+    namespace: dict = {}
+    exec(GATES.split("\n\ndef reports")[0], namespace)
+    return namespace["BASE"], namespace["CAND"]
+
+
+def test_history_and_bisect_print_the_level_they_decide_at(tmp_path, capsys) -> None:
+    """`graphnetz history` flags on Holm p at α and labels its interval with the unadjusted
+    level it is computed at; `graphnetz bisect` judges each probe alone at its Bonferroni share
+    and labels each interval with that share's level. Neither names --graphnetz-single-run."""
+    from scipy import stats as sps
+
+    from pytest_graphnetz import BenchmarkReport
+    from pytest_graphnetz.bisection import bisect_commits
+    from pytest_graphnetz.cli import main
+    from pytest_graphnetz.text import fmt_interval, fmt_level
+
+    base, cand = _gate_arrays()
+    tasks = ["noisy", "tight", "drop"]
+    root = tmp_path / "history"
+    for i, X in enumerate((base, cand)):
+        folder = root / f"{i:03d}"
+        (folder / "reports" / "test_models").mkdir(parents=True)
+        BenchmarkReport.from_arrays(X, tasks=tasks, models=["GCN"], seeds=range(10),
+                                    metric="accuracy").to_json(
+            folder / "reports" / "test_models" / "test_family.json")
+        (folder / "commit.json").write_text(json.dumps(
+            {"commit": f"{i:02d}" + "ab" * 19, "date": f"2026-11-{i + 1:02d}T12:00:00Z"}))
+    assert main(["history", str(root), "-o", str(tmp_path / "page"), "--alpha", "0.05"]) == 1
+    out = capsys.readouterr().out
+    assert "each CI is the unadjusted 90% one" in out and "90% CI" in out
+    for k, task in enumerate(tasks):
+        d = cand[k, 0] - base[k, 0]
+        ci = sps.ttest_1samp(d, 0.0).confidence_interval(0.90)
+        line = next(x for x in out.splitlines() if f"::{task}/GCN " in x)
+        assert fmt_interval(ci.low, ci.high) in line, (line, ci)
+    assert "single-run" not in out
+
+    def probe(commit: str, n: int) -> dict[str, BenchmarkReport]:
+        X = (base if commit == "good" else cand)[2:, :, :n]   # the dropped cell alone
+        return {"test_models/test_family": BenchmarkReport.from_arrays(
+            X, tasks=["drop"], models=["GCN"], seeds=range(n), metric="accuracy")}
+
+    result = bisect_commits(["good", "bad"], probe, seeds=10, max_seeds=10)
+    text = "\n".join(result.lines())
+    (alpha_of_the_look,) = result.look_alphas   # one look: 10 seeds
+    level = 1 - 2 * alpha_of_the_look
+    d = cand[2, 0] - base[2, 0]
+    ci = sps.ttest_1samp(d, 0.0).confidence_interval(level)
+    assert (f"({fmt_level(level)} CI {fmt_interval(ci.low, ci.high)})" in text), text
+    assert "single-run" not in text

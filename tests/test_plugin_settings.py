@@ -104,14 +104,14 @@ def test_a_device_index_in_superscript_is_a_usage_error(pytester: pytest.Pyteste
          "δ 0.01 for [[]0, 1[]] metrics, device auto, workers 1, cache .pytest_cache/d/graphnetz"),
     (["--graphnetz-seeds=5..20", "--graphnetz-alpha=0.01", "--graphnetz-min-effect=0.02",
       "--graphnetz-device=cpu", "--graphnetz-no-cache", "--graphnetz-update-baselines"],
-     "graphnetz: seeds 5..20 adaptive, α 0.01, looks 5→10→20→… (look 1 decides at 0.0085), "
+     "graphnetz: seeds 5..20 adaptive, α 0.01 (refresh: each baseline judged alone at α), "
      "δ 0.02, device cpu, workers 1, cache off, updating baselines"),
     # the first look is the project's: the ini key, whatever the command line runs
     (["--graphnetz-seeds=40", "-o", "graphnetz_seeds=20"],
      "graphnetz: seeds 0-39 (40), α 0.05, looks 20→40→80→… (look 1 decides at 0.0425), *"),
     (["--graphnetz-seeds=1,4,7", "--graphnetz-cache-dir=ci-cache", "--graphnetz-single-run"],
-     "graphnetz: seeds 1,4,7, α 0.05 (single run: judged alone), δ 0.01 for [[]0, 1[]] "
-     "metrics, device auto, workers 1, cache ci-cache"),
+     "graphnetz: seeds 1,4,7, α 0.05 (single run: judged alone at α: not rerun-safe), δ 0.01 "
+     "for [[]0, 1[]] metrics, device auto, workers 1, cache ci-cache"),
 ])
 def test_the_session_header_shows_the_settings_in_effect(pytester: pytest.Pytester,
                                                          args: list[str], line: str) -> None:
@@ -220,6 +220,25 @@ def test_values_int_and_float_would_read_are_usage_errors(
     result = pytester.runpytest(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
+
+
+def test_accept_is_command_line_only(pytester: pytest.Pytester) -> None:
+    """A committed `graphnetz_accept` would pre-accept that cell's loss on every refresh: the
+    key is refused, naming the file and the command-line option to use instead."""
+    pytester.makepyprojecttoml('[tool.pytest.ini_options]\ngraphnetz_accept = "karate/GCN"\n')
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        "ERROR: graphnetz: the ini key `graphnetz_accept` in pyproject.toml is refused: "
+        "--graphnetz-accept is command line only: as a committed line it would accept that "
+        "cell's loss on every refresh, *; remove the key and pass `--graphnetz-accept "
+        "TASK/MODEL` with --graphnetz-update-baselines (or run `graphnetz refresh NODEID "
+        "--accept TASK/MODEL`) for the refresh that accepts it"])
+    # the option itself still works
+    pytester.makepyprojecttoml("[tool.pytest.ini_options]\n")
+    assert pytester.runpytest("--graphnetz-update-baselines",
+                              "--graphnetz-accept=karate/GCN").ret == 0
 
 
 @pytest.mark.parametrize("key", ["graphnetz_update_baselines", "graphnetz_force"])

@@ -195,7 +195,7 @@ def test_data_change_refusal_shows_the_unpaired_comparison(pytester: pytest.Pyte
         "E       *GateRefusal: task 'karate': its data or split differs from the baseline "
         "report for the same seed(s) [[]0, 1, 2, 3, 4, 5[]], so a per-seed pairing would be "
         "fictional: no verdict.*",
-        "E       What the change did, UNPAIRED (Welch's t on seeds 0-5 of each side; not a "
+        "E       What the change did, UNPAIRED (Welch's t; seeds 0-5 of each side; not a "
         "verdict*",
         f"E         karate/GCN: baseline {BASE.mean():.4g} [[]{base_ci[0]:.4g}, "
         f"{base_ci[1]:.4g}[]] (t 95% CI, n=6); candidate {cand.mean():.4g} [[]{cand_ci[0]:.4g}, "
@@ -204,6 +204,32 @@ def test_data_change_refusal_shows_the_unpaired_comparison(pytester: pytest.Pyte
     ])
     (row,) = [line for line in table(result.stdout.str()) if "test_data_changed" in line]
     assert f"unpaired {cand.mean() - BASE.mean():+.4g} [{ci.low:.4g}, {ci.high:.4g}]" in row
+
+
+def test_a_refused_row_states_each_sides_seeds(pytester: pytest.Pytester) -> None:
+    """A baseline of 12 seeds against a candidate of 6 whose data changed: the refusal and
+    its row say which seeds each side's mean is over and which the Welch Δ used, never
+    "seeds 0-5 of each side"."""
+    pytester.makepyfile(test_sides=COMMON + """
+
+def test_sides():
+    base = BenchmarkReport.from_arrays(
+        np.concatenate([BASE, BASE])[None, None, :], tasks=["karate"], models=["GCN"],
+        seeds=range(12), metric="accuracy",
+        fingerprints={"data": {"karate": {s: "a" for s in range(12)}}})
+    assert_not_worse(report(BASE + SHIFT, data="b"), base)
+""")
+    pytester.makeini("[pytest]\ngraphnetz_seeds = 6\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--graphnetz-comment=c.md")
+    result.assert_outcomes(failed=1)
+    sides = "baseline seeds 0-11, candidate seeds 0-5; Welch Δ on the 6 both ran (0-5)"
+    result.stdout.fnmatch_lines([f"E       What the change did, UNPAIRED (Welch's t; {sides}; *",
+                                 "E         karate/GCN: baseline * (t 95% CI, n=12); "
+                                 "candidate * (t 95% CI, n=6); Welch Δ *"])
+    assert "of each side" not in result.stdout.str()
+    (row,) = [line for line in table(result.stdout.str()) if "test_sides" in line]
+    assert "REFUSED" in row and sides in row
+    assert sides in (pytester.path / "c.md").read_text()
 
 
 REFRESH = COMMON + """

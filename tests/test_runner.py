@@ -8,7 +8,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from conftest import gcn, sage, tiny_csbm, tiny_task
 
 from pytest_graphnetz import BenchmarkReport, Task, run_benchmark, runner
 from pytest_graphnetz.report.codec import dumps
+from pytest_graphnetz.runner import default_root
 
 MODELS = {"GCN": gcn, "SAGE": sage}
 
@@ -135,9 +135,21 @@ def test_loader_receives_category_task_directory(tmp_path, monkeypatch):
     run_benchmark({"mine": Task("mine", loader, epochs=2)}, {"GCN": gcn}, seeds=[0], device="cpu")
     assert seen[-1] == str((tmp_path / "env" / "custom" / "mine").resolve())
     monkeypatch.delenv("GRAPHNETZ_ROOT")
-    monkeypatch.chdir(tmp_path)
+    # the default: the user's cache directory, outside the project, so that `git add -A` in
+    # the project never commits a dataset
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     run_benchmark({"mine": Task("mine", loader, epochs=2)}, {"GCN": gcn}, seeds=[0], device="cpu")
-    assert seen[-1] == str((tmp_path / "data" / "benchmark" / "custom" / "mine").resolve())
+    assert seen[-1] == str((tmp_path / "xdg" / "pytest-graphnetz" / "data" / "custom" / "mine"
+                            ).resolve())
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    expected = (Path.home() / "Library" / "Caches" if sys.platform == "darwin"
+                else Path.home() / ".cache")
+    assert default_root() == expected / "pytest-graphnetz" / "data"
+    assert not any(project.iterdir())                   # nothing written into the project
 
 
 def test_workers_two_identical_to_workers_one(root):
@@ -149,22 +161,23 @@ def test_workers_two_identical_to_workers_one(root):
 
 
 class _ReverseExecutor(Executor):
-    """Runs every submitted call in one background thread, last submitted first."""
+    """Runs the ``expected`` submitted calls in one background thread once all of them are
+    in, last submitted first."""
 
-    def __init__(self) -> None:
+    def __init__(self, expected: int) -> None:
+        self.expected = expected
         self.pending: list[tuple[Future, object, tuple]] = []
         self.thread: threading.Thread | None = None
 
     def submit(self, fn, /, *args, **kwargs):
         future: Future = Future()
         self.pending.append((future, fn, args))
-        if self.thread is None:
+        if len(self.pending) == self.expected:
             self.thread = threading.Thread(target=self._work)
             self.thread.start()
         return future
 
     def _work(self) -> None:
-        time.sleep(0.3)  # let every job be submitted first
         for future, fn, args in reversed(self.pending):
             future.set_result(fn(*args))
 
@@ -172,7 +185,7 @@ class _ReverseExecutor(Executor):
 def test_any_completion_order_gives_the_same_report(root):
     serial = _run(root, seeds=(0, 1))
     order = []
-    executor = _ReverseExecutor()
+    executor = _ReverseExecutor(len(serial.triples()))
     reversed_run = _run(root, seeds=(0, 1), executor=executor,
                         progress=lambda t, m, s, *_: order.append((t, m, s)))
     executor.thread.join()

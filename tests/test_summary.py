@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -19,6 +20,7 @@ import pytest
 sps = pytest.importorskip("scipy.stats")
 pytest.importorskip("scipy.optimize")
 import pytest_graphnetz.gates  # noqa: E402,F401
+from pytest_graphnetz import BenchmarkReport  # noqa: E402
 from pytest_graphnetz.summary import GateSummary  # noqa: E402
 from pytest_graphnetz.text import code_block, markdown_escape  # noqa: E402
 
@@ -82,6 +84,54 @@ def test_comment_lists_what_changed_and_folds_identical_rows() -> None:
     assert [h.strip() for h in header.strip(" |").split(" | ")] == [
         "Cell", "Paired Δ (+ = better) [CI]", "Verdict", "n", "Note"]
     assert "AssertionError: cora/GAT regressed" in comment       # why it failed, folded
+
+
+def width_row(test: str, cell: str, *, failed: bool = False) -> dict:
+    return {"test": test, "cell": cell, "verdict": "TOO WIDE" if failed else "OK",
+            "failed": "yes" if failed else "", "delta": "width 0.03 (max 0.08)", "n": "10",
+            "stats": {"kind": "ci_width", "n": 10, "width": 0.03, "max_width": 0.08}}
+
+
+def test_a_green_comment_lists_only_what_a_reviewer_must_read() -> None:
+    """Passing width rows and IDENTICAL rows are one count line; a green comment points to the
+    full table, not to failing tests' messages it does not have."""
+    test = "tests/test_models.py::test_cora"
+    rows = [row(test, "cora/GCN", "NOT WORSE"), row(test, "cora/GAT", "IDENTICAL"),
+            width_row(test, "cora/GCN"), width_row(test, "cora/GAT")]
+    comment = GateSummary(rows=rows, exitstatus=0).comment()
+    listed = table_rows(comment)
+    assert len(listed) == 1 and "NOT WORSE" in listed[0]
+    assert ("Not listed: 1 IDENTICAL row(s) (every paired seed scored exactly the baseline's "
+            "value) and 2 width row(s) within their max width.") in comment
+    assert "failing test" not in comment and "message" not in comment
+    assert "The full table is in the job's step summary" in comment
+    # a failing width row is listed, and a red comment points to the messages
+    rows[3] = width_row(test, "cora/GAT", failed=True)
+    red = GateSummary(rows=rows, failures={test: "AssertionError: too wide"}, exitstatus=1)
+    comment = red.comment()
+    assert len(table_rows(comment)) == 2 and "✗ TOO WIDE" in table_rows(comment)[0]
+    assert "1 width row(s) within their max width" in comment
+    assert "every failing test's message are in the job's step summary" in comment
+    # the full Markdown summary still has every row
+    assert len(table_rows(red.markdown())) == 4
+
+
+@pytest.mark.parametrize(("trained", "cached", "says"), [
+    (0, 20, "this run trained none: all 20 triple(s) read from the cache."),
+    (5, 15, "this run trained 5 triple(s), read 15 from the cache."),
+    (20, 0, "this run trained 20 triple(s)."),
+])
+def test_the_seeds_line_says_what_this_run_trained(trained, cached, says) -> None:
+    test = "tests/test_models.py::test_cora"
+    rows = [{**row(test, f"cora/M{i}", "NOT WORSE"), "stats": {"kind": "not_worse", "n": 10}}
+            for i in range(2)]
+    line = GateSummary(rows=rows, trained=trained, cached=cached).looks_line()
+    assert line == f"Seeds: 2 cell(s) stopped at 10 seeds; {says}"
+    assert "seed-trainings" not in line
+    # outside a session (no triple counts): what the cells cost over their looks
+    assert GateSummary(rows=rows).looks_line() == (
+        "Seeds: 2 cell(s) stopped at 10 seeds; 20 seed-trainings of the candidate in all "
+        "(each seed trains once: the cache keeps earlier looks).")
 
 
 def test_a_600_cell_failing_call_stays_short_and_points_to_the_rest() -> None:
@@ -166,7 +216,7 @@ def test_compare_markdown_is_fenced_and_escaped(tmp_path, capsys) -> None:
                                     models=[model], seeds=range(6), metric="accuracy"
                                     ).to_json(tmp_path / file)
     code = main(["compare", str(tmp_path / "base.json"), str(tmp_path / "cand.json"),
-                 "--markdown"])
+                 "--markdown", "--first-look", "6"])
     assert code == 1
     markdown = capsys.readouterr().out
     tokens, _ = rendered(markdown)
@@ -317,6 +367,73 @@ def test_other():
 """
 
 
+def test_prune_lists_then_removes_the_unused_cells(pytester: pytest.Pytester,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """`graphnetz prune` runs the gates, lists the cells no gate used and, with --yes only,
+    removes them; a partial run removes nothing (it cannot tell)."""
+    from pytest_graphnetz.baselines import read_baseline
+
+    declare_six_seeds(pytester)
+    pytester.makepyfile(test_unused=UNUSED)
+    monkeypatch.setenv("GNZ_MODELS", "GCN,GAT")
+    pytester.runpytest("-p", "no:cacheprovider", "--graphnetz-update-baselines"
+                       ).assert_outcomes(passed=2)
+    path = pytester.path / "baselines" / "test_unused" / "test_models.json"
+    before = path.read_text()
+    monkeypatch.setenv("GNZ_MODELS", "GCN")                 # GAT removed from the model dict
+
+    def prune(*args: str):
+        return pytester.run(sys.executable, "-m", "pytest_graphnetz.cli", "prune", *args,
+                            "-p", "no:cacheprovider")
+
+    partial = prune("-k", "models")
+    assert partial.ret == 2 and "cannot tell which cells are unused" in partial.stdout.str()
+    listed = prune()
+    assert listed.ret == 0, listed.stdout.str()
+    listed.stdout.fnmatch_lines([
+        "graphnetz prune: baselines/test_unused/test_models.json: would remove karate/GAT",
+        "graphnetz prune: nothing written; rerun with --yes to remove them*"])
+    assert path.read_text() == before                       # a listing writes nothing
+    removed = prune("--yes")
+    assert removed.ret == 0
+    removed.stdout.fnmatch_lines(["*test_models.json: removed karate/GAT"])
+    stored = read_baseline(path)
+    assert list(stored.report.models) == ["GCN"] and list(stored.anchors) == [("karate", "GCN")]
+    assert prune().stdout.str().count("nothing to remove") == 1
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2)
+
+
+def test_prune_refuses_to_refresh(capsys) -> None:
+    """Prune reads the gates as they are: a refresh in the same run would make every cell
+    look used (and rewrite the files), so it is refused before pytest starts."""
+    from pytest_graphnetz.cli import main
+
+    assert main(["prune", "--yes", "--graphnetz-update-baselines"]) == 2
+    assert "refresh with `graphnetz refresh` first, then prune" in capsys.readouterr().err
+
+
+def test_prune_keeps_a_cell_the_grid_needs(tmp_path) -> None:
+    """A baseline is a task × model grid: a cell goes with its whole model or task only."""
+    from pytest_graphnetz.baselines import BaselineHandle, read_baseline
+    from pytest_graphnetz.gates import compare_reports
+    from pytest_graphnetz.ratchet import drop_cells, refresh
+
+    X = np.tile(BASE, (2, 2, 1))
+    grid = BenchmarkReport.from_arrays(X, tasks=["a", "b"], models=["GCN", "GAT"],
+                                       seeds=range(6), metric="accuracy")
+    path = tmp_path / "b.json"
+    refresh(BaselineHandle(path, update=True), grid,
+            lambda c, r, s: compare_reports(c, r, gate="not_worse", source=s, rerun_safe=False))
+    dropped, kept = drop_cells(path, [("a", "GAT")], write=True)
+    assert dropped == [] and kept == [("a", "GAT")]
+    dropped, kept = drop_cells(path, [("a", "GAT"), ("b", "GAT"), ("b", "GCN")], write=True)
+    assert sorted(dropped) == [("a", "GAT"), ("b", "GAT"), ("b", "GCN")] and kept == []
+    stored = read_baseline(path)
+    assert (list(stored.report.tasks), list(stored.report.models)) == (["a"], ["GCN"])
+    assert set(stored.written) == {("a", "GCN")}
+    assert drop_cells(path, [("a", "GCN")], write=True) == ([], [("a", "GCN")])  # never empty
+
+
 def test_baseline_cells_no_gate_used_are_listed(pytester: pytest.Pytester,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     declare_six_seeds(pytester)
@@ -377,6 +494,9 @@ def test_accepting_one_cell_resets_only_its_anchor(pytester: pytest.Pytester,
     monkeypatch.setenv("GNZ_GAT", values(BASE))
     pytester.runpytest(*update).assert_outcomes(passed=1)
     path = pytester.path / "baselines" / "test_acc" / "test_pair.json"
+    # each cell records the refresh it was written under
+    assert read_baseline(path).written == {("karate", "GCN"): {"verdict": "NEW"},
+                                           ("karate", "GAT"): {"verdict": "NEW"}}
 
     # GAT lost 1.4 points (REGRESSED); GCN moved by noise: the refresh is refused on GAT
     monkeypatch.setenv("GNZ_GAT", values(BASE + DROPS))
@@ -395,6 +515,17 @@ def test_accepting_one_cell_resets_only_its_anchor(pytester: pytest.Pytester,
     np.testing.assert_array_equal(stored.anchors[("karate", "GAT")].final, BASE + DROPS)
     np.testing.assert_array_equal(stored.anchors[("karate", "GCN")].final, BASE)  # kept
     np.testing.assert_array_equal(stored.report.values("karate", "GAT"), BASE + DROPS)
+    # the diff says why: GAT was accepted REGRESSED, GCN written NOT WORSE; in the file, in
+    # each cell's block
+    gat, gcn = stored.written[("karate", "GAT")], stored.written[("karate", "GCN")]
+    assert gat == {"verdict": "REGRESSED", "accepted": True}
+    assert gcn["verdict"] == "NOT WORSE" and "accepted" not in gcn
+    block = json.loads(path.read_text())["models"]["GAT"]["tasks"]["karate"]
+    assert block["refresh"] == gat
+    # an unchanged refresh (IDENTICAL) keeps the record, so the file does not change
+    before = path.read_text()
+    pytester.runpytest(*update).assert_outcomes(passed=1)
+    assert path.read_text() == before
 
 
 def test_a_refused_inconclusive_refresh_names_the_seeds_that_decide_it(
@@ -460,7 +591,8 @@ def test_compare_reads_the_gates_settings_from_the_saved_report(
     cand = pytester.path / "reports" / "test_gate" / "test_gated.json"
     (call,) = BenchmarkReport.from_json(cand).protocol["gates"]
     assert call == {"gate": "not_worse", "test": "paired-t", "margin": 0.01, "min_effect": 0.02,
-                    "alpha": 0.05, "strict": False, "cells": ["karate/GCN"]}
+                    "alpha": 0.05, "strict": False, "first_look": 6, "single_run": False,
+                    "cells": ["karate/GCN"]}
 
     capsys.readouterr()
     assert main(["compare", base, str(cand)]) == 0            # the gate's verdict, no flags

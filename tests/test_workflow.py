@@ -387,6 +387,26 @@ def test_a_forks_markdown_is_never_posted_the_comment_is_rendered_from_its_json(
     assert "is not a pytest-graphnetz verdict file" in github.state["comments"][0]["body"]
 
 
+def test_a_forks_comment_folds_what_the_python_comment_folds(tmp_path: Path) -> None:
+    """The trusted script counts IDENTICAL rows and widths within their max, as
+    `GateSummary.comment` does, and lists a width that failed."""
+    github = fork_poster(tmp_path)
+    data = verdicts_json()
+    width = {"test": "tests/test_m.py::test_w", "cell": "karate/GCN", "verdict": "OK",
+             "failed": False, "failed_build": False, "note": "",
+             "stats": {"kind": "ci_width", "n": 10}, "display": {"delta": "width 0.03"}}
+    data["rows"] += [width, {**width, "cell": "karate/GAT", "verdict": "TOO WIDE",
+                             "failed": True, "failed_build": True},
+                     {**data["rows"][0], "cell": "karate/SGC", "verdict": "IDENTICAL"}]
+    (tmp_path / "graphnetz-artifact" / "graphnetz-verdicts.json").write_text(json.dumps(data))
+    assert github.post("", "graphnetz-artifact/graphnetz-comment.md") == 0
+    body = github.state["comments"][0]["body"]
+    assert ("Not listed: 1 IDENTICAL row(s) (every paired seed scored exactly the baseline's "
+            "value) and 1 width row(s) within their max width.") in body
+    rows = [line for line in body.splitlines() if line.startswith("| test")]
+    assert len(rows) == 2 and "TOO WIDE" in rows[0] and "NOT WORSE" in rows[1]
+
+
 ALL_SKIPPED = """
 import pytest
 

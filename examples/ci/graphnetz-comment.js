@@ -87,10 +87,17 @@ function renderJson(path) {
   }
   const passed = data.build_failed === false;   // anything else reads as failed
   const parts = [`### graphnetz gates ${passed ? '✓' : '✗'}`, '', `**${esc(data.headline)}**`];
+  // As the Python comment does: IDENTICAL rows and widths within their max are counted, not
+  // listed.
   const identical = data.rows.filter(r => r && r.verdict === 'IDENTICAL' && !r.failed_build);
-  if (identical.length) {
-    parts.push('', `${identical.length} IDENTICAL row(s) (every paired seed scored exactly ` +
-               "the baseline's value) are not listed.");
+  const widths = data.rows.filter(r => r && r.stats && r.stats.kind === 'ci_width' &&
+                                       !r.failed && !r.failed_build);
+  const folded = [
+    identical.length ? `${identical.length} IDENTICAL row(s) (every paired seed scored ` +
+                       "exactly the baseline's value)" : '',
+    widths.length ? `${widths.length} width row(s) within their max width` : ''].filter(Boolean);
+  if (folded.length) {
+    parts.push('', `Not listed: ${folded.join(' and ')}.`);
   }
   const unused = Array.isArray(data.unused_cells) ? data.unused_cells : [];
   if (unused.length) {
@@ -106,7 +113,7 @@ function renderJson(path) {
       parts.push(`- … and ${files.size - 20} more baseline file(s) (the step summary)`);
     }
   }
-  const listed = data.rows.filter(r => r && !identical.includes(r))
+  const listed = data.rows.filter(r => r && !identical.includes(r) && !widths.includes(r))
     .sort((a, b) => Number(Boolean(b.failed_build)) - Number(Boolean(a.failed_build)));
   if (listed.length) {
     parts.push('', '| Test | Cell | Paired Δ (+ = better) [CI] | Verdict | n | Note |',

@@ -26,15 +26,10 @@ from ..pairing import (
 )
 from ..report import BenchmarkReport
 from ..stats.boundaries import Design
-from ..stats.decisions import (
-    LOOK_VERDICTS,
-    Comparison,
-    compare,
-    decide_look,
-    holm_member,
-    plan_seeds,
-)
+from ..stats.comparison import Comparison, Evidence, Plan, measure
+from ..stats.decisions import decision_of, plan_seeds, verdict_at
 from ..stats.sequential import FamilyDecision
+from ..stats.skew import SKEW_HOLDS_FROM, SkewCheck, corrected_p_values, skew_check
 from ..stats.suite import DEFAULT_SUITE_WEIGHT
 from ..verdicts.formatting import describe_values, verdict_name
 from ..verdicts.guidance import LookNote, Stop
@@ -68,7 +63,7 @@ class GateCell:
     alone: str = ""
     unused: tuple[int, ...] = ()
     look: int = 0               # index into design.looks
-    comparisons: list[Comparison] = field(default_factory=list)   # one per look
+    evidence: list[Evidence] = field(default_factory=list)   # one per look
     verdict: stats.Verdict | None = None   # once stopped (REGRESSED: the family's)
     tested: bool = True         # in the Holm family (not IDENTICAL, not diverged)
     sources: dict[int, BenchmarkReport] = field(default_factory=dict)
@@ -76,9 +71,10 @@ class GateCell:
     first_look: int | None = None   # the schedule's first look (None: no schedule to advise)
     passed: int | None = None   # the look index of the first NOT WORSE / BETTER crossing
     passed_verdict: stats.Verdict | None = None   # and which of the two
-    # The comparison on every held seed, when that decides the cell without a look (a diverged
+    # The evidence of every held seed, when that decides the cell without a look (a diverged
     # candidate, or every held seed identical: fixed runs)
-    whole: Comparison | None = None
+    whole: Evidence | None = None
+    skew: SkewCheck | None = None   # the skew guard on the held seeds, at the last look compared
 
     @property
     def held(self) -> list[int]:
@@ -93,25 +89,47 @@ class GateCell:
     def last_look(self) -> bool:
         return self.look == len(self.design.looks) - 1
 
-    def compare(self, *, test: str, margin: float, rng: stats.RngLike,
-                seeds: Sequence[int] | None = None) -> Comparison:
-        """The comparison at exactly this look's seeds (``seeds``: those instead), at the level
-        this look decides at (its nominal level), so p, interval, MDE and plan read at it."""
+    def measure(self, *, test: str, margin: float, rng: stats.RngLike,
+                seeds: Sequence[int] | None = None) -> Evidence:
+        """The evidence of exactly this look's seeds (``seeds``: those instead), at the level
+        this look decides at (its nominal level), so p and interval read at it."""
         seeds = self.look_seeds if seeds is None else list(seeds)
         baseline = np.array([self.baseline[s] for s in seeds])
         test, candidate = folded(np.array([self.candidate[s] for s in seeds]), baseline,
                                  self.folds, test)
-        return compare(candidate, baseline, higher_is_better=self.spec.higher_is_better,
-                       kind="not_worse", test=test, margin=margin,
-                       min_effect=self.min_effect, alpha=self.design.nominal[self.look],
-                       rng=rng, label=f"{self.task}/{self.model}", seeds=seeds, plan=False)
+        evidence = measure(candidate, baseline, higher_is_better=self.spec.higher_is_better,
+                           kind="not_worse", test=test, margin=margin,
+                           min_effect=self.min_effect, alpha=self.design.nominal[self.look],
+                           rng=rng, label=f"{self.task}/{self.model}", seeds=seeds)
+        return self._skew_guarded(evidence, test)
 
-    def look_code(self, comp: Comparison) -> stats.Verdict | None:
-        """NOT WORSE's and BETTER's boundaries at this look (REGRESSED is the family's)."""
-        code = decide_look(comp.p_value, comp.p_reverse, comp.p_better,
-                           level=self.design.nominal[self.look], regressed_level=None,
-                           last=self.last_look)
-        return LOOK_VERDICTS[int(code)]
+    def _skew_guarded(self, evidence: Evidence, test: str) -> Evidence:
+        """``evidence`` with its p-values from Hall's skew-corrected t where the skew guard, on
+        every seed the cell holds, corrects (:mod:`~pytest_graphnetz.stats.skew`: it fires on 20
+        or more), with a note where it fires; the paired t only (not on folds, whose differences
+        are not independent). The corrected test's evidence, before anything is decided on it."""
+        if (test != "paired-t" or self.folds is not None or evidence.diverged_seeds
+                or evidence.identical or evidence.n < 2):
+            return evidence
+        sign = 1.0 if self.spec.higher_is_better else -1.0
+        d = np.array([sign * (self.candidate[s] - self.baseline[s]) for s in self.held
+                      if s in self.candidate and s in self.baseline])
+        self.skew = skew_check(d[np.isfinite(d)])
+        if not self.skew.fires:
+            return evidence
+        if not self.skew.corrects:   # too few seeds to correct with: named, not corrected
+            return replace(evidence, notes=(*evidence.notes, skew_note(self.skew)))
+        p_reg, p_nw, p_bt = corrected_p_values(evidence.p_value, evidence.p_reverse,
+                                               evidence.p_better, n=evidence.n,
+                                               skewness=self.skew.skewness)
+        return replace(evidence, p_value=p_reg, p_reverse=p_nw, p_better=p_bt,
+                       notes=(*evidence.notes, skew_note(self.skew)))
+
+    def look_verdict(self, evidence: Evidence) -> stats.Verdict | None:
+        """The kernel at this look: NOT WORSE's and BETTER's boundaries (REGRESSED is the
+        family's), a diverged candidate, identical seeds; None while the cell stays open."""
+        return verdict_at(evidence, level=self.design.nominal[self.look], regressed_level=None,
+                          last=self.last_look)
 
     def verdict_of(self, report: BenchmarkReport, baseline: BenchmarkReport, *, strict: bool,
                    notes: tuple[str, ...], refresh_command: str | None,
@@ -144,23 +162,50 @@ class GateCell:
             refresh_command, stop=None if schedule is None else self._stop(schedule, k, fam),
             table_note="; ".join(x for x in (self._table_note(
                 name, look, changed=changed_model_table_note(changed), collapsed=collapse_note),
-                cache_note, tuning_table_note(report, baseline)) if x),
-            folds=self.folds, call_alpha=self.design.alpha, look=look)
+                diverged_note(comp.diverged_seeds),
+                skew_table_note(self.skew if self.tested else None), cache_note,
+                tuning_table_note(report, baseline)) if x),
+            folds=self.folds, call_alpha=self.design.alpha, look=look,
+            skew=self.skew if self.tested else None)
 
     def _reported(self, k: int, fam: FamilyDecision | None, i: int) -> Comparison:
-        """The comparison of look ``k`` as reported: the cell's verdict, and as the ``i``-th
-        member of the call's family ``fam`` (adjusted p, interval, plan), with its notes."""
-        comp = self.comparisons[k] if self.whole is None else self.whole
-        if self.verdict is not None:
-            comp = replace(comp, verdict=self.verdict)
-        extra: tuple[str, ...] = ()
+        """The comparison of look ``k`` as reported, built once from its evidence: the cell's
+        verdict (:func:`decide_cells`), and as the ``i``-th member of the call's family ``fam``
+        its adjusted p, REGRESSED's level (the MDE at it), interval and plan, with its notes."""
+        evidence = self.evidence[k] if self.whole is None else self.whole
+        if self.verdict is None:
+            raise RuntimeError(f"{self.task}/{self.model}: reported before decide_cells decided it")
+        p_adjusted, regressed, ci_alphas, plan = None, None, None, Plan()
+        notes: list[str] = []
         if self.tested and fam is not None:
-            comp, extra = self._in_family(comp, fam, i, k)
+            m = len(fam.rejected)
+            level = fam.level if fam.levels is None else fam.levels[i]
+            low, high = self.design.nominal[k], self.design.at_level(level).nominal[k]
+            if fam.levels is not None:   # weighted with suite rows (one look): own level
+                p_adjusted = fam.p_adjusted[i] if fam.p_adjusted else None
+                notes.append("p adjusted by weighted Holm across the tested cells and the suite "
+                             f"row(s) (suite weight {DEFAULT_SUITE_WEIGHT:g})")
+            elif len(self.design.looks) == 1 and fam.p_adjusted is not None and m > 1:
+                p_adjusted, regressed = fam.p_adjusted[i], evidence.alpha / m
+                notes.append(f"p Holm-adjusted across the {m} tested cells")
+            elif m > 1:
+                # several looks: the MDE at the level REGRESSED is tested at here, look k of
+                # the design at Holm's α/m (what a one-look family reads at)
+                regressed = self.design.at_level(self.design.alpha / m).nominal[k]
+                notes.append(f"MDE at the Holm level across the {m} tested cells")
+            if len(self.design.looks) > 1:
+                notes.append(f"p is the fixed-n p at {self.design.looks[k]} seeds; the verdict "
+                             "is the sequential boundary's")
+            plan = self._plan(evidence, regressed, self.design.alpha / max(m, 1))
+            if (low, high) != (evidence.alpha, evidence.alpha):   # else the evidence's interval
+                ci_alphas = (low, high)
         if self.folds is not None:
             from ..stats.heldout import FOLD_NOTE
 
-            extra = (*extra, FOLD_NOTE.format(task=self.task, k=self.folds, test=comp.test))
-        return replace(comp, notes=(*comp.notes, *extra))
+            notes.append(FOLD_NOTE.format(task=self.task, k=self.folds, test=evidence.test))
+        decision = decision_of(evidence, self.verdict, p_adjusted=p_adjusted,
+                               regressed_level=regressed, ci_alphas=ci_alphas)
+        return Comparison(evidence, decision, plan, (*evidence.notes, *notes))
 
     def _collapse(self, seeds: Sequence[int]) -> tuple[tuple[str, ...], str]:
         """The notes (message, table) on seeds that collapsed. Only a tested cell has a t test
@@ -188,48 +233,6 @@ class GateCell:
             NO_MIN_EFFECT_NOTE if self.min_effect is None and shown else "",
             self.capped if shown else "") if x)
 
-    def _in_family(self, comp: Comparison, fam: FamilyDecision, i: int,
-                   k: int) -> tuple[Comparison, tuple[str, ...]]:
-        """The comparison of look ``k`` as a member of the call's REGRESSED family: Holm's
-        adjusted p (one look), the interval whose upper end sits at REGRESSED's level and the
-        seeds that would decide it."""
-        extra: list[str] = []
-        level = fam.level if fam.levels is None else fam.levels[i]
-        low, high = self.design.nominal[k], self.design.at_level(level).nominal[k]
-        if fam.levels is not None:   # weighted with suite rows (one look): own level
-            if fam.p_adjusted:
-                comp = replace(comp, p_adjusted=fam.p_adjusted[i])
-            extra.append("p adjusted by weighted Holm across the tested cells and the suite "
-                         f"row(s) (suite weight {DEFAULT_SUITE_WEIGHT:g})")
-        elif len(self.design.looks) == 1 and fam.p_adjusted is not None and len(fam.rejected) > 1:
-            comp = holm_member(comp, fam.p_adjusted[i], len(fam.rejected))
-        elif len(fam.rejected) > 1:
-            # several looks: the MDE at the level REGRESSED is tested at here, look k of the
-            # design at Holm's α/m (what holm_member gives a one-look family)
-            comp = self._holm_mde(comp, k, len(fam.rejected))
-            extra.append(f"MDE at the Holm level across the {len(fam.rejected)} tested cells")
-        if len(self.design.looks) > 1:
-            extra.append(f"p is the fixed-n p at {self.design.looks[k]} seeds; the verdict is "
-                         "the sequential boundary's")
-        m = max(len(fam.rejected), 1)
-        needed, expected = self._plan(comp, self.design.alpha / m)
-        comp = replace(comp, seeds_needed=needed, seeds_expected=expected)
-        if (low, high) != (comp.alpha, comp.alpha):   # else ``ci`` is that interval
-            comp = replace(comp, ci=comp.interval(low, high), ci_alphas=(low, high))
-        return comp, tuple(extra)
-
-    def _holm_mde(self, comp: Comparison, k: int, m: int) -> Comparison:
-        """``comp`` with its MDE at look ``k``'s REGRESSED level in a Holm family of ``m``
-        tested cells: the design at ``α/m``, its nominal level at that look."""
-        from ..stats.planning import mde_from_se
-
-        level = self.design.at_level(self.design.alpha / m).nominal[k]
-        mde = math.inf
-        if comp.p_floor <= level and math.isfinite(comp.sd_diff) and comp.n >= 2:
-            mde = mde_from_se(comp.sd_diff / math.sqrt(comp.n), comp.n - 1, alpha=level,
-                              power=comp.power, one_sided=True)
-        return replace(comp, mde=mde, mde_alpha=level)
-
     def _stop(self, schedule: Schedule, k: int, fam: FamilyDecision | None) -> Stop:
         """Where an adaptive cell stopped."""
         trained = len([s for s in self.seeds if s in self.candidate])
@@ -241,35 +244,67 @@ class GateCell:
                                         if self.tested and fam is not None else None),
                     regressed_alpha=fam.level if fam is not None else self.design.alpha)
 
-    def _plan(self, comp: Comparison, level: float) -> tuple[int | None, int | None]:
+    def _plan(self, evidence: Evidence, regressed: float | None, level: float) -> Plan:
         """What an INCONCLUSIVE cell does next: the seeds of its next run and those it is
         expected to need. On the schedule, the next look (what the CI loop runs) and the
         expected need (:func:`~pytest_graphnetz.stats.sequential.plan_next_look`); a k-fold
         task, the corrected resampled t test's own plan (None when no seed count resolves δ); a
         run judged alone for another reason, the fixed-n plan; no expected need off the
-        schedule. ``level``: REGRESSED's level (Holm's ``alpha / m``)."""
-        if (comp.verdict is not stats.Verdict.INCONCLUSIVE or self.min_effect is None
-                or not math.isfinite(comp.sd_diff)):
-            return None, None
+        schedule. ``regressed``: the level REGRESSED's MDE is read at (None: the look's);
+        ``level``: REGRESSED's level (Holm's ``alpha / m``)."""
+        if (self.verdict is not stats.Verdict.INCONCLUSIVE or self.min_effect is None
+                or not math.isfinite(evidence.sd_diff)):
+            return Plan()
         if self.folds is not None:
             from ..stats.heldout import fold_ratio
             from ..stats.planning import fold_seeds_for_min_effect
 
-            # the per-fold sd: comp's is inflated by the correction (fold_corrected)
-            sd = comp.sd_diff / math.sqrt(1 + comp.n * fold_ratio(self.folds))
+            # the per-fold sd: the evidence's is inflated by the correction (fold_corrected)
+            sd = evidence.sd_diff / math.sqrt(1 + evidence.n * fold_ratio(self.folds))
             needed = fold_seeds_for_min_effect(
-                sd, self.min_effect, folds=self.folds, margin=comp.margin, alpha=comp.alpha,
-                alpha_regressed=comp.mde_alpha or comp.alpha, power=comp.power)
-            return (None if needed is None else max(needed, comp.n + 1)), None
-        if self.first_look is None or comp.sd_diff == 0:
-            return plan_seeds(replace(comp, alpha=self.design.alpha), level), None
+                sd, self.min_effect, folds=self.folds, margin=evidence.margin,
+                alpha=evidence.alpha, alpha_regressed=regressed or evidence.alpha,
+                power=evidence.power)
+            return Plan(None if needed is None else max(needed, evidence.n + 1))
+        if self.first_look is None or evidence.sd_diff == 0:
+            return Plan(plan_seeds(evidence, self.verdict, level, alpha=self.design.alpha))
         from ..stats.sequential import plan_next_look
 
         taken = self.design.max_seeds if self.design.on_schedule else 0
-        plan = plan_next_look(comp.sd_diff, comp.n, self.min_effect, first=self.first_look,
-                              taken=taken, alpha=self.design.alpha, margin=comp.margin,
-                              regressed_alpha=level, power=comp.power)
-        return plan.next_look, plan.expected
+        plan = plan_next_look(evidence.sd_diff, evidence.n, self.min_effect,
+                              first=self.first_look, taken=taken, alpha=self.design.alpha,
+                              margin=evidence.margin, regressed_alpha=level,
+                              power=evidence.power)
+        return Plan(plan.next_look, plan.expected)
+
+
+def skew_note(check: SkewCheck) -> str:
+    """The message's note on a cell where the skew guard fired: the skew, what it does to the
+    plain t test, and what decided the cell (benchmarks/skew_sequential_results.md)."""
+    threat = "false REGRESSED" if check.side == "right" else "a wrong NOT WORSE or BETTER"
+    decided = (
+        "these p-values and the verdict are Hall's skew-corrected t (Hall 1992), which holds it "
+        f"at or under 1.5α from {SKEW_HOLDS_FROM} held seeds; the interval shown is the plain "
+        "t's" if check.corrects else
+        f"the verdict is the plain t's: {check.n} seeds are too few to correct with (the "
+        f"corrected t only trims the excess there), so hold {SKEW_HOLDS_FROM} or more seeds "
+        f"(--graphnetz-seeds={SKEW_HOLDS_FROM}), from which the gate decides such a cell on "
+        "the skew-corrected t")
+    return (f"skewed paired differences: skewness {check.skewness:+.2f} on the {check.n} held "
+            f"seeds, {abs(check.z):.1f} standard errors from 0 (the guard fires above "
+            f"{check.threshold:g}). On such differences the plain t test gives {threat} up to "
+            "9-15% of the time instead of α (gamma and exponential, 10-80 seeds: "
+            f"docs/guarantees.md); {decided}")
+
+
+def skew_table_note(check: SkewCheck | None) -> str:
+    """The table's Note on a cell where the skew guard fired ("" otherwise)."""
+    if check is None or not check.fires:
+        return ""
+    if check.corrects:
+        return f"skewed (skew {check.skewness:+.1f}): skew-corrected t"
+    return (f"skewed (skew {check.skewness:+.1f}): t test less reliable, "
+            f"hold {SKEW_HOLDS_FROM}+ seeds")
 
 
 def decide_cells(cells: Sequence[GateCell], *, test: str, margin: float, rng: stats.RngLike,
@@ -279,7 +314,7 @@ def decide_cells(cells: Sequence[GateCell], *, test: str, margin: float, rng: st
     cells still walking are trained and paired (``train``: adaptive seeds only), compared on
     exactly that look's seeds, NOT WORSE / BETTER are read at the look's boundaries, and
     REGRESSED comes from group-sequential Holm over every tested cell's per-look p-values
-    (classical Holm when every cell has one look). Sets each cell's verdict, comparisons and
+    (classical Holm when every cell has one look). Sets each cell's verdict, evidence per look and
     family decision. ``family``: the REGRESSED family in place of group-sequential Holm (suite
     rows).
 
@@ -297,30 +332,29 @@ def decide_cells(cells: Sequence[GateCell], *, test: str, margin: float, rng: st
     if train is None:
         for c in cells:
             c.look = len(c.design.looks) - 1   # reported at the last look the run holds
-            whole = c.compare(test=test, margin=margin, rng=rng, seeds=c.held)
+            whole = c.measure(test=test, margin=margin, rng=rng, seeds=c.held)
             c.look = 0
-            if whole.diverged_seeds or whole.verdict is stats.Verdict.IDENTICAL:
-                c.whole, c.verdict, c.tested = whole, whole.verdict, False
+            if whole.diverged_seeds or whole.identical:
                 c.look = len(c.design.looks) - 1
+                c.whole, c.verdict, c.tested = whole, c.look_verdict(whole), False
         walking = [c for c in cells if c.whole is None]
     while walking:
         if train is not None:
             train(walking)
         for c in walking:
-            comp = c.compare(test=test, margin=margin, rng=rng)
-            c.comparisons.append(comp)
-            if train is not None and (comp.diverged_seeds
-                                      or comp.verdict is stats.Verdict.IDENTICAL):
+            evidence = c.measure(test=test, margin=margin, rng=rng)
+            c.evidence.append(evidence)
+            if train is not None and (evidence.diverged_seeds or evidence.identical):
                 # A candidate diverged where the baseline did not fails that seed (REGRESSED
                 # without a test); every difference 0 is IDENTICAL: neither is in the family.
-                c.verdict, c.tested = comp.verdict, False
-            elif comp.verdict is not stats.Verdict.IDENTICAL and c.passed is None:
+                c.verdict, c.tested = c.look_verdict(evidence), False
+            elif not evidence.identical and c.passed is None:
                 # an all-zero look of a cell that differs later crosses nothing
-                code = c.look_code(comp)
+                code = c.look_verdict(evidence)
                 if code in (stats.Verdict.NOT_WORSE, stats.Verdict.BETTER):
                     c.passed, c.passed_verdict = c.look, code
         tested = [c for c in cells if c.tested]
-        decision = decide([[x.p_value for x in c.comparisons] for c in tested],
+        decision = decide([[x.p_value for x in c.evidence] for c in tested],
                           [c.design for c in tested])
         for i, c in enumerate(tested):
             c.family = (decision, i)
@@ -334,6 +368,15 @@ def decide_cells(cells: Sequence[GateCell], *, test: str, margin: float, rng: st
     for c in cells:
         if c.verdict is None:
             c.verdict = stats.Verdict.INCONCLUSIVE if c.passed is None else c.passed_verdict
+
+
+def diverged_note(seeds: Sequence[int]) -> str:
+    """The table's Note on candidate seeds that diverged where the baseline did not ("" for
+    none): the row fails on them, and names them as the message does."""
+    if not seeds:
+        return ""
+    return (f"candidate diverged (non-finite) at seed(s) {', '.join(map(str, seeds))}: "
+            "counted as failures")
 
 
 def folded(candidate: np.ndarray, baseline: np.ndarray, k: int | None,

@@ -6,7 +6,6 @@ not-worse cells on the one decision path (:func:`~.cells.decide_cells`)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from .. import stats
 from ..pairing import (
@@ -17,6 +16,7 @@ from ..pairing import (
     check_metrics,
     environment_notes,
     refuse_changed_data,
+    refuse_diverged_baseline,
     shared_seeds,
     tuning_notes,
     unpaired_notes,
@@ -31,7 +31,8 @@ from ..stats.boundaries import (
     design,
     single_look,
 )
-from ..stats.decisions import compare
+from ..stats.comparison import measure
+from ..stats.decisions import judge
 from ..verdicts.formatting import describe_values, seed_list, verdict_name
 from ..verdicts.guidance import LookNote
 from ..verdicts.rules import failed_verdict
@@ -68,7 +69,9 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
     not the paired t, the task is k-fold, the call has suite rows, or the paired seeds do not
     hold the first look. ``canonical`` (what the gates ask): with ``rerun_safe``, paired seeds
     that are not the prefix ``0..n−1`` of at least the first look are refused
-    (:func:`refuse_off_schedule`), not judged alone. ``alone_reason``: what the rows say when
+    (:func:`refuse_off_schedule`), not judged alone; and, judged alone or not, a baseline
+    non-finite at a paired seed is refused (:func:`refuse_diverged_baseline`: a refresh,
+    which is not canonical, excludes such a seed). ``alone_reason``: what the rows say when
     ``rerun_safe`` is False (a refresh, a bisect probe; default: the
     ``--graphnetz-single-run`` option, :data:`NOT_RERUN_SAFE`).
     """
@@ -85,6 +88,8 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
     if canonical and rerun_safe:
         refuse_off_schedule(seeds, first, source)
     refuse_changed_data(report, baseline, seeds, source)
+    if canonical:
+        refuse_diverged_baseline(report, baseline, seeds, source, refresh_command)
     notes = (environment_notes(report, baseline) + tuning_notes(report, baseline, seeds)
              + unpaired_notes(report, baseline, seeds, refresh_command))
     cand_idx = [report.seeds.index(s) for s in seeds]
@@ -134,21 +139,23 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
             cand = report.values(task, model)[cand_idx]
             base = baseline.values(task, model)[base_idx]
             cell_test, compared = folded(cand, base, folds, test)
-            comp = compare(compared, base, higher_is_better=spec.higher_is_better,
-                           kind=gate, test=cell_test, margin=margin, alpha=alpha, rng=rng,
-                           label=f"{task}/{model}", seeds=seeds)
+            fold_notes: tuple[str, ...] = ()
             if folds is not None:
                 from ..stats.heldout import FOLD_NOTE
 
-                comp = replace(comp, notes=(*comp.notes, FOLD_NOTE.format(
-                    task=task, k=folds, test=test)))
+                fold_notes = (FOLD_NOTE.format(task=task, k=folds, test=test),)
+            # the one kernel (decide_look), as the not-worse cells' looks decide
+            comp = judge(measure(compared, base, higher_is_better=spec.higher_is_better,
+                                 kind=gate, test=cell_test, margin=margin, alpha=alpha, rng=rng,
+                                 label=f"{task}/{model}", seeds=seeds), notes=fold_notes)
             name = verdict_name(comp.verdict)
             changed = (changed_model_notes(report, baseline, model, seeds, task=task)
                        if name == "IDENTICAL" else ())
             # a run judged alone says so in every output; a canonical run of these gates is
             # one look at α on all its seeds (no LookNote)
             look = (None if rerun_safe else
-                    LookNote((len(seeds),), 1, False, alpha, alone=NOT_RERUN_SAFE))
+                    LookNote((len(seeds),), 1, False, alpha,
+                             alone=alone_reason or NOT_RERUN_SAFE))
             cache, cache_note = cache_notes(report, task, model)
             verdicts.append(CellVerdict(
                 task, model, spec.name, spec.higher_is_better, gate, comp,

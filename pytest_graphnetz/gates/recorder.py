@@ -123,7 +123,8 @@ class GateRecorder:
                        "note": reason if mine else f"the gate stopped on another cell ({status})"}
                 if (task, model) in unpaired:
                     u = unpaired[(task, model)]
-                    row.update(baseline=fmt_mean_ci(u.baseline, short=True), delta=u.delta())
+                    row.update(baseline=fmt_mean_ci(u.baseline, short=True), delta=u.delta(),
+                               note=f"{reason}; {u.sides()}")
                 self.keep(row)
 
     def finish(self, name: str, verdicts: Sequence[Verdict], *, header: str,

@@ -5,7 +5,7 @@ difference across the call's tasks of one metric, and its REGRESSED family with 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -13,7 +13,8 @@ from .. import stats
 from ..history import MetricSpec
 from ..report import BenchmarkReport
 from ..stats.boundaries import Design
-from ..stats.decisions import compare, decide_look, final_verdict, plan_seeds
+from ..stats.comparison import Comparison, Plan, measure
+from ..stats.decisions import decide_look, decision_of, final_verdict, plan_seeds
 from ..stats.suite import DEFAULT_SUITE_WEIGHT, SuiteResult
 from ..verdicts.formatting import describe_values, seed_list, verdict_name
 from ..verdicts.rules import default_min_effect, failed_verdict
@@ -51,24 +52,23 @@ class SuiteRow:
                            identical=res.verdict is stats.Verdict.IDENTICAL)
         verdict = stats.Verdict.REGRESSED if self.rejected else final_verdict(code)
         # The paired t on the per-seed task means is suite_test's test (their difference is
-        # suite_differences); compare() adds what a cell's message shows (interval, MDE, plan).
-        comp = compare(self.candidate, self.baseline,
-                       higher_is_better=self.spec.higher_is_better, kind="not_worse",
-                       test="paired-t", margin=res.margin, min_effect=self.min_effect,
-                       alpha=res.alpha, label=f"{SUITE}/{self.model}", seeds=self.seeds,
-                       plan=False)
-        comp = replace(comp, verdict=verdict, notes=(
-            *comp.notes,
-            f"suite row: per seed, the mean over {len(self.tasks)} tasks {self.tasks} of "
-            f"{self.spec.name} candidate − baseline, paired by seed; REGRESSED is decided in "
-            f"one weighted Holm family with the call's cells (suite weight "
-            f"{DEFAULT_SUITE_WEIGHT:g}), here at level {self.level:.3g}; docs/guarantees.md"))
-        if self.level and self.level != res.alpha and verdict is not stats.Verdict.IDENTICAL:
-            comp = replace(comp, ci=comp.interval(res.alpha, self.level),
-                           ci_alphas=(res.alpha, self.level))
-        comp = replace(comp, seeds_needed=plan_seeds(comp, self.level or res.alpha),
-                       p_adjusted=(comp.p_adjusted if self.p_adjusted is None
-                                   else self.p_adjusted))
+        # suite_differences); measure() adds what a cell's message shows (interval, MDE, plan).
+        evidence = measure(self.candidate, self.baseline,
+                           higher_is_better=self.spec.higher_is_better, kind="not_worse",
+                           test="paired-t", margin=res.margin, min_effect=self.min_effect,
+                           alpha=res.alpha, label=f"{SUITE}/{self.model}", seeds=self.seeds)
+        shown = (self.level and self.level != res.alpha
+                 and verdict is not stats.Verdict.IDENTICAL)
+        comp = Comparison(
+            evidence,
+            decision_of(evidence, verdict, p_adjusted=self.p_adjusted,
+                        ci_alphas=(res.alpha, self.level) if shown else None),
+            Plan(plan_seeds(evidence, verdict, self.level or res.alpha)),
+            (*evidence.notes,
+             f"suite row: per seed, the mean over {len(self.tasks)} tasks {self.tasks} of "
+             f"{self.spec.name} candidate − baseline, paired by seed; REGRESSED is decided in "
+             f"one weighted Holm family with the call's cells (suite weight "
+             f"{DEFAULT_SUITE_WEIGHT:g}), here at level {self.level:.3g}; docs/guarantees.md"))
         name = verdict_name(verdict)
         return CellVerdict(
             SUITE, self.model, self.spec.name, self.spec.higher_is_better, "not_worse", comp,

@@ -103,15 +103,16 @@ OPTIONS = (
             "default every run walks the looks its seeds hold, docs/guarantees.md)", flag=True),
     Option("summary", "also write the gate table as Markdown to PATH", metavar="PATH"),
     Option("comment", "write the concise pull-request comment (Markdown: one headline, the "
-            "rows that are not IDENTICAL, failing first, under 10,000 characters) to PATH",
-            metavar="PATH"),
+            "rows a reviewer must read, failing first, IDENTICAL rows and widths within their "
+            "max counted; under 10,000 characters) to PATH", metavar="PATH"),
     Option("json", "write every gate row with its numbers (Δ, interval, p, n, level, margin, "
             "δ, verdict) as JSON to PATH (docs/verdicts-json.md)", metavar="PATH"),
     Option("fail-unused", "fail the run when a baseline holds cells no gate used (after a "
             "run of the whole test; never after a partial run)", flag=True),
     Option("accept", "with --graphnetz-update-baselines: accept this cell's loss (TASK/MODEL, "
             "repeatable or comma-separated): the ratchet lets it through and resets its anchor; "
-            "every other cell keeps its anchor", metavar="TASK/MODEL", repeat=True),
+            "every other cell keeps its anchor (command line only)", metavar="TASK/MODEL",
+            repeat=True, command_line_only=True),
     Option("report-dir", "save each gated test's candidate report (full JSON, histories "
             "included) under DIR, e.g. for CI artifacts", metavar="DIR"),
     Option("deterministic", "deterministic CUDA algorithms per triple: on, warn (let an "
@@ -128,9 +129,10 @@ OPTIONS = (
 
 def refuse_command_line_only(config: pytest.Config) -> None:
     """A usage error for an ini key of a command-line-only option: refreshing baselines (and
-    forcing past the ratchet) is a decision someone makes for one run; as a line in a
-    committed pyproject.toml, a pull request could make CI rewrite the very baselines that
-    gate it, and every later run would pass by writing its candidate."""
+    forcing past the ratchet, or accepting one cell's loss) is a decision someone makes for
+    one run; as a line in a committed pyproject.toml, a pull request could make CI rewrite the
+    very baselines that gate it, every later run would pass by writing its candidate, and an
+    accepted cell would have its loss accepted on every refresh."""
     for option in OPTIONS:
         if not option.command_line_only:
             continue
@@ -138,14 +140,22 @@ def refuse_command_line_only(config: pytest.Config) -> None:
             present = config.getini(option.dest) is not None  # registered with default None
         except ValueError:  # set, to something that is not even a truth value
             present = True
-        if present:
-            where = f" in {config.inipath.name}" if config.inipath else ""
+        if not present:
+            continue
+        where = f" in {config.inipath.name}" if config.inipath else ""
+        if option.name == "accept":
             raise pytest.UsageError(
-                f"graphnetz: the ini key `{option.dest}`{where} is refused: "
-                f"--graphnetz-{option.name} is command line only, so no committed "
-                "configuration can make CI refresh the baselines that gate it; remove the key "
-                f"and pass `--graphnetz-{option.name}` (or run `graphnetz refresh`) when you "
-                "mean to")
+                f"graphnetz: the ini key `{option.dest}`{where} is refused: --graphnetz-accept "
+                "is command line only: as a committed line it would accept that cell's loss "
+                "on every refresh, not the one someone decided on; remove the key and pass "
+                "`--graphnetz-accept TASK/MODEL` with --graphnetz-update-baselines (or run "
+                "`graphnetz refresh NODEID --accept TASK/MODEL`) for the refresh that accepts it")
+        raise pytest.UsageError(
+            f"graphnetz: the ini key `{option.dest}`{where} is refused: "
+            f"--graphnetz-{option.name} is command line only, so no committed "
+            "configuration can make CI refresh the baselines that gate it; remove the key "
+            f"and pass `--graphnetz-{option.name}` (or run `graphnetz refresh`) when you "
+            "mean to")
 
 
 def named(config: pytest.Config, name: str) -> str:

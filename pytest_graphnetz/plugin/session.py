@@ -368,6 +368,10 @@ class GatesInTest:
         settings = self.session.settings
         call = gate_call(v, strict=settings.strict)
         if call is not None and not settings.update_baselines:
+            # the schedule the session judged on, so `graphnetz compare` refuses or judges
+            # alone the same seed sets
+            call = {**call, "first_look": settings.first_look,
+                    "single_run": not settings.rerun_safe}
             calls = self.session.gate_calls.setdefault(self.item.nodeid, {})
             for path in self.current:
                 _add_cell(calls.setdefault(path, []), call, v.cell)

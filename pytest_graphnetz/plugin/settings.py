@@ -203,13 +203,14 @@ def _deterministic(config: pytest.Config, given: str | None) -> str:
 
 
 def _accepted(config: pytest.Config) -> frozenset[str]:
-    """``--graphnetz-accept`` (repeatable, comma-separated; also the ini key): TASK/MODEL cells."""
-    given = config.getoption("graphnetz_accept") or [config.getini("graphnetz_accept") or ""]
+    """``--graphnetz-accept`` (repeatable, comma-separated; command line only): TASK/MODEL
+    cells."""
+    given = config.getoption("graphnetz_accept") or []
     cells = frozenset(c.strip() for text in given for c in str(text).split(",") if c.strip())
     bad = sorted(c for c in cells if c.count("/") < 1 or c.startswith("/") or c.endswith("/"))
     if bad:
         raise pytest.UsageError(
-            f"graphnetz: `--graphnetz-accept` / `graphnetz_accept` takes cells as TASK/MODEL "
+            f"graphnetz: `--graphnetz-accept` takes cells as TASK/MODEL "
             f"(e.g. csbm_homophilous/GAT), got {', '.join(map(repr, bad))}")
     if cells and not config.getoption("graphnetz_update_baselines"):
         raise pytest.UsageError(
@@ -252,11 +253,16 @@ def header_line(settings: Settings, root: Path) -> str:
     # imported here: stats loads numpy; a test pins it).
     alpha = f"{settings.alpha:g}"
     first = settings.first_look
-    if settings.rerun_safe:
+    alone = " (single run: judged alone at α: not rerun-safe)"
+    if settings.update_baselines:
+        # the ratchet judges each refresh alone at α, whatever the schedule
+        alpha += (alone if not settings.rerun_safe else "")
+        alpha += " (refresh: each baseline judged alone at α)"
+    elif settings.rerun_safe:
         alpha += (f", looks {first}→{2 * first}→{4 * first}→… (look 1 decides at "
                   f"{0.85 * settings.alpha:.3g})")
     else:
-        alpha += " (single run: judged alone)"
+        alpha += alone
     # Command tasks' scripts fork from a warm interpreter unless this says why not (a device
     # that `auto` resolves to CUDA is known only once torch is imported: cold then, unsaid).
     from ..script import warm_mode

@@ -64,6 +64,7 @@ class BaselineUsage:
         self.ran: set[str] = set()       # tests with a report (selected, not deselected)
         self.unused_lines: list[str] = []               # after a refresh: deleted or kept
         self.unused_cells: list[tuple[str, str]] = []   # (shown baseline file, "task/model")
+        self.cells_checked = False   # whether this run could tell the unused cells
         if self.is_xdist_worker:  # sent to the controller when the worker finishes
             workeroutput: dict[str, Any] = config.workeroutput  # type: ignore[attr-defined]
             workeroutput[USER_PROPERTY] = self.baseline_users
@@ -189,9 +190,11 @@ class BaselineUsage:
         if any(nodeid not in self.ran for nodeid, _, _ in self.baseline_users):
             return
         if not self.baseline_tests:
+            self.cells_checked = True
             return  # no baseline handed out: nothing to read (and numpy not to pay for)
         from ..baselines import BaselineError, read_baseline
 
+        self.cells_checked = True
         unused = []
         for path, tests in sorted(self.baseline_tests.items()):
             if not tests <= self.passed or not Path(path).is_file():

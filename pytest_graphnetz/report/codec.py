@@ -63,7 +63,7 @@ def read_json(path: Path) -> Any:
 FLOAT32_MARK = "float32"
 
 
-def _through_float32(doubles: np.ndarray, what: str) -> np.ndarray:
+def through_float32(doubles: np.ndarray, what: str) -> np.ndarray:
     """``doubles`` rounded to float32 and widened back (a ``"float32": true`` vector); a finite
     value beyond float32's range is a ValueError, not numpy's overflow warning and an inf."""
     with np.errstate(over="ignore"):
@@ -140,7 +140,7 @@ def history_from_json(d: Mapping) -> History:
     def widen(values: Any) -> tuple[float, ...]:
         # Strings are the non-finite values ("NaN", "Infinity"); float() reads them.
         doubles = np.array([float(v) for v in values], dtype=np.float64)
-        return tuple(_through_float32(doubles, "a history value").tolist())
+        return tuple(through_float32(doubles, "a history value").tolist())
 
     extra = d.get("extra", {})
     return History(
@@ -189,7 +189,7 @@ def values_from_json(d: Mapping, keys: Sequence[str]) -> dict[str, np.ndarray | 
             raise ValueError(f"`{k}` must be a list of numbers (or \"NaN\", \"Infinity\", "
                              f"\"-Infinity\"), got {d[k]!r}")
         doubles = np.array([float(v) for v in d[k]], dtype=np.float64)
-        out[k] = _through_float32(doubles, f"`{k}`") if d.get(FLOAT32_MARK) else doubles
+        out[k] = through_float32(doubles, f"`{k}`") if d.get(FLOAT32_MARK) else doubles
     return out
 
 

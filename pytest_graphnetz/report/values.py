@@ -11,8 +11,17 @@ import numpy as np
 from ..history import History, MetricSpec
 from ..tuning.record import PROTOCOL_KEY as TUNING_KEY
 from ..tuning.record import TuningRecord
-from .codec import FLOAT32_MARK, values_from_json, values_to_json
-from .schema import EPOCH_SELECTIONS, VALUES_SCHEMA, VALUES_SCHEMA_VERSION, ReportFormatError
+from .codec import FLOAT32_MARK, through_float32, values_from_json, values_to_json
+from .schema import (
+    EPOCH_SELECTIONS,
+    NON_FINITE,
+    VALUES_SCHEMA,
+    VALUES_SCHEMA_VERSION,
+    ReportFormatError,
+    check_report_dict,
+    check_schema,
+    is_json_number,
+)
 
 if TYPE_CHECKING:
     from .model import BenchmarkReport
@@ -206,3 +215,90 @@ def _per_seed(values: Any, seeds: Sequence[int], what: str) -> dict[int, str]:
     if not isinstance(values, list) or len(values) != len(seeds):
         raise ValueError(f"{what}: fingerprints must be a list with one entry per seed")
     return {s: str(fp) for s, fp in zip(seeds, values, strict=True) if fp is not None}
+
+
+CellValues = dict[tuple[str, str], dict[int, float]]
+"""Per (task, model) cell: ``{seed: value}`` under the report's own epoch rule."""
+
+
+def plain_cell_values(data: Mapping, source: str
+                      ) -> tuple[dict[str, MetricSpec], CellValues] | None:
+    """Each task's metric and each cell's per-seed values (``seed -> value``, NaN for a
+    diverged seed) of the decoded report ``data``, read straight from its JSON, or None when
+    the report itself must be built to select them.
+
+    A full report under the ``final`` rule whose histories name no restored or selected epoch
+    (what every built-in trainer writes) gives, after the same schema check, the last ``test``
+    entry of each triple: what ``BenchmarkReport.from_dict(data).values(task, model)`` gives,
+    seed by seed, without building any per-epoch history (which is what makes reading
+    hundreds of commits' reports fast). The values-only form (committed baselines; what a
+    results branch can keep) holds each rule's per-seed vector: read as is. Anything else
+    (``best_val`` on a full report, a restored epoch) is None: read it through the report.
+    """
+    schema = check_schema(data, source)
+    rule = data.get("settings", {}).get("epoch_selection", "final")
+    if schema == VALUES_SCHEMA:
+        return _selected_values(data, source, rule)
+    if rule != "final":
+        return None
+    check_report_dict(data, source)
+    if any(key in h for by_model in data["histories"].values()
+           for by_seed in by_model.values() for h in by_seed.values()
+           if isinstance(h, Mapping) for key in ("restored_epoch", "selected")):
+        return None
+    metrics = {t: MetricSpec(d["name"], d["higher_is_better"])
+               for t, d in data["metrics"].items()}
+    cells: CellValues = {}
+    for t in data["tasks"]:
+        for m in data["models"]:
+            by_seed = data["histories"][t][m]
+            last, narrow = [], []
+            for s in data["seeds"]:
+                history = by_seed[str(s)]
+                series = history.get("test") if isinstance(history, Mapping) else None
+                if not isinstance(series, list) or not series or not (
+                        is_json_number(series[-1]) or series[-1] in NON_FINITE):
+                    raise ReportFormatError(
+                        f"{source}: malformed report: history of task {t!r} × model {m!r} × "
+                        f"seed {s}: its last `test` value must be a number (or \"NaN\", "
+                        f"\"Infinity\", \"-Infinity\"), got {series!r:.80}")
+                last.append(float(series[-1]))
+                narrow.append(history.get(FLOAT32_MARK) is True)
+            values, mask = np.array(last), np.array(narrow, dtype=bool)
+            values[mask] = through_float32(values[mask], "a history value")
+            cells[(t, m)] = dict(zip(data["seeds"], values.tolist(), strict=True))
+    return metrics, cells
+
+
+def _selected_values(data: Mapping, source: str, rule: str
+                     ) -> tuple[dict[str, MetricSpec], CellValues] | None:
+    """:func:`plain_cell_values` of the values-only form: each cell's stored vector under
+    ``rule`` (what :func:`from_values_dict`'s report gives under it); None when a cell lacks
+    the rule (``best_val`` without validation series: the report itself refuses that)."""
+    try:
+        seeds = data["seeds"]
+        if not isinstance(seeds, list) or any(type(x) is not int for x in seeds):
+            raise ValueError(f"`seeds` must be integers, got {seeds!r}")
+        metrics = {}
+        for t, block in data["tasks"].items():
+            if not isinstance(block["metric"]["higher_is_better"], bool):
+                raise ValueError(f"task {t!r}: `higher_is_better` must be true or false")
+            metrics[t] = MetricSpec(str(block["metric"]["name"]),
+                                    block["metric"]["higher_is_better"])
+        cells: CellValues = {}
+        for t in metrics:
+            for m, block in data["models"].items():
+                if t not in block["tasks"]:
+                    raise ValueError(f"model {m!r} has no cell for task {t!r}")
+                vectors = rule_values_from_json(block["tasks"][t], data["schema_version"],
+                                                f"cell {t}/{m}")
+                if rule not in vectors:
+                    return None
+                if len(vectors[rule]) != len(seeds):
+                    raise ValueError(f"cell {t}/{m}: `{rule}` has {len(vectors[rule])} values "
+                                     f"for {len(seeds)} seeds")
+                cells[(t, m)] = dict(zip(seeds, vectors[rule].tolist(), strict=True))
+        return metrics, cells
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise ReportFormatError(f"{source}: malformed baseline: {detail}") from exc

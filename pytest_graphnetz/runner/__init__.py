@@ -14,8 +14,8 @@ jobs, the report), :mod:`.triple` (one triple: load, build, fingerprint, cache o
 from __future__ import annotations
 
 from .environment import DeviceError, resolve_device
-from .sweep import DEFAULT_ROOT, ROOT_ENV, run_benchmark
+from .sweep import ROOT_ENV, default_root, run_benchmark
 from .workers import Progress, TripleError, WorkerCrashError
 
 __all__ = ["run_benchmark", "resolve_device", "DeviceError", "TripleError", "WorkerCrashError",
-           "DEFAULT_ROOT", "ROOT_ENV", "Progress"]
+           "ROOT_ENV", "Progress", "default_root"]

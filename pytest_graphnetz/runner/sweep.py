@@ -23,8 +23,24 @@ from .triple import Job, Outcome, check_commands, code_identities
 from .verify import CacheCheck, verify_hits
 from .workers import Progress, execute
 
-DEFAULT_ROOT = "data/benchmark"
 ROOT_ENV = "GRAPHNETZ_ROOT"
+
+
+def default_root() -> Path:
+    """Where datasets are cached when neither ``root=`` nor ``$GRAPHNETZ_ROOT`` says:
+    ``pytest-graphnetz/data`` under the user's cache directory (``$XDG_CACHE_HOME``, else
+    ``~/.cache``; ``~/Library/Caches`` on macOS, ``%LOCALAPPDATA%`` on Windows). Outside every
+    project, so a ``git add -A`` never commits a downloaded dataset, and shared by a user's
+    projects (the catalogue's auditor checks each task's files before use)."""
+    if os.environ.get("XDG_CACHE_HOME"):
+        base = Path(os.environ["XDG_CACHE_HOME"])
+    elif os.name == "nt" and os.environ.get("LOCALAPPDATA"):
+        base = Path(os.environ["LOCALAPPDATA"])
+    elif platform.system() == "Darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        base = Path.home() / ".cache"
+    return base / "pytest-graphnetz" / "data"
 
 
 def run_benchmark(
@@ -55,8 +71,9 @@ def run_benchmark(
     - ``models``: ``{name: factory}``, ``factory(in_channels, out_channels) -> nn.Module``.
     - ``seeds``: the seed labels, in the order the report keeps (non-negative ints < 2**32).
     - ``device``: ``auto`` (CUDA, then MPS, then CPU), ``cpu``, ``cuda``, ``cuda:i``, ``mps``.
-    - ``root``: dataset directory (default ``$GRAPHNETZ_ROOT`` or ``data/benchmark``); task
-      data lives in ``<root>/<category>/<task>/``, the directory its loader receives.
+    - ``root``: dataset directory (default ``$GRAPHNETZ_ROOT``, else :func:`default_root`, in
+      the user's cache directory, outside the project); task data lives in
+      ``<root>/<category>/<task>/``, the directory its loader receives.
     - ``workers``: triples run in this many processes (fork where available, CPU only);
       ``executor``: any ``concurrent.futures.Executor`` instead (e.g. a Dask client's
       ``client.get_executor(pure=False)``; see docs/distributed.md).
@@ -116,7 +133,7 @@ def run_benchmark(
     info = environment.device_info(device_str)
     gpu = determinism.gpu_protocol(device_str)
     versions = environment.versions()
-    base = Path(root if root is not None else os.environ.get(ROOT_ENV) or DEFAULT_ROOT)
+    base = Path(root) if root is not None else Path(os.environ.get(ROOT_ENV) or default_root())
     if verify_cache is not None and (isinstance(verify_cache, bool) or int(verify_cache) < 0):
         raise ValueError(f"`verify_cache` must be a whole number >= 0 (seeds per cached cell "
                          f"to retrain and compare; 0: none), got {verify_cache!r}")

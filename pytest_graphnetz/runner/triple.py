@@ -179,8 +179,28 @@ def _model_info(model: Any) -> dict[str, Any]:
     count: they have no size yet)."""
     from torch.nn.parameter import UninitializedParameter
 
-    return {"repr": f"{model!r} [structure {structure_digest(model)}]", "parameters": sum(
+    settings = hyperparameters(model)
+    described = f"{model!r} {{{settings}}}" if settings else repr(model)
+    return {"repr": f"{described} [structure {structure_digest(model)}]", "parameters": sum(
         p.numel() for p in model.parameters() if not isinstance(p, UninitializedParameter))}
+
+
+def hyperparameters(model: Any, limit: int = 400) -> str:
+    """The model's settings as ``name=value`` pairs: the public numbers, flags and strings it
+    and its direct submodules keep as attributes (``hidden_channels=96, dropout.p=0.5``), the
+    way most models (PyG's among them) hold what they were built with. A compact repr can
+    hide them (PyG's ``GCN(16, 7, num_layers=2)`` at any hidden width), so a baseline's diff
+    names the setting that changed; cut at ``limit`` characters."""
+    def scalars(module: Any, prefix: str) -> list[str]:
+        return [f"{prefix}{name}={value!r}" for name, value in vars(module).items()
+                if not name.startswith("_") and name != "training"
+                and type(value) in (int, float, bool, str)]
+
+    pairs = scalars(model, "")
+    for name, child in model.named_children():
+        pairs += scalars(child, f"{name}.")
+    text = ", ".join(pairs)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def structure_digest(model: Any) -> str:

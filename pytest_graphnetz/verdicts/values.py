@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from .. import stats
 from ..stats import Verdict
+from ..stats.skew import SkewCheck
 from ..text import fmt_level, fmt_num, fmt_p, fmt_signed
 from .formatting import ci_level, fmt_ci, fmt_mean_ci, metric_label, refresh_hint, seed_list
 from .guidance import Guidance, LookNote, Stop, seeds_option
@@ -66,6 +67,8 @@ class CellVerdict:
     look: LookNote | None = None            # not-worse cells: the look it is reported at
     # A BETTER the leak guard flags (verdicts.leak): why; a refresh keeping it needs accept.
     suspect: str = ""
+    # not-worse cells: the skew guard on the held seeds (stats.skew); None where not tested
+    skew: SkewCheck | None = None
 
     @property
     def verdict(self) -> stats.Verdict:
@@ -290,8 +293,10 @@ class UnpairedCell:
 
     ``baseline`` / ``candidate``: :class:`~pytest_graphnetz.stats.CellStats` of each side;
     ``welch``: Welch's unpaired t comparison (a :class:`~pytest_graphnetz.stats.PairedResult`,
-    Δ = candidate − baseline, sign flipped for lower-is-better so + = better), or None when a
-    side has fewer than 2 finite values. Shown beside a refusal; never a verdict.
+    Δ = candidate − baseline, sign flipped for lower-is-better so + = better) on the seeds both
+    sides ran (``welch_seeds``), or None when a side has fewer than 2 finite values there.
+    ``baseline_seeds`` / ``candidate_seeds``: the seeds each side's mean is over. Shown beside
+    a refusal; never a verdict.
     """
 
     task: str
@@ -301,6 +306,9 @@ class UnpairedCell:
     baseline: stats.CellStats
     candidate: stats.CellStats
     welch: stats.PairedResult | None
+    baseline_seeds: tuple[int, ...] = ()
+    candidate_seeds: tuple[int, ...] = ()
+    welch_seeds: tuple[int, ...] = ()
 
     @property
     def cell(self) -> str:
@@ -312,6 +320,14 @@ class UnpairedCell:
             return "unpaired: n/a"
         level = fmt_level(w.confidence_level)
         return f"unpaired {fmt_signed(w.mean_diff)} {fmt_ci(w.ci)} ({level})"
+
+    def sides(self) -> str:
+        """Each side's seeds, and the Welch test's (the seeds both ran) when the sides differ."""
+        if self.baseline_seeds == self.candidate_seeds:
+            return f"seeds {seed_list(self.candidate_seeds)} of each side"
+        return (f"baseline seeds {seed_list(self.baseline_seeds)}, candidate seeds "
+                f"{seed_list(self.candidate_seeds)}; Welch Δ on the {len(self.welch_seeds)} "
+                f"both ran ({seed_list(self.welch_seeds)})")
 
     def line(self) -> str:
         w = self.welch

@@ -1,0 +1,424 @@
+"""What a comparison of one cell is made of, each part immutable and built once: the
+:class:`Evidence` of the paired seeds (Δ, interval, n, p; :func:`measure`), the
+:class:`Decision` on it (verdict, levels, adjusted p, the interval and MDE at those levels) and
+the :class:`Plan` (the seeds that would decide an open cell); :class:`Comparison` composes the
+three with the prose. The decision is made in :mod:`.decisions`, the one kernel."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TypedDict
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ._common import (
+    KINDS,
+    PAIRED_TESTS,
+    ConfidenceInterval,
+    RngLike,
+    as_vector,
+    check_choice,
+    t_moments,
+    within_resolution,
+)
+from .paired import PairedEvidence, evidence_of, floor_notes, require_pairs
+from .planning import mde_from_se
+
+
+class Verdict(str, Enum):
+    """Outcome of one gated cell.
+
+    ``IDENTICAL`` (every paired difference exactly 0) passes ``not_worse`` and ``equivalent``
+    gates and fails a ``better`` gate; the others read as their names.
+    """
+
+    REGRESSED = "REGRESSED"
+    NOT_WORSE = "NOT WORSE"
+    INCONCLUSIVE = "INCONCLUSIVE"
+    IDENTICAL = "IDENTICAL"
+    BETTER = "BETTER"
+    EQUIVALENT = "EQUIVALENT"
+    NOT_EQUIVALENT = "NOT EQUIVALENT"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a cell's paired seeds say, before anything is decided on them.
+
+    Differences ``d = candidate - baseline``, sign-flipped for lower-is-better metrics. ``n``
+    usable pairs, ``mean_diff`` and ``sd_diff`` of d; ``ci``: the two-sided ``1 - 2·alpha``
+    interval at the look's level ``alpha``; ``p_value``: raw p of the kind's primary test,
+    ``p_reverse`` of the opposite one, ``p_better`` of "mean d > margin" (see
+    :class:`Comparison`); ``p_floor``: the smallest one-sided p the test can produce;
+    ``identical``: every difference exactly 0 (no test run); ``diverged_seeds`` /
+    ``excluded_seeds``: seeds where only the candidate / the baseline (or both) diverged;
+    ``notes``: what the test says about itself; ``paired``: the test's one-sided evidence, for
+    intervals at other levels (None when no test ran)."""
+
+    kind: str
+    test: str
+    n: int
+    mean_diff: float
+    sd_diff: float
+    ci: ConfidenceInterval
+    p_value: float
+    p_reverse: float
+    p_better: float
+    p_floor: float
+    margin: float
+    alpha: float
+    higher_is_better: bool
+    label: str
+    power: float = 0.8
+    min_effect: float | None = None
+    diverged_seeds: tuple[int, ...] = ()
+    excluded_seeds: tuple[int, ...] = ()
+    identical: bool = False
+    notes: tuple[str, ...] = ()
+    paired: PairedEvidence | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def p_regressed(self) -> float:
+        """Raw p of REGRESSED's test: the primary one for ``not_worse``, the reverse one for
+        ``better`` ("mean d < 0"); nothing for ``equivalent``."""
+        return {"not_worse": self.p_value, "better": self.p_reverse}.get(self.kind, math.nan)
+
+    def interval(self, low_alpha: float, high_alpha: float) -> ConfidenceInterval:
+        """The interval whose lower end is the one-sided ``1 - low_alpha`` bound and whose
+        upper end is the one-sided ``1 - high_alpha`` bound of this test on these seeds
+        (``interval(alpha, alpha) == ci``). IDENTICAL and untested cells keep ``ci``."""
+        if self.paired is None:
+            return self.ci
+        low = self.paired.bounds(1 - 2 * low_alpha)[0]
+        high = self.paired.bounds(1 - 2 * high_alpha)[1]
+        return ConfidenceInterval(low, high)
+
+    def mde_at(self, level: float) -> float:
+        """Minimum detectable effect at this n, one-sided at ``level`` (noncentral t, at
+        ``power``): 0 for identical seeds, ``inf`` where the test cannot reach ``level``."""
+        if self.identical:
+            return 0.0
+        if self.n < 2 or not math.isfinite(self.sd_diff) or self.p_floor > level:
+            return math.inf
+        return mde_from_se(self.sd_diff / math.sqrt(self.n), self.n - 1, alpha=level,
+                           power=self.power, one_sided=True)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What is decided on one cell's evidence.
+
+    - ``verdict``: the kernel's (:func:`~.decisions.decide_look`; REGRESSED may be the call's
+      family's).
+    - ``p_adjusted``: REGRESSED's p in the call's family (Holm across the tested cells of one
+      ``not_worse`` call); the raw p of one cell, and for ``better`` / ``equivalent``
+      (intersection-union tests).
+    - ``regressed_level``: the level REGRESSED is tested at: ``alpha``, Holm's ``alpha / m``,
+      or on a schedule the look's nominal level at it.
+    - ``mde``: minimum detectable effect at this n, one-sided at ``regressed_level``, at the
+      evidence's ``power`` (noncentral t, see :func:`~.planning.mde`): a true shift of ``mde``
+      beyond the margin's boundary is caught with probability ``power``; ``inf`` when the test
+      cannot reach the level at this n.
+    - ``ci``: the interval reported, its ends the one-sided bounds at the levels
+      ``ci_alphas`` (lower, upper; None: both at the evidence's ``alpha``, the evidence's
+      interval): on a schedule the look's nominal level, and REGRESSED's level on the upper
+      end.
+    """
+
+    verdict: Verdict
+    p_adjusted: float
+    regressed_level: float
+    mde: float
+    ci: ConfidenceInterval
+    ci_alphas: tuple[float, float] | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What an INCONCLUSIVE cell does next (None for the other verdicts).
+
+    ``needed``: the seeds of its next run. For ``not_worse`` planned for δ (see
+    :func:`~.planning.seeds_for_min_effect`; None without ``min_effect``); on the schedule, the
+    next look (what the CI loop runs next). For the other kinds planned for the observed mean
+    difference (None when no number of seeds would decide it). ``expected``: on the schedule,
+    the seeds the cell is expected to use before it decides
+    (:func:`~.sequential.plan_next_look`); None elsewhere.
+    """
+
+    needed: int | None = None
+    expected: int | None = None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The verdict on one cell: candidate against baseline on paired seeds, composed of its
+    :class:`Evidence`, the :class:`Decision` on it, its :class:`Plan` and ``notes`` (the prose
+    of all three), each built once. The old flat names read through:
+
+    - ``n``, ``mean_diff``, ``sd_diff``, ``lower_bound`` (the lower end of the evidence's
+      ``1 - 2·alpha`` interval), ``p_value``, ``p_reverse``, ``p_better``, ``p_floor``,
+      ``diverged_seeds``, ``excluded_seeds``: the evidence's. For ``not_worse`` ``p_value``
+      is H1 "mean d < -margin" (small p = REGRESSED) and ``p_reverse`` H1 "mean d >
+      -min_effect" (small p = NOT WORSE; at ``-margin`` when ``min_effect`` is None); for
+      ``better`` ``p_value`` is H1 "mean d > margin" (BETTER) and ``p_reverse`` H1 "mean d < 0"
+      (REGRESSED); for ``equivalent`` both are the TOST p. A seed where only the candidate
+      diverged counts as a failure (REGRESSED, NOT EQUIVALENT for ``equivalent``).
+    - ``verdict``, ``p_adjusted`` (Holm across the tested cells of one ``not_worse`` call;
+      == ``p_value`` otherwise), ``mde`` at ``mde_alpha`` (the level REGRESSED is tested at),
+      ``ci`` at ``ci_alphas`` (None: ``1 - 2·alpha``): the decision's.
+    - ``seeds_needed``, ``seeds_expected``: the plan's.
+    - ``alpha``: the level the look decides NOT WORSE / BETTER at (the evidence's).
+    """
+
+    evidence: Evidence
+    decision: Decision
+    plan: Plan = Plan()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def verdict(self) -> Verdict:
+        return self.decision.verdict
+
+    @property
+    def p_adjusted(self) -> float:
+        return self.decision.p_adjusted
+
+    @property
+    def mde(self) -> float:
+        return self.decision.mde
+
+    @property
+    def mde_alpha(self) -> float | None:
+        return self.decision.regressed_level
+
+    @property
+    def ci(self) -> ConfidenceInterval:
+        return self.decision.ci
+
+    @property
+    def ci_alphas(self) -> tuple[float, float] | None:
+        return self.decision.ci_alphas
+
+    @property
+    def seeds_needed(self) -> int | None:
+        return self.plan.needed
+
+    @property
+    def seeds_expected(self) -> int | None:
+        return self.plan.expected
+
+    @property
+    def kind(self) -> str:
+        return self.evidence.kind
+
+    @property
+    def test(self) -> str:
+        return self.evidence.test
+
+    @property
+    def n(self) -> int:
+        return self.evidence.n
+
+    @property
+    def mean_diff(self) -> float:
+        return self.evidence.mean_diff
+
+    @property
+    def sd_diff(self) -> float:
+        return self.evidence.sd_diff
+
+    @property
+    def lower_bound(self) -> float:
+        return self.evidence.ci.low
+
+    @property
+    def p_value(self) -> float:
+        return self.evidence.p_value
+
+    @property
+    def p_reverse(self) -> float:
+        return self.evidence.p_reverse
+
+    @property
+    def p_better(self) -> float:
+        return self.evidence.p_better
+
+    @property
+    def p_floor(self) -> float:
+        return self.evidence.p_floor
+
+    @property
+    def margin(self) -> float:
+        return self.evidence.margin
+
+    @property
+    def alpha(self) -> float:
+        return self.evidence.alpha
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.evidence.higher_is_better
+
+    @property
+    def label(self) -> str:
+        return self.evidence.label
+
+    @property
+    def power(self) -> float:
+        return self.evidence.power
+
+    @property
+    def min_effect(self) -> float | None:
+        return self.evidence.min_effect
+
+    @property
+    def diverged_seeds(self) -> tuple[int, ...]:
+        return self.evidence.diverged_seeds
+
+    @property
+    def excluded_seeds(self) -> tuple[int, ...]:
+        return self.evidence.excluded_seeds
+
+    @property
+    def confidence_level(self) -> float:
+        """Level of ``ci``: ``1 - 2·alpha``, the two-sided interval of the one-sided tests
+        (``1 - low_alpha - high_alpha`` when its ends are at the levels of ``ci_alphas``)."""
+        if self.ci_alphas is not None:
+            return 1 - self.ci_alphas[0] - self.ci_alphas[1]
+        return 1 - 2 * self.alpha
+
+    def interval(self, low_alpha: float, high_alpha: float) -> ConfidenceInterval:
+        """:meth:`Evidence.interval`: the interval at one-sided levels of its own."""
+        return self.evidence.interval(low_alpha, high_alpha)
+
+    @property
+    def below_min_effect(self) -> bool:
+        """A significant drop smaller than δ: REGRESSED (which wins), yet the non-inferiority
+        test at δ also passed. Accepting such a drop is a ``margin`` decision."""
+        return (self.verdict is Verdict.REGRESSED and self.min_effect is not None
+                and not self.diverged_seeds and self.p_reverse <= self.alpha)
+
+
+class _Shared(TypedDict):
+    """The :class:`Evidence` fields :func:`measure` shares between its outcomes."""
+
+    kind: str
+    test: str
+    n: int
+    mean_diff: float
+    sd_diff: float
+    margin: float
+    alpha: float
+    higher_is_better: bool
+    label: str
+    power: float
+    min_effect: float | None
+    diverged_seeds: tuple[int, ...]
+    excluded_seeds: tuple[int, ...]
+
+
+def measure(candidate: ArrayLike, baseline: ArrayLike, *, higher_is_better: bool = True,
+            kind: str = "not_worse", test: str = "paired-t", margin: float = 0.0,
+            min_effect: float | None = None, alpha: float = 0.05, power: float = 0.8,
+            n_resamples: int = 10_000, rng: RngLike = None, label: str | None = None,
+            seeds: Sequence[int] | None = None) -> Evidence:
+    """The :class:`Evidence` of one cell, ``candidate`` vs ``baseline`` (n_seeds,) aligned by
+    seed, for :func:`~.decisions.compare` (which documents the arguments): the test at
+    ``alpha``, nothing decided. Raises ``ValueError`` on bad arguments and on fewer than 2
+    usable pairs unless the candidate diverged."""
+    where = label or "cell"
+    cand, base = as_vector(candidate, "candidate", where), as_vector(baseline, "baseline", where)
+    if cand.shape != base.shape:
+        raise ValueError(f"{where}: candidate has {cand.size} seeds but baseline has {base.size}; "
+                         "pair them by seed value first")
+    check_choice("kind", kind, KINDS)
+    check_choice("test", test, PAIRED_TESTS)
+    if not margin >= 0:
+        raise ValueError(f"{where}: `margin` must be >= 0 (in metric units), got {margin!r}")
+    if not 0 < alpha < 0.5:
+        raise ValueError(f"{where}: `alpha` must lie in (0, 0.5), got {alpha!r}")
+    if min_effect is not None and not (math.isfinite(min_effect) and min_effect > margin):
+        raise ValueError(
+            f"{where}: `min_effect` (δ, the smallest regression that matters) must be a number "
+            f"larger than `margin` ({margin:g}, the drop that is tolerated), got {min_effect!r}"
+        )
+    names = list(range(cand.size)) if seeds is None else list(seeds)
+    if len(names) != cand.size:
+        raise ValueError(f"{where}: {len(names)} seed labels for {cand.size} values")
+
+    c_bad, b_bad = ~np.isfinite(cand), ~np.isfinite(base)
+    keep = ~(c_bad | b_bad)
+    diverged = tuple(names[i] for i in np.flatnonzero(c_bad & ~b_bad))
+    excluded = tuple(names[i] for i in np.flatnonzero(b_bad))
+    if not diverged:  # a diverged candidate is decided below, however few pairs remain
+        require_pairs(int(keep.sum()), where, [names[i] for i in np.flatnonzero(~keep)])
+    notes: list[str] = []
+    if diverged:
+        notes.append(f"candidate diverged (non-finite metric) at seed(s) {list(diverged)} where "
+                     "the baseline did not: counted as failures, so the cell cannot pass")
+    if excluded:
+        notes.append(f"seed(s) {list(excluded)} excluded: the baseline diverged there "
+                     "(both sides, or baseline only), so there is no pair to compare")
+
+    sign = 1.0 if higher_is_better else -1.0
+    c, b = sign * cand[keep], sign * base[keep]
+    # Rounding is not evidence: a pair within the data's resolution is the same value.
+    c = np.where(within_resolution(c, b), b, c)
+    d = c - b
+    n = int(d.size)
+    if n < 2:  # only with a diverged candidate (checked above): no spread, maybe no pair at all
+        sd = math.nan
+    else:
+        sd = (float(t_moments(d)[1]) if test != "welch"   # scaled: finite never gives inf
+              else float(np.sqrt(c.var(ddof=1) + b.var(ddof=1))))
+    mean_diff = float(d.mean()) if n else math.nan
+    shared = _Shared(kind=kind, test=test, n=n, mean_diff=mean_diff, sd_diff=sd, margin=margin,
+                     alpha=alpha, higher_is_better=higher_is_better, label=where, power=power,
+                     min_effect=min_effect if kind == "not_worse" else None,
+                     diverged_seeds=diverged, excluded_seeds=excluded)
+    if n < 2:
+        # No test can run; the divergence rule decides. The p-values read a diverged seed as
+        # the worst possible value (mean d = -inf): certain regression, no chance of better or
+        # equivalent. Mean Δ is over the pairs that remain.
+        regressed = 0.0 if kind == "not_worse" else 1.0  # p of the kind's primary test
+        notes.append(
+            f"only {n} seed(s) trained on both sides, so no paired test can run: the candidate "
+            f"diverged on {len(diverged)} seed(s) the baseline trained on, which decides the "
+            "cell (each counts as the worst possible value)")
+        return Evidence(ci=ConfidenceInterval(math.nan, math.nan), p_value=regressed,
+                        p_reverse=1.0 - regressed, p_better=1.0, p_floor=0.0,
+                        notes=tuple(notes), **shared)
+    if not diverged and bool(np.all(d == 0)):
+        notes.append("every paired difference is exactly 0 (an unchanged model): no test run")
+        return Evidence(ci=ConfidenceInterval(0.0, 0.0), p_value=1.0, p_reverse=1.0,
+                        p_better=1.0, p_floor=0.0, identical=True, notes=tuple(notes),
+                        **shared)
+
+    boundaries = {"not_worse": (-margin,), "better": (margin,)}.get(kind, (-margin, margin))
+    ev = evidence_of(test, c, b, n_resamples, rng, at=boundaries)
+    p_better = ev.p_greater(margin)
+    if kind == "not_worse":
+        bound = margin if min_effect is None else min_effect
+        p_primary, p_reverse = ev.p_less(-margin), ev.p_greater(-bound)
+    elif kind == "better":
+        p_primary, p_reverse = p_better, ev.p_less(0.0)
+    else:
+        p_primary = max(ev.p_greater(-margin), ev.p_less(margin))
+        p_reverse = p_primary
+    # The (1 - 2 alpha) two-sided interval: its ends are the one-sided bounds the tests use.
+    low, high = ev.bounds(1 - 2 * alpha)
+    notes.extend(floor_notes(test, n, ev.floor, alpha, "one-sided"))
+    if test == "welch":
+        notes.append("welch: unpaired test; the seeds' pairing is ignored")
+    if test not in ("paired-t", "welch") and ev.floor <= alpha and math.isfinite(sd):
+        notes.append(f"MDE from the paired-t power formula (approximate for {test})")
+    return Evidence(ci=ConfidenceInterval(low, high), p_value=p_primary, p_reverse=p_reverse,
+                    p_better=p_better, p_floor=ev.floor, paired=ev, notes=tuple(notes),
+                    **shared)
