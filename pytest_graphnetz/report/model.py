@@ -8,7 +8,7 @@ The axis convention and what a record holds: :mod:`.record`.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
@@ -32,6 +32,17 @@ class BenchmarkReport(ReportRecord):
     Build one with :func:`pytest_graphnetz.run_benchmark`, :meth:`from_arrays` (numbers you
     already have) or :meth:`from_json`.
     """
+
+    def subset(
+        self,
+        *,
+        tasks: Iterable[str] | None = None,
+        models: Iterable[str] | None = None,
+        seeds: Iterable[int] | None = None,
+    ) -> BenchmarkReport:
+        """The report restricted to some labels (in the order given): a plain report, also of a
+        subclass that carries more (a replicated baseline)."""
+        return BenchmarkReport(**self.subset_arguments(tasks=tasks, models=models, seeds=seeds))
 
     def summary(self, method: str | None = None, *, source: str = "seeds",
                 confidence_level: float | None = None, epoch_selection: str | None = None,

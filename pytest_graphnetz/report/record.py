@@ -273,8 +273,20 @@ class ReportRecord:
         tasks: Iterable[str] | None = None,
         models: Iterable[str] | None = None,
         seeds: Iterable[int] | None = None,
-    ) -> Self:
-        """The report restricted to some labels (in the order given)."""
+    ) -> ReportRecord:
+        """The record restricted to some labels (in the order given); a report's subset is a
+        plain :class:`~pytest_graphnetz.report.BenchmarkReport`, whatever subclass it is."""
+        return ReportRecord(**self.subset_arguments(tasks=tasks, models=models, seeds=seeds))
+
+    def subset_arguments(
+        self,
+        *,
+        tasks: Iterable[str] | None = None,
+        models: Iterable[str] | None = None,
+        seeds: Iterable[int] | None = None,
+    ) -> dict[str, Any]:
+        """The constructor's arguments of the record restricted to some labels (in the order
+        given), each label checked."""
         tasks = self.tasks if tasks is None else tuple(tasks)
         models = self.models if models is None else tuple(models)
         seeds = self.seeds if seeds is None else tuple(int(s) for s in seeds)
@@ -282,7 +294,7 @@ class ReportRecord:
                                    ("seed", seeds, self.seeds)):
             for label in labels:
                 self._check_label(axis, label, have)
-        return type(self)(
+        return dict(
             tasks=tasks, models=models, seeds=seeds, metrics=self.metrics,
             histories=self.histories, protocol=self.protocol,
             fingerprints=self._fingerprints_for(tasks, models, seeds), **self.settings(),
