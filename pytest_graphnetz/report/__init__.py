@@ -8,7 +8,7 @@ Axis convention, stated once for the whole package: ``X[task, model, seed]`` (se
 - ``export`` and ``plots`` (top-level modules): the Markdown/LaTeX tables and the figures;
 - :mod:`.views`: summary, pairwise tables, fold correction, and the cell statistics and phrases
   that ``export`` (tables) and ``plots`` (figures) share;
-- :mod:`.values`: the values-only form of committed baselines (values per epoch rule, by name);
+- :mod:`.values_form`: the values-only form of committed baselines (values per epoch rule, by name);
 - :mod:`.record`: ``ReportRecord``, the data model (labels, histories, epoch selection,
   subsets and merges), which every module below ``model`` takes (none imports ``model``);
 - :mod:`.codec`: stable JSON text, strict reading, float32 values at float32 length;

@@ -1,6 +1,6 @@
 """``BenchmarkReport``: a benchmark's record (:class:`~.record.ReportRecord`) with its public
 methods: the statistics, the JSON forms, the tables and the figure, each a call into the module
-that takes a record (``views``, ``codec``, ``values``, ``export``, ``plots``).
+that takes a record (``views``, ``codec``, ``values_form``, ``export``, ``plots``).
 
 The axis convention and what a record holds: :mod:`.record`.
 """
@@ -12,8 +12,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from . import values as values_form
-from . import views
+from . import values_form, views
 from .codec import dumps, read_json, report_arguments, report_to_dict
 from .files import write_text_atomic
 from .record import EpochSelectionError, ReportRecord
@@ -126,7 +125,7 @@ class BenchmarkReport(ReportRecord):
 
     def to_values_dict(self) -> dict:
         """The values-only JSON form that committed baselines use (no per-epoch histories);
-        see :func:`pytest_graphnetz.report.values.to_values_dict`."""
+        see :func:`pytest_graphnetz.report.values_form.to_values_dict`."""
         return values_form.to_values_dict(self, views.summary(self))
 
     def to_json(self, path: str | os.PathLike) -> Path:

@@ -8,7 +8,7 @@ epoch selection (``"final"`` or ``"best_val"``). A diverged seed is NaN in X, ne
 The record keeps the raw per-epoch histories, so every statistic can be re-derived later
 (another CI method, test or epoch rule) without retraining. It is the data only: the views, the
 JSON forms, the tables and the figures are functions that take one (``views``, ``codec``,
-``values``, ``export``, ``plots``), and :class:`~pytest_graphnetz.report.BenchmarkReport`
+``values_form``, ``export``, ``plots``), and :class:`~pytest_graphnetz.report.BenchmarkReport`
 (``model``) adds the methods that call them, so nothing a view imports imports the view back.
 """
 
