@@ -93,6 +93,10 @@ def verdict_stats(verdict: CellVerdict | WidthVerdict, test: str | None = None
                "baseline_mean": verdict.baseline.mean,
                "candidate_mean": verdict.candidate.mean,
                **verdict.guidance.numbers(test)}
+        if verdict.skew is not None:   # the skew guard (stats.skew), every tested cell
+            guard = verdict.skew
+            out.update(skewness=guard.skewness, skew_z=guard.z, skew_threshold=guard.threshold,
+                       skew_corrected=guard.corrects)
     out["verdict"] = str(verdict.verdict)  # a plain str: rows travel through pytest-xdist
     out["failed"] = bool(verdict.failed)
     return {k: _number(v) for k, v in out.items()}

@@ -175,7 +175,7 @@ def test_a_killed_baseline_write_leaves_nothing_git_add_commits(tmp_path: Path) 
     target = project / "baselines" / "test_m" / "test_a.json"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
     died = subprocess.run([sys.executable, "-c", WRITE_AND_DIE, str(target)], env=env,
-                          timeout=120)
+                          timeout=600)
     assert died.returncode == -signal.SIGKILL
     leftovers = [p for p in target.parent.rglob("*.tmp")]
     assert len(leftovers) == 1 and leftovers[0].stat().st_size > 0  # a complete, killed write

@@ -263,7 +263,7 @@ def test_a_fifo_or_a_device_planted_in_the_cache_is_discarded(tmp_path: Path,
 
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
     run = subprocess.run([sys.executable, "-c", PLANTED, str(cache)], env=env, text=True,
-                         capture_output=True, timeout=60, preexec_fn=limit_memory)
+                         capture_output=True, timeout=600, preexec_fn=limit_memory)
     assert run.returncode == 0, run.stderr
     assert f"WARNED: discarding corrupt graphnetz cache entry {entry} (NotARegularFileError: " \
         in run.stdout

@@ -168,7 +168,7 @@ def test_console_script_runs(report_file):
     if not exe.exists():
         pytest.skip("the `graphnetz` console script is not installed in this environment")
     done = subprocess.run([str(exe), "latex", str(report_file)], capture_output=True,
-                          text=True, check=False, timeout=120)
+                          text=True, check=False, timeout=600)
     assert done.returncode == 0, done.stderr
     assert done.stdout == LATEX["t"]
 

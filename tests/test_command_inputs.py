@@ -186,3 +186,43 @@ def test_every_interface_to_the_environment_is_recorded(tmp_path, monkeypatch) -
     assert reads["env"]["BY_POSIX"] is not None and reads["env"]["BY_GETENV"] is None
     assert "HOME" not in reads["env"] and "PATH" not in reads["env"]   # only copied
     assert os.devnull not in reads["files"] and os.devnull not in reads["exists"]
+
+
+C_LEVEL_READ = '''
+import ctypes
+libc = ctypes.CDLL(None)
+libc.fopen.restype = ctypes.c_void_p
+libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+libc.fgets.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p]
+libc.fclose.argtypes = [ctypes.c_void_p]
+handle = libc.fopen(b"hidden.txt", b"r")   # opened in C: no audit event, no wrapper sees it
+text = ctypes.create_string_buffer(64)
+libc.fgets(text, 64, handle)
+libc.fclose(handle)
+drop = float(text.value)
+'''
+
+
+def test_a_read_the_tracking_cannot_see_is_caught_by_the_verify_sample(
+        pytester: pytest.Pytester, tmp_path_factory) -> None:
+    from pytest_graphnetz.text import NOT_REPRODUCED
+
+    pytester.makepyfile(project=PROJECT, test_scripts=GATES,
+                        train=TRAIN.format(read=C_LEVEL_READ))
+    hidden = pytester.path / "hidden.txt"
+    hidden.write_text("0.0\n")
+    cache = tmp_path_factory.mktemp("cache")
+    args = ["-o", "graphnetz_seeds=5", f"--graphnetz-cache-dir={cache}", "-p",
+            "no:cacheprovider"]   # the verify sample at its default: one seed per cached cell
+    pytester.runpytest(*args, "--graphnetz-update-baselines").assert_outcomes(passed=1)
+    again = pytester.runpytest(*args, "-rA")
+    again.assert_outcomes(passed=1)
+    assert NOT_REPRODUCED not in again.stdout.str()
+    assert "triples: 0 trained, 5 from cache (1 of them retrained to check the cache)" in \
+        again.stdout.str(), again.stdout.str()
+    hidden.write_text("0.05\n")   # a 5-point drop the key cannot see
+    changed = pytester.runpytest(*args)
+    out = changed.stdout.str()
+    assert changed.ret == 1 and re.search(r"t/A\s.*REGRESSED", out), out
+    assert NOT_REPRODUCED in " ".join(out.split()), out   # on the row, and in the summary:
+    assert f"in 1 cell(s) {NOT_REPRODUCED}, so every seed of those cells was retrained" in out

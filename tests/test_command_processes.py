@@ -1,9 +1,10 @@
 """Command tasks' process hygiene: each run in its own process group, which nothing survives.
 
 Tiny scripts that start ``sleep 300`` grandchildren and write their process ids to a file; the
-test then checks through /proc that none of them lives on after a timeout, SIGINT, SIGTERM or a
-normal exit, and that a grandchild holding the script's stdout and stderr open does not make
-the run wait for it. Output and metrics files past their bounds are refused by name.
+test then checks through /proc that none of them lives on after a timeout, SIGINT, SIGTERM, a
+normal exit or a SIGKILL of pytest during a warm run (the fork server too), and that a
+grandchild holding the script's stdout and stderr open does not make the run wait for it.
+Output and metrics files past their bounds are refused by name.
 """
 
 from __future__ import annotations
@@ -49,7 +50,12 @@ def alive(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
 
 
-def gone(pids: list[int], within: float = 10.0) -> bool:
+# Waits are on events (a file written, a process gone), polled up to BOUND seconds: a bound
+# only a hang reaches, never a timing claim (a loaded machine may take minutes for either).
+BOUND = 600.0
+
+
+def gone(pids: list[int], within: float = BOUND) -> bool:
     end = time.monotonic() + within
     while time.monotonic() < end:
         if not any(alive(p) for p in pids):
@@ -58,7 +64,7 @@ def gone(pids: list[int], within: float = 10.0) -> bool:
     return False
 
 
-def wait_for(path: Path, within: float = 60.0) -> list[int]:
+def wait_for(path: Path, within: float = BOUND) -> list[int]:
     end = time.monotonic() + within
     while time.monotonic() < end:
         if path.exists():
@@ -76,21 +82,18 @@ def spawner(tmp_path: Path, mode: str, timeout: float | None = None) -> tuple[Co
 
 def test_a_timeout_kills_the_script_and_its_grandchildren(tmp_path) -> None:
     cmd, pids = spawner(tmp_path, "sleep", timeout=3)
-    start = time.monotonic()
     with pytest.raises(CommandError, match="ran past its timeout of 3 s"):
         command_run.run(cmd, **RUN)
-    assert time.monotonic() - start < 20
     assert gone(wait_for(pids)), "a process of the timed-out run survived"
 
 
 def test_a_grandchild_holding_the_output_open_does_not_delay_the_run(tmp_path) -> None:
     # The script exits at once; its `sleep 300` keeps stdout and stderr open. Pipes would make
-    # the run wait for it (until the timeout of 120 s); files do not, and the group is killed.
+    # the run wait for it until its timeout (a CommandError, not 0.5); files do not, and the
+    # group is killed.
     cmd, pids = spawner(tmp_path, "exit", timeout=120)
-    start = time.monotonic()
     history = command_run.run(cmd, **RUN)
     assert history.test == (0.5,)
-    assert time.monotonic() - start < 20
     assert gone(wait_for(pids)), "the grandchild outlived its run"
 
 
@@ -116,7 +119,7 @@ def test_sigterm_and_sigint_to_the_runner_end_the_whole_group(tmp_path, signum) 
     try:
         script_and_child = wait_for(pids)
         driver.send_signal(signum)
-        _, err = driver.communicate(timeout=30)
+        _, err = driver.communicate(timeout=BOUND)
     finally:
         driver.kill()
     assert driver.returncode != 0
@@ -132,12 +135,11 @@ def test_output_past_the_bound_stops_the_run_and_says_so(tmp_path, monkeypatch) 
     (tmp_path / "loud.py").write_text(
         "import sys, time\nfor _ in range(64):\n    sys.stdout.write('x' * 65536)\n"
         "sys.stdout.flush()\ntime.sleep(300)\n")
+    # Not stopped for its output, it would sleep until its timeout: another message.
     cmd = Command([sys.executable, "loud.py"], cwd=tmp_path, timeout=120)
-    start = time.monotonic()
     with pytest.raises(CommandError, match=r"loud\.py.*more than 1 MiB to its stdout \(pytest_"
                        r"graphnetz\.tasks\.command_process\.MAX_OUTPUT_BYTES\).*print less"):
         command_run.run(cmd, **RUN)
-    assert time.monotonic() - start < 60
 
 
 def test_a_long_stderr_keeps_only_its_tail(tmp_path) -> None:
@@ -160,3 +162,124 @@ def test_a_metrics_file_past_the_bound_is_refused_by_name(tmp_path, monkeypatch)
     with pytest.raises(CommandError, match=r"metrics file .*metrics\.json holds [0-9.]+ MiB, "
                        r"more than the 1 MiB .*MAX_METRICS_BYTES.*once per epoch"):
         command_run.run(cmd, **RUN)
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+
+
+WARM_SPAWNER = '''
+import json, os, subprocess, sys, time
+import torch
+import pytest_graphnetz.script as graphnetz
+
+if os.environ["GRAPHNETZ_SEED"] == "1":   # the second run, forked from the warm server
+    child = subprocess.Popen(["sleep", "300"])
+    with open({pids!r} + ".tmp", "w") as fh:
+        json.dump([os.getppid(), os.getpid(), child.pid], fh)
+    os.replace({pids!r} + ".tmp", {pids!r})
+    time.sleep(300)
+graphnetz.record(test=0.5)
+'''
+
+WARM_SESSION = '''
+import sys
+from pathlib import Path
+
+from pytest_graphnetz import Task
+from pytest_graphnetz.tasks.command import Command, DataFiles
+
+HERE = Path(__file__).parent
+
+
+def test_script(graphnetz_run):
+    graphnetz_run({"t": Task("t", DataFiles(), kind="command")},
+                  {"A": Command([sys.executable, "train.py"], cwd=HERE)})
+'''
+
+
+def test_sigkill_of_pytest_during_a_warm_run_leaves_no_process(tmp_path) -> None:
+    pytest.importorskip("torch")
+    if not sys.platform.startswith("linux"):
+        pytest.skip("warm runs fork: Linux only")
+    pids = tmp_path / "pids.json"
+    (tmp_path / "train.py").write_text(WARM_SPAWNER.format(pids=str(pids)))
+    (tmp_path / "test_warm.py").write_text(WARM_SESSION)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    env.pop("GRAPHNETZ_WARM_SCRIPTS", None)
+    session = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider",
+         "-o", "graphnetz_seeds=2", "--graphnetz-device=cpu", "--graphnetz-no-cache",
+         "test_warm.py"], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)
+    try:
+        server, script, grandchild = wait_for(pids)
+        assert b"command_server.py" in Path(f"/proc/{server}/cmdline").read_bytes(), \
+            "the run was not forked from the warm server"
+        assert _parent(server) == session.pid
+    finally:
+        session.kill()   # SIGKILL: no code of pytest runs
+        session.wait()
+    assert gone([server, script, grandchild]), \
+        f"alive after SIGKILL of pytest: {[p for p in (server, script, grandchild) if alive(p)]}"
+
+
+KILLS_ITS_SERVER = '''
+import os, signal, sys
+import torch
+import pytest_graphnetz.script as graphnetz
+
+parent = os.getppid()
+with open(f"/proc/{parent}/cmdline", "rb") as fh:
+    if b"command_server.py" in fh.read():   # forked warm: end the server, never a cold parent
+        os.kill(parent, signal.SIGKILL)
+graphnetz.record(test=0.25 + 0.01 * int(os.environ["GRAPHNETZ_SEED"]))
+'''
+
+
+def test_a_killed_fork_server_falls_back_to_cold_runs_with_one_warning(tmp_path) -> None:
+    pytest.importorskip("torch")
+    if not sys.platform.startswith("linux"):
+        pytest.skip("warm runs fork: Linux only")
+    from pytest_graphnetz.tasks import command_warm
+
+    command_warm.close_servers()
+    (tmp_path / "train.py").write_text(KILLS_ITS_SERVER)
+    cmd = Command([sys.executable, "train.py"], cwd=tmp_path)
+    first = command_run.run(cmd, **RUN)   # cold: shows that it imports torch
+    with pytest.warns(command_warm.WarmServerWarning) as caught:
+        later = [command_run.run(cmd, **{**RUN, "seed": s}) for s in (1, 2, 3)]
+    assert [first.test, *(h.test for h in later)] == [(0.25,), (0.26,), (0.27,), (0.28,)]
+    said = [str(w.message) for w in caught if w.category is command_warm.WarmServerWarning]
+    assert len(said) == 1, said
+    assert "warm script server" in said[0] and "later script runs start cold" in said[0]
+    assert command_warm.running_servers() == []
+    command_warm.close_servers()
+
+
+def test_a_3_mb_stderr_line_without_a_newline_shows_its_tail(tmp_path) -> None:
+    (tmp_path / "fail.py").write_text(
+        "import sys\nsys.stderr.write('x' * 3_000_000 + 'THE END')\nsys.exit(3)\n")
+    cmd = Command([sys.executable, "fail.py"], cwd=tmp_path)
+    with pytest.raises(CommandError, match="exited with code 3") as info:
+        command_run.run(cmd, **RUN)
+    message = str(info.value)
+    assert "no stderr" not in message
+    assert message.endswith("xxxxxTHE END") and len(message) < 2000
+
+
+def test_a_process_that_makes_its_own_session_outlives_the_run_as_documented(tmp_path) -> None:
+    # docs/command-tasks.md says so: it left the run's process group, which is what is killed.
+    (tmp_path / "daemon.py").write_text(
+        "import json, subprocess, sys\n"
+        "d = subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
+        "json.dump([d.pid], open(sys.argv[1], 'w'))\n"
+        "json.dump({'metric': 'accuracy', 'test': [0.5]}, open(sys.argv[2], 'w'))\n")
+    pids = tmp_path / "pids.json"
+    cmd = Command([sys.executable, "daemon.py", str(pids), "{output}"], cwd=tmp_path)
+    assert command_run.run(cmd, **RUN).test == (0.5,)
+    (daemon,) = json.loads(pids.read_text())
+    try:
+        assert alive(daemon)
+    finally:
+        os.kill(daemon, signal.SIGKILL)

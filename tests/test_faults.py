@@ -237,6 +237,52 @@ def test_a_read_only_empty_cache_directory_warns_once_and_trains(pytester, tmp_p
         assert list(cache.iterdir()) == []
 
 
+PREFILLED_GATES = """
+import sys
+sys.path.insert(0, {tests!r})
+from conftest import gcn, tiny_task
+
+def test_first(graphnetz_run):
+    graphnetz_run({{"tiny": tiny_task()}}, {{"GCN": gcn}})
+
+def test_second(graphnetz_run):
+    graphnetz_run({{"tiny": tiny_task()}}, {{"GCN": gcn}}, seeds=[0, 1, 2, 3])
+"""
+
+
+def _tree(directory: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(directory)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in sorted(directory.rglob("*"))}
+
+
+def test_a_read_only_prefilled_cache_serves_its_hits_saves_nothing_and_warns_once(
+        pytester: pytest.Pytester, tmp_path) -> None:
+    # A team's shared cache: filled by one session, then read-only to the next, which gets
+    # every hit (test_first), trains what is missing (test_second's seed 3) and saves nothing.
+    pytester.makepyfile(test_gates=PREFILLED_GATES.format(tests=str(Path(__file__).parent)))
+    cache = tmp_path / "team-cache"
+    args = ["-o", "graphnetz_seeds=3", "--graphnetz-device=cpu", f"--graphnetz-cache-dir={cache}",
+            "-p", "no:cacheprovider", "-k", "first"]
+    run_pytest(pytester, *args).assert_outcomes(passed=1)
+    before = _tree(cache)
+    assert any(name.endswith(".json") for name in before)
+    for path in [cache, *(p for p in cache.rglob("*") if p.is_dir())]:
+        path.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        result = run_pytest(pytester, *args[:-2], "-W", "always")
+    finally:
+        for path in [cache, *(p for p in cache.rglob("*") if p.is_dir())]:
+            path.chmod(0o755)
+    result.assert_outcomes(passed=2)
+    out = result.stdout.str()
+    assert "triples: 1 trained, 6 from cache" in out, out
+    warned = [line for line in result.stdout.lines if "is read-only" in line]
+    assert len(warned) == 1, out
+    assert f"graphnetz cache directory {cache} is read-only (PermissionError" in warned[0]
+    assert warned[0].rstrip().endswith("cached results are read, nothing is saved this run")
+    assert _tree(cache) == before, "a read-only cache was written"
+
+
 # -- processes that die --------------------------------------------------------------------------
 
 ORPHAN_RUN = """
@@ -269,7 +315,12 @@ def _alive(pid: int) -> bool:
     return "\nState:\tZ" not in status
 
 
-def _wait_for(condition, timeout: float) -> bool:
+# Waits are on events (a file, a process gone), polled up to BOUND seconds: only a hang
+# reaches it, never a timing claim (a loaded machine may take minutes).
+BOUND = 600.0
+
+
+def _wait_for(condition, timeout: float = BOUND) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():
@@ -286,7 +337,7 @@ def test_pool_workers_exit_when_their_parent_is_killed(tmp_path):
                                         root=str(tmp_path / "data")))
     parent = subprocess.Popen([sys.executable, str(script)])
     try:
-        assert _wait_for(lambda: len(list(pids.iterdir())) == 2, timeout=120), \
+        assert _wait_for(lambda: len(list(pids.iterdir())) == 2), \
             "the two workers never started training"
         workers = [int(p.name) for p in pids.iterdir()]
         assert all(_alive(pid) for pid in workers)
@@ -294,7 +345,7 @@ def test_pool_workers_exit_when_their_parent_is_killed(tmp_path):
         parent.kill()  # SIGKILL: no cleanup code of the parent runs
         parent.wait()
     try:
-        assert _wait_for(lambda: not any(_alive(pid) for pid in workers), timeout=5), \
+        assert _wait_for(lambda: not any(_alive(pid) for pid in workers)), \
             f"orphaned workers still alive: {[pid for pid in workers if _alive(pid)]}"
     finally:
         for pid in workers:
@@ -471,9 +522,9 @@ def test_a_session_stopped_mid_training_leaves_no_stale_verdict(
          "--graphnetz-comment=graphnetz-comment.md"],
         cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        assert _wait_for(training.exists, timeout=120), "the session never started training"
+        assert _wait_for(training.exists), "the session never started training"
         session.send_signal(signum)
-        output, _ = session.communicate(timeout=60)
+        output, _ = session.communicate(timeout=BOUND)
     finally:
         session.kill()
         session.wait()

@@ -174,7 +174,8 @@ def test_history_and_bisect_print_the_level_they_decide_at(tmp_path, capsys) -> 
 
     result = bisect_commits(["good", "bad"], probe, seeds=10, max_seeds=10)
     text = "\n".join(result.lines())
-    level = 1 - 2 * result.alpha_per_test
+    (alpha_of_the_look,) = result.look_alphas   # one look: 10 seeds
+    level = 1 - 2 * alpha_of_the_look
     d = cand[2, 0] - base[2, 0]
     ci = sps.ttest_1samp(d, 0.0).confidence_interval(level)
     assert (f"({fmt_level(level)} CI {fmt_interval(ci.low, ci.high)})" in text), text

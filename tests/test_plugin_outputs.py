@@ -117,7 +117,7 @@ def test_a_fifo_at_an_output_path_is_a_usage_error_not_a_hang(
     pytester.makepyfile(PASSING.format(blocked=[]))
     os.mkfifo(pytester.path / "out")
     # (a fresh interpreter with a timeout: the old code blocked in open() for good)
-    result = pytester.runpytest_subprocess(f"--graphnetz-{option}=out", timeout=60)
+    result = pytester.runpytest_subprocess(f"--graphnetz-{option}=out", timeout=600)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([
         f"ERROR: graphnetz: `--graphnetz-{option}` cannot be written: out is not a regular "
@@ -131,7 +131,7 @@ def test_a_fifo_as_the_step_summary_is_one_warning_not_a_hang(
     pytester.makepyfile(PASSING.format(blocked=[]))
     os.mkfifo(pytester.path / "step")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(pytester.path / "step"))
-    result = pytester.runpytest_subprocess(timeout=60)
+    result = pytester.runpytest_subprocess(timeout=600)
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*$GITHUB_STEP_SUMMARY (*step) cannot be written: step is not "
                                  "a regular file*"])

@@ -8,7 +8,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
@@ -162,22 +161,23 @@ def test_workers_two_identical_to_workers_one(root):
 
 
 class _ReverseExecutor(Executor):
-    """Runs every submitted call in one background thread, last submitted first."""
+    """Runs the ``expected`` submitted calls in one background thread once all of them are
+    in, last submitted first."""
 
-    def __init__(self) -> None:
+    def __init__(self, expected: int) -> None:
+        self.expected = expected
         self.pending: list[tuple[Future, object, tuple]] = []
         self.thread: threading.Thread | None = None
 
     def submit(self, fn, /, *args, **kwargs):
         future: Future = Future()
         self.pending.append((future, fn, args))
-        if self.thread is None:
+        if len(self.pending) == self.expected:
             self.thread = threading.Thread(target=self._work)
             self.thread.start()
         return future
 
     def _work(self) -> None:
-        time.sleep(0.3)  # let every job be submitted first
         for future, fn, args in reversed(self.pending):
             future.set_result(fn(*args))
 
@@ -185,7 +185,7 @@ class _ReverseExecutor(Executor):
 def test_any_completion_order_gives_the_same_report(root):
     serial = _run(root, seeds=(0, 1))
     order = []
-    executor = _ReverseExecutor()
+    executor = _ReverseExecutor(len(serial.triples()))
     reversed_run = _run(root, seeds=(0, 1), executor=executor,
                         progress=lambda t, m, s, *_: order.append((t, m, s)))
     executor.thread.join()

@@ -132,7 +132,7 @@ def test_a_failure_cancels_the_queued_triples_without_waiting_on_them(root):
 
     thread = threading.Thread(target=sweep, daemon=True)
     thread.start()
-    thread.join(timeout=60)
+    thread.join(timeout=600)
     assert not thread.is_alive(), "run_benchmark hung waiting on cancelled futures"
     assert isinstance(outcome[0], TripleError) and "cluster lost this triple" in str(outcome[0])
     assert all(future.cancelled() for future in executor.futures[1:])

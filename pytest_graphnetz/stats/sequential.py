@@ -30,6 +30,7 @@ import numpy as np
 from ._common import ConfidenceInterval, as_vector, t_moments
 from .boundaries import DEFAULT_RHO, Design, design, grow_paths, schedule
 from .decisions import LOOK_VERDICTS, Code, Verdict, decide_look
+from .skew import DEFAULT_SKEW_Z, guarded_skewness, hall_t
 
 PLAN_PATHS = 1 << 15   # simulated cells per plan: Monte-Carlo sd about 0.002 at 0.8
 PLAN_SEED = 20_231_984  # any fixed seed: the same cell gets the same advice every time
@@ -75,7 +76,8 @@ class SequentialDecision:
 
 def sequential_decide(diffs: Any, design: Design, *, margin: float = 0.0,
                       min_effect: float | None = None, regressed_alpha: float | None = None,
-                      label: str | None = None) -> SequentialDecision:
+                      label: str | None = None,
+                      skew_threshold: float | None = DEFAULT_SKEW_Z) -> SequentialDecision:
     """The decision on one cell at a look: ``diffs`` (n,) are its finite paired differences,
     sign-flipped so ``+`` is better, with ``n`` one of ``design.looks``. The cell is taken to be
     open at this look (no earlier look stopped it); INCONCLUSIVE only at the design's last look.
@@ -94,7 +96,8 @@ def sequential_decide(diffs: Any, design: Design, *, margin: float = 0.0,
                          "train up to the next look")
     k = design.looks.index(d.size)
     codes, _, stats = walk_differences(d[None, :], design, margin=margin, min_effect=min_effect,
-                                       regressed_alpha=regressed_alpha, upto=d.size, first=k)
+                                       regressed_alpha=regressed_alpha, upto=d.size, first=k,
+                                       skew_threshold=skew_threshold)
     code = int(codes[0])
     more = design.looks[k + 1] - d.size if code == Code.CONTINUE else 0
     mean, sd, se, c, c_reg, t_reg, t_nw, t_bt = (float(x[0]) for x in stats)
@@ -108,36 +111,52 @@ def sequential_decide(diffs: Any, design: Design, *, margin: float = 0.0,
 
 def run_schedule(D: Any, design: Design, *, margin: float = 0.0,
                  min_effect: float | None = None, regressed_alpha: float | None = None,
-                 every_look: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                 every_look: bool = False,
+                 skew_threshold: float | None = DEFAULT_SKEW_Z) -> tuple[np.ndarray, np.ndarray]:
     """The whole design on many cells at once: ``D`` (cells, >= MAX) holds each cell's paired
     differences in seed order. Returns per cell its verdict (an object array of
     :class:`Verdict`) and the seeds of the look it is reported at (int array). By default as
     if each cell had taken more seeds only while open (an adaptive run); ``every_look``: as a
     run that holds all MAX seeds, which reads every look (a REGRESSED crossing at any look
-    wins over an earlier NOT WORSE or BETTER). For simulation and benchmarks."""
+    wins over an earlier NOT WORSE or BETTER). The skew guard (:mod:`.skew`) acts as in the
+    gate: on every column of ``D`` with ``every_look``, else on each look's seeds;
+    ``skew_threshold`` None turns it off (the plain t test). For simulation and benchmarks."""
     D = np.asarray(D, dtype=float)
     if D.ndim != 2 or D.shape[1] < design.max_seeds or not np.all(np.isfinite(D)):
         raise ValueError(f"`D` must be finite, shaped (cells, >= {design.max_seeds}), got "
                          f"{D.shape}")
     codes, n_used, _ = walk_differences(D, design, margin=margin, min_effect=min_effect,
                                         regressed_alpha=regressed_alpha, upto=design.max_seeds,
-                                        every_look=every_look)
+                                        every_look=every_look, skew_threshold=skew_threshold)
     return np.array([LOOK_VERDICTS[c] for c in codes], dtype=object), n_used
 
 
 def walk_differences(D: np.ndarray, design: Design, *, margin: float, min_effect: float | None,
                      regressed_alpha: float | None, upto: int, first: int = 0,
-                     every_look: bool = False) -> tuple[np.ndarray, np.ndarray, tuple]:
-    """:func:`walk_looks` on raw differences ``D`` (rows, seeds)."""
+                     every_look: bool = False,
+                     skew_threshold: float | None = DEFAULT_SKEW_Z
+                     ) -> tuple[np.ndarray, np.ndarray, tuple]:
+    """:func:`walk_looks` on raw differences ``D`` (rows, seeds), with the skew guard at
+    ``skew_threshold`` (None: off) measured on every column of ``D`` (``every_look``: the seeds
+    the rows hold) or on each look's seeds (a row holds no more)."""
 
     def at(k: int, n: int, open_: np.ndarray) -> _LookStats:
         X = D[open_, :n]
         mean, sd, _ = t_moments(X)   # scaled before squaring: finite never gives inf
         return mean, sd, np.max(np.abs(X), axis=1), np.all(X == 0, axis=1)
 
+    threshold = DEFAULT_SKEW_Z if skew_threshold is None else skew_threshold
+    held = (guarded_skewness(D, threshold=threshold)
+            if skew_threshold is not None and every_look else None)
+
+    def skew(k: int, n: int, open_: np.ndarray) -> np.ndarray:
+        if held is not None:
+            return held[open_]
+        return guarded_skewness(D[open_, :n], threshold=threshold)
+
     return walk_looks(at, D.shape[0], design, margin=margin, min_effect=min_effect,
                       regressed_alpha=regressed_alpha, upto=upto, first=first,
-                      every_look=every_look)
+                      every_look=every_look, skew=None if skew_threshold is None else skew)
 
 
 # Per open row at a look: mean, sd, the largest |difference| (the rounding scale of
@@ -147,7 +166,9 @@ _LookStats = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 def walk_looks(at: Callable[[int, int, np.ndarray], _LookStats], rows: int, design: Design, *,
                margin: float, min_effect: float | None, regressed_alpha: float | None, upto: int,
-               first: int = 0, every_look: bool = False) -> tuple[np.ndarray, np.ndarray, tuple]:
+               first: int = 0, every_look: bool = False,
+               skew: Callable[[int, int, np.ndarray], np.ndarray] | None = None
+               ) -> tuple[np.ndarray, np.ndarray, tuple]:
     """The one loop over looks, whatever holds the data: ``at(k, n, open_)`` gives the open
     rows' statistics at look ``k`` (``n`` seeds), for the looks from index ``first`` up to
     ``upto`` seeds; a row still open at the design's last look is INCONCLUSIVE, before it
@@ -161,7 +182,11 @@ def walk_looks(at: Callable[[int, int, np.ndarray], _LookStats], rows: int, desi
     crossed NOT WORSE or BETTER keeps that verdict and look unless a later look crosses
     REGRESSED, which wins; IDENTICAL only when every look is all zeros. Each boundary is
     calibrated on paths that run on past the others' crossings (:func:`~.boundaries.calibrate`),
-    so its error rate holds under this rule as it stands."""
+    so its error rate holds under this rule as it stands.
+
+    ``skew(k, n, open_)``: the open rows' guarded skewness (:mod:`.skew`: 0 where the guard
+    does not fire); the three statistics then go through Hall's transform before their
+    p-values (the reported statistics stay the plain t's)."""
     from scipy import special
 
     if not margin >= 0:
@@ -187,14 +212,18 @@ def walk_looks(at: Callable[[int, int, np.ndarray], _LookStats], rows: int, desi
         mean, sd, scale, zero = at(k, n, open_)
         se = sd / math.sqrt(n)
         t_reg, t_nw, t_bt = (_sided_t(mean, se, scale, b) for b in (-margin, -delta, margin))
+        h_reg, h_nw, h_bt = t_reg, t_nw, t_bt
+        if skew is not None:
+            g = skew(k, n, open_)
+            h_reg, h_nw, h_bt = (hall_t(t, g, n) for t in (t_reg, t_nw, t_bt))
         df = n - 1
         if every_look:
             zero_so_far[open_] &= zero
             identical = zero_so_far[open_] & (k == upto_k)
         else:
             identical = zero if k == first else np.zeros(zero.shape, dtype=bool)
-        new = decide_look(special.stdtr(df, t_reg), special.stdtr(df, -t_nw),
-                          special.stdtr(df, -t_bt), level=design.nominal[k],
+        new = decide_look(special.stdtr(df, h_reg), special.stdtr(df, -h_nw),
+                          special.stdtr(df, -h_bt), level=design.nominal[k],
                           regressed_level=reg.nominal[k], last=k == last, identical=identical)
         if every_look:
             # an all-zero look is no evidence yet (IDENTICAL needs every look); a row that

@@ -16,9 +16,11 @@ import sys
 if __name__ == "__main__" and not (sys.flags.isolated or getattr(sys.flags, "safe_path", False)):
     del sys.path[0]  # this file's directory: nothing here may shadow the standard library
 
+import atexit  # noqa: E402
 import contextlib  # noqa: E402
 import gc  # noqa: E402
 import importlib.util  # noqa: E402
+import io  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import select  # noqa: E402
@@ -66,6 +68,19 @@ def _fresh_state() -> None:
             torch.default_generator.seed()
 
 
+def _flush_open_files() -> None:
+    """Flush every file the run left open, as a cold run's shutdown does when it closes
+    them. A file the script left unclosed in a reference cycle (a module global beside a
+    function) is closed by the shutdown's collection; in a child of this server that
+    collection freed it with its text unwritten (the file was empty, where a cold run's held
+    it). Objects made before the fork (frozen) are not searched: the run opened none."""
+    files = [obj for obj in gc.get_objects() if isinstance(obj, io.IOBase)]
+    for file in sorted(files, key=lambda f: not isinstance(f, io.TextIOBase)):
+        with contextlib.suppress(Exception):
+            if not file.closed and file.writable():
+                file.flush()
+
+
 def _run_child(request: dict, server: int) -> int:
     """In the forked child: become the run, run the script, and return its exit code; the
     interpreter's normal shutdown (threads joined, exit handlers, files flushed and closed)
@@ -89,6 +104,7 @@ def _run_child(request: dict, server: int) -> int:
     posix.environ.clear()
     posix.environ.update({os.fsencode(k): os.fsencode(v) for k, v in request["env"].items()})
     _fresh_state()
+    atexit.register(_flush_open_files)   # registered first: the last exit handler to run
     code = 0
     try:
         _child_module().main(list(request["argv"]))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from .. import stats
 from ..history import in_unit_interval
 from ..stats import Verdict
+from ..stats.skew import SkewCheck
 from ..text import fmt_level, fmt_num, fmt_p, fmt_signed
 from .formatting import (
     ci_level,
@@ -75,6 +76,8 @@ class CellVerdict:
     look: LookNote | None = None            # not-worse cells: the look it is reported at
     # A BETTER the leak guard flags (verdicts.leak): why; a refresh keeping it needs accept.
     suspect: str = ""
+    # not-worse cells: the skew guard on the held seeds (stats.skew); None where not tested
+    skew: SkewCheck | None = None
 
     @property
     def verdict(self) -> stats.Verdict:
