@@ -97,7 +97,7 @@ def train(npz: str, seeds: Sequence[int], epochs: int, variant: str, root: str,
           cache_dir: str | None = None) -> dict[str, dict[str, list[float]]]:
     """{"test"|"val": {rule: per-seed values}} of one variant."""
     from pytest_graphnetz import Task, run_benchmark
-    from pytest_graphnetz.report.values import rule_validation, rule_values
+    from pytest_graphnetz.report.values_form import rule_validation, rule_values
 
     factory, kind = variants()[variant]
     trainer = gqc.train_like_the_examples if kind == "examples" else train_on_test_labels

@@ -42,7 +42,7 @@ from .report.schema import (
     ReportFormatError,
     ReportSchemaError,
 )
-from .report.values import rule_values, rule_values_from_json
+from .report.values_form import rule_values, rule_values_from_json
 
 # Characters that are not portable in file names (Windows forbids these; "/" would nest), and
 # "%" itself: each is written as %XX (its UTF-8 bytes), so distinct names stay distinct files.

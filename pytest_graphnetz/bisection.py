@@ -42,6 +42,7 @@ from .report import BenchmarkReport
 from .stats import Verdict
 from .stats.boundaries import schedule
 from .text import fmt_interval, fmt_level, fmt_num, fmt_p, fmt_signed
+from .trend import Cell, cell_label
 
 REGRESSED, SAME, UNKNOWN = "regressed", "same", "unknown"
 _THREE = {Verdict.REGRESSED: REGRESSED, Verdict.NOT_WORSE: SAME, Verdict.IDENTICAL: SAME,
@@ -52,8 +53,6 @@ Reports = Mapping[str, BenchmarkReport]
 """A probe's saved reports by name (``graphnetz bisect``: the path under the report dir)."""
 Probe = Callable[[str, int], Reports]
 """``probe(commit, n)``: the reports of ``commit``'s benchmark on seeds ``0..n-1``."""
-Cell = tuple[str, str, str]
-"""(report name, task, model)."""
 
 
 class BisectRefusal(ValueError):
@@ -102,9 +101,9 @@ class Evidence:
                 f"0.8: rerun with --min-effect {fmt_num(_round_up(resolved))}")
         if self.min_effect:
             need = seeds_for_min_effect(self.sd_diff, self.min_effect, alpha=self.alpha)
-            budget = 2 * self.seeds   # the schedule's next look, and on until it holds `need`
-            while budget < need:
-                budget *= 2
+            # the schedule's next look, or the first after it that holds `need`
+            looks = schedule(self.seeds, 2 * max(need, 2 * self.seeds))
+            budget = next(n for n in looks[1:] if n >= need)
             text += (f"; δ {fmt_num(self.min_effect)} needs about {need} seeds "
                      f"(--max-seeds {budget}, a smaller alpha per look with it)")
         return text
@@ -181,11 +180,6 @@ class BisectResult:
             if f.culprit is None and unknown is not None and unknown.hint():
                 out.append(f"  to resolve it: {unknown.hint()}")
         return out
-
-
-def cell_label(cell: Cell) -> str:
-    name, task, model = cell
-    return f"{name}::{task}/{model}"
 
 
 def seed_schedule(seeds: int, max_seeds: int) -> tuple[int, ...]:

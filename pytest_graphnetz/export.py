@@ -16,11 +16,11 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .report.views import cell_stats, method_phrase, seeds_phrase
+from .report.views import cell_stats, method_phrase, pairwise, seeds_phrase
 from .text import fmt_fixed, fmt_level, fmt_num, fmt_p, markdown_table
 
 if TYPE_CHECKING:
-    from .report import BenchmarkReport
+    from .report.record import ReportRecord
     from .stats import PairwiseRow, SummaryRow
 
 PAIRED_TEST = "paired-t"
@@ -57,7 +57,7 @@ class PairFinding:
 
 
 def pair_findings(
-    report: BenchmarkReport, *, alpha: float = 0.05
+    report: ReportRecord, *, alpha: float = 0.05
 ) -> dict[str, list[PairFinding]]:
     """Per task, every model pair (report order) under the paired t-test, Holm within the task.
 
@@ -66,7 +66,7 @@ def pair_findings(
     every seed) is not compared: its row holds NaN and it is never distinguishable.
     """
     out: dict[str, list[PairFinding]] = {t: [] for t in report.tasks}
-    for row in report.pairwise(PAIRED_TEST, untestable="skip"):
+    for row in pairwise(report, PAIRED_TEST, untestable="skip"):
         better = None
         if row.p_holm <= alpha and row.mean_diff != 0:
             better = row.model_a if row.mean_diff > 0 else row.model_b
@@ -74,7 +74,7 @@ def pair_findings(
     return out
 
 
-def best_models(report: BenchmarkReport, *, alpha: float = 0.05) -> dict[str, str | None]:
+def best_models(report: ReportRecord, *, alpha: float = 0.05) -> dict[str, str | None]:
     """Per task, the model the paired tests put ahead of every other model, else None.
 
     The candidate is the best mean in the metric's direction; it counts as best only if each
@@ -83,7 +83,7 @@ def best_models(report: BenchmarkReport, *, alpha: float = 0.05) -> dict[str, st
     return _best(report, cell_stats(report), pair_findings(report, alpha=alpha))
 
 
-def _best(report: BenchmarkReport, cells: dict[tuple[str, str], SummaryRow],
+def _best(report: ReportRecord, cells: dict[tuple[str, str], SummaryRow],
           found: dict[str, list[PairFinding]]) -> dict[str, str | None]:
     """:func:`best_models` from already computed cell stats and pair findings."""
     best: dict[str, str | None] = {}
@@ -131,7 +131,7 @@ def _latex_cell(c: SummaryRow, method: str, digits: int, bold: bool) -> str:
     return f"${body}{dagger}$"
 
 
-def _arrow(report: BenchmarkReport, task: str, *, latex: bool) -> str:
+def _arrow(report: ReportRecord, task: str, *, latex: bool) -> str:
     up = report.metric(task).higher_is_better
     if latex:
         return r"$\uparrow$" if up else r"$\downarrow$"
@@ -139,7 +139,7 @@ def _arrow(report: BenchmarkReport, task: str, *, latex: bool) -> str:
 
 
 def to_latex(
-    report: BenchmarkReport, *, digits: int = 3, alpha: float = 0.05,
+    report: ReportRecord, *, digits: int = 3, alpha: float = 0.05,
     label: str = "tab:graphnetz", source: str = "seeds",
 ) -> str:
     """A booktabs table: models as rows, tasks as columns, one ``mean ± half-width`` per cell.
@@ -184,7 +184,7 @@ def to_latex(
     return "\n".join(lines) + "\n"
 
 
-def _caption(report: BenchmarkReport, cells: dict, alpha: float, *, latex: bool) -> str:
+def _caption(report: ReportRecord, cells: dict, alpha: float, *, latex: bool) -> str:
     """The sentence under a table: seeds, interval method and level, epoch selection, bold rule."""
     if report.ci_method == "t":
         shape = r"Mean $\pm$ half-width" if latex else "Mean ± half-width"
@@ -226,7 +226,7 @@ def _markdown_cell(c: SummaryRow, method: str, digits: int, bold: bool) -> str:
     return text + (" †" if c.n_diverged else "")
 
 
-def to_markdown(report: BenchmarkReport, *, digits: int = 3, alpha: float = 0.05,
+def to_markdown(report: ReportRecord, *, digits: int = 3, alpha: float = 0.05,
                 source: str = "seeds") -> str:
     """A GitHub-flavoured Markdown table (models × tasks) followed by the findings view.
 
@@ -251,7 +251,7 @@ def to_markdown(report: BenchmarkReport, *, digits: int = 3, alpha: float = 0.05
             + _findings(report, found, digits=digits, alpha=alpha))
 
 
-def _findings(report: BenchmarkReport, found: dict[str, list[PairFinding]], *, digits: int,
+def _findings(report: ReportRecord, found: dict[str, list[PairFinding]], *, digits: int,
               alpha: float) -> str:
     """Markdown (the Findings section of :func:`to_markdown`): per task, every model pair,
     whether the paired test tells them apart, from the pair findings ``found``.

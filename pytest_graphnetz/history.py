@@ -242,3 +242,22 @@ def _outcomes(raw: Any) -> dict[int, TestOutcomes]:
         out[int(epoch)] = value if isinstance(value, TestOutcomes) \
             else TestOutcomes.from_json(value)
     return dict(sorted(out.items()))
+
+
+def outcomes_problem(hist: History, metric: str) -> str | None:
+    """Why ``hist``'s outcomes do not match its recorded test values (None: they do).
+
+    The metric recomputed from each epoch's outcomes must equal the ``test`` value of that
+    epoch (to float32 precision): outcomes from another run, epoch or metric are refused.
+    """
+    for epoch, out in hist.outcomes.items():
+        if not 0 <= epoch < hist.n_epochs:
+            return f"outcomes for epoch {epoch}, but the run has {hist.n_epochs} epochs"
+        if out.key != metric.lower():
+            return f"outcomes of epoch {epoch} recompute {out.metric!r}, the task's metric " \
+                   f"is {metric!r}"
+        recorded, again = hist.test[epoch], out.value()
+        if not math.isclose(recorded, again, rel_tol=1e-5, abs_tol=1e-6):
+            return (f"outcomes of epoch {epoch} give {out.metric} {again:.6g}, the recorded "
+                    f"test value is {recorded:.6g}")
+    return None

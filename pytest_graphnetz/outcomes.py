@@ -22,12 +22,9 @@ import base64
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from .history import History
 
 KINDS = {"accuracy": "correct", "acc": "correct", "mae": "errors", "rmse": "errors",
          "auc": "scores", "roc_auc": "scores", "mrr": "scores"}
@@ -217,22 +214,3 @@ def _read(raw: Any, n: int | None, *, bits: bool, what: str) -> np.ndarray:
     if n is not None and arr.size != n:
         raise ValueError(f"per-example `{what}` has {arr.size} values, `n` says {n}")
     return arr
-
-
-def outcomes_problem(hist: History, metric: str) -> str | None:
-    """Why ``hist``'s outcomes do not match its recorded test values (None: they do).
-
-    The metric recomputed from each epoch's outcomes must equal the ``test`` value of that
-    epoch (to float32 precision): outcomes from another run, epoch or metric are refused.
-    """
-    for epoch, out in hist.outcomes.items():
-        if not 0 <= epoch < hist.n_epochs:
-            return f"outcomes for epoch {epoch}, but the run has {hist.n_epochs} epochs"
-        if out.key != metric.lower():
-            return f"outcomes of epoch {epoch} recompute {out.metric!r}, the task's metric " \
-                   f"is {metric!r}"
-        recorded, again = hist.test[epoch], out.value()
-        if not math.isclose(recorded, again, rel_tol=1e-5, abs_tol=1e-6):
-            return (f"outcomes of epoch {epoch} give {out.metric} {again:.6g}, the recorded "
-                    f"test value is {recorded:.6g}")
-    return None

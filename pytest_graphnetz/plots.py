@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from .report import BenchmarkReport
+    from .report.record import ReportRecord
     from .tuning.record import TuningRecord
     from .verdicts.values import CellVerdict
 
@@ -87,7 +87,7 @@ def axis_label(metric: str, higher_is_better: bool) -> str:
 
 
 def plot_forest(
-    report: BenchmarkReport, path: str | os.PathLike | None = None,
+    report: ReportRecord, path: str | os.PathLike | None = None,
     ax: Axes | Sequence[Axes] | np.ndarray | None = None,
     source: str = "seeds",
 ) -> Figure:
@@ -147,7 +147,7 @@ def plot_forest(
     return fig
 
 
-def _forest_caption(report: BenchmarkReport, source: str = "seeds") -> str:
+def _forest_caption(report: ReportRecord, source: str = "seeds") -> str:
     if source != "seeds":
         return (f"Mean over {seeds_phrase(report)}, {source.replace('_', ' ')} interval "
                 f"(epoch: {report.epoch_selection}); dots: single seeds")
@@ -160,7 +160,7 @@ def plot_comparison(
     path: str | os.PathLike | None = None,
     ax: Axes | None = None,
     margin: float | None = None,
-    reports: tuple[BenchmarkReport, BenchmarkReport] | None = None,
+    reports: tuple[ReportRecord, ReportRecord] | None = None,
 ) -> Figure:
     """Paired differences of a gate, one row per (task, model) cell, coloured by verdict.
 
@@ -250,8 +250,8 @@ def _root_figure(ax: Axes) -> Figure:
     return fig if isinstance(fig, Figure) else fig.figure
 
 
-def _paired_differences(verdict: CellVerdict, baseline: BenchmarkReport,
-                        candidate: BenchmarkReport) -> np.ndarray:
+def _paired_differences(verdict: CellVerdict, baseline: ReportRecord,
+                        candidate: ReportRecord) -> np.ndarray:
     """The per-seed d_s of one verdict's cell over its paired seeds (+ = better)."""
     task, model = verdict.task, verdict.model
     cand = candidate.values(task, model)[[candidate.seeds.index(s) for s in verdict.seeds]]

@@ -23,7 +23,7 @@ import numpy as np
 
 from .report import BenchmarkReport
 from .report.codec import values_to_json
-from .report.values import rule_validation, rule_values
+from .report.values_form import rule_validation, rule_values
 
 Cell = tuple[str, str]  # (task, model)
 

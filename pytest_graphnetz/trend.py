@@ -47,7 +47,7 @@ from .baselines import default_path
 from .history import MetricSpec
 from .report import BenchmarkReport
 from .report.codec import read_json
-from .report.values import plain_cell_values
+from .report.values_form import plain_cell_values
 from .text import fmt_interval, fmt_num, fmt_p, fmt_signed
 
 MANIFEST, REPORTS, VERDICTS = "commit.json", "reports", "graphnetz-verdicts.json"
@@ -224,7 +224,7 @@ def read_cell_values(path: Path) -> tuple[dict[str, MetricSpec],
     """The report file at ``path`` read once: each task's metric and each (task, model)
     cell's per-seed values under the report's own epoch rule, as
     ``BenchmarkReport.from_json(path).values(task, model)`` gives them (straight from the JSON
-    where :func:`~pytest_graphnetz.report.values.plain_cell_values` can, else through the
+    where :func:`~pytest_graphnetz.report.values_form.plain_cell_values` can, else through the
     report)."""
     data = read_json(path)
     plain = plain_cell_values(data, str(path))

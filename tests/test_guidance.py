@@ -19,7 +19,6 @@ pytest.importorskip("scipy.stats")
 pytest.importorskip("scipy.optimize")
 import pytest_graphnetz.gates  # noqa: E402,F401
 from pytest_graphnetz import BenchmarkReport, assert_not_worse  # noqa: E402
-from pytest_graphnetz.verdicts.guidance import Guidance  # noqa: E402
 
 # Three cells against a 200-seed baseline, gated on 10 seeds: `noisy` cannot tell (paired sd
 # 0.03: INCONCLUSIVE), `tight` is NOT WORSE, `drop` lost 20 points (REGRESSED); and an MAE cell
@@ -162,7 +161,7 @@ def test_the_note_names_the_look_graphnetz_next_seeds_runs_for_the_same_row(
 def test_a_baseline_short_of_the_next_look_is_refreshed_at_the_look_the_cell_expects(
         ) -> None:
     v = _verdict()
-    g = Guidance.of(v)
+    g = v.guidance
     assert g.baseline_short and g.next_seeds == 20 and g.expected_seeds > 40
     want = 20
     while want < g.expected_seeds:
@@ -206,7 +205,7 @@ def _verdict(**changes: object):
 
 def test_no_affordable_seed_count_says_so_and_what_the_seeds_resolve() -> None:
     v = _verdict(seeds_needed=None)
-    g = Guidance.of(v)
+    g = v.guidance
     assert g.next_seeds is None and g.next_option is None and g.command("t.py::x") is None
     c = v.comparison
     assert g.resolvable == pytest.approx(c.margin + c.mde)
@@ -217,15 +216,15 @@ def test_no_affordable_seed_count_says_so_and_what_the_seeds_resolve() -> None:
 
 def test_a_lower_end_above_zero_rules_out_any_drop_and_the_baseline_short_of_seeds() -> None:
     v = _verdict(ci=replace(_verdict().comparison.ci, low=0.002))
-    assert Guidance.of(v).note().startswith("rules out any drop; δ 1 point; next: refresh the "
+    assert v.guidance.note().startswith("rules out any drop; δ 1 point; next: refresh the "
                                             "baseline with ")
-    assert Guidance.of(v).rules_out == 0.0
+    assert v.guidance.rules_out == 0.0
 
 
 def test_a_bound_is_rounded_up_so_that_it_still_holds() -> None:
     # -0.03101 rounds to 3.1 points but "> 3.1" would claim drops of 3.1-3.101 are ruled out
     v = _verdict(ci=replace(_verdict().comparison.ci, low=-0.03101))
-    assert "rules out drops > 3.2 points" in Guidance.of(v).note()
+    assert "rules out drops > 3.2 points" in v.guidance.note()
 
 
 def test_min_effect_resolvable_is_an_option_and_an_ini_key_and_a_bad_value_names_both(

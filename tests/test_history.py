@@ -16,7 +16,7 @@ from scipy import stats as sps
 from pytest_graphnetz import BenchmarkReport
 from pytest_graphnetz.cli import main
 from pytest_graphnetz.report.codec import dumps, read_json
-from pytest_graphnetz.report.values import plain_cell_values
+from pytest_graphnetz.report.values_form import plain_cell_values
 from pytest_graphnetz.trend import (
     HistoryError,
     Point,

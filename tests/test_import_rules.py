@@ -227,22 +227,61 @@ def test_the_check_covers_tests_and_benchmarks():
             "pytest_graphnetz.stats.paired"} <= first_party_modules()
 
 
-def test_no_import_cycle_anywhere_in_the_package() -> None:
-    """import-linter's layer contracts cover the top level and four subpackages; this covers
-    every module pair: no module imports one that (directly or not) imports it back, outside
-    TYPE_CHECKING (grimp, import-linter's own import graph)."""
+def import_cycles(package: str, cache_dir: str | None = None) -> list[list[str]]:
+    """Every cycle of ``package``'s import graph, one shortest loop per importing edge that
+    closes one: ``[a, b, ..., a]``. Every import counts, wherever it stands: at the top of a
+    module, inside a function (a lazy import is still a dependency) and under TYPE_CHECKING (a
+    type is one too). grimp builds the graph, import-linter's own."""
     import grimp
 
-    graph = grimp.build_graph("pytest_graphnetz", exclude_type_checking_imports=True)
-    cycles = sorted({tuple(sorted((a, b))) for a in graph.modules
-                     for b in graph.find_modules_directly_imported_by(a)
-                     if graph.chain_exists(importer=b, imported=a)})
-    assert cycles == [], cycles
-    # the check can fail: the graph sees the package's edges (gates import stats, not back)
-    assert graph.chain_exists(importer="pytest_graphnetz.gates.cells",
-                              imported="pytest_graphnetz.stats.decisions")
-    assert not graph.chain_exists(importer="pytest_graphnetz.stats.decisions",
-                                  imported="pytest_graphnetz.gates.cells")
+    graph = grimp.build_graph(package, exclude_type_checking_imports=False, cache_dir=cache_dir)
+    loops = {}
+    for a in sorted(graph.modules):
+        for b in sorted(graph.find_modules_directly_imported_by(a)):
+            back = graph.find_shortest_chain(importer=b, imported=a)
+            if back:
+                loop = [a, *back]
+                loops[frozenset(loop)] = loop
+    return sorted(loops.values())
+
+
+def test_no_import_cycle_anywhere_in_the_package() -> None:
+    """import-linter's layer contracts order the top level and the subpackages, runtime imports
+    only; this covers every module pair and every import: no module imports one that (directly
+    or not) imports it back, not lazily inside a function and not for a type annotation. A view
+    takes the report (``report.record``); the report's methods call the views, never back."""
+    import grimp
+
+    cycles = import_cycles("pytest_graphnetz")
+    assert cycles == [], "\n".join(" -> ".join(loop) for loop in cycles)
+    # the graph holds the package's lazy and TYPE_CHECKING edges (the two kinds a cycle hid in)
+    graph = grimp.build_graph("pytest_graphnetz", exclude_type_checking_imports=False)
+    assert graph.direct_import_exists(importer="pytest_graphnetz.report.model",
+                                      imported="pytest_graphnetz.export")      # in a method
+    assert graph.direct_import_exists(importer="pytest_graphnetz.report.views",
+                                      imported="pytest_graphnetz.report.record")  # a type
+    assert not graph.chain_exists(importer="pytest_graphnetz.report.record",
+                                  imported="pytest_graphnetz.report.views")
+
+
+def test_the_cycle_check_sees_lazy_and_type_checking_imports(tmp_path, monkeypatch) -> None:
+    """Two circles that only a lazy import or only a TYPE_CHECKING import closes are found."""
+    package = tmp_path / "circles"
+    package.mkdir()
+    files = {
+        "__init__.py": "",
+        "a.py": "def f():\n    from . import b\n    return b\n",          # lazy a -> b
+        "b.py": "from . import a\n",                                         # b -> a
+        "c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .d import D\n",
+        "d.py": "from . import c\nclass D: ...\n",
+        "e.py": "from . import d\n",                                          # no circle
+    }
+    for name, text in files.items():
+        (package / name).write_text(text, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cycles = import_cycles("circles", cache_dir=str(tmp_path / "cache"))
+    assert sorted(map(frozenset, cycles)) == sorted([frozenset({"circles.a", "circles.b"}),
+                                                     frozenset({"circles.c", "circles.d"})])
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ from .schema import (
 )
 
 if TYPE_CHECKING:
-    from .model import BenchmarkReport
+    from .record import ReportRecord
 
 
 def read_json(path: Path) -> Any:
@@ -245,7 +245,7 @@ def _scalar(v: Any) -> str:
     return json.dumps(v, allow_nan=False)
 
 
-def report_to_dict(report: BenchmarkReport) -> dict[str, Any]:
+def report_to_dict(report: ReportRecord) -> dict[str, Any]:
     """The JSON-ready form of ``report`` (:meth:`BenchmarkReport.to_dict`): labels, metrics,
     protocol, fingerprints and every history, at the lowest schema version that holds it."""
     cells: dict = {}

@@ -21,12 +21,12 @@ from ..text import fmt_level
 if TYPE_CHECKING:
     from ..stats import Pairwise, Summary, SummaryRow
     from ..stats.heldout import ExamplePairwise
-    from .model import BenchmarkReport
+    from .record import ReportRecord
 
 _CI_NAMES = {"t": "Student-t", "bootstrap": "percentile bootstrap"}
 
 
-def summary(report: BenchmarkReport, method: str | None = None, *, source: str = "seeds",
+def summary(report: ReportRecord, method: str | None = None, *, source: str = "seeds",
             confidence_level: float | None = None, epoch_selection: str | None = None,
             strict: bool = True, rng: Any = None) -> Summary:
     """Per (task, model): n_seeds, mean, std, sem, ci_low, ci_high (prints as a table).
@@ -73,7 +73,7 @@ def summary(report: BenchmarkReport, method: str | None = None, *, source: str =
     return replace(summary, rows=tuple(rows), notes=notes)
 
 
-def _example_summary(report: BenchmarkReport, X: np.ndarray, source: str, method: str | None,
+def _example_summary(report: ReportRecord, X: np.ndarray, source: str, method: str | None,
                      level: float, epoch_selection: str | None, strict: bool,
                      rng: Any) -> Summary:
     from ..stats import SummaryRow, resolve_rng
@@ -118,7 +118,7 @@ def _example_summary(report: BenchmarkReport, X: np.ndarray, source: str, method
                    confidence_level=level, source=source, notes=notes)
 
 
-def pairwise(report: BenchmarkReport, test: str = "paired-t", *,
+def pairwise(report: ReportRecord, test: str = "paired-t", *,
              confidence_level: float | None = None, epoch_selection: str | None = None,
              strict: bool = True, rng: Any = None, untestable: str = "raise") -> Pairwise:
     """Per task, every model pair on seeds paired by seed value.
@@ -148,7 +148,7 @@ def pairwise(report: BenchmarkReport, test: str = "paired-t", *,
         else table
 
 
-def pairwise_examples(report: BenchmarkReport, test: str = "mcnemar", *,
+def pairwise_examples(report: ReportRecord, test: str = "mcnemar", *,
                       confidence_level: float | None = None, epoch_selection: str | None = None,
                       strict: bool = True, rng: Any = None) -> ExamplePairwise:
     """Per task, every model pair on the same test examples; works at one seed.
@@ -197,7 +197,7 @@ def pairwise_examples(report: BenchmarkReport, test: str = "mcnemar", *,
                            notes=tuple(notes))
 
 
-def _fold_corrected_pairwise(report: BenchmarkReport, table: Any, X: np.ndarray):
+def _fold_corrected_pairwise(report: ReportRecord, table: Any, X: np.ndarray):
     """``table`` with every row of a fold task redone as the corrected resampled t test
     (on the pairs finite in both models), Holm re-adjusted within the task."""
     from ..stats.decisions import holm
@@ -241,7 +241,7 @@ def _clip_to_metric(row: Any) -> Any:
 
 
 
-def cell_stats(report: BenchmarkReport,
+def cell_stats(report: ReportRecord,
                source: str = "seeds") -> dict[tuple[str, str], SummaryRow]:
     """Per (task, model): the row of ``report.summary(source=source)`` (mean, ci_low, ci_high,
     n_diverged...).
@@ -250,16 +250,16 @@ def cell_stats(report: BenchmarkReport,
     and its bootstrap draws from a fixed seed, so every view of one report shows the same
     interval as ``print(report.summary(source=source))``.
     """
-    return {(row.task, row.model): row for row in report.summary(source=source)}
+    return {(row.task, row.model): row for row in summary(report, source=source)}
 
 
-def method_phrase(report: BenchmarkReport) -> str:
+def method_phrase(report: ReportRecord) -> str:
     """The report's interval in words, e.g. ``95% Student-t interval``."""
     level = fmt_level(report.confidence_level)
     return f"{level} {_CI_NAMES[report.ci_method]} interval"
 
 
-def seeds_phrase(report: BenchmarkReport) -> str:
+def seeds_phrase(report: ReportRecord) -> str:
     """``1 seed`` or ``n seeds``."""
     n = len(report.seeds)
     return f"{n} seed" if n == 1 else f"{n} seeds"

@@ -142,11 +142,10 @@ def versions() -> dict[str, str]:
     packages' metadata: importing torch and PyG (4 s) only to read ``__version__`` would make a
     session whose triples are all cache hits pay for libraries it never runs. The metadata
     spells the version as ``__version__`` does (``2.13.0+cpu`` included; a test compares them)."""
-    from .. import __version__
-
     return {"python": platform.python_version(), "torch": installed_version("torch"),
             "torch_geometric": installed_version("torch_geometric"),
-            "numpy": installed_version("numpy"), "pytest_graphnetz": __version__}
+            "numpy": installed_version("numpy"),
+            "pytest_graphnetz": installed_version("pytest_graphnetz")}
 
 
 def installed_version(package: str) -> str:

@@ -399,8 +399,7 @@ def _entry_check(task: Task, trainer: Callable[..., Any] | None,
     recompute the test value recorded at their epoch. A custom trainer's history is only
     checked for its value types (it may record any epochs, and in any units).
     """
-    from ..history import in_unit_interval
-    from ..outcomes import outcomes_problem
+    from ..history import in_unit_interval, outcomes_problem
 
     if trainer is not None:
         return None

@@ -202,7 +202,7 @@ def as_history(result: Any, *, where: str, metric: str | None = None) -> History
             if problem is not None:
                 raise ValueError(f"{where}: {problem}")
         if metric is not None and result.outcomes:
-            from ..outcomes import outcomes_problem
+            from ..history import outcomes_problem
 
             problem = outcomes_problem(result, metric)
             if problem is not None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -17,8 +17,7 @@ from ..stats.intervals import describe
 from ..text import fmt_interval, fmt_level, fmt_num
 
 if TYPE_CHECKING:
-    from ..report import BenchmarkReport
-    from .values import CellVerdict, WidthVerdict
+    from ..report.record import ReportRecord
 
 # Row keys and headers of the gate table (the plugin's session summary adds the test).
 TABLE_COLUMNS = ("cell", "metric", "baseline", "candidate", "delta", "p", "verdict", "mde", "n")
@@ -28,7 +27,13 @@ TABLE_HEADERS = ("Cell", "Metric", "Baseline", "Candidate", "Paired Δ (+ = bett
                  "Verdict", "MDE", "n")
 
 
-def gate_table(verdicts: Sequence[CellVerdict | WidthVerdict], *, markdown: bool = False) -> str:
+class TableRow(Protocol):
+    """A verdict as the gate table shows it (``CellVerdict``, ``WidthVerdict``)."""
+
+    def row(self) -> dict[str, str]: ...
+
+
+def gate_table(verdicts: Sequence[TableRow], *, markdown: bool = False) -> str:
     """The verdicts as the summary table (plain text, or GitHub Markdown)."""
     from ..text import format_table, markdown_table
 
@@ -37,7 +42,7 @@ def gate_table(verdicts: Sequence[CellVerdict | WidthVerdict], *, markdown: bool
     return (markdown_table if markdown else format_table)(TABLE_HEADERS, body)
 
 
-def describe_values(x: np.ndarray, report: BenchmarkReport, *, method: str | None = None,
+def describe_values(x: np.ndarray, report: ReportRecord, *, method: str | None = None,
                     metric: str | None = None) -> stats.CellStats:
     """``x`` described by ``method`` (default the report's) at the report's level, bootstrap
     draws from a fixed seed: the same interval every time the cell is shown.

@@ -4,18 +4,12 @@ reported at (:class:`LookNote`) and where an adaptive cell stopped (:class:`Stop
 
 from __future__ import annotations
 
-import math
 import shlex
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from ..history import in_unit_interval
 from ..stats import Verdict
 from ..text import ceil_significant, fmt_fixed, fmt_num, seed_trainings
-from .formatting import seed_list, verdict_name
-
-if TYPE_CHECKING:
-    from .values import CellVerdict
+from .formatting import seed_list
 
 
 def seeds_option(n: int, min_seeds: int | None = None) -> str:
@@ -26,7 +20,8 @@ def seeds_option(n: int, min_seeds: int | None = None) -> str:
 @dataclass(frozen=True)
 class Guidance:
     """What a NOT WORSE or INCONCLUSIVE row rules out and what comes next: the one place every
-    output (table Note, Markdown, comment, JSON, JUnit) reads it from (:meth:`of`).
+    output (table Note, Markdown, comment, JSON, JUnit) reads it from (built by
+    :attr:`~pytest_graphnetz.verdicts.values.CellVerdict.guidance`).
 
     Differences are candidate − baseline, sign-flipped so + = better, as in the gate.
 
@@ -64,37 +59,6 @@ class Guidance:
     look: int | None = None
     n_looks: int | None = None
     expected_seeds: int | None = None
-
-    @classmethod
-    def of(cls, v: CellVerdict) -> Guidance:
-        c = v.comparison
-        name = verdict_name(c.verdict)
-        speaks = name in (Verdict.NOT_WORSE, Verdict.INCONCLUSIVE)
-        low = float(c.ci.low)
-        rules_out = (None if not speaks or not math.isfinite(low)
-                     else 0.0 if low >= 0 else -low)
-        next_seeds = c.seeds_needed if name == Verdict.INCONCLUSIVE else None
-        min_seeds = None if v.stop is None else v.stop.min_seeds
-        resolvable = None
-        if name == Verdict.INCONCLUSIVE and next_seeds is None and c.min_effect is not None \
-                and math.isfinite(c.mde):
-            resolvable = c.margin + c.mde
-        short = bool(next_seeds and v.baseline_seeds
-                     and any(s not in v.baseline_seeds for s in range(next_seeds)))
-        return cls(
-            verdict=name, higher_is_better=v.higher_is_better,
-            unit_interval=in_unit_interval(v.metric), min_effect=c.min_effect,
-            margin=c.margin, rules_out=rules_out, next_seeds=next_seeds,
-            next_option=seeds_option(next_seeds, min_seeds) if next_seeds else None,
-            resolvable=resolvable, baseline_short=short,
-            baseline_n=len(v.baseline_seeds) or None, n=c.n,
-            trained=c.n if v.stop is None else v.stop.trained,
-            look=(v.stop.look if v.stop is not None
-                  else v.look.look if v.look is not None and v.look.on_schedule else None),
-            n_looks=(v.stop.n_looks if v.stop is not None
-                     else len(v.look.looks) if v.look is not None and v.look.on_schedule
-                     else None),
-            expected_seeds=c.seeds_expected if next_seeds else None)
 
     def command(self, test: str | None) -> str | None:
         """The command that takes the next look of test ``test`` (a node id; None: unknown,

@@ -32,7 +32,7 @@ import numpy as np
 
 from ..history import in_unit_interval
 from ..report import BenchmarkReport
-from ..report.values import rule_validation
+from ..report.values_form import rule_validation
 from ..stats import Verdict
 from .values import CellVerdict
 

@@ -10,10 +10,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .. import stats
+from ..history import in_unit_interval
 from ..stats import Verdict
 from ..stats.skew import SkewCheck
 from ..text import fmt_level, fmt_num, fmt_p, fmt_signed
-from .formatting import ci_level, fmt_ci, fmt_mean_ci, metric_label, refresh_hint, seed_list
+from .formatting import (
+    ci_level,
+    fmt_ci,
+    fmt_mean_ci,
+    metric_label,
+    refresh_hint,
+    seed_list,
+    verdict_name,
+)
 from .guidance import Guidance, LookNote, Stop, seeds_option
 
 
@@ -240,7 +249,34 @@ class CellVerdict:
     @property
     def guidance(self) -> Guidance:
         """What this row rules out and what comes next (:class:`Guidance`)."""
-        return Guidance.of(self)
+        c = self.comparison
+        name = verdict_name(c.verdict)
+        speaks = name in (Verdict.NOT_WORSE, Verdict.INCONCLUSIVE)
+        low = float(c.ci.low)
+        rules_out = (None if not speaks or not math.isfinite(low)
+                     else 0.0 if low >= 0 else -low)
+        next_seeds = c.seeds_needed if name == Verdict.INCONCLUSIVE else None
+        min_seeds = None if self.stop is None else self.stop.min_seeds
+        resolvable = None
+        if name == Verdict.INCONCLUSIVE and next_seeds is None and c.min_effect is not None \
+                and math.isfinite(c.mde):
+            resolvable = c.margin + c.mde
+        short = bool(next_seeds and self.baseline_seeds
+                     and any(s not in self.baseline_seeds for s in range(next_seeds)))
+        return Guidance(
+            verdict=name, higher_is_better=self.higher_is_better,
+            unit_interval=in_unit_interval(self.metric), min_effect=c.min_effect,
+            margin=c.margin, rules_out=rules_out, next_seeds=next_seeds,
+            next_option=seeds_option(next_seeds, min_seeds) if next_seeds else None,
+            resolvable=resolvable, baseline_short=short,
+            baseline_n=len(self.baseline_seeds) or None, n=c.n,
+            trained=c.n if self.stop is None else self.stop.trained,
+            look=(self.stop.look if self.stop is not None
+                  else self.look.look if self.look is not None and self.look.on_schedule else None),
+            n_looks=(self.stop.n_looks if self.stop is not None
+                     else len(self.look.looks) if self.look is not None and self.look.on_schedule
+                     else None),
+            expected_seeds=c.seeds_expected if next_seeds else None)
 
 
 @dataclass(frozen=True)

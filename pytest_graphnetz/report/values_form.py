@@ -4,7 +4,7 @@ per-seed values, no per-epoch histories (schema ``pytest-graphnetz/baseline``)."
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -24,7 +24,10 @@ from .schema import (
 )
 
 if TYPE_CHECKING:
-    from .model import BenchmarkReport
+    from ..stats import Summary
+    from .record import ReportRecord
+
+R = TypeVar("R", bound="ReportRecord")
 
 # Protocol entries kept per task or per model in the values form (the rest is "environment").
 # Not the run's environment: per cell, or what one run's cache check found.
@@ -32,7 +35,7 @@ _PER_CELL_PROTOCOL = ("tasks", "models", "source", "cache")
 _VALUES_SOURCE = "values only: each history holds the value each epoch rule selected"
 
 
-def rule_values(report: BenchmarkReport, task: str, model: str) -> dict[str, np.ndarray]:
+def rule_values(report: ReportRecord, task: str, model: str) -> dict[str, np.ndarray]:
     """The cell's per-seed values (``seeds`` order) under every epoch rule its task supports,
     by rule name: ``final`` always, ``best_val`` where the task has validation series."""
     supported = report.epoch_selection_support()[task]
@@ -40,7 +43,7 @@ def rule_values(report: BenchmarkReport, task: str, model: str) -> dict[str, np.
             for rule in EPOCH_SELECTIONS if rule == "final" or supported}
 
 
-def rule_validation(report: BenchmarkReport, task: str, model: str) -> dict[str, np.ndarray]:
+def rule_validation(report: ReportRecord, task: str, model: str) -> dict[str, np.ndarray]:
     """The cell's per-seed validation values (``seeds`` order) at the epoch each rule selects,
     by rule name, as :func:`rule_values` gives the test values; empty when a run of the cell
     recorded no validation series (a value is NaN where that run's series is)."""
@@ -76,19 +79,19 @@ def rule_values_from_json(d: Mapping, version: int, what: str) -> dict[str, np.n
     return out
 
 
-def to_values_dict(report: BenchmarkReport) -> dict:
+def to_values_dict(report: ReportRecord, summary: Summary) -> dict:
     """The values-only JSON form that committed baselines use (no per-epoch histories).
 
     Per (model, task) cell: the per-seed values under each epoch rule by name (``values``:
-    ``final``, and ``best_val`` where the task has validation series), mean and interval
-    (``summary``, under the report's settings), the model's repr and parameter count when the
-    runner recorded them; per model its per-seed fingerprints; per task its metric, protocol
-    and per-seed data fingerprints. Per-seed lists follow ``seeds``. Everything of one model sits in
-    that model's block, so a change to one model changes only its lines. Read back by
-    :meth:`BenchmarkReport.from_dict`, it is a report whose history per triple is just the
-    selected values (see :func:`from_values_dict`).
+    ``final``, and ``best_val`` where the task has validation series), mean and interval (its
+    row of ``summary``, the report's summary under its own settings), the model's repr and
+    parameter count when the runner recorded them; per model its per-seed fingerprints; per
+    task its metric, protocol and per-seed data fingerprints. Per-seed lists follow ``seeds``.
+    Everything of one model sits in that model's block, so a change to one model changes only
+    its lines. Read back by :meth:`BenchmarkReport.from_dict`, it is a report whose history per
+    triple is just the selected values (see :func:`from_values_dict`).
     """
-    rows = {(r.task, r.model): r for r in report.summary()}
+    rows = {(r.task, r.model): r for r in summary}
     info = report.protocol.get("models", {})
     models: dict = {}
     for m in report.models:
@@ -131,7 +134,7 @@ def to_values_dict(report: BenchmarkReport) -> dict:
             "environment": environment, "tasks": tasks, "models": models}
 
 
-def from_values_dict(cls: type[BenchmarkReport], data: Mapping, source: str) -> BenchmarkReport:
+def from_values_dict(cls: type[R], data: Mapping, source: str) -> R:
     """A report from :meth:`BenchmarkReport.to_values_dict`.
 
     With no per-epoch record to keep, each triple's history holds one value per epoch rule and
