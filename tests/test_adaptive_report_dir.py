@@ -74,9 +74,10 @@ def task(name, *, border, broken=0, diverged=None):
 MODELS = {{"same": Same, "broken": Broken, "border": Border}}
 ONE = {{"toy": task("toy", border={change})}}
 TWO = {{"a": task("a", border=0, broken={change}), "b": task("b", border={change})}}
-# the baseline diverged at seed 7 of border and 8 of border2: each pairs 9 of seeds 0-9
-THREE = {{"c": task("c", border={change},
-                   diverged=None if {change} else {{"Border": 7, "Border2": 8}})}}
+THREE = {{"c": task("c", border={change})}}
+# the baseline diverged at seed 7 of border: refused (a look would have nothing to pair with)
+BROKEN_BASELINE = {{"c": task("c", border={change},
+                             diverged=None if {change} else {{"Border": 7}})}}
 PAIR = {{"border": Border, "border2": Border2}}
 '''
 
@@ -132,8 +133,7 @@ def test_each_cell_is_saved_at_the_seeds_it_was_decided_on(project: pytest.Pytes
     # toy/border and b/border change by a borderline amount (open at 5 seeds: they take the
     # next look's 5); a/broken drops 10 points (REGRESSED at 5, so test_two fails); every
     # other cell is unchanged (IDENTICAL at 5). c/border and c/border2 change as the borders
-    # do, against a baseline that diverged at seed 7 and 8 of them: each goes on to the look at
-    # 10 seeds, whose test excludes the seed the baseline diverged at (9 pairs).
+    # do: each goes on to the look at 10 seeds.
     project.makepyfile(project=PROJECT.format(change=1))
     result = project.runpytest(ADAPTIVE, "--graphnetz-report-dir=reports", "--junitxml=j.xml")
     result.assert_outcomes(passed=2, failed=1)
@@ -141,7 +141,7 @@ def test_each_cell_is_saved_at_the_seeds_it_was_decided_on(project: pytest.Pytes
     assert [_n(out, c) for c in ("toy/same", "toy/broken", "toy/border")] == ["5/10", "5/10",
                                                                                "10/10"]
     assert [_n(out, c) for c in ("a/broken", "b/same", "b/border")] == ["5/10", "5/10", "10/10"]
-    assert [_n(out, c) for c in ("c/border", "c/border2")] == ["9/10", "9/10"]
+    assert [_n(out, c) for c in ("c/border", "c/border2")] == ["10/10", "10/10"]
 
     saved = project.path / "reports" / "test_model"
     assert sorted(p.name for p in saved.iterdir()) == [
@@ -219,3 +219,22 @@ def test_a_report_that_cannot_be_saved_warns_and_keeps_the_verdicts(
     assert "a/broken — accuracy (higher is better): REGRESSED" in out
     assert re.search(r"UserWarning: graphnetz: the candidate report of \S+::test_two was not "
                      r"saved under reports: ", out), out
+
+
+def test_a_baseline_diverged_at_a_planned_seed_is_refused(pytester: pytest.Pytester) -> None:
+    """An adaptive run refuses, before any look, a baseline non-finite at a planned seed it
+    holds, as a fixed run does: a look reaching seed 7 would have nothing to pair it with, and
+    a pass must not rest on a seed nobody judged. The refusal names the cell, side and seed."""
+    gate = (GATES.split("def test_one")[0]
+            + "def test_broken(graphnetz_run, graphnetz_baseline):\n"
+            + "    assert_not_worse(graphnetz_run(project.BROKEN_BASELINE, project.PAIR),\n"
+            + "                     graphnetz_baseline())\n")
+    pytester.makepyfile(project=PROJECT.format(change=0), test_model=gate)
+    pytester.runpytest(ADAPTIVE, "--graphnetz-update-baselines").assert_outcomes(passed=1)
+    pytester.makepyfile(project=PROJECT.format(change=1))
+    result = pytester.runpytest(ADAPTIVE)
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "c/border: " in out and (
+        "(the baseline side) is non-finite (diverged) at seed(s) 7 of the paired seeds" in out)
+    assert "REFUSED" in gates_table(out)

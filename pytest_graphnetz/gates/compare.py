@@ -202,7 +202,7 @@ def compare_schedule(report: BenchmarkReport, schedule: Schedule, baseline: Benc
     that holds its seeds. The schedule is the one every run walks, its first look at MIN.
 
     Per cell the seeds are the planned seeds the baseline has, in planned order, up to the
-    first one it lacks (a diverged baseline seed is excluded from the test with a note); a
+    first one it lacks (a baseline non-finite at any of them is refused, as in a fixed run); a
     baseline with fewer than MAX of them cuts the cell's looks there (a note names the refresh
     that completes it, and the table's Note says the cell was capped). ``report``: the first
     look; ``schedule``: the run's further looks (:func:`~.schedule.split_schedule`).
@@ -213,6 +213,11 @@ def compare_schedule(report: BenchmarkReport, schedule: Schedule, baseline: Benc
     check_cells(report, baseline, source)
     check_metrics(report, baseline, source)
     tuned = tuning_notes(report, baseline, schedule.planned_seeds)
+    # a baseline non-finite at a planned seed is refused before any look, as in a fixed run:
+    # a look that reached that seed would have nothing to read the candidate's value against
+    refuse_diverged_baseline(report, baseline,
+                             [s for s in schedule.planned_seeds if s in baseline.seeds],
+                             source, refresh_command)
     planned = boundaries.schedule(schedule.min_seeds, schedule.max_seeds)
     cells = []
     for task in report.tasks:
@@ -221,8 +226,7 @@ def compare_schedule(report: BenchmarkReport, schedule: Schedule, baseline: Benc
             held = {s: float(v) for s, v in zip(baseline.seeds, baseline.values(task, model),
                                                 strict=True)}
             seeds = list(schedule.planned_seeds)
-            # the planned seeds the baseline holds, up to the first it lacks (one it holds as
-            # diverged is excluded from the test by compare, with a note, as in a fixed run)
+            # the planned seeds the baseline holds, up to the first it lacks
             pairs = next((i for i, s in enumerate(seeds) if s not in held), len(seeds))
             if pairs < schedule.min_seeds:
                 raise GateRefusal(
