@@ -73,6 +73,7 @@ def _verdicts(args: argparse.Namespace, baseline: BenchmarkReport,
               candidate: BenchmarkReport) -> list[CellVerdict]:
     from .gates import compare_reports
     from .gates.compare import TESTS
+    from .pairing import refuse_other_hardware
 
     taken = gate_settings(args, candidate)
     if taken:
@@ -80,6 +81,9 @@ def _verdicts(args: argparse.Namespace, baseline: BenchmarkReport,
         print(f"gate settings recorded in {args.report}: {shown}", file=sys.stderr)
     if args.gate == "equivalent" and not args.margin > 0:
         raise ValueError("--gate equivalent needs the equivalence bound --margin > 0")
+    # `plot` draws a comparison without gating it: another kind of hardware is only noted.
+    refuse_other_hardware(candidate, baseline, args.baseline,
+                          accept=getattr(args, "accept_hardware", True))
     return compare_reports(candidate, baseline, gate=GATES[args.gate], test=TESTS[args.test],
                            margin=args.margin, min_effect=args.min_effect, alpha=args.alpha,
                            strict=getattr(args, "strict", False), source=args.baseline)

@@ -5,7 +5,6 @@ versions, determinism mode), builds one job per (task, model, seed), runs them
 from __future__ import annotations
 
 import os
-import platform
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from ..tasks.base import Task
 from ..tasks.command import Command
 from ..text import check_name
 from . import environment
+from .engines import as_executor
 from .triple import Job, Outcome, check_commands, code_identities
 from .verify import CacheCheck, verify_hits
 from .workers import Progress, execute
@@ -110,12 +110,12 @@ def run_benchmark(
     if int(workers) < 1:
         raise ValueError(f"`workers` must be >= 1, got {workers!r}")
     mode = determinism.check_mode(deterministic)
-    device_str = environment.resolve_device(device)
-    if determinism.applies(device_str):
-        determinism.prepare_cublas(mode)  # before device_info starts CUDA
-    info = environment.device_info(device_str)
-    gpu = determinism.gpu_protocol(device_str)
-    versions = environment.versions()
+    if executor is not None:
+        executor = as_executor(executor)
+    # With an executor, its workers are described (and pick the device) by a probe sent there.
+    here = environment.machine(device, mode) if executor is None else \
+        executor.submit(environment.machine, device, mode).result()
+    device_str, info, gpu, versions = here["device"], here["info"], here["gpu"], here["versions"]
     base = Path(root if root is not None else os.environ.get(ROOT_ENV) or DEFAULT_ROOT)
     if verify_cache is not None and (isinstance(verify_cache, bool) or int(verify_cache) < 0):
         raise ValueError(f"`verify_cache` must be a whole number >= 0 (seeds per cached cell "
@@ -150,7 +150,8 @@ def run_benchmark(
                     device=device_str, progress=None, started=None)))
     check_commands(jobs, outcomes)
     protocol = {"device": info, "threads": int(threads), "versions": versions,
-                "deterministic": mode, "gpu": gpu, "platform": platform.platform(),
+                "deterministic": mode, "gpu": gpu, "platform": here["platform"],
+                "hardware": here["hardware"],
                 "tasks": {t.name: _task_protocol(t) for t in task_map.values()}}
     if checked.protocol() is not None:
         protocol["cache"] = checked.protocol()

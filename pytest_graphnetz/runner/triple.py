@@ -98,6 +98,8 @@ _ONE_TRIPLE_PER_PROCESS = threading.Lock()
 def run_triple(job: Job) -> Outcome:
     """Load, build, fingerprint, then fetch from the cache or train one (task, model, seed)."""
     with _ONE_TRIPLE_PER_PROCESS:
+        # On an executor's worker: the machine the sweep was described on (in the cache key).
+        environment.check_worker(job.device, job.context["device"])
         return _run_triple_alone(job)
 
 
