@@ -277,8 +277,9 @@ def refuse_other_hardware(report: BenchmarkReport, baseline: BenchmarkReport, so
             return " ".join(str(record.get(k)) for k in HARDWARE_KIND if record.get(k))
         raise GateRefusal(
             f"the candidate ran on {kind(ours)} but {source} on {kind(theirs)} ("
-            f"{', '.join(differ)} differ): other hardware runs other kernels, so the paired "
-            "differences would mix the change with the machine. Refresh the baseline on this "
+            f"{', '.join(differ)} {'differs' if len(differ) == 1 else 'differ'}): other "
+            "hardware runs other kernels, so the paired differences would mix the change with "
+            "the machine. Refresh the baseline on this "
             f"kind of machine, or accept the comparison with {ACCEPT_HARDWARE} (`graphnetz "
             "compare --accept-hardware`; the verdict then notes the difference)",
             reason=f"hardware differs ({', '.join(differ)}): not paired")

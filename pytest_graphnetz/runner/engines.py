@@ -50,8 +50,9 @@ def load_factory(spec: str, *, option: str) -> Callable[[], Any]:
     except Exception as exc:  # noqa: BLE001 - an import error of any kind is the user's to see
         raise ExecutorFactoryError(
             f"{option} {spec!r}: module {module_name!r} does not import ({type(exc).__name__}: "
-            f"{exc}); make it importable from the directory pytest runs in (on sys.path, e.g. "
-            "in the rootdir or installed), or fix the module") from exc
+            f"{exc}); install it, or put its folder on the path with pytest's ini key "
+            "`pythonpath` (e.g. `pythonpath = .` for a module beside the ini file), or fix "
+            "the module") from exc
     for part in attribute.split("."):
         try:
             target = getattr(target, part)
