@@ -263,3 +263,25 @@ def test_the_hardware_record_is_where_the_gate_reads_it(tmp_path: Path) -> None:
                                           r"the baseline report on x86_64 cuda NVIDIA H200 "
                                           r"\(accelerator differs\)"):
         assert_not_worse(cand, base)
+
+
+def test_graphnetz_compare_refuses_another_kind_of_hardware_unless_accepted(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import numpy as np
+
+    from pytest_graphnetz.cli import main
+
+    values = np.linspace(0.7, 0.8, 10).reshape(1, 1, 10)
+    kw = dict(tasks=["t"], models=["m"], seeds=list(range(10)), metric="accuracy")
+    record = {"arch": "x86_64", "cpu": "A", "device": "cpu", "accelerator": None,
+              "torch": "2.13.0", "cuda": None}
+    for name, arch in (("base", "x86_64"), ("cand", "aarch64")):
+        report = BenchmarkReport.from_arrays(values, **kw)
+        report.protocol["hardware"] = {**record, "arch": arch}
+        report.to_json(tmp_path / f"{name}.json")
+    pair = [str(tmp_path / "base.json"), str(tmp_path / "cand.json")]
+    assert main(["compare", *pair]) == 2
+    err = capsys.readouterr().err
+    assert "the candidate ran on aarch64 cpu but" in err and "--accept-hardware" in err
+    assert main(["compare", *pair, "--accept-hardware"]) == 0
+    assert "IDENTICAL" in capsys.readouterr().out
