@@ -285,3 +285,17 @@ def test_graphnetz_compare_refuses_another_kind_of_hardware_unless_accepted(
     assert "the candidate ran on aarch64 cpu but" in err and "--accept-hardware" in err
     assert main(["compare", *pair, "--accept-hardware"]) == 0
     assert "IDENTICAL" in capsys.readouterr().out
+
+
+def test_a_sweep_whose_workers_ran_on_different_machines_is_an_error() -> None:
+    """Each triple on an executor describes its machine; two kinds in one sweep cannot make one
+    report (each entry is still cached under its own machine's key)."""
+    from pytest_graphnetz.runner.environment import one_machine
+
+    def ran_on(name: str) -> dict:
+        return {"device": "cpu", "info": {"kind": "cpu", "name": name}, "gpu": None,
+                "versions": {"torch": "2.13.0"}, "hardware": {}, "platform": "p"}
+
+    assert one_machine([ran_on("A"), ran_on("A")])["info"]["name"] == "A"
+    with pytest.raises(RuntimeError, match=r"different machines: cpu 'A' .*; cpu 'B'"):
+        one_machine([ran_on("A"), ran_on("B")])

@@ -7,8 +7,9 @@ A factory is a callable taking no argument that returns a ``concurrent.futures.E
 :class:`SubmititExecutor`), or a generator function that yields one: the code after its
 ``yield`` runs when the pytest session ends (to close a Dask client and its cluster).
 :func:`open_executor` calls it; :func:`load_factory` finds it and says what to fix when it
-cannot. The sweep sends one :func:`~.environment.machine` probe to the executor, so the
-report and the cache key describe the workers, not the machine that submitted the work.
+cannot. On an executor each triple describes the machine it runs on
+(:func:`~.environment.machine`), so the report and the cache keys name the workers, not the
+machine that submitted the work.
 
 Standard library at import: the plugin loads this module at session start to check the
 option, and nothing here may cost a pytest run torch or submitit.

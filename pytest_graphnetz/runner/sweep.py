@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -110,22 +111,21 @@ def run_benchmark(
     if int(workers) < 1:
         raise ValueError(f"`workers` must be >= 1, got {workers!r}")
     mode = determinism.check_mode(deterministic)
+    # With an executor, each triple is described where it runs (its worker resolves `auto`
+    # and keys its cache entry by its own device); here, once for the sweep.
+    here: dict[str, Any] | None = None
     if executor is not None:
         executor = as_executor(executor)
-    # With an executor, its workers are described (and pick the device) by a probe sent there.
-    here = environment.machine(device, mode) if executor is None else \
-        executor.submit(environment.machine, device, mode).result()
-    device_str, info, gpu, versions = here["device"], here["info"], here["gpu"], here["versions"]
+    else:
+        here = environment.machine(device, mode)
     base = Path(root if root is not None else os.environ.get(ROOT_ENV) or DEFAULT_ROOT)
     if verify_cache is not None and (isinstance(verify_cache, bool) or int(verify_cache) < 0):
         raise ValueError(f"`verify_cache` must be a whole number >= 0 (seeds per cached cell "
                          f"to retrain and compare; 0: none), got {verify_cache!r}")
     opened = None if cache_dir is None else TripleCache.open(Path(cache_dir).resolve())
     cache = None if opened is None else str(opened.directory)
-    context: dict[str, Any] = {"device": info, "versions": versions}
-    if gpu is not None:
-        # CPU keys stay as they were: there the mode changes no number (see determinism.py).
-        context.update(gpu=gpu, deterministic=mode)
+    context = None if here is None else environment.key_context(here, mode)
+    device_str = str(device) if here is None else here["device"]
 
     per_task: dict[str, dict[str, Any]] = {}
     code = {} if cache is None else {
@@ -143,14 +143,18 @@ def run_benchmark(
     pool = max(1, min(int(workers), len(jobs)))
     outcomes = execute(jobs, workers=pool, executor=executor, device=device_str,
                        progress=progress, started=started)
+    if here is None:
+        here = environment.one_machine([out.machine or {} for out in outcomes])
+        device_str, context = here["device"], environment.key_context(here, mode)
+        jobs = [replace(job, device=device_str, context=context) for job in jobs]
     checked = CacheCheck()
     if cache is not None:
         outcomes, checked = verify_hits(jobs, outcomes, per_cell=verify_cache, run=lambda more: (
             execute(more, workers=max(1, min(pool, len(more))), executor=executor,
                     device=device_str, progress=None, started=None)))
     check_commands(jobs, outcomes)
-    protocol = {"device": info, "threads": int(threads), "versions": versions,
-                "deterministic": mode, "gpu": gpu, "platform": here["platform"],
+    protocol = {"device": here["info"], "threads": int(threads), "versions": here["versions"],
+                "deterministic": mode, "gpu": here["gpu"], "platform": here["platform"],
                 "hardware": here["hardware"],
                 "tasks": {t.name: _task_protocol(t) for t in task_map.values()}}
     if checked.protocol() is not None:
