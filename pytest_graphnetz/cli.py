@@ -174,6 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="INCONCLUSIVE fails too")
     compare.add_argument("--markdown", action="store_true",
                          help="print GitHub Markdown (e.g. for a pull-request comment)")
+    compare.add_argument("--accept-hardware", action="store_true",
+                         help="pair reports made on different kinds of hardware (architecture, "
+                              "device, accelerator model): noted on each verdict, not refused")
     compare.set_defaults(func=cmd_compare)
 
     plot = sub.add_parser("plot", help="forest plot of REPORT, or the paired comparison of "

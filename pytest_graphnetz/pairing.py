@@ -26,7 +26,13 @@ from .verdicts.values import (
 )
 
 # Protocol entries that change the last digits but not the protocol: noted, never refused.
-_ENVIRONMENT_KEYS = ("device", "threads", "versions", "gpu")
+_ENVIRONMENT_KEYS = ("device", "threads", "versions", "gpu", "hardware")
+# The kind of hardware (protocol["hardware"]) that a gate refuses to pair across unless
+# accepted: another architecture, device kind or accelerator model runs other kernels. The CPU
+# model, torch and CUDA versions are noted only: a dependency upgrade is a change to gate, and
+# CI runners of one kind vary their CPU model from run to run.
+HARDWARE_KIND = ("arch", "device", "accelerator")
+ACCEPT_HARDWARE = "--graphnetz-accept-hardware"
 # δ for metrics bounded in [0, 1] (accuracy, AUC, F1, MRR, Hits@K): one point.
 
 
@@ -335,6 +341,29 @@ def tuning_table_note(report: BenchmarkReport, baseline: BenchmarkReport) -> str
                   f"{r.budget.trials}×{r.budget.seeds} (optimism {fmt_signed(r.optimism)})"
                   for r in records)
     return f"tuned {cand} vs {base}"
+
+
+def refuse_other_hardware(report: BenchmarkReport, baseline: BenchmarkReport, source: str, *,
+                          accept: bool = False) -> None:
+    """Refuse to pair runs made on different kinds of hardware (:data:`HARDWARE_KIND` of each
+    side's ``protocol["hardware"]``; a report that records none, made before the record
+    existed or by ``from_arrays``, is not refused), unless ``accept``: then the difference is
+    a note on every verdict (:func:`environment_notes`)."""
+    ours, theirs = report.protocol.get("hardware"), baseline.protocol.get("hardware")
+    if accept or not isinstance(ours, dict) or not isinstance(theirs, dict):
+        return
+    differ = [k for k in HARDWARE_KIND if ours.get(k) != theirs.get(k)]
+    if differ:
+        def kind(record: dict) -> str:
+            return " ".join(str(record.get(k)) for k in HARDWARE_KIND if record.get(k))
+        raise GateRefusal(
+            f"the candidate ran on {kind(ours)} but {source} on {kind(theirs)} ("
+            f"{', '.join(differ)} {'differs' if len(differ) == 1 else 'differ'}): other "
+            "hardware runs other kernels, so the paired differences would mix the change with "
+            "the machine. Refresh the baseline on this "
+            f"kind of machine, or accept the comparison with {ACCEPT_HARDWARE} (`graphnetz "
+            "compare --accept-hardware`; the verdict then notes the difference)",
+            reason=f"hardware differs ({', '.join(differ)}): not paired")
 
 
 def environment_notes(report: BenchmarkReport, baseline: BenchmarkReport) -> tuple[str, ...]:

@@ -74,6 +74,7 @@ def _verdicts(args: argparse.Namespace, baseline: BenchmarkReport,
               candidate: BenchmarkReport) -> list[CellVerdict]:
     from .gates import compare_reports
     from .gates.compare import TESTS
+    from .pairing import refuse_other_hardware
 
     taken = gate_settings(args, candidate)
     if taken:
@@ -81,6 +82,9 @@ def _verdicts(args: argparse.Namespace, baseline: BenchmarkReport,
         print(f"gate settings recorded in {args.report}: {shown}", file=sys.stderr)
     if args.gate == "equivalent" and not args.margin > 0:
         raise ValueError("--gate equivalent needs the equivalence bound --margin > 0")
+    # `plot` draws a comparison without gating it: another kind of hardware is only noted.
+    refuse_other_hardware(candidate, baseline, args.baseline,
+                          accept=getattr(args, "accept_hardware", True))
     # As a gate in pytest: only the canonical seeds decide (a seed set off the schedule is
     # refused, one line and exit 2) unless --single-run judges them alone at alpha.
     return compare_reports(candidate, baseline, gate=GATES[args.gate], test=TESTS[args.test],

@@ -121,6 +121,10 @@ def run_history(directory: str, output: str, *, anchor: str | None, alpha: float
     history = load_history(directory, anchor=anchor, alpha=alpha)
     for line in drift_lines(history):
         print(line)
+    from .ledger import ledger_lines
+
+    for line in ledger_lines(history.runs):
+        print(line)
     page = write_page(history, output)
     print(f"history page: {page} ({len(history.series)} SVG figure(s) inline and beside it)")
     return 1 if history.flagged else 0

@@ -30,6 +30,7 @@ SLOW_FILES = frozenset({
     "test_command_paths.py",
     "test_command_task.py",
     "test_dask.py",
+    "test_executor.py",
     "test_schedule_reruns.py",
 })
 SLOW_TESTS = frozenset({

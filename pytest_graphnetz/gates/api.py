@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .. import stats
 from ..baselines import BaselineError, BaselineHandle, read_baseline
+from ..pairing import refuse_other_hardware
 from ..report import BenchmarkReport
 from ..stats.planning import seeds_for_width
 from ..stats.suite import DEFAULT_SUITE_WEIGHT
@@ -208,6 +209,7 @@ def _comparison_gate(gate: str, given: BenchmarkReport, baseline: BaselineLike, 
             return _refresh(recorder, gate, report, baseline, test=test, margin=margin,
                             alpha=alpha, rng=rng, min_effect=delta)
         source, base = _load(recorder, baseline, report)
+        refuse_other_hardware(report, base, source, accept=recorder.accept_hardware)
         command = baseline.update_command if isinstance(baseline, BaselineHandle) else None
         if resolvable:
             seeds = report.seeds if schedule is None else schedule.planned_seeds

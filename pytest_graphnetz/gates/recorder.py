@@ -34,6 +34,8 @@ class GateRecorder:
     # judged alone at α); its first look, from the project's configured seeds.
     rerun_safe: bool = True
     first_look: int | None = None
+    # --graphnetz-accept-hardware: pair runs made on different kinds of hardware (noted).
+    accept_hardware: bool = False
     # keep(row): a summary row (test, cell, verdict, ...); describe(row, v): the row to keep
     # for verdict v (the plugin adds v's numbers).
     keep: Callable[[dict[str, Any]], None] | None = None

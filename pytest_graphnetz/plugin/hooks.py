@@ -150,8 +150,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     # The unused baseline cells first, which the summary reports; all before the terminal
     # summary, which pytest calls after every pytest_sessionfinish and which prints the paths
     # written here.
-    session.config.stash[USAGE_KEY].finish(session, int(exitstatus))
     graphnetz = session.config.stash[STASH_KEY]
+    graphnetz.close_executor()
+    session.config.stash[USAGE_KEY].finish(session, int(exitstatus))
     # The controller writes, from every worker's reports; a session with nothing to write or
     # show (plain tests) need not load the module that would.
     if not graphnetz.is_xdist_worker and graphnetz.has_closing:

@@ -121,6 +121,13 @@ OPTIONS = (
     Option("calibrate", "also train each graphnetz_run's models under salted seeds (same "
             "data and splits) and write, beside each baseline, what δ its seeds resolve "
             "(<test>.calibration.json; see docs/calibrate.md)", flag=True),
+    Option("executor", "train the triples on the executor this factory gives: "
+            "`module:function` returning (or yielding) a concurrent.futures.Executor, e.g. a "
+            "Dask client's, or a submitit executor (Slurm job arrays); docs/distributed.md",
+            metavar="MODULE:FACTORY"),
+    Option("accept-hardware", "pair a candidate with a baseline made on another kind of "
+            "hardware (architecture, device, accelerator model): noted on each verdict instead "
+            "of refused", flag=True),
     Option("baseline-replicates", "with --graphnetz-update-baselines: train each baseline "
             "seed R times (its run and R-1 salted reruns: same data and split) and pair every "
             "candidate seed with their mean (default 1; docs/gates.md)", metavar="R"),

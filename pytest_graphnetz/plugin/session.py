@@ -81,6 +81,9 @@ class GraphnetzSession:
         # Checked at session start (pytest_configure): None when unset or unwritable.
         self.step_summary: str | None = os.environ.get(STEP_SUMMARY_ENV) or None
         self.calibration_rows: list[dict[str, Any]] = []
+        # --graphnetz-executor: opened at the first run that trains, closed at session end.
+        self._executor: Any = None
+        self._close_executor: Any = None
 
     @property
     def is_xdist_worker(self) -> bool:
@@ -114,6 +117,8 @@ class GraphnetzSession:
         kwargs.setdefault("cache_dir", s.cache_dir)
         kwargs.setdefault("deterministic", s.deterministic)
         kwargs.setdefault("verify_cache", s.verify_cache)
+        if s.executor is not None and "executor" not in kwargs:
+            kwargs["executor"] = self.executor()
         counts: dict[str, float] = {"trained": 0, "cached": 0}
         user_progress = kwargs.pop("progress", None)
         with self._uncaptured():  # its first line (0/N) is written at once
@@ -149,6 +154,25 @@ class GraphnetzSession:
                     live.finish()
             counts["seconds"] = round(time.monotonic() - start, 3)
             item.user_properties.append((TRIPLES_PROPERTY, json.dumps(counts, sort_keys=True)))
+
+    def executor(self) -> Any:
+        """The executor of ``--graphnetz-executor``: its factory called once, at the first
+        run that asks (a session without graphnetz tests starts no cluster)."""
+        if self._executor is None:
+            from ..runner.engines import load_factory, open_executor
+            from .options import named
+
+            option = named(self.config, "executor")
+            assert self.settings.executor is not None
+            self._executor, self._close_executor = open_executor(
+                load_factory(self.settings.executor, option=option), option=option)
+        return self._executor
+
+    def close_executor(self) -> None:
+        """Shut the executor down (and run the rest of a generator factory), once."""
+        close, self._close_executor, self._executor = self._close_executor, None, None
+        if close is not None:
+            close()
 
     def _live_progress(self, tasks: Any, models: Any, seeds: Any) -> TerminalProgress | None:
         """The live progress display of one run; None under ``-q``, on an xdist worker (whose
@@ -210,7 +234,8 @@ class GraphnetzSession:
         s = self.settings
         gates = GatesInTest(self, item)
         return GateRecorder(alpha=s.alpha, strict=s.strict, min_effect=s.min_effect,
-                            rerun_safe=s.rerun_safe, first_look=s.first_look, keep=gates.keep,
+                            rerun_safe=s.rerun_safe, first_look=s.first_look,
+                            accept_hardware=s.accept_hardware, keep=gates.keep,
                             describe=gates.describe, save=gates.save if s.report_dir else None,
                             use=gates.use if s.update_baselines else None)
 

@@ -68,6 +68,8 @@ class Settings(SimpleNamespace):
     calibrate: bool            # --graphnetz-calibrate (calibration/)
     baseline_replicates: int   # R: runs per seed a refresh trains (replicates.py)
     single_run: bool           # --graphnetz-single-run: every run judged alone at α
+    executor: str | None       # --graphnetz-executor: the factory's `module:function`
+    accept_hardware: bool      # --graphnetz-accept-hardware: another kind of hardware noted
     # The schedule's first look (seeds): the ini's graphnetz_seeds (its N, or MIN of MIN..MAX),
     # else MIN of adaptive seeds on the command line, else 10 (stats.DEFAULT_FIRST_LOOK).
     first_look: int
@@ -188,7 +190,8 @@ class Settings(SimpleNamespace):
             json=path_value(config, "json", follow=False) if get("json", None) else None,
             fail_unused=bool(get("fail-unused", False)), accept=_accepted(config),
             calibrate=bool(get("calibrate", False)), first_look=first_look,
-            baseline_replicates=replicates,
+            baseline_replicates=replicates, executor=_executor(config, get("executor", None)),
+            accept_hardware=bool(get("accept-hardware", False)),
         )
 
 
@@ -200,6 +203,21 @@ def _deterministic(config: pytest.Config, given: str | None) -> str:
     from ..determinism import check_mode
 
     return check_mode(given, name=named(config, "deterministic"))
+
+
+def _executor(config: pytest.Config, spec: str | None) -> str | None:
+    """``--graphnetz-executor`` checked now (its module imports, it names a callable), so a
+    typo is one usage error at session start; the factory itself is called at the first
+    training (:meth:`~.session.GraphnetzSession.executor`)."""
+    if spec is None:
+        return None
+    from ..runner.engines import ExecutorFactoryError, load_factory
+
+    try:
+        load_factory(str(spec), option=named(config, "executor"))
+    except ExecutorFactoryError as exc:
+        raise pytest.UsageError(f"graphnetz: {exc}") from None
+    return str(spec).strip()
 
 
 def _accepted(config: pytest.Config) -> frozenset[str]:
@@ -269,8 +287,10 @@ def header_line(settings: Settings, root: Path) -> str:
 
     device = str(settings.device)
     cold = warm_mode("cpu" if device == "auto" else device)
+    where = f"executor {settings.executor}" if settings.executor else \
+        f"workers {settings.workers}"
     return (f"graphnetz: seeds {which}, α {alpha}, δ {effect}, device "
-            f"{settings.device}, workers {settings.workers}, cache {cache}"
+            f"{settings.device}, {where}, cache {cache}"
             + (", updating baselines" if settings.update_baselines else "")
             + (f", scripts run cold ({cold})" if cold else ""))
 

@@ -3,8 +3,10 @@ and described, and the library versions that enter the cache key."""
 
 from __future__ import annotations
 
+import functools
 import platform
 import re
+from typing import Any
 
 
 class DeviceError(RuntimeError):
@@ -126,6 +128,70 @@ def device_info(device: str) -> dict[str, str]:
     return {"kind": kind, "name": name}
 
 
+def machine(device: str, deterministic: str) -> dict[str, Any]:
+    """Where the triples run, described where they run: ``device`` resolved (``auto`` picks
+    this machine's accelerator), cuBLAS prepared for the determinism mode before CUDA starts,
+    and what the cache key and the report record of it (``info``, ``gpu``, ``versions``,
+    ``hardware``, ``platform``). The sweep calls it in its own process; with an executor, each
+    triple calls it where it runs: a cluster's workers, not the machine that submits, are
+    described (and key their cache entries)."""
+    from .. import determinism
+
+    resolved = resolve_device(device)
+    if determinism.applies(resolved):
+        determinism.prepare_cublas(deterministic)  # before device_info starts CUDA
+    info = device_info(resolved)
+    gpu = determinism.gpu_protocol(resolved)
+    found = versions()
+    return {"device": resolved, "info": info, "gpu": gpu, "versions": found,
+            "hardware": {"arch": platform.machine(), "cpu": _cpu_name(), "device": info["kind"],
+                         "accelerator": None if info["kind"] == "cpu" else info["name"],
+                         "torch": found["torch"], "cuda": None if gpu is None else gpu["cuda"]},
+            "platform": platform.platform()}
+
+
+def key_context(machine: dict[str, Any], deterministic: str) -> dict[str, Any]:
+    """What of ``machine`` enters every cache key: the device, the versions and, on CUDA, the
+    GPU and the determinism mode (CPU keys leave the mode out: it changes no number there)."""
+    context: dict[str, Any] = {"device": machine.get("info"), "versions": machine.get("versions")}
+    if machine.get("gpu") is not None:
+        context.update(gpu=machine["gpu"], deterministic=deterministic)
+    return context
+
+
+def one_machine(machines: list[dict[str, Any]]) -> dict[str, Any]:
+    """The machine an executor's triples described (:func:`machine`, one per triple); an error
+    when they ran on machines whose cache keys differ (each entry is kept under its own)."""
+    import json
+
+    found: dict[str, dict[str, Any]] = {}
+    for machine in machines:
+        found.setdefault(json.dumps(key_context(machine, ""), sort_keys=True), machine)
+    if len(found) > 1:
+        kinds = "; ".join(f"{m['info']['kind']} {m['info']['name']!r} (versions "
+                          f"{m['versions']})" for m in found.values())
+        raise RuntimeError(
+            f"the executor's workers ran this sweep's triples on different machines: {kinds}. "
+            "A report must come from one kind of machine (the last digits differ between "
+            "them); send the run to one kind (a Slurm partition or constraint, Dask worker "
+            "resources) and rerun: what each machine trained stays cached under its own key")
+    return next(iter(found.values()))
+
+
+def check_worker(device: str, expected: dict[str, str]) -> None:
+    """Refuse to train on a worker whose device is not the one the sweep was described on
+    (``expected``: the sweep's ``device_info``): a cluster of mixed machines gives a report
+    that no one machine reproduces, under a cache key that names another device."""
+    here = device_info(device)
+    if here != expected:
+        raise DeviceError(
+            f"this worker ({platform.node()}) trains on {here['kind']} {here['name']!r}, but the "
+            f"sweep's other triples ran on {expected.get('kind')} {expected.get('name')!r}: its "
+            "report would mix hardware that changes the last digits. Send the run to one kind "
+            "of machine (a Slurm partition or constraint, Dask worker resources)")
+
+
+@functools.cache
 def _cpu_name() -> str:
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as fh:

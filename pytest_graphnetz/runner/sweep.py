@@ -5,8 +5,8 @@ versions, determinism mode), builds one job per (task, model, seed), runs them
 from __future__ import annotations
 
 import os
-import platform
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from ..tasks.base import Task
 from ..tasks.command import Command
 from ..text import check_name
 from . import environment
+from .engines import as_executor
 from .triple import Job, Outcome, check_commands, code_identities
 from .verify import CacheCheck, verify_hits
 from .workers import Progress, execute
@@ -127,22 +128,21 @@ def run_benchmark(
     if int(workers) < 1:
         raise ValueError(f"`workers` must be >= 1, got {workers!r}")
     mode = determinism.check_mode(deterministic)
-    device_str = environment.resolve_device(device)
-    if determinism.applies(device_str):
-        determinism.prepare_cublas(mode)  # before device_info starts CUDA
-    info = environment.device_info(device_str)
-    gpu = determinism.gpu_protocol(device_str)
-    versions = environment.versions()
-    base = Path(root) if root is not None else Path(os.environ.get(ROOT_ENV) or default_root())
+    # With an executor, each triple is described where it runs (its worker resolves `auto`
+    # and keys its cache entry by its own device); here, once for the sweep.
+    here: dict[str, Any] | None = None
+    if executor is not None:
+        executor = as_executor(executor)
+    else:
+        here = environment.machine(device, mode)
+    base = Path(root if root is not None else os.environ.get(ROOT_ENV) or default_root())
     if verify_cache is not None and (isinstance(verify_cache, bool) or int(verify_cache) < 0):
         raise ValueError(f"`verify_cache` must be a whole number >= 0 (seeds per cached cell "
                          f"to retrain and compare; 0: none), got {verify_cache!r}")
     opened = None if cache_dir is None else TripleCache.open(Path(cache_dir).resolve())
     cache = None if opened is None else str(opened.directory)
-    context: dict[str, Any] = {"device": info, "versions": versions}
-    if gpu is not None:
-        # CPU keys stay as they were: there the mode changes no number (see determinism.py).
-        context.update(gpu=gpu, deterministic=mode)
+    context = None if here is None else environment.key_context(here, mode)
+    device_str = str(device) if here is None else here["device"]
 
     per_task: dict[str, dict[str, Any]] = {}
     code = {} if cache is None else {
@@ -160,14 +160,19 @@ def run_benchmark(
     pool = max(1, min(int(workers), len(jobs)))
     outcomes = execute(jobs, workers=pool, executor=executor, device=device_str,
                        progress=progress, started=started)
+    if here is None:
+        here = environment.one_machine([out.machine or {} for out in outcomes])
+        device_str, context = here["device"], environment.key_context(here, mode)
+        jobs = [replace(job, device=device_str, context=context) for job in jobs]
     checked = CacheCheck()
     if cache is not None:
         outcomes, checked = verify_hits(jobs, outcomes, per_cell=verify_cache, run=lambda more: (
             execute(more, workers=max(1, min(pool, len(more))), executor=executor,
                     device=device_str, progress=None, started=None)))
     check_commands(jobs, outcomes)
-    protocol = {"device": info, "threads": int(threads), "versions": versions,
-                "deterministic": mode, "gpu": gpu, "platform": platform.platform(),
+    protocol = {"device": here["info"], "threads": int(threads), "versions": here["versions"],
+                "deterministic": mode, "gpu": here["gpu"], "platform": here["platform"],
+                "hardware": here["hardware"],
                 "tasks": {t.name: _task_protocol(t) for t in task_map.values()}}
     if checked.protocol() is not None:
         protocol["cache"] = checked.protocol()

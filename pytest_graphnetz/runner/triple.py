@@ -51,12 +51,22 @@ class Job:
     threads: int
     root: str
     cache_dir: str | None
-    context: Mapping[str, Any]  # device info and versions (+ GPU and mode): part of the cache key
+    # device info and versions (+ GPU and mode): part of the cache key; None: the machine the
+    # triple runs on describes itself (an executor's worker, environment.machine), and the
+    # outcome says what it found
+    context: Mapping[str, Any] | None
     deterministic: str = determinism.DEFAULT_MODE
     # The code identities of the cache keys (see code_identities), computed once per sweep in
     # the parent process; None without a cache.
     code: Mapping[str, Any] | None = None
     cache_read_only: bool = False   # a cache directory that is read, never written
+
+    def key_context(self) -> Mapping[str, Any]:
+        """``context``, which :func:`run_triple` has filled in before any key is made."""
+        if self.context is None:
+            raise RuntimeError(f"{self.task.name}/{self.model}/{self.seed}: no machine context "
+                               "for the cache key (run it through run_triple)")
+        return self.context
 
     def cache(self) -> TripleCache | None:
         """The triple cache this job reads (and writes), or None."""
@@ -75,6 +85,7 @@ class Outcome:
     seconds: float
     model_info: dict[str, Any]    # what the model was: its repr and parameter count
     key: str | None = None        # the cache key of the triple's entry (None: no cache)
+    machine: dict[str, Any] | None = None  # where it ran, for a job that had no context
 
 
 def _trainer_identity(task: Task, trainer: Callable[..., Any] | None) -> Any:
@@ -98,7 +109,14 @@ _ONE_TRIPLE_PER_PROCESS = threading.Lock()
 def run_triple(job: Job) -> Outcome:
     """Load, build, fingerprint, then fetch from the cache or train one (task, model, seed)."""
     with _ONE_TRIPLE_PER_PROCESS:
-        return _run_triple_alone(job)
+        if job.context is not None:
+            # the machine the sweep was described on, which its cache key names
+            environment.check_worker(job.device, job.context["device"])
+            return _run_triple_alone(job)
+        machine = environment.machine(job.device, job.deterministic)
+        job = dataclasses.replace(job, device=machine["device"],
+                                  context=environment.key_context(machine, job.deterministic))
+        return dataclasses.replace(_run_triple_alone(job), machine=machine)
 
 
 def _run_triple_alone(job: Job) -> Outcome:
@@ -227,7 +245,7 @@ def _triple_fields(job: Job, data_fp: str, channels: list[int], model_fp: str) -
         "task": {"data": data_fp, "config": job.task.config(), "trainer": code.get("trainer"),
                  "channels": channels},
         "model": model_fp, "code": code.get("project"), "seed": job.seed,
-        "threads": job.threads, **job.context,
+        "threads": job.threads, **job.key_context(),
     }
 
 
@@ -277,7 +295,7 @@ def _load_key(job: Job) -> str | None:
         "load": loader, "root": job.root, "seed": job.seed if task.seeded else None,
         "task": {"name": task.name, "category": task.category, "config": task.config(),
                  "channels": [task.in_channels, task.out_channels]},
-        **job.context,
+        **job.key_context(),
     })
 
 
@@ -364,7 +382,7 @@ def _run_command(job: Job, start: float) -> Outcome:
         fields = {"task": {"data": data_fp, "config": task.config()},
                   "command": script.identity(),
                   "environment": command_run.environment(**settings),
-                  "seed": job.seed, "threads": job.threads, **job.context}
+                  "seed": job.seed, "threads": job.threads, **job.key_context()}
         key = make_key(fields)
         history, cached = cache.get_or_compute_tracked(
             key, train, fields,

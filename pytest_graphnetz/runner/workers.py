@@ -3,6 +3,7 @@ executor; the errors that name a failed triple, or the suspects of a worker that
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -10,6 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from .engines import SubmititExecutor
 from .triple import Job, Outcome, run_triple
 
 Progress = Callable[[str, str, int, str, float], None]
@@ -84,7 +86,10 @@ def execute(jobs: list[Job], *, workers: int, executor: Any, device: str,
         executor = process_pool(workers, device, jobs)
 
     try:
-        futures = {executor.submit(run_triple, job): i for i, job in enumerate(jobs)}
+        # submitit: the run's triples go out as one job array (one Slurm submission).
+        with executor.job_array() if isinstance(executor, SubmititExecutor) \
+                else contextlib.nullcontext():
+            futures = {executor.submit(run_triple, job): i for i, job in enumerate(jobs)}
         results: list[Outcome | None] = [None] * len(jobs)
         try:
             for future in as_completed(futures):
