@@ -22,12 +22,23 @@ overfits less.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from .history import in_unit_interval
-from .report import BenchmarkReport
-from .trend import CommitRun
+
+
+class _Run(Protocol):
+    """What the ledger reads of one commit's results (``trend.CommitRun``)."""
+
+    @property
+    def commit(self) -> str: ...
+    @property
+    def values(self) -> Mapping[tuple[str, str, str], Mapping[int, float]]: ...
+    @property
+    def splits(self) -> Mapping[tuple[str, str], SplitFacts]: ...
+
 
 # τ when no gate recorded its δ: the gates' default δ for metrics bounded in [0, 1]
 # (gates.DEFAULT_MIN_EFFECT, one point).
@@ -66,60 +77,83 @@ class SplitReads:
         return self.budget is not None and self.reads > self.budget
 
 
-def split_fingerprint(report: BenchmarkReport, task: str) -> str | None:
-    """The split's identity in ``report``: ``task``'s data fingerprint at its smallest seed."""
-    for seed in sorted(report.seeds):
-        fp = report.data_fingerprint(task, seed)
-        if fp:
-            return fp
+@dataclass(frozen=True)
+class SplitFacts:
+    """What one report says of one task's test split: its ``fingerprint`` (the data
+    fingerprint at the report's smallest seed), its test examples ``n`` (from the per-example
+    outcomes, None if none were recorded) and τ (``tolerance``: the smallest δ a gate recorded,
+    else :data:`DEFAULT_TOLERANCE` for a metric in [0, 1], else None)."""
+
+    fingerprint: str
+    n: int | None
+    tolerance: float | None
+
+
+def split_facts(data: Mapping[str, Any]) -> dict[str, SplitFacts]:
+    """Each task's :class:`SplitFacts` from a decoded report file (a full report or the
+    values-only form; a task without a data fingerprint is left out), read from the JSON
+    that ``graphnetz history`` reads once anyway."""
+    fingerprints = (data.get("fingerprints") or {}).get("data") or {}
+    gates = (data.get("protocol") or {}).get("gates") or []
+    recorded = [float(c["min_effect"]) for c in gates
+                if isinstance(c, Mapping) and isinstance(c.get("min_effect"), int | float)
+                and not isinstance(c.get("min_effect"), bool)]
+    histories: Mapping = data.get("histories") or {}
+    metrics: Mapping = data.get("metrics") or {}
+    if not isinstance(histories, Mapping) or not isinstance(metrics, Mapping):
+        return {}
+    out: dict[str, SplitFacts] = {}
+    for task, per_seed in fingerprints.items():
+        if not isinstance(per_seed, Mapping) or not per_seed:
+            continue
+        seed = min(per_seed, key=int)
+        if not per_seed[seed]:
+            continue
+        metric = metrics.get(task)
+        name = metric.get("name") if isinstance(metric, Mapping) else None
+        tolerance = (min(recorded) if recorded else
+                     DEFAULT_TOLERANCE if isinstance(name, str) and in_unit_interval(name)
+                     else None)
+        out[task] = SplitFacts(str(per_seed[seed]), _split_size(histories.get(task)), tolerance)
+    return out
+
+
+def _split_size(by_model: Any) -> int | None:
+    """The test examples of a task's per-example outcomes (any model, seed and epoch)."""
+    for by_seed in (by_model.values() if isinstance(by_model, Mapping) else ()):
+        for history in (by_seed.values() if isinstance(by_seed, Mapping) else ()):
+            outcomes = history.get("outcomes") if isinstance(history, Mapping) else None
+            for record in (outcomes.values() if isinstance(outcomes, Mapping) else ()):
+                if isinstance(record, Mapping) and isinstance(record.get("n"), int):
+                    return int(record["n"])
     return None
 
 
-def split_size(report: BenchmarkReport, task: str) -> int | None:
-    """The test examples of ``task``, from the per-example outcomes its histories recorded."""
-    for model in report.models:
-        for seed in report.seeds:
-            history = report.histories.get((task, model, seed))
-            for outcomes in (history.outcomes.values() if history is not None else ()):
-                return int(outcomes.values.size)
-    return None
-
-
-def _tolerance(report: BenchmarkReport, task: str) -> float | None:
-    recorded = [float(c["min_effect"]) for c in report.protocol.get("gates") or []
-                if isinstance(c, dict) and isinstance(c.get("min_effect"), int | float)]
-    if recorded:
-        return min(recorded)
-    return DEFAULT_TOLERANCE if in_unit_interval(report.metric(task).name) else None
-
-
-def reuse_ledger(runs: Sequence[CommitRun]) -> list[SplitReads]:
+def reuse_ledger(runs: Sequence[_Run]) -> list[SplitReads]:
     """Every split the reports of ``runs`` (oldest first) read, in order of first read."""
     found: dict[tuple[str, str], dict] = {}
     for run in runs:
-        for name, report in run.reports.items():
-            for task in report.tasks:
-                fp = split_fingerprint(report, task)
-                if fp is None:
-                    continue
-                entry = found.setdefault((task, fp), {
-                    "commits": set(), "seen": {}, "reads": 0, "n": None, "tolerance": None})
-                entry["commits"].add(run.commit)
-                entry["n"] = entry["n"] or split_size(report, task)
-                tolerance = _tolerance(report, task)
-                if tolerance is not None:
-                    entry["tolerance"] = tolerance if entry["tolerance"] is None else min(
-                        entry["tolerance"], tolerance)
-                for model in report.models:
-                    values = report.values(task, model).tobytes()
-                    if entry["seen"].get((name, model)) != values:
-                        entry["seen"][(name, model)] = values
-                        entry["reads"] += 1
+        cells: dict[tuple[str, str], list[tuple[str, Mapping[int, float]]]] = {}
+        for (name, task, model), per_seed in run.values.items():
+            cells.setdefault((name, task), []).append((model, per_seed))
+        for (name, task), facts in run.splits.items():
+            entry = found.setdefault((task, facts.fingerprint), {
+                "commits": set(), "seen": {}, "reads": 0, "n": None, "tolerance": None})
+            entry["commits"].add(run.commit)
+            entry["n"] = entry["n"] or facts.n
+            if facts.tolerance is not None:
+                entry["tolerance"] = facts.tolerance if entry["tolerance"] is None else min(
+                    entry["tolerance"], facts.tolerance)
+            for model, per_seed in cells.get((name, task), ()):
+                values = tuple(sorted(per_seed.items()))
+                if entry["seen"].get((name, model)) != values:
+                    entry["seen"][(name, model)] = values
+                    entry["reads"] += 1
     return [SplitReads(task, fp, len(e["commits"]), e["reads"], e["n"], e["tolerance"])
             for (task, fp), e in found.items()]
 
 
-def ledger_lines(runs: Sequence[CommitRun]) -> list[str]:
+def ledger_lines(runs: Sequence[_Run]) -> list[str]:
     """The ledger as ``graphnetz history`` prints it: a table, then one line per split read
     past its budget."""
     from .text import fmt_num, format_table
@@ -147,5 +181,5 @@ def ledger_lines(runs: Sequence[CommitRun]) -> list[str]:
     return lines
 
 
-__all__ = ["DEFAULT_TOLERANCE", "SplitReads", "ledger_lines", "reuse_ledger",
-           "split_fingerprint", "split_size"]
+__all__ = ["DEFAULT_TOLERANCE", "SplitFacts", "SplitReads", "ledger_lines", "reuse_ledger",
+           "split_facts"]

@@ -37,7 +37,7 @@ import functools
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -45,6 +45,7 @@ import numpy as np
 
 from .baselines import default_path
 from .history import MetricSpec
+from .ledger import SplitFacts, split_facts
 from .report import BenchmarkReport
 from .report.codec import read_json
 from .report.values_form import plain_cell_values
@@ -71,6 +72,8 @@ class CommitRun:
     values: Mapping[Cell, Mapping[int, float]]
     metrics: Mapping[Cell, MetricSpec]
     verdicts: Mapping[Cell, str]
+    # each (report name, task)'s test split as its report names it (the reuse ledger)
+    splits: Mapping[tuple[str, str], SplitFacts] = field(default_factory=dict)
 
     @property
     def short(self) -> str:
@@ -206,9 +209,12 @@ def _load_run(folder: Path) -> CommitRun:
     reports_dir = folder / REPORTS
     values: dict[Cell, Mapping[int, float]] = {}
     metrics: dict[Cell, MetricSpec] = {}
+    splits: dict[tuple[str, str], SplitFacts] = {}
     for path in sorted(reports_dir.rglob("*.json")):
         name = path.relative_to(reports_dir).as_posix().removesuffix(".json")
-        specs, cells = read_cell_values(path)
+        data = read_json(path)
+        specs, cells = cell_values_of(data, path)
+        splits.update(((name, task), facts) for task, facts in split_facts(data).items())
         for (task, model), per_seed in cells.items():
             values[(name, task, model)] = per_seed
             metrics[(name, task, model)] = specs[task]
@@ -216,7 +222,7 @@ def _load_run(folder: Path) -> CommitRun:
         raise HistoryError(f"{reports_dir}: no reports; copy what --graphnetz-report-dir wrote "
                            "for this commit there")
     return CommitRun(meta["commit"], date, str(meta.get("subject", "")), folder, values,
-                     metrics, _load_verdicts(folder / VERDICTS))
+                     metrics, _load_verdicts(folder / VERDICTS), splits)
 
 
 def read_cell_values(path: Path) -> tuple[dict[str, MetricSpec],
@@ -226,7 +232,12 @@ def read_cell_values(path: Path) -> tuple[dict[str, MetricSpec],
     ``BenchmarkReport.from_json(path).values(task, model)`` gives them (straight from the JSON
     where :func:`~pytest_graphnetz.report.values_form.plain_cell_values` can, else through the
     report)."""
-    data = read_json(path)
+    return cell_values_of(read_json(path), path)
+
+
+def cell_values_of(data: Mapping, path: Path) -> tuple[dict[str, MetricSpec],
+                                                      dict[tuple[str, str], dict[int, float]]]:
+    """:func:`read_cell_values` of the report ``data`` decoded from ``path``."""
     plain = plain_cell_values(data, str(path))
     if plain is not None:
         return plain

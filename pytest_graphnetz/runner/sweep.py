@@ -5,6 +5,7 @@ versions, determinism mode), builds one job per (task, model, seed), runs them
 from __future__ import annotations
 
 import os
+import platform
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
