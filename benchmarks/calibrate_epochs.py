@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     from pytest_graphnetz import run_benchmark
     from pytest_graphnetz.calibration.run import calibrate_reports
     from pytest_graphnetz.calibration.salting import salted_models
-    from pytest_graphnetz.calibration.tables import summary_rows, terminal_lines
+    from pytest_graphnetz.calibration.terminal import summary_rows, terminal_lines
 
     torch.set_num_threads(1)
     tasks = {gqc.TASK: gqc.cora_task(args.npz, epochs=args.epochs)}

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 from _timing import cpu_seconds
 
-from pytest_graphnetz.history import History, MetricSpec
+from pytest_graphnetz.epochs import History, MetricSpec
 from pytest_graphnetz.report import BenchmarkReport
 from pytest_graphnetz.report.codec import dumps
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pytest_graphnetz.history import History, MetricSpec
+from pytest_graphnetz.epochs import History, MetricSpec
 from pytest_graphnetz.report import BenchmarkReport
 
 

@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from pytest_graphnetz.history import History, MetricSpec
+from pytest_graphnetz.epochs import History, MetricSpec
 from pytest_graphnetz.report import model as report
 
 rng = np.random.default_rng(0)

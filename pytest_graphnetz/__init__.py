@@ -15,8 +15,8 @@ _EXPORTS = {
     "run_benchmark": "runner",
     "run_adaptive": "adaptive",
     "BenchmarkReport": "report",
-    "MetricSpec": "history",
-    "History": "history",
+    "MetricSpec": "epochs",
+    "History": "epochs",
     "Task": "tasks.base",
     "assert_not_worse": "gates",
     "assert_better": "gates",
@@ -33,8 +33,8 @@ __all__ = [
 
 if TYPE_CHECKING:
     from .adaptive import run_adaptive
+    from .epochs import History, MetricSpec
     from .gates import assert_better, assert_ci_width, assert_equivalent, assert_not_worse
-    from .history import History, MetricSpec
     from .report import BenchmarkReport
     from .runner import run_benchmark
     from .tasks.base import Task

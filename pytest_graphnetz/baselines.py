@@ -30,7 +30,6 @@ from pathlib import Path
 
 import numpy as np
 
-from .outputs import shown
 from .replicates import Replicates, paired_report
 from .report import BenchmarkReport
 from .report.codec import dumps, read_json, values_to_json
@@ -43,6 +42,7 @@ from .report.schema import (
     ReportSchemaError,
 )
 from .report.values_form import rule_values, rule_values_from_json
+from .session_files import shown
 
 # Characters that are not portable in file names (Windows forbids these; "/" would nest), and
 # "%" itself: each is written as %XX (its UTF-8 bytes), so distinct names stay distinct files.

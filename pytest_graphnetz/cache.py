@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .history import History
+from .epochs import History
 from .report.codec import dumps, history_from_json, history_to_json
 from .report.files import (
     file_lock,

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .history import in_unit_interval
+from .epochs import in_unit_interval
 
 
 class _Run(Protocol):

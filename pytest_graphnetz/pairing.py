@@ -301,7 +301,7 @@ def tuning_notes(report: BenchmarkReport, baseline: BenchmarkReport,
     its search trained on (``seeds``: the paired seeds), or when the two arms' budgets differ
     and the candidate did not accept the baseline's explicitly; else the notes stating both
     budgets and each winner's search and optimism. ``()`` for two fixed recipes."""
-    from .tuning.record import TuningError, budget_problem, record_of, record_problem
+    from .tuning.trials import TuningError, budget_problem, record_of, record_problem
 
     records = []
     for side, side_report in (("candidate", report), ("baseline", baseline)):
@@ -332,7 +332,7 @@ def tuning_table_note(report: BenchmarkReport, baseline: BenchmarkReport) -> str
     """The table's Note for a tuned comparison (checked by :func:`tuning_notes`): each arm's
     budget and winner's optimism, e.g. ``tuned 8×5 (optimism +0.014) vs 8×5 (+0.012)``; ""
     for two fixed recipes."""
-    from .tuning.record import record_of
+    from .tuning.trials import record_of
 
     records = [record_of(r.protocol) for r in (report, baseline)]
     if all(r is None for r in records):

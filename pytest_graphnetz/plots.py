@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from .report.record import ReportRecord
-    from .tuning.record import TuningRecord
+    from .tuning.trials import TuningRecord
     from .verdicts.values import CellVerdict
 
 INSTALL_HINT = "pip install 'pytest-graphnetz[plot]'"

@@ -199,8 +199,8 @@ def cmd_prune(args: argparse.Namespace) -> int:
     arguments prune cannot take."""
     import pytest
 
-    from .outputs import shown
     from .ratchet import drop_cells
+    from .session_files import shown
 
     pytest_args = [a for a in args.pytest_args if a != "--"]
     if any(a.startswith(("--graphnetz-update-baselines", "--graphnetz-force")) for a in
@@ -378,7 +378,7 @@ def plot_tuning_curves(args: argparse.Namespace) -> int:
     record: a saved report's, or the summary a committed baseline keeps)."""
     from .baselines import load_baseline
     from .plots import plot_tuning
-    from .tuning.record import record_of
+    from .tuning.trials import record_of
 
     arms = {"baseline": args.report} if args.candidate is not None else {"report": args.report}
     if args.candidate is not None:

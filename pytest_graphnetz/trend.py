@@ -22,7 +22,7 @@ commit, or a named one), on the seeds the anchor shares with every later commit:
   the anchor, with the same interval, is what the figure draws;
 - **trend**: the per-commit paired means ``m_c = mean_s(d_c,s)``, ``d_c,s`` the commit's value
   minus the anchor's at seed s (sign flipped for lower-is-better metrics), regressed on the
-  commit's position (:func:`pytest_graphnetz.stats.trend.slope_test`, least squares,
+  commit's position (:func:`pytest_graphnetz.stats.slope.slope_test`, least squares,
   one-sided: slope < 0). A commit whose values
   equal the previous distinct commit's bit for bit (nothing changed) is one point, not two: the
   test assumes independent points.
@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from .baselines import default_path
-from .history import MetricSpec
+from .epochs import MetricSpec
 from .ledger import SplitFacts, split_facts
 from .report import BenchmarkReport
 from .report.codec import read_json
@@ -142,7 +142,7 @@ class Drift:
 
 
 @dataclass(frozen=True)
-class History:
+class CommitHistory:
     """The commits in order and each cell's trajectory (:class:`Point` per commit that has
     it), with the drift check of every cell."""
 
@@ -341,7 +341,7 @@ def paired_deltas(points: Sequence[Point], sign: float, alpha: float
 
 
 def _drift_one(cell: Cell, points: Sequence[Point], sign: float, alpha: float) -> Drift:
-    from .stats.trend import slope_test
+    from .stats.slope import slope_test
 
     nan = math.nan
     if len(points) < 2:
@@ -379,7 +379,7 @@ def _drift_one(cell: Cell, points: Sequence[Point], sign: float, alpha: float) -
 
 
 def load_history(directory: str | Path, *, anchor: str | None = None,
-                 alpha: float = 0.05) -> History:
+                 alpha: float = 0.05) -> CommitHistory:
     """Read ``directory`` and check every cell for drift against ``anchor`` (a commit id or
     its prefix; None: the oldest commit)."""
     runs = load_runs(directory)
@@ -394,12 +394,12 @@ def load_history(directory: str | Path, *, anchor: str | None = None,
     series = trajectories(runs)
     direction = {cell: runs[points[0].index].metrics[cell].higher_is_better
                  for cell, points in series.items()}
-    return History(tuple(runs), series, drift_check(series, anchor=index,
+    return CommitHistory(tuple(runs), series, drift_check(series, anchor=index,
                                                     higher_is_better=direction, alpha=alpha),
                    index, alpha)
 
 
-def drift_lines(history: History) -> list[str]:
+def drift_lines(history: CommitHistory) -> list[str]:
     """The drift check as the terminal prints it: one line per cell."""
     from .text import format_table
 

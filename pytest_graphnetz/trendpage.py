@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .report.files import write_text_atomic
 from .text import fmt_interval, fmt_level, fmt_num, fmt_p, fmt_signed, html_escape
-from .trend import Cell, History, cell_label, drift_lines, load_history
+from .trend import Cell, CommitHistory, cell_label, drift_lines, load_history
 from .trendsvg import cell_svg
 
 
@@ -19,7 +19,7 @@ def figure_name(k: int, cell: Cell) -> str:
     return f"{k:03d}-{slug}.svg"
 
 
-def write_page(history: History, output: str | Path) -> Path:
+def write_page(history: CommitHistory, output: str | Path) -> Path:
     """``output``/index.html (self-contained: CSS and figures inline) and each cell's figure
     beside it as an SVG file; returns the page's path."""
     out = Path(output)
@@ -45,7 +45,7 @@ details{margin:.3em 0 1em}summary{cursor:pointer;color:#455a64}
 """
 
 
-def render_page(history: History) -> str:
+def render_page(history: CommitHistory) -> str:
     """The HTML page; every string from the reports is escaped, every figure inline."""
     e = html_escape
     runs, anchor = history.runs, history.runs[history.anchor]

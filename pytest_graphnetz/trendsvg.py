@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from .plots import VERDICT_COLOURS
 from .text import fmt_level, fmt_num, html_escape
-from .trend import Cell, History, cell_label
+from .trend import Cell, CommitHistory, cell_label
 
 WIDTH, HEIGHT = 900, 270
 LEFT, RIGHT, TOP, BOTTOM = 64, 190, 26, 46     # the plot area's margins, in pixels
@@ -32,7 +32,7 @@ def _num(x: float) -> str:
     return f"{x:.1f}"
 
 
-def cell_svg(history: History, cell: Cell, *, standalone: bool = False) -> str:
+def cell_svg(history: CommitHistory, cell: Cell, *, standalone: bool = False) -> str:
     """The SVG element of one cell's history (module docstring), every string escaped; with
     ``standalone`` it carries the SVG namespace a ``.svg`` file needs (HTML needs none)."""
     e = html_escape
@@ -112,7 +112,7 @@ def cell_svg(history: History, cell: Cell, *, standalone: bool = False) -> str:
     return "".join(out)
 
 
-def _x_labels(history: History, xs: Sequence[int], px, bottom: float) -> list[str]:
+def _x_labels(history: CommitHistory, xs: Sequence[int], px, bottom: float) -> list[str]:
     """At most ten commit ids under the axis, evenly spread, the first and last included."""
     step = max(1, math.ceil(len(xs) / 10))
     chosen = list(xs[::step])

@@ -1,6 +1,6 @@
 """The architecture table (docs/architecture.md) lists every module of the package, and every
-module keeps to one job its docstring names, in at most 500 lines: the map a maintainer reads
-first cannot fall behind the code."""
+module keeps to one job its docstring names, in at most 500 lines, under a file name no
+other module has: the map a maintainer reads first cannot fall behind the code."""
 
 from __future__ import annotations
 
@@ -66,6 +66,24 @@ def test_every_module_has_a_docstring_and_at_most_500_lines():
             if not ast.get_docstring(ast.parse(p.read_text(encoding="utf-8")))]
     assert not long, f"modules over {MAX_LINES} lines (split them by job): {long}"
     assert not bare, f"modules without a docstring naming their job: {bare}"
+
+
+def shared_file_names(paths: list[Path]) -> dict[str, list[str]]:
+    """``{file name: the modules that carry it}`` for every name two modules share
+    (``__init__.py`` apart): a name in an import or a traceback then says which module it is."""
+    seen: dict[str, list[str]] = {}
+    for path in paths:
+        if path.name != "__init__.py":
+            seen.setdefault(path.name, []).append(str(path.relative_to(PACKAGE)))
+    return {name: where for name, where in seen.items() if len(where) > 1}
+
+
+def test_no_two_modules_share_a_file_name():
+    shared = shared_file_names(modules())
+    assert not shared, f"modules that share a file name (rename one of each): {shared}"
+    doubled = [PACKAGE / "stats" / "suite.py", PACKAGE / "gates" / "suite.py",
+               PACKAGE / "gates" / "__init__.py", PACKAGE / "stats" / "__init__.py"]
+    assert shared_file_names(doubled) == {"suite.py": ["stats/suite.py", "gates/suite.py"]}
 
 
 def test_the_checks_can_fail():

@@ -14,7 +14,7 @@ from conftest import gcn, sage, tiny_task
 
 from pytest_graphnetz import run_benchmark
 from pytest_graphnetz.cache import TripleCache, make_key
-from pytest_graphnetz.history import History
+from pytest_graphnetz.epochs import History
 from pytest_graphnetz.report.codec import dumps
 
 # Read by `tunable` when it builds a model: a change here changes the built model (not the

@@ -32,9 +32,9 @@ from pytest_graphnetz.calibration.store import (  # noqa: E402
     read_min_effects,
     write_calibration,
 )
-from pytest_graphnetz.calibration.tables import budget_line, shown_budgets  # noqa: E402
+from pytest_graphnetz.calibration.terminal import budget_line, shown_budgets  # noqa: E402
 from pytest_graphnetz.cli import main  # noqa: E402
-from pytest_graphnetz.history import History, MetricSpec  # noqa: E402
+from pytest_graphnetz.epochs import History, MetricSpec  # noqa: E402
 from pytest_graphnetz.text import ceil_significant  # noqa: E402
 
 ACC = MetricSpec.from_name("accuracy")

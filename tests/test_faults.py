@@ -459,7 +459,7 @@ def test_a_read_only_pytest_cache_runs_without_the_cache(pytester: pytest.Pytest
 def _compute_once(args: tuple[str, str, int]) -> bool:
     """In a worker process: get_or_compute one of two keys; computing appends to ``log``."""
     from pytest_graphnetz.cache import TripleCache, make_key
-    from pytest_graphnetz.history import History
+    from pytest_graphnetz.epochs import History
 
     directory, log, which = args
 

@@ -224,7 +224,7 @@ def test_reports_are_read_as_the_report_reads_them(tmp_path) -> None:
     the rule is the final epoch; every other form goes through the report: both give what
     `BenchmarkReport.values` gives, bit for bit (float32 series, diverged seeds, best_val,
     a restored epoch, the values-only baseline form)."""
-    from pytest_graphnetz.history import History, MetricSpec
+    from pytest_graphnetz.epochs import History, MetricSpec
 
     rng = np.random.default_rng(0)
 
@@ -295,7 +295,7 @@ def test_the_page_needs_neither_matplotlib_nor_torch(tmp_path) -> None:
 def test_the_slope_test_against_statsmodels_and_at_its_edges() -> None:
     import statsmodels.api as sm
 
-    from pytest_graphnetz.stats.trend import slope_test
+    from pytest_graphnetz.stats.slope import slope_test
 
     x, y = np.arange(6.0), np.array([0.0, -0.1, 0.05, -0.2, -0.15, -0.3])
     fit, ols = slope_test(x, y), sm.OLS(y, sm.add_constant(x)).fit()

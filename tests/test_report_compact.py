@@ -15,7 +15,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_graphnetz.history import History, MetricSpec
+from pytest_graphnetz.epochs import History, MetricSpec
 from pytest_graphnetz.report import BenchmarkReport
 
 float32s = st.floats(width=32, allow_nan=True, allow_infinity=True)  # -0.0, subnormals too

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_graphnetz.history import History, MetricSpec
+from pytest_graphnetz.epochs import History, MetricSpec
 from pytest_graphnetz.report import BenchmarkReport, ReportFormatError
 from pytest_graphnetz.report.codec import dumps
 from pytest_graphnetz.report.schema import SCHEMA_VERSION

@@ -21,7 +21,7 @@ One module per job, imports pointing down (contract in pyproject.toml):
   (``calibrate_reports``), and writing one test's calibrations (``write_calibrations``);
 - :mod:`.annotation`: what a gate says with a calibration (its rows' notes, the δ
   ``min_effect="resolvable"`` gates at);
-- :mod:`.tables`: the terminal rows of ``--graphnetz-calibrate``;
+- :mod:`.terminal`: the terminal rows of ``--graphnetz-calibrate``;
 - :mod:`.store`: the JSON file beside a baseline (schema, read, write, where it lives);
 - :mod:`.salting`: the innocent change (salted seeds, factories and command tasks);
 - :mod:`.resolution`: the measured cells and the planning arithmetic (what δ ``n`` seeds

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..history import History, MetricSpec
+    from ..epochs import History, MetricSpec
 
 DEFAULT_SALT = 1
 DEFAULT_POWER = 0.8

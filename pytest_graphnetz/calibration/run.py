@@ -20,7 +20,7 @@ from .resolution import (
 )
 from .salting import salted_models
 from .store import calibration_path, write_calibration
-from .tables import summary_rows
+from .terminal import summary_rows
 
 if TYPE_CHECKING:
     from ..report import BenchmarkReport
@@ -114,7 +114,7 @@ def write_calibrations(calibrations: Sequence[Calibration], baselines: Iterable[
                        min_effect: float | None = None) -> list[dict[str, Any]]:
     """One test's calibrations (its ``graphnetz_run`` calls), merged, written beside each of
     its ``baselines`` (:func:`~.store.calibration_path`); the terminal rows
-    (:func:`~.tables.summary_rows`) at the session's δ (``min_effect``; None: each metric's
+    (:func:`~.terminal.summary_rows`) at the session's δ (``min_effect``; None: each metric's
     default), each with the ``files`` written."""
     merged = calibrations[0]
     for more in calibrations[1:]:
@@ -128,7 +128,7 @@ def write_calibrations(calibrations: Sequence[Calibration], baselines: Iterable[
 def default_min_effects(calibration: Calibration,
                         min_effect: float | None) -> dict[tuple[str, str], float | None]:
     """Per cell the δ its gate uses: ``min_effect`` when set, else the metric's default."""
-    from ..history import MetricSpec
+    from ..epochs import MetricSpec
     from ..verdicts.rules import default_min_effect
 
     return {key: min_effect if min_effect is not None

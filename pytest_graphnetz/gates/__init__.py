@@ -24,7 +24,7 @@ Outside pytest the defaults are ``alpha=0.05``, ``strict=False`` and δ from the
 (:func:`~pytest_graphnetz.verdicts.default_min_effect`).
 
 The package by concept: :mod:`.api` (the ``assert_*`` gates), :mod:`.compare` (report against
-report, no failing), :mod:`.cells` (the one decision path), :mod:`.suite` (the suite row),
+report, no failing), :mod:`.cells` (the one decision path), :mod:`.suite_row` (the suite row),
 :mod:`.schedule` (what the gates ask of adaptive seeds), :mod:`.recorder` (where the rows go).
 Only the gates and ``compare_reports`` are exported here; the rest is imported from the module
 that defines it.

@@ -29,7 +29,7 @@ from .compare import (
 )
 from .recorder import GateRecorder, current_recorder, saved_note
 from .schedule import Schedule, split_schedule
-from .suite import SUITE
+from .suite_row import SUITE
 
 BaselineLike = BenchmarkReport | BaselineHandle | str | os.PathLike
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .. import stats
-from ..history import MetricSpec
+from ..epochs import MetricSpec
 from ..pairing import (
     cache_notes,
     changed_model_notes,

@@ -39,7 +39,7 @@ from ..verdicts.rules import failed_verdict
 from ..verdicts.values import CellVerdict, GateRefusal
 from .cells import GateCell, cell_min_effect, decide_cells, folded, min_effect_error
 from .schedule import Schedule
-from .suite import SuiteRow, suite_rows, suite_rows_family
+from .suite_row import SuiteRow, suite_rows, suite_rows_family
 
 # "paired" is the default spelling of the paired t-test; every test here pairs by seed.
 TESTS = {"paired": "paired-t", "paired-t": "paired-t", "wilcoxon": "wilcoxon",

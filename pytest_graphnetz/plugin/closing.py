@@ -73,8 +73,8 @@ def write_outputs(session: GraphnetzSession, summary: GateSummary) -> list[str]:
         return []
     # Imported only now: report imports numpy (~0.3 s), which a session without gates or
     # triples must not pay for.
-    from ..outputs import write_summaries
     from ..report.files import write_text_atomic
+    from ..session_files import write_summaries
 
     lines: list[str] = []
     text = summary.markdown()
@@ -105,7 +105,7 @@ def calibration_lines(session: GraphnetzSession) -> list[str]:
     rows = session.calibration_rows
     if not rows:
         return []
-    from ..calibration.tables import terminal_lines
+    from ..calibration.terminal import terminal_lines
 
     return terminal_lines(rows)
 

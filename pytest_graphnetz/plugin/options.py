@@ -215,7 +215,7 @@ def declared(name: str) -> Option:
 def path_value(config: pytest.Config, name: str, *, follow: bool = True) -> Path:
     """A path option: relative to the invocation directory (command line) or the ini file.
     ``follow=False`` (a file the session writes): made absolute without following a link at
-    the end, so :func:`~pytest_graphnetz.outputs.file_problem` sees and refuses the link."""
+    the end, so :func:`~pytest_graphnetz.session_files.file_problem` sees and refuses the link."""
     dest = declared(name).dest
     value = config.getoption(dest)
     if value is not None:

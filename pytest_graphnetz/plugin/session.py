@@ -349,7 +349,7 @@ class GraphnetzSession:
 
     def shown(self, path: str | os.PathLike[str] | None) -> str:
         """``path`` as messages print it: relative to the rootdir when inside it."""
-        from ..outputs import shown
+        from ..session_files import shown
 
         return shown(path, self.config.rootpath) if path is not None else ""
 

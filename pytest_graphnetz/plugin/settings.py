@@ -253,7 +253,7 @@ def header_line(settings: Settings, root: Path) -> str:
     """The session header's line of the settings in effect (as pytest-randomly shows its
     seed): ``graphnetz: seeds 0-9 (10), α 0.05, looks 10→20→40→… (look 1 decides at 0.0425),
     δ 0.01 for [0, 1] metrics, device auto, workers 1, cache .pytest_cache/d/graphnetz``."""
-    from ..outputs import shown
+    from ..session_files import shown
 
     seeds = settings.seeds
     if settings.min_seeds is not None:
@@ -311,7 +311,7 @@ def check_outputs(config: pytest.Config, settings: Settings, step_summary: str |
     if not (settings.report_dir or named_cache or settings.summary or settings.comment
             or settings.json or step_summary):
         return None  # nothing to write (and the module that checks need not load)
-    from ..outputs import dir_problem, file_problem
+    from ..session_files import dir_problem, file_problem
 
     root = config.rootpath
     for name, path, problem, fix in (

@@ -211,7 +211,7 @@ class BaselineUsage:
 
     def shown(self, path: str | Path) -> str:
         """``path`` as messages print it: relative to the rootdir when inside it."""
-        from ..outputs import shown
+        from ..session_files import shown
 
         return shown(path, self.config.rootpath)
 

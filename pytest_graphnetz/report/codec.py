@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..history import History, MetricSpec
+from ..epochs import History, MetricSpec
 from .files import NotARegularFileError, read_regular_file
 from .schema import (
     EPOCH_RULE_KEYS,

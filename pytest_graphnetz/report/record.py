@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..history import History, MetricSpec, unit_interval_problem
+from ..epochs import History, MetricSpec, unit_interval_problem
 from ..text import check_name
 from .schema import CI_METHODS, EPOCH_SELECTIONS
 

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from ..history import History, MetricSpec
-from ..tuning.record import PROTOCOL_KEY as TUNING_KEY
-from ..tuning.record import TuningRecord
+from ..epochs import History, MetricSpec
+from ..tuning.trials import PROTOCOL_KEY as TUNING_KEY
+from ..tuning.trials import TuningRecord
 from .codec import FLOAT32_MARK, through_float32, values_from_json, values_to_json
 from .schema import (
     EPOCH_SELECTIONS,

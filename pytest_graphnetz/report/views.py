@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..history import CLIPPED, clip_to_metric
+from ..epochs import CLIPPED, clip_to_metric
 from ..text import fmt_level
 
 if TYPE_CHECKING:
@@ -232,7 +232,7 @@ def _fold_corrected_pairwise(report: ReportRecord, table: Any, X: np.ndarray):
 
 def _clip_to_metric(row: Any) -> Any:
     """A summary row whose interval leaves [0, 1] for a metric that cannot, clipped to [0, 1]
-    with ``method`` saying so (:func:`~pytest_graphnetz.history.clip_to_metric`); any other row
+    with ``method`` saying so (:func:`~pytest_graphnetz.epochs.clip_to_metric`); any other row
     as it is."""
     clipped = clip_to_metric(row.metric, row.ci_low, row.ci_high)
     if clipped is None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import determinism
 from ..cache import TripleCache
-from ..history import MetricSpec
+from ..epochs import MetricSpec
 from ..report import BenchmarkReport
 from ..tasks import resolve_tasks
 from ..tasks.base import Task

@@ -32,8 +32,8 @@ from typing import Any, TypeGuard, cast
 
 from .. import determinism
 from ..cache import TripleCache
+from ..epochs import History
 from ..fingerprint import model_fingerprint
-from ..history import History
 from ..tasks.base import Task
 from ..tasks.command import Command, DataFiles
 from . import environment
@@ -417,7 +417,7 @@ def _entry_check(task: Task, trainer: Callable[..., Any] | None,
     recompute the test value recorded at their epoch. A custom trainer's history is only
     checked for its value types (it may record any epochs, and in any units).
     """
-    from ..history import in_unit_interval, outcomes_problem
+    from ..epochs import in_unit_interval, outcomes_problem
 
     if trainer is not None:
         return None

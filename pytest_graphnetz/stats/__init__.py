@@ -20,7 +20,7 @@ one-sided evidence), :mod:`.decisions` (verdicts, ``compare``, Holm), :mod:`.pla
 MDE, seeds needed), :mod:`.boundaries` and :mod:`.sequential` (the one sequential design and
 deciding with it), :mod:`.suite` (the suite row), :mod:`.robust` (collapsed seeds),
 :mod:`.heldout` (folds, Wilson, bootstrap over test examples), :mod:`.tables` (the Summary and
-Pairwise views), :mod:`.trend` (a series' least-squares slope and its test) and
+Pairwise views), :mod:`.slope` (a series' least-squares slope and its test) and
 :mod:`.resampling` (the bootstrap and sign-flip kernels).
 
 This namespace holds what a user meets: the result types the report's views and the gates'

@@ -28,10 +28,10 @@ import inspect
 from collections.abc import Mapping
 from typing import Any
 
-from ..history import History, unit_interval_problem
+from ..epochs import History, unit_interval_problem
 
 # kind -> module (relative to this package) exposing `train` and `channels`
-_MODULES = {"node": ".node", "graph": ".graph", "graph_reg": ".graph", "link": ".link"}
+_MODULES = {"node": ".node", "graph": ".graph", "graph_reg": ".graph", "link": ".link_trainer"}
 
 
 def builtin(kind: str):
@@ -202,7 +202,7 @@ def as_history(result: Any, *, where: str, metric: str | None = None) -> History
             if problem is not None:
                 raise ValueError(f"{where}: {problem}")
         if metric is not None and result.outcomes:
-            from ..history import outcomes_problem
+            from ..epochs import outcomes_problem
 
             problem = outcomes_problem(result, metric)
             if problem is not None:

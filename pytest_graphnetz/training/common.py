@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..history import History
+from ..epochs import History
 
 
 def to_device(obj: Any, device: Any) -> Any:
@@ -154,7 +154,7 @@ class OutcomeTracker:
     """
 
     def __init__(self, metric: str, *, has_val: bool) -> None:
-        from ..history import MetricSpec
+        from ..epochs import MetricSpec
 
         self.metric = metric
         self.higher = MetricSpec.from_name(metric).higher_is_better

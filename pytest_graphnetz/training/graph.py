@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..history import History
+from ..epochs import History
 from ..metrics import accuracy, mae, rmse, roc_auc
 from .common import EpochRecorder, OutcomeTracker, check_metric, make_optimizer
 

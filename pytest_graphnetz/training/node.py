@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..history import History
+from ..epochs import History
 from .common import EpochRecorder, OutcomeTracker, check_metric, make_optimizer
 
 METRICS = ("accuracy", "acc")

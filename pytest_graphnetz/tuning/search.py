@@ -1,8 +1,8 @@
 """Tune, then confirm: :func:`tune` runs a search over a declared space (:func:`grid`, or a list
 of configurations) with every trial trained under the same search seeds, selects the winner on
 validation only, and trains the winner again on the canonical seeds a gate decides on, which the
-search never touched (:func:`~.record.search_seeds`). The confirmed report carries the whole
-search (:class:`~.record.TuningRecord`), so ``assert_not_worse(candidate, baseline)`` can refuse
+search never touched (:func:`~.trials.search_seeds`). The confirmed report carries the whole
+search (:class:`~.trials.TuningRecord`), so ``assert_not_worse(candidate, baseline)`` can refuse
 what would make the comparison dishonest and state the budget and the winner's optimism.
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .record import (
+from .trials import (
     PROTOCOL_KEY,
     Budget,
     Trial,
@@ -23,7 +23,7 @@ from .record import (
     TuningRecord,
     overlap_problem,
 )
-from .record import search_seeds as derive_search_seeds
+from .trials import search_seeds as derive_search_seeds
 
 if TYPE_CHECKING:
     from ..report import BenchmarkReport
@@ -149,7 +149,7 @@ def tune(tasks: Any, models: Mapping[str, Callable[[Mapping[str, Any]], Any]],
     - ``space``: the configurations (:func:`grid`, or a list of dicts of JSON values); the keys
       ``epochs``, ``lr``, ``weight_decay``, ``batch_size`` also set the run.
     - ``search_seeds``: the seeds per trial, a count ``S`` (seeds ``2**31 + 0..S−1``,
-      :func:`~.record.search_seeds`) or explicit seeds; ``seeds``: the confirmation seeds
+      :func:`~.trials.search_seeds`) or explicit seeds; ``seeds``: the confirmation seeds
       (default: the runner's, e.g. the session's ``--graphnetz-seeds`` with ``graphnetz_run``).
       A confirmation seed that is a search seed is refused, before it trains when known.
     - ``epoch_selection``: the epoch rule of every run (``"final"`` or ``"best_val"``); the

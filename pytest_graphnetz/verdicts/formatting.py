@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from .. import stats
-from ..history import CLIPPED, clip_to_metric
+from ..epochs import CLIPPED, clip_to_metric
 from ..stats.intervals import describe
 from ..text import fmt_interval, fmt_level, fmt_num
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..history import in_unit_interval
+from ..epochs import in_unit_interval
 from ..report import BenchmarkReport
 from ..report.values_form import rule_validation
 from ..stats import Verdict

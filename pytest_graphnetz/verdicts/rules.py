@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..history import in_unit_interval
+from ..epochs import in_unit_interval
 from ..stats import Verdict
 
 if TYPE_CHECKING:
-    from ..history import MetricSpec
+    from ..epochs import MetricSpec
 
 # δ for metrics bounded in [0, 1] (accuracy, AUC, F1, MRR, Hits@K): one point.
 DEFAULT_MIN_EFFECT = 0.01

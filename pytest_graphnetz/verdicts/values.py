@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .. import stats
-from ..history import in_unit_interval
+from ..epochs import in_unit_interval
 from ..stats import Verdict
 from ..stats.skew import SkewCheck
 from ..text import fmt_level, fmt_num, fmt_p, fmt_signed

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..history import in_unit_interval
+from ..epochs import in_unit_interval
 from ..text import ceil_significant, fmt_num, fmt_p, fmt_signed, format_table
 from .store import shift_warning
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import stats
-from ..history import MetricSpec
+from ..epochs import MetricSpec
 from ..report import BenchmarkReport
 from ..stats.boundaries import Design
 from ..stats.comparison import Comparison, Plan, measure

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..history import History
+from ..epochs import History
 from ..metrics import hits_at_k, mrr, roc_auc
 from .common import EpochRecorder, OutcomeTracker, make_optimizer
 
