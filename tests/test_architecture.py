@@ -86,6 +86,34 @@ def test_no_two_modules_share_a_file_name():
     assert shared_file_names(doubled) == {"suite.py": ["stats/suite.py", "gates/suite.py"]}
 
 
+# The gates' public functions keep the keyword signatures DESIGN.md fixes; below them a call's
+# settings travel as one GateSpec, so no internal function needs a long parameter list.
+PUBLIC_GATE_FUNCTIONS = {"assert_not_worse", "assert_better", "assert_equivalent",
+                         "assert_ci_width", "compare_reports"}
+MAX_INTERNAL_PARAMETERS = 8
+
+
+def parameter_counts(path: Path) -> dict[str, int]:
+    """``{function name: its parameter count}`` for every function defined in ``path``."""
+    counts = {}
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            counts[node.name] = (len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs)
+                                 + (a.vararg is not None) + (a.kwarg is not None))
+    return counts
+
+
+def test_gate_settings_travel_as_one_spec_not_long_parameter_lists():
+    long = {f"{path.name}:{name}": n for path in sorted((PACKAGE / "gates").glob("*.py"))
+            for name, n in parameter_counts(path).items()
+            if name not in PUBLIC_GATE_FUNCTIONS and n > MAX_INTERNAL_PARAMETERS}
+    assert not long, (f"internal gate functions over {MAX_INTERNAL_PARAMETERS} parameters "
+                      f"(pass the call's GateSpec, gates/spec.py): {long}")
+    assert parameter_counts(PACKAGE / "gates" / "api.py")["assert_not_worse"] > \
+        MAX_INTERNAL_PARAMETERS   # the check counts what it should
+
+
 def test_the_checks_can_fail():
     assert "foo" not in {n for r in architecture_rows().values() for n in listed(r)}
     assert listed("| `stats/` | `boundaries`, `decisions` |") == {"stats/", "boundaries",

@@ -23,12 +23,13 @@ from ..verdicts.values import CellVerdict, GateRefusal, WidthVerdict
 from .compare import (
     NOT_RERUN_SAFE,
     TESTS,
-    compare_reports,
     compare_schedule,
+    compare_spec,
     refuse_off_schedule,
 )
 from .recorder import GateRecorder, current_recorder, saved_note
 from .schedule import Schedule, split_schedule
+from .spec import GateSpec
 from .suite_row import SUITE
 
 BaselineLike = BenchmarkReport | BaselineHandle | str | os.PathLike
@@ -82,10 +83,12 @@ def assert_not_worse(report: BenchmarkReport, baseline: BaselineLike, *, test: s
     Returns one :class:`CellVerdict` per candidate cell, then one per suite row.
     """
     __tracebackhide__ = True
-    return _comparison_gate("not_worse", report, baseline, test=test, margin=margin,
-                            min_effect=min_effect, alpha=alpha, strict=strict, rng=rng,
-                            suite=suite, suite_min_effect=suite_min_effect,
-                            rerun_safe=rerun_safe, first_look=first_look)
+    recorder = current_recorder()
+    spec = GateSpec.asked("not_worse", recorder, test=test, margin=margin,
+                          min_effect=min_effect, alpha=alpha, strict=strict, rng=rng,
+                          suite=suite, suite_min_effect=suite_min_effect,
+                          rerun_safe=rerun_safe, first_look=first_look)
+    return _comparison_gate(recorder, report, baseline, spec)
 
 
 def assert_better(report: BenchmarkReport, baseline: BaselineLike, *, test: str = "paired",
@@ -99,9 +102,10 @@ def assert_better(report: BenchmarkReport, baseline: BaselineLike, *, test: str 
     :func:`assert_not_worse`, only the canonical seeds ``0..n−1`` with ``n`` at least
     ``first_look`` are judged unless ``rerun_safe`` is False."""
     __tracebackhide__ = True
-    return _comparison_gate("better", report, baseline, test=test, margin=margin,
-                            alpha=alpha, strict=strict, rng=rng, rerun_safe=rerun_safe,
-                            first_look=first_look)
+    recorder = current_recorder()
+    spec = GateSpec.asked("better", recorder, test=test, margin=margin, alpha=alpha,
+                          strict=strict, rng=rng, rerun_safe=rerun_safe, first_look=first_look)
+    return _comparison_gate(recorder, report, baseline, spec)
 
 
 def assert_equivalent(report: BenchmarkReport, baseline: BaselineLike, *, margin: float,
@@ -117,9 +121,10 @@ def assert_equivalent(report: BenchmarkReport, baseline: BaselineLike, *, margin
     if not margin > 0:
         raise ValueError(f"assert_equivalent needs `margin` > 0 (the equivalence bound), "
                          f"got {margin!r}")
-    return _comparison_gate("equivalent", report, baseline, test=test, margin=margin,
-                            alpha=alpha, strict=strict, rng=rng, rerun_safe=rerun_safe,
-                            first_look=first_look)
+    recorder = current_recorder()
+    spec = GateSpec.asked("equivalent", recorder, test=test, margin=margin, alpha=alpha,
+                          strict=strict, rng=rng, rerun_safe=rerun_safe, first_look=first_look)
+    return _comparison_gate(recorder, report, baseline, spec)
 
 
 def assert_ci_width(report: BenchmarkReport, max_width: float, *,
@@ -166,26 +171,15 @@ def _width_verdict(report: BenchmarkReport, task: str, model: str, max_width: fl
                         float(max_width), needed, failed)
 
 
-def _comparison_gate(gate: str, given: BenchmarkReport, baseline: BaselineLike, *, test: str,
-                     margin: float, alpha: float | None, strict: bool | None,
-                     rng: stats.RngLike, min_effect: float | str | None = None, suite: bool = False,
-                     suite_min_effect: float | None = None,
-                     rerun_safe: bool | None = None,
-                     first_look: int | None = None) -> list[CellVerdict]:
+def _comparison_gate(recorder: GateRecorder, given: BenchmarkReport, baseline: BaselineLike,
+                     spec: GateSpec) -> list[CellVerdict]:
     # Hidden from pytest's traceback (as are the helpers below): a failing gate shows the test's
     # own line and the verdict message, not the plugin's frames and their locals.
     __tracebackhide__ = True
-    recorder = current_recorder()
-    alpha = recorder.alpha if alpha is None else alpha
-    strict = recorder.strict if strict is None else strict
-    asked = recorder.min_effect if min_effect is None else min_effect
-    if isinstance(asked, str) and asked != "resolvable":
-        raise ValueError(f"`min_effect` must be a number, None or 'resolvable', got {asked!r}")
-    # "resolvable": δ = what the seeds resolve, by the calibration beside the baseline
-    resolvable = asked == "resolvable" and gate == "not_worse"
-    delta = None if isinstance(asked, str) else asked
-    rerun_safe = recorder.rerun_safe if rerun_safe is None else rerun_safe
-    first_look = recorder.first_look if first_look is None else first_look
+    gate = spec.gate
+    # RESOLVABLE: δ = what the seeds resolve, by the calibration beside the baseline
+    resolvable = spec.resolvable
+    spec = spec.with_delta(spec.delta)
     refreshing = isinstance(baseline, BaselineHandle) and baseline.update
     report, schedule = split_schedule(given)
     # A schedule's candidate is saved once the seeds it is judged on are trained (below), from
@@ -196,40 +190,34 @@ def _comparison_gate(gate: str, given: BenchmarkReport, baseline: BaselineLike, 
     saved: Sequence[str] = ()
     decided: Sequence[BenchmarkReport] = ()
     try:
-        if test not in TESTS:
+        if spec.test not in TESTS:
             raise ValueError(f"`test` must be one of {sorted(TESTS)} (every gate test is paired "
-                             f"by seed), got {test!r}")
-        test = TESTS[test]
-        if schedule is not None and (gate != "not_worse" or suite or refreshing):
+                             f"by seed), got {spec.test!r}")
+        spec = spec.replace(test=TESTS[spec.test])
+        if schedule is not None and (gate != "not_worse" or spec.suite or refreshing):
             # Only the not-worse gate is sequential; the others, refreshes and a suite row
             # (its weighted family has one look) use MAX seeds.
             report, schedule = schedule.complete(report), None
             recorder.announce(report)
         if isinstance(baseline, BaselineHandle) and baseline.update:
-            return _refresh(recorder, gate, report, baseline, test=test, margin=margin,
-                            alpha=alpha, rng=rng, min_effect=delta)
+            return _refresh(recorder, report, baseline, spec)
         source, base = _load(recorder, baseline, report)
         refuse_other_hardware(report, base, source, accept=recorder.accept_hardware)
         command = baseline.update_command if isinstance(baseline, BaselineHandle) else None
         if resolvable:
             seeds = report.seeds if schedule is None else schedule.planned_seeds
-            delta = _resolvable_min_effect(report, seeds, base, baseline, margin)
-        if schedule is not None and rerun_safe:
+            spec = spec.with_delta(_resolvable_min_effect(report, seeds, base, baseline,
+                                                          spec.margin))
+        if schedule is not None and spec.rerun_safe:
             refuse_off_schedule(schedule.planned_seeds, schedule.min_seeds, source)
         if schedule is not None:
-            verdicts, header = _adaptive_gate(report, schedule, base, test=test, margin=margin,
-                                              alpha=alpha, strict=strict, source=source,
-                                              refresh_command=command, min_effect=delta,
-                                              rng=rng)
+            verdicts, header = _adaptive_gate(report, schedule, base, spec, source=source,
+                                              refresh_command=command)
         else:
-            verdicts = compare_reports(report, base, gate=gate, test=test, margin=margin,
-                                       min_effect=delta, alpha=alpha, strict=strict,
-                                       source=source, rng=rng, refresh_command=command,
-                                       suite=suite, suite_min_effect=suite_min_effect,
-                                       rerun_safe=rerun_safe, first_look=first_look,
-                                       canonical=True)
-            header = f"{_TITLE[gate]} against {source} ({_config(verdicts, alpha=alpha)})"
-            if not rerun_safe:
+            verdicts = compare_spec(report, base, spec, source=source, refresh_command=command,
+                                    canonical=True)
+            header = f"{_TITLE[gate]} against {source} ({_config(verdicts, alpha=spec.alpha)})"
+            if not spec.rerun_safe:
                 header += f"; judged alone at α: {NOT_RERUN_SAFE}"
     except AssertionError:
         raise  # a refused refresh: its rows are recorded already
@@ -280,20 +268,18 @@ def _resolvable_min_effect(report: BenchmarkReport, seeds: Sequence[int], base: 
         raise GateRefusal(str(exc), reason=str(exc)) from None
 
 
-def _adaptive_gate(report: BenchmarkReport, schedule: Schedule, base: BenchmarkReport, *,
-                   test: str, margin: float, alpha: float, strict: bool, source: str,
-                   refresh_command: str | None, min_effect: float | None = None,
-                   rng: stats.RngLike = None) -> tuple[list[CellVerdict], str]:
+def _adaptive_gate(report: BenchmarkReport, schedule: Schedule, base: BenchmarkReport,
+                   spec: GateSpec, *, source: str,
+                   refresh_command: str | None) -> tuple[list[CellVerdict], str]:
     """``assert_not_worse`` on an adaptive report: :func:`compare_schedule`, and the header of
     the failure message, which says what the schedule saved."""
     from ..text import seed_trainings
 
-    if test != "paired-t":
+    if spec.test != "paired-t":
         raise ValueError(f"adaptive seeds (--graphnetz-seeds={schedule.seeds_option}) decide "
-                         f"with the paired t test's sequential boundaries; got test={test!r}: "
+                         f"with the paired t test's sequential boundaries; got test={spec.test!r}: "
                          "use test='paired', or fixed seeds (e.g. --graphnetz-seeds=20)")
-    verdicts = compare_schedule(report, schedule, base, margin=margin, min_effect=min_effect,
-                                alpha=alpha, strict=strict, source=source, rng=rng,
+    verdicts = compare_schedule(report, schedule, base, spec, source=source,
                                 refresh_command=refresh_command)
     stops = [v.stop for v in verdicts if v.stop is not None]   # every adaptive cell's
     used = sum(stop.trained for stop in stops)
@@ -304,9 +290,8 @@ def _adaptive_gate(report: BenchmarkReport, schedule: Schedule, base: BenchmarkR
         f"{pairable} the baseline could pair)")
 
 
-def _refresh(recorder: GateRecorder, gate: str, report: BenchmarkReport, handle: BaselineHandle,
-             *, test: str, margin: float, alpha: float, rng: stats.RngLike,
-             min_effect: float | None = None) -> list[CellVerdict]:
+def _refresh(recorder: GateRecorder, report: BenchmarkReport, handle: BaselineHandle,
+             spec: GateSpec) -> list[CellVerdict]:
     """``--graphnetz-update-baselines``: :func:`pytest_graphnetz.ratchet.refresh` writes the
     candidate unless the ratchet refuses; here its not-worse comparisons (the call's test,
     margin, δ and alpha) are made and reported. Returns the ratchet's verdicts."""
@@ -318,10 +303,10 @@ def _refresh(recorder: GateRecorder, gate: str, report: BenchmarkReport, handle:
         from ..verdicts.leak import mark_suspects
 
         # A refresh is judged alone at alpha: the ratchet is not a rerun of a gate.
-        return mark_suspects(compare_reports(
-            candidate, reference, gate="not_worse", test=test, margin=margin,
-            min_effect=min_effect, alpha=alpha, source=source, rng=rng, rerun_safe=False,
-            alone_reason=REFRESH_ALONE), [candidate], reference)
+        judged = GateSpec(gate="not_worse", test=spec.test, margin=spec.margin,
+                          min_effect=spec.delta, alpha=spec.alpha, rng=spec.rng, rerun_safe=False)
+        return mark_suspects(compare_spec(candidate, reference, judged, source=source,
+                                          alone_reason=REFRESH_ALONE), [candidate], reference)
 
     outcome = refresh(handle, report, judge)
     status = "UPDATED" if outcome.written else "REFUSED"
@@ -331,7 +316,7 @@ def _refresh(recorder: GateRecorder, gate: str, report: BenchmarkReport, handle:
     if not outcome.written:
         raise AssertionError(outcome.refusal())
     judged = {(v.task, v.model) for v in outcome.previous}
-    recorder.written(report, gate, [(t, m) for t in report.tasks for m in report.models
+    recorder.written(report, spec.gate, [(t, m) for t in report.tasks for m in report.models
                                     if (t, m) not in judged], outcome.replaced)
     return [*outcome.previous, *outcome.anchored]
 

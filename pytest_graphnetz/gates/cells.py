@@ -36,6 +36,7 @@ from ..verdicts.guidance import LookNote, Stop
 from ..verdicts.rules import NO_MIN_EFFECT_NOTE, default_min_effect, failed_verdict
 from ..verdicts.values import CellVerdict
 from .schedule import Schedule
+from .spec import GateSpec
 
 Family = Callable[[Sequence[Sequence[float]], Sequence[Design]], FamilyDecision]
 
@@ -307,7 +308,7 @@ def skew_table_note(check: SkewCheck | None) -> str:
             f"hold {SKEW_HOLDS_FROM}+ seeds")
 
 
-def decide_cells(cells: Sequence[GateCell], *, test: str, margin: float, rng: stats.RngLike,
+def decide_cells(cells: Sequence[GateCell], spec: GateSpec, *,
                  train: Callable[[Sequence[GateCell]], None] | None = None,
                  family: Family | None = None) -> None:
     """The one decision path of ``assert_not_worse``, whatever the run holds: at each look, the
@@ -316,7 +317,7 @@ def decide_cells(cells: Sequence[GateCell], *, test: str, margin: float, rng: st
     REGRESSED comes from group-sequential Holm over every tested cell's per-look p-values
     (classical Holm when every cell has one look). Sets each cell's verdict, evidence per look and
     family decision. ``family``: the REGRESSED family in place of group-sequential Holm (suite
-    rows).
+    rows). ``spec``: the call's test, margin and rng.
 
     A run that holds its seeds (no ``train``) reads every look they contain (futility
     non-binding): a REGRESSED crossing at any look wins over an earlier NOT WORSE or BETTER,
@@ -327,6 +328,7 @@ def decide_cells(cells: Sequence[GateCell], *, test: str, margin: float, rng: st
     crosses nothing by its last look is INCONCLUSIVE."""
     from ..stats.sequential import sequential_holm
 
+    test, margin, rng = spec.test, spec.margin, spec.rng
     decide = family or sequential_holm
     walking = list(cells)
     if train is None:

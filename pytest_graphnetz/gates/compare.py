@@ -39,6 +39,7 @@ from ..verdicts.rules import failed_verdict
 from ..verdicts.values import CellVerdict, GateRefusal
 from .cells import GateCell, cell_min_effect, decide_cells, folded, min_effect_error
 from .schedule import Schedule
+from .spec import GateSpec, Resolvable
 from .suite_row import SuiteRow, suite_rows, suite_rows_family
 
 # "paired" is the default spelling of the paired t-test; every test here pairs by seed.
@@ -76,6 +77,21 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
     ``--graphnetz-single-run`` option, :data:`NOT_RERUN_SAFE`).
     """
     __tracebackhide__ = True
+    call = GateSpec(gate=gate, test=test, margin=margin, min_effect=min_effect, alpha=alpha,
+                    strict=strict, rng=rng, suite=suite, suite_min_effect=suite_min_effect,
+                    rerun_safe=rerun_safe, first_look=first_look)
+    return compare_spec(report, baseline, call, source=source, refresh_command=refresh_command,
+                        canonical=canonical, alone_reason=alone_reason)
+
+
+def compare_spec(report: BenchmarkReport, baseline: BenchmarkReport, call: GateSpec, *,
+                 source: str = "the baseline", refresh_command: str | None = None,
+                 canonical: bool = False, alone_reason: str | None = None) -> list[CellVerdict]:
+    """:func:`compare_reports` with the call's settings in ``call`` (its δ a number or None)."""
+    __tracebackhide__ = True
+    gate, test, margin, alpha, rng = call.gate, call.test, call.margin, call.alpha, call.rng
+    strict, suite, rerun_safe = call.strict, call.suite, call.rerun_safe
+    min_effect, suite_min_effect = _number(call), call.suite_min_effect
     if gate == "not_worse" and min_effect is not None and not min_effect > margin:
         raise ValueError(min_effect_error(min_effect, margin))
     if suite and suite_min_effect is not None and not suite_min_effect > margin:
@@ -84,7 +100,7 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
     check_cells(report, baseline, source)
     seeds = shared_seeds(report, baseline, source)
     check_metrics(report, baseline, source)
-    first = DEFAULT_FIRST_LOOK if first_look is None else int(first_look)
+    first = DEFAULT_FIRST_LOOK if call.first_look is None else int(call.first_look)
     if canonical and rerun_safe:
         refuse_off_schedule(seeds, first, source)
     refuse_changed_data(report, baseline, seeds, source)
@@ -125,7 +141,7 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
             notes = (*notes, *suite_notes)
             if rows:
                 family = suite_rows_family(rows, alpha)
-        decide_cells(cells, test=test, margin=margin, rng=rng, family=family)
+        decide_cells(cells, call, family=family)
         return [*(c.verdict_of(report, baseline, strict=strict, notes=notes,
                                refresh_command=refresh_command) for c in cells),
                 *(r.verdict_of(report, baseline, strict=strict, notes=notes,
@@ -191,15 +207,15 @@ def refuse_off_schedule(seeds: Sequence[int], first: int, source: str) -> None:
 
 
 
-def compare_schedule(report: BenchmarkReport, schedule: Schedule, baseline: BenchmarkReport, *,
-                     margin: float = 0.0, min_effect: float | None = None, alpha: float = 0.05,
-                     strict: bool = False, source: str = "the baseline",
-                     rng: stats.RngLike = None, refresh_command: str | None = None
-                     ) -> list[CellVerdict]:
+def compare_schedule(report: BenchmarkReport, schedule: Schedule, baseline: BenchmarkReport,
+                     call: GateSpec | None = None, *, source: str = "the baseline",
+                     refresh_command: str | None = None) -> list[CellVerdict]:
     """The not-worse verdicts of an adaptive ``report`` against ``baseline`` (the paired t
     test), each cell decided look by look on the one decision path (:func:`decide_cells`),
     training its next look's seeds only while open; what :func:`compare_reports` is for a run
     that holds its seeds. The schedule is the one every run walks, its first look at MIN.
+    ``call``: the call's margin, δ, alpha, strict and rng (the test is the paired t; None: the
+    defaults of :class:`~.spec.GateSpec`).
 
     Per cell the seeds are the planned seeds the baseline has, in planned order, up to the
     first one it lacks (a baseline non-finite at any of them is refused, as in a fixed run); a
@@ -208,6 +224,8 @@ def compare_schedule(report: BenchmarkReport, schedule: Schedule, baseline: Benc
     look; ``schedule``: the run's further looks (:func:`~.schedule.split_schedule`).
     """
     __tracebackhide__ = True
+    call = GateSpec() if call is None else call
+    margin, min_effect, alpha = call.margin, _number(call), call.alpha
     if min_effect is not None and not min_effect > margin:
         raise ValueError(min_effect_error(min_effect, margin))
     check_cells(report, baseline, source)
@@ -255,9 +273,9 @@ def compare_schedule(report: BenchmarkReport, schedule: Schedule, baseline: Benc
     def train(open_cells: Sequence[GateCell]) -> None:
         _train_look(report, schedule, baseline, open_cells, source)
 
-    decide_cells(cells, test="paired-t", margin=margin, rng=rng, train=train)
+    decide_cells(cells, call.replace(test="paired-t"), train=train)
     env = environment_notes(report, baseline) + tuned
-    return [c.verdict_of(report, baseline, strict=strict, notes=env,
+    return [c.verdict_of(report, baseline, strict=call.strict, notes=env,
                          refresh_command=refresh_command, schedule=schedule) for c in cells]
 
 
@@ -288,6 +306,15 @@ def _train_look(report: BenchmarkReport, schedule: Schedule, base: BenchmarkRepo
             if key in checked:
                 refuse_changed_data(src.subset(tasks=[c.task]), base.subset(tasks=[c.task]),
                                     sorted(checked.pop(key)), source)
+
+
+def _number(call: GateSpec) -> float | None:
+    """The call's δ as a number (None: each metric's default); RESOLVABLE is read from the
+    calibration by the gate before it compares."""
+    if isinstance(call.min_effect, Resolvable):
+        raise ValueError("min_effect='resolvable' is read from the calibration beside a "
+                         "baseline: call assert_not_worse, or give δ as a number")
+    return call.min_effect
 
 
 def _judged_alone(*, rerun_safe: bool, test: str, folds: int | None, suite: bool,
