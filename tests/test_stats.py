@@ -20,7 +20,7 @@ from pytest_graphnetz.stats.heldout import (
     wilson_interval,
 )
 from pytest_graphnetz.stats.intervals import bootstrap_interval, describe, describe_many, t_interval
-from pytest_graphnetz.stats.paired import paired_test, paired_tests
+from pytest_graphnetz.stats.paired import mean_above_zero_p, paired_test, paired_tests
 from pytest_graphnetz.stats.planning import mde, seeds_for_width, seeds_to_decide
 
 
@@ -656,3 +656,15 @@ def test_describe_folds_has_no_confidence_level():
     assert summary.mean == pytest.approx(0.81) and summary.k == 5
     assert summary.std == pytest.approx(np.std([0.8, 0.82, 0.79, 0.81, 0.83], ddof=1))
     assert not hasattr(summary, "ci") and "not a CI" in str(summary)
+
+
+def test_mean_above_zero_p_is_scipys_one_sided_one_sample_t():
+    rng = np.random.default_rng(7)
+    for n in (3, 5, 10, 40):
+        for shift in (-0.5, 0.0, 0.3, 1.0):
+            x = rng.normal(shift, 1.0, n)
+            want = stats.ttest_1samp(x, 0.0, alternative="greater").pvalue
+            assert mean_above_zero_p(x) == pytest.approx(want, rel=1e-9, abs=1e-15)
+    # no spread: the values decide exactly (scipy returns NaN here)
+    assert mean_above_zero_p([0.5, 0.5, 0.5]) == 0.0
+    assert mean_above_zero_p([-0.5, -0.5, -0.5]) == 1.0

@@ -431,3 +431,12 @@ def evidence_of(test: str, cand: np.ndarray, base: np.ndarray, n_resamples: int,
         ev = cls(cand, base, n_resamples, resolve_rng(rng))
     ev.floor = max(ev.floor_at(c) for c in at)
     return ev
+
+
+def mean_above_zero_p(x: ArrayLike) -> float:
+    """One-sided p of the one-sample t test of H1 "mean of ``x`` > 0" (what
+    ``scipy.stats.ttest_1samp(x, 0, alternative="greater")`` gives), ``x`` finite, n ≥ 2; with
+    no spread the data decide exactly (0 when every value is above 0, 1 when below)."""
+    d = np.asarray(x, dtype=float)
+    se = float(np.std(d, ddof=1)) / np.sqrt(d.size)
+    return float(t_p_greater(d.mean(), se, d.size - 1))

@@ -77,7 +77,7 @@ def leak_suspicion(test_gain: Sequence[float] | np.ndarray,
     """The guard on one cell's paired seeds: ``test_gain`` d_s and ``val_gain`` v_s (+ =
     better, one per paired seed; None without validation series), ``base_test`` the
     baseline's test values on those seeds. None: nothing suspect (or too few finite seeds)."""
-    from scipy import stats as st
+    from ..stats.paired import mean_above_zero_p
 
     d = np.asarray(test_gain, dtype=float)
     ok = np.isfinite(d)
@@ -95,13 +95,8 @@ def leak_suspicion(test_gain: Sequence[float] | np.ndarray,
     if v is not None:
         v = v[ok]
         val_mean = float(v.mean())
-        e = d - v
-        if val_mean < RECOVERED * gain:
-            spread = float(np.std(e, ddof=1))
-            p = 0.0 if spread == 0 else float(st.t.sf(e.mean() / (spread / np.sqrt(len(e))),
-                                                      len(e) - 1))
-            if p < LEVEL:
-                return Suspicion(gain, val_mean, sd, "validation")
+        if val_mean < RECOVERED * gain and mean_above_zero_p(d - v) < LEVEL:
+            return Suspicion(gain, val_mean, sd, "validation")
     if v is None and sd > 0 and gain > SPREAD_SDS * sd:
         return Suspicion(gain, val_mean, sd, "spread")
     return None
