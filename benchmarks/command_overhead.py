@@ -63,8 +63,9 @@ def main() -> None:
         "command_overhead_results.md")))
     opts = parser.parse_args()
 
-    from pytest_graphnetz.tasks import command_run, command_warm
-    from pytest_graphnetz.tasks.command import Command
+    from pytest_graphnetz.command import Command
+    from pytest_graphnetz.command import run as command_run
+    from pytest_graphnetz.command import warm as command_warm
 
     imports = time.perf_counter()
     subprocess.run([sys.executable, "-c", "import torch, torch_geometric"], check=True)

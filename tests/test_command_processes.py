@@ -19,8 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_graphnetz.tasks import command_output, command_process, command_run
-from pytest_graphnetz.tasks.command import Command, CommandError
+from pytest_graphnetz.command import Command, CommandError
+from pytest_graphnetz.command import output as command_output
+from pytest_graphnetz.command import process as command_process
+from pytest_graphnetz.command import run as command_run
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(),
                                 reason="reads process states from /proc")
@@ -99,8 +101,8 @@ def test_a_grandchild_holding_the_output_open_does_not_delay_the_run(tmp_path) -
 
 DRIVER = '''
 import sys
-from pytest_graphnetz.tasks import command_run
-from pytest_graphnetz.tasks.command import Command
+from pytest_graphnetz.command import run as command_run
+from pytest_graphnetz.command import Command
 cmd = Command([sys.executable, "spawn.py", sys.argv[1], "sleep", "{output}"], cwd=sys.argv[2])
 command_run.run(cmd, task="t", model="m", metric="accuracy", seed=0, device="cpu", threads=1,
                 deterministic="off")
@@ -138,7 +140,7 @@ def test_output_past_the_bound_stops_the_run_and_says_so(tmp_path, monkeypatch) 
     # Not stopped for its output, it would sleep until its timeout: another message.
     cmd = Command([sys.executable, "loud.py"], cwd=tmp_path, timeout=120)
     with pytest.raises(CommandError, match=r"loud\.py.*more than 1 MiB to its stdout \(pytest_"
-                       r"graphnetz\.tasks\.command_process\.MAX_OUTPUT_BYTES\).*print less"):
+                       r"graphnetz\.command\.process\.MAX_OUTPUT_BYTES\).*print less"):
         command_run.run(cmd, **RUN)
 
 
@@ -187,7 +189,7 @@ import sys
 from pathlib import Path
 
 from pytest_graphnetz import Task
-from pytest_graphnetz.tasks.command import Command, DataFiles
+from pytest_graphnetz.command import Command, DataFiles
 
 HERE = Path(__file__).parent
 
@@ -214,7 +216,7 @@ def test_sigkill_of_pytest_during_a_warm_run_leaves_no_process(tmp_path) -> None
         stderr=subprocess.DEVNULL)
     try:
         server, script, grandchild = wait_for(pids)
-        assert b"command_server.py" in Path(f"/proc/{server}/cmdline").read_bytes(), \
+        assert b"command/server.py" in Path(f"/proc/{server}/cmdline").read_bytes(), \
             "the run was not forked from the warm server"
         assert _parent(server) == session.pid
     finally:
@@ -231,7 +233,7 @@ import pytest_graphnetz.script as graphnetz
 
 parent = os.getppid()
 with open(f"/proc/{parent}/cmdline", "rb") as fh:
-    if b"command_server.py" in fh.read():   # forked warm: end the server, never a cold parent
+    if b"command/server.py" in fh.read():   # forked warm: end the server, never a cold parent
         os.kill(parent, signal.SIGKILL)
 graphnetz.record(test=0.25 + 0.01 * int(os.environ["GRAPHNETZ_SEED"]))
 '''
@@ -241,7 +243,7 @@ def test_a_killed_fork_server_falls_back_to_cold_runs_with_one_warning(tmp_path)
     pytest.importorskip("torch")
     if not sys.platform.startswith("linux"):
         pytest.skip("warm runs fork: Linux only")
-    from pytest_graphnetz.tasks import command_warm
+    from pytest_graphnetz.command import warm as command_warm
 
     command_warm.close_servers()
     (tmp_path / "train.py").write_text(KILLS_ITS_SERVER)

@@ -21,9 +21,9 @@ import pytest
 pytest.importorskip("torch_geometric")
 
 from pytest_graphnetz import run_benchmark  # noqa: E402
+from pytest_graphnetz.command import Command, DataFiles  # noqa: E402
+from pytest_graphnetz.command.run import run_traced  # noqa: E402
 from pytest_graphnetz.tasks.base import Task  # noqa: E402
-from pytest_graphnetz.tasks.command import Command, DataFiles  # noqa: E402
-from pytest_graphnetz.tasks.command_run import run_traced  # noqa: E402
 
 SCRIPT = '''
 import importlib, json, os, random

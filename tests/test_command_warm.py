@@ -16,8 +16,9 @@ pytest.importorskip("torch")
 if not sys.platform.startswith("linux"):
     pytest.skip("warm runs fork: Linux only", allow_module_level=True)
 
-from pytest_graphnetz.tasks import command_run, command_warm  # noqa: E402
-from pytest_graphnetz.tasks.command import Command, CommandError  # noqa: E402
+from pytest_graphnetz.command import Command, CommandError  # noqa: E402
+from pytest_graphnetz.command import run as command_run  # noqa: E402
+from pytest_graphnetz.command import warm as command_warm
 
 SCRIPT = '''
 import sys, time

@@ -12,11 +12,11 @@ from typing import Any
 
 from .. import determinism
 from ..cache import TripleCache
+from ..command import Command
 from ..history import MetricSpec
 from ..report import BenchmarkReport
 from ..tasks import resolve_tasks
 from ..tasks.base import Task
-from ..tasks.command import Command
 from ..text import check_name
 from . import environment
 from .triple import Job, Outcome, check_commands, code_identities

@@ -32,10 +32,10 @@ from typing import Any, TypeGuard, cast
 
 from .. import determinism
 from ..cache import TripleCache
+from ..command import Command, DataFiles
 from ..fingerprint import model_fingerprint
 from ..history import History
 from ..tasks.base import Task
-from ..tasks.command import Command, DataFiles
 from . import environment
 
 
@@ -325,10 +325,11 @@ def _usable_record(record: Any) -> TypeGuard[dict[str, Any]]:
 
 def _run_command(job: Job, start: float) -> Outcome:
     """One triple of a command task: fingerprint the data its loader names, then fetch the run
-    from the cache or run the script (reseeding is the script's job: see tasks/command_run.py)."""
+    from the cache or run the script (reseeding is the script's job: see command/run.py)."""
     from ..cache import make_key
+    from ..command import reads as command_reads
+    from ..command import run as command_run
     from ..fingerprint import data_fingerprint
-    from ..tasks import command_reads, command_run
 
     # run_benchmark admits only Commands as the models of a command task.
     task, script = job.task, cast(Command, job.factory)
@@ -376,7 +377,7 @@ def _run_command(job: Job, start: float) -> Outcome:
 def check_commands(jobs: list[Job], outcomes: list[Outcome]) -> None:
     """Rerun, uncached, the first seed of every command model that asks for it
     (``Command(check_determinism=True)``); a script whose two runs differ is refused."""
-    from ..tasks import command_run
+    from ..command import run as command_run
 
     checked: set[tuple[str, str]] = set()
     for job, outcome in zip(jobs, outcomes, strict=True):

@@ -3,9 +3,9 @@
 Per triple the runner fills the placeholders ``{seed}``, ``{device}``, ``{output}``,
 ``{threads}`` and ``{metric}`` in the command's arguments, sets the matching ``GRAPHNETZ_*``
 variables, pins threads and device through the environment (:func:`environment`), runs the
-script traced (:mod:`.command_reads`) in a process group of its own (:mod:`.command_process`),
-warm once it has shown it imports torch (:mod:`.command_warm`), and reads the metrics the
-script wrote to ``{output}`` (:mod:`.command_output`). Reseeding is the script's job;
+script traced (:mod:`.reads`) in a process group of its own (:mod:`.process`),
+warm once it has shown it imports torch (:mod:`.warm`), and reads the metrics the
+script wrote to ``{output}`` (:mod:`.output`). Reseeding is the script's job;
 ``Command(..., check_determinism=True)`` reruns one seed and refuses a script whose two runs
 differ (:func:`check_rerun`).
 """
@@ -23,11 +23,11 @@ from typing import Any
 
 from .. import script as script_side
 from ..history import History
-from .command import Command, CommandError, NondeterministicScriptError
-from .command_output import read_metrics_file, read_output
-from .command_process import run_process, stderr_tail
-from .command_reads import UNTRACKED, reads_record, traced_args
-from .command_warm import warm_server
+from .output import read_metrics_file, read_output
+from .process import run_process, stderr_tail
+from .reads import UNTRACKED, reads_record, traced_args
+from .task import Command, CommandError, NondeterministicScriptError
+from .warm import warm_server
 
 _PLACEHOLDER = re.compile(r"\{(seed|device|output|threads|metric)\}")
 
@@ -73,7 +73,7 @@ def run(command: Command, *, task: str, model: str, metric: str, seed: int, devi
 def run_traced(command: Command, *, task: str, model: str, metric: str, seed: int, device: str,
                threads: int, deterministic: str) -> tuple[History, dict[str, Any] | None]:
     """Run ``command`` for one seed: the History its metrics file holds, and what the run read
-    (:func:`~.command_reads.reads_record`): :data:`UNTRACKED` for a command that is not a
+    (:func:`~.reads.reads_record`): :data:`UNTRACKED` for a command that is not a
     Python script (or ``-c``, or ``track_reads=False``); None when the script left by
     ``os._exit`` (what it read is unknown: the runner does not cache the run).
 

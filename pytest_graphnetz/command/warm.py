@@ -1,4 +1,4 @@
-"""Warm interpreters for command tasks: one fork server (:mod:`.command_server`) per runner
+"""Warm interpreters for command tasks: one fork server (:mod:`.server`) per runner
 process and import-time environment, so a script's run pays a fork instead of a fresh
 interpreter importing torch and PyG.
 
@@ -7,7 +7,7 @@ without exec is unsafe on macOS and absent on Windows), a CPU run (CUDA is never
 in the server, but a pinned GPU is kept to a cold process), the script run by this very
 interpreter with no interpreter options, and ``GRAPHNETZ_WARM_SCRIPTS`` not ``0``. Anything
 else, or a server that fails to start, runs cold; the same isolation, exit codes, timeouts
-and output files apply to both (:func:`pytest_graphnetz.tasks.command_process.run_process`).
+and output files apply to both (:func:`pytest_graphnetz.command.process.run_process`).
 """
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from ..script import WARM_ENV, warm_mode  # re-exported: the runner decides here
+from .reads import CHILD
 
-SERVER = Path(__file__).with_name("command_server.py")
+SERVER = Path(__file__).with_name("server.py")
 
 __all__ = ["WARM_ENV", "ServerGone", "WarmRun", "WarmServer", "WarmServerWarning",
            "close_servers", "running_servers", "warm_mode", "warm_server"]
@@ -103,7 +104,7 @@ class WarmServer:
 
     def start(self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str], stdout: str,
               stderr: str) -> WarmRun | None:
-        """Fork a run of ``argv`` (``command_child.py``'s arguments); None when the server is
+        """Fork a run of ``argv`` (``child.py``'s arguments); None when the server is
         gone (the caller then runs cold)."""
         if self.gone:
             return None
@@ -158,13 +159,13 @@ MAX_SERVERS = 4   # each holds torch and PyG in memory: past this, further runs 
 
 def warm_server(args: Sequence[str], env: Mapping[str, str], device: str,
                 own: Mapping[str, str] | None = None) -> WarmServer | None:
-    """The server to fork ``args`` (a traced command line: ``python command_child.py ...``)
+    """The server to fork ``args`` (a traced command line: ``python child.py ...``)
     from, started on first use; None where the run must be cold (:func:`warm_mode`). ``own``:
     the command's extra variables, which choose a server only when read at import."""
     from ..fingerprint import interpreter_identity, looks_like_python
 
     if warm_mode(device) is not None or len(args) < 2 or not looks_like_python(args[0]) \
-            or Path(args[1]).name != "command_child.py":
+            or args[1] != str(CHILD):
         return None
     if interpreter_identity(args[0]) != interpreter_identity(sys.executable) or \
             os.path.realpath(args[0]) != os.path.realpath(sys.executable):

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .command import Command, file_sha256
+from .task import Command, file_sha256
 
 # The record of a run that was not traced (not a Python script, or `track_reads=False`): its
 # cache entry is keyed as before tracking existed, by the code, arguments and DataFiles only.
@@ -27,7 +27,7 @@ UNTRACKED: dict[str, Any] = {"untracked": True}
 
 
 # The program that runs a traced script (stdlib only: it may run under another interpreter).
-CHILD = Path(__file__).with_name("command_child.py")
+CHILD = Path(__file__).with_name("child.py")
 _PYTHON_OPTIONS_WITH_VALUE = frozenset({"-W", "-X", "--check-hash-based-pycs"})
 
 

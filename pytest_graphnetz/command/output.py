@@ -15,7 +15,7 @@ from typing import Any
 
 from .. import script as script_side
 from ..history import History
-from .command import CommandError
+from .task import CommandError
 
 # The metrics file is read whole, parsed into floats: past MAX_METRICS_BYTES it is refused (a
 # 2-million-epoch file peaked at 840 MB).
@@ -31,7 +31,7 @@ def read_metrics_file(path: Path, *, where: str) -> str:
         raise CommandError(
             f"{where}: its metrics file {path} holds {size / 2**20:.1f} MiB, more than the "
             f"{MAX_METRICS_BYTES // 2**20} MiB a command task reads "
-            "(pytest_graphnetz.tasks.command_output.MAX_METRICS_BYTES); record once per epoch, "
+            "(pytest_graphnetz.command.output.MAX_METRICS_BYTES); record once per epoch, "
             "not per step or batch")
     try:
         return read_regular_file(path, limit=MAX_METRICS_BYTES).decode("utf-8")

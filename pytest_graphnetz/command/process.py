@@ -1,6 +1,6 @@
 """Running one command as a process group of its own: timeout, signals, bounded output.
 
-:func:`run_process` starts the command (or forks it from a warm server, :mod:`.command_warm`)
+:func:`run_process` starts the command (or forks it from a warm server, :mod:`.warm`)
 in a new session, sends its stdout and stderr to files, and kills the whole group when it
 exits, runs past its timeout, writes too much, or this process is interrupted or terminated:
 nothing of a run survives it. An error shows the tail of the run's stderr
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .command import CommandError
-from .command_warm import ServerGone, WarmServer, close_servers
+from .task import CommandError
+from .warm import ServerGone, WarmServer, close_servers
 
 STDERR_LINES = 20  # how much of a failing script's stderr its error shows
 STDERR_CHARS = 1500  # ... and at most this many of its last characters (a line may be long)
@@ -104,7 +104,7 @@ def _run_once(args: Sequence[str], *, cwd: str, env: Mapping[str, str],
                     if os.fstat(fh.fileno()).st_size > MAX_OUTPUT_BYTES:
                         problem = (
                             f"wrote more than {MAX_OUTPUT_BYTES // 2**20} MiB to its {name} "
-                            "(pytest_graphnetz.tasks.command_process.MAX_OUTPUT_BYTES) and was "
+                            "(pytest_graphnetz.command.process.MAX_OUTPUT_BYTES) and was "
                             "stopped; print less (a line per epoch, not per batch) or log to a "
                             "file of the script's own")
                 if problem is not None:

@@ -1,7 +1,7 @@
 """The child side of a command task's run: run a script as ``__main__`` and record what it read.
 
-Started as ``python [flags] command_child.py READS -- script.py args...`` (or ``-- -m module
-args...``) by :mod:`pytest_graphnetz.tasks.command_run`. It installs an audit hook
+Started as ``python [flags] child.py READS -- script.py args...`` (or ``-- -m module
+args...``) by :mod:`pytest_graphnetz.command.run`. It installs an audit hook
 (:func:`sys.addaudithook`), recording ``os.environ``, ``os.environb`` and ``posix.environ``,
 and wrappers of ``os.stat``, ``os.lstat`` and ``os.access`` (no audit event exists for a
 stat), runs the script with :mod:`runpy` as Python would (``sys.argv``, ``sys.path[0]`` the
@@ -389,7 +389,7 @@ def _record_environ(recorder: Recorder) -> None:
 def main(argv: list[str]) -> None:
     reads, sep, *command = argv
     if sep != "--" or not command:
-        raise SystemExit("command_child.py: usage: READS -- script.py args... | -m module args...")
+        raise SystemExit("child.py: usage: READS -- script.py args... | -m module args...")
     recorder = Recorder(reads, None if command[0] == "-m" else command[0])
     atexit.register(recorder.write)  # registered first: runs after the script's own handlers
     _record_environ(recorder)
