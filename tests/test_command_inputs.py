@@ -173,14 +173,15 @@ def test_every_interface_to_the_environment_is_recorded(tmp_path, monkeypatch) -
     import sys
 
     from pytest_graphnetz.command import Command
-    from pytest_graphnetz.command.run import run_traced
+    from pytest_graphnetz.command.run import CommandExecutor
 
     (tmp_path / "train.py").write_text(ENV_SCRIPT)
     (tmp_path / "lib_settings.py").write_text(LIBRARY)
     monkeypatch.setenv("BY_POSIX", "1")
     command = Command([sys.executable, "train.py"], cwd=tmp_path)
-    _, reads = run_traced(command, task="t", model="m", metric="accuracy", seed=0,
-                          device="cpu", threads=1, deterministic="off")
+    with CommandExecutor() as commands:
+        _, reads = commands.run_traced(command, task="t", model="m", metric="accuracy", seed=0,
+                                       device="cpu", threads=1, deterministic="off")
     assert reads is not None
     assert {"BY_ENVIRONB", "BY_POSIX", "BY_GETENV", "BY_LIBRARY"} <= set(reads["env"])
     assert reads["env"]["BY_POSIX"] is not None and reads["env"]["BY_GETENV"] is None

@@ -22,7 +22,7 @@ pytest.importorskip("torch_geometric")
 
 from pytest_graphnetz import run_benchmark  # noqa: E402
 from pytest_graphnetz.command import Command, DataFiles  # noqa: E402
-from pytest_graphnetz.command.run import run_traced  # noqa: E402
+from pytest_graphnetz.command.run import CommandExecutor  # noqa: E402
 from pytest_graphnetz.tasks.base import Task  # noqa: E402
 
 SCRIPT = '''
@@ -100,8 +100,10 @@ def test_what_a_run_read_is_recorded_relative_to_its_directory(tmp_path, monkeyp
     monkeypatch.setenv("PROJECT_SCALE", "3")
     project(tmp_path / "p")
     command = Command([sys.executable, "train.py"], cwd=tmp_path / "p")
-    history, reads = run_traced(command, task="t", model="m", metric="accuracy", seed=0,
-                                device="cpu", threads=1, deterministic="off")
+    with CommandExecutor() as commands:
+        history, reads = commands.run_traced(command, task="t", model="m", metric="accuracy",
+                                             seed=0, device="cpu", threads=1,
+                                             deterministic="off")
     assert len(history.test) == 3
     assert reads is not None
     assert sorted(reads["files"]) == ["config.json", "config.yaml"]

@@ -152,6 +152,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     # written here.
     session.config.stash[USAGE_KEY].finish(session, int(exitstatus))
     graphnetz = session.config.stash[STASH_KEY]
+    graphnetz.close()
     # The controller writes, from every worker's reports; a session with nothing to write or
     # show (plain tests) need not load the module that would.
     if not graphnetz.is_xdist_worker and graphnetz.has_closing:

@@ -41,6 +41,7 @@ from .usage import BaselineUsage, baseline_name
 
 if TYPE_CHECKING:
     from ..baselines import BaselineHandle
+    from ..command.run import CommandExecutor
     from ..gates.recorder import GateRecorder
     from ..progress import TerminalProgress
     from ..report import BenchmarkReport
@@ -81,6 +82,9 @@ class GraphnetzSession:
         # Checked at session start (pytest_configure): None when unset or unwritable.
         self.step_summary: str | None = os.environ.get(STEP_SUMMARY_ENV) or None
         self.calibration_rows: list[dict[str, Any]] = []
+        # The executor of command tasks' scripts (warm servers, process groups), made by the
+        # first run that needs one and closed at the session's end (close).
+        self.commands: CommandExecutor | None = None
 
     @property
     def is_xdist_worker(self) -> bool:
@@ -114,6 +118,12 @@ class GraphnetzSession:
         kwargs.setdefault("cache_dir", s.cache_dir)
         kwargs.setdefault("deterministic", s.deterministic)
         kwargs.setdefault("verify_cache", s.verify_cache)
+        if "commands" not in kwargs:
+            if self.commands is None:
+                from ..command.run import CommandExecutor
+
+                self.commands = CommandExecutor()
+            kwargs["commands"] = self.commands
         counts: dict[str, float] = {"trained": 0, "cached": 0}
         user_progress = kwargs.pop("progress", None)
         with self._uncaptured():  # its first line (0/N) is written at once
@@ -149,6 +159,12 @@ class GraphnetzSession:
                     live.finish()
             counts["seconds"] = round(time.monotonic() - start, 3)
             item.user_properties.append((TRIPLES_PROPERTY, json.dumps(counts, sort_keys=True)))
+
+    def close(self) -> None:
+        """End what the session's runs left running: the command executor's fork servers."""
+        if self.commands is not None:
+            self.commands.close()
+            self.commands = None
 
     def _live_progress(self, tasks: Any, models: Any, seeds: Any) -> TerminalProgress | None:
         """The live progress display of one run; None under ``-q``, on an xdist worker (whose

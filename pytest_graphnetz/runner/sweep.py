@@ -8,7 +8,7 @@ import os
 import platform
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import determinism
 from ..cache import TripleCache
@@ -22,6 +22,9 @@ from . import environment
 from .triple import Job, Outcome, check_commands, code_identities
 from .verify import CacheCheck, verify_hits
 from .workers import Progress, execute
+
+if TYPE_CHECKING:
+    from ..command.run import CommandExecutor
 
 ROOT_ENV = "GRAPHNETZ_ROOT"
 
@@ -63,6 +66,7 @@ def run_benchmark(
     options: Mapping[str, Any] | None = None,
     deterministic: str = determinism.DEFAULT_MODE,
     verify_cache: int | None = None,
+    commands: CommandExecutor | None = None,
 ) -> BenchmarkReport:
     """Train every model on every task under every seed; the per-seed, per-epoch report.
 
@@ -94,6 +98,9 @@ def run_benchmark(
       compare bit for bit (0: none); a result that differs retrains the cell and the report's
       ``protocol["cache"]`` names it. None: one for a command task, none for an in-process
       model (:mod:`~pytest_graphnetz.runner.verify`).
+    - ``commands``: the :class:`~pytest_graphnetz.command.run.CommandExecutor` that runs
+      command tasks' scripts, so its warm servers serve several runs (the pytest session's);
+      None: one opened for this call and closed at its end.
 
     Returns a :class:`BenchmarkReport` with ``X[task, model, seed]`` in the order of ``tasks``,
     ``models`` and ``seeds``, every history, data/model fingerprints and the run's protocol.
@@ -158,14 +165,25 @@ def run_benchmark(
     ]
     # More processes than triples would only sit idle (24 workers for 2 triples).
     pool = max(1, min(int(workers), len(jobs)))
-    outcomes = execute(jobs, workers=pool, executor=executor, device=device_str,
-                       progress=progress, started=started)
-    checked = CacheCheck()
-    if cache is not None:
-        outcomes, checked = verify_hits(jobs, outcomes, per_cell=verify_cache, run=lambda more: (
-            execute(more, workers=max(1, min(pool, len(more))), executor=executor,
-                    device=device_str, progress=None, started=None)))
-    check_commands(jobs, outcomes)
+    own = None
+    if commands is None and any(task.kind == "command" for task in task_map.values()):
+        from ..command.run import CommandExecutor
+
+        commands = own = CommandExecutor()
+    try:
+        outcomes = execute(jobs, workers=pool, executor=executor, device=device_str,
+                           progress=progress, started=started, commands=commands)
+        checked = CacheCheck()
+        if cache is not None:
+            outcomes, checked = verify_hits(
+                jobs, outcomes, per_cell=verify_cache, run=lambda more: execute(
+                    more, workers=max(1, min(pool, len(more))), executor=executor,
+                    device=device_str, progress=None, started=None, commands=commands))
+        if commands is not None:
+            check_commands(jobs, outcomes, commands)
+    finally:
+        if own is not None:
+            own.close()
     protocol = {"device": info, "threads": int(threads), "versions": versions,
                 "deterministic": mode, "gpu": gpu, "platform": platform.platform(),
                 "tasks": {t.name: _task_protocol(t) for t in task_map.values()}}
