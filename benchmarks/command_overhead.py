@@ -5,8 +5,8 @@ same values bit for bit.
 The script imports torch and torch_geometric, reseeds, trains a linear layer on a small random
 graph for a few epochs (``--epochs``) and records test, val and train loss: almost all of a
 cold run is the interpreter's start and the imports. Each triple is timed from the runner's
-side (``command_run.run``: tracing, process group, metrics file). Warm and cold triples alternate
-(``_timing.interleaved``), so load drift on a shared machine hits both alike.
+side (``CommandExecutor.run``: tracing, process group, metrics file). Warm and cold triples
+alternate (``_timing.interleaved``), so load drift on a shared machine hits both alike.
 
     nice -n 10 .venv/bin/python benchmarks/command_overhead.py   # 6 triples each, 1 epoch
     .venv/bin/python benchmarks/command_overhead.py --triples 20 --epochs 50
@@ -63,23 +63,24 @@ def main() -> None:
         "command_overhead_results.md")))
     opts = parser.parse_args()
 
-    from pytest_graphnetz.tasks import command_run, command_warm
-    from pytest_graphnetz.tasks.command import Command
+    from pytest_graphnetz.command import Command
+    from pytest_graphnetz.command import warm as command_warm
+    from pytest_graphnetz.command.run import CommandExecutor
 
     imports = time.perf_counter()
     subprocess.run([sys.executable, "-c", "import torch, torch_geometric"], check=True)
     import_seconds = time.perf_counter() - imports
 
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, CommandExecutor() as commands:
         Path(tmp, "train.py").write_text(SCRIPT)
         cmd = Command([sys.executable, "train.py", "--epochs", str(opts.epochs)], cwd=tmp)
         run = dict(task="t", model="m", metric="accuracy", device="cpu", threads=1,
                    deterministic="off")
         start = time.perf_counter()
-        command_run.run(cmd, seed=999, **run)   # a first run: cold, shows the script imports torch
+        commands.run(cmd, seed=999, **run)   # a first run: cold, shows the script imports torch
         first = time.perf_counter() - start
         start = time.perf_counter()
-        command_run.run(cmd, seed=998, **run)   # starts the server (its imports, once)
+        commands.run(cmd, seed=998, **run)   # starts the server (its imports, once)
         server_start = time.perf_counter() - start
         values: dict[str, list] = {"warm": [], "cold": []}
         seeds = {"warm": iter(range(opts.triples)), "cold": iter(range(opts.triples))}
@@ -89,15 +90,14 @@ def main() -> None:
                 if name == "cold":
                     os.environ[command_warm.WARM_ENV] = "0"
                 try:
-                    values[name].append(command_run.run(cmd, seed=next(seeds[name]), **run))
+                    values[name].append(commands.run(cmd, seed=next(seeds[name]), **run))
                 finally:
                     os.environ.pop(command_warm.WARM_ENV, None)
             return go
 
         wall, _ = interleaved({"warm": variant("warm"), "cold": variant("cold")},
                               opts.triples)
-        servers = command_warm.running_servers()
-        command_warm.close_servers()
+        servers = commands.servers.running()
 
     identical = [h.to_dict() for h in values["warm"]] == [h.to_dict() for h in values["cold"]]
     warm, cold = statistics.median(wall["warm"]), statistics.median(wall["cold"])

@@ -83,8 +83,8 @@ def train_command(npz: Path, script: Path, seeds: Sequence[int], epochs: int
                   ) -> tuple[dict[str, list[float]], float]:
     from pytest_graphnetz import run_benchmark
     from pytest_graphnetz.calibration.salting import salted_models
+    from pytest_graphnetz.command import Command, DataFiles
     from pytest_graphnetz.tasks.base import Task
-    from pytest_graphnetz.tasks.command import Command, DataFiles
 
     out: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="graphnetz-decisive-") as tmp:

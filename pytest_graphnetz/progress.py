@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 
 def duration(seconds: float) -> str:
@@ -118,3 +119,33 @@ class TerminalProgress:
     def _show(self, line: str) -> None:
         self._shown = self.progress.done
         (self._rewrite if self.tty else self._write)(line)
+
+
+def live_progress(config: Any, tasks: Any, models: Any, seeds: Any, *,
+                  worker: bool) -> TerminalProgress | None:
+    """The live progress display of one run of a pytest session (``config``); None under
+    ``-q``, on an xdist ``worker`` (whose output nobody sees: the controller prints per-test
+    counts) or without a terminal."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or worker or config.get_verbosity() < 0:
+        return None
+
+    def rewrite(line: str) -> None:
+        reporter.ensure_newline()
+        reporter.rewrite(line, erase=True)
+
+    return TerminalProgress(
+        RunProgress(_count_triples(tasks, models, seeds)), write=reporter.write_line,
+        rewrite=rewrite, end=lambda: reporter.line(""), tty=bool(reporter.isatty),
+        every_triple=config.get_verbosity() > 0)
+
+
+def _count_triples(tasks: Any, models: Any, seeds: Any) -> int | None:
+    """How many (task, model, seed) triples ``run_benchmark`` will run (None: it will refuse
+    the arguments itself, with its own message)."""
+    from .tasks import resolve_tasks
+
+    try:
+        return len(resolve_tasks(tasks)) * len(models) * len(seeds)
+    except (KeyError, TypeError, ValueError):
+        return None

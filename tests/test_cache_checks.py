@@ -190,7 +190,7 @@ COMMAND_GATE = '''
 import sys
 
 from pytest_graphnetz import Task
-from pytest_graphnetz.tasks.command import Command, DataFiles
+from pytest_graphnetz.command import Command, DataFiles
 
 
 def test_script(graphnetz_run):

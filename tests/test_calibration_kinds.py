@@ -34,7 +34,7 @@ import sys
 from pathlib import Path
 
 from pytest_graphnetz import Task
-from pytest_graphnetz.tasks.command import Command, DataFiles
+from pytest_graphnetz.command import Command, DataFiles
 
 HERE = Path(__file__).parent
 TASKS = {"graph": Task("graph", DataFiles([HERE / "graph.npz"]), kind="command")}

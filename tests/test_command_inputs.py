@@ -24,7 +24,7 @@ import pytest
 pytest.importorskip("torch_geometric")
 
 # One copy of the plugin's classes for every session (pytester drops what a session imports).
-import pytest_graphnetz.tasks.command  # noqa: E402, F401
+import pytest_graphnetz.command  # noqa: E402, F401
 from pytest_graphnetz import assert_not_worse  # noqa: E402, F401
 from pytest_graphnetz.runner import TripleError  # noqa: E402, F401
 from pytest_graphnetz.verdicts.values import GateRefusal  # noqa: E402, F401
@@ -65,7 +65,7 @@ import sys
 from pathlib import Path
 
 from pytest_graphnetz import Task
-from pytest_graphnetz.tasks.command import Command, DataFiles
+from pytest_graphnetz.command import Command, DataFiles
 
 HERE = Path(__file__).parent
 TASKS = {"t": Task("t", DataFiles(), kind="command")}
@@ -172,15 +172,16 @@ def verbose():   # a library's own lookup for the script (click's `envvar=` read
 def test_every_interface_to_the_environment_is_recorded(tmp_path, monkeypatch) -> None:
     import sys
 
-    from pytest_graphnetz.tasks.command import Command
-    from pytest_graphnetz.tasks.command_run import run_traced
+    from pytest_graphnetz.command import Command
+    from pytest_graphnetz.command.run import CommandExecutor
 
     (tmp_path / "train.py").write_text(ENV_SCRIPT)
     (tmp_path / "lib_settings.py").write_text(LIBRARY)
     monkeypatch.setenv("BY_POSIX", "1")
     command = Command([sys.executable, "train.py"], cwd=tmp_path)
-    _, reads = run_traced(command, task="t", model="m", metric="accuracy", seed=0,
-                          device="cpu", threads=1, deterministic="off")
+    with CommandExecutor() as commands:
+        _, reads = commands.run_traced(command, task="t", model="m", metric="accuracy", seed=0,
+                                       device="cpu", threads=1, deterministic="off")
     assert reads is not None
     assert {"BY_ENVIRONB", "BY_POSIX", "BY_GETENV", "BY_LIBRARY"} <= set(reads["env"])
     assert reads["env"]["BY_POSIX"] is not None and reads["env"]["BY_GETENV"] is None

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_graphnetz.tasks import command_output, command_process, command_run
-from pytest_graphnetz.tasks.command import Command, CommandError
+from pytest_graphnetz.command import Command, CommandError
+from pytest_graphnetz.command.run import CommandExecutor
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(),
                                 reason="reads process states from /proc")
@@ -39,6 +39,13 @@ time.sleep(300)
 
 RUN = dict(task="t", model="m", metric="accuracy", seed=0, device="cpu", threads=1,
            deterministic="off")
+
+
+@pytest.fixture
+def commands():
+    """An executor of command runs for one test, closed after it (its servers end)."""
+    with CommandExecutor() as executor:
+        yield executor
 
 
 def alive(pid: int) -> bool:
@@ -80,30 +87,31 @@ def spawner(tmp_path: Path, mode: str, timeout: float | None = None) -> tuple[Co
                    timeout=timeout), pids
 
 
-def test_a_timeout_kills_the_script_and_its_grandchildren(tmp_path) -> None:
+def test_a_timeout_kills_the_script_and_its_grandchildren(tmp_path, commands) -> None:
     cmd, pids = spawner(tmp_path, "sleep", timeout=3)
     with pytest.raises(CommandError, match="ran past its timeout of 3 s"):
-        command_run.run(cmd, **RUN)
+        commands.run(cmd, **RUN)
     assert gone(wait_for(pids)), "a process of the timed-out run survived"
 
 
-def test_a_grandchild_holding_the_output_open_does_not_delay_the_run(tmp_path) -> None:
+def test_a_grandchild_holding_the_output_open_does_not_delay_the_run(tmp_path, commands) -> None:
     # The script exits at once; its `sleep 300` keeps stdout and stderr open. Pipes would make
     # the run wait for it until its timeout (a CommandError, not 0.5); files do not, and the
     # group is killed.
     cmd, pids = spawner(tmp_path, "exit", timeout=120)
-    history = command_run.run(cmd, **RUN)
+    history = commands.run(cmd, **RUN)
     assert history.test == (0.5,)
     assert gone(wait_for(pids)), "the grandchild outlived its run"
 
 
 DRIVER = '''
 import sys
-from pytest_graphnetz.tasks import command_run
-from pytest_graphnetz.tasks.command import Command
+from pytest_graphnetz.command import Command
+from pytest_graphnetz.command.run import CommandExecutor
 cmd = Command([sys.executable, "spawn.py", sys.argv[1], "sleep", "{output}"], cwd=sys.argv[2])
-command_run.run(cmd, task="t", model="m", metric="accuracy", seed=0, device="cpu", threads=1,
-                deterministic="off")
+with CommandExecutor() as commands:
+    commands.run(cmd, task="t", model="m", metric="accuracy", seed=0, device="cpu", threads=1,
+                 deterministic="off")
 '''
 
 
@@ -130,38 +138,39 @@ def test_sigterm_and_sigint_to_the_runner_end_the_whole_group(tmp_path, signum) 
     assert gone(script_and_child), f"a process survived {signal.Signals(signum).name}"
 
 
-def test_output_past_the_bound_stops_the_run_and_says_so(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr(command_process, "MAX_OUTPUT_BYTES", 2**20)
+def test_output_past_the_bound_stops_the_run_and_says_so(tmp_path) -> None:
     (tmp_path / "loud.py").write_text(
         "import sys, time\nfor _ in range(64):\n    sys.stdout.write('x' * 65536)\n"
         "sys.stdout.flush()\ntime.sleep(300)\n")
     # Not stopped for its output, it would sleep until its timeout: another message.
     cmd = Command([sys.executable, "loud.py"], cwd=tmp_path, timeout=120)
-    with pytest.raises(CommandError, match=r"loud\.py.*more than 1 MiB to its stdout \(pytest_"
-                       r"graphnetz\.tasks\.command_process\.MAX_OUTPUT_BYTES\).*print less"):
-        command_run.run(cmd, **RUN)
+    with pytest.raises(CommandError, match=r"loud\.py.*more than 1 MiB to its stdout \(the "
+                       r"bound: CommandExecutor\(max_output_bytes=\.\.\.\), by default "
+                       r"pytest_graphnetz\.command\.process\.MAX_OUTPUT_BYTES\).*print less"), \
+            CommandExecutor(max_output_bytes=2**20) as commands:
+        commands.run(cmd, **RUN)
 
 
-def test_a_long_stderr_keeps_only_its_tail(tmp_path) -> None:
+def test_a_long_stderr_keeps_only_its_tail(tmp_path, commands) -> None:
     (tmp_path / "fail.py").write_text(
         "import sys\nfor i in range(200000):\n    print('line', i, file=sys.stderr)\n"
         "sys.exit(3)\n")
     cmd = Command([sys.executable, "fail.py"], cwd=tmp_path)
     with pytest.raises(CommandError, match="exited with code 3") as info:
-        command_run.run(cmd, **RUN)
+        commands.run(cmd, **RUN)
     assert "line 199999" in str(info.value) and "line 0\n" not in str(info.value)
     assert len(str(info.value)) < 2000
 
 
-def test_a_metrics_file_past_the_bound_is_refused_by_name(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr(command_output, "MAX_METRICS_BYTES", 2**20)
+def test_a_metrics_file_past_the_bound_is_refused_by_name(tmp_path) -> None:
     (tmp_path / "big.py").write_text(
         "import json, sys\njson.dump({'metric': 'accuracy', 'test': [0.5] * 400000}, "
         "open(sys.argv[1], 'w'))\n")
     cmd = Command([sys.executable, "big.py", "{output}"], cwd=tmp_path)
     with pytest.raises(CommandError, match=r"metrics file .*metrics\.json holds [0-9.]+ MiB, "
-                       r"more than the 1 MiB .*MAX_METRICS_BYTES.*once per epoch"):
-        command_run.run(cmd, **RUN)
+                       r"more than the 1 MiB .*MAX_METRICS_BYTES.*once per epoch"), \
+            CommandExecutor(max_metrics_bytes=2**20) as commands:
+        commands.run(cmd, **RUN)
 
 
 def _parent(pid: int) -> int:
@@ -187,7 +196,7 @@ import sys
 from pathlib import Path
 
 from pytest_graphnetz import Task
-from pytest_graphnetz.tasks.command import Command, DataFiles
+from pytest_graphnetz.command import Command, DataFiles
 
 HERE = Path(__file__).parent
 
@@ -214,7 +223,7 @@ def test_sigkill_of_pytest_during_a_warm_run_leaves_no_process(tmp_path) -> None
         stderr=subprocess.DEVNULL)
     try:
         server, script, grandchild = wait_for(pids)
-        assert b"command_server.py" in Path(f"/proc/{server}/cmdline").read_bytes(), \
+        assert b"command/server.py" in Path(f"/proc/{server}/cmdline").read_bytes(), \
             "the run was not forked from the warm server"
         assert _parent(server) == session.pid
     finally:
@@ -231,44 +240,44 @@ import pytest_graphnetz.script as graphnetz
 
 parent = os.getppid()
 with open(f"/proc/{parent}/cmdline", "rb") as fh:
-    if b"command_server.py" in fh.read():   # forked warm: end the server, never a cold parent
+    if b"command/server.py" in fh.read():   # forked warm: end the server, never a cold parent
         os.kill(parent, signal.SIGKILL)
 graphnetz.record(test=0.25 + 0.01 * int(os.environ["GRAPHNETZ_SEED"]))
 '''
 
 
-def test_a_killed_fork_server_falls_back_to_cold_runs_with_one_warning(tmp_path) -> None:
+def test_a_killed_fork_server_falls_back_to_cold_runs_with_one_warning(tmp_path,
+                                                                       commands) -> None:
     pytest.importorskip("torch")
     if not sys.platform.startswith("linux"):
         pytest.skip("warm runs fork: Linux only")
-    from pytest_graphnetz.tasks import command_warm
+    from pytest_graphnetz.command import warm as command_warm
 
-    command_warm.close_servers()
     (tmp_path / "train.py").write_text(KILLS_ITS_SERVER)
     cmd = Command([sys.executable, "train.py"], cwd=tmp_path)
-    first = command_run.run(cmd, **RUN)   # cold: shows that it imports torch
+    first = commands.run(cmd, **RUN)   # cold: shows that it imports torch
     with pytest.warns(command_warm.WarmServerWarning) as caught:
-        later = [command_run.run(cmd, **{**RUN, "seed": s}) for s in (1, 2, 3)]
+        later = [commands.run(cmd, **{**RUN, "seed": s}) for s in (1, 2, 3)]
     assert [first.test, *(h.test for h in later)] == [(0.25,), (0.26,), (0.27,), (0.28,)]
     said = [str(w.message) for w in caught if w.category is command_warm.WarmServerWarning]
     assert len(said) == 1, said
     assert "warm script server" in said[0] and "later script runs start cold" in said[0]
-    assert command_warm.running_servers() == []
-    command_warm.close_servers()
+    assert commands.servers.running() == []
 
 
-def test_a_3_mb_stderr_line_without_a_newline_shows_its_tail(tmp_path) -> None:
+def test_a_3_mb_stderr_line_without_a_newline_shows_its_tail(tmp_path, commands) -> None:
     (tmp_path / "fail.py").write_text(
         "import sys\nsys.stderr.write('x' * 3_000_000 + 'THE END')\nsys.exit(3)\n")
     cmd = Command([sys.executable, "fail.py"], cwd=tmp_path)
     with pytest.raises(CommandError, match="exited with code 3") as info:
-        command_run.run(cmd, **RUN)
+        commands.run(cmd, **RUN)
     message = str(info.value)
     assert "no stderr" not in message
     assert message.endswith("xxxxxTHE END") and len(message) < 2000
 
 
-def test_a_process_that_makes_its_own_session_outlives_the_run_as_documented(tmp_path) -> None:
+def test_a_process_that_makes_its_own_session_outlives_the_run_as_documented(tmp_path,
+                                                                           commands) -> None:
     # docs/command-tasks.md says so: it left the run's process group, which is what is killed.
     (tmp_path / "daemon.py").write_text(
         "import json, subprocess, sys\n"
@@ -277,9 +286,97 @@ def test_a_process_that_makes_its_own_session_outlives_the_run_as_documented(tmp
         "json.dump({'metric': 'accuracy', 'test': [0.5]}, open(sys.argv[2], 'w'))\n")
     pids = tmp_path / "pids.json"
     cmd = Command([sys.executable, "daemon.py", str(pids), "{output}"], cwd=tmp_path)
-    assert command_run.run(cmd, **RUN).test == (0.5,)
+    assert commands.run(cmd, **RUN).test == (0.5,)
     (daemon,) = json.loads(pids.read_text())
     try:
         assert alive(daemon)
     finally:
         os.kill(daemon, signal.SIGKILL)
+
+
+# Programs of their own, run by path in the user's interpreter (one run, or one fork server,
+# per process): what they hold at module level is that process's, never the runner's.
+PROGRAMS = ("child.py", "server.py")
+MUTABLE_CALLS = {"list", "dict", "set", "defaultdict", "OrderedDict", "Counter", "deque",
+                 "local", "WeakValueDictionary", "WeakKeyDictionary", "WeakSet"}
+
+
+def module_state(source: str) -> list[str]:
+    """The module-level names ``source`` binds to a mutable container, and its ``global``
+    statements (``line: what``)."""
+    import ast
+
+    tree = ast.parse(source)
+    found = [f"{node.lineno}: global {', '.join(node.names)}" for node in ast.walk(tree)
+             if isinstance(node, ast.Global)]
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, ast.AnnAssign) and node.value is not None else []
+        value = getattr(node, "value", None)
+        call = value.func if isinstance(value, ast.Call) else None
+        called = call.attr if isinstance(call, ast.Attribute) else \
+            call.id if isinstance(call, ast.Name) else None
+        names = [ast.unparse(t) for t in targets]
+        displays = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)
+        if names and names != ["__all__"] and (isinstance(value, displays)
+                                               or called in MUTABLE_CALLS):
+            found.append(f"{node.lineno}: {', '.join(names)}")
+    return found
+
+
+def test_the_runner_side_of_command_tasks_holds_no_module_level_state() -> None:
+    package = Path(__file__).parents[1] / "pytest_graphnetz" / "command"
+    found = {path.name: module_state(path.read_text(encoding="utf-8"))
+             for path in sorted(package.glob("*.py")) if path.name not in PROGRAMS}
+    assert len(found) >= 6, found   # the package's modules were scanned
+    assert {name: state for name, state in found.items() if state} == {}, \
+        "module-level mutable state: it belongs on the CommandExecutor"
+    # The check finds what it looks for.
+    assert module_state("A = {}\nB: set[int] = set()\nC = (1,)\n"
+                        "def f():\n    global D\n") == ["5: global D", "1: A", "2: B"]
+
+
+SESSION_END = '''
+import sys
+from pathlib import Path
+
+from pytest_graphnetz import Task
+from pytest_graphnetz.command import Command, DataFiles
+
+HERE = Path(__file__).parent
+
+
+def test_script(graphnetz_run):
+    graphnetz_run({"t": Task("t", DataFiles(), kind="command")},
+                  {"A": Command([sys.executable, "train.py"], cwd=HERE)})
+'''
+
+RECORDS_ITS_PARENT = '''
+import os
+import torch
+import pytest_graphnetz.script as graphnetz
+
+with open("parents.txt", "a") as fh:
+    fh.write(f"{os.getppid()}\\n")
+graphnetz.record(test=0.5)
+'''
+
+
+def test_a_session_ends_its_fork_servers_when_it_ends(pytester: pytest.Pytester,
+                                                      monkeypatch) -> None:
+    pytest.importorskip("torch")
+    if not sys.platform.startswith("linux"):
+        pytest.skip("warm runs fork: Linux only")
+    monkeypatch.delenv("GRAPHNETZ_WARM_SCRIPTS", raising=False)
+    pytester.makepyfile(test_session=SESSION_END)
+    (pytester.path / "train.py").write_text(RECORDS_ITS_PARENT)
+    # In this process: no exit handler runs after the session, so only its end can close them.
+    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider",
+                                          "-o", "graphnetz_seeds=3", "--graphnetz-device=cpu",
+                                          "--graphnetz-no-cache")
+    result.assert_outcomes(passed=1)
+    parents = [int(p) for p in (pytester.path / "parents.txt").read_text().split()]
+    assert parents[0] == os.getpid(), "the first run is cold"
+    server = parents[-1]
+    assert server != os.getpid(), "the later runs were not forked warm"
+    assert gone([server]), "the session's fork server outlived the session"

@@ -21,9 +21,9 @@ import pytest
 pytest.importorskip("torch_geometric")
 
 from pytest_graphnetz import run_benchmark  # noqa: E402
+from pytest_graphnetz.command import Command, DataFiles  # noqa: E402
+from pytest_graphnetz.command.run import CommandExecutor  # noqa: E402
 from pytest_graphnetz.tasks.base import Task  # noqa: E402
-from pytest_graphnetz.tasks.command import Command, DataFiles  # noqa: E402
-from pytest_graphnetz.tasks.command_run import run_traced  # noqa: E402
 
 SCRIPT = '''
 import importlib, json, os, random
@@ -100,8 +100,10 @@ def test_what_a_run_read_is_recorded_relative_to_its_directory(tmp_path, monkeyp
     monkeypatch.setenv("PROJECT_SCALE", "3")
     project(tmp_path / "p")
     command = Command([sys.executable, "train.py"], cwd=tmp_path / "p")
-    history, reads = run_traced(command, task="t", model="m", metric="accuracy", seed=0,
-                                device="cpu", threads=1, deterministic="off")
+    with CommandExecutor() as commands:
+        history, reads = commands.run_traced(command, task="t", model="m", metric="accuracy",
+                                             seed=0, device="cpu", threads=1,
+                                             deterministic="off")
     assert len(history.test) == 3
     assert reads is not None
     assert sorted(reads["files"]) == ["config.json", "config.yaml"]
@@ -194,3 +196,81 @@ def test_a_shell_command_is_keyed_as_before(tmp_path) -> None:
                       progress=lambda *a: seen.append(a[3]))
     assert seen == ["trained", "cached"]
     assert os.path.exists(tmp_path / "cache")
+
+
+OWN_VARIABLE = '''
+import os
+import pytest_graphnetz.script as graphnetz
+
+os.environ["RUN_OWN"] = "set by the run"       # set, then read: the run's own value
+os.putenv("RUN_PUT", "set by the run")
+mode = os.environ["RUN_OWN"] + str(os.environ.get("PROJECT_MODE"))
+graphnetz.record(test=0.5)
+'''
+
+
+def test_a_variable_the_run_set_before_reading_it_is_not_an_input(tmp_path,
+                                                                   monkeypatch) -> None:
+    (tmp_path / "train.py").write_text(OWN_VARIABLE)
+    monkeypatch.setenv("RUN_OWN", "inherited")
+    command = Command([sys.executable, "train.py"], cwd=tmp_path)
+    with CommandExecutor() as commands:
+        _, reads = commands.run_traced(command, task="t", model="m", metric="accuracy",
+                                       seed=0, device="cpu", threads=1, deterministic="off")
+    assert reads is not None
+    assert "RUN_OWN" not in reads["env"]
+    assert reads["env"]["PROJECT_MODE"] is None   # read, unset: still an input
+
+
+IMPORTS_TORCH = '''
+import torch
+import torch_geometric  # its import reads TORCHINDUCTOR_CACHE_DIR
+import pytest_graphnetz.script as graphnetz
+
+graphnetz.seed()
+graphnetz.record(test=float(torch.sigmoid(torch.randn(3).sum())))
+'''
+
+TWO_KINDS = '''
+import sys
+from pathlib import Path
+
+from pytest_graphnetz import Task
+from pytest_graphnetz.command import Command, DataFiles
+
+HERE = Path(__file__).parent
+
+
+def gcn(in_channels, out_channels):
+    from torch_geometric.nn import GCN
+
+    return GCN(in_channels, 4, 1, out_channels)
+
+
+def test_in_process(graphnetz_run):
+    graphnetz_run("social", {"GCN": gcn}, epochs=2)
+
+
+def test_script(graphnetz_run):
+    graphnetz_run({"t": Task("t", DataFiles(), kind="command")},
+                  {"A": Command([sys.executable, "train.py"], cwd=HERE)})
+'''
+
+
+def test_what_a_script_inherits_does_not_depend_on_the_runner_importing_torch(
+        pytester: pytest.Pytester, monkeypatch) -> None:
+    # A session with an in-process gate imports torch and PyG in pytest, and that import sets
+    # TORCHINDUCTOR_CACHE_DIR; a session of the command gate alone does not. The script's
+    # import of PyG reads that variable: were it inherited, every run the first session made would
+    # retrain in the second.
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    pytester.makepyfile(test_kinds=TWO_KINDS)
+    (pytester.path / "train.py").write_text(IMPORTS_TORCH)
+    options = ["-p", "no:randomly", "-p", "no:cacheprovider", "-o", "graphnetz_seeds=3",
+               "--graphnetz-device=cpu", f"--graphnetz-cache-dir={pytester.path / 'cache'}",
+               "--graphnetz-verify-cache=0"]
+    both = pytester.runpytest_subprocess(*options)
+    both.assert_outcomes(passed=2)
+    script_alone = pytester.runpytest_subprocess(*options, "-k", "script")
+    script_alone.assert_outcomes(passed=1, deselected=1)
+    script_alone.stdout.fnmatch_lines(["*triples: 0 trained, 3 from cache*"])

@@ -16,8 +16,9 @@ pytest.importorskip("torch")
 if not sys.platform.startswith("linux"):
     pytest.skip("warm runs fork: Linux only", allow_module_level=True)
 
-from pytest_graphnetz.tasks import command_run, command_warm  # noqa: E402
-from pytest_graphnetz.tasks.command import Command, CommandError  # noqa: E402
+from pytest_graphnetz.command import Command, CommandError  # noqa: E402
+from pytest_graphnetz.command import warm as command_warm  # noqa: E402
+from pytest_graphnetz.command.run import CommandExecutor  # noqa: E402
 
 SCRIPT = '''
 import sys, time
@@ -46,36 +47,42 @@ for epoch in range(4):
 RUN = dict(task="t", model="m", metric="accuracy", device="cpu", threads=1, deterministic="off")
 
 
-def test_warm_runs_match_cold_ones_bit_for_bit(tmp_path, monkeypatch) -> None:
-    command_warm.close_servers()   # servers other tests of this process left
+@pytest.fixture
+def commands():
+    """An executor of command runs for one test, closed after it (its servers end)."""
+    with CommandExecutor() as executor:
+        yield executor
+
+
+def test_warm_runs_match_cold_ones_bit_for_bit(tmp_path, monkeypatch, commands) -> None:
     (tmp_path / "train.py").write_text(SCRIPT)
     ok = Command([sys.executable, "train.py", "ok"], cwd=tmp_path)
     monkeypatch.setenv(command_warm.WARM_ENV, "0")
-    cold = [command_run.run(ok, seed=s, **RUN) for s in (0, 1)]
+    cold = [commands.run(ok, seed=s, **RUN) for s in (0, 1)]
     monkeypatch.delenv(command_warm.WARM_ENV)
-    command_run.run(ok, seed=5, **RUN)   # the first run: cold, and shows that it imports torch
-    warm = [command_run.run(ok, seed=s, **RUN) for s in (0, 1)]
-    assert len(command_warm.running_servers()) == 1, "the later runs were not forked warm"
+    commands.run(ok, seed=5, **RUN)   # the first run: cold, and shows that it imports torch
+    warm = [commands.run(ok, seed=s, **RUN) for s in (0, 1)]
+    assert len(commands.servers.running()) == 1, "the later runs were not forked warm"
     assert [h.to_dict() for h in warm] == [h.to_dict() for h in cold]
 
     failing = Command([sys.executable, "train.py", "fail"], cwd=tmp_path)
     with pytest.raises(CommandError, match=r"exited with code 7.*\n.*something went wrong"):
-        command_run.run(failing, seed=0, **RUN)
+        commands.run(failing, seed=0, **RUN)
 
     hanging = Command([sys.executable, "train.py", "hang"], cwd=tmp_path, timeout=3)
     with pytest.raises(CommandError, match="ran past its timeout of 3 s"):
-        command_run.run(hanging, seed=0, **RUN)
+        commands.run(hanging, seed=0, **RUN)
     sleeps = [p for p in Path("/proc").iterdir() if p.name.isdigit()
               and _cmdline(p) == b"sleep\x00300\x00" and _parent_chain_has(p, tmp_path)]
     assert sleeps == []
     # A command's own settings (`env=`) share the server; a thread count read at import
     # does not.
-    servers = command_warm.running_servers()
+    servers = commands.servers.running()
     flagged = Command([sys.executable, "train.py", "ok"], cwd=tmp_path, env={"MODEL": "b"})
-    assert command_run.run(flagged, seed=0, **RUN).to_dict() == cold[0].to_dict()
-    assert command_warm.running_servers() == servers
-    command_warm.close_servers()
-    assert command_warm.running_servers() == []
+    assert commands.run(flagged, seed=0, **RUN).to_dict() == cold[0].to_dict()
+    assert commands.servers.running() == servers
+    commands.close()
+    assert commands.servers.running() == []
 
 
 def _cmdline(proc: Path) -> bytes:
@@ -167,18 +174,18 @@ def _comparable(history) -> dict:
 
 
 @pytest.mark.parametrize("shape", ["thread", "unclosed", "globals"])
-def test_warm_runs_give_what_a_fresh_interpreter_gives(tmp_path, monkeypatch, shape) -> None:
-    command_warm.close_servers()
+def test_warm_runs_give_what_a_fresh_interpreter_gives(tmp_path, monkeypatch, shape,
+                                                       commands) -> None:
     (tmp_path / "train.py").write_text(SHAPES)
     (tmp_path / "state.py").write_text("CALLS = []\n")
     command = Command([sys.executable, "train.py", shape, "{output}"], cwd=tmp_path)
     seeds = (0, 1)
     monkeypatch.setenv(command_warm.WARM_ENV, "0")
-    cold = [command_run.run(command, seed=s, **RUN) for s in seeds]
+    cold = [commands.run(command, seed=s, **RUN) for s in seeds]
     monkeypatch.delenv(command_warm.WARM_ENV)
-    command_run.run(command, seed=5, **RUN)   # the first run: cold, and shows it imports torch
-    warm = [command_run.run(command, seed=s, **RUN) for s in seeds]
-    (server,) = command_warm.running_servers()
+    commands.run(command, seed=5, **RUN)   # the first run: cold, and shows it imports torch
+    warm = [commands.run(command, seed=s, **RUN) for s in seeds]
+    (server,) = commands.servers.running()
     assert {h.extra["parent"][0] for h in cold} == {float(os.getpid())}
     assert {h.extra["parent"][0] for h in warm} == {float(server)}, "not forked warm"
     assert [len(h.test) for h in warm + cold] == [3] * 4
@@ -192,4 +199,4 @@ def test_warm_runs_give_what_a_fresh_interpreter_gives(tmp_path, monkeypatch, sh
         for runs in (cold, warm):
             for name in DRAWN:
                 assert len({h.extra[name][0] for h in runs}) == len(runs), (name, runs)
-    command_warm.close_servers()
+    commands.close()

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from ..tasks.command import Command
+from ..command import Command
 from .resolution import DEFAULT_SALT
 
 SALT_LABEL = "graphnetz-calibrate"
@@ -56,7 +56,7 @@ class SaltedFactory:
 
 @dataclass(frozen=True)
 class SaltedCommand(Command):
-    """A command task's model (:class:`~pytest_graphnetz.tasks.command.Command`) under salted
+    """A command task's model (:class:`~pytest_graphnetz.command.Command`) under salted
     randomness: the script receives :func:`salted_seed` as its seed (``{seed}``,
     ``GRAPHNETZ_SEED``, so ``graphnetz.seed()`` reseeds every RNG with it) and the benchmark
     seed in ``GRAPHNETZ_DATA_SEED`` (``graphnetz.data_seed()``), for a split drawn from the

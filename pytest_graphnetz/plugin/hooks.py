@@ -151,7 +151,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     # summary, which pytest calls after every pytest_sessionfinish and which prints the paths
     # written here.
     graphnetz = session.config.stash[STASH_KEY]
-    graphnetz.close_executor()
+    graphnetz.close()
     session.config.stash[USAGE_KEY].finish(session, int(exitstatus))
     # The controller writes, from every worker's reports; a session with nothing to write or
     # show (plain tests) need not load the module that would.

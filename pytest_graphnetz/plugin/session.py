@@ -41,8 +41,8 @@ from .usage import BaselineUsage, baseline_name
 
 if TYPE_CHECKING:
     from ..baselines import BaselineHandle
+    from ..command.run import CommandExecutor
     from ..gates.recorder import GateRecorder
-    from ..progress import TerminalProgress
     from ..report import BenchmarkReport
     from ..summary import GateSummary
     from ..verdicts.values import CellVerdict, WidthVerdict
@@ -84,6 +84,9 @@ class GraphnetzSession:
         # --graphnetz-executor: opened at the first run that trains, closed at session end.
         self._executor: Any = None
         self._close_executor: Any = None
+        # The executor of command tasks' scripts (warm servers, process groups), made by the
+        # first run that needs one and closed at the session's end (close).
+        self.commands: CommandExecutor | None = None
 
     @property
     def is_xdist_worker(self) -> bool:
@@ -119,10 +122,19 @@ class GraphnetzSession:
         kwargs.setdefault("verify_cache", s.verify_cache)
         if s.executor is not None and "executor" not in kwargs:
             kwargs["executor"] = self.executor()
+        if "commands" not in kwargs:
+            if self.commands is None:
+                from ..command.run import CommandExecutor
+
+                self.commands = CommandExecutor()
+            kwargs["commands"] = self.commands
         counts: dict[str, float] = {"trained": 0, "cached": 0}
         user_progress = kwargs.pop("progress", None)
+        from ..progress import live_progress
+
         with self._uncaptured():  # its first line (0/N) is written at once
-            live = self._live_progress(tasks, models, kwargs["seeds"])
+            live = live_progress(self.config, tasks, models, kwargs["seeds"],
+                                 worker=self.is_xdist_worker)
 
         def progress(task: str, model: str, seed: int, status: str, seconds: float) -> None:
             counts[status] = counts.get(status, 0) + 1
@@ -168,29 +180,17 @@ class GraphnetzSession:
                 load_factory(self.settings.executor, option=option), option=option)
         return self._executor
 
-    def close_executor(self) -> None:
-        """Shut the executor down (and run the rest of a generator factory), once."""
+    def close(self) -> None:
+        """End, once, what the session's runs left running: the ``--graphnetz-executor`` (the
+        rest of a generator factory run) and the command executor's fork servers."""
         close, self._close_executor, self._executor = self._close_executor, None, None
-        if close is not None:
-            close()
-
-    def _live_progress(self, tasks: Any, models: Any, seeds: Any) -> TerminalProgress | None:
-        """The live progress display of one run; None under ``-q``, on an xdist worker (whose
-        output nobody sees: the controller prints per-test counts) or without a terminal."""
-        from ..progress import RunProgress, TerminalProgress
-
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is None or self.is_xdist_worker or self.config.get_verbosity() < 0:
-            return None
-
-        def rewrite(line: str) -> None:
-            reporter.ensure_newline()
-            reporter.rewrite(line, erase=True)
-
-        return TerminalProgress(
-            RunProgress(_count_triples(tasks, models, seeds)), write=reporter.write_line,
-            rewrite=rewrite, end=lambda: reporter.line(""), tty=bool(reporter.isatty),
-            every_triple=self.config.get_verbosity() > 0)
+        commands, self.commands = self.commands, None
+        try:
+            if close is not None:
+                close()
+        finally:
+            if commands is not None:
+                commands.close()
 
     def baseline(self, item: pytest.Item, name: str | None = None) -> BaselineHandle:
         """The baseline handle of ``item``: ``<baseline dir>/<module>/<name or test>.json``
@@ -455,17 +455,6 @@ def _test_counts(nodeid: str, runs: list[dict[str, float]]) -> str:
     seconds = sum(float(r.get("seconds", 0.0)) for r in runs)
     return (f"graphnetz: {_short_test(nodeid)}: {trained + cached} triples ({trained} trained, "
             f"{cached} from cache) in {duration(seconds)}")
-
-
-def _count_triples(tasks: Any, models: Any, seeds: Any) -> int | None:
-    """How many (task, model, seed) triples ``run_benchmark`` will run (None: it will refuse
-    the arguments itself, with its own message)."""
-    from ..tasks import resolve_tasks
-
-    try:
-        return len(resolve_tasks(tasks)) * len(models) * len(seeds)
-    except (KeyError, TypeError, ValueError):
-        return None
 
 
 def _crash_message(report: pytest.TestReport) -> str:

@@ -3,9 +3,12 @@ and described, and the library versions that enter the cache key."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 import platform
 import re
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -23,9 +26,27 @@ def import_torch_geometric() -> None:
     """
     import warnings
 
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), environment_kept():
         warnings.simplefilter("ignore", DeprecationWarning)
         import torch_geometric  # noqa: F401
+
+
+@contextlib.contextmanager
+def environment_kept() -> Iterator[None]:
+    """Undo what the block changes in ``os.environ``: the runner's own import of torch sets
+    ``TORCHINDUCTOR_CACHE_DIR`` (torch's default made explicit, which torch sets again where it
+    compiles). A command task's script inherits this process's environment and its reads of
+    it key the cache, so what it inherits must not depend on whether this session's runner
+    happened to import torch (it does for an in-process task, not for a cached command task)."""
+    before = dict(os.environ)
+    try:
+        yield
+    finally:
+        for name in [n for n in os.environ if n not in before]:
+            del os.environ[name]
+        for name, value in before.items():
+            if os.environ.get(name) != value:
+                os.environ[name] = value
 
 
 
@@ -54,7 +75,8 @@ def resolve_device(device: str = "auto") -> str:
     spec = str(device).strip().lower()
     if spec == "cpu" or (spec == "auto" and _no_gpu_build()):
         return "cpu"
-    import torch
+    with environment_kept():
+        import torch
 
     mps = getattr(torch.backends, "mps", None)
     has_mps = bool(mps is not None and mps.is_available())

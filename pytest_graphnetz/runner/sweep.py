@@ -9,21 +9,24 @@ import platform
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import determinism
 from ..cache import TripleCache
+from ..command import Command
 from ..epochs import MetricSpec
 from ..report import BenchmarkReport
 from ..tasks import resolve_tasks
 from ..tasks.base import Task
-from ..tasks.command import Command
 from ..text import check_name
 from . import environment
 from .engines import as_executor
 from .triple import Job, Outcome, check_commands, code_identities
 from .verify import CacheCheck, verify_hits
 from .workers import Progress, execute
+
+if TYPE_CHECKING:
+    from ..command.run import CommandExecutor
 
 ROOT_ENV = "GRAPHNETZ_ROOT"
 
@@ -65,6 +68,7 @@ def run_benchmark(
     options: Mapping[str, Any] | None = None,
     deterministic: str = determinism.DEFAULT_MODE,
     verify_cache: int | None = None,
+    commands: CommandExecutor | None = None,
 ) -> BenchmarkReport:
     """Train every model on every task under every seed; the per-seed, per-epoch report.
 
@@ -96,6 +100,9 @@ def run_benchmark(
       compare bit for bit (0: none); a result that differs retrains the cell and the report's
       ``protocol["cache"]`` names it. None: one for a command task, none for an in-process
       model (:mod:`~pytest_graphnetz.runner.verify`).
+    - ``commands``: the :class:`~pytest_graphnetz.command.run.CommandExecutor` that runs
+      command tasks' scripts, so its warm servers serve several runs (the pytest session's);
+      None: one opened for this call and closed at its end.
 
     Returns a :class:`BenchmarkReport` with ``X[task, model, seed]`` in the order of ``tasks``,
     ``models`` and ``seeds``, every history, data/model fingerprints and the run's protocol.
@@ -159,18 +166,29 @@ def run_benchmark(
     ]
     # More processes than triples would only sit idle (24 workers for 2 triples).
     pool = max(1, min(int(workers), len(jobs)))
-    outcomes = execute(jobs, workers=pool, executor=executor, device=device_str,
-                       progress=progress, started=started)
-    if here is None:
-        here = environment.one_machine([out.machine or {} for out in outcomes])
-        device_str, context = here["device"], environment.key_context(here, mode)
-        jobs = [replace(job, device=device_str, context=context) for job in jobs]
-    checked = CacheCheck()
-    if cache is not None:
-        outcomes, checked = verify_hits(jobs, outcomes, per_cell=verify_cache, run=lambda more: (
-            execute(more, workers=max(1, min(pool, len(more))), executor=executor,
-                    device=device_str, progress=None, started=None)))
-    check_commands(jobs, outcomes)
+    own = None
+    if commands is None and any(task.kind == "command" for task in task_map.values()):
+        from ..command.run import CommandExecutor
+
+        commands = own = CommandExecutor()
+    try:
+        outcomes = execute(jobs, workers=pool, executor=executor, device=device_str,
+                           progress=progress, started=started, commands=commands)
+        if here is None:
+            here = environment.one_machine([out.machine or {} for out in outcomes])
+            device_str, context = here["device"], environment.key_context(here, mode)
+            jobs = [replace(job, device=device_str, context=context) for job in jobs]
+        checked = CacheCheck()
+        if cache is not None:
+            outcomes, checked = verify_hits(
+                jobs, outcomes, per_cell=verify_cache, run=lambda more: execute(
+                    more, workers=max(1, min(pool, len(more))), executor=executor,
+                    device=device_str, progress=None, started=None, commands=commands))
+        if commands is not None:
+            check_commands(jobs, outcomes, commands)
+    finally:
+        if own is not None:
+            own.close()
     protocol = {"device": here["info"], "threads": int(threads), "versions": here["versions"],
                 "deterministic": mode, "gpu": here["gpu"], "platform": here["platform"],
                 "hardware": here["hardware"],

@@ -28,15 +28,18 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeGuard, cast
+from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 from .. import determinism
 from ..cache import TripleCache
+from ..command import Command, DataFiles
 from ..epochs import History
 from ..fingerprint import model_fingerprint
 from ..tasks.base import Task
-from ..tasks.command import Command, DataFiles
 from . import environment
+
+if TYPE_CHECKING:
+    from ..command.run import CommandExecutor
 
 
 @dataclass(frozen=True)
@@ -106,23 +109,37 @@ def _trainer_identity(task: Task, trainer: Callable[..., Any] | None) -> Any:
 _ONE_TRIPLE_PER_PROCESS = threading.Lock()
 
 
-def run_triple(job: Job) -> Outcome:
-    """Load, build, fingerprint, then fetch from the cache or train one (task, model, seed)."""
+def run_triple(job: Job, commands: CommandExecutor | None = None) -> Outcome:
+    """Load, build, fingerprint, then fetch from the cache or train one (task, model, seed).
+
+    A command task's script runs on ``commands`` (the sweep's executor: its warm servers and
+    process groups); None, on one opened for this triple and closed after it."""
     with _ONE_TRIPLE_PER_PROCESS:
         if job.context is not None:
             # the machine the sweep was described on, which its cache key names
             environment.check_worker(job.device, job.context["device"])
-            return _run_triple_alone(job)
+            return _run_one(job, commands)
         machine = environment.machine(job.device, job.deterministic)
         job = dataclasses.replace(job, device=machine["device"],
                                   context=environment.key_context(machine, job.deterministic))
-        return dataclasses.replace(_run_triple_alone(job), machine=machine)
+        return dataclasses.replace(_run_one(job, commands), machine=machine)
+
+
+def _run_one(job: Job, commands: CommandExecutor | None) -> Outcome:
+    """One triple on its machine: a command task's script on ``commands`` (or on an executor
+    opened for this triple alone), any other task in this process."""
+    if job.task.kind != "command":
+        return _run_triple_alone(job)
+    if commands is not None:
+        return _run_command(job, time.perf_counter(), commands)
+    from ..command.run import CommandExecutor
+
+    with CommandExecutor() as own:
+        return _run_command(job, time.perf_counter(), own)
 
 
 def _run_triple_alone(job: Job) -> Outcome:
     start = time.perf_counter()
-    if job.task.kind == "command":
-        return _run_command(job, start)
     import torch
 
     from .. import training
@@ -341,12 +358,13 @@ def _usable_record(record: Any) -> TypeGuard[dict[str, Any]]:
                     for f in record["files"]))
 
 
-def _run_command(job: Job, start: float) -> Outcome:
+def _run_command(job: Job, start: float, commands: CommandExecutor) -> Outcome:
     """One triple of a command task: fingerprint the data its loader names, then fetch the run
-    from the cache or run the script (reseeding is the script's job: see tasks/command_run.py)."""
+    from the cache or run the script (reseeding is the script's job: see command/run.py)."""
     from ..cache import make_key
+    from ..command import reads as command_reads
+    from ..command import run as command_run
     from ..fingerprint import data_fingerprint
-    from ..tasks import command_reads, command_run
 
     # run_benchmark admits only Commands as the models of a command task.
     task, script = job.task, cast(Command, job.factory)
@@ -362,8 +380,8 @@ def _run_command(job: Job, start: float) -> Outcome:
         return make_key({"derived": path, "sha256": digest})
 
     def train() -> tuple[History, Any]:
-        history, reads = command_run.run_traced(script, task=task.name, model=job.model,
-                                                **settings)
+        history, reads = commands.run_traced(script, task=task.name, model=job.model,
+                                             **settings)
         for path, digest, inputs in command_reads.derivations(reads or {}):
             if cache is not None:
                 cache.put_record(derived_key(path, digest), {"inputs": inputs})
@@ -386,16 +404,15 @@ def _run_command(job: Job, start: float) -> Outcome:
         key = make_key(fields)
         history, cached = cache.get_or_compute_tracked(
             key, train, fields,
-            valid=lambda depends: command_reads.reads_unchanged(script, depends, derived))
+            valid=lambda depends: commands.reads_unchanged(script, depends, derived))
     return Outcome(history, data_fp, script.fingerprint(), cached, time.perf_counter() - start,
                     {"repr": str(script), "parameters": None}, key)
 
 
-def check_commands(jobs: list[Job], outcomes: list[Outcome]) -> None:
+def check_commands(jobs: list[Job], outcomes: list[Outcome], commands: CommandExecutor) -> None:
     """Rerun, uncached, the first seed of every command model that asks for it
-    (``Command(check_determinism=True)``); a script whose two runs differ is refused."""
-    from ..tasks import command_run
-
+    (``Command(check_determinism=True)``) on ``commands``; a script whose two runs differ is
+    refused."""
     checked: set[tuple[str, str]] = set()
     for job, outcome in zip(jobs, outcomes, strict=True):
         script = job.factory
@@ -403,7 +420,7 @@ def check_commands(jobs: list[Job], outcomes: list[Outcome]) -> None:
                 (job.task.name, job.model) in checked:
             continue
         checked.add((job.task.name, job.model))
-        command_run.check_rerun(script, outcome.history, task=job.task.name, model=job.model,
+        commands.check_rerun(script, outcome.history, task=job.task.name, model=job.model,
                                 seed=job.seed, device=job.device, threads=job.threads,
                                 deterministic=job.deterministic, metric=job.task.metric_name)
 

@@ -9,10 +9,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .engines import SubmititExecutor
 from .triple import Job, Outcome, run_triple
+
+if TYPE_CHECKING:
+    from ..command.run import CommandExecutor
 
 Progress = Callable[[str, str, int, str, float], None]
 
@@ -53,8 +56,11 @@ class WorkerCrashError(TripleError):
 
 def execute(jobs: list[Job], *, workers: int, executor: Any, device: str,
             progress: Progress | None,
-            started: Callable[[str, str, int], None] | None = None) -> list[Outcome]:
-    """Run ``jobs``; outcomes in ``jobs`` order whatever order they complete in."""
+            started: Callable[[str, str, int], None] | None = None,
+            commands: CommandExecutor | None = None) -> list[Outcome]:
+    """Run ``jobs``; outcomes in ``jobs`` order whatever order they complete in. Command
+    triples run in this process run on ``commands``; in a pool's worker, on the worker's own
+    executor (:func:`in_worker`); on a user's executor, on one per triple."""
     if executor is None and workers == 1:
         # Command triples set no torch threads in this process (their scripts run apart).
         torch: Any = None
@@ -66,7 +72,7 @@ def execute(jobs: list[Job], *, workers: int, executor: Any, device: str,
             for job in jobs:
                 if started is not None:
                     started(job.task.name, job.model, job.seed)
-                outcomes.append(_guarded(job))
+                outcomes.append(_guarded(job, commands))
                 _report_progress(progress, job, outcomes[-1])
             return outcomes
         finally:
@@ -89,7 +95,7 @@ def execute(jobs: list[Job], *, workers: int, executor: Any, device: str,
         # submitit: the run's triples go out as one job array (one Slurm submission).
         with executor.job_array() if isinstance(executor, SubmititExecutor) \
                 else contextlib.nullcontext():
-            futures = {executor.submit(run_triple, job): i for i, job in enumerate(jobs)}
+            futures = {executor.submit(in_worker, job): i for i, job in enumerate(jobs)}
         results: list[Outcome | None] = [None] * len(jobs)
         try:
             for future in as_completed(futures):
@@ -133,9 +139,9 @@ def _triple_error(jobs: list[Job], results: list[Outcome | None], i: int, exc: B
     return WorkerCrashError(suspects, len(jobs) - len(unfinished), exc)
 
 
-def _guarded(job: Job) -> Outcome:
+def _guarded(job: Job, commands: CommandExecutor | None) -> Outcome:
     try:
-        return run_triple(job)
+        return run_triple(job, commands)
     except Exception as exc:
         raise TripleError(job.task.name, job.model, job.seed, exc) from exc
 
@@ -169,7 +175,27 @@ def process_pool(workers: int, device: str, jobs: list[Job]) -> Any:
     method = "fork" if (device == "cpu" and "fork" in multiprocessing.get_all_start_methods()) \
         else "spawn"
     return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method),
-                               initializer=_exit_with_parent, initargs=(os.getpid(),))
+                               initializer=_start_worker, initargs=(os.getpid(),))
+
+
+# The command executor of this process when it is a pool's worker (set by the pool's
+# initializer, :func:`_start_worker`), so a worker's command runs share its warm servers as
+# the triples of one process do. Empty in every other process.
+_WORKER_COMMANDS: list[CommandExecutor] = []
+
+
+def in_worker(job: Job) -> Outcome:
+    """:func:`~.triple.run_triple` in another process: a pool's worker runs command triples on
+    its own executor; any other process (a user's executor), on one per triple."""
+    return run_triple(job, _WORKER_COMMANDS[0] if _WORKER_COMMANDS else None)
+
+
+def _start_worker(parent: int) -> None:
+    """Pool worker initializer: tie this worker to ``parent`` and open its command executor."""
+    _exit_with_parent(parent)
+    from ..command.run import CommandExecutor
+
+    _WORKER_COMMANDS[:] = [CommandExecutor()]
 
 
 def _exit_with_parent(parent: int) -> None:

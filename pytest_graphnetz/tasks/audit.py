@@ -25,8 +25,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
 
+from ..command.task import file_sha256
 from ..report.files import atomic_file, write_text_atomic
-from .command import file_sha256
 
 T = TypeVar("T")
 

@@ -23,7 +23,7 @@ class Task:
       (then its data may differ per seed; otherwise it is constant across seeds).
     - ``kind``: which built-in trainer runs it (``node``, ``graph``, ``graph_reg``, ``link``),
       or ``command``: each model is a training script (a
-      :class:`~pytest_graphnetz.tasks.command.Command`) run per seed in a subprocess, and the
+      :class:`~pytest_graphnetz.command.Command`) run per seed in a subprocess, and the
       loader only fingerprints the data it reads (see :mod:`.command`, docs/command-tasks.md).
     - ``metric``: the reported metric (default per kind: accuracy, accuracy, mae, auc).
     - ``trainer``: a custom training loop replacing the built-in one (see ``training``), or one

@@ -14,27 +14,28 @@ from pathlib import Path
 from typing import Any
 
 from .. import script as script_side
-from ..history import History
-from .command import CommandError
+from ..epochs import History
+from .task import CommandError
 
 # The metrics file is read whole, parsed into floats: past MAX_METRICS_BYTES it is refused (a
 # 2-million-epoch file peaked at 840 MB).
 MAX_METRICS_BYTES = 8 * 2**20
 
 
-def read_metrics_file(path: Path, *, where: str) -> str:
-    """The text of a run's metrics file, refused past :data:`MAX_METRICS_BYTES`."""
+def read_metrics_file(path: Path, *, where: str, limit: int = MAX_METRICS_BYTES) -> str:
+    """The text of a run's metrics file, refused past ``limit`` bytes."""
     from ..report.files import read_regular_file
 
     size = path.stat().st_size
-    if size > MAX_METRICS_BYTES:
+    if size > limit:
         raise CommandError(
             f"{where}: its metrics file {path} holds {size / 2**20:.1f} MiB, more than the "
-            f"{MAX_METRICS_BYTES // 2**20} MiB a command task reads "
-            "(pytest_graphnetz.tasks.command_output.MAX_METRICS_BYTES); record once per epoch, "
+            f"{limit / 2**20:g} MiB a command task reads (the bound: "
+            "CommandExecutor(max_metrics_bytes=...), by default "
+            "pytest_graphnetz.command.output.MAX_METRICS_BYTES); record once per epoch, "
             "not per step or batch")
     try:
-        return read_regular_file(path, limit=MAX_METRICS_BYTES).decode("utf-8")
+        return read_regular_file(path, limit=limit).decode("utf-8")
     except OSError as exc:  # a FIFO or a device left at the path, a file that grew past it
         raise CommandError(f"{where}: its metrics file {path} cannot be read ({exc})") from exc
 

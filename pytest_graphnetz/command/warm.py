@@ -1,18 +1,17 @@
-"""Warm interpreters for command tasks: one fork server (:mod:`.command_server`) per runner
-process and import-time environment, so a script's run pays a fork instead of a fresh
-interpreter importing torch and PyG.
+"""Warm interpreters for command tasks: one fork server (:mod:`.server`) per executor
+(:class:`~.run.CommandExecutor`, one per pytest session) and import-time environment, so a
+script's run pays a fork instead of a fresh interpreter importing torch and PyG.
 
 A run is forked warm only where that is safe and gives what a cold run gives: Linux (fork
 without exec is unsafe on macOS and absent on Windows), a CPU run (CUDA is never initialised
 in the server, but a pinned GPU is kept to a cold process), the script run by this very
 interpreter with no interpreter options, and ``GRAPHNETZ_WARM_SCRIPTS`` not ``0``. Anything
 else, or a server that fails to start, runs cold; the same isolation, exit codes, timeouts
-and output files apply to both (:func:`pytest_graphnetz.tasks.command_process.run_process`).
+and output files apply to both (:meth:`pytest_graphnetz.command.process.ProcessGroups.run`).
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import json
 import os
@@ -28,11 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from ..script import WARM_ENV, warm_mode  # re-exported: the runner decides here
+from .reads import CHILD
 
-SERVER = Path(__file__).with_name("command_server.py")
+SERVER = Path(__file__).with_name("server.py")
 
 __all__ = ["WARM_ENV", "ServerGone", "WarmRun", "WarmServer", "WarmServerWarning",
-           "close_servers", "running_servers", "warm_mode", "warm_server"]
+           "WarmServers", "warm_mode"]
 # What changes per run (or per test), not per server; each run gets its whole environment.
 _PER_RUN = ("GRAPHNETZ_SEED", "GRAPHNETZ_OUTPUT", "PYTEST_CURRENT_TEST")
 _START_SECONDS = 300
@@ -103,7 +103,7 @@ class WarmServer:
 
     def start(self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str], stdout: str,
               stderr: str) -> WarmRun | None:
-        """Fork a run of ``argv`` (``command_child.py``'s arguments); None when the server is
+        """Fork a run of ``argv`` (``child.py``'s arguments); None when the server is
         gone (the caller then runs cold)."""
         if self.gone:
             return None
@@ -145,9 +145,6 @@ class WarmServer:
             self.proc.wait()
 
 
-_SERVERS: dict[tuple[str, tuple[tuple[str, str], ...]], WarmServer | None] = {}
-
-
 # Variables read while torch and PyG import (threads, devices, the interpreter's own): a
 # command's `env=` that sets one needs a server of its own; its other variables do not (each
 # forked run gets its whole environment anyway).
@@ -156,45 +153,51 @@ _IMPORT_TIME = ("OMP_", "MKL_", "OPENBLAS_", "CUDA_", "CUBLAS_", "PYTHON", "TORC
 MAX_SERVERS = 4   # each holds torch and PyG in memory: past this, further runs start cold
 
 
-def warm_server(args: Sequence[str], env: Mapping[str, str], device: str,
-                own: Mapping[str, str] | None = None) -> WarmServer | None:
-    """The server to fork ``args`` (a traced command line: ``python command_child.py ...``)
-    from, started on first use; None where the run must be cold (:func:`warm_mode`). ``own``:
-    the command's extra variables, which choose a server only when read at import."""
-    from ..fingerprint import interpreter_identity, looks_like_python
+class WarmServers:
+    """The fork servers of one :class:`~.run.CommandExecutor`, one per interpreter and
+    import-time environment, started on first use and ended by :meth:`close`."""
 
-    if warm_mode(device) is not None or len(args) < 2 or not looks_like_python(args[0]) \
-            or Path(args[1]).name != "command_child.py":
-        return None
-    if interpreter_identity(args[0]) != interpreter_identity(sys.executable) or \
-            os.path.realpath(args[0]) != os.path.realpath(sys.executable):
-        return None
-    own = own or {}
-    base = {k: v for k, v in env.items() if k not in _PER_RUN and (
-        k not in own or k.startswith(_IMPORT_TIME) or os.environ.get(k) == v)}
-    key = (args[0], tuple(sorted(base.items())))
-    if key not in _SERVERS and sum(s is not None for s in _SERVERS.values()) >= MAX_SERVERS:
-        return None
-    if key not in _SERVERS:
-        if not _SERVERS:
-            atexit.register(close_servers)
-        try:
-            _SERVERS[key] = WarmServer(args[0], base)
-        except OSError:
-            _SERVERS[key] = None   # cold from now on, for this environment
-    server = _SERVERS[key]
-    return None if server is None or server.gone else server
+    def __init__(self) -> None:
+        # (interpreter, import-time environment) -> its server; None: it failed to start, so
+        # runs of that environment start cold.
+        self.servers: dict[tuple[str, tuple[tuple[str, str], ...]], WarmServer | None] = {}
 
+    def get(self, args: Sequence[str], env: Mapping[str, str], device: str,
+            own: Mapping[str, str] | None = None) -> WarmServer | None:
+        """The server to fork ``args`` (a traced command line: ``python child.py ...``)
+        from, started on first use; None where the run must be cold (:func:`warm_mode`).
+        ``own``: the command's extra variables, which choose a server only when read at
+        import."""
+        from ..fingerprint import interpreter_identity, looks_like_python
 
-def running_servers() -> list[int]:
-    """The process ids of this process's live fork servers."""
-    return [s.proc.pid for s in _SERVERS.values()
-            if s is not None and not s.gone and s.proc.poll() is None]
+        if warm_mode(device) is not None or len(args) < 2 or not looks_like_python(args[0]) \
+                or args[1] != str(CHILD):
+            return None
+        if interpreter_identity(args[0]) != interpreter_identity(sys.executable) or \
+                os.path.realpath(args[0]) != os.path.realpath(sys.executable):
+            return None
+        own = own or {}
+        base = {k: v for k, v in env.items() if k not in _PER_RUN and (
+            k not in own or k.startswith(_IMPORT_TIME) or os.environ.get(k) == v)}
+        key = (args[0], tuple(sorted(base.items())))
+        if key not in self.servers:
+            if sum(s is not None for s in self.servers.values()) >= MAX_SERVERS:
+                return None
+            try:
+                self.servers[key] = WarmServer(args[0], base)
+            except OSError:
+                self.servers[key] = None   # cold from now on, for this environment
+        server = self.servers[key]
+        return None if server is None or server.gone else server
 
+    def running(self) -> list[int]:
+        """The process ids of the live servers."""
+        return [s.proc.pid for s in self.servers.values()
+                if s is not None and not s.gone and s.proc.poll() is None]
 
-def close_servers() -> None:
-    """End every fork server of this process (at exit; also on SIGTERM)."""
-    for server in list(_SERVERS.values()):
-        if server is not None:
-            server.close()
-    _SERVERS.clear()
+    def close(self) -> None:
+        """End every server (a later run starts new ones)."""
+        for server in list(self.servers.values()):
+            if server is not None:
+                server.close()
+        self.servers.clear()

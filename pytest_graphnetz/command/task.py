@@ -8,10 +8,10 @@ script's normalised code, its arguments without paths, its extra environment, th
 modules it imports); :class:`DataFiles` is the loader, which fingerprints the data named to
 pair on, so seeds pair only while that data is unchanged.
 
-Running one seed is :mod:`.command_run` (placeholders, environment, the metrics file read by
-:mod:`.command_output`), in a process group of its own (:mod:`.command_process`), forked warm
-where it can be (:mod:`.command_warm`); what a run read, which a cache hit needs unchanged, is
-:mod:`.command_reads`. The format of the metrics file: docs/command-tasks.md; the script side
+Running one seed is :mod:`.run` (placeholders, environment, the metrics file read by
+:mod:`.output`), in a process group of its own (:mod:`.process`), forked warm
+where it can be (:mod:`.warm`); what a run read, which a cache hit needs unchanged, is
+:mod:`.reads`. The format of the metrics file: docs/command-tasks.md; the script side
 is :mod:`pytest_graphnetz.script`.
 """
 
@@ -49,9 +49,9 @@ class Command:
     - ``timeout``: seconds before a run is killed and fails (None: no limit).
     - ``check_determinism``: rerun the run's first seed once, uncached, and refuse the script
       when the two runs' metrics differ.
-    - ``track_reads``: run a Python script under :mod:`.command_child`, which records the
+    - ``track_reads``: run a Python script under :mod:`.child`, which records the
       files, environment variables and project modules it reads; a cached run is reused only
-      while they are unchanged (:func:`.command_reads.reads_unchanged`). ``False``: the
+      while they are unchanged (:func:`.reads.reads_unchanged`). ``False``: the
       script runs as it is and is cached by its code, arguments and ``DataFiles`` only (as
       any command that is not a Python script: ``bash run.sh``).
     """

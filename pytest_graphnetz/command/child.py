@@ -1,7 +1,7 @@
 """The child side of a command task's run: run a script as ``__main__`` and record what it read.
 
-Started as ``python [flags] command_child.py READS -- script.py args...`` (or ``-- -m module
-args...``) by :mod:`pytest_graphnetz.tasks.command_run`. It installs an audit hook
+Started as ``python [flags] child.py READS -- script.py args...`` (or ``-- -m module
+args...``) by :mod:`pytest_graphnetz.command.run`. It installs an audit hook
 (:func:`sys.addaudithook`), recording ``os.environ``, ``os.environb`` and ``posix.environ``,
 and wrappers of ``os.stat``, ``os.lstat`` and ``os.access`` (no audit event exists for a
 stat), runs the script with :mod:`runpy` as Python would (``sys.argv``, ``sys.path[0]`` the
@@ -14,7 +14,8 @@ script's directory, ``__main__``), and at exit writes to ``READS`` (JSON):
   of them read back (derived data, such as PyG's ``processed/`` files on their first run);
 - ``dirs``: ``{path: sha256 of the sorted names}`` of each directory listed;
 - ``env``: ``{name: sha256 of the value, or null when unset}`` of each variable looked up, by
-  any code and through any interface;
+  any code and through any interface, as it was first looked up (a variable the run set,
+  through ``os.environ`` or ``os.putenv``, before it looked it up is the run's own: left out);
 - ``modules``: the source files of the modules imported, and of any other Python code run
   (``exec``/``compile`` of a file, ``runpy``, a module loaded by ``importlib`` outside
   ``sys.modules``);
@@ -91,6 +92,7 @@ class Recorder:
         self.reread: set[str] = set()
         self.dirs: dict[str, str] = {}
         self.env: dict[str, str | None] = {}
+        self.own_env: set[str] = set()   # set by the run before it read them: not inputs
         self.code: set[str] = set()
         self.exists: dict[str, str | None] = {}
         self._skipped: dict[str, bool] = {}
@@ -124,6 +126,11 @@ class Recorder:
                 self.produced.add(os.path.abspath(os.fsdecode(args[1])))
             elif event == "os.mkdir" and args and isinstance(args[0], (str, bytes, os.PathLike)):
                 self.produced.add(os.path.abspath(os.fsdecode(args[0])))
+            elif event in ("os.putenv", "os.unsetenv") and args:
+                key = args[0]
+                name = os.fsdecode(key) if isinstance(key, bytes) else str(key)
+                if name not in self.env:   # a later read sees the run's own value
+                    self.own_env.add(name)
             elif event in ("os.listdir", "os.scandir") and args and \
                     isinstance(args[0], (str, bytes, os.PathLike)) and \
                     not _by_import_system(sys._getframe()):
@@ -233,7 +240,7 @@ class Recorder:
 
 
 _EVENTS = frozenset({"open", "exec", "compile", "sqlite3.connect", "os.rename", "os.mkdir",
-                     "os.listdir", "os.scandir"})
+                     "os.listdir", "os.scandir", "os.putenv", "os.unsetenv"})
 
 
 def _sha256(path: str) -> str:
@@ -322,7 +329,8 @@ def _env_origin(frame: types.FrameType | None) -> types.FrameType | None:
 
 def _note_env(recorder: Recorder, key: object, value: object) -> None:
     name = os.fsdecode(key) if isinstance(key, bytes) else str(key)
-    if name in _VOLATILE_ENV or name.startswith(_VOLATILE_ENV_PREFIXES):
+    if name in _VOLATILE_ENV or name.startswith(_VOLATILE_ENV_PREFIXES) or \
+            name in recorder.own_env:
         return
     if isinstance(value, bytes):
         value = os.fsdecode(value)
@@ -389,7 +397,7 @@ def _record_environ(recorder: Recorder) -> None:
 def main(argv: list[str]) -> None:
     reads, sep, *command = argv
     if sep != "--" or not command:
-        raise SystemExit("command_child.py: usage: READS -- script.py args... | -m module args...")
+        raise SystemExit("child.py: usage: READS -- script.py args... | -m module args...")
     recorder = Recorder(reads, None if command[0] == "-m" else command[0])
     atexit.register(recorder.write)  # registered first: runs after the script's own handlers
     _record_environ(recorder)

@@ -1,12 +1,12 @@
 """A fork server for command tasks: torch and PyG imported once, each run a fresh forked child.
 
-Started as ``python command_server.py`` by :mod:`pytest_graphnetz.tasks.command_warm` with the
+Started as ``python server.py`` by :mod:`pytest_graphnetz.command.warm` with the
 environment of the runs it will serve (thread counts, ``PYTHONHASHSEED``, devices: what is read
 at import). It imports ``torch`` and ``torch_geometric`` (those present), then reads one JSON
 request per line on stdin: ``{"argv", "cwd", "env", "stdout", "stderr"}``. For each it forks a
 child that becomes a session of its own, moves to ``cwd``, takes ``env`` as its whole
-environment, writes its output to the two files and runs :mod:`.command_child` (the script as
-``__main__``, its reads recorded) as a fresh ``python command_child.py ...`` would; the server
+environment, writes its output to the two files and runs :mod:`.child` (the script as
+``__main__``, its reads recorded) as a fresh ``python child.py ...`` would; the server
 answers ``{"pid": ...}``, then ``{"status": exit code, negative for a signal}`` when it ends.
 End of stdin ends the server. Only the standard library is imported here besides the preloads.
 """
@@ -31,7 +31,7 @@ PRELOAD = ("numpy", "torch", "torch_geometric")
 
 
 def _child_module() -> Any:
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "command_child.py")
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child.py")
     spec = importlib.util.spec_from_file_location("graphnetz_command_child", path)
     if spec is None or spec.loader is None:
         raise ImportError(path)

@@ -17,17 +17,18 @@ import os
 import stat
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
-from .command import Command, file_sha256
+from .task import Command, file_sha256
 
 # The record of a run that was not traced (not a Python script, or `track_reads=False`): its
 # cache entry is keyed as before tracking existed, by the code, arguments and DataFiles only.
-UNTRACKED: dict[str, Any] = {"untracked": True}
+UNTRACKED: Mapping[str, Any] = MappingProxyType({"untracked": True})
 
 
 # The program that runs a traced script (stdlib only: it may run under another interpreter).
-CHILD = Path(__file__).with_name("command_child.py")
+CHILD = Path(__file__).with_name("child.py")
 _PYTHON_OPTIONS_WITH_VALUE = frozenset({"-W", "-X", "--check-hash-based-pycs"})
 
 
@@ -68,7 +69,8 @@ _MAX_READS_BYTES = 64 * 2**20
 
 
 def reads_record(path: Path, *, cwd: str, ignore_env: set[str],
-                 covered: frozenset[str] = frozenset()) -> dict[str, Any] | None:
+                 covered: frozenset[str] = frozenset(),
+                 hashes: FileHashes | None = None) -> dict[str, Any] | None:
     """What a traced run read, from :data:`CHILD`'s file ``path``: ``{"files": {path: sha256},
     "dirs": {path: sha256 of the names}, "env": {name: sha256 or None}, "modules": {path:
     normalised-code sha256}}``, paths relative to ``cwd`` when inside it. Library locations,
@@ -118,7 +120,7 @@ def reads_record(path: Path, *, cwd: str, ignore_env: set[str],
             continue
         with contextlib.suppress(OSError):
             if p in reread or os.stat(p).st_size <= _MAX_DERIVED_BYTES:
-                out["derived"][portable(p)] = file_hash(p)
+                out["derived"][portable(p)] = file_hash(p, hashes)
     return out
 
 
@@ -185,7 +187,7 @@ def derivations(record: Mapping[str, Any]) -> list[tuple[str, str, dict[str, Any
 
 
 def reads_unchanged(command: Command, record: Any, derived: Derived | None = None,
-                    depth: int = 0) -> bool:
+                    depth: int = 0, *, hashes: FileHashes | None = None) -> bool:
     """Whether everything a run of ``command`` read (its :func:`reads_record`) reads the same
     now: each file's content, each listed directory's names, each variable's value in the
     environment the run would get, each project module's normalised code. A record of
@@ -210,11 +212,12 @@ def reads_unchanged(command: Command, record: Any, derived: Derived | None = Non
     try:
         for rel, digest in record["files"].items():
             try:
-                if file_hash(os.path.join(cwd, rel)) != digest:
+                if file_hash(os.path.join(cwd, rel), hashes) != digest:
                     return False
             except FileNotFoundError:
                 inputs = None if derived is None or depth >= 3 else derived(rel, digest)
-                if inputs is None or not reads_unchanged(command, inputs, derived, depth + 1):
+                if inputs is None or not reads_unchanged(command, inputs, derived, depth + 1,
+                                                         hashes=hashes):
                     return False
         for rel, digest in record["dirs"].items():
             names = sorted(n for n in os.listdir(os.path.join(cwd, rel)) if n != "__pycache__")
@@ -234,19 +237,23 @@ def reads_unchanged(command: Command, record: Any, derived: Derived | None = Non
     return True
 
 
-# sha256 of files by (path, size, mtime_ns): the config a hundred triples read is hashed once.
-_HASHES: dict[tuple[str, int, int], str] = {}
+# sha256 of files by (path, size, mtime_ns): the config a hundred triples read is hashed once
+# (an executor's, :class:`~.run.CommandExecutor`).
+FileHashes = dict[tuple[str, int, int], str]
+_MAX_HASHES = 4096
 
 
-def file_hash(path: str) -> str:
-    """The sha256 of ``path``'s bytes (OSError when it is missing or not a regular file)."""
+def file_hash(path: str, hashes: FileHashes | None = None) -> str:
+    """The sha256 of ``path``'s bytes (OSError when it is missing or not a regular file),
+    looked up in (and added to) ``hashes`` by the file's path, size and mtime."""
     st = os.stat(path)
     if not stat.S_ISREG(st.st_mode):
         raise IsADirectoryError(path)
+    if hashes is None:
+        return file_sha256(Path(path))
     stamp = (path, st.st_size, st.st_mtime_ns)
-    if stamp not in _HASHES:
-        if len(_HASHES) > 4096:
-            _HASHES.clear()
-        _HASHES[stamp] = file_sha256(Path(path))
-    return _HASHES[stamp]
-
+    if stamp not in hashes:
+        if len(hashes) > _MAX_HASHES:
+            hashes.clear()
+        hashes[stamp] = file_sha256(Path(path))
+    return hashes[stamp]
