@@ -54,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from pytest_graphnetz import run_benchmark
     from pytest_graphnetz.calibration.resolution import resolvable_min_effect
-    from pytest_graphnetz.calibration.run import calibrate_reports
+    from pytest_graphnetz.calibration.salted_run import calibrate_reports
     from pytest_graphnetz.calibration.salting import salted_models
 
     n = 20 if args.quick else args.seeds

@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from pytest_graphnetz import run_benchmark
-    from pytest_graphnetz.calibration.run import calibrate_reports
+    from pytest_graphnetz.calibration.salted_run import calibrate_reports
     from pytest_graphnetz.calibration.salting import salted_models
     from pytest_graphnetz.calibration.terminal import summary_rows, terminal_lines
 

@@ -26,7 +26,7 @@ from pytest_graphnetz.calibration.resolution import (  # noqa: E402
     CellCalibration,
     resolvable_min_effect,
 )
-from pytest_graphnetz.calibration.run import calibrate, calibrate_reports  # noqa: E402
+from pytest_graphnetz.calibration.salted_run import calibrate, calibrate_reports  # noqa: E402
 from pytest_graphnetz.calibration.salting import salted_models  # noqa: E402
 from pytest_graphnetz.calibration.store import (  # noqa: E402
     SCHEMA,

@@ -3,7 +3,7 @@
 A gate's NOT WORSE needs the one-sided lower bound of the paired Δ above −δ, and its REGRESSED
 needs a drop of δ to stand out of the paired noise: whether the configured seeds can do both
 depends on the spread of paired differences *when nothing changed*, which only training tells.
-:func:`~.run.calibrate_reports` measures it: the baseline models trained a second time under
+:func:`~.salted_run.calibrate_reports` measures it: the baseline models trained a second time under
 *salted* seeds (:class:`~.salting.SaltedFactory`: every random draw of initialisation and
 training moves, the data and splits do not) give per seed an innocent paired difference; their
 sd is the noise any change of the model must stand out of.
@@ -17,7 +17,7 @@ baseline (``baselines/<module>/<test>.calibration.json``), and
 One module per job, imports pointing down (contract in pyproject.toml):
 
 - :mod:`.figure`: the per-budget figure of ``graphnetz calibrate -o``;
-- :mod:`.run`: train and salted rerun (``calibrate``), the measurement from the two reports
+- :mod:`.salted_run`: train and salted rerun (``calibrate``), the measurement from the two reports
   (``calibrate_reports``), and writing one test's calibrations (``write_calibrations``);
 - :mod:`.annotation`: what a gate says with a calibration (its rows' notes, the δ
   ``min_effect="resolvable"`` gates at);

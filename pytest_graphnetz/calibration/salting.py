@@ -61,8 +61,8 @@ class SaltedCommand(Command):
     ``GRAPHNETZ_SEED``, so ``graphnetz.seed()`` reseeds every RNG with it) and the benchmark
     seed in ``GRAPHNETZ_DATA_SEED`` (``graphnetz.data_seed()``), for a split drawn from the
     seed. The runner loads and fingerprints the data at the benchmark seed, so the pairing
-    checks of :func:`~.run.calibrate_reports` hold. The salt is part of :meth:`identity`, hence
-    of the cache key: a salted run never reuses an unsalted one."""
+    checks of :func:`~.salted_run.calibrate_reports` hold. The salt is part of
+    :meth:`identity`, hence of the cache key: a salted run never reuses an unsalted one."""
 
     salt: int = DEFAULT_SALT
 

@@ -58,7 +58,7 @@ def graphnetz_run(request: pytest.FixtureRequest) -> Iterator[Callable[..., Benc
 
     def calibrated(tasks: Any, models: Any, **kwargs: Any) -> BenchmarkReport:
         __tracebackhide__ = True
-        from ..calibration.run import calibrate
+        from ..calibration.salted_run import calibrate
         from ..stats.boundaries import DEFAULT_RHO
 
         kwargs.setdefault("seeds", settings.seeds)
@@ -78,7 +78,7 @@ def graphnetz_run(request: pytest.FixtureRequest) -> Iterator[Callable[..., Benc
     yield run
     pending = request.node.stash.get(CALIBRATION_KEY, None)
     if pending is not None and pending.calibrations:
-        from ..calibration.run import write_calibrations
+        from ..calibration.salted_run import write_calibrations
 
         # Without a baseline there is nothing to store it beside: the table still shows it.
         delta = settings.min_effect if isinstance(settings.min_effect, float) else None
