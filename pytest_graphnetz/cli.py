@@ -61,7 +61,8 @@ def _seed_count(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number of seeds, got {text!r}") \
             from None
     if value < 2:
-        raise argparse.ArgumentTypeError(f"must be at least 2 seeds, got {value}")
+        raise argparse.ArgumentTypeError(
+            f"must be at least 2 seeds (a paired test needs 2), got {value}")
     return value
 
 
@@ -70,17 +71,6 @@ def _alpha(text: str) -> float:
     if not 0.0 < alpha < 0.5:
         raise argparse.ArgumentTypeError(f"must lie in (0, 0.5), got {text}")
     return alpha
-
-
-def _first_look(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of seeds, got {text!r}") \
-            from None
-    if value < 2:
-        raise argparse.ArgumentTypeError(f"must be >= 2 (a paired test needs 2 seeds), got {text}")
-    return value
 
 
 def _margin(text: str) -> float:
@@ -142,7 +132,7 @@ def _gate_arguments(parser: argparse.ArgumentParser) -> None:
                              "MAE/RMSE/loss")
     parser.add_argument("--alpha", type=_alpha, default=None,
                         help=f"one-sided significance level, in (0, 0.5){recorded} 0.05")
-    parser.add_argument("--first-look", type=_first_look, default=None,
+    parser.add_argument("--first-look", type=_seed_count, default=None,
                         help="the schedule's first look in seeds (the project's "
                              f"graphnetz_seeds): only the seeds 0..n-1, n >= it, decide{recorded} "
                              "10")
