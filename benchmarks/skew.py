@@ -35,7 +35,6 @@ Bit for bit from ``--seed`` and the committed pool; the last line is a SHA-256 o
 from __future__ import annotations
 
 import argparse
-import hashlib
 import itertools
 import json
 import math
@@ -47,6 +46,8 @@ import numpy as np
 from scipy import special
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _tables import emit, pct, table  # noqa: E402
 
 from pytest_graphnetz.stats.robust import (  # noqa: E402
     DEFAULT_COLLAPSE_ALPHA,
@@ -138,15 +139,6 @@ def bootstrap_t(X: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np
     return lo, hi
 
 
-def table(header: list[str], rows: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
-            *("| " + " | ".join(r) + " |" for r in rows)]
-
-
-def pct(x: float) -> str:
-    return f"{100 * x:.1f}%"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=20_000)
@@ -235,11 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                       "samples with no collapse: share: REGRESSED / BETTER in them",
                       "held when flagged: REGRESSED / BETTER"],
                      collapse_rows), ""]
-    text = "\n".join(lines)
-    text += f"sha256 of the tables above: {hashlib.sha256(text.encode()).hexdigest()[:16]}\n"
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
+    emit(lines, args.out)
     return 0
 
 

@@ -39,7 +39,6 @@ Bit for bit from ``--seed`` and the committed pools; the last line is a SHA-256 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import sys
@@ -49,6 +48,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _tables import emit, pct, table  # noqa: E402
 
 from pytest_graphnetz.stats.boundaries import design  # noqa: E402
 from pytest_graphnetz.stats.decisions import Verdict  # noqa: E402
@@ -197,15 +198,6 @@ def rates(draw: Sampler, delta: float, mode: str, threshold: float | None,
             float(np.mean(drop == Verdict.REGRESSED)))
 
 
-def pct(x: float) -> str:
-    return f"{100 * x:.1f}%"
-
-
-def table(header: list[str], rows: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
-            *("| " + " | ".join(r) + " |" for r in rows)]
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=20_000)
@@ -283,11 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"how many of {calib_trials} 10-seed resamples of it.", "",
               *table(["pool", "n", "mean Δ (pt)", "paired sd (pt)", "G1", "z", "fires",
                       "fires on 10-seed resamples"], pools), ""]
-    text = "\n".join(lines)
-    text += f"sha256 of the tables above: {hashlib.sha256(text.encode()).hexdigest()[:16]}\n"
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
+    emit(lines, args.out)
     return 0
 
 

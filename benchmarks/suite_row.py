@@ -31,7 +31,6 @@ Bit for bit from ``--seed`` and the committed pool; the last line is a SHA-256 o
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import sys
@@ -42,6 +41,8 @@ import numpy as np
 from scipy import special
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _tables import emit, table  # noqa: E402
 
 from pytest_graphnetz.stats.suite import weighted_holm  # noqa: E402
 
@@ -96,11 +97,6 @@ def fails(D: np.ndarray, tasks: int) -> dict[str, float]:
     return {k: float(np.mean(v)) for k, v in out.items()}
 
 
-def table(header: list[str], rows: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
-            *("| " + " | ".join(r) + " |" for r in rows)]
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=20_000)
@@ -137,11 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             header += [f"T={tasks}: no change", f"T={tasks}: {DIFFUSE:g} pt on every task",
                        f"T={tasks}: {CONCENTRATED:g} pt on one task"]
         lines += [f"## {kind}", "", *table(header, rows), ""]
-    text = "\n".join(lines)
-    text += f"sha256 of the tables above: {hashlib.sha256(text.encode()).hexdigest()[:16]}\n"
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
+    emit(lines, args.out)
     return 0
 
 
