@@ -6,6 +6,7 @@ and long text clipped to a budget (:func:`first_line`, :func:`clip_line`, :func:
 from __future__ import annotations
 
 import html
+import itertools
 import math
 import re
 import unicodedata
@@ -32,6 +33,14 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> st
 
     rule = "  ".join("-" * w for w in widths)
     return "\n".join([line(list(headers)), rule, *(line(r) for r in cells)])
+
+
+def seed_list(seeds: Sequence[int]) -> str:
+    """``0-9`` for a run of more than two consecutive seeds, else a comma list (``3,5``)."""
+    seeds = list(seeds)
+    if len(seeds) > 2 and all(b - a == 1 for a, b in itertools.pairwise(seeds)):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ",".join(str(s) for s in seeds)
 
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

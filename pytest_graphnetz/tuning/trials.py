@@ -11,16 +11,18 @@ The checks (:func:`record_problem`, :func:`budget_problem`) refuse what would ma
 confirmation dishonest: a confirmation seed the search trained on, a selection that read the
 test split, two arms searched on different budgets.
 
-Standard library only: the gate's pairing and the plots read it.
+The standard library and :mod:`~pytest_graphnetz.text` only: the gate's pairing and the plots
+read it.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+from ..text import seed_list
 
 PROTOCOL_KEY = "tuning"
 # Search seeds live above every canonical seed: 0..n-1 with n <= MAX_SEEDS stays below it.
@@ -39,14 +41,6 @@ def search_seeds(n: int) -> tuple[int, ...]:
         raise TuningError(f"`search_seeds` must be a whole number of seeds in [2, 10000] "
                           f"(each trial's score is a mean over them), got {n!r}")
     return tuple(SEARCH_SEED_BASE + i for i in range(int(n)))
-
-
-def seed_span(seeds: Sequence[int]) -> str:
-    """``2147483648-2147483652`` for a run of consecutive seeds, else a comma list."""
-    seeds = list(seeds)
-    if len(seeds) > 2 and all(b - a == 1 for a, b in itertools.pairwise(seeds)):
-        return f"{seeds[0]}-{seeds[-1]}"
-    return ",".join(str(s) for s in seeds)
 
 
 @dataclass(frozen=True)
@@ -136,11 +130,11 @@ class TuningRecord:
         config = ", ".join(f"{k}={v}" for k, v in self.winner_config.items())
         steady = ("" if self.stability is None else
                   f", chosen in {100 * self.stability:.0f}% of resamples of the search seeds")
-        return (f"{self.budget} on seeds {seed_span(self.search_seeds)}, selected on "
+        return (f"{self.budget} on seeds {seed_list(self.search_seeds)}, selected on "
                 f"{self.split}; winner trial {self.winner} ({config}{steady}); optimism "
                 f"{self.optimism:+.4g} (validation {self.trials[self.winner].mean:.4g} on the "
                 f"search seeds, {self.confirmation_mean:.4g} on confirmation seeds "
-                f"{seed_span(self.confirmation_seeds)})")
+                f"{seed_list(self.confirmation_seeds)})")
 
     def summary(self) -> TuningRecord:
         """The reviewable form committed baselines keep: no per-seed lists."""
@@ -229,8 +223,8 @@ def overlap_problem(searched: Sequence[int], seeds: Sequence[int], side: str) ->
     """One line when a confirmation seed of ``side`` is one of the search seeds, else None."""
     overlap = sorted(set(seeds) & set(searched))
     if overlap:
-        return (f"the {side} is confirmed on seed(s) {seed_span(overlap)} that its search "
-                f"trained on (search seeds {seed_span(searched)}): the winner was chosen on "
+        return (f"the {side} is confirmed on seed(s) {seed_list(overlap)} that its search "
+                f"trained on (search seeds {seed_list(searched)}): the winner was chosen on "
                 "them, so they flatter it; confirm on fresh seeds")
     return None
 
@@ -260,4 +254,4 @@ def budget_problem(candidate: TuningRecord | None, baseline: TuningRecord | None
 
 __all__ = ["PROTOCOL_KEY", "SEARCH_SEED_BASE", "VALIDATION", "Budget", "Trial", "TuningError",
            "TuningRecord", "budget_problem", "overlap_problem", "record_of", "record_problem",
-           "search_seeds", "seed_span"]
+           "search_seeds"]

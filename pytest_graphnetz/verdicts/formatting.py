@@ -4,7 +4,6 @@ table (:func:`gate_table`), and the described values a row shows (:func:`describ
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
@@ -14,7 +13,7 @@ import numpy as np
 from .. import stats
 from ..epochs import CLIPPED, clip_to_metric
 from ..stats.intervals import describe
-from ..text import fmt_interval, fmt_level, fmt_num
+from ..text import fmt_interval, fmt_level, fmt_num, seed_list
 
 if TYPE_CHECKING:
     from ..report.record import ReportRecord
@@ -90,13 +89,6 @@ def fmt_mean_ci(cell: stats.CellStats, *, short: bool = False) -> str:
         return text
     extra = f", {cell.n_diverged} diverged" if getattr(cell, "n_diverged", 0) else ""
     return f"{text} ({cell.method} {fmt_level(cell.confidence_level)} CI, n={cell.n}{extra})"
-
-
-def seed_list(seeds: Sequence[int]) -> str:
-    seeds = list(seeds)
-    if len(seeds) > 2 and all(b - a == 1 for a, b in itertools.pairwise(seeds)):
-        return f"{seeds[0]}-{seeds[-1]}"
-    return ",".join(str(s) for s in seeds)
 
 
 __all__ = ["TABLE_COLUMNS", "TABLE_HEADERS", "ci_level", "describe_values", "fmt_ci",
