@@ -1,6 +1,6 @@
 """What the simulation benchmarks share to write their results: a Markdown table as lines, a
 percentage, and the results text with the hash of its tables, printed and written to
-``--out``. Kept apart from :mod:`pytest_graphnetz.text`'s ``markdown_table``, which escapes its
+``--out``. Kept apart from :mod:`pytest_graphnetz.base.text`'s ``markdown_table``, which escapes its
 cells: the committed results files and their hashes are written by these exact spellings."""
 
 from __future__ import annotations

@@ -202,7 +202,7 @@ def power_rows(diffs: Mapping[str, np.ndarray], designs, rng, trials: int,
 
 
 def section(task: str, pool: Mapping[str, np.ndarray], trials: int, seed: int) -> str:
-    from pytest_graphnetz.text import markdown_table
+    from pytest_graphnetz.base.text import markdown_table
 
     sys.path.insert(0, str(Path(__file__).parent))
     import gate_quality as gq

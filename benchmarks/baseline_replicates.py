@@ -8,7 +8,7 @@ test and validation accuracy under both epoch rules, kept in ``--values`` (a rer
 what the file lacks):
 
 - ``salt 0`` .. ``salt 4``: the GCN unsalted and under ``graphnetz calibrate``'s salts 1-4
-  (:func:`~pytest_graphnetz.calibration.salting.salted_models`: other initialisation and
+  (:func:`~pytest_graphnetz.gates.calibration.salting.salted_models`: other initialisation and
   dropout draws, the same data and split): a baseline with R replicates holds salts 0..R-1, an
   innocent candidate is salt 4 (never one of the baseline's);
 - ``test leak``: the GCN trained on the training **and test** nodes' labels (a planted leak:
@@ -22,7 +22,7 @@ From the pool (no training), per R:
   candidate minus 1 point on every seed, by simulation (``--trials``, normal d_s at the pool's
   paired sd, the gate's ``decide_look`` at one look of ``--seeds`` seeds) and on resampled
   ``--seeds``-seed subsets of the pool (overlapping: a check, no interval);
-- the leak guard (:func:`pytest_graphnetz.verdicts.leak.leak_suspicion`) on the pool's
+- the leak guard (:func:`pytest_graphnetz.gates.verdicts.leak.leak_suspicion`) on the pool's
   innocent and leaked candidates, and by simulation (genuine gains) at the pool's paired sds;
 - the committed ``decisive_cora_values.json`` pool (60 seeds of the same GCN, salts 0 and 1,
   bit-for-bit the runs here) for the R = 1 paired sd and the variance model's R = 2, 4.
@@ -84,7 +84,7 @@ class _Masks:
 
 def variants() -> dict[str, tuple[Any, str]]:
     """variant -> (model factory, trainer kind)."""
-    from pytest_graphnetz.calibration.salting import SaltedFactory
+    from pytest_graphnetz.gates.calibration.salting import SaltedFactory
 
     out: dict[str, tuple[Any, str]] = {"salt 0": (gqc.gcn, "examples")}
     for salt in SALTS[1:]:
@@ -255,7 +255,7 @@ def committed_pool_line() -> str:
 def leak_rows(pool: Mapping, rule: str) -> list[list[str]]:
     """The leak guard on the pool's candidates against the unsalted baseline (R = 1), all
     pool seeds: innocent, leaked."""
-    from pytest_graphnetz.verdicts.leak import leak_suspicion
+    from pytest_graphnetz.gates.verdicts.leak import leak_suspicion
 
     base = pool["salt 0"]
     cases = {"innocent (salt 4 vs salt 0)": (pool[f"salt {CANDIDATE_SALT}"], base),
@@ -274,7 +274,7 @@ def leak_rows(pool: Mapping, rule: str) -> list[list[str]]:
 def leak_subset_rows(pool: Mapping, rule: str, n: int, resamples: int,
                      rng: np.random.Generator) -> list[list[str]]:
     """False flags on resampled ``n``-seed subsets of the pool (overlapping)."""
-    from pytest_graphnetz.verdicts.leak import leak_suspicion
+    from pytest_graphnetz.gates.verdicts.leak import leak_suspicion
 
     base = pool["salt 0"]
     cases = {"innocent": (pool[f"salt {CANDIDATE_SALT}"], base),
@@ -298,7 +298,7 @@ def leak_simulation_rows(pool: Mapping, rule: str, n: int, trials: int,
     """False flags by simulation: a genuine gain g on test and validation alike, d_s normal
     with the pool's paired test and validation sds and their correlation; and the leak's
     pooled shape (test gain, validation gain) for detection."""
-    from pytest_graphnetz.verdicts.leak import leak_suspicion
+    from pytest_graphnetz.gates.verdicts.leak import leak_suspicion
 
     base = pool["salt 0"]
     cand = pool[f"salt {CANDIDATE_SALT}"]

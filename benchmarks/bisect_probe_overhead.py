@@ -1,6 +1,7 @@
 """What one ``graphnetz bisect`` probe costs beyond training: seconds per probe of the probe
-``graphnetz bisect`` runs (:class:`pytest_graphnetz.bisect_probes.GitProbe`), warm (a fork of
-the warm interpreter, :mod:`pytest_graphnetz.bisect_warm`) and cold (``python -m pytest``, a new
+``graphnetz bisect`` runs (:class:`pytest_graphnetz.cli.bisect.probes.GitProbe`), warm (a fork of
+the warm interpreter, :mod:`pytest_graphnetz.cli.bisect.probe_server`) and cold (``python -m
+pytest``, a new
 interpreter per probe), with the import costs beside them, all from the same run.
 
 The scratch project is what a PyG team's gated test looks like at import: a module that imports
@@ -58,7 +59,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--probes", type=int, default=6, help="timed probes each way")
     args = parser.parse_args()
-    from pytest_graphnetz.bisect_probes import GitProbe, Workspace
+    from pytest_graphnetz.cli.bisect.probes import GitProbe, Workspace
 
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp) / "project"

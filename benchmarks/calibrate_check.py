@@ -2,7 +2,7 @@
 
 On the block model (catalogue task ``csbm_homophilous``, the 2-layer GCN of
 ``benchmarks/gate_quality.py``, 100 epochs, seeds 1000...), it runs what ``graphnetz calibrate``
-runs: the baseline and its rerun under salted seeds (:func:`pytest_graphnetz.calibration.
+runs: the baseline and its rerun under salted seeds (:func:`pytest_graphnetz.gates.calibration.
 run.calibrate_reports`), and compares the calibrated paired sd with the paired sd of the two
 innocent candidates of the committed gate-quality pool (``benchmarks/gate_quality_values.json``,
 200 seeds: "extra draws", "layers reordered"), which were measured independently:
@@ -53,9 +53,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from pytest_graphnetz import run_benchmark
-    from pytest_graphnetz.calibration.resolution import resolvable_min_effect
-    from pytest_graphnetz.calibration.salted_run import calibrate_reports
-    from pytest_graphnetz.calibration.salting import salted_models
+    from pytest_graphnetz.gates.calibration.resolution import resolvable_min_effect
+    from pytest_graphnetz.gates.calibration.salted_run import calibrate_reports
+    from pytest_graphnetz.gates.calibration.salting import salted_models
 
     n = 20 if args.quick else args.seeds
     pool = gq.load_values(args.pool)[TASK]

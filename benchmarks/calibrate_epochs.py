@@ -44,9 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from pytest_graphnetz import run_benchmark
-    from pytest_graphnetz.calibration.salted_run import calibrate_reports
-    from pytest_graphnetz.calibration.salting import salted_models
-    from pytest_graphnetz.calibration.terminal import summary_rows, terminal_lines
+    from pytest_graphnetz.gates.calibration.salted_run import calibrate_reports
+    from pytest_graphnetz.gates.calibration.salting import salted_models
+    from pytest_graphnetz.gates.calibration.terminal import summary_rows, terminal_lines
 
     torch.set_num_threads(1)
     tasks = {gqc.TASK: gqc.cora_task(args.npz, epochs=args.epochs)}

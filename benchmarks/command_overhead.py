@@ -63,9 +63,9 @@ def main() -> None:
         "command_overhead_results.md")))
     opts = parser.parse_args()
 
-    from pytest_graphnetz.command import Command
-    from pytest_graphnetz.command import warm as command_warm
-    from pytest_graphnetz.command.run import CommandExecutor
+    from pytest_graphnetz.runner.command import Command
+    from pytest_graphnetz.runner.command import warm as command_warm
+    from pytest_graphnetz.runner.command.run import CommandExecutor
 
     imports = time.perf_counter()
     subprocess.run([sys.executable, "-c", "import torch, torch_geometric"], check=True)

@@ -110,10 +110,10 @@ def main() -> None:
             raise SystemExit(f"{path} does not exist: pass --gcn / --cora")
 
     from pytest_graphnetz import run_benchmark
-    from pytest_graphnetz.command import Command, DataFiles
     from pytest_graphnetz.gates import compare_reports
-    from pytest_graphnetz.tasks.base import Task
-    from pytest_graphnetz.verdicts.values import GateRefusal
+    from pytest_graphnetz.gates.verdicts.values import GateRefusal
+    from pytest_graphnetz.runner.command import Command, DataFiles
+    from pytest_graphnetz.runner.tasks.base import Task
 
     seeds = list(range(args.seeds))
     with tempfile.TemporaryDirectory(prefix="graphnetz-cora-") as tmp:

@@ -67,7 +67,7 @@ QUICK = {"pool": 12, "command_pool": 4, "epochs": 50, "budgets": [10], "trials":
 def train_in_process(npz: str, seeds: Sequence[int], epochs: int, root: str
                      ) -> tuple[dict[str, list[float]], float]:
     from pytest_graphnetz import run_benchmark
-    from pytest_graphnetz.calibration.salting import salted_models
+    from pytest_graphnetz.gates.calibration.salting import salted_models
 
     task = {gqc.TASK: gqc.cora_task(npz, epochs)}
     out: dict[str, list[float]] = {}
@@ -82,9 +82,9 @@ def train_in_process(npz: str, seeds: Sequence[int], epochs: int, root: str
 def train_command(npz: Path, script: Path, seeds: Sequence[int], epochs: int
                   ) -> tuple[dict[str, list[float]], float]:
     from pytest_graphnetz import run_benchmark
-    from pytest_graphnetz.calibration.salting import salted_models
-    from pytest_graphnetz.command import Command, DataFiles
-    from pytest_graphnetz.tasks.base import Task
+    from pytest_graphnetz.gates.calibration.salting import salted_models
+    from pytest_graphnetz.runner.command import Command, DataFiles
+    from pytest_graphnetz.runner.tasks.base import Task
 
     out: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="graphnetz-decisive-") as tmp:
@@ -176,9 +176,9 @@ def pull_request(base: np.ndarray, cand: np.ndarray, *, budget: int) -> tuple[st
     """One simulated pull request through the real CI loop (docs/ci.md): the gate at 10 seeds,
     then while a row is INCONCLUSIVE the look ``next_look`` reads from the rows' JSON numbers
     (the advice, capped at the budget). Returns the verdict it ends on and the seeds it ran."""
+    from pytest_graphnetz.cli.nextlook import next_look
     from pytest_graphnetz.gates import compare_reports
-    from pytest_graphnetz.nextlook import next_look
-    from pytest_graphnetz.summary import JSON_SCHEMA, JSON_VERSION, verdict_stats
+    from pytest_graphnetz.plugin.summary import JSON_SCHEMA, JSON_VERSION, verdict_stats
 
     baseline = _report(base[:budget])
     seeds = FIRST_LOOK
@@ -239,7 +239,7 @@ def setups(sd: float, pool_size: int, budgets: Sequence[int]) -> list[tuple[str,
     """(label, budget, δ): today's one look at 10 seeds (δ 1 point, and δ at what 10 seeds
     resolve at the measured sd, ``--graphnetz-min-effect=resolvable``), then the CI loop up to
     each budget the pool holds."""
-    from pytest_graphnetz.calibration.resolution import resolvable_min_effect
+    from pytest_graphnetz.gates.calibration.resolution import resolvable_min_effect
 
     resolvable = resolvable_min_effect(sd, FIRST_LOOK, alpha=ALPHA)
     out = [("today: 10 seeds", FIRST_LOOK, DELTA),

@@ -352,7 +352,7 @@ def design_outcomes(values: Mapping[str, Mapping[str, np.ndarray]],
 
 def candidate_tasks(plan: Plan) -> dict[str | None, object]:
     """The Task each task change trains on: ``None`` is the catalogue task itself."""
-    from pytest_graphnetz.tasks import resolve_tasks
+    from pytest_graphnetz.runner.tasks import resolve_tasks
 
     base = dataclasses.replace(resolve_tasks([plan.task])[plan.task], epochs=plan.epochs)
     return {
@@ -500,8 +500,8 @@ def verdict_section(plan: Plan, values: Mapping[str, Mapping[str, np.ndarray]],
     up to ``RESAMPLED_TRIALS`` random S-seed subsets (the shares the pool implies), and the checks:
     innocent changes NOT WORSE (or BETTER) in >= 90%, REGRESSED in <= α; regressions beyond δ
     NOT WORSE (or BETTER) in <= α."""
+    from pytest_graphnetz.base.text import markdown_table
     from pytest_graphnetz.stats import seeds_for_min_effect
-    from pytest_graphnetz.text import markdown_table
 
     P = len(values["baseline"]["final"])
     if P // S < 2:
@@ -566,7 +566,7 @@ def design_section(values: Mapping[str, Mapping[str, np.ndarray]]) -> list[str]:
     ``RESAMPLED_TRIALS`` random ordered ``DESIGN_S``-seed subsets (the shares the pool implies).
     Every design sees the same trials: adaptive takes a trial's seeds in order and stops at a
     look, fixed 10 uses its first 10."""
-    from pytest_graphnetz.text import markdown_table
+    from pytest_graphnetz.base.text import markdown_table
 
     base = values["baseline"]["final"]
     P = len(base)
@@ -619,8 +619,8 @@ def design_section(values: Mapping[str, Mapping[str, np.ndarray]]) -> list[str]:
 def analyse(plan: Plan, values: Mapping[str, Mapping[str, np.ndarray]]) -> str:
     """The Markdown section of one plan: effects, rates per S, MDE, verdicts at S = 10 and
     per seed design, findings, conclusion."""
+    from pytest_graphnetz.base.text import markdown_table
     from pytest_graphnetz.stats.planning import mde
-    from pytest_graphnetz.text import markdown_table
 
     lines = [f"## {plan.task}: 2-layer GCN (hidden {HIDDEN}), {plan.epochs} epochs, pool of "
              f"{plan.pool} seeds (seeds {plan.seed_offset}..{plan.seed_offset + plan.pool - 1}); "

@@ -86,7 +86,7 @@ class CoraNpz:
         from filelock import FileLock
         from torch_geometric.datasets import CitationFull
 
-        from pytest_graphnetz.tasks.splits import derive_seed
+        from pytest_graphnetz.runner.tasks.splits import derive_seed
 
         raw = Path(root) / "cora" / "raw"
         raw.mkdir(parents=True, exist_ok=True)
@@ -263,7 +263,7 @@ def train_pool(npz: str, *, pool: int, epochs: int, root: str, cache_dir: str | 
     ``SEED_OFFSET + 0..pool-1``), for the variants ``plan`` lists per model. One
     ``run_benchmark`` call per variant (every model that has it)."""
     from pytest_graphnetz import run_benchmark
-    from pytest_graphnetz.calibration.salting import salted_models
+    from pytest_graphnetz.gates.calibration.salting import salted_models
 
     task = {TASK: cora_task(npz, epochs)}
     seeds = range(SEED_OFFSET, SEED_OFFSET + pool)
@@ -315,7 +315,7 @@ def calibrated(values: Mapping[str, Mapping[str, np.ndarray]], selection: str,
     """What ``graphnetz calibrate`` says from the pool's ``salted`` variant: the paired sd of
     salted − baseline, the smallest δ ``seeds`` seeds resolve (power 0.8 both ways, α = 0.05),
     and the seeds a 1-point δ needs."""
-    from pytest_graphnetz.calibration.resolution import resolvable_min_effect
+    from pytest_graphnetz.gates.calibration.resolution import resolvable_min_effect
     from pytest_graphnetz.stats.planning import seeds_for_min_effect
 
     sd = float(np.std(values["salted"][selection] - values["baseline"][selection], ddof=1))

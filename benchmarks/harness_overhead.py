@@ -31,7 +31,7 @@ from _timing import describe, interleaved, median_ratio, paired_ratio
 from torch_geometric.nn import GCN
 
 from pytest_graphnetz import run_benchmark
-from pytest_graphnetz.tasks.synthetic import TASKS, load_homophilous
+from pytest_graphnetz.runner.tasks.synthetic import TASKS, load_homophilous
 
 HIDDEN = 16
 

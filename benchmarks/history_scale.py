@@ -9,9 +9,9 @@ tenth commit changes nothing (its values are its parent's, bit for bit); one cel
 2 points over the history so the page has a drift to show.
 
 Printed: the seconds to build the folder (not part of the figure), then `graphnetz history` in
-a fresh interpreter (``python -m pytest_graphnetz.cli history``: what a user runs, imports
+a fresh interpreter (``python -m pytest_graphnetz.cli.main history``: what a user runs, imports
 included; wall and CPU seconds, the CPU figure barely moving with other users' load) with the
-import costs beside it (``import pytest_graphnetz.cli`` alone, and numpy,
+import costs beside it (``import pytest_graphnetz.cli.main`` alone, and numpy,
 scipy.stats, the report layer), each timed in its own fresh interpreter, and the page's size.
 
     .venv/bin/python benchmarks/history_scale.py                     # 500 × 50
@@ -36,9 +36,9 @@ from pathlib import Path
 import numpy as np
 from _timing import cpu_seconds
 
-from pytest_graphnetz.epochs import History, MetricSpec
 from pytest_graphnetz.report import BenchmarkReport
 from pytest_graphnetz.report.codec import dumps
+from pytest_graphnetz.report.epochs import History, MetricSpec
 
 MODELS = ("GCN", "GraphSAGE", "GAT", "GIN", "SGC")
 
@@ -120,7 +120,7 @@ def main() -> None:
         for i in range(args.repeats):
             out = Path(tmp) / f"page{i}"
             started, started_cpu = time.perf_counter(), cpu_seconds()
-            done = subprocess.run([sys.executable, "-m", "pytest_graphnetz.cli", "history",
+            done = subprocess.run([sys.executable, "-m", "pytest_graphnetz.cli.main", "history",
                                    str(root), "-o", str(out)], capture_output=True, text=True)
             runs.append(time.perf_counter() - started)
             cpu.append(cpu_seconds() - started_cpu)
@@ -135,7 +135,7 @@ def main() -> None:
         print(done.stdout.splitlines()[-1])
         imports = {
             "interpreter start": "pass",
-            "import pytest_graphnetz.cli": "import pytest_graphnetz.cli",
+            "import pytest_graphnetz.cli.main": "import pytest_graphnetz.cli.main",
             "import numpy": "import numpy",
             "import scipy.stats": "import scipy.stats",
             "import pytest_graphnetz.report": "import pytest_graphnetz.report",

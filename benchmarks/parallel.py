@@ -27,7 +27,7 @@ from harness_overhead import make_gcn
 
 from pytest_graphnetz import run_benchmark
 from pytest_graphnetz.report.codec import dumps
-from pytest_graphnetz.tasks.synthetic import TASKS
+from pytest_graphnetz.runner.tasks.synthetic import TASKS
 
 
 def sweep(root: str, seeds: list[int], epochs: int, workers: int) -> str:

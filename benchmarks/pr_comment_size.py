@@ -15,7 +15,7 @@ import numpy as np
 
 from pytest_graphnetz import BenchmarkReport, assert_not_worse
 from pytest_graphnetz.gates.recorder import GateRecorder, recording
-from pytest_graphnetz.summary import GateSummary, verdict_stats
+from pytest_graphnetz.plugin.summary import GateSummary, verdict_stats
 
 
 def rows_of(candidate: np.ndarray, baseline: np.ndarray, test: str) -> tuple[list, dict]:

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pytest_graphnetz.epochs import History, MetricSpec
 from pytest_graphnetz.report import BenchmarkReport
+from pytest_graphnetz.report.epochs import History, MetricSpec
 
 
 def build_report(tasks: int = 10, models: int = 10, seeds: int = 10,

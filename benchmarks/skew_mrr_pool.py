@@ -42,7 +42,7 @@ def main() -> int:
     import tempfile
 
     from pytest_graphnetz import run_benchmark
-    from pytest_graphnetz.tasks import catalogue
+    from pytest_graphnetz.runner.tasks import catalogue
 
     task = replace(catalogue()["sbm_link"](), metric="mrr", epochs=args.epochs)
     start = time.time()

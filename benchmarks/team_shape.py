@@ -57,7 +57,7 @@ class {name}(torch.nn.Module):
 KEYS = '''
 import json, sys
 import team_models
-from pytest_graphnetz.fingerprint import project_code_key
+from pytest_graphnetz.runner.fingerprint import project_code_key
 print(json.dumps({n: project_code_key([getattr(team_models, n)]) for n in sys.argv[1:]}))
 '''
 

@@ -83,9 +83,9 @@ def run(args: argparse.Namespace) -> str:
     import numpy as np
 
     from pytest_graphnetz import Task, grid, tune
-    from pytest_graphnetz.calibration.salting import SaltedFactory
+    from pytest_graphnetz.base.text import fmt_num
+    from pytest_graphnetz.gates.calibration.salting import SaltedFactory
     from pytest_graphnetz.gates.compare import compare_reports
-    from pytest_graphnetz.text import fmt_num
 
     task = {TASK: Task(TASK, CoraNpz(args.npz), epochs=args.epochs)}
     space = grid(hidden=[16, 64], dropout=[0.5, 0.8], lr=[0.01, 0.005])[: args.trials]

@@ -33,8 +33,8 @@ import numpy as np
 
 from pytest_graphnetz import BenchmarkReport
 from pytest_graphnetz.gates.compare import compare_reports
-from pytest_graphnetz.tuning.search import winner_stability
-from pytest_graphnetz.tuning.trials import PROTOCOL_KEY, Trial, TuningRecord, search_seeds
+from pytest_graphnetz.gates.tuning import winner_stability
+from pytest_graphnetz.report.trials import PROTOCOL_KEY, Trial, TuningRecord, search_seeds
 
 STEADY = 0.8   # both winners chosen in at least this share of resamples of their search seeds
 

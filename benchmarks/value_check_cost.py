@@ -10,8 +10,8 @@ import time
 
 import numpy as np
 
-from pytest_graphnetz.epochs import History, MetricSpec
 from pytest_graphnetz.report import model as report
+from pytest_graphnetz.report.epochs import History, MetricSpec
 
 rng = np.random.default_rng(0)
 tasks, models, seeds = [f"t{i}" for i in range(10)], [f"m{i}" for i in range(10)], range(20)

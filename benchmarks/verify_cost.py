@@ -94,7 +94,7 @@ from pathlib import Path
 
 import graph
 from pytest_graphnetz import Task
-from pytest_graphnetz.command import Command, DataFiles
+from pytest_graphnetz.runner.command import Command, DataFiles
 
 HERE = Path(__file__).parent
 

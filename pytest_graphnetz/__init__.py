@@ -13,17 +13,17 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "run_benchmark": "runner",
-    "run_adaptive": "adaptive",
+    "run_adaptive": "gates.adaptive",
     "BenchmarkReport": "report",
-    "MetricSpec": "epochs",
-    "History": "epochs",
-    "Task": "tasks.base",
+    "MetricSpec": "report.epochs",
+    "History": "report.epochs",
+    "Task": "runner.tasks.base",
     "assert_not_worse": "gates",
     "assert_better": "gates",
     "assert_equivalent": "gates",
     "assert_ci_width": "gates",
-    "tune": "tuning.search",
-    "grid": "tuning.search",
+    "tune": "gates.tuning",
+    "grid": "gates.tuning",
 }
 
 __all__ = [
@@ -32,13 +32,18 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .adaptive import run_adaptive
-    from .epochs import History, MetricSpec
-    from .gates import assert_better, assert_ci_width, assert_equivalent, assert_not_worse
-    from .report import BenchmarkReport
-    from .runner import run_benchmark
-    from .tasks.base import Task
-    from .tuning.search import grid, tune
+    from pytest_graphnetz.gates import (
+        assert_better,
+        assert_ci_width,
+        assert_equivalent,
+        assert_not_worse,
+    )
+    from pytest_graphnetz.gates.adaptive import run_adaptive
+    from pytest_graphnetz.gates.tuning import grid, tune
+    from pytest_graphnetz.report import BenchmarkReport
+    from pytest_graphnetz.report.epochs import History, MetricSpec
+    from pytest_graphnetz.runner import run_benchmark
+    from pytest_graphnetz.runner.tasks.base import Task
 
 
 def __getattr__(name: str) -> Any:

@@ -87,7 +87,7 @@ def data_seed() -> int | None:
 
 def warm_mode(device: str = "cpu") -> str | None:
     """Why the runner starts a command task's script runs cold here, on ``device`` (None: it
-    may fork them from a warm interpreter, :mod:`pytest_graphnetz.command.warm`).
+    may fork them from a warm interpreter, :mod:`pytest_graphnetz.runner.command.warm`).
     Here, standard library only, so the session header can say it without importing more."""
     if os.environ.get(WARM_ENV, "1") == "0":
         return f"{WARM_ENV}=0"

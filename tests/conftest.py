@@ -126,7 +126,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 def tiny_csbm(root: str, *, seed: int) -> Any:
     """A 60-node, 3-class CSBM drawn from ``seed`` (cached under ``root``)."""
-    from pytest_graphnetz.tasks.synthetic import CSBM, load_csbm
+    from pytest_graphnetz.runner.tasks.synthetic import CSBM, load_csbm
 
     params = CSBM("tiny", num_classes=3, nodes_per_class=20, p_in=0.2, p_out=0.03,
                   num_features=8, mean_norm=1.0)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pytest_graphnetz import BenchmarkReport, assert_better, assert_not_worse
-from pytest_graphnetz.adaptive import AdaptiveReport, run_adaptive
+from pytest_graphnetz.gates.adaptive import AdaptiveReport, run_adaptive
 
 SEEDS = range(20)
 BASE = {s: 0.80 + 0.03 * np.sin(7.0 * s) for s in range(40)}  # per-seed baseline accuracy
@@ -150,7 +150,7 @@ def test_the_mde_line_says_it_is_a_fixed_n_tests():
 
 
 def test_the_seed_trainings_saved_are_counted_in_words():
-    from pytest_graphnetz.text import seed_trainings
+    from pytest_graphnetz.base.text import seed_trainings
 
     report = run_adaptive({"toy": lambda root: None}, {"broken": object}, seeds=range(10),
                           min_seeds=5, runner=CountingRunner())

@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("torch_geometric.nn")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
-import pytest_graphnetz.training.node  # noqa: E402,F401
+import pytest_graphnetz.runner.training.node  # noqa: E402,F401
 from tests.gates_output import gates_table  # noqa: E402
 from tests.test_plugin_gates import GATE_TEST, TOY, trained  # noqa: E402
 

@@ -50,13 +50,40 @@ def test_the_architecture_table_lists_every_module():
             if not any(name in listed(r) for first, r in rows.items()):
                 missing.append(str(rel))
             continue
-        sub = f"`{rel.parts[0]}/`"
+        sub = f"`{'/'.join(rel.parts[:-1])}/`"   # the row of the module's own folder
         row = next((r for first, r in rows.items() if sub in first), None)
         name = rel.parent.name if rel.name == "__init__.py" else rel.stem
         if row is None or (rel.name != "__init__.py" and name not in listed(row)):
             missing.append(str(rel))
     assert not missing, ("modules the architecture table (docs/architecture.md) does not name "
                          "(add them to their layer's row): " + ", ".join(missing))
+
+
+MAX_TOP_LEVEL_MODULES = 6
+LAYER = re.compile(r"^Layer (\d) of (\d)\b")
+
+
+def layer_folders() -> list[Path]:
+    return sorted(p.parent for p in PACKAGE.glob("*/__init__.py"))
+
+
+def test_the_top_level_is_the_layers_folders_and_a_few_modules():
+    top = [p.name for p in PACKAGE.glob("*.py") if p.name != "__init__.py"]
+    assert len(top) <= MAX_TOP_LEVEL_MODULES, f"top-level modules (move them into a layer): {top}"
+    numbers = {}
+    for folder in layer_folders():
+        doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text(encoding="utf-8")))
+        match = LAYER.match(doc or "")
+        assert match, f"{folder.name}/__init__.py: its docstring must start 'Layer N of M'"
+        assert "import" in doc, f"{folder.name}/__init__.py: say what the layer may import"
+        numbers[folder.name] = int(match.group(1))
+    # The folders' numbers are the order of the top-level import contract (pyproject.toml).
+    contract = re.search(r'containers = \["pytest_graphnetz"\]\nlayers = \[(.*?)\]',
+                         (ROOT / "pyproject.toml").read_text(encoding="utf-8"), re.S)
+    order = [name.strip() for layer in re.findall(r'"([^"]+)"', contract.group(1))
+             for name in layer.split("|")]
+    assert [n for n in order if n in numbers] == sorted(numbers, key=lambda n: -numbers[n])
+    assert sorted(numbers.values()) == list(range(1, len(numbers) + 1)), numbers
 
 
 def test_every_module_has_a_docstring_and_at_most_500_lines():
@@ -89,7 +116,7 @@ def test_no_two_modules_share_a_file_name():
 # The gates' public functions keep the keyword signatures DESIGN.md fixes; below them a call's
 # settings travel as one GateSpec, so no internal function needs a long parameter list.
 PUBLIC_GATE_FUNCTIONS = {"assert_not_worse", "assert_better", "assert_equivalent",
-                         "assert_ci_width", "compare_reports"}
+                         "assert_ci_width", "compare_reports", "tune", "run_adaptive"}
 MAX_INTERNAL_PARAMETERS = 8
 
 

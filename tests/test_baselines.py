@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_graphnetz import BenchmarkReport, History, MetricSpec
-from pytest_graphnetz.baselines import (
+from pytest_graphnetz.gates.baselines import (
     BaselineError,
     BaselineFormatError,
     BaselineHandle,
@@ -30,7 +30,7 @@ from pytest_graphnetz.report.schema import VALUES_SCHEMA_VERSION
 
 pytest.importorskip("scipy.stats")
 import pytest_graphnetz.gates as gates  # noqa: E402  (loaded once: see test_plugin.py)
-from pytest_graphnetz.ratchet import refresh  # noqa: E402
+from pytest_graphnetz.gates.ratchet import refresh  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 LEGACY = Path(__file__).parent / "data" / "legacy_test_social_models_not_worse.json"

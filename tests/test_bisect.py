@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from pytest_graphnetz import BenchmarkReport
-from pytest_graphnetz.bisection import (
+from pytest_graphnetz.base.text import fmt_num
+from pytest_graphnetz.cli.bisect.search import (
     DEFAULT_MAX_SEEDS,
     REGRESSED,
     SAME,
@@ -21,8 +22,7 @@ from pytest_graphnetz.bisection import (
     look_alphas,
     seed_schedule,
 )
-from pytest_graphnetz.cli import main
-from pytest_graphnetz.text import fmt_num
+from pytest_graphnetz.cli.main import main
 
 SEEDS = np.arange(100)
 
@@ -317,7 +317,7 @@ def test_bisect_refusals_exit_2(repo, capsys) -> None:
 
 def test_the_command_exits_2_outside_a_git_repository(pytester: pytest.Pytester) -> None:
     """The installed command's exit status and message, from a fresh interpreter."""
-    result = pytester.run(sys.executable, "-m", "pytest_graphnetz.cli", "bisect", "HEAD~1",
+    result = pytester.run(sys.executable, "-m", "pytest_graphnetz.cli.main", "bisect", "HEAD~1",
                           "HEAD", "--", "-q")
     assert result.ret == 2
     assert "not inside a git repository" in result.stderr.str()
@@ -364,7 +364,7 @@ def _start_held_bisect(repo, tmp_path, good: str, bad: str) -> tuple[subprocess.
     os.mkfifo(ready)
     os.mkfifo(hold)
     env = {**os.environ, "BISECT_READY": str(ready), "BISECT_HOLD": str(hold)}
-    proc = subprocess.Popen([sys.executable, "-m", "pytest_graphnetz.cli", "bisect", good, bad,
+    proc = subprocess.Popen([sys.executable, "-m", "pytest_graphnetz.cli.main", "bisect", good, bad,
                              "--min-effect", "0.01", "--", "-q"], cwd=repo.path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     fd = os.open(ready, os.O_RDONLY | os.O_NONBLOCK)   # no writer yet: not readable
@@ -441,7 +441,7 @@ def test_warm_probes_read_what_cold_ones_do_and_start_with_fresh_random_state(re
     """The same commit probed cold and three times warm: the same per-seed values bit for bit;
     a NumPy draw at import (the global state, which the warm interpreter holds once it has
     learned numpy) differs from probe to probe, as in fresh interpreters."""
-    from pytest_graphnetz.bisect_probes import GitProbe, Workspace
+    from pytest_graphnetz.cli.bisect.probes import GitProbe, Workspace
 
     (repo.path / "conftest.py").write_text(
         "import os\nimport numpy as np\n\n"

@@ -13,9 +13,9 @@ import torch
 from conftest import gcn, sage, tiny_task
 
 from pytest_graphnetz import run_benchmark
-from pytest_graphnetz.cache import TripleCache, make_key
-from pytest_graphnetz.epochs import History
 from pytest_graphnetz.report.codec import dumps
+from pytest_graphnetz.report.epochs import History
+from pytest_graphnetz.runner.cache import TripleCache, make_key
 
 # Read by `tunable` when it builds a model: a change here changes the built model (not the
 # factory's source), and the cache must notice.
@@ -75,7 +75,7 @@ def test_changing_one_model_retrains_only_that_model(root, tmp_path, monkeypatch
 def test_model_fingerprint_sees_settings_the_repr_hides(change):
     from torch_geometric.nn import GCN
 
-    from pytest_graphnetz.fingerprint import model_fingerprint
+    from pytest_graphnetz.runner.fingerprint import model_fingerprint
 
     def build(**kw):
         torch.manual_seed(0)
@@ -88,7 +88,7 @@ def test_model_fingerprint_sees_settings_the_repr_hides(change):
 
 
 def test_model_fingerprint_sees_initial_weights_and_factory():
-    from pytest_graphnetz.fingerprint import model_fingerprint
+    from pytest_graphnetz.runner.fingerprint import model_fingerprint
 
     torch.manual_seed(0)
     a = torch.nn.Linear(4, 2)
@@ -177,7 +177,7 @@ def test_round_trip_keeps_nan_and_infinities(tmp_path):
 
 
 def test_failed_write_warns_and_still_returns(tmp_path, monkeypatch):
-    import pytest_graphnetz.cache as cache_module
+    import pytest_graphnetz.runner.cache as cache_module
 
     def refuse(path, text):
         raise PermissionError(f"read-only: {path}")
@@ -226,7 +226,7 @@ def test_parallel_workers_share_the_cache(root, tmp_path):
 
 PLANTED = """
 import sys, warnings
-from pytest_graphnetz.cache import TripleCache, make_key
+from pytest_graphnetz.runner.cache import TripleCache, make_key
 
 key = make_key({"planted": True})
 warnings.simplefilter("always")
@@ -246,7 +246,7 @@ def test_a_fifo_or_a_device_planted_in_the_cache_is_discarded(tmp_path: Path,
     import subprocess
     import sys
 
-    from pytest_graphnetz.cache import TripleCache, make_key
+    from pytest_graphnetz.runner.cache import TripleCache, make_key
 
     if not hasattr(os, "mkfifo") or not Path("/dev/zero").exists():
         pytest.skip("needs POSIX FIFOs and /dev/zero")

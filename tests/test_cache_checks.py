@@ -22,7 +22,7 @@ pytest.importorskip("torch_geometric")
 import torch_geometric.data  # noqa: E402,F401
 
 import pytest_graphnetz.runner  # noqa: E402,F401
-import pytest_graphnetz.training.node  # noqa: E402,F401
+import pytest_graphnetz.runner.training.node  # noqa: E402,F401
 
 TASK = '''
 import torch
@@ -190,7 +190,7 @@ COMMAND_GATE = '''
 import sys
 
 from pytest_graphnetz import Task
-from pytest_graphnetz.command import Command, DataFiles
+from pytest_graphnetz.runner.command import Command, DataFiles
 
 
 def test_script(graphnetz_run):

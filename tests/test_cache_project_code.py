@@ -19,7 +19,7 @@ torch = pytest.importorskip("torch")
 import torch_geometric.data  # noqa: E402,F401
 
 import pytest_graphnetz.runner  # noqa: E402,F401
-from pytest_graphnetz.fingerprint import is_project_file, project_code_key  # noqa: E402
+from pytest_graphnetz.runner.fingerprint import is_project_file, project_code_key  # noqa: E402
 
 HELPERS = '''
 """Helpers the model and the training loop call."""
@@ -199,7 +199,7 @@ def test_library_code_is_not_project_code(tmp_path):
 
 KEY_OF = """
 import sys
-from pytest_graphnetz.fingerprint import project_code_key
+from pytest_graphnetz.runner.fingerprint import project_code_key
 print(project_code_key([sys.argv[1]]), "xdist" in sys.modules)
 """
 
@@ -222,7 +222,7 @@ def test_a_librarys_version_counts_whether_or_not_this_process_imported_it(tmp_p
                            text=True, check=True).stdout.split()
     assert fresh == [here, "False"]
     # Teeth: the version is in the key (a library upgrade retrains).
-    from pytest_graphnetz.fingerprint import project
+    from pytest_graphnetz.runner.fingerprint import project
 
     real = project.installed_version
     monkeypatch.setattr(project, "installed_version",

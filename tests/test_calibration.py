@@ -14,28 +14,28 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("torch_geometric.nn")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
-import pytest_graphnetz.training.node  # noqa: E402,F401
+import pytest_graphnetz.runner.training.node  # noqa: E402,F401
 from pytest_graphnetz import BenchmarkReport, Task, run_benchmark  # noqa: E402
-from pytest_graphnetz.calibration.annotation import (  # noqa: E402
+from pytest_graphnetz.base.text import ceil_significant  # noqa: E402
+from pytest_graphnetz.gates.calibration.annotation import (  # noqa: E402
     RESOLUTION_TABLE_NOTE,
     resolution_note,
 )
-from pytest_graphnetz.calibration.resolution import (  # noqa: E402
+from pytest_graphnetz.gates.calibration.resolution import (  # noqa: E402
     Calibration,
     CalibrationError,
     CellCalibration,
     resolvable_min_effect,
 )
-from pytest_graphnetz.calibration.salted_run import calibrate, calibrate_reports  # noqa: E402
-from pytest_graphnetz.calibration.salting import salted_models  # noqa: E402
-from pytest_graphnetz.calibration.store import (  # noqa: E402
+from pytest_graphnetz.gates.calibration.salted_run import calibrate, calibrate_reports  # noqa: E402
+from pytest_graphnetz.gates.calibration.salting import salted_models  # noqa: E402
+from pytest_graphnetz.gates.calibration.store import (  # noqa: E402
     SCHEMA,
     calibration_path,
     read_calibration,
     write_calibration,
 )
 from pytest_graphnetz.stats.planning import seeds_for_min_effect  # noqa: E402
-from pytest_graphnetz.text import ceil_significant  # noqa: E402
 
 # -- the resolvable δ: planning, checked against statsmodels' power of the one-sided t test -------
 
@@ -282,7 +282,7 @@ def test_graphnetz_calibrate_writes_beside_the_baseline_and_the_gate_warns(pytes
 
 
 def test_the_calibrate_command_is_pytest_with_the_calibrate_flag(monkeypatch):
-    from pytest_graphnetz.cli import main
+    from pytest_graphnetz.cli.main import main
 
     calls = []
 

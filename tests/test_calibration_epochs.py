@@ -19,23 +19,23 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("torch_geometric.nn")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
-import pytest_graphnetz.training.node  # noqa: E402,F401
-from pytest_graphnetz.calibration.resolution import (  # noqa: E402
+import pytest_graphnetz.runner.training.node  # noqa: E402,F401
+from pytest_graphnetz.base.text import ceil_significant  # noqa: E402
+from pytest_graphnetz.cli.main import main  # noqa: E402
+from pytest_graphnetz.gates.calibration.resolution import (  # noqa: E402
     Calibration,
     CellCalibration,
     EpochCurve,
     resolvable_min_effect,
     value_at_budget,
 )
-from pytest_graphnetz.calibration.store import (  # noqa: E402
+from pytest_graphnetz.gates.calibration.store import (  # noqa: E402
     read_calibration,
     read_min_effects,
     write_calibration,
 )
-from pytest_graphnetz.calibration.terminal import budget_line, shown_budgets  # noqa: E402
-from pytest_graphnetz.cli import main  # noqa: E402
-from pytest_graphnetz.epochs import History, MetricSpec  # noqa: E402
-from pytest_graphnetz.text import ceil_significant  # noqa: E402
+from pytest_graphnetz.gates.calibration.terminal import budget_line, shown_budgets  # noqa: E402
+from pytest_graphnetz.report.epochs import History, MetricSpec  # noqa: E402
 
 ACC = MetricSpec.from_name("accuracy")
 
@@ -217,7 +217,7 @@ def test_calibrate_fails_when_a_test_fails_before_calibrating(
 
 
 def test_the_figure_option_is_only_a_leading_one_without_an_equals_sign():
-    from pytest_graphnetz.subcommands import figure_option
+    from pytest_graphnetz.cli.subcommands import figure_option
 
     assert figure_option(["-o", "f.png", "tests", "-k", "x"]) == ("f.png", ["tests", "-k", "x"])
     assert figure_option(["--output=f.png", "tests"]) == ("f.png", ["tests"])

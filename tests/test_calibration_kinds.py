@@ -19,12 +19,12 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("torch_geometric.nn")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
-import pytest_graphnetz.training.node  # noqa: E402,F401
-from pytest_graphnetz.calibration.annotation import RESOLUTION_TABLE_NOTE  # noqa: E402
-from pytest_graphnetz.calibration.resolution import Calibration  # noqa: E402
-from pytest_graphnetz.calibration.salting import salted_seed  # noqa: E402
-from pytest_graphnetz.calibration.store import read_calibration  # noqa: E402
-from pytest_graphnetz.text import ceil_significant  # noqa: E402
+import pytest_graphnetz.runner.training.node  # noqa: E402,F401
+from pytest_graphnetz.base.text import ceil_significant  # noqa: E402
+from pytest_graphnetz.gates.calibration.annotation import RESOLUTION_TABLE_NOTE  # noqa: E402
+from pytest_graphnetz.gates.calibration.resolution import Calibration  # noqa: E402
+from pytest_graphnetz.gates.calibration.salting import salted_seed  # noqa: E402
+from pytest_graphnetz.gates.calibration.store import read_calibration  # noqa: E402
 from tests.test_command_task import SCRIPT, write_graph  # noqa: E402
 from tests.test_trainer_per_model import GATES as TRAINER_GATES  # noqa: E402
 from tests.test_trainer_per_model import PROJECT as TRAINER_PROJECT  # noqa: E402
@@ -34,7 +34,7 @@ import sys
 from pathlib import Path
 
 from pytest_graphnetz import Task
-from pytest_graphnetz.command import Command, DataFiles
+from pytest_graphnetz.runner.command import Command, DataFiles
 
 HERE = Path(__file__).parent
 TASKS = {"graph": Task("graph", DataFiles([HERE / "graph.npz"]), kind="command")}

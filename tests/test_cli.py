@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pytest_graphnetz import BenchmarkReport
-from pytest_graphnetz.cli import main as cli_main
+from pytest_graphnetz.cli.main import main as cli_main
 
 BASE = np.array([0.80, 0.82, 0.78, 0.81, 0.79, 0.83])
 # The reports here hold 6 seeds: `compare` and `plot` run as for a project whose first look is
@@ -67,7 +67,7 @@ def test_refresh_runs_pytest_with_update(pytester: pytest.Pytester) -> None:
                                             metric="accuracy")
             assert_not_worse(r, graphnetz_baseline())
     """)
-    result = pytester.run(sys.executable, "-m", "pytest_graphnetz.cli", "refresh", "-q",
+    result = pytester.run(sys.executable, "-m", "pytest_graphnetz.cli.main", "refresh", "-q",
                           "-k", "gcn", "-p", "no:cacheprovider")
     assert result.ret == 0
     assert (pytester.path / "baselines" / "test_model" / "test_gcn.json").is_file()
@@ -161,7 +161,7 @@ def test_only_a_failed_gate_exits_1(tmp_path) -> None:
     base = write(tmp_path / "base.json", BASE)
     worse = write(tmp_path / "worse.json", BASE - 0.03)
     # as a separate process: the real exit status, as CI sees it
-    codes = [subprocess.run([sys.executable, "-m", "pytest_graphnetz.cli", *argv],
+    codes = [subprocess.run([sys.executable, "-m", "pytest_graphnetz.cli.main", *argv],
                             capture_output=True).returncode
              for argv in (["compare", base, base, *FIRST_LOOK],
                           ["compare", base, worse, *FIRST_LOOK],
@@ -191,7 +191,7 @@ def test_plot_two_reports_draws_the_paired_comparison(tmp_path) -> None:
     from matplotlib.container import ErrorbarContainer
 
     from pytest_graphnetz.gates import compare_reports
-    from pytest_graphnetz.plots import plot_comparison
+    from pytest_graphnetz.report.plots import plot_comparison
 
     drops = np.array([0.03, 0.02, 0.04, 0.03, 0.02, 0.03])
     base = write(tmp_path / "base.json", [BASE, BASE], models=("GCN", "GAT"))
@@ -250,7 +250,7 @@ def test_compare_min_effect_reaches_the_gate(tmp_path, capsys) -> None:
     # the paired plot marks -δ beside the margin
     pytest.importorskip("matplotlib")
     from pytest_graphnetz.gates import compare_reports
-    from pytest_graphnetz.plots import plot_comparison
+    from pytest_graphnetz.report.plots import plot_comparison
 
     b, c = BenchmarkReport.from_json(base), BenchmarkReport.from_json(cand)
     axis = plot_comparison(compare_reports(c, b, min_effect=0.05, first_look=6),
@@ -287,7 +287,7 @@ def test_node(graphnetz_baseline):
 
 def test_refresh_takes_a_node_id_and_rewrites_that_baseline_only(pytester):
     pytester.makepyfile(test_gated=GATED)
-    result = pytester.run(sys.executable, "-m", "pytest_graphnetz.cli", "refresh",
+    result = pytester.run(sys.executable, "-m", "pytest_graphnetz.cli.main", "refresh",
                           "test_gated.py::test_graph", "-p", "no:cacheprovider")
     assert result.ret == 0, result.stdout.str()
     written = sorted(p.name for p in (pytester.path / "baselines" / "test_gated").glob("*.json"))
@@ -297,7 +297,7 @@ def test_refresh_takes_a_node_id_and_rewrites_that_baseline_only(pytester):
 def test_version_prints_the_version_and_exits_0() -> None:
     import pytest_graphnetz
 
-    done = subprocess.run([sys.executable, "-m", "pytest_graphnetz.cli", "--version"],
+    done = subprocess.run([sys.executable, "-m", "pytest_graphnetz.cli.main", "--version"],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"graphnetz (pytest-graphnetz) {pytest_graphnetz.__version__}"

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from pytest_graphnetz import BenchmarkReport
-from pytest_graphnetz.cli import main
+from pytest_graphnetz.cli.main import main
 
 # GIN: nine seeds at 1.0 and one at 0.9 (mean 0.99, a t interval reaching past the ceiling);
 # GCN: mean 0.81, sd 0.0183. The expected views below are written out, not rendered by the code

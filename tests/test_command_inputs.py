@@ -24,10 +24,10 @@ import pytest
 pytest.importorskip("torch_geometric")
 
 # One copy of the plugin's classes for every session (pytester drops what a session imports).
-import pytest_graphnetz.command  # noqa: E402, F401
+import pytest_graphnetz.runner.command  # noqa: E402, F401
 from pytest_graphnetz import assert_not_worse  # noqa: E402, F401
+from pytest_graphnetz.gates.verdicts.values import GateRefusal  # noqa: E402, F401
 from pytest_graphnetz.runner import TripleError  # noqa: E402, F401
-from pytest_graphnetz.verdicts.values import GateRefusal  # noqa: E402, F401
 
 TRAIN = '''
 import json, os, random, sys
@@ -65,7 +65,7 @@ import sys
 from pathlib import Path
 
 from pytest_graphnetz import Task
-from pytest_graphnetz.command import Command, DataFiles
+from pytest_graphnetz.runner.command import Command, DataFiles
 
 HERE = Path(__file__).parent
 TASKS = {"t": Task("t", DataFiles(), kind="command")}
@@ -172,8 +172,8 @@ def verbose():   # a library's own lookup for the script (click's `envvar=` read
 def test_every_interface_to_the_environment_is_recorded(tmp_path, monkeypatch) -> None:
     import sys
 
-    from pytest_graphnetz.command import Command
-    from pytest_graphnetz.command.run import CommandExecutor
+    from pytest_graphnetz.runner.command import Command
+    from pytest_graphnetz.runner.command.run import CommandExecutor
 
     (tmp_path / "train.py").write_text(ENV_SCRIPT)
     (tmp_path / "lib_settings.py").write_text(LIBRARY)
@@ -206,7 +206,7 @@ drop = float(text.value)
 
 def test_a_read_the_tracking_cannot_see_is_caught_by_the_verify_sample(
         pytester: pytest.Pytester, tmp_path_factory) -> None:
-    from pytest_graphnetz.text import NOT_REPRODUCED
+    from pytest_graphnetz.base.text import NOT_REPRODUCED
 
     pytester.makepyfile(project=PROJECT, test_scripts=GATES,
                         train=TRAIN.format(read=C_LEVEL_READ))

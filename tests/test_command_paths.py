@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 
 from pytest_graphnetz import Task
-from pytest_graphnetz.command import Command, DataFiles
+from pytest_graphnetz.runner.command import Command, DataFiles
 
 HERE = Path(__file__).parent
 TASKS = {"t": Task("t", DataFiles([HERE / "data.txt"]), kind="command")}
@@ -87,7 +87,7 @@ def test_pytest_python_m_pytest_and_a_second_venv_and_clone_share_keys(tmp_path)
 
 
 def test_the_interpreter_counts_by_what_it_is_not_where(tmp_path) -> None:
-    from pytest_graphnetz.command import Command
+    from pytest_graphnetz.runner.command import Command
 
     (tmp_path / "train.py").write_text(TRAIN)
     bindir = Path(sys.executable).parent

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_graphnetz.command import Command, CommandError
-from pytest_graphnetz.command.run import CommandExecutor
+from pytest_graphnetz.runner.command import Command, CommandError
+from pytest_graphnetz.runner.command.run import CommandExecutor
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(),
                                 reason="reads process states from /proc")
@@ -106,8 +106,8 @@ def test_a_grandchild_holding_the_output_open_does_not_delay_the_run(tmp_path, c
 
 DRIVER = '''
 import sys
-from pytest_graphnetz.command import Command
-from pytest_graphnetz.command.run import CommandExecutor
+from pytest_graphnetz.runner.command import Command
+from pytest_graphnetz.runner.command.run import CommandExecutor
 cmd = Command([sys.executable, "spawn.py", sys.argv[1], "sleep", "{output}"], cwd=sys.argv[2])
 with CommandExecutor() as commands:
     commands.run(cmd, task="t", model="m", metric="accuracy", seed=0, device="cpu", threads=1,
@@ -196,7 +196,7 @@ import sys
 from pathlib import Path
 
 from pytest_graphnetz import Task
-from pytest_graphnetz.command import Command, DataFiles
+from pytest_graphnetz.runner.command import Command, DataFiles
 
 HERE = Path(__file__).parent
 
@@ -251,7 +251,7 @@ def test_a_killed_fork_server_falls_back_to_cold_runs_with_one_warning(tmp_path,
     pytest.importorskip("torch")
     if not sys.platform.startswith("linux"):
         pytest.skip("warm runs fork: Linux only")
-    from pytest_graphnetz.command import warm as command_warm
+    from pytest_graphnetz.runner.command import warm as command_warm
 
     (tmp_path / "train.py").write_text(KILLS_ITS_SERVER)
     cmd = Command([sys.executable, "train.py"], cwd=tmp_path)
@@ -341,7 +341,7 @@ import sys
 from pathlib import Path
 
 from pytest_graphnetz import Task
-from pytest_graphnetz.command import Command, DataFiles
+from pytest_graphnetz.runner.command import Command, DataFiles
 
 HERE = Path(__file__).parent
 

@@ -21,9 +21,9 @@ import pytest
 pytest.importorskip("torch_geometric")
 
 from pytest_graphnetz import run_benchmark  # noqa: E402
-from pytest_graphnetz.command import Command, DataFiles  # noqa: E402
-from pytest_graphnetz.command.run import CommandExecutor  # noqa: E402
-from pytest_graphnetz.tasks.base import Task  # noqa: E402
+from pytest_graphnetz.runner.command import Command, DataFiles  # noqa: E402
+from pytest_graphnetz.runner.command.run import CommandExecutor  # noqa: E402
+from pytest_graphnetz.runner.tasks.base import Task  # noqa: E402
 
 SCRIPT = '''
 import importlib, json, os, random
@@ -236,7 +236,7 @@ import sys
 from pathlib import Path
 
 from pytest_graphnetz import Task
-from pytest_graphnetz.command import Command, DataFiles
+from pytest_graphnetz.runner.command import Command, DataFiles
 
 HERE = Path(__file__).parent
 

@@ -22,16 +22,16 @@ pytest.importorskip("torch")
 pytest.importorskip("torch_geometric")
 
 from pytest_graphnetz import assert_not_worse, run_benchmark  # noqa: E402
-from pytest_graphnetz.command import (  # noqa: E402
+from pytest_graphnetz.gates.verdicts.values import GateRefusal  # noqa: E402
+from pytest_graphnetz.runner import TripleError  # noqa: E402
+from pytest_graphnetz.runner.command import (  # noqa: E402
     Command,
     CommandError,
     DataFiles,
     NondeterministicScriptError,
 )
-from pytest_graphnetz.command.output import read_output  # noqa: E402
-from pytest_graphnetz.runner import TripleError  # noqa: E402
-from pytest_graphnetz.tasks.base import Task  # noqa: E402
-from pytest_graphnetz.verdicts.values import GateRefusal  # noqa: E402
+from pytest_graphnetz.runner.command.output import read_output  # noqa: E402
+from pytest_graphnetz.runner.tasks.base import Task  # noqa: E402
 
 # The module-scoped baseline (one subprocess per seed) is built once under `-n`, which hands
 # out whole files (tests/conftest.py).
@@ -255,7 +255,7 @@ import sys
 from pathlib import Path
 
 from pytest_graphnetz import Task
-from pytest_graphnetz.command import Command, DataFiles
+from pytest_graphnetz.runner.command import Command, DataFiles
 
 HERE = Path(__file__).parent
 TASKS = {"t": Task("t", DataFiles([HERE / "data.txt"]), kind="command")}

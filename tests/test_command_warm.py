@@ -16,9 +16,9 @@ pytest.importorskip("torch")
 if not sys.platform.startswith("linux"):
     pytest.skip("warm runs fork: Linux only", allow_module_level=True)
 
-from pytest_graphnetz.command import Command, CommandError  # noqa: E402
-from pytest_graphnetz.command import warm as command_warm  # noqa: E402
-from pytest_graphnetz.command.run import CommandExecutor  # noqa: E402
+from pytest_graphnetz.runner.command import Command, CommandError  # noqa: E402
+from pytest_graphnetz.runner.command import warm as command_warm  # noqa: E402
+from pytest_graphnetz.runner.command.run import CommandExecutor  # noqa: E402
 
 SCRIPT = '''
 import sys, time

@@ -17,7 +17,7 @@ from test_kinds import pooled_gin  # noqa: E402
 
 from pytest_graphnetz import BenchmarkReport, Task, run_benchmark  # noqa: E402
 from pytest_graphnetz.report import EpochSelectionError  # noqa: E402
-from pytest_graphnetz.tasks.structure import triangle_graphs  # noqa: E402
+from pytest_graphnetz.runner.tasks.structure import triangle_graphs  # noqa: E402
 
 SEEDS = (0, 1)
 

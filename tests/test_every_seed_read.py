@@ -26,7 +26,7 @@ from pytest_graphnetz import (  # noqa: E402
     assert_equivalent,
     assert_not_worse,
 )
-from pytest_graphnetz.verdicts.values import GateRefusal  # noqa: E402
+from pytest_graphnetz.gates.verdicts.values import GateRefusal  # noqa: E402
 
 BASE = 0.8 + 0.02 * np.random.default_rng(42).standard_normal(25)
 JITTER = 0.001 * np.random.default_rng(7).standard_normal(25)
@@ -260,7 +260,7 @@ def test_a_session_reads_every_seed_and_refuses_seeds_off_the_schedule(tiny: pyt
 
 def test_compare_refuses_seeds_off_the_schedule_unless_single_run(
         tmp_path, capsys: pytest.CaptureFixture) -> None:
-    from pytest_graphnetz.cli import main
+    from pytest_graphnetz.cli.main import main
 
     base = tmp_path / "base.json"
     report(BASE[:20]).to_json(base)

@@ -25,7 +25,7 @@ pytest.importorskip("submitit")
 pytest.importorskip("distributed")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
-import pytest_graphnetz.training.node  # noqa: E402,F401
+import pytest_graphnetz.runner.training.node  # noqa: E402,F401
 from pytest_graphnetz.report import BenchmarkReport  # noqa: E402
 from pytest_graphnetz.report.codec import dumps  # noqa: E402
 from tests.gates_output import gates_table  # noqa: E402
@@ -60,7 +60,7 @@ def load(root, *, seed):
 
 def logged_train(model, data, *, task, device):
     """The built-in loop; one line per training: the process it ran in, its torch threads."""
-    from pytest_graphnetz.training import builtin
+    from pytest_graphnetz.runner.training import builtin
 
     with open(LOG, "a") as fh:
         fh.write(f"{os.getpid()} {torch.get_num_threads()}\\n")
@@ -247,7 +247,7 @@ def test_the_hardware_record_is_where_the_gate_reads_it(tmp_path: Path) -> None:
     import numpy as np
 
     from pytest_graphnetz import assert_not_worse
-    from pytest_graphnetz.verdicts.values import GateRefusal
+    from pytest_graphnetz.gates.verdicts.values import GateRefusal
 
     values = np.linspace(0.7, 0.8, 10).reshape(1, 1, 10)
     kw = dict(tasks=["t"], models=["m"], seeds=list(range(10)), metric="accuracy")
@@ -269,7 +269,7 @@ def test_graphnetz_compare_refuses_another_kind_of_hardware_unless_accepted(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import numpy as np
 
-    from pytest_graphnetz.cli import main
+    from pytest_graphnetz.cli.main import main
 
     values = np.linspace(0.7, 0.8, 10).reshape(1, 1, 10)
     kw = dict(tasks=["t"], models=["m"], seeds=list(range(10)), metric="accuracy")

@@ -140,8 +140,8 @@ BAD_ENTRIES = {
 
 @pytest.mark.parametrize("damage", list(BAD_ENTRIES))
 def test_an_unusable_cache_entry_is_named_discarded_and_recomputed(root, tmp_path, damage):
-    from pytest_graphnetz.cache import CacheWarning
     from pytest_graphnetz.report.codec import dumps
+    from pytest_graphnetz.runner.cache import CacheWarning
 
     cache = tmp_path / "cache"
     first, _ = _sweep(root, cache)
@@ -179,7 +179,7 @@ def _three_epoch_trainer(model, data, *, task, device):
 
 
 def test_a_cache_dir_that_is_a_file_warns_once_and_trains(root, tmp_path):
-    from pytest_graphnetz.cache import CacheWarning
+    from pytest_graphnetz.runner.cache import CacheWarning
 
     occupied = tmp_path / "cache"
     occupied.write_text("not a directory")
@@ -436,7 +436,7 @@ def test_temp_files_of_a_killed_baseline_write_are_cleaned_by_the_next_write(
     pytester.makepyfile(test_model=BASELINE_GATE)
     pytester.runpytest_subprocess("--graphnetz-update-baselines").assert_outcomes(passed=1)
     # (the refresh's own temp files go in the git-ignored .graphnetz-tmp/, empty after it)
-    from pytest_graphnetz.baselines import TEMP_DIR
+    from pytest_graphnetz.gates.baselines import TEMP_DIR
 
     assert sorted(p.name for p in target.parent.iterdir()) == [TEMP_DIR, target.name]
     assert [p.name for p in (target.parent / TEMP_DIR).iterdir()] == [".gitignore"]
@@ -458,8 +458,8 @@ def test_a_read_only_pytest_cache_runs_without_the_cache(pytester: pytest.Pytest
 
 def _compute_once(args: tuple[str, str, int]) -> bool:
     """In a worker process: get_or_compute one of two keys; computing appends to ``log``."""
-    from pytest_graphnetz.cache import TripleCache, make_key
-    from pytest_graphnetz.epochs import History
+    from pytest_graphnetz.report.epochs import History
+    from pytest_graphnetz.runner.cache import TripleCache, make_key
 
     directory, log, which = args
 
@@ -548,8 +548,8 @@ def test_a_killed_writers_temp_file_is_swept_once_its_lock_is_free(tmp_path):
     another process (a pytest-xdist worker) holds its lock and is kept, however old."""
     import fcntl
 
-    from pytest_graphnetz.cache import TripleCache
     from pytest_graphnetz.report.files import UNLOCKED_TEMP_SECONDS
+    from pytest_graphnetz.runner.cache import TripleCache
 
     cache = tmp_path / "cache"
     _kill_during_write(tmp_path, "cache", cache)

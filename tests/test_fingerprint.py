@@ -11,7 +11,7 @@ import pytest
 from conftest import tiny_task
 
 from pytest_graphnetz import run_benchmark
-from pytest_graphnetz.fingerprint import callable_identity
+from pytest_graphnetz.runner.fingerprint import callable_identity
 
 MODELS = '''
 import torch
@@ -117,7 +117,7 @@ def test_a_source_is_parsed_once_per_object_and_file_version(tmp_path, monkeypat
     import importlib
     import os
 
-    from pytest_graphnetz.fingerprint import code
+    from pytest_graphnetz.runner.fingerprint import code
 
     path = tmp_path / "gnz_parse_once.py"
     path.write_text("class Model:\n    def forward(self, x):\n        return x + 1\n")

@@ -138,7 +138,7 @@ def test_every_speaking_row_states_delta_the_bound_and_the_next_look_in_json_and
 
 def test_the_note_names_the_look_graphnetz_next_seeds_runs_for_the_same_row(
         outputs: dict) -> None:
-    from pytest_graphnetz.nextlook import next_look
+    from pytest_graphnetz.cli.nextlook import next_look
 
     data = outputs["json"]
     open_rows = [r for r in data["rows"] if r["verdict"] == "INCONCLUSIVE"]
@@ -245,7 +245,7 @@ def test_the_notes_next_step_is_what_next_seeds_prints_for_the_same_row(
         outputs: dict, tmp_path, capsys: pytest.CaptureFixture) -> None:
     """The Note a reviewer reads and the look the CI loop takes are one number: per open row,
     `graphnetz next-seeds` on a verdict file holding that row alone prints the Note's count."""
-    from pytest_graphnetz.cli import main
+    from pytest_graphnetz.cli.main import main
 
     data = outputs["json"]
     open_rows = [r for r in data["rows"] if r["verdict"] == "INCONCLUSIVE"]

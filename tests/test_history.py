@@ -14,17 +14,17 @@ import pytest
 from scipy import stats as sps
 
 from pytest_graphnetz import BenchmarkReport
-from pytest_graphnetz.cli import main
-from pytest_graphnetz.report.codec import dumps, read_json
-from pytest_graphnetz.report.values_form import plain_cell_values
-from pytest_graphnetz.trend import (
+from pytest_graphnetz.cli.history.svg import cell_svg
+from pytest_graphnetz.cli.history.trend import (
     HistoryError,
     Point,
     drift_check,
     load_history,
     read_cell_values,
 )
-from pytest_graphnetz.trendsvg import cell_svg
+from pytest_graphnetz.cli.main import main
+from pytest_graphnetz.report.codec import dumps, read_json
+from pytest_graphnetz.report.values_form import plain_cell_values
 
 CELL = ("test_m/test_a", "t", "GCN")
 
@@ -224,7 +224,7 @@ def test_reports_are_read_as_the_report_reads_them(tmp_path) -> None:
     the rule is the final epoch; every other form goes through the report: both give what
     `BenchmarkReport.values` gives, bit for bit (float32 series, diverged seeds, best_val,
     a restored epoch, the values-only baseline form)."""
-    from pytest_graphnetz.epochs import History, MetricSpec
+    from pytest_graphnetz.report.epochs import History, MetricSpec
 
     rng = np.random.default_rng(0)
 
@@ -269,7 +269,7 @@ def test_reports_are_read_as_the_report_reads_them(tmp_path) -> None:
 def test_the_command_exits_2_on_a_folder_without_commits(pytester: pytest.Pytester) -> None:
     """The installed command's exit status and message, from a fresh interpreter."""
     (pytester.path / "history" / "c1").mkdir(parents=True)
-    result = pytester.run(sys.executable, "-m", "pytest_graphnetz.cli", "history", "history",
+    result = pytester.run(sys.executable, "-m", "pytest_graphnetz.cli.main", "history", "history",
                           "-o", "page")
     assert result.ret == 2
     assert "commit.json: missing" in result.stderr.str()
@@ -282,7 +282,7 @@ def test_the_page_needs_neither_matplotlib_nor_torch(tmp_path) -> None:
     import subprocess
 
     root = write_history(tmp_path / "h", [0.8, 0.8, 0.79])
-    code = ("import sys; from pytest_graphnetz.cli import main; "
+    code = ("import sys; from pytest_graphnetz.cli.main import main; "
             f"status = main(['history', {str(root)!r}, '-o', {str(tmp_path / 'page')!r}]); "
             "print(status, sorted(m for m in ('matplotlib', 'torch', 'torch_geometric') "
             "if m in sys.modules))")

@@ -42,7 +42,7 @@ import sys
 from pathlib import Path
 
 from pytest_graphnetz import Task
-from pytest_graphnetz.command import Command, DataFiles
+from pytest_graphnetz.runner.command import Command, DataFiles
 
 HERE = Path(__file__).parent
 TASKS = {"t": Task("t", DataFiles([HERE / "data.txt"]), kind="command")}

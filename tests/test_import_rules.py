@@ -257,7 +257,7 @@ def test_no_import_cycle_anywhere_in_the_package() -> None:
     # the graph holds the package's lazy and TYPE_CHECKING edges (the two kinds a cycle hid in)
     graph = grimp.build_graph("pytest_graphnetz", exclude_type_checking_imports=False)
     assert graph.direct_import_exists(importer="pytest_graphnetz.report.model",
-                                      imported="pytest_graphnetz.export")      # in a method
+                                      imported="pytest_graphnetz.report.export")      # in a method
     assert graph.direct_import_exists(importer="pytest_graphnetz.report.views",
                                       imported="pytest_graphnetz.report.record")  # a type
     assert not graph.chain_exists(importer="pytest_graphnetz.report.record",

@@ -16,8 +16,8 @@ torch = pytest.importorskip("torch")
 from torch_geometric.nn import GCN, GIN, global_add_pool  # noqa: E402
 
 from pytest_graphnetz import Task, run_benchmark  # noqa: E402
-from pytest_graphnetz.tasks import catalogue  # noqa: E402
-from pytest_graphnetz.training import graph as graph_training  # noqa: E402
+from pytest_graphnetz.runner.tasks import catalogue  # noqa: E402
+from pytest_graphnetz.runner.training import graph as graph_training  # noqa: E402
 
 SEEDS = (0, 1)
 
@@ -107,7 +107,7 @@ def test_link_prediction_sbm(root):
 
 def test_link_metric_hits_at_k_and_a_plain_data_loader(root):
     """A loader returning one Data is split by the trainer from the seed (same for all models)."""
-    from pytest_graphnetz.tasks.link import sbm_link
+    from pytest_graphnetz.runner.tasks.link import sbm_link
 
     def whole_graph(root: str, *, seed: int):
         train, _, _ = sbm_link(root, seed=seed)
@@ -145,7 +145,7 @@ def test_graph_auc_matches_an_independent_computation():
     from scipy.stats import mannwhitneyu
     from torch_geometric.data import Batch
 
-    from pytest_graphnetz.tasks.structure import motif_graphs
+    from pytest_graphnetz.runner.tasks.structure import motif_graphs
 
     def house_or_5cycle(root: str, *, seed: int):
         return tuple([g for g in split if int(g.y) < 2]

@@ -15,14 +15,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_graphnetz.verdicts.leak import LEVEL, SPREAD_SDS, leak_suspicion
+from pytest_graphnetz.gates.verdicts.leak import LEVEL, SPREAD_SDS, leak_suspicion
 
 # imported once here: the in-process sessions below reuse these modules
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch_geometric.nn")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
-import pytest_graphnetz.training.node  # noqa: E402,F401
+import pytest_graphnetz.runner.training.node  # noqa: E402,F401
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 

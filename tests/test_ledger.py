@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from pytest_graphnetz import BenchmarkReport
-from pytest_graphnetz.cli import main
-from pytest_graphnetz.ledger import ledger_lines, reuse_ledger
-from pytest_graphnetz.outcomes import TestOutcomes
-from pytest_graphnetz.trend import load_runs
+from pytest_graphnetz.base.outcomes import TestOutcomes
+from pytest_graphnetz.cli.history.ledger import ledger_lines, reuse_ledger
+from pytest_graphnetz.cli.history.trend import load_runs
+from pytest_graphnetz.cli.main import main
 
 N_TEST = 200   # test examples of the split
 

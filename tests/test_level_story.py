@@ -142,9 +142,9 @@ def test_history_and_bisect_print_the_level_they_decide_at(tmp_path, capsys) -> 
     from scipy import stats as sps
 
     from pytest_graphnetz import BenchmarkReport
-    from pytest_graphnetz.bisection import bisect_commits
-    from pytest_graphnetz.cli import main
-    from pytest_graphnetz.text import fmt_interval, fmt_level
+    from pytest_graphnetz.base.text import fmt_interval, fmt_level
+    from pytest_graphnetz.cli.bisect.search import bisect_commits
+    from pytest_graphnetz.cli.main import main
 
     base, cand = _gate_arrays()
     tasks = ["noisy", "tight", "drop"]

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import mannwhitneyu
 
-from pytest_graphnetz.metrics import accuracy, hits_at_k, mae, mrr, rmse, roc_auc
+from pytest_graphnetz.base.metrics import accuracy, hits_at_k, mae, mrr, rmse, roc_auc
 
 
 def test_auc_by_hand():

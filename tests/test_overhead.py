@@ -45,7 +45,7 @@ def test_pyg_import_warnings_neither_fail_w_error_nor_reach_the_summary(
         import sys
 
         from pytest_graphnetz import Task, run_benchmark
-        from pytest_graphnetz.tasks.synthetic import CSBM, load_csbm
+        from pytest_graphnetz.runner.tasks.synthetic import CSBM, load_csbm
 
         def tiny(root, *, seed):
             return load_csbm(CSBM("tiny", 3, 10, 0.3, 0.05, 4, 1.0), root, seed)

@@ -20,7 +20,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("torch_geometric.nn")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
-import pytest_graphnetz.training.node  # noqa: E402,F401
+import pytest_graphnetz.runner.training.node  # noqa: E402,F401
 from tests.gates_output import gates_table  # noqa: E402
 
 TOY = '''
@@ -52,7 +52,7 @@ def load(root, *, seed):
 
 
 def counting_train(model, data, *, task, device):
-    from pytest_graphnetz.training import builtin
+    from pytest_graphnetz.runner.training import builtin
 
     with open(LOG, "a") as fh:
         fh.write("trained\\n")
@@ -254,7 +254,7 @@ def test_summary_markdown_and_junit_properties(project: pytest.Pytester, shared_
 
     # --graphnetz-report-dir: the gated test's candidate, whole (every epoch of every history)
     from pytest_graphnetz import BenchmarkReport
-    from pytest_graphnetz.baselines import load_baseline
+    from pytest_graphnetz.gates.baselines import load_baseline
 
     saved = BenchmarkReport.from_json(project.path / "reports" / "test_model" / "test_gcn.json")
     baseline = load_baseline(project.path / "baselines" / "test_model" / "test_gcn.json")

@@ -208,7 +208,7 @@ def test_a_3mb_stderr_line_keeps_the_step_summary_under_githubs_1mib(
 
 
 def test_thousands_of_long_rows_keep_the_markdown_under_its_budget() -> None:
-    from pytest_graphnetz.summary import MARKDOWN_BUDGET, GateSummary
+    from pytest_graphnetz.plugin.summary import MARKDOWN_BUDGET, GateSummary
 
     rows = [{"test": f"t.py::test_{i}", "cell": f"task{i}/GCN", "verdict": "INCONCLUSIVE",
              "note": "n" * 5_000} for i in range(3_000)]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_graphnetz.progress import RunProgress, TerminalProgress, duration
+from pytest_graphnetz.runner.progress import RunProgress, TerminalProgress, duration
 
 # In-process pytester runs drop modules first imported inside them; torch cannot be imported
 # twice in one process, so everything heavy is imported here, once.
@@ -16,7 +16,7 @@ pytest.importorskip("torch")
 pytest.importorskip("torch_geometric.nn")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
-import pytest_graphnetz.training.node  # noqa: E402,F401
+import pytest_graphnetz.runner.training.node  # noqa: E402,F401
 
 PROJECT = '''
 from conftest_tiny import gcn, tiny_task

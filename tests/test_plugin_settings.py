@@ -46,7 +46,7 @@ def test_the_settings_cannot_change_and_default_to_what_the_runner_does(
     pytester.makepyfile("""
         import pytest
 
-        from pytest_graphnetz import determinism
+        from pytest_graphnetz.runner import determinism
         from pytest_graphnetz.plugin.session import STASH_KEY
 
         def test_settings(pytestconfig):
@@ -115,8 +115,8 @@ def test_a_device_index_in_superscript_is_a_usage_error(pytester: pytest.Pyteste
 ])
 def test_the_session_header_shows_the_settings_in_effect(pytester: pytest.Pytester,
                                                          args: list[str], line: str) -> None:
+    from pytest_graphnetz.gates.verdicts.rules import DEFAULT_MIN_EFFECT
     from pytest_graphnetz.stats.boundaries import DEFAULT_FIRST_LOOK, DEFAULT_RHO
-    from pytest_graphnetz.verdicts.rules import DEFAULT_MIN_EFFECT
 
     assert DEFAULT_MIN_EFFECT == 0.01  # the header's defaults, written out there
     assert DEFAULT_RHO == 0.85 and DEFAULT_FIRST_LOOK == 10

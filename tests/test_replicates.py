@@ -16,11 +16,11 @@ from test_leak_guard import LEAKY_PROJECT  # noqa: E402
 
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
-import pytest_graphnetz.training.node  # noqa: E402,F401
+import pytest_graphnetz.runner.training.node  # noqa: E402,F401
 from pytest_graphnetz import BenchmarkReport, assert_not_worse  # noqa: E402
-from pytest_graphnetz.baselines import BaselineHandle, read_baseline, write_baseline  # noqa: E402
-from pytest_graphnetz.replicates import ReplicatedReport  # noqa: E402
-from pytest_graphnetz.text import fmt_num  # noqa: E402
+from pytest_graphnetz.base.text import fmt_num  # noqa: E402
+from pytest_graphnetz.gates.baselines import BaselineHandle, read_baseline, write_baseline  # noqa: E402
+from pytest_graphnetz.gates.replicates import ReplicatedReport  # noqa: E402
 
 ALPHA, DELTA = 0.05, 0.01
 

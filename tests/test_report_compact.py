@@ -15,8 +15,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_graphnetz.epochs import History, MetricSpec
 from pytest_graphnetz.report import BenchmarkReport
+from pytest_graphnetz.report.epochs import History, MetricSpec
 
 float32s = st.floats(width=32, allow_nan=True, allow_infinity=True)  # -0.0, subnormals too
 

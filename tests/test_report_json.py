@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_graphnetz.epochs import History, MetricSpec
 from pytest_graphnetz.report import BenchmarkReport, ReportFormatError
 from pytest_graphnetz.report.codec import dumps
+from pytest_graphnetz.report.epochs import History, MetricSpec
 from pytest_graphnetz.report.schema import SCHEMA_VERSION
 
 floats = st.floats(allow_nan=True, allow_infinity=True)  # includes -0.0 and subnormals

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pytest_graphnetz import BenchmarkReport
-from pytest_graphnetz.baselines import BaselineFormatError, read_baseline, write_baseline
+from pytest_graphnetz.gates.baselines import BaselineFormatError, read_baseline, write_baseline
 from pytest_graphnetz.report import ReportFormatError
 
 
@@ -192,7 +192,7 @@ def test_a_small_file_declaring_a_huge_grid_is_refused_before_allocating(tmp_pat
     json.dumps(_with(metrics__t__higher_is_better="false")),
 ])
 def test_the_cli_says_what_is_wrong_with_a_hostile_report(tmp_path, capsys, content) -> None:
-    from pytest_graphnetz.cli import main
+    from pytest_graphnetz.cli.main import main
 
     path = tmp_path / "hostile.json"
     path.write_text(content)

@@ -8,7 +8,7 @@ from conftest import gcn, tiny_csbm, tiny_task
 
 from pytest_graphnetz import Task, run_benchmark
 from pytest_graphnetz.runner import TripleError
-from pytest_graphnetz.training import ContractError, KindMismatchError
+from pytest_graphnetz.runner.training import ContractError, KindMismatchError
 
 TRAINED: list[str] = []
 

@@ -3,7 +3,7 @@
 These machines have no CUDA. What a CPU can check is checked for real: torch's process-wide
 flags are real flags (settable without CUDA), and ``put_`` without accumulation raises torch's
 genuine "does not have a deterministic implementation" error on CPU too. "A CUDA device" is
-simulated by telling :mod:`pytest_graphnetz.determinism` that the CPU device is one (the
+simulated by telling :mod:`pytest_graphnetz.runner.determinism` that the CPU device is one (the
 ``simulated_cuda`` fixture); the runner then applies the mode to the CPU triple exactly as it
 would to a CUDA one. That the CUDA kernels themselves become deterministic is checked by
 ``benchmarks/gpu_check.py`` on a GPU machine, not here.
@@ -18,8 +18,9 @@ import pytest
 import torch
 from conftest import gcn, tiny_task
 
-from pytest_graphnetz import determinism, run_benchmark, runner
-from pytest_graphnetz.determinism import CUBLAS_ENV, DeterminismError, deterministic_scope
+from pytest_graphnetz import run_benchmark, runner
+from pytest_graphnetz.runner import determinism
+from pytest_graphnetz.runner.determinism import CUBLAS_ENV, DeterminismError, deterministic_scope
 
 STUB_GPU = {"name": "Simulated GPU", "cuda": "12.4", "cudnn": 90100}
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from pytest_graphnetz import BenchmarkReport
-from pytest_graphnetz.adaptive import run_adaptive
 from pytest_graphnetz.gates import compare_reports
+from pytest_graphnetz.gates.adaptive import run_adaptive
 from pytest_graphnetz.gates.compare import compare_schedule
 from pytest_graphnetz.stats import Verdict
 from pytest_graphnetz.stats.boundaries import design

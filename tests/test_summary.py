@@ -21,8 +21,8 @@ sps = pytest.importorskip("scipy.stats")
 pytest.importorskip("scipy.optimize")
 import pytest_graphnetz.gates  # noqa: E402,F401
 from pytest_graphnetz import BenchmarkReport  # noqa: E402
-from pytest_graphnetz.summary import GateSummary  # noqa: E402
-from pytest_graphnetz.text import code_block, markdown_escape  # noqa: E402
+from pytest_graphnetz.base.text import code_block, markdown_escape  # noqa: E402
+from pytest_graphnetz.plugin.summary import GateSummary  # noqa: E402
 
 BASE = np.array([0.80, 0.82, 0.78, 0.81, 0.79, 0.83])
 DROPS = np.array([-0.02, -0.01, -0.01, -0.02, -0.015, -0.01])
@@ -208,7 +208,7 @@ def test_code_blocks_and_escapes_hold() -> None:
 
 def test_compare_markdown_is_fenced_and_escaped(tmp_path, capsys) -> None:
     from pytest_graphnetz import BenchmarkReport
-    from pytest_graphnetz.cli import main
+    from pytest_graphnetz.cli.main import main
 
     model = "a````b <img src=x> @octocat"
     for file, shift in (("base.json", 0.0), ("cand.json", -0.05)):
@@ -371,7 +371,7 @@ def test_prune_lists_then_removes_the_unused_cells(pytester: pytest.Pytester,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """`graphnetz prune` runs the gates, lists the cells no gate used and, with --yes only,
     removes them; a partial run removes nothing (it cannot tell)."""
-    from pytest_graphnetz.baselines import read_baseline
+    from pytest_graphnetz.gates.baselines import read_baseline
 
     declare_six_seeds(pytester)
     pytester.makepyfile(test_unused=UNUSED)
@@ -383,7 +383,7 @@ def test_prune_lists_then_removes_the_unused_cells(pytester: pytest.Pytester,
     monkeypatch.setenv("GNZ_MODELS", "GCN")                 # GAT removed from the model dict
 
     def prune(*args: str):
-        return pytester.run(sys.executable, "-m", "pytest_graphnetz.cli", "prune", *args,
+        return pytester.run(sys.executable, "-m", "pytest_graphnetz.cli.main", "prune", *args,
                             "-p", "no:cacheprovider")
 
     partial = prune("-k", "models")
@@ -406,7 +406,7 @@ def test_prune_lists_then_removes_the_unused_cells(pytester: pytest.Pytester,
 def test_prune_refuses_to_refresh(capsys) -> None:
     """Prune reads the gates as they are: a refresh in the same run would make every cell
     look used (and rewrite the files), so it is refused before pytest starts."""
-    from pytest_graphnetz.cli import main
+    from pytest_graphnetz.cli.main import main
 
     assert main(["prune", "--yes", "--graphnetz-update-baselines"]) == 2
     assert "refresh with `graphnetz refresh` first, then prune" in capsys.readouterr().err
@@ -414,9 +414,9 @@ def test_prune_refuses_to_refresh(capsys) -> None:
 
 def test_prune_keeps_a_cell_the_grid_needs(tmp_path) -> None:
     """A baseline is a task × model grid: a cell goes with its whole model or task only."""
-    from pytest_graphnetz.baselines import BaselineHandle, read_baseline
     from pytest_graphnetz.gates import compare_reports
-    from pytest_graphnetz.ratchet import drop_cells, refresh
+    from pytest_graphnetz.gates.baselines import BaselineHandle, read_baseline
+    from pytest_graphnetz.gates.ratchet import drop_cells, refresh
 
     X = np.tile(BASE, (2, 2, 1))
     grid = BenchmarkReport.from_arrays(X, tasks=["a", "b"], models=["GCN", "GAT"],
@@ -483,7 +483,7 @@ def test_pair(graphnetz_baseline):
 
 def test_accepting_one_cell_resets_only_its_anchor(pytester: pytest.Pytester,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_graphnetz.baselines import read_baseline
+    from pytest_graphnetz.gates.baselines import read_baseline
 
     def values(x: np.ndarray) -> str:
         return ",".join(str(v) for v in x)
@@ -559,7 +559,7 @@ def test_accept_needs_a_refresh_and_a_cell(pytester: pytest.Pytester) -> None:
 
 
 def test_graphnetz_refresh_accept_becomes_the_pytest_option() -> None:
-    from pytest_graphnetz.subcommands import accept_options
+    from pytest_graphnetz.cli.subcommands import accept_options
 
     assert accept_options(["t.py::test_a", "--accept", "cora/GAT", "--accept=cora/GCN"]) == [
         "t.py::test_a", "--graphnetz-accept=cora/GAT", "--graphnetz-accept=cora/GCN"]
@@ -580,7 +580,7 @@ def test_gated():
 def test_compare_reads_the_gates_settings_from_the_saved_report(
         pytester: pytest.Pytester, capsys: pytest.CaptureFixture) -> None:
     from pytest_graphnetz import BenchmarkReport
-    from pytest_graphnetz.cli import main
+    from pytest_graphnetz.cli.main import main
 
     declare_six_seeds(pytester)
     pytester.makepyfile(test_gate=GATED)

@@ -24,7 +24,7 @@ def _loader(root):  # never called: the name is refused first
 @pytest.mark.parametrize("name", ["../../../x", "/tmp/escape", "..", ".", "", "a/b", "a\\b",
                                   "C:evil"])
 def test_a_task_name_cannot_leave_the_data_root(name: str) -> None:
-    from pytest_graphnetz.tasks import resolve_tasks
+    from pytest_graphnetz.runner.tasks import resolve_tasks
 
     with pytest.raises(ValueError, match="cannot name a directory under the data root"):
         Task(name, _loader)
@@ -86,7 +86,7 @@ def test_a_catalogue_task_is_tuned_from_a_test(pytester):
 
         from torch_geometric.nn import GCN
 
-        from pytest_graphnetz.tasks import get_task
+        from pytest_graphnetz.runner.tasks import get_task
 
 
         def gcn(i, o):
@@ -134,7 +134,7 @@ def gcn(in_channels, out_channels):
 def test_a_graph_model_on_a_node_task_fails_before_training_saying_what_it_needs(root, tmp_path):
     from pytest_graphnetz import run_benchmark
     from pytest_graphnetz.runner import TripleError
-    from pytest_graphnetz.training import KindMismatchError
+    from pytest_graphnetz.runner.training import KindMismatchError
 
     (tmp_path / "kindmodels_direct.py").write_text(GRAPH_MODEL)
     import sys
@@ -165,7 +165,7 @@ def test_models_are_paired_with_the_tasks_they_fit_one_gate_per_kind(pytester):
 
         from kindmodels import Pooled, gcn
         from pytest_graphnetz import assert_not_worse
-        from pytest_graphnetz.tasks import tasks_of_kind
+        from pytest_graphnetz.runner.tasks import tasks_of_kind
 
         TASKS = ["karate", "motifs"]
         FITS = {"node": {"GCN": gcn}, "graph": {"GIN": Pooled}}

@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from pytest_graphnetz import run_benchmark
-from pytest_graphnetz.tasks import resolve_tasks
-from pytest_graphnetz.tasks import synthetic as syn
-from pytest_graphnetz.tasks.social import load_karate
-from pytest_graphnetz.tasks.splits import stratified_masks
+from pytest_graphnetz.runner.tasks import resolve_tasks
+from pytest_graphnetz.runner.tasks import synthetic as syn
+from pytest_graphnetz.runner.tasks.social import load_karate
+from pytest_graphnetz.runner.tasks.splits import stratified_masks
 
 SMALL = syn.CSBM("small", num_classes=3, nodes_per_class=30, p_in=0.15, p_out=0.02,
                  num_features=4, mean_norm=1.0)

@@ -19,13 +19,13 @@ torch = pytest.importorskip("torch")
 from conftest import gcn  # noqa: E402
 
 from pytest_graphnetz import run_benchmark  # noqa: E402
-from pytest_graphnetz.tasks import catalogue  # noqa: E402
-from pytest_graphnetz.tasks.audit import (  # noqa: E402
+from pytest_graphnetz.runner.tasks import catalogue  # noqa: E402
+from pytest_graphnetz.runner.tasks.audit import (  # noqa: E402
     MANIFEST,
     CorruptDatasetError,
     DatasetUnavailableError,
 )
-from pytest_graphnetz.tasks.citation import URL_ENV, load_planetoid  # noqa: E402
+from pytest_graphnetz.runner.tasks.citation import URL_ENV, load_planetoid  # noqa: E402
 
 FILES = fake_planetoid("cora")
 
@@ -167,7 +167,7 @@ def test_a_download_cut_short_without_content_length_is_not_trusted(tmp_path: Pa
     import http.server
     import threading
 
-    from pytest_graphnetz.tasks.audit import MANIFEST, download
+    from pytest_graphnetz.runner.tasks.audit import MANIFEST, download
 
     body = bytes(range(256)) * 64
     served = []

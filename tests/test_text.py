@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from pytest_graphnetz.text import (
+from pytest_graphnetz.base.text import (
     fmt_fixed,
     fmt_interval,
     fmt_level,

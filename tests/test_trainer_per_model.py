@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch_geometric.nn import GAT, GCN
 
 from pytest_graphnetz import Task
-from pytest_graphnetz.tasks.synthetic import CSBM, load_csbm
+from pytest_graphnetz.runner.tasks.synthetic import CSBM, load_csbm
 
 GAT_EPOCHS = {gat_epochs}
 SHIFT = {shift}

@@ -14,19 +14,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_graphnetz import BenchmarkReport, assert_not_worse
-from pytest_graphnetz.cli import main
-from pytest_graphnetz.epochs import History, MetricSpec
+from pytest_graphnetz.cli.main import main
 from pytest_graphnetz.gates.compare import compare_reports
-from pytest_graphnetz.stats.expected_max import expected_max
-from pytest_graphnetz.tuning.search import grid, tune
-from pytest_graphnetz.tuning.trials import (
+from pytest_graphnetz.gates.tuning import grid, tune
+from pytest_graphnetz.gates.verdicts.values import GateRefusal
+from pytest_graphnetz.report.epochs import History, MetricSpec
+from pytest_graphnetz.report.trials import (
     SEARCH_SEED_BASE,
     Budget,
     TuningError,
     record_of,
     search_seeds,
 )
-from pytest_graphnetz.verdicts.values import GateRefusal
+from pytest_graphnetz.stats.expected_max import expected_max
 
 ACC = MetricSpec.from_name("accuracy")
 
@@ -262,8 +262,8 @@ def test_graphnetz_plot_tuning_draws_both_arms(tmp_path):
 
 
 def test_winner_stability_matches_exact_enumeration_of_resamples():
-    from pytest_graphnetz.tuning.search import winner_stability
-    from pytest_graphnetz.tuning.trials import Trial
+    from pytest_graphnetz.gates.tuning import winner_stability
+    from pytest_graphnetz.report.trials import Trial
 
     per_seed = {"a": (0.80, 0.82, 0.70), "b": (0.78, 0.79, 0.81)}
     trials = [Trial({"t": k}, float(np.mean(v)), v) for k, v in per_seed.items()]

@@ -11,9 +11,9 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch_geometric.nn")
 import pytest_graphnetz.gates  # noqa: E402,F401
+import pytest_graphnetz.gates.tuning  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
-import pytest_graphnetz.training.node  # noqa: E402,F401
-import pytest_graphnetz.tuning.search  # noqa: E402,F401
+import pytest_graphnetz.runner.training.node  # noqa: E402,F401
 from tests.test_plugin_gates import TOY  # noqa: E402
 
 TUNED_TEST = """

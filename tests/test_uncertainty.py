@@ -17,7 +17,7 @@ import pytest
 from conftest import gcn, sage, tiny_task
 
 from pytest_graphnetz import BenchmarkReport, History
-from pytest_graphnetz.outcomes import TestOutcomes
+from pytest_graphnetz.base.outcomes import TestOutcomes
 from pytest_graphnetz.report.codec import dumps
 from pytest_graphnetz.stats.heldout import example_interval, wilson_interval
 

@@ -42,7 +42,7 @@ def test_node_folds_partition_every_node_once_per_repeat_stratified(root):
 
 
 def test_graph_folds_pool_the_loaders_split(root):
-    from pytest_graphnetz.tasks import catalogue
+    from pytest_graphnetz.runner.tasks import catalogue
 
     task = replace(catalogue()["motifs"](), folds=4)
     pooled = task.loader(root) if not task.seeded else task.loader(root, seed=0)

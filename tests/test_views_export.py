@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from pytest_graphnetz import BenchmarkReport
-from pytest_graphnetz.export import best_models, cell_stats, latex_escape, pair_findings
+from pytest_graphnetz.report.export import best_models, cell_stats, latex_escape, pair_findings
 
 # X[task, model, seed]: cora (accuracy, higher better), zinc (MAE, lower better).
 CORA = {"GCN": [0.80, 0.82, 0.78, 0.84, 0.81], "SAGE": [0.78, 0.79, 0.76, 0.815, 0.78],

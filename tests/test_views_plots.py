@@ -13,7 +13,7 @@ from matplotlib.collections import PathCollection  # noqa: E402
 from matplotlib.container import ErrorbarContainer  # noqa: E402
 
 from pytest_graphnetz import BenchmarkReport  # noqa: E402
-from pytest_graphnetz.plots import plot_comparison, plot_forest  # noqa: E402
+from pytest_graphnetz.report.plots import plot_comparison, plot_forest  # noqa: E402
 
 CEILING = [1.0] * 9 + [0.9]  # bootstrap interval [0.97, 1.00] around a mean of 0.99
 
@@ -135,7 +135,7 @@ def test_missing_matplotlib_names_the_extra(monkeypatch):
 
 def test_comparison_plot_colours_by_verdict_and_marks_the_margin(tmp_path):
     from pytest_graphnetz.gates import compare_reports
-    from pytest_graphnetz.plots import VERDICT_COLOURS
+    from pytest_graphnetz.report.plots import VERDICT_COLOURS
 
     base = _report()
     X = base.X.copy()

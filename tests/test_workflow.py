@@ -23,8 +23,8 @@ import pytest
 pytest.importorskip("scipy.stats")
 pytest.importorskip("scipy.optimize")
 import pytest_graphnetz.gates  # noqa: E402,F401
+from pytest_graphnetz.base.text import code_block  # noqa: E402
 from pytest_graphnetz.plugin.options import OPTIONS  # noqa: E402
-from pytest_graphnetz.text import code_block  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = ROOT / "examples" / "ci" / "graphnetz.yml"

@@ -1,4 +1,8 @@
-"""Gates: compare a candidate report with a baseline on paired per-seed evidence.
+"""Layer 5 of 7: the gates and what they decide with: the adaptive schedule, the
+``assert_*`` gates, pairing, verdicts, calibration, tune-then-confirm, baselines and their
+refresh. May import runner, report, stats and base; nothing in it imports plugin or cli.
+
+Gates: compare a candidate report with a baseline on paired per-seed evidence.
 
 Each gate works on every (task, model) cell of the candidate: the seeds both reports ran are
 paired **by seed value** (seed 3 with seed 3, whatever their order), the differences
@@ -13,15 +17,15 @@ seeds that would decide it, planned for δ).
 
 Pairing that would be fictional is refused (:class:`GateRefusal`): fewer than two shared
 seeds, a task whose data or split fingerprint differs for the same seed, a metric mismatch
-(:mod:`pytest_graphnetz.pairing`, at every look). Every not-worse cell, fixed or adaptive
+(:mod:`pytest_graphnetz.gates.pairing`, at every look). Every not-worse cell, fixed or adaptive
 seeds, is decided on one path (:func:`~.cells.decide_cells`: a fixed seed count is a one-look
-schedule); what a verdict holds and how it reads is :mod:`pytest_graphnetz.verdicts`.
+schedule); what a verdict holds and how it reads is :mod:`pytest_graphnetz.gates.verdicts`.
 
 Inside pytest, the plugin sets a :class:`~.recorder.GateRecorder` for each test body: it
 supplies the session's ``--graphnetz-alpha`` / ``--graphnetz-strict`` /
 ``--graphnetz-min-effect`` defaults and collects every verdict for the terminal summary.
 Outside pytest the defaults are ``alpha=0.05``, ``strict=False`` and δ from the metric
-(:func:`~pytest_graphnetz.verdicts.default_min_effect`).
+(:func:`~pytest_graphnetz.gates.verdicts.default_min_effect`).
 
 The package by concept: :mod:`.api` (the ``assert_*`` gates), :mod:`.compare` (report against
 report, no failing), :mod:`.cells` (the one decision path), :mod:`.suite_row` (the suite row),
@@ -32,8 +36,13 @@ that defines it.
 
 from __future__ import annotations
 
-from .api import assert_better, assert_ci_width, assert_equivalent, assert_not_worse
-from .compare import compare_reports
+from pytest_graphnetz.gates.api import (
+           assert_better,
+           assert_ci_width,
+           assert_equivalent,
+           assert_not_worse,
+)
+from pytest_graphnetz.gates.compare import compare_reports
 
 __all__ = ["assert_better", "assert_ci_width", "assert_equivalent", "assert_not_worse",
            "compare_reports"]

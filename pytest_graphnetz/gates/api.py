@@ -2,7 +2,7 @@
 ``assert_ci_width``. Each takes the session's defaults from its recorder (:mod:`.recorder`),
 splits an adaptive report from its schedule (:mod:`.schedule`), loads the baseline, compares
 (:mod:`.compare`), refreshes a baseline under ``--graphnetz-update-baselines``
-(:mod:`pytest_graphnetz.ratchet`), records its rows and fails with one message."""
+(:mod:`pytest_graphnetz.gates.ratchet`), records its rows and fails with one message."""
 
 from __future__ import annotations
 
@@ -11,26 +11,26 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from .. import stats
-from ..baselines import BaselineError, BaselineHandle, read_baseline
-from ..pairing import refuse_other_hardware
-from ..report import BenchmarkReport
-from ..stats.planning import seeds_for_width
-from ..stats.suite import DEFAULT_SUITE_WEIGHT
-from ..text import fmt_num
-from ..verdicts.formatting import describe_values
-from ..verdicts.values import CellVerdict, GateRefusal, WidthVerdict
-from .compare import (
+from pytest_graphnetz import stats
+from pytest_graphnetz.base.text import fmt_num
+from pytest_graphnetz.gates.baselines import BaselineError, BaselineHandle, read_baseline
+from pytest_graphnetz.gates.compare import (
     NOT_RERUN_SAFE,
     TESTS,
     compare_schedule,
     compare_spec,
     refuse_off_schedule,
 )
-from .recorder import GateRecorder, current_recorder, saved_note
-from .schedule import Schedule, split_schedule
-from .spec import GateSpec
-from .suite_row import SUITE
+from pytest_graphnetz.gates.pairing import refuse_other_hardware
+from pytest_graphnetz.gates.recorder import GateRecorder, current_recorder, saved_note
+from pytest_graphnetz.gates.schedule import Schedule, split_schedule
+from pytest_graphnetz.gates.spec import GateSpec
+from pytest_graphnetz.gates.suite_row import SUITE
+from pytest_graphnetz.gates.verdicts.formatting import describe_values
+from pytest_graphnetz.gates.verdicts.values import CellVerdict, GateRefusal, WidthVerdict
+from pytest_graphnetz.report import BenchmarkReport
+from pytest_graphnetz.stats.planning import seeds_for_width
+from pytest_graphnetz.stats.suite import DEFAULT_SUITE_WEIGHT
 
 BaselineLike = BenchmarkReport | BaselineHandle | str | os.PathLike
 
@@ -241,11 +241,15 @@ def _comparison_gate(recorder: GateRecorder, given: BenchmarkReport, baseline: B
                 warnings.warn(f"graphnetz: the candidate report was not saved: {exc}",
                               stacklevel=2)
     notes = (saved_note(saved, decided),) if len(saved) > 1 else ()
-    from ..verdicts.leak import mark_suspects  # a BETTER not matched on validation: suspect
+    from pytest_graphnetz.gates.verdicts.leak import (
+        mark_suspects,  # a BETTER not matched on validation: suspect
+    )
 
     looks = [report] if schedule is None else [report, *schedule.extensions]
     verdicts = mark_suspects(verdicts, looks, base)
-    from ..calibration.annotation import annotate_verdicts  # δ finer than the seeds resolve: a note
+    from pytest_graphnetz.gates.calibration.annotation import (
+        annotate_verdicts,  # δ finer than the seeds resolve: a note
+    )
 
     verdicts = annotate_verdicts(verdicts, baseline, resolvable=resolvable)
     recorder.finish(f"assert_{gate}", verdicts, header=header, notes=notes)
@@ -257,8 +261,8 @@ def _resolvable_min_effect(report: BenchmarkReport, seeds: Sequence[int], base: 
     """δ for ``min_effect="resolvable"``: what the paired seeds (of ``seeds``, those the
     candidate runs) resolve in every cell, by the calibration beside the baseline (a refusal
     naming the file when there is none)."""
-    from ..calibration.annotation import resolvable_gate_min_effect
-    from ..calibration.resolution import CalibrationError
+    from pytest_graphnetz.gates.calibration.annotation import resolvable_gate_min_effect
+    from pytest_graphnetz.gates.calibration.resolution import CalibrationError
 
     cells = [(t, m) for t in report.tasks for m in report.models]
     try:
@@ -273,7 +277,7 @@ def _adaptive_gate(report: BenchmarkReport, schedule: Schedule, base: BenchmarkR
                    refresh_command: str | None) -> tuple[list[CellVerdict], str]:
     """``assert_not_worse`` on an adaptive report: :func:`compare_schedule`, and the header of
     the failure message, which says what the schedule saved."""
-    from ..text import seed_trainings
+    from pytest_graphnetz.base.text import seed_trainings
 
     if spec.test != "paired-t":
         raise ValueError(f"adaptive seeds (--graphnetz-seeds={schedule.seeds_option}) decide "
@@ -292,15 +296,15 @@ def _adaptive_gate(report: BenchmarkReport, schedule: Schedule, base: BenchmarkR
 
 def _refresh(recorder: GateRecorder, report: BenchmarkReport, handle: BaselineHandle,
              spec: GateSpec) -> list[CellVerdict]:
-    """``--graphnetz-update-baselines``: :func:`pytest_graphnetz.ratchet.refresh` writes the
+    """``--graphnetz-update-baselines``: :func:`pytest_graphnetz.gates.ratchet.refresh` writes the
     candidate unless the ratchet refuses; here its not-worse comparisons (the call's test,
     margin, δ and alpha) are made and reported. Returns the ratchet's verdicts."""
     __tracebackhide__ = True
-    from ..ratchet import REFRESH_ALONE, refresh
+    from pytest_graphnetz.gates.ratchet import REFRESH_ALONE, refresh
 
     def judge(candidate: BenchmarkReport, reference: BenchmarkReport,
               source: str) -> list[CellVerdict]:
-        from ..verdicts.leak import mark_suspects
+        from pytest_graphnetz.gates.verdicts.leak import mark_suspects
 
         # A refresh is judged alone at alpha: the ratchet is not a rerun of a gate.
         judged = GateSpec(gate="not_worse", test=spec.test, margin=spec.margin,

@@ -15,28 +15,32 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .. import stats
-from ..epochs import MetricSpec
-from ..pairing import (
+from pytest_graphnetz import stats
+from pytest_graphnetz.gates.pairing import (
     cache_notes,
     changed_model_notes,
     changed_model_table_note,
     collapse_notes,
     tuning_table_note,
 )
-from ..report import BenchmarkReport
-from ..stats.boundaries import Design
-from ..stats.comparison import Comparison, Evidence, Plan, measure
-from ..stats.decisions import decision_of, plan_seeds, verdict_at
-from ..stats.sequential import FamilyDecision
-from ..stats.skew import SKEW_HOLDS_FROM, SkewCheck, corrected_p_values, skew_check
-from ..stats.suite import DEFAULT_SUITE_WEIGHT
-from ..verdicts.formatting import describe_values, verdict_name
-from ..verdicts.guidance import LookNote, Stop
-from ..verdicts.rules import NO_MIN_EFFECT_NOTE, default_min_effect, failed_verdict
-from ..verdicts.values import CellVerdict
-from .schedule import Schedule
-from .spec import GateSpec
+from pytest_graphnetz.gates.schedule import Schedule
+from pytest_graphnetz.gates.spec import GateSpec
+from pytest_graphnetz.gates.verdicts.formatting import describe_values, verdict_name
+from pytest_graphnetz.gates.verdicts.guidance import LookNote, Stop
+from pytest_graphnetz.gates.verdicts.rules import (
+    NO_MIN_EFFECT_NOTE,
+    default_min_effect,
+    failed_verdict,
+)
+from pytest_graphnetz.gates.verdicts.values import CellVerdict
+from pytest_graphnetz.report import BenchmarkReport
+from pytest_graphnetz.report.epochs import MetricSpec
+from pytest_graphnetz.stats.boundaries import Design
+from pytest_graphnetz.stats.comparison import Comparison, Evidence, Plan, measure
+from pytest_graphnetz.stats.decisions import decision_of, plan_seeds, verdict_at
+from pytest_graphnetz.stats.sequential import FamilyDecision
+from pytest_graphnetz.stats.skew import SKEW_HOLDS_FROM, SkewCheck, corrected_p_values, skew_check
+from pytest_graphnetz.stats.suite import DEFAULT_SUITE_WEIGHT
 
 Family = Callable[[Sequence[Sequence[float]], Sequence[Design]], FamilyDecision]
 
@@ -201,7 +205,7 @@ class GateCell:
             if (low, high) != (evidence.alpha, evidence.alpha):   # else the evidence's interval
                 ci_alphas = (low, high)
         if self.folds is not None:
-            from ..stats.heldout import FOLD_NOTE
+            from pytest_graphnetz.stats.heldout import FOLD_NOTE
 
             notes.append(FOLD_NOTE.format(task=self.task, k=self.folds, test=evidence.test))
         decision = decision_of(evidence, self.verdict, p_adjusted=p_adjusted,
@@ -257,8 +261,8 @@ class GateCell:
                 or not math.isfinite(evidence.sd_diff)):
             return Plan()
         if self.folds is not None:
-            from ..stats.heldout import fold_ratio
-            from ..stats.planning import fold_seeds_for_min_effect
+            from pytest_graphnetz.stats.heldout import fold_ratio
+            from pytest_graphnetz.stats.planning import fold_seeds_for_min_effect
 
             # the per-fold sd: the evidence's is inflated by the correction (fold_corrected)
             sd = evidence.sd_diff / math.sqrt(1 + evidence.n * fold_ratio(self.folds))
@@ -269,7 +273,7 @@ class GateCell:
             return Plan(None if needed is None else max(needed, evidence.n + 1))
         if self.first_look is None or evidence.sd_diff == 0:
             return Plan(plan_seeds(evidence, self.verdict, level, alpha=self.design.alpha))
-        from ..stats.sequential import plan_next_look
+        from pytest_graphnetz.stats.sequential import plan_next_look
 
         taken = self.design.max_seeds if self.design.on_schedule else 0
         plan = plan_next_look(evidence.sd_diff, evidence.n, self.min_effect,
@@ -326,7 +330,7 @@ def decide_cells(cells: Sequence[GateCell], spec: GateSpec, *,
     seeds) and a cell whose every held seed is identical is IDENTICAL; neither is tested. An
     adaptive cell stops training at its first crossing (its held seeds end there). A cell that
     crosses nothing by its last look is INCONCLUSIVE."""
-    from ..stats.sequential import sequential_holm
+    from pytest_graphnetz.stats.sequential import sequential_holm
 
     test, margin, rng = spec.test, spec.margin, spec.rng
     decide = family or sequential_holm
@@ -389,7 +393,7 @@ def folded(candidate: np.ndarray, baseline: np.ndarray, k: int | None,
     (the plain tests are invalid on folds); else ``test`` and ``candidate`` as they are."""
     if k is None:
         return test, candidate
-    from ..stats.heldout import fold_corrected
+    from pytest_graphnetz.stats.heldout import fold_corrected
 
     return "paired-t", fold_corrected(candidate, baseline, k=k)
 

@@ -1,14 +1,22 @@
 """Comparing a candidate report with a baseline report, cell by cell, without failing:
 :func:`compare_reports` (fixed seeds, every gate) and :func:`compare_schedule` (adaptive seeds,
-the not-worse gate), both pairing through :mod:`pytest_graphnetz.pairing` and deciding
+the not-worse gate), both pairing through :mod:`pytest_graphnetz.gates.pairing` and deciding
 not-worse cells on the one decision path (:func:`~.cells.decide_cells`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .. import stats
-from ..pairing import (
+from pytest_graphnetz import stats
+from pytest_graphnetz.base.seedspec import off_prefix
+from pytest_graphnetz.gates.cells import (
+    GateCell,
+    cell_min_effect,
+    decide_cells,
+    folded,
+    min_effect_error,
+)
+from pytest_graphnetz.gates.pairing import (
     cache_notes,
     changed_model_notes,
     changed_model_table_note,
@@ -21,26 +29,24 @@ from ..pairing import (
     tuning_notes,
     unpaired_notes,
 )
-from ..report import BenchmarkReport
-from ..seedspec import off_prefix
-from ..stats import boundaries
-from ..stats.boundaries import (
+from pytest_graphnetz.gates.schedule import Schedule
+from pytest_graphnetz.gates.spec import GateSpec, Resolvable
+from pytest_graphnetz.gates.suite_row import SuiteRow, suite_rows, suite_rows_family
+from pytest_graphnetz.gates.verdicts.formatting import describe_values, seed_list, verdict_name
+from pytest_graphnetz.gates.verdicts.guidance import LookNote
+from pytest_graphnetz.gates.verdicts.rules import failed_verdict
+from pytest_graphnetz.gates.verdicts.values import CellVerdict, GateRefusal
+from pytest_graphnetz.report import BenchmarkReport
+from pytest_graphnetz.stats import boundaries
+from pytest_graphnetz.stats.boundaries import (
     DEFAULT_FIRST_LOOK,
     DEFAULT_RHO,
     Design,
     design,
     single_look,
 )
-from ..stats.comparison import measure
-from ..stats.decisions import judge
-from ..verdicts.formatting import describe_values, seed_list, verdict_name
-from ..verdicts.guidance import LookNote
-from ..verdicts.rules import failed_verdict
-from ..verdicts.values import CellVerdict, GateRefusal
-from .cells import GateCell, cell_min_effect, decide_cells, folded, min_effect_error
-from .schedule import Schedule
-from .spec import GateSpec, Resolvable
-from .suite_row import SuiteRow, suite_rows, suite_rows_family
+from pytest_graphnetz.stats.comparison import measure
+from pytest_graphnetz.stats.decisions import judge
 
 # "paired" is the default spelling of the paired t-test; every test here pairs by seed.
 TESTS = {"paired": "paired-t", "paired-t": "paired-t", "wilcoxon": "wilcoxon",
@@ -157,7 +163,7 @@ def compare_spec(report: BenchmarkReport, baseline: BenchmarkReport, call: GateS
             cell_test, compared = folded(cand, base, folds, test)
             fold_notes: tuple[str, ...] = ()
             if folds is not None:
-                from ..stats.heldout import FOLD_NOTE
+                from pytest_graphnetz.stats.heldout import FOLD_NOTE
 
                 fold_notes = (FOLD_NOTE.format(task=task, k=folds, test=test),)
             # the one kernel (decide_look), as the not-worse cells' looks decide

@@ -11,11 +11,16 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from ..baselines import BaselineHandle, BaselineMissingError
-from ..pairing import unpaired_cell
-from ..report import BenchmarkReport
-from ..verdicts.formatting import describe_values, fmt_mean_ci, metric_label, seed_list
-from ..verdicts.values import CellVerdict, GateRefusal, WidthVerdict
+from pytest_graphnetz.gates.baselines import BaselineHandle, BaselineMissingError
+from pytest_graphnetz.gates.pairing import unpaired_cell
+from pytest_graphnetz.gates.verdicts.formatting import (
+    describe_values,
+    fmt_mean_ci,
+    metric_label,
+    seed_list,
+)
+from pytest_graphnetz.gates.verdicts.values import CellVerdict, GateRefusal, WidthVerdict
+from pytest_graphnetz.report import BenchmarkReport
 
 Verdict = CellVerdict | WidthVerdict
 

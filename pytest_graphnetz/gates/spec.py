@@ -9,10 +9,10 @@ import enum
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from .. import stats
+from pytest_graphnetz import stats
 
 if TYPE_CHECKING:
-    from .recorder import GateRecorder
+    from pytest_graphnetz.gates.recorder import GateRecorder
 
 
 class Resolvable(enum.Enum):

@@ -9,17 +9,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import stats
-from ..epochs import MetricSpec
-from ..report import BenchmarkReport
-from ..stats.boundaries import Design
-from ..stats.comparison import Comparison, Plan, measure
-from ..stats.decisions import decide_look, decision_of, final_verdict, plan_seeds
-from ..stats.suite import DEFAULT_SUITE_WEIGHT, SuiteResult
-from ..verdicts.formatting import describe_values, seed_list, verdict_name
-from ..verdicts.rules import default_min_effect, failed_verdict
-from ..verdicts.values import CellVerdict
-from .cells import Family
+from pytest_graphnetz import stats
+from pytest_graphnetz.gates.cells import Family
+from pytest_graphnetz.gates.verdicts.formatting import describe_values, seed_list, verdict_name
+from pytest_graphnetz.gates.verdicts.rules import default_min_effect, failed_verdict
+from pytest_graphnetz.gates.verdicts.values import CellVerdict
+from pytest_graphnetz.report import BenchmarkReport
+from pytest_graphnetz.report.epochs import MetricSpec
+from pytest_graphnetz.stats.boundaries import Design
+from pytest_graphnetz.stats.comparison import Comparison, Plan, measure
+from pytest_graphnetz.stats.decisions import decide_look, decision_of, final_verdict, plan_seeds
+from pytest_graphnetz.stats.suite import DEFAULT_SUITE_WEIGHT, SuiteResult
 
 SUITE = "suite"   # the task label of a suite row: ``suite/<model>``
 
@@ -86,7 +86,7 @@ def suite_rows(report: BenchmarkReport, baseline: BenchmarkReport, seeds: Sequen
     task's on a tie), paired on ``seeds``, and the notes on what it left out: tasks of another
     metric, k-fold tasks (their seeds index folds), seeds diverged on a task. No row with fewer
     than 2 such tasks (the row would be the cell itself)."""
-    from ..stats.suite import suite_differences, suite_test
+    from pytest_graphnetz.stats.suite import suite_differences, suite_test
 
     plain = [t for t in report.tasks if report.folds(t) is None]
     kinds = [(report.metric(t).name, report.metric(t).higher_is_better) for t in plain]
@@ -132,8 +132,8 @@ def suite_rows_family(rows: Sequence[SuiteRow], alpha: float) -> Family:
     """The REGRESSED family of a call with suite rows, for :func:`decide_cells` (one look):
     weighted Holm over the tested cells' p and the rows' (suite weight 0.5). Sets each row's
     decision; returns the cells' as a :class:`FamilyDecision` with per-cell levels."""
-    from ..stats.sequential import FamilyDecision
-    from ..stats.suite import suite_family
+    from pytest_graphnetz.stats.sequential import FamilyDecision
+    from pytest_graphnetz.stats.suite import suite_family
 
     def decide(histories: Sequence[Sequence[float]], designs: Sequence[Design]) -> FamilyDecision:
         if any(len(d.looks) != 1 for d in designs):

@@ -1,4 +1,8 @@
-"""The pytest plugin: options, ini keys, the ``graphnetz`` marker, fixtures and the gate summary.
+"""Layer 6 of 7: the pytest plugin. May import every layer below (gates, runner, report,
+stats, base), but at import time only pytest and the standard library: the rest lazily, inside
+the hook or fixture that needs it (what pytest loads on every run stays cheap; a test enforces it).
+
+The pytest plugin: options, ini keys, the ``graphnetz`` marker, fixtures and the gate summary.
 
 This package is the ``pytest11`` entry point (``pytest_graphnetz.plugin``): pytest registers it
 on every run, and finds the hooks and fixtures it re-exports below. By concept:
@@ -9,7 +13,7 @@ on every run, and finds the hooks and fixtures it re-exports below. By concept:
 - :mod:`.hooks` and :mod:`.fixtures`: a few lines each (the only names this package holds),
   handing the work to
 - :mod:`.session`: :class:`GraphnetzSession` runs benchmarks (with live progress), hands out
-  baselines, gathers every gate row and feeds :class:`~pytest_graphnetz.summary.GateSummary`,
+  baselines, gathers every gate row and feeds :class:`~pytest_graphnetz.plugin.summary.GateSummary`,
   which renders the terminal table, the Markdown and the JSON;
 - :mod:`.closing`: at the session's end, the files the user asked for written, then the
   terminal's lines;
@@ -29,8 +33,8 @@ the controller in the test reports' ``user_properties``, which xdist serialises.
 from __future__ import annotations
 
 # Only the hooks and fixtures: pytest scans every name of this module for both on every run.
-from .fixtures import graphnetz_baseline, graphnetz_run
-from .hooks import (
+from pytest_graphnetz.plugin.fixtures import graphnetz_baseline, graphnetz_run
+from pytest_graphnetz.plugin.hooks import (
     pytest_addoption,
     pytest_collection_finish,
     pytest_configure,

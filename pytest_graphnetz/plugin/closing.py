@@ -2,7 +2,7 @@
 
 ``pytest_sessionfinish`` (the controller's: xdist workers send it their reports, and run
 after :class:`~.usage.BaselineUsage` has found the unused baseline cells) calls :func:`finish`,
-which builds the session's :class:`~pytest_graphnetz.summary.GateSummary` once, writes the
+which builds the session's :class:`~pytest_graphnetz.plugin.summary.GateSummary` once, writes the
 Markdown summary (``--graphnetz-summary``, ``$GITHUB_STEP_SUMMARY``), the pull-request comment
 (``--graphnetz-comment``) and the JSON verdict file (``--graphnetz-json``), and returns the
 terminal's sections: the gate table, a line per file written, the unused baselines, the
@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..summary import GateSummary
-    from .session import GraphnetzSession
+    from pytest_graphnetz.plugin.session import GraphnetzSession
+    from pytest_graphnetz.plugin.summary import GateSummary
 
 # A terminal section: a title written as a separator line (None: none), and its lines.
 Section = tuple[str | None, list[str]]
@@ -73,8 +73,8 @@ def write_outputs(session: GraphnetzSession, summary: GateSummary) -> list[str]:
         return []
     # Imported only now: report imports numpy (~0.3 s), which a session without gates or
     # triples must not pay for.
-    from ..report.files import write_text_atomic
-    from ..session_files import write_summaries
+    from pytest_graphnetz.report.files import write_text_atomic
+    from pytest_graphnetz.report.session_files import write_summaries
 
     lines: list[str] = []
     text = summary.markdown()
@@ -105,7 +105,7 @@ def calibration_lines(session: GraphnetzSession) -> list[str]:
     rows = session.calibration_rows
     if not rows:
         return []
-    from ..calibration.terminal import terminal_lines
+    from pytest_graphnetz.gates.calibration.terminal import terminal_lines
 
     return terminal_lines(rows)
 

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .keys import CALIBRATION_PROPERTY
-from .session import CALIBRATION_KEY, STASH_KEY, Calibrating
+from pytest_graphnetz.plugin.keys import CALIBRATION_PROPERTY
+from pytest_graphnetz.plugin.session import CALIBRATION_KEY, STASH_KEY, Calibrating
 
 if TYPE_CHECKING:
-    from ..baselines import BaselineHandle
-    from ..report import BenchmarkReport
+    from pytest_graphnetz.gates.baselines import BaselineHandle
+    from pytest_graphnetz.report import BenchmarkReport
 
 
 @pytest.fixture
@@ -29,7 +29,7 @@ def graphnetz_run(request: pytest.FixtureRequest) -> Iterator[Callable[..., Benc
     call also trains its models under salted seeds (every configured seed, also under adaptive
     seeds), and after the test the calibration is written beside each baseline it used.
     With ``--graphnetz-update-baselines --graphnetz-baseline-replicates=R`` each call also
-    trains its models under R - 1 salts (:mod:`pytest_graphnetz.replicates`).
+    trains its models under R - 1 salts (:mod:`pytest_graphnetz.gates.replicates`).
     """
     session = request.config.stash[STASH_KEY]
     settings = session.settings
@@ -46,8 +46,8 @@ def graphnetz_run(request: pytest.FixtureRequest) -> Iterator[Callable[..., Benc
         """A refresh with replicates: every seed of the baseline (adaptive seeds: MAX, what a
         refresh holds) and R - 1 salted reruns of it, which the refresh writes beside it."""
         __tracebackhide__ = True
-        from ..calibration.salting import salted_models
-        from ..replicates import ReplicatedReport
+        from pytest_graphnetz.gates.calibration.salting import salted_models
+        from pytest_graphnetz.gates.replicates import ReplicatedReport
 
         kwargs.setdefault("seeds", settings.seeds)
         report = (calibrated(tasks, models, **kwargs) if settings.calibrate
@@ -58,8 +58,8 @@ def graphnetz_run(request: pytest.FixtureRequest) -> Iterator[Callable[..., Benc
 
     def calibrated(tasks: Any, models: Any, **kwargs: Any) -> BenchmarkReport:
         __tracebackhide__ = True
-        from ..calibration.salted_run import calibrate
-        from ..stats.boundaries import DEFAULT_RHO
+        from pytest_graphnetz.gates.calibration.salted_run import calibrate
+        from pytest_graphnetz.stats.boundaries import DEFAULT_RHO
 
         kwargs.setdefault("seeds", settings.seeds)
         report = session.run(request.node, tasks, models, **kwargs)
@@ -78,7 +78,7 @@ def graphnetz_run(request: pytest.FixtureRequest) -> Iterator[Callable[..., Benc
     yield run
     pending = request.node.stash.get(CALIBRATION_KEY, None)
     if pending is not None and pending.calibrations:
-        from ..calibration.salted_run import write_calibrations
+        from pytest_graphnetz.gates.calibration.salted_run import write_calibrations
 
         # Without a baseline there is nothing to store it beside: the table still shows it.
         delta = settings.min_effect if isinstance(settings.min_effect, float) else None

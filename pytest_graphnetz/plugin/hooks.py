@@ -23,11 +23,11 @@ from typing import Any
 
 import pytest
 
-from .keys import MARKER, is_graphnetz_test, uses_fixtures
-from .options import add_options
-from .session import STASH_KEY, GraphnetzSession
-from .settings import Settings, check_device, check_outputs, header_line
-from .usage import USAGE_KEY, BaselineUsage
+from pytest_graphnetz.plugin.keys import MARKER, is_graphnetz_test, uses_fixtures
+from pytest_graphnetz.plugin.options import add_options
+from pytest_graphnetz.plugin.session import STASH_KEY, GraphnetzSession
+from pytest_graphnetz.plugin.settings import Settings, check_device, check_outputs, header_line
+from pytest_graphnetz.plugin.usage import USAGE_KEY, BaselineUsage
 
 # What the session's end shows in the terminal summary (closing.finish): sections, each a title
 # written as a separator line (None: none) and its lines.
@@ -70,7 +70,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[USAGE_KEY] = usage
     config.stash[STASH_KEY] = session
     if config.option.keyword:  # -k blind to our marker's name; without -k the name plays no part
-        from . import selection
+        from pytest_graphnetz.plugin import selection
 
         config.pluginmanager.register(selection, "graphnetz-keyword")
 
@@ -96,7 +96,7 @@ class TestHooks:
         # would make an unrelated test pay for numpy and scipy.
         if not gates_imported() and not uses_fixtures(item):
             return (yield)
-        from ..gates.recorder import recording
+        from pytest_graphnetz.gates.recorder import recording
 
         try:
             with recording(self.session.recorder(item)):
@@ -156,7 +156,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     # The controller writes, from every worker's reports; a session with nothing to write or
     # show (plain tests) need not load the module that would.
     if not graphnetz.is_xdist_worker and graphnetz.has_closing:
-        from .closing import finish
+        from pytest_graphnetz.plugin.closing import finish
 
         session.config.stash[SECTIONS_KEY] = finish(graphnetz, int(exitstatus))
 

@@ -5,7 +5,8 @@ each value read with a message that names where it came from.
 (``graphnetz_<name>``); :func:`getter` reads one, the command line first, else the ini file;
 :func:`named` says where a value came from (the option, or the ini key and its file), so that a
 bad value sends the user to the place to fix it (:func:`converted`, :func:`path_value`).
-:func:`parse_seeds` and :func:`parse_adaptive` (:mod:`pytest_graphnetz.seedspec`, the one reader
+:func:`parse_seeds` and :func:`parse_adaptive` (:mod:`pytest_graphnetz.base.seedspec`, the one
+reader
 the library uses too) read the seed spec. :mod:`.settings` builds
 the :class:`~.settings.Settings` value from these.
 
@@ -21,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from ..seedspec import MAX_SEEDS, SEED_LIMIT, parse_adaptive, parse_seeds
+from pytest_graphnetz.base.seedspec import MAX_SEEDS, SEED_LIMIT, parse_adaptive, parse_seeds
 
 # Set from benchmarks/gate_quality_results.md: on the 1,600-node block model the paired t-test
 # at 10 seeds detects a 0.7-point regression 75% of the time (45% at 5 seeds) with no false
@@ -215,7 +216,8 @@ def declared(name: str) -> Option:
 def path_value(config: pytest.Config, name: str, *, follow: bool = True) -> Path:
     """A path option: relative to the invocation directory (command line) or the ini file.
     ``follow=False`` (a file the session writes): made absolute without following a link at
-    the end, so :func:`~pytest_graphnetz.session_files.file_problem` sees and refuses the link."""
+    the end, so :func:`~pytest_graphnetz.report.session_files.file_problem` sees and refuses the
+    link."""
     dest = declared(name).dest
     value = config.getoption(dest)
     if value is not None:

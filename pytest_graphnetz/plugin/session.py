@@ -4,7 +4,8 @@
 benchmarks the fixtures ask for, with their live progress; hands out baseline handles; gives
 each test the recorder its gates report to (rows, saved candidate reports); gathers every row,
 failure and triple count from the test reports (on the xdist controller: the workers'); and
-gives them as a :class:`~pytest_graphnetz.summary.GateSummary`, which renders them (written to
+gives them as a :class:`~pytest_graphnetz.plugin.summary.GateSummary`, which renders them (written
+to
 the files the user asked for and the terminal by :mod:`.closing`). Which baselines a run used
 is :mod:`.usage`'s job.
 
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .keys import (
+from pytest_graphnetz.plugin.keys import (
     BASELINE_FILE,
     CALIBRATION_PROPERTY,
     GATE_PROPERTY,
@@ -36,16 +37,16 @@ from .keys import (
     USES_PROPERTY,
     is_graphnetz_test,
 )
-from .settings import Settings
-from .usage import BaselineUsage, baseline_name
+from pytest_graphnetz.plugin.settings import Settings
+from pytest_graphnetz.plugin.usage import BaselineUsage, baseline_name
 
 if TYPE_CHECKING:
-    from ..baselines import BaselineHandle
-    from ..command.run import CommandExecutor
-    from ..gates.recorder import GateRecorder
-    from ..report import BenchmarkReport
-    from ..summary import GateSummary
-    from ..verdicts.values import CellVerdict, WidthVerdict
+    from pytest_graphnetz.gates.baselines import BaselineHandle
+    from pytest_graphnetz.gates.recorder import GateRecorder
+    from pytest_graphnetz.gates.verdicts.values import CellVerdict, WidthVerdict
+    from pytest_graphnetz.plugin.summary import GateSummary
+    from pytest_graphnetz.report import BenchmarkReport
+    from pytest_graphnetz.runner.command.run import CommandExecutor
 
 
 class Calibrating:
@@ -103,11 +104,11 @@ class GraphnetzSession:
         With adaptive seeds (and no ``seeds`` given), the first look of the schedule, as a
         report the gates extend through this same method."""
         __tracebackhide__ = True
-        from ..runner import run_benchmark
+        from pytest_graphnetz.runner import run_benchmark
 
         s = self.settings
         if s.min_seeds is not None and "seeds" not in kwargs:
-            from ..adaptive import run_adaptive
+            from pytest_graphnetz.gates.adaptive import run_adaptive
 
             def runner(tasks: Any, models: Any, **more: Any) -> BenchmarkReport:
                 return self.run(item, tasks, models, **{**kwargs, **more})
@@ -124,13 +125,13 @@ class GraphnetzSession:
             kwargs["executor"] = self.executor()
         if "commands" not in kwargs:
             if self.commands is None:
-                from ..command.run import CommandExecutor
+                from pytest_graphnetz.runner.command.run import CommandExecutor
 
                 self.commands = CommandExecutor()
             kwargs["commands"] = self.commands
         counts: dict[str, float] = {"trained": 0, "cached": 0}
         user_progress = kwargs.pop("progress", None)
-        from ..progress import live_progress
+        from pytest_graphnetz.runner.progress import live_progress
 
         with self._uncaptured():  # its first line (0/N) is written at once
             live = live_progress(self.config, tasks, models, kwargs["seeds"],
@@ -171,8 +172,8 @@ class GraphnetzSession:
         """The executor of ``--graphnetz-executor``: its factory called once, at the first
         run that asks (a session without graphnetz tests starts no cluster)."""
         if self._executor is None:
-            from ..runner.engines import load_factory, open_executor
-            from .options import named
+            from pytest_graphnetz.plugin.options import named
+            from pytest_graphnetz.runner.engines import load_factory, open_executor
 
             option = named(self.config, "executor")
             assert self.settings.executor is not None
@@ -195,7 +196,7 @@ class GraphnetzSession:
     def baseline(self, item: pytest.Item, name: str | None = None) -> BaselineHandle:
         """The baseline handle of ``item``: ``<baseline dir>/<module>/<name or test>.json``
         (``<Class>.<test>`` for a test in a class)."""
-        from ..baselines import BaselineError, BaselineHandle, default_path
+        from pytest_graphnetz.gates.baselines import BaselineError, BaselineHandle, default_path
 
         s = self.settings
         path = default_path(s.baseline_dir, Path(str(item.path)).stem,
@@ -229,7 +230,7 @@ class GraphnetzSession:
 
     def recorder(self, item: pytest.Item) -> GateRecorder:
         """What the gates called inside ``item`` report to (session defaults, the rows)."""
-        from ..gates.recorder import GateRecorder
+        from pytest_graphnetz.gates.recorder import GateRecorder
 
         s = self.settings
         gates = GatesInTest(self, item)
@@ -246,7 +247,7 @@ class GraphnetzSession:
         calls = self.gate_calls.pop(item.nodeid, {})
         if not calls:
             return
-        from ..report import BenchmarkReport
+        from pytest_graphnetz.report import BenchmarkReport
 
         for path, gates in calls.items():
             try:
@@ -263,7 +264,7 @@ class GraphnetzSession:
         """``<report dir>/<module>/<test>.json`` (laid out as the baselines are, so a CI job can
         run ``graphnetz compare`` on the pair); a test's k-th distinct report adds ``-k``, and
         the part of it an adaptive gate trained further adds ``.<label>`` (``.10-seeds``)."""
-        from ..baselines import default_path
+        from pytest_graphnetz.gates.baselines import default_path
 
         assert self.settings.report_dir is not None
         name = baseline_name(item) + (f"-{k}" if k > 1 else "") + (f".{label}" if label else "")
@@ -323,8 +324,8 @@ class GraphnetzSession:
         return self.builds_summary or bool(self.usage.unused_lines)
 
     def summary(self, exitstatus: int | None = None) -> GateSummary:
-        """The session's rows as a :class:`~pytest_graphnetz.summary.GateSummary` value."""
-        from ..summary import GateSummary
+        """The session's rows as a :class:`~pytest_graphnetz.plugin.summary.GateSummary` value."""
+        from pytest_graphnetz.plugin.summary import GateSummary
 
         return GateSummary(rows=self.rows, failures=self.failures,
                            graphnetz_tests=sorted(self.graphnetz_tests), exitstatus=exitstatus,
@@ -349,7 +350,7 @@ class GraphnetzSession:
 
     def shown(self, path: str | os.PathLike[str] | None) -> str:
         """``path`` as messages print it: relative to the rootdir when inside it."""
-        from ..session_files import shown
+        from pytest_graphnetz.report.session_files import shown
 
         return shown(path, self.config.rootpath) if path is not None else ""
 
@@ -388,7 +389,7 @@ class GatesInTest:
 
     def describe(self, row: dict[str, str], v: CellVerdict | WidthVerdict) -> dict[str, Any]:
         """A verdict's row with its numbers; its gate's settings noted for the reports."""
-        from ..summary import gate_call, verdict_stats
+        from pytest_graphnetz.plugin.summary import gate_call, verdict_stats
 
         settings = self.session.settings
         call = gate_call(v, strict=settings.strict)
@@ -448,7 +449,7 @@ class GatesInTest:
 
 def _test_counts(nodeid: str, runs: list[dict[str, float]]) -> str:
     """``graphnetz: test_m.py::test_a: 30 triples (27 trained, 3 from cache) in 0:41``."""
-    from ..progress import duration
+    from pytest_graphnetz.runner.progress import duration
 
     trained = sum(int(r.get("trained", 0)) for r in runs)
     cached = sum(int(r.get("cached", 0)) for r in runs)
@@ -466,7 +467,7 @@ def _crash_message(report: pytest.TestReport) -> str:
 
 
 def _short_test(nodeid: str) -> str:
-    from ..summary import short_test  # stdlib only
+    from pytest_graphnetz.plugin.summary import short_test  # stdlib only
 
     return short_test(nodeid)
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from .keys import STEP_SUMMARY_ENV
-from .options import (
+from pytest_graphnetz.plugin.keys import STEP_SUMMARY_ENV
+from pytest_graphnetz.plugin.options import (
     DEFAULT_ALPHA,
     DEFAULT_SEEDS,
     MIN_ALPHA,
@@ -200,7 +200,7 @@ def _deterministic(config: pytest.Config, given: str | None) -> str:
     imported for the default: a run of plain tests need not load it; a test pins it)."""
     if given is None:
         return "on"
-    from ..determinism import check_mode
+    from pytest_graphnetz.runner.determinism import check_mode
 
     return check_mode(given, name=named(config, "deterministic"))
 
@@ -211,7 +211,7 @@ def _executor(config: pytest.Config, spec: str | None) -> str | None:
     training (:meth:`~.session.GraphnetzSession.executor`)."""
     if spec is None:
         return None
-    from ..runner.engines import ExecutorFactoryError, load_factory
+    from pytest_graphnetz.runner.engines import ExecutorFactoryError, load_factory
 
     try:
         load_factory(str(spec), option=named(config, "executor"))
@@ -253,7 +253,7 @@ def header_line(settings: Settings, root: Path) -> str:
     """The session header's line of the settings in effect (as pytest-randomly shows its
     seed): ``graphnetz: seeds 0-9 (10), α 0.05, looks 10→20→40→… (look 1 decides at 0.0425),
     δ 0.01 for [0, 1] metrics, device auto, workers 1, cache .pytest_cache/d/graphnetz``."""
-    from ..session_files import shown
+    from pytest_graphnetz.report.session_files import shown
 
     seeds = settings.seeds
     if settings.min_seeds is not None:
@@ -283,7 +283,7 @@ def header_line(settings: Settings, root: Path) -> str:
         alpha += alone
     # Command tasks' scripts fork from a warm interpreter unless this says why not (a device
     # that `auto` resolves to CUDA is known only once torch is imported: cold then, unsaid).
-    from ..script import warm_mode
+    from pytest_graphnetz.script import warm_mode
 
     device = str(settings.device)
     cold = warm_mode("cpu" if device == "auto" else device)
@@ -311,7 +311,7 @@ def check_outputs(config: pytest.Config, settings: Settings, step_summary: str |
     if not (settings.report_dir or named_cache or settings.summary or settings.comment
             or settings.json or step_summary):
         return None  # nothing to write (and the module that checks need not load)
-    from ..session_files import dir_problem, file_problem
+    from pytest_graphnetz.report.session_files import dir_problem, file_problem
 
     root = config.rootpath
     for name, path, problem, fix in (
@@ -341,7 +341,7 @@ def check_device(device: str) -> None:
     """
     if device.strip().lower() in ("auto", "cpu"):
         return
-    from ..runner import DeviceError, resolve_device
+    from pytest_graphnetz.runner import DeviceError, resolve_device
 
     try:
         resolve_device(device)

@@ -25,14 +25,14 @@ from typing import Any
 
 import pytest
 
-from .keys import (
+from pytest_graphnetz.plugin.keys import (
     BASELINE_FILE,
     GATE_PROPERTY,
     SEEN_PROPERTY,
     USER_PROPERTY,
     USES_PROPERTY,
 )
-from .settings import Settings
+from pytest_graphnetz.plugin.settings import Settings
 
 # (nodeid, module stem, default baseline name) of a test that asks for a baseline.
 BaselineUser = tuple[str, str, str]
@@ -77,7 +77,7 @@ class BaselineUsage:
     def sharing(self, nodeid: str) -> list[str]:
         """Other collected tests whose default baseline is the same file as ``nodeid``'s (a file
         name keeps only the module's name, and some file systems ignore case)."""
-        from ..baselines import default_path
+        from pytest_graphnetz.gates.baselines import default_path
 
         keys = {n: str(default_path(self.settings.baseline_dir, stem, name)).casefold()
                 for n, stem, name in self.baseline_users}
@@ -168,7 +168,7 @@ class BaselineUsage:
         """After a refresh: delete the baselines no test used, or (a partial run) list them."""
         if not self.settings.update_baselines or self.is_xdist_worker:
             return
-        from ..ratchet import prune_unused
+        from pytest_graphnetz.gates.ratchet import prune_unused
 
         reasons = self.partial_reasons(exitstatus)
         self.unused_lines = prune_unused(
@@ -192,7 +192,7 @@ class BaselineUsage:
         if not self.baseline_tests:
             self.cells_checked = True
             return  # no baseline handed out: nothing to read (and numpy not to pay for)
-        from ..baselines import BaselineError, read_baseline
+        from pytest_graphnetz.gates.baselines import BaselineError, read_baseline
 
         self.cells_checked = True
         unused = []
@@ -211,7 +211,7 @@ class BaselineUsage:
 
     def shown(self, path: str | Path) -> str:
         """``path`` as messages print it: relative to the rootdir when inside it."""
-        from ..session_files import shown
+        from pytest_graphnetz.report.session_files import shown
 
         return shown(path, self.config.rootpath)
 

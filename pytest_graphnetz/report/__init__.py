@@ -1,4 +1,8 @@
-"""The report: ``BenchmarkReport``, its JSON forms, atomic files, and the statistical views.
+"""Layer 3 of 7: the report: the data model, its JSON, its views, tables and figures,
+the per-epoch record, the tuning record and atomic files. May import stats and base (numpy at
+import time; matplotlib lazily); never torch or the layers above.
+
+The report: ``BenchmarkReport``, its JSON forms, atomic files, and the statistical views.
 
 Axis convention, stated once for the whole package: ``X[task, model, seed]`` (see
 :mod:`.record`). The modules, from the top of the layering down:
@@ -23,8 +27,25 @@ selecting from one raises. Everything else is imported from the module that defi
 
 from __future__ import annotations
 
-from .model import BenchmarkReport
-from .record import EpochSelectionError
-from .schema import ReportFormatError, ReportSchemaError
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_graphnetz.report.model import BenchmarkReport
+    from pytest_graphnetz.report.record import EpochSelectionError
+    from pytest_graphnetz.report.schema import ReportFormatError, ReportSchemaError
+
+# Resolved on first use, so a module of this layer that needs no numpy (``files``,
+# ``session_files``: what the plugin writes at a session's end) imports without it.
+_EXPORTS = {"BenchmarkReport": "model", "EpochSelectionError": "record",
+            "ReportFormatError": "schema", "ReportSchemaError": "schema"}
 
 __all__ = ["BenchmarkReport", "EpochSelectionError", "ReportFormatError", "ReportSchemaError"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    globals()[name] = value
+    return value

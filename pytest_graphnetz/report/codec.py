@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..epochs import History, MetricSpec
-from .files import NotARegularFileError, read_regular_file
-from .schema import (
+from pytest_graphnetz.report.epochs import History, MetricSpec
+from pytest_graphnetz.report.files import NotARegularFileError, read_regular_file
+from pytest_graphnetz.report.schema import (
     EPOCH_RULE_KEYS,
     NON_FINITE,
     SCHEMA,
@@ -27,7 +27,7 @@ from .schema import (
 )
 
 if TYPE_CHECKING:
-    from .record import ReportRecord
+    from pytest_graphnetz.report.record import ReportRecord
 
 
 def read_json(path: Path) -> Any:

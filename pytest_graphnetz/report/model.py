@@ -12,15 +12,20 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from . import values_form, views
-from .codec import dumps, read_json, report_arguments, report_to_dict
-from .files import write_text_atomic
-from .record import EpochSelectionError, ReportRecord
-from .schema import VALUES_SCHEMA, ReportFormatError, check_report_dict, check_schema
+from pytest_graphnetz.report import values_form, views
+from pytest_graphnetz.report.codec import dumps, read_json, report_arguments, report_to_dict
+from pytest_graphnetz.report.files import write_text_atomic
+from pytest_graphnetz.report.record import EpochSelectionError, ReportRecord
+from pytest_graphnetz.report.schema import (
+    VALUES_SCHEMA,
+    ReportFormatError,
+    check_report_dict,
+    check_schema,
+)
 
 if TYPE_CHECKING:
-    from ..stats import Pairwise, Summary
-    from ..stats.heldout import ExamplePairwise
+    from pytest_graphnetz.stats import Pairwise, Summary
+    from pytest_graphnetz.stats.heldout import ExamplePairwise
 
 __all__ = ["BenchmarkReport", "EpochSelectionError", "load_report"]
 
@@ -71,7 +76,7 @@ class BenchmarkReport(ReportRecord):
         ``"wilcoxon"``, ``"permutation"``, ``"bootstrap"``; see
         :func:`pytest_graphnetz.report.views.pairwise`), or on the same test examples
         (``"mcnemar"``, ``"bootstrap-examples"``: :meth:`pairwise_examples`)."""
-        from ..stats.heldout import EXAMPLE_TESTS
+        from pytest_graphnetz.stats.heldout import EXAMPLE_TESTS
 
         if test in EXAMPLE_TESTS:
             return self.pairwise_examples(test, confidence_level=confidence_level,
@@ -90,17 +95,17 @@ class BenchmarkReport(ReportRecord):
                                        epoch_selection=epoch_selection, strict=strict, rng=rng)
 
     def to_latex(self, **kwargs: Any) -> str:
-        from ..export import to_latex
+        from pytest_graphnetz.report.export import to_latex
 
         return to_latex(self, **kwargs)
 
     def to_markdown(self, **kwargs: Any) -> str:
-        from ..export import to_markdown
+        from pytest_graphnetz.report.export import to_markdown
 
         return to_markdown(self, **kwargs)
 
     def plot_forest(self, path: str | os.PathLike | None = None, ax: Any = None, **kwargs: Any):
-        from ..plots import plot_forest
+        from pytest_graphnetz.report.plots import plot_forest
 
         return plot_forest(self, path=path, ax=ax, **kwargs)
 

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..epochs import History, MetricSpec, unit_interval_problem
-from ..text import check_name
-from .schema import CI_METHODS, EPOCH_SELECTIONS
+from pytest_graphnetz.base.text import check_name
+from pytest_graphnetz.report.epochs import History, MetricSpec, unit_interval_problem
+from pytest_graphnetz.report.schema import CI_METHODS, EPOCH_SELECTIONS
 
 if TYPE_CHECKING:
     from typing import Self
@@ -335,7 +335,7 @@ class ReportRecord:
     def outcomes(self, task: str, model: str, *, epoch_selection: str | None = None,
                  strict: bool = True) -> list:
         """Per seed (``seeds`` order), the per-example test outcomes at the selected epoch:
-        a :class:`~pytest_graphnetz.outcomes.TestOutcomes`, or None where none were recorded
+        a :class:`~pytest_graphnetz.base.outcomes.TestOutcomes`, or None where none were recorded
         (a diverged seed, a custom trainer that returns none, a report read from a baseline)."""
         self._check_label("task", task, self.tasks)
         self._check_label("model", model, self.models)

@@ -11,7 +11,7 @@ SCHEMA = "pytest-graphnetz/report"
 # 2: histories whose values are all float32 are written with their shortest float32 repr and
 # the marker `"float32": true` (version-1 files, without it, are read as before).
 # 3: a history may carry `outcomes`, per-example test outcomes keyed by epoch (base64, see
-# pytest_graphnetz.outcomes); version-1 and -2 files have none and are read as before.
+# pytest_graphnetz.base.outcomes); version-1 and -2 files have none and are read as before.
 # 4: a history may carry `val_metric` and `restored_epoch` (epoch rules, see History).
 # 5: a history may carry `selected`, each epoch rule's epoch by name (a baseline read back).
 # A report is written with the lowest version whose readers read it: 3 when its histories use

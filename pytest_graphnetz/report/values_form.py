@@ -8,11 +8,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from ..epochs import History, MetricSpec
-from ..tuning.trials import PROTOCOL_KEY as TUNING_KEY
-from ..tuning.trials import TuningRecord
-from .codec import FLOAT32_MARK, through_float32, values_from_json, values_to_json
-from .schema import (
+from pytest_graphnetz.report.codec import (
+    FLOAT32_MARK,
+    through_float32,
+    values_from_json,
+    values_to_json,
+)
+from pytest_graphnetz.report.epochs import History, MetricSpec
+from pytest_graphnetz.report.schema import (
     EPOCH_SELECTIONS,
     NON_FINITE,
     VALUES_SCHEMA,
@@ -22,10 +25,12 @@ from .schema import (
     check_schema,
     is_json_number,
 )
+from pytest_graphnetz.report.trials import PROTOCOL_KEY as TUNING_KEY
+from pytest_graphnetz.report.trials import TuningRecord
 
 if TYPE_CHECKING:
-    from ..stats import Summary
-    from .record import ReportRecord
+    from pytest_graphnetz.report.record import ReportRecord
+    from pytest_graphnetz.stats import Summary
 
 R = TypeVar("R", bound="ReportRecord")
 

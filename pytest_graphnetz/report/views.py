@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..epochs import CLIPPED, clip_to_metric
-from ..text import fmt_level
+from pytest_graphnetz.base.text import fmt_level
+from pytest_graphnetz.report.epochs import CLIPPED, clip_to_metric
 
 if TYPE_CHECKING:
-    from ..stats import Pairwise, Summary, SummaryRow
-    from ..stats.heldout import ExamplePairwise
-    from .record import ReportRecord
+    from pytest_graphnetz.report.record import ReportRecord
+    from pytest_graphnetz.stats import Pairwise, Summary, SummaryRow
+    from pytest_graphnetz.stats.heldout import ExamplePairwise
 
 _CI_NAMES = {"t": "Student-t", "bootstrap": "percentile bootstrap"}
 
@@ -48,7 +48,7 @@ def summary(report: ReportRecord, method: str | None = None, *, source: str = "s
     [0, 1] (accuracy, AUC...) is clipped to it, and the row's ``method`` says so
     (``"t, clipped to [0, 1]"``).
     """
-    from ..stats.tables import summarize
+    from pytest_graphnetz.stats.tables import summarize
 
     level = report.confidence_level if confidence_level is None else confidence_level
     X = report.to_array(epoch_selection, strict=strict)
@@ -76,10 +76,10 @@ def summary(report: ReportRecord, method: str | None = None, *, source: str = "s
 def _example_summary(report: ReportRecord, X: np.ndarray, source: str, method: str | None,
                      level: float, epoch_selection: str | None, strict: bool,
                      rng: Any) -> Summary:
-    from ..stats import SummaryRow, resolve_rng
-    from ..stats.heldout import COVERS, SOURCES, example_interval
-    from ..stats.intervals import describe_many
-    from ..stats.tables import Summary
+    from pytest_graphnetz.stats import SummaryRow, resolve_rng
+    from pytest_graphnetz.stats.heldout import COVERS, SOURCES, example_interval
+    from pytest_graphnetz.stats.intervals import describe_many
+    from pytest_graphnetz.stats.tables import Summary
 
     if source not in SOURCES:
         raise ValueError(f"`source` must be one of {list(SOURCES)}, got {source!r}")
@@ -100,7 +100,7 @@ def _example_summary(report: ReportRecord, X: np.ndarray, source: str, method: s
                 f"per-example test outcomes, which source={source!r} needs. Built-in "
                 "trainers record them; rerun without the cache "
                 "(--graphnetz-no-cache) if the runs predate that, or return `outcomes` "
-                "from a custom trainer (see pytest_graphnetz.training). A baseline file "
+                "from a custom trainer (see pytest_graphnetz.runner.training). A baseline file "
                 "keeps no outcomes: compare on a fresh run."
             )
         est = example_interval(usable, source=source, method=method,
@@ -130,8 +130,8 @@ def pairwise(report: ReportRecord, test: str = "paired-t", *,
     ``untestable="skip"`` gives it a row of NaN statistics and a note instead. Pairs on test
     examples instead of seeds are :func:`pairwise_examples`' job.
     """
-    from ..stats.heldout import EXAMPLE_TESTS
-    from ..stats.tables import pairwise_table
+    from pytest_graphnetz.stats.heldout import EXAMPLE_TESTS
+    from pytest_graphnetz.stats.tables import pairwise_table
 
     if test in EXAMPLE_TESTS:
         raise ValueError(f"test={test!r} pairs the models on test examples, not on seeds: use "
@@ -159,8 +159,13 @@ def pairwise_examples(report: ReportRecord, test: str = "mcnemar", *,
     2+ seeds, a combined row that keeps the seed as the unit (sign-flip test over seeds). Its
     notes say that the per-seed rows do not cover seed variance.
     """
-    from ..stats import resolve_rng
-    from ..stats.heldout import EXAMPLE_NOTES, EXAMPLE_TESTS, ExamplePairwise, example_pair_rows
+    from pytest_graphnetz.stats import resolve_rng
+    from pytest_graphnetz.stats.heldout import (
+        EXAMPLE_NOTES,
+        EXAMPLE_TESTS,
+        ExamplePairwise,
+        example_pair_rows,
+    )
 
     if test not in EXAMPLE_TESTS:
         raise ValueError(f"`test` must be one of {list(EXAMPLE_TESTS)}, got {test!r} (tests on "
@@ -200,8 +205,8 @@ def pairwise_examples(report: ReportRecord, test: str = "mcnemar", *,
 def _fold_corrected_pairwise(report: ReportRecord, table: Any, X: np.ndarray):
     """``table`` with every row of a fold task redone as the corrected resampled t test
     (on the pairs finite in both models), Holm re-adjusted within the task."""
-    from ..stats.decisions import holm
-    from ..stats.heldout import FOLD_NOTE, corrected_resampled_ttest
+    from pytest_graphnetz.stats.decisions import holm
+    from pytest_graphnetz.stats.heldout import FOLD_NOTE, corrected_resampled_ttest
 
     rows = list(table.rows)
     notes = list(table.notes)
@@ -232,7 +237,8 @@ def _fold_corrected_pairwise(report: ReportRecord, table: Any, X: np.ndarray):
 
 def _clip_to_metric(row: Any) -> Any:
     """A summary row whose interval leaves [0, 1] for a metric that cannot, clipped to [0, 1]
-    with ``method`` saying so (:func:`~pytest_graphnetz.epochs.clip_to_metric`); any other row
+    with ``method`` saying so (:func:`~pytest_graphnetz.report.epochs.clip_to_metric`); any other
+    row
     as it is."""
     clipped = clip_to_metric(row.metric, row.ci_low, row.ci_high)
     if clipped is None:

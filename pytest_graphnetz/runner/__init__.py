@@ -1,4 +1,8 @@
-"""``run_benchmark``: every (task, model, seed) triple, reseeded, on a pinned device, cached.
+"""Layer 4 of 7: running benchmarks: ``run_benchmark`` and every part a triple runs
+through (tasks, trainers, command tasks, fingerprints, the cache, progress). May import report,
+stats and base, and torch and PyG (lazily where an import would cost a session without them).
+
+``run_benchmark``: every (task, model, seed) triple, reseeded, on a pinned device, cached.
 
 The guarantees (DESIGN.md, "Runner guarantees"): before every triple — not once per sweep —
 :func:`~.environment.reseed` reseeds ``random``, ``numpy``, ``torch`` and ``torch.cuda``, and
@@ -13,9 +17,9 @@ jobs, the report), :mod:`.triple` (one triple: load, build, fingerprint, cache o
 
 from __future__ import annotations
 
-from .environment import DeviceError, resolve_device
-from .sweep import ROOT_ENV, default_root, run_benchmark
-from .workers import Progress, TripleError, WorkerCrashError
+from pytest_graphnetz.runner.environment import DeviceError, resolve_device
+from pytest_graphnetz.runner.sweep import ROOT_ENV, default_root, run_benchmark
+from pytest_graphnetz.runner.workers import Progress, TripleError, WorkerCrashError
 
 __all__ = ["run_benchmark", "resolve_device", "DeviceError", "TripleError", "WorkerCrashError",
            "ROOT_ENV", "Progress", "default_root"]

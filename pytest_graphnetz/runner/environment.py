@@ -54,7 +54,8 @@ def reseed(seed: int) -> None:
     """Reseed every RNG training code can reach: Python, NumPy, torch CPU and all CUDA devices.
 
     The one reseeding: the runner's before every load and build, and a calibration's salted
-    factory's (:class:`~pytest_graphnetz.calibration.salting.SaltedFactory`) before it builds."""
+    factory's (:class:`~pytest_graphnetz.gates.calibration.salting.SaltedFactory`) before it
+    builds."""
     import random
 
     import numpy as np
@@ -157,7 +158,7 @@ def machine(device: str, deterministic: str) -> dict[str, Any]:
     ``hardware``, ``platform``). The sweep calls it in its own process; with an executor, each
     triple calls it where it runs: a cluster's workers, not the machine that submits, are
     described (and key their cache entries)."""
-    from .. import determinism
+    from pytest_graphnetz.runner import determinism
 
     resolved = resolve_device(device)
     if determinism.applies(resolved):

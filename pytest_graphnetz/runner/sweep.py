@@ -11,22 +11,21 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import determinism
-from ..cache import TripleCache
-from ..command import Command
-from ..epochs import MetricSpec
-from ..report import BenchmarkReport
-from ..tasks import resolve_tasks
-from ..tasks.base import Task
-from ..text import check_name
-from . import environment
-from .engines import as_executor
-from .triple import Job, Outcome, check_commands, code_identities
-from .verify import CacheCheck, verify_hits
-from .workers import Progress, execute
+from pytest_graphnetz.base.text import check_name
+from pytest_graphnetz.report import BenchmarkReport
+from pytest_graphnetz.report.epochs import MetricSpec
+from pytest_graphnetz.runner import determinism, environment
+from pytest_graphnetz.runner.cache import TripleCache
+from pytest_graphnetz.runner.command import Command
+from pytest_graphnetz.runner.engines import as_executor
+from pytest_graphnetz.runner.tasks import resolve_tasks
+from pytest_graphnetz.runner.tasks.base import Task
+from pytest_graphnetz.runner.triple import Job, Outcome, check_commands, code_identities
+from pytest_graphnetz.runner.verify import CacheCheck, verify_hits
+from pytest_graphnetz.runner.workers import Progress, execute
 
 if TYPE_CHECKING:
-    from ..command.run import CommandExecutor
+    from pytest_graphnetz.runner.command.run import CommandExecutor
 
 ROOT_ENV = "GRAPHNETZ_ROOT"
 
@@ -84,7 +83,8 @@ def run_benchmark(
       ``executor``: any ``concurrent.futures.Executor`` instead (e.g. a Dask client's
       ``client.get_executor(pure=False)``; see docs/distributed.md).
     - ``threads``: torch intra-op threads per triple (the thread count changes the bits).
-    - ``cache_dir``: a :class:`~pytest_graphnetz.cache.TripleCache` directory (None: no cache).
+    - ``cache_dir``: a :class:`~pytest_graphnetz.runner.cache.TripleCache` directory (None: no
+    cache).
     - ``progress``: ``progress(task, model, seed, status, seconds)``, status ``"trained"`` or
       ``"cached"``, called in this process as each triple finishes; ``started(task, model,
       seed)``: called just before each triple when the triples run in this process
@@ -93,14 +93,14 @@ def run_benchmark(
       of this run (catalogue or custom); ``options``: merged into each task's ``options``
       (``hidden``, ``hits_k``...). They are part of each task's config, so of the cache key
       and the report's protocol. For one task only, pass ``{name: dataclasses.replace(task,
-      epochs=...)}`` with ``task = pytest_graphnetz.tasks.get_task(name)``.
+      epochs=...)}`` with ``task = pytest_graphnetz.runner.tasks.get_task(name)``.
     - ``deterministic``: ``on`` (default), ``warn`` or ``off``: deterministic CUDA algorithms
-      per triple (see :mod:`~pytest_graphnetz.determinism`; no effect on CPU and MPS).
+      per triple (see :mod:`~pytest_graphnetz.runner.determinism`; no effect on CPU and MPS).
     - ``verify_cache``: per cell, how many of the seeds read from the cache to retrain and
       compare bit for bit (0: none); a result that differs retrains the cell and the report's
       ``protocol["cache"]`` names it. None: one for a command task, none for an in-process
       model (:mod:`~pytest_graphnetz.runner.verify`).
-    - ``commands``: the :class:`~pytest_graphnetz.command.run.CommandExecutor` that runs
+    - ``commands``: the :class:`~pytest_graphnetz.runner.command.run.CommandExecutor` that runs
       command tasks' scripts, so its warm servers serve several runs (the pytest session's);
       None: one opened for this call and closed at its end.
 
@@ -168,7 +168,7 @@ def run_benchmark(
     pool = max(1, min(int(workers), len(jobs)))
     own = None
     if commands is None and any(task.kind == "command" for task in task_map.values()):
-        from ..command.run import CommandExecutor
+        from pytest_graphnetz.runner.command.run import CommandExecutor
 
         commands = own = CommandExecutor()
     try:
@@ -228,7 +228,7 @@ def _check_seeds(seeds: Iterable[int]) -> list[int]:
 def _task_protocol(task: Task) -> dict[str, Any]:
     import json
 
-    from ..cache import canonical_json
+    from pytest_graphnetz.runner.cache import canonical_json
 
     protocol = {"category": task.category, "seeded": task.seeded,
                 "config": json.loads(canonical_json(task.config())),

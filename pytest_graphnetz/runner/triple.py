@@ -12,7 +12,7 @@
    the initialisation draws); refuse a model or code the trainer cannot run;
 3. fingerprint data and model; look the triple up in the cache, else move model and data to
    the device and train with the task's trainer (custom) or the built-in one of its kind —
-   on CUDA under the run's determinism mode (:mod:`~pytest_graphnetz.determinism`).
+   on CUDA under the run's determinism mode (:mod:`~pytest_graphnetz.runner.determinism`).
 
 The cache key's code parts (:func:`code_identities`: the trainer, the project code, the
 loader) are computed once per sweep, in the calling process.
@@ -30,16 +30,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
-from .. import determinism
-from ..cache import TripleCache
-from ..command import Command, DataFiles
-from ..epochs import History
-from ..fingerprint import model_fingerprint
-from ..tasks.base import Task
-from . import environment
+from pytest_graphnetz.report.epochs import History
+from pytest_graphnetz.runner import determinism, environment
+from pytest_graphnetz.runner.cache import TripleCache
+from pytest_graphnetz.runner.command import Command, DataFiles
+from pytest_graphnetz.runner.fingerprint import model_fingerprint
+from pytest_graphnetz.runner.tasks.base import Task
 
 if TYPE_CHECKING:
-    from ..command.run import CommandExecutor
+    from pytest_graphnetz.runner.command.run import CommandExecutor
 
 
 @dataclass(frozen=True)
@@ -93,9 +92,9 @@ class Outcome:
 
 def _trainer_identity(task: Task, trainer: Callable[..., Any] | None) -> Any:
     """What identifies the training loop in the cache key (its code, not only its name)."""
-    from .. import metrics
-    from ..fingerprint import callable_identity
-    from ..training import builtin, common
+    from pytest_graphnetz.base import metrics
+    from pytest_graphnetz.runner.fingerprint import callable_identity
+    from pytest_graphnetz.runner.training import builtin, common
 
     if trainer is not None:
         return callable_identity(trainer)
@@ -132,7 +131,7 @@ def _run_one(job: Job, commands: CommandExecutor | None) -> Outcome:
         return _run_triple_alone(job)
     if commands is not None:
         return _run_command(job, time.perf_counter(), commands)
-    from ..command.run import CommandExecutor
+    from pytest_graphnetz.runner.command.run import CommandExecutor
 
     with CommandExecutor() as own:
         return _run_command(job, time.perf_counter(), own)
@@ -142,15 +141,15 @@ def _run_triple_alone(job: Job) -> Outcome:
     start = time.perf_counter()
     import torch
 
-    from .. import training
-    from ..cache import make_key
-    from ..fingerprint import (
+    from pytest_graphnetz.runner import training
+    from pytest_graphnetz.runner.cache import make_key
+    from pytest_graphnetz.runner.fingerprint import (
         data_files_stamp,
         data_fingerprint,
         files_under,
         recording_opened_files,
     )
-    from ..training.common import to_device
+    from pytest_graphnetz.runner.training.common import to_device
 
     environment.import_torch_geometric()  # a spawned or remote worker imports it here first
     task = job.task
@@ -271,7 +270,7 @@ def code_identities(task: Task, model: str, factory: Callable[..., Any],
     """The code parts of a triple's cache keys, for ``task`` × ``model`` built by ``factory``:
 
     - ``trainer``: the training loop's identity (:func:`_trainer_identity`);
-    - ``project``: :func:`~pytest_graphnetz.fingerprint.project_code_key` of the factory, the
+    - ``project``: :func:`~pytest_graphnetz.runner.fingerprint.project_code_key` of the factory, the
       trainer and the loader (every project module they import, whole);
     - ``loader``: what the loader's result depends on besides its files and arguments (its
       identity, the values it carries, its project code), or None when a value it carries has
@@ -279,8 +278,12 @@ def code_identities(task: Task, model: str, factory: Callable[..., Any],
 
     ``per_task`` memoises the parts that do not depend on the model.
     """
-    from .. import training
-    from ..fingerprint import callable_identity, callable_state, project_code_key
+    from pytest_graphnetz.runner import training
+    from pytest_graphnetz.runner.fingerprint import (
+        callable_identity,
+        callable_state,
+        project_code_key,
+    )
 
     own = task.trainer_for(model)
     trainer = own if own is not None else training.builtin(task.kind)
@@ -302,7 +305,7 @@ def _load_key(job: Job) -> str | None:
     """The key of the load record of ``job``'s task and seed: the loader's code and the values
     it carries, its arguments (root, and seed for a seeded loader), the task's settings and
     the library versions; None when the loader cannot be keyed (it then always runs)."""
-    from ..cache import make_key
+    from pytest_graphnetz.runner.cache import make_key
 
     loader = None if job.code is None else job.code.get("loader")
     if loader is None:
@@ -326,8 +329,8 @@ def _cached_without_loading(job: Job, cache: TripleCache, load_key: str) -> Outc
     (reseeded, so its initial weights and fingerprint are the cold run's); a triple entry
     under the resulting key is the hit.
     """
-    from ..cache import make_key
-    from ..fingerprint import data_files_stamp, files_under
+    from pytest_graphnetz.runner.cache import make_key
+    from pytest_graphnetz.runner.fingerprint import data_files_stamp, files_under
 
     record = cache.get_record(load_key)
     if not _usable_record(record):
@@ -361,10 +364,10 @@ def _usable_record(record: Any) -> TypeGuard[dict[str, Any]]:
 def _run_command(job: Job, start: float, commands: CommandExecutor) -> Outcome:
     """One triple of a command task: fingerprint the data its loader names, then fetch the run
     from the cache or run the script (reseeding is the script's job: see command/run.py)."""
-    from ..cache import make_key
-    from ..command import reads as command_reads
-    from ..command import run as command_run
-    from ..fingerprint import data_fingerprint
+    from pytest_graphnetz.runner.cache import make_key
+    from pytest_graphnetz.runner.command import reads as command_reads
+    from pytest_graphnetz.runner.command import run as command_run
+    from pytest_graphnetz.runner.fingerprint import data_fingerprint
 
     # run_benchmark admits only Commands as the models of a command task.
     task, script = job.task, cast(Command, job.factory)
@@ -434,7 +437,7 @@ def _entry_check(task: Task, trainer: Callable[..., Any] | None,
     recompute the test value recorded at their epoch. A custom trainer's history is only
     checked for its value types (it may record any epochs, and in any units).
     """
-    from ..epochs import in_unit_interval, outcomes_problem
+    from pytest_graphnetz.report.epochs import in_unit_interval, outcomes_problem
 
     if trainer is not None:
         return None

@@ -7,7 +7,7 @@ tracking cannot see, and none for an in-process model: docs/performance.md has t
 chosen from the commit checked out and the cell's keys, so successive commits check different
 seeds. A result that differs invalidates every entry of its cell and retrains the cell; the
 report's protocol names it (``protocol["cache"]``), and the gates' rows and the session's
-summary say :data:`~pytest_graphnetz.text.NOT_REPRODUCED`.
+summary say :data:`~pytest_graphnetz.base.text.NOT_REPRODUCED`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .triple import Job, Outcome
+from pytest_graphnetz.runner.triple import Job, Outcome
 
 # Seeds checked per cached cell when the run does not say (`verify_cache=None`), by task kind.
 DEFAULT_CHECKS = {"command": 1}

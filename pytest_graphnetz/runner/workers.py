@@ -11,11 +11,11 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .engines import SubmititExecutor
-from .triple import Job, Outcome, run_triple
+from pytest_graphnetz.runner.engines import SubmititExecutor
+from pytest_graphnetz.runner.triple import Job, Outcome, run_triple
 
 if TYPE_CHECKING:
-    from ..command.run import CommandExecutor
+    from pytest_graphnetz.runner.command.run import CommandExecutor
 
 Progress = Callable[[str, str, int, str, float], None]
 
@@ -193,7 +193,7 @@ def in_worker(job: Job) -> Outcome:
 def _start_worker(parent: int) -> None:
     """Pool worker initializer: tie this worker to ``parent`` and open its command executor."""
     _exit_with_parent(parent)
-    from ..command.run import CommandExecutor
+    from pytest_graphnetz.runner.command.run import CommandExecutor
 
     _WORKER_COMMANDS[:] = [CommandExecutor()]
 

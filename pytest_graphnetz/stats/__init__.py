@@ -1,4 +1,7 @@
-"""Statistics core: intervals, paired tests, verdicts, power and seeds-needed.
+"""Layer 2 of 7: statistics. May import base, numpy and scipy (lazily); never torch,
+pytest or the layers above.
+
+Statistics core: intervals, paired tests, verdicts, power and seeds-needed.
 
 Pure functions over numpy arrays returning frozen dataclasses; numpy + scipy only (never torch
 or pytest). scipy is imported inside the functions that use it, so importing this package stays
@@ -31,7 +34,7 @@ the docs use. Everything else is imported from the module that defines it
 
 from __future__ import annotations
 
-from ._common import (
+from pytest_graphnetz.stats._common import (
     CI_METHODS,
     DEFAULT_SEED,
     PAIRED_TESTS,
@@ -39,12 +42,12 @@ from ._common import (
     RngLike,
     resolve_rng,
 )
-from .comparison import Comparison, Verdict
-from .heldout import ExamplePairwise
-from .intervals import CellStats
-from .paired import PairedResult
-from .planning import seeds_for_min_effect
-from .tables import Pairwise, PairwiseRow, Summary, SummaryRow
+from pytest_graphnetz.stats.comparison import Comparison, Verdict
+from pytest_graphnetz.stats.heldout import ExamplePairwise
+from pytest_graphnetz.stats.intervals import CellStats
+from pytest_graphnetz.stats.paired import PairedResult
+from pytest_graphnetz.stats.planning import seeds_for_min_effect
+from pytest_graphnetz.stats.tables import Pairwise, PairwiseRow, Summary, SummaryRow
 
 __all__ = [
     "CI_METHODS", "DEFAULT_SEED", "PAIRED_TESTS", "CellStats", "Comparison", "ConfidenceInterval",

@@ -42,8 +42,8 @@ from typing import Any
 
 import numpy as np
 
-from ..seedspec import doublings
-from ._common import t_quantile
+from pytest_graphnetz.base.seedspec import doublings
+from pytest_graphnetz.stats._common import t_quantile
 
 DEFAULT_RHO = 0.85         # share of α the first look spends
 DEFAULT_FIRST_LOOK = 10    # the schedule's first look when the project declares none

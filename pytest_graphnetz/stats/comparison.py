@@ -15,7 +15,7 @@ from typing import TypedDict
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._common import (
+from pytest_graphnetz.stats._common import (
     KINDS,
     PAIRED_TESTS,
     ConfidenceInterval,
@@ -25,8 +25,8 @@ from ._common import (
     t_moments,
     within_resolution,
 )
-from .paired import PairedEvidence, evidence_of, floor_notes, require_pairs
-from .planning import mde_from_se
+from pytest_graphnetz.stats.paired import PairedEvidence, evidence_of, floor_notes, require_pairs
+from pytest_graphnetz.stats.planning import mde_from_se
 
 
 class Verdict(str, Enum):

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._common import RngLike
-from .comparison import Comparison, Decision, Evidence, Plan, Verdict, measure
-from .planning import seeds_for_min_effect, seeds_to_decide_beyond
+from pytest_graphnetz.stats._common import RngLike
+from pytest_graphnetz.stats.comparison import Comparison, Decision, Evidence, Plan, Verdict, measure
+from pytest_graphnetz.stats.planning import seeds_for_min_effect, seeds_to_decide_beyond
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..text import fmt_fixed, fmt_level, fmt_p
-from ._common import (
+from pytest_graphnetz.base.text import fmt_fixed, fmt_level, fmt_p
+from pytest_graphnetz.stats._common import (
     ConfidenceInterval,
     RngLike,
     check_level,
@@ -23,11 +23,11 @@ from ._common import (
     t_p_greater,
     t_quantile,
 )
-from .paired import PairedResult
-from .tables import Table
+from pytest_graphnetz.stats.paired import PairedResult
+from pytest_graphnetz.stats.tables import Table
 
 if TYPE_CHECKING:
-    from ..outcomes import TestOutcomes
+    from pytest_graphnetz.base.outcomes import TestOutcomes
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,7 @@ def bootstrap_metric(y_true: ArrayLike, y_pred: ArrayLike,
 # -- per-example outcomes: the test set's sampling error, and both sources together ------------
 # An outcome is any object with ``n`` (examples), ``proportion`` (bool: Wilson applies),
 # ``value()`` (the metric on all examples) and ``resampled(weights)`` ((B, n) example counts ->
-# (B,) metric values), such as :class:`pytest_graphnetz.outcomes.TestOutcomes`.
+# (B,) metric values), such as :class:`pytest_graphnetz.base.outcomes.TestOutcomes`.
 
 SOURCES = ("seeds", "test_set", "total")
 COVERS = {
@@ -344,7 +344,7 @@ def example_pair_rows(task: str, model_a: str, model_b: str, pairs: Sequence[tup
                       n_resamples: int = 2000, rng: RngLike = None) -> list[ExamplePairRow]:
     """Rows for one pair of models: one per seed of ``pairs`` ((seed, outcomes A, outcomes B)),
     then, with 2 or more seeds, the combined row (seed ``None``)."""
-    from .paired import paired_test
+    from pytest_graphnetz.stats.paired import paired_test
 
     _choice("test", test, EXAMPLE_TESTS)
     level = check_level(confidence_level)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._common import (
+from pytest_graphnetz.stats._common import (
     CI_METHODS,
     ConfidenceInterval,
     RngLike,
@@ -22,7 +22,11 @@ from ._common import (
     t_moments,
     t_quantile,
 )
-from .resampling import bootstrap_means, percentile_ci, require_bootstrap_seeds
+from pytest_graphnetz.stats.resampling import (
+    bootstrap_means,
+    percentile_ci,
+    require_bootstrap_seeds,
+)
 
 _T_INSTEAD = "the Student-t interval (method='t'; report.ci_method = 't')"
 

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..text import fmt_num
-from ._common import (
+from pytest_graphnetz.base.text import fmt_num
+from pytest_graphnetz.stats._common import (
     PAIRED_TESTS,
     ConfidenceInterval,
     RngLike,
@@ -24,7 +24,7 @@ from ._common import (
     t_p_greater,
     t_quantile,
 )
-from .resampling import (
+from pytest_graphnetz.stats.resampling import (
     BOOTSTRAP_MIN_SEEDS,
     bootstrap_means,
     bootstrap_p_greater,

@@ -9,7 +9,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._common import KINDS, check_choice, check_level, fold_ratio, t_quantile
+from pytest_graphnetz.stats._common import KINDS, check_choice, check_level, fold_ratio, t_quantile
 
 
 def _power(ncp: float, df: float, alpha: float, one_sided: bool) -> float:

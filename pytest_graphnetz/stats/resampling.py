@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from ._common import EXACT_SIGNFLIP_MAX_N, t_quantile
+from pytest_graphnetz.stats._common import EXACT_SIGNFLIP_MAX_N, t_quantile
 
 # A percentile bootstrap over seeds needs this many. Below it the resampled means cannot
 # spread as far as the mean itself varies (simulated on normal data, 95% intervals cover

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._common import as_vector, t_moments, t_quantile
+from pytest_graphnetz.stats._common import as_vector, t_moments, t_quantile
 
 DEFAULT_COLLAPSE_ALPHA = 0.01  # false flags per side on normal differences
 

@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from ._common import ConfidenceInterval, as_vector, t_moments
-from .boundaries import DEFAULT_RHO, Design, design, grow_paths, schedule
-from .decisions import LOOK_VERDICTS, Code, Verdict, decide_look
-from .skew import DEFAULT_SKEW_Z, guarded_skewness, hall_t
+from pytest_graphnetz.stats._common import ConfidenceInterval, as_vector, t_moments
+from pytest_graphnetz.stats.boundaries import DEFAULT_RHO, Design, design, grow_paths, schedule
+from pytest_graphnetz.stats.decisions import LOOK_VERDICTS, Code, Verdict, decide_look
+from pytest_graphnetz.stats.skew import DEFAULT_SKEW_Z, guarded_skewness, hall_t
 
 PLAN_PATHS = 1 << 15   # simulated cells per plan: Monte-Carlo sd about 0.002 at 0.8
 PLAN_SEED = 20_231_984  # any fixed seed: the same cell gets the same advice every time
@@ -293,7 +293,7 @@ def sequential_holm(histories: Sequence[Sequence[float]],
     design has one look spending the same α this is Holm's step-down on the p-values, computed
     the classical way (adjusted p ``<=`` what the look spends).
     """
-    from .decisions import holm
+    from pytest_graphnetz.stats.decisions import holm
 
     if len(histories) != len(designs):
         raise ValueError(f"{len(histories)} histories for {len(designs)} designs")

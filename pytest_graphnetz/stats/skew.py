@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._common import as_vector
+from pytest_graphnetz.stats._common import as_vector
 
 # |z| above which the guard fires. Calibrated by benchmarks/skew_sequential.py: on normal
 # differences it fires in about 5% of cells (moving no rate by more than 0.5 point); it fires

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._common import as_vector
+from pytest_graphnetz.stats._common import as_vector
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._common import ConfidenceInterval, check_level, t_quantile, t_sf
-from .decisions import Verdict, decide_look, final_verdict
+from pytest_graphnetz.stats._common import ConfidenceInterval, check_level, t_quantile, t_sf
+from pytest_graphnetz.stats.decisions import Verdict, decide_look, final_verdict
 
 DEFAULT_SUITE_WEIGHT = 0.5  # share of α the suite row gets first in its call's family
 

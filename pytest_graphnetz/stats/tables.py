@@ -9,11 +9,17 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..text import fmt_fixed, fmt_level, fmt_p, format_table, markdown_table
-from ._common import PAIRED_TESTS, RngLike, check_choice, check_level, group_rows
-from .decisions import holm
-from .intervals import describe_many
-from .paired import PairedResult, paired_tests, require_pairs
+from pytest_graphnetz.base.text import fmt_fixed, fmt_level, fmt_p, format_table, markdown_table
+from pytest_graphnetz.stats._common import (
+    PAIRED_TESTS,
+    RngLike,
+    check_choice,
+    check_level,
+    group_rows,
+)
+from pytest_graphnetz.stats.decisions import holm
+from pytest_graphnetz.stats.intervals import describe_many
+from pytest_graphnetz.stats.paired import PairedResult, paired_tests, require_pairs
 
 
 class Table(Sequence):

@@ -1,0 +1,350 @@
+"""The probes of ``graphnetz bisect`` and the command itself: each probed commit checked out in a
+git worktree that bisect owns (:class:`Workspace`), pytest run there on the probe's seeds
+(:class:`GitProbe`, in a warm interpreter, :mod:`.bisect_warm`, where it can), and
+:func:`run_bisect`, which runs :func:`~pytest_graphnetz.cli.bisect.search.bisect_commits` over them.
+
+Nothing is left behind: the worktrees, the temporary folder and the probe's processes go at
+exit, on SIGTERM and SIGINT too; after a SIGKILL, the next bisect in the repository sweeps what
+the killed one left. Bisect's worktrees are marked in git itself (locked, with the reason
+``graphnetz bisect pid N work DIR``), so a sweep touches only worktrees a bisect made whose
+process is gone, never the user's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import IO
+
+from pytest_graphnetz.cli.bisect.probe_server import tie_to_parent
+from pytest_graphnetz.cli.bisect.search import (
+    DEFAULT_MAX_SEEDS,
+    BisectRefusal,
+    Reports,
+    bisect_commits,
+)
+from pytest_graphnetz.report import BenchmarkReport
+
+PYTEST_EXIT = {2: "interrupted or errors during collection", 3: "internal error",
+               4: "usage error", 5: "no tests collected"}
+LOCK_REASON = "graphnetz bisect pid"   # how a bisect's worktrees are known: "... N work DIR"
+WORK_PREFIX = "graphnetz-bisect-"
+EXIT_NOTHING_REGRESSED = 3
+
+
+def git(repo: Path, *args: str) -> str:
+    """``git -C repo args``' output; a failure is a :class:`BisectRefusal` with git's words."""
+    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                          check=False)
+    if proc.returncode != 0:
+        raise BisectRefusal(f"`git {' '.join(args)}` failed: "
+                            f"{' '.join(proc.stderr.split()) or proc.returncode}")
+    return proc.stdout.strip()
+
+
+def commit_range(repo: Path, good: str, bad: str) -> list[str]:
+    """GOOD, then every commit after it up to BAD along BAD's first parents (12-digit ids)."""
+    ids = []
+    for role, rev in (("GOOD", good), ("BAD", bad)):
+        try:
+            ids.append(git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"))
+        except BisectRefusal:
+            raise BisectRefusal(f"{role} {rev!r} is not a commit of {repo} (a commit id, tag "
+                                "or branch)") from None
+    good_id, bad_id = ids
+    if subprocess.run(["git", "-C", str(repo), "merge-base", "--is-ancestor", good_id, bad_id],
+                      check=False).returncode != 0:
+        raise BisectRefusal(f"GOOD {good} is not an ancestor of BAD {bad}: give GOOD first, "
+                            "an older commit on BAD's history")
+    after = git(repo, "rev-list", "--reverse", "--first-parent", "--ancestry-path",
+                f"{good_id}..{bad_id}").split()
+    if not after:
+        raise BisectRefusal(f"GOOD {good} and BAD {bad} are the same commit")
+    return [c[:12] for c in (good_id, *after)]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Workspace:
+    """Bisect's temporary folder and the worktrees it checks out there, each registered in git
+    locked with :data:`LOCK_REASON` (this process's id and the folder)."""
+
+    def __init__(self, repo: Path) -> None:
+        self.repo = repo
+        self.root = Path(tempfile.mkdtemp(prefix=WORK_PREFIX))
+        (self.root / "owner").write_text(str(os.getpid()))
+        self.reason = f"{LOCK_REASON} {os.getpid()} work {self.root}"
+        self.trees: list[Path] = []
+
+    def add(self, name: str, commit: str) -> Path:
+        tree = self.root / name
+        self.trees.append(tree)
+        git(self.repo, "worktree", "add", "--detach", "--quiet", "--lock", "--reason",
+            self.reason, str(tree), commit)
+        return tree
+
+    def remove(self, tree: Path) -> None:
+        with contextlib.suppress(BisectRefusal):
+            git(self.repo, "worktree", "remove", "--force", "--force", str(tree))
+        if tree in self.trees:
+            self.trees.remove(tree)
+
+    def close(self) -> None:
+        for tree in list(self.trees):
+            self.remove(tree)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def sweep(repo: Path) -> int:
+    """Remove the worktrees (and folders) that a bisect no longer running left in ``repo``:
+    those locked with :data:`LOCK_REASON` whose process is gone. Returns how many."""
+    common = Path(git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir"))
+    swept = 0
+    for admin in sorted((common / "worktrees").glob("*")):
+        try:
+            reason = (admin / "locked").read_text().strip()
+            words = reason.removeprefix(LOCK_REASON).split(" work ", 1)
+            pid, work = int(words[0]), Path(words[1])
+        except (OSError, ValueError, IndexError):
+            continue   # not locked by a bisect: the user's
+        if not reason.startswith(LOCK_REASON) or _alive(pid):
+            continue
+        try:
+            tree = Path((admin / "gitdir").read_text().strip()).parent
+        except OSError:
+            tree = None
+        if tree is not None and tree.exists():
+            with contextlib.suppress(BisectRefusal):
+                git(repo, "worktree", "remove", "--force", "--force", str(tree))
+        shutil.rmtree(admin, ignore_errors=True)   # what `git worktree prune` does for one
+        if work.name.startswith(WORK_PREFIX):
+            shutil.rmtree(work, ignore_errors=True)
+        swept += 1
+    for work in Path(tempfile.gettempdir()).glob(f"{WORK_PREFIX}*"):
+        # a folder whose bisect ended before it registered a worktree
+        with contextlib.suppress(OSError, ValueError):
+            if not _alive(int((work / "owner").read_text())):
+                shutil.rmtree(work, ignore_errors=True)
+    return swept
+
+
+class WarmServer:
+    """The warm interpreter (:mod:`.bisect_warm`): one probe's pytest session at a time, in a
+    fork of a server that keeps the installed modules earlier probes imported."""
+
+    def __init__(self, env: dict[str, str], cwd: Path) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "pytest_graphnetz.cli.bisect.probe_server"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=cwd, text=True)
+        self.child: int | None = None
+
+    def run(self, cwd: Path, argv: Sequence[str], env: dict[str, str], log: Path) -> int:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps({"cwd": str(cwd), "argv": list(argv), "env": env,
+                                          "log": str(log)}) + "\n")
+        self.proc.stdin.flush()
+        self.child = int(_answer(self.proc.stdout)["pid"])
+        rc = int(_answer(self.proc.stdout)["rc"])
+        self.child = None   # only once it has ended: close() kills one still running
+        return rc
+
+    def close(self) -> None:
+        """End the running probe's process group, then the server."""
+        _kill_group(self.child)
+        self.child = None
+        with contextlib.suppress(OSError):
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _answer(stream: IO[str]) -> dict:
+    line = stream.readline()
+    if not line:
+        raise OSError("the warm interpreter ended")
+    return json.loads(line)
+
+
+def _kill_group(pid: int | None) -> None:
+    if pid is not None:
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
+
+
+class GitProbe:
+    """``probe(commit, n)`` for :func:`~pytest_graphnetz.cli.bisect.search.bisect_commits`:
+    ``commit``
+    checked out in a worktree of ``workspace`` (removed afterwards), pytest run there with the
+    given arguments on seeds ``0..n-1``, every probe sharing one triple cache (``cache_dir``),
+    and the candidate reports it saved (``--graphnetz-report-dir``) read back by their path
+    under the report dir. A pytest run that errors (exit status other than 0, or 1 for failed
+    tests: a regressed commit fails its gate) is a :class:`BisectRefusal`.
+
+    ``warm`` (where ``os.fork`` exists): each session runs in a fork of the warm interpreter,
+    which keeps what earlier probes imported from installed code (pytest, torch, PyG), so a
+    probe costs its own collection and training, not an interpreter start and torch's import;
+    should the server end, the remaining probes run cold. Cold: ``python -m pytest``, a new
+    process group. Either way the process imports this same pytest-graphnetz (its folder first
+    on PYTHONPATH), so every probe is judged by one version of the plugin.
+    """
+
+    def __init__(self, workspace: Workspace, prefix: str, pytest_args: Sequence[str], *,
+                 cache_dir: Path, log: Callable[[str], None], warm: bool = True) -> None:
+        self.workspace, self.prefix, self.pytest_args = workspace, prefix, list(pytest_args)
+        self.cache_dir, self.log = cache_dir, log
+        self.runs = 0
+        self.env = dict(os.environ)
+        here = str(Path(__file__).resolve().parents[1])
+        self.env["PYTHONPATH"] = os.pathsep.join(
+            [here, *([self.env["PYTHONPATH"]] if self.env.get("PYTHONPATH") else [])])
+        self.server = (WarmServer(self.env, workspace.root) if warm and hasattr(os, "fork")
+                       else None)
+        self.cold: subprocess.Popen[bytes] | None = None
+
+    def __call__(self, commit: str, n: int) -> Reports:
+        self.runs += 1
+        out = self.workspace.root / f"reports-{self.runs}"
+        log = self.workspace.root / f"probe-{self.runs}.log"
+        self.log(f"probe {commit}: pytest on {n} seeds")
+        args = [*self.pytest_args, f"--graphnetz-seeds={n}", f"--graphnetz-report-dir={out}",
+                f"--graphnetz-cache-dir={self.cache_dir}", "-q", "-p", "no:cacheprovider"]
+        tree = self.workspace.add(f"tree-{self.runs}", commit)
+        try:
+            rc = self._pytest(tree / self.prefix, args, log)
+        finally:
+            self.workspace.remove(tree)
+        if rc not in (0, 1):
+            text = log.read_text(errors="replace") if log.exists() else ""
+            tail = "\n".join(text.strip().splitlines()[-15:])
+            raise BisectRefusal(
+                f"{commit}: the probe cannot be built: pytest exited {rc} "
+                f"({PYTEST_EXIT.get(rc, 'error')}) with "
+                f"`pytest {' '.join(self.pytest_args)}`; its output ends:\n{tail}")
+        reports = {p.relative_to(out).as_posix().removesuffix(".json"):
+                   BenchmarkReport.from_json(p) for p in sorted(out.rglob("*.json"))}
+        if not reports:
+            raise BisectRefusal(
+                f"{commit}: pytest saved no candidate report (no gate ran on a graphnetz run); "
+                "give pytest arguments that select gated tests")
+        return reports
+
+    def _pytest(self, cwd: Path, args: list[str], log: Path) -> int:
+        if self.server is not None:
+            try:
+                return self.server.run(cwd, args, self.env, log)
+            except OSError as exc:
+                self.log(f"bisect: {exc}; the remaining probes run cold")
+                self.server.close()
+                self.server = None
+        with log.open("wb") as sink:
+            self.cold = subprocess.Popen([sys.executable, "-m", "pytest", *args], cwd=cwd,
+                                         env=self.env, stdin=subprocess.DEVNULL, stdout=sink,
+                                         stderr=subprocess.STDOUT, start_new_session=True,
+                                         preexec_fn=tie_to_parent)
+            rc = self.cold.wait()
+            self.cold = None   # only once it has ended: close() kills one still running
+            return rc
+
+    def close(self) -> None:
+        """End the running probe's process group and the warm interpreter."""
+        if self.cold is not None:
+            _kill_group(self.cold.pid)
+            self.cold.wait()
+        if self.server is not None:
+            self.server.close()
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGINT ended the run (after its cleanup); ``signum`` says which."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"stopped by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _signals_end_the_run() -> Iterator[None]:
+    """SIGTERM and SIGINT end the run with :class:`Interrupted`, so cleanup runs; the handlers
+    are restored after."""
+    def stop(signum: int, frame: object) -> None:
+        raise Interrupted(signum)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def run_bisect(good: str, bad: str, pytest_args: Sequence[str], *, seeds: int,
+               max_seeds: int | None, alpha: float, min_effect: float | None, margin: float,
+               cache_dir: str | None, warm: bool = True) -> int:
+    """``graphnetz bisect``: 0 when every regressed cell's culprit is named, 1 when a search
+    stopped undecided; raises :class:`BisectRefusal` (exit 2),
+    :class:`~pytest_graphnetz.cli.bisect.search.NothingRegressed` (exit 3, or 1 when BAD stayed
+    undecided) and :class:`Interrupted` (128 + the signal) for the command to print."""
+    def log(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    for arg in pytest_args:
+        if arg.startswith(("--graphnetz-seeds", "--graphnetz-report-dir",
+                           "--graphnetz-cache-dir")):
+            raise BisectRefusal(f"pytest argument {arg}: bisect sets the seeds, report dir and "
+                                "cache dir of each probe itself (--seeds, --max-seeds, "
+                                "--cache-dir); leave it out")
+    try:
+        repo = Path(git(Path.cwd(), "rev-parse", "--show-toplevel"))
+    except BisectRefusal:
+        raise BisectRefusal(f"{Path.cwd()} is not inside a git repository: run graphnetz "
+                            "bisect from the project's checkout") from None
+    prefix = git(Path.cwd(), "rev-parse", "--show-prefix")
+    commits = commit_range(repo, good, bad)
+    swept = sweep(repo)
+    if swept:
+        log(f"bisect: removed {swept} worktree(s) an earlier bisect left (its process is gone)")
+    log(f"bisect: {len(commits)} commits from GOOD {commits[0]} to BAD {commits[-1]}")
+    with _signals_end_the_run():
+        workspace = Workspace(repo)
+        probe = None
+        try:
+            cache = Path(cache_dir).resolve() if cache_dir else workspace.root / "cache"
+            probe = GitProbe(workspace, prefix, pytest_args, cache_dir=cache, log=log,
+                             warm=warm)
+            result = bisect_commits(commits, probe, seeds=seeds,
+                                    max_seeds=DEFAULT_MAX_SEEDS if max_seeds is None
+                                    else max_seeds, alpha=alpha, min_effect=min_effect,
+                                    margin=margin)
+        finally:
+            if probe is not None:
+                probe.close()
+            workspace.close()
+    for line in result.lines():
+        print(line)
+    for f in result.findings:
+        if f.culprit is not None:
+            print(f"\n{f.label}: culprit {git(repo, 'log', '-1', '--format=%h %s', f.culprit)}")
+    trainings = sum(result.probed.values())
+    print(f"\n{len(result.probed)} commits probed, {trainings} seed-runs requested "
+          f"(the shared triple cache trains each (code, seed) once)")
+    return 0 if result.resolved else 1

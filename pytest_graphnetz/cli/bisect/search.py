@@ -1,0 +1,355 @@
+"""Bisecting a regression under noise: which commit between GOOD and BAD made a cell worse.
+
+:func:`bisect_commits` is the search, a pure function over a ``probe(commit, n_seeds)`` callable
+that returns the reports a commit's benchmark saves (by name; seeds ``0..n-1``); ``graphnetz
+bisect`` implements the probe with git worktrees and pytest (:mod:`.bisect_probes`), the
+benchmark (``benchmarks/bisect_search.py``) with an in-process history. Each probe is judged by
+the gate (:func:`~pytest_graphnetz.gates.compare_reports`, not-worse, paired by seed) against
+GOOD:
+
+- **regressed**: REGRESSED;  **same**: NOT WORSE, IDENTICAL or BETTER (no regression of δ or
+  more); **unknown**: INCONCLUSIVE, which takes the next look of the gate's schedule (the probe
+  and GOOD on twice the seeds: 10 → 20 → 40 → 80 → 160, as the CI loop does) up to
+  ``max_seeds``, the budget; still unknown there stops that cell's search with its range
+  unresolved, and says what δ the probe's seeds resolve.
+- Before any statistics, a probe whose per-seed values equal a neighbour's bit for bit (the
+  bracket's last-same or first-regressed commit, on the seeds both hold) takes that neighbour's
+  verdict: an unchanged model is bit-identical, and such a commit spends no test.
+- Error control: Bonferroni over every gate call. At most ``m = ceil(log2(len(commits))) + 2``
+  probes decide a cell (the endpoint check, ``ceil(log2(len(commits) - 1))`` bisection steps
+  and one spare), each through the ``L`` looks of the schedule up to the budget; look k of a
+  probe is judged alone (``rerun_safe=False``) at ``alpha / m · n_k / (n_1 + ... + n_L)``, its
+  share in proportion to its seeds (Holm across the cells inside a call, split again over the
+  report files a probe saves). A wrong verdict at any step, either way (REGRESSED with no
+  regression, or NOT WORSE with one of δ or more), is what would name a wrong culprit, so the
+  probability that a cell's named culprit (or its "same") is wrong is at most ``alpha``. The
+  share in proportion to seeds gives the look that decides most probes at the default δ (the
+  last) the most; an equal share per look found fewer culprits (``benchmarks/bisect_results.md``),
+  and so did the gate's sequential boundaries per probe, whose first look spends 0.85 of the
+  level (an earlier measurement, in docs/history-bisect.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pytest_graphnetz.base.text import fmt_interval, fmt_level, fmt_num, fmt_p, fmt_signed
+from pytest_graphnetz.cli.history.trend import Cell, cell_label
+from pytest_graphnetz.gates import compare_reports
+from pytest_graphnetz.report import BenchmarkReport
+from pytest_graphnetz.stats import Verdict
+from pytest_graphnetz.stats.boundaries import schedule
+
+REGRESSED, SAME, UNKNOWN = "regressed", "same", "unknown"
+_THREE = {Verdict.REGRESSED: REGRESSED, Verdict.NOT_WORSE: SAME, Verdict.IDENTICAL: SAME,
+          Verdict.BETTER: SAME, Verdict.INCONCLUSIVE: UNKNOWN}
+DEFAULT_MAX_SEEDS = 160   # the budget: the schedule 10 → 20 → 40 → 80 → 160
+
+Reports = Mapping[str, BenchmarkReport]
+"""A probe's saved reports by name (``graphnetz bisect``: the path under the report dir)."""
+Probe = Callable[[str, int], Reports]
+"""``probe(commit, n)``: the reports of ``commit``'s benchmark on seeds ``0..n-1``."""
+
+
+class BisectRefusal(ValueError):
+    """The search cannot start or go on honestly (the message says why and what to do)."""
+
+
+class NothingRegressed(Exception):
+    """BAD does not read REGRESSED against GOOD on any cell: nothing to bisect. ``evidence``:
+    each cell's verdict at BAD; ``undecided``: some cell stayed unknown at the budget (the
+    message says what δ its seeds resolve), else every cell reads same."""
+
+    def __init__(self, message: str, evidence: Sequence[Evidence], undecided: bool) -> None:
+        super().__init__(message)
+        self.evidence, self.undecided = tuple(evidence), undecided
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One cell's verdict at one probe: ``verdict`` (regressed / same / unknown), the seeds it
+    was decided on, ``detail`` (the gate's numbers or the bit-for-bit match), and for a gate
+    call the paired sd, δ and the level it used (None for a bit-for-bit match)."""
+
+    cell: Cell
+    verdict: str
+    seeds: int
+    detail: str
+    sd_diff: float | None = None
+    min_effect: float | None = None
+    alpha: float | None = None
+
+    @property
+    def label(self) -> str:
+        return cell_label(self.cell)
+
+    def hint(self) -> str:
+        """For an unknown probe: the δ its seeds resolve at the level it used, and the budget
+        the δ it was asked for needs ("" when there is nothing to plan on)."""
+        if self.verdict != UNKNOWN or not self.sd_diff or self.alpha is None:
+            return ""
+        from pytest_graphnetz.gates.calibration.resolution import resolvable_min_effect
+        from pytest_graphnetz.stats.planning import seeds_for_min_effect
+
+        resolved = resolvable_min_effect(self.sd_diff, self.seeds, alpha=self.alpha)
+        text = (f"at {self.seeds} seeds and alpha {fmt_num(self.alpha)} this probe's paired sd "
+                f"{fmt_num(self.sd_diff)} resolves δ ≥ {fmt_num(_round_up(resolved))} at power "
+                f"0.8: rerun with --min-effect {fmt_num(_round_up(resolved))}")
+        if self.min_effect:
+            need = seeds_for_min_effect(self.sd_diff, self.min_effect, alpha=self.alpha)
+            # the schedule's next look, or the first after it that holds `need`
+            looks = schedule(self.seeds, 2 * max(need, 2 * self.seeds))
+            budget = next(n for n in looks[1:] if n >= need)
+            text += (f"; δ {fmt_num(self.min_effect)} needs about {need} seeds "
+                     f"(--max-seeds {budget}, a smaller alpha per look with it)")
+        return text
+
+
+def _round_up(x: float) -> float:
+    """``x`` rounded up to two significant digits (a δ to type)."""
+    if x <= 0:
+        return x
+    scale = 10 ** (math.floor(math.log10(x)) - 1)
+    return math.ceil(x / scale - 1e-9) * scale
+
+
+@dataclass(frozen=True)
+class Step:
+    """One probed commit (``index`` into the commit list) and each cell's evidence there."""
+
+    commit: str
+    index: int
+    evidence: tuple[Evidence, ...]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A regressed cell's result: ``culprit`` is the first commit that reads regressed after a
+    commit that reads same (None: the search stopped undecided and the culprit lies in
+    ``(last_same, first_regressed]``); ``steps`` are the probes that decided it."""
+
+    cell: Cell
+    culprit: str | None
+    last_same: str
+    first_regressed: str
+    steps: tuple[Step, ...]
+
+    @property
+    def label(self) -> str:
+        return cell_label(self.cell)
+
+
+@dataclass(frozen=True)
+class BisectResult:
+    """The search: a finding per cell that BAD regressed on, every step in order, the level of
+    each look's gate call (``look_alphas``, one per seed count) and the most seeds each commit
+    was probed on."""
+
+    findings: tuple[Finding, ...]
+    steps: tuple[Step, ...]
+    alpha: float
+    look_alphas: tuple[float, ...]
+    tests: int
+    seed_counts: tuple[int, ...]
+    probed: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def resolved(self) -> bool:
+        return all(f.culprit is not None for f in self.findings)
+
+    def lines(self) -> list[str]:
+        """The report a person reads: each culprit with the evidence of each step."""
+        out = [error_control(self.alpha, self.tests, self.seed_counts)]
+        for f in self.findings:
+            out.append("")
+            if f.culprit is not None:
+                out.append(f"{f.label}: culprit {f.culprit} (last same: {f.last_same})")
+            else:
+                out.append(f"{f.label}: UNRESOLVED, the culprit lies after {f.last_same} and "
+                           f"at or before {f.first_regressed}")
+            unknown = None
+            for step in f.steps:
+                for ev in step.evidence:
+                    if ev.cell == f.cell:
+                        out.append(f"  {step.commit}: {ev.verdict.upper()} — {ev.detail}")
+                        unknown = ev if ev.verdict == UNKNOWN else unknown
+            if f.culprit is None and unknown is not None and unknown.hint():
+                out.append(f"  to resolve it: {unknown.hint()}")
+        return out
+
+
+def seed_schedule(seeds: int, max_seeds: int) -> tuple[int, ...]:
+    """The looks a probe may take: the gate's schedule from ``seeds`` (doubling) up to
+    ``max_seeds``, the budget."""
+    if seeds < 2 or max_seeds < seeds:
+        raise ValueError(f"`seeds` must be >= 2 and `max_seeds` >= `seeds`, got {seeds} and "
+                         f"{max_seeds}")
+    return schedule(seeds, max_seeds)
+
+
+def look_alphas(alpha: float, tests: int, looks: Sequence[int]) -> tuple[float, ...]:
+    """Each look's level: its share of ``alpha / tests`` in proportion to its seeds."""
+    return tuple(alpha / tests * n / sum(looks) for n in looks)
+
+
+def error_control(alpha: float, tests: int, looks: Sequence[int]) -> str:
+    """The one line that says how the search spends ``alpha``, with the level of each look."""
+    levels = ", ".join(f"{n} seeds at {fmt_num(a)}"
+                       for n, a in zip(looks, look_alphas(alpha, tests, looks), strict=True))
+    return (f"error control: Bonferroni over at most {tests} probes, each through the looks "
+            f"{list(looks)} with a share of alpha {fmt_num(alpha)}/{tests} in proportion to "
+            f"its seeds; each gate call judged alone: {levels} (Holm across a call's cells, "
+            "split again over the report files a probe saves)")
+
+
+def bisect_commits(commits: Sequence[str], probe: Probe, *, seeds: int = 10,
+                   max_seeds: int = DEFAULT_MAX_SEEDS, alpha: float = 0.05,
+                   min_effect: float | None = None, margin: float = 0.0) -> BisectResult:
+    """Find, per cell that ``commits[-1]`` (BAD) regressed on against ``commits[0]`` (GOOD),
+    the first commit that reads regressed (see the module docstring for the verdicts and the
+    error control). ``commits`` are in history order, GOOD first. Raises
+    :class:`NothingRegressed` when BAD does not read REGRESSED against GOOD on any cell, and
+    :class:`BisectRefusal` when a probe lacks a report or cell GOOD has.
+    """
+    if len(commits) < 2:
+        raise BisectRefusal("bisect needs two commits, GOOD and BAD")
+    looks = seed_schedule(seeds, max_seeds)
+    tests = math.ceil(math.log2(len(commits))) + 2
+    levels = look_alphas(alpha, tests, looks)
+    memo: dict[tuple[int, int], Reports] = {}
+    probed: dict[str, int] = {}
+
+    def get(i: int, n: int) -> Reports:
+        if (i, n) not in memo:
+            memo[i, n] = probe(commits[i], n)
+            probed[commits[i]] = max(n, probed.get(commits[i], 0))
+        return memo[i, n]
+
+    def step(i: int, cells: Sequence[Cell], neighbours: Mapping[Cell, Sequence[int]]) -> Step:
+        decided: dict[Cell, Evidence] = {}
+        first = get(i, looks[0])
+        for cell in cells:
+            for j, verdict in zip(neighbours.get(cell, ()), (SAME, REGRESSED), strict=False):
+                if _bitwise_equal(first, get(j, looks[0]), cell, commits[i], commits[j]):
+                    decided[cell] = Evidence(cell, verdict, looks[0],
+                                             f"per-seed values equal {commits[j]}'s bit for bit "
+                                             "(no test)")
+                    break
+        for n, level in zip(looks, levels, strict=True):
+            todo = [c for c in cells if c not in decided]
+            if not todo:
+                break
+            judged = _judge(get(i, n), get(0, n), todo, alpha=level, min_effect=min_effect,
+                            margin=margin, commit=commits[i], good_commit=commits[0])
+            for cell, ev in judged.items():
+                if ev.verdict != UNKNOWN or n == looks[-1]:
+                    decided[cell] = ev
+        return Step(commits[i], i, tuple(decided[c] for c in cells))
+
+    good = get(0, looks[0])
+    cells = [(name, t, m) for name, r in good.items() for t in r.tasks for m in r.models]
+    bad = len(commits) - 1
+    ends = step(bad, cells, {c: (0,) for c in cells})
+    targets = [ev.cell for ev in ends.evidence if ev.verdict == REGRESSED]
+    if not targets:
+        raise _nothing_regressed(commits, ends.evidence)
+    lo = dict.fromkeys(targets, 0)
+    hi = dict.fromkeys(targets, bad)
+    stuck: set[Cell] = set()
+    steps = [ends]
+    while True:
+        open_cells = [c for c in targets if hi[c] - lo[c] > 1 and c not in stuck]
+        if not open_cells:
+            break
+        widest = max(open_cells, key=lambda c: hi[c] - lo[c])
+        mid = (lo[widest] + hi[widest]) // 2
+        group = [c for c in open_cells if lo[c] < mid < hi[c]]
+        now = step(mid, group, {c: (lo[c], hi[c]) for c in group})
+        steps.append(now)
+        for ev in now.evidence:
+            if ev.verdict == REGRESSED:
+                hi[ev.cell] = mid
+            elif ev.verdict == SAME:
+                lo[ev.cell] = mid
+            else:
+                stuck.add(ev.cell)
+    findings = []
+    for c in targets:
+        mine = tuple(s for s in steps if any(ev.cell == c for ev in s.evidence))
+        culprit = commits[hi[c]] if hi[c] - lo[c] == 1 else None
+        findings.append(Finding(c, culprit, commits[lo[c]], commits[hi[c]], mine))
+    return BisectResult(tuple(findings), tuple(steps), alpha, levels, tests, looks, probed)
+
+
+def _nothing_regressed(commits: Sequence[str], evidence: Sequence[Evidence]) -> NothingRegressed:
+    undecided = [ev for ev in evidence if ev.verdict == UNKNOWN]
+    lines = [f"BAD ({commits[-1]}) does not read REGRESSED against GOOD ({commits[0]}) on any "
+             + ("cell, and a cell stayed unknown at the budget: whether it regressed is not "
+                "decided" if undecided else "cell, so there is nothing to bisect") + ":"]
+    for ev in evidence:
+        lines.append(f"  {ev.label}: {ev.verdict} — {ev.detail}")
+        if ev.hint():
+            lines.append(f"    to resolve it: {ev.hint()}")
+    if not undecided:
+        lines.append("Every cell reads same (no regression of δ or more): check the commits and "
+                     "the pytest arguments.")
+    return NothingRegressed("\n".join(lines), evidence, bool(undecided))
+
+
+def _cell_values(reports: Reports, cell: Cell, commit: str) -> dict[int, float]:
+    name, task, model = cell
+    report = reports.get(name)
+    if report is None or task not in report.tasks or model not in report.models:
+        have = ", ".join(sorted(reports)) or "none"
+        raise BisectRefusal(
+            f"{commit}: its benchmark saved no report {name} with cell {task}/{model} (reports: "
+            f"{have}); the test or cell may not exist at that commit. Narrow the pytest "
+            "arguments to tests that exist across the range (-k, a file path).")
+    return dict(zip(report.seeds, report.values(task, model).tolist(), strict=True))
+
+
+def _bitwise_equal(a: Reports, b: Reports, cell: Cell, commit_a: str, commit_b: str) -> bool:
+    """The cell's values in ``a`` and ``b`` are the same bits on every seed both hold."""
+    va, vb = _cell_values(a, cell, commit_a), _cell_values(b, cell, commit_b)
+    shared = [s for s in va if s in vb]
+    if not shared:
+        return False
+    return bool(np.array([va[s] for s in shared]).tobytes()
+                == np.array([vb[s] for s in shared]).tobytes())
+
+
+def _judge(candidate: Reports, good: Reports, cells: Sequence[Cell], *, alpha: float,
+           min_effect: float | None, margin: float, commit: str,
+           good_commit: str) -> dict[Cell, Evidence]:
+    """The gate's three-valued verdict on each of ``cells`` of ``candidate`` against GOOD: one
+    not-worse call per report file (Holm across its cells), ``alpha`` split over the files."""
+    by_name: dict[str, list[Cell]] = {}
+    for cell in cells:
+        _cell_values(candidate, cell, commit)   # a missing report or cell is a refusal
+        by_name.setdefault(cell[0], []).append(cell)
+    out: dict[Cell, Evidence] = {}
+    for name, group in by_name.items():
+        tasks = list(dict.fromkeys(c[1] for c in group))
+        models = list(dict.fromkeys(c[2] for c in group))
+        verdicts = compare_reports(candidate[name].subset(tasks=tasks, models=models),
+                                   good[name].subset(tasks=tasks, models=models),
+                                   gate="not_worse", margin=margin, min_effect=min_effect,
+                                   alpha=alpha / len(by_name), source=f"GOOD ({good_commit})",
+                                   rerun_safe=False, alone_reason="a bisect probe, at its "
+                                   "look's share of alpha (Bonferroni over probes × looks)")
+        for v in verdicts:
+            cell = (name, v.task, v.model)
+            if cell in group:
+                c = v.comparison
+                p = c.p_adjusted if c.p_adjusted is not None else c.p_value
+                out[cell] = Evidence(
+                    cell, _THREE[v.verdict], c.n,
+                    f"{v.verdict} at {c.n} seeds: paired Δ {fmt_signed(c.mean_diff)} "
+                    f"({fmt_level(c.confidence_level)} CI {fmt_interval(c.ci.low, c.ci.high)}), "
+                    f"p {fmt_p(p)}, δ {fmt_num(c.min_effect)}, alpha {fmt_num(c.alpha)}",
+                    sd_diff=float(c.sd_diff), min_effect=c.min_effect, alpha=float(c.alpha))
+    return out

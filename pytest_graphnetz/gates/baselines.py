@@ -1,0 +1,418 @@
+"""The baseline store: committed files that the gates compare a candidate against.
+
+A baseline file, by default ``baselines/<test module>/<test name>.json``, is a report in its
+values-only form (:meth:`~pytest_graphnetz.report.BenchmarkReport.to_values_dict`): per
+(model, task) cell the per-seed values under each epoch rule, by name, mean and interval, n, the
+model's repr and parameter count, per-seed fingerprints, and the cell's **anchor** (the
+per-seed values of the cell's first baseline, which the ratchet in :mod:`.ratchet` also
+compares a refresh with). Per-epoch histories stay in the triple cache and in saved reports.
+Keys are sorted and every per-seed vector is one line inside its model's block, so a refresh
+of one model changes only that model's lines and two branches that refresh different models
+of one test merge in git without a conflict.
+
+Files written before this format (full reports with histories, schema
+``pytest-graphnetz/report``) still load; their cells have no anchor until the next refresh,
+which takes the old values as the anchor.
+
+Reading never guesses: a missing file, a malformed one and one from a newer schema each raise
+their own error, and none of them is ever overwritten unless the caller forces it.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from pytest_graphnetz.gates.replicates import Replicates, paired_report
+from pytest_graphnetz.report import BenchmarkReport
+from pytest_graphnetz.report.codec import dumps, read_json, values_to_json
+from pytest_graphnetz.report.files import file_lock, remove_stale_temp_files, write_text_atomic
+from pytest_graphnetz.report.schema import (
+    SCHEMA,
+    VALUES_SCHEMA,
+    VALUES_SCHEMA_VERSION,
+    ReportFormatError,
+    ReportSchemaError,
+)
+from pytest_graphnetz.report.session_files import shown
+from pytest_graphnetz.report.values_form import rule_values, rule_values_from_json
+
+# Characters that are not portable in file names (Windows forbids these; "/" would nest), and
+# "%" itself: each is written as %XX (its UTF-8 bytes), so distinct names stay distinct files.
+_UNSAFE = re.compile(r'[%\\/:*?"<>|\s\x00-\x1f\x7f]')
+Cell = tuple[str, str]  # (task, model)
+
+
+class BaselineError(Exception):
+    """A baseline that cannot be used as it is."""
+
+
+class BaselineMissingError(BaselineError, FileNotFoundError):
+    """No baseline file, or no cell for part of the candidate in it: ``cells``, the
+    (task, model) cells missing (None: the whole file), for the summary rows."""
+
+    cells: list[tuple[str, str]] | None = None
+
+
+class BaselineFormatError(BaselineError, ValueError):
+    """A baseline file that is not a readable report (bad JSON, missing keys, wrong shapes)."""
+
+
+class BaselineSchemaError(BaselineFormatError):
+    """A baseline written by a newer pytest-graphnetz (a newer report schema version)."""
+
+
+# Most file systems allow 255 bytes per name; the temp file of an atomic write, a report dir's
+# labels (".10-seeds") and ".json" add to the stem, so a longer stem is shortened (see below).
+MAX_STEM_BYTES = 150
+# Temp files of baseline writes go in this directory beside the baselines, whose .gitignore
+# ignores everything: a write killed before its rename (kill -9, a power cut) leaves a complete
+# copy that `git add -A` must not commit. Same directory tree, so the rename stays atomic.
+TEMP_DIR = ".graphnetz-tmp"
+
+
+def file_name(name: str) -> str:
+    """``name`` as a portable file-name stem; injective (``a/b`` → ``a%2Fb``, ``a b`` →
+    ``a%20b``, ``%`` → ``%25``), so two test ids never share a file."""
+    return _UNSAFE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), name)
+
+
+def default_path(baseline_dir: str | Path, module: str, name: str) -> Path:
+    """``<baseline_dir>/<module>/<name>.json``, unportable characters escaped
+    (:func:`file_name`) and stems longer than :data:`MAX_STEM_BYTES` shortened
+    (:func:`short_stem`)."""
+    return Path(baseline_dir) / short_stem(file_name(module)) / \
+        f"{short_stem(file_name(name))}.json"
+
+
+def short_stem(stem: str) -> str:
+    """``stem`` when it fits :data:`MAX_STEM_BYTES` (UTF-8), else its head and ``~`` and 16 hex
+    digits of its sha256: a 260-character parametrized id gets a file name the file system
+    accepts, and two long ids that share their head still get different files."""
+    raw = stem.encode()
+    if len(raw) <= MAX_STEM_BYTES:
+        return stem
+    digest = hashlib.sha256(raw).hexdigest()[:16]
+    head = raw[:MAX_STEM_BYTES - len(digest) - 1].decode("utf-8", "ignore")
+    return f"{re.sub(r'%[0-9A-F]?$', '', head)}~{digest}"  # never half a %XX escape
+
+
+# -- what a file holds ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """The per-seed values of a cell's first baseline (``seeds`` order), by epoch rule name."""
+
+    seeds: tuple[int, ...]
+    values: Mapping[str, np.ndarray]
+
+    @property
+    def final(self) -> np.ndarray:
+        return self.values["final"]
+
+    @property
+    def best_val(self) -> np.ndarray | None:
+        return self.values.get("best_val")
+
+    @classmethod
+    def of(cls, report: BenchmarkReport, task: str, model: str) -> Anchor:
+        """The cell's current values in ``report`` as an anchor."""
+        return cls(report.seeds, rule_values(report, task, model))
+
+    def to_json(self) -> dict:
+        return {"seeds": list(self.seeds), "values": values_to_json(self.values)}
+
+    @classmethod
+    def from_json(cls, d: Mapping, version: int = VALUES_SCHEMA_VERSION) -> Anchor:
+        """An anchor from :meth:`to_json` (``version``: the file's schema version)."""
+        seeds = d["seeds"]
+        if not isinstance(seeds, list) or any(type(s) is not int for s in seeds):
+            raise ValueError(f"anchor `seeds` must be a list of integers, got {seeds!r}")
+        values = rule_values_from_json(d, version, "anchor")
+        for rule, vec in values.items():
+            if len(vec) != len(seeds):
+                raise ValueError(f"anchor `{rule}` must hold one value per anchor seed")
+        return cls(tuple(seeds), values)
+
+    def same_as(self, report: BenchmarkReport, task: str, model: str) -> bool:
+        """Whether ``report``'s cell holds exactly these seeds and values (a redundant check)."""
+        other = Anchor.of(report, task, model)
+        return self.seeds == other.seeds and self.values.keys() == other.values.keys() and all(
+            np.array_equal(vec, other.values[rule], equal_nan=True)
+            for rule, vec in self.values.items())
+
+
+@dataclass(frozen=True)
+class StoredBaseline:
+    """A baseline file's content: the report (values only), each cell's anchor and, for a
+    baseline refreshed with replicates, each cell's :class:`Replicates`; ``written``: per cell
+    the refresh its values were written under (``refresh`` in the file, see
+    :func:`pytest_graphnetz.gates.ratchet.refresh`).
+
+    ``anchors`` lacks the cells of a file written before anchors existed (``legacy``).
+    """
+
+    report: BenchmarkReport
+    anchors: Mapping[Cell, Anchor] = field(default_factory=dict)
+    legacy: bool = False
+    replicates: Mapping[Cell, Replicates] = field(default_factory=dict)
+    written: Mapping[Cell, Mapping[str, object]] = field(default_factory=dict)
+
+    def paired_with(self, candidate: BenchmarkReport) -> tuple[BenchmarkReport, str]:
+        """The report a gate pairs ``candidate`` with, and what the gate's header says of it
+        (:func:`~.replicates.paired_report`: per cell the mean of its replicates)."""
+        return paired_report(self.report, self.replicates, candidate)
+
+    def anchor_report(self, cells: list[Cell]) -> BenchmarkReport:
+        """The anchors of ``cells`` (one anchor seed set, a full task × model grid) as a report.
+
+        Metric and data fingerprints come from the file (an anchor survives only refreshes
+        whose data matched it; a forced one resets it); no environment, so no notes.
+        """
+        tasks = list(dict.fromkeys(t for t, _ in cells))
+        models = list(dict.fromkeys(m for _, m in cells))
+        seeds = self.anchors[cells[0]].seeds
+        base = self.report
+        data = {
+            "schema": VALUES_SCHEMA, "schema_version": VALUES_SCHEMA_VERSION,
+            "seeds": list(seeds), "settings": base.settings(), "environment": {},
+            "tasks": {t: {"metric": {"name": base.metric(t).name,
+                                     "higher_is_better": base.metric(t).higher_is_better},
+                          "data_fingerprints": [base.data_fingerprint(t, s) for s in seeds]}
+                      for t in tasks},
+            "models": {m: {"tasks": {t: self.anchors[(t, m)].to_json() for t in tasks}}
+                       for m in models},
+        }
+        return BenchmarkReport.from_dict(data, source="the anchors")
+
+
+def to_text(report: BenchmarkReport, anchors: Mapping[Cell, Anchor],
+            replicates: Mapping[Cell, Replicates] | None = None,
+            written: Mapping[Cell, Mapping[str, object]] | None = None) -> str:
+    """The file text of a baseline: ``report``'s values-only form with each cell's anchor,
+    replicates (those that hold ``report``'s seeds) and the refresh it was written under."""
+    data = report.to_values_dict()
+    for (task, model), anchor in anchors.items():
+        data["models"][model]["tasks"][task]["anchor"] = anchor.to_json()
+    for (task, model), record in (written or {}).items():
+        if task in report.tasks and model in report.models:
+            data["models"][model]["tasks"][task]["refresh"] = dict(record)
+    for (task, model), rep in (replicates or {}).items():
+        if rep.seeds == report.seeds and task in report.tasks and model in report.models:
+            data["models"][model]["tasks"][task]["replicates"] = rep.to_json(
+                rule_values(report, task, model))
+    return dumps(data)
+
+
+def write_baseline(path: str | Path, report: BenchmarkReport,
+                   anchors: Mapping[Cell, Anchor], *, root: Path | None = None,
+                   replicates: Mapping[Cell, Replicates] | None = None,
+                   written: Mapping[Cell, Mapping[str, object]] | None = None) -> Path:
+    """Write ``report`` with ``anchors`` (and ``replicates``) to ``path`` atomically (a reader
+    never sees half); messages print ``path`` relative to ``root`` (the rootdir) when it lies
+    inside."""
+    path = Path(path)
+    # Older versions wrote temp files beside the baseline, where a killed write's could get
+    # committed; sweep those, then write through the ignored temp directory.
+    remove_stale_temp_files(path.parent)
+    try:
+        write_text_atomic(path, to_text(report, anchors, replicates, written),
+                          temp_dir=_temp_dir(path.parent))
+    except OSError as exc:
+        raise BaselineError(_unwritable(path, exc, shown(path, root))) from None
+    return path
+
+
+def read_baseline(path: str | Path, *, update_command: str | None = None,
+                  root: Path | None = None) -> StoredBaseline:
+    """Read a baseline file (either format); messages print ``path`` relative to ``root``.
+
+    Raises :class:`BaselineMissingError` (with the command that creates it),
+    :class:`BaselineSchemaError` (newer schema: upgrade) or :class:`BaselineFormatError`.
+    """
+    path = Path(path)
+    name = shown(path, root)
+    if path.is_dir():
+        raise BaselineFormatError(
+            f"baseline {name} is a directory, not a report file; move it away or delete it, "
+            f"then {_how_to_create(name, update_command)}"
+        )
+    if not path.is_file():
+        raise BaselineMissingError(f"no baseline at {name}: {_how_to_create(name, update_command)}")
+    try:
+        data = read_json(path)
+        report = BenchmarkReport.from_dict(data, source=name)
+        if data["schema"] == SCHEMA:
+            return StoredBaseline(report, legacy=True)
+        anchors, replicates, written = {}, {}, {}
+        for model, block in data["models"].items():
+            for task, cell in block["tasks"].items():
+                if isinstance(cell.get("refresh"), Mapping):
+                    written[(task, model)] = dict(cell["refresh"])
+                if cell.get("anchor") is not None:
+                    anchors[(task, model)] = Anchor.from_json(cell["anchor"],
+                                                              data["schema_version"])
+                if cell.get("replicates") is not None:
+                    replicates[(task, model)] = Replicates.from_json(
+                        cell["replicates"], f"cell {task}/{model}")
+        return StoredBaseline(report, anchors, replicates=replicates, written=written)
+    except ReportSchemaError as exc:
+        raise BaselineSchemaError(
+            f"baseline {name} was written by a newer pytest-graphnetz (schema version "
+            f"{exc.version}; this one reads up to {VALUES_SCHEMA_VERSION}). Upgrade "
+            "pytest-graphnetz (`pip install -U pytest-graphnetz`); the file was left as it is."
+        ) from None
+    except (ReportFormatError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise BaselineFormatError(
+            f"baseline {name} cannot be read: {detail}. The file was left as it is: fix it from "
+            f"version control (`git checkout -- {name}`), or replace it with "
+            f"{_force_hint(update_command)}"
+        ) from None
+
+
+def load_baseline(path: str | Path, *, update_command: str | None = None) -> BenchmarkReport:
+    """The report of a baseline file (see :func:`read_baseline` for the errors)."""
+    return read_baseline(path, update_command=update_command).report
+
+
+def is_baseline_file(path: Path) -> bool:
+    """Whether ``path`` is a JSON file that pytest-graphnetz wrote (either schema)."""
+    try:
+        data = read_json(path)
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("schema") in (SCHEMA, VALUES_SCHEMA)
+
+
+def find_baselines(directory: Path) -> list[Path]:
+    """The baseline files under ``directory``: ``<directory>/<module>/<name>.json`` files that
+    pytest-graphnetz wrote (either schema); nothing else there is ever touched."""
+    return sorted(p for p in Path(directory).glob("*/*.json") if p.is_file()
+                  and is_baseline_file(p))
+
+
+@contextmanager
+def baseline_lock(path: Path, *, root: Path | None = None) -> Iterator[None]:
+    """Hold the inter-process lock of baseline ``path`` (pytest-xdist workers refreshing one
+    shared baseline take turns at its read-merge-write).
+
+    The lock file follows the package's one convention (:func:`~.report.files.file_lock`) in
+    the git-ignored temp directory beside the baselines (:data:`TEMP_DIR`), so no ``.lock``
+    file can be committed; it is removed on release. A directory that cannot be written
+    raises :class:`BaselineError` as :func:`write_baseline` would (``path`` shown relative to
+    ``root``).
+    """
+    path = Path(path)
+    try:
+        lock_dir = _temp_dir(path.parent)
+    except OSError as exc:
+        raise BaselineError(_unwritable(path, exc, shown(path, root))) from None
+    with file_lock(path, lock_dir=lock_dir, remove=True):
+        yield
+
+
+# -- the handle a test gets -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BaselineHandle:
+    """Where one gate's baseline lives and how the session treats it.
+
+    - ``update``: a gate given this handle refreshes the baseline with the candidate (through
+      the ratchet, :func:`pytest_graphnetz.gates.ratchet.refresh`) instead of comparing against it.
+    - ``force``: with ``update``, replace even a baseline the ratchet refuses, or one that
+      cannot be read; the cells written get new anchors.
+    - ``update_command``: the shell command that (re)creates this baseline, quoted in errors.
+    - ``accept``: with ``update``, the cells (``"task/model"``) whose loss the refresh accepts:
+      the ratchet does not refuse on them and their anchors are reset to the candidate's
+      values; every other cell keeps its anchor (``--graphnetz-accept``).
+    """
+
+    path: Path
+    update: bool = False
+    force: bool = False
+    update_command: str | None = None
+    accept: frozenset[str] = frozenset()
+    root: Path | None = None  # messages print ``path`` relative to it (the rootdir)
+
+    @property
+    def shown(self) -> str:
+        """``path`` as messages print it."""
+        return shown(self.path, self.root)
+
+    def exists(self) -> bool:
+        return self.path.is_file()
+
+    def read(self) -> StoredBaseline:
+        """The file's content; each kind of problem raises its own :class:`BaselineError`."""
+        return read_baseline(self.path, update_command=self.update_command, root=self.root)
+
+    def load(self) -> BenchmarkReport:
+        """The baseline report; each kind of problem raises its own :class:`BaselineError`."""
+        return self.read().report
+
+    def force_command(self) -> str:
+        return _force_hint(self.update_command)
+
+    def accepts(self, task: str, model: str) -> bool:
+        return f"{task}/{model}" in self.accept
+
+    def accept_command(self, cells: list[str]) -> str:
+        """The command that refreshes this baseline accepting ``cells``' losses."""
+        accept = f"--graphnetz-accept={','.join(cells)}"
+        if self.update_command:
+            return f"`{self.update_command} {accept}`"
+        return f"`pytest --graphnetz-update-baselines {accept}`"
+
+
+def _temp_dir(directory: Path) -> Path:
+    """``<directory>/.graphnetz-tmp``, created with a .gitignore that ignores all of it."""
+    temp = directory / TEMP_DIR
+    ignore = temp / ".gitignore"
+    if not ignore.is_file():
+        temp.mkdir(parents=True, exist_ok=True)
+        ignore.write_text("# pytest-graphnetz: temp files of baseline writes\n*\n")
+    return temp
+
+
+def _unwritable(path: Path, exc: OSError, name: str) -> str:
+    if getattr(exc, "errno", None) == errno.ENAMETOOLONG:
+        return (f"cannot write baseline {name}: the path is too long for this file system "
+                f"({exc.strerror}); give the baseline a shorter name, "
+                "graphnetz_baseline(\"<short name>\"), or use a shorter --graphnetz-baseline-dir")
+    if path.is_dir():
+        why = "it is a directory, not a report file; move it away or delete it"
+    elif isinstance(exc, PermissionError):
+        why = (f"no permission to write in {Path(name).parent} ({exc.strerror}); make the "
+               "directory writable, or choose another with --graphnetz-baseline-dir")
+    else:
+        why = f"{type(exc).__name__}: {exc.strerror or exc}"
+    return f"cannot write baseline {name}: {why}. The old file, if any, is unchanged"
+
+
+def _how_to_create(path: str, update_command: str | None) -> str:
+    if update_command:
+        return f"create it with `{update_command}`"
+    return (f"create it with `report.to_json({str(path)!r})` or by running the gate's test "
+            "with `pytest --graphnetz-update-baselines`")
+
+
+def _force_hint(update_command: str | None) -> str:
+    if update_command:
+        return f"`{update_command} --graphnetz-force`"
+    return "`pytest --graphnetz-update-baselines --graphnetz-force`"
+
+
+__all__ = ["Anchor", "BaselineError", "BaselineFormatError", "BaselineHandle",
+           "BaselineMissingError", "BaselineSchemaError", "StoredBaseline", "baseline_lock",
+           "default_path", "file_name", "load_baseline", "read_baseline", "short_stem",
+           "write_baseline"]

@@ -1,0 +1,229 @@
+"""Tune, then confirm: :func:`tune` runs a search over a declared space (:func:`grid`, or a list
+of configurations) with every trial trained under the same search seeds, selects the winner on
+validation only, and trains the winner again on the canonical seeds a gate decides on, which the
+search never touched (:func:`~.trials.search_seeds`). The confirmed report carries the whole
+search (:class:`~.trials.TuningRecord`), so ``assert_not_worse(candidate, baseline)`` can refuse
+what would make the comparison dishonest and state the budget and the winner's optimism.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pytest_graphnetz.report.trials import (
+    PROTOCOL_KEY,
+    Budget,
+    Trial,
+    TuningError,
+    TuningRecord,
+    overlap_problem,
+)
+from pytest_graphnetz.report.trials import search_seeds as derive_search_seeds
+
+if TYPE_CHECKING:
+    from pytest_graphnetz.report import BenchmarkReport
+
+# Keys of a configuration that are settings of the run (run_benchmark's keywords), not of the
+# model: a trial passes them to the runner; the model builder sees the whole configuration.
+RUN_KEYS = ("epochs", "lr", "weight_decay", "batch_size")
+
+
+def grid(**axes: Sequence[Any]) -> list[dict[str, Any]]:
+    """Every combination of the ``axes`` (``grid(hidden=[16, 64], lr=[0.01, 0.005])``: 4
+    configurations), the last axis varying fastest."""
+    if not axes:
+        raise TuningError("`grid` needs at least one axis, e.g. grid(hidden=[16, 64])")
+    for name, values in axes.items():
+        if isinstance(values, (str, bytes)) or not len(values):
+            raise TuningError(f"grid axis `{name}` must be a non-empty list of values, "
+                              f"got {values!r}")
+    names = list(axes)
+    return [dict(zip(names, combo, strict=True))
+            for combo in itertools.product(*(list(axes[n]) for n in names))]
+
+
+# A plain attribute set on every model a trial builds: the model fingerprint (and so the triple
+# cache key) covers it, so two configurations never share a cached run, even where a setting
+# reaches only training (a closure the fingerprint cannot see).
+CONFIG_ATTRIBUTE = "graphnetz_tuning_config"
+
+
+@dataclass(frozen=True)
+class ConfiguredFactory:
+    """``build(config)``'s factory, its models marked with ``config`` (JSON text); picklable
+    when ``build`` is, for worker processes."""
+
+    build: Callable[[Mapping[str, Any]], Any]
+    config: str
+
+    def __call__(self, in_channels: int, out_channels: int) -> Any:
+        model = self.build(json.loads(self.config))(in_channels, out_channels)
+        if hasattr(model, "__dict__"):
+            setattr(model, CONFIG_ATTRIBUTE, self.config)
+        return model
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    """A search and its confirmation: ``report``, the winner trained on the confirmation seeds
+    (what a gate compares; ``report.protocol["tuning"]`` holds ``record``), ``record`` (every
+    trial × seed), and ``searches``, each trial's report on the search seeds (same order)."""
+
+    report: BenchmarkReport
+    record: TuningRecord
+    searches: tuple[BenchmarkReport, ...]
+
+    @property
+    def winner(self) -> Mapping[str, Any]:
+        return self.record.winner_config
+
+
+def validation_scores(report: BenchmarkReport, task: str, model: str) -> tuple[tuple[float, ...],
+                                                                              bool, str]:
+    """Per seed (``report.seeds`` order) the validation value at the epoch the report's rule
+    selects, the validation series' direction and the metric it measures; refuses a task with
+    no validation series (selection would read the test split)."""
+    chosen = report.selected_epochs(strict=False)
+    spec = report.metric(task)
+    out, higher, metric = [], spec.higher_is_better, spec.name
+    for seed in report.seeds:
+        history = report.histories[(task, model, seed)]
+        if history.val is None:
+            raise TuningError(
+                f"task {task!r}, model {model!r}, seed {seed}: no validation series, so a "
+                "search could only select on the test split, which is there to confirm, not "
+                "to search; use a task whose trainer records validation values")
+        higher = history.val_higher_is_better(spec)
+        metric = history.val_metric or spec.name
+        value = history.val[chosen[(task, model, seed)]]
+        out.append(float(value) if math.isfinite(value) else math.nan)
+    return tuple(out), higher, metric
+
+
+def select(trials: Sequence[Trial], higher_is_better: bool) -> int:
+    """The index of the best trial by mean validation score (the first on ties); a trial with a
+    diverged seed (NaN mean) is never selected."""
+    finite = [i for i, t in enumerate(trials) if math.isfinite(t.mean)]
+    if not finite:
+        raise TuningError("every trial diverged on some search seed: nothing to select")
+    sign = 1.0 if higher_is_better else -1.0
+    return max(finite, key=lambda i: (sign * trials[i].mean, -i))
+
+
+def winner_stability(trials: Sequence[Trial], higher_is_better: bool, *,
+                     resamples: int = 1000) -> float | None:
+    """The share of bootstrap resamples of the search seeds (the same resample for every
+    trial: the seeds are shared) whose selection picks the winner of the full search; how
+    steady the choice is. None without per-seed scores or with fewer than 2 seeds."""
+    import numpy as np
+
+    if any(t.validation is None for t in trials):
+        return None
+    scores = np.array([t.validation for t in trials], dtype=float)   # [trial, seed]
+    if scores.shape[1] < 2:
+        return None
+    winner = select(trials, higher_is_better)
+    rng = np.random.default_rng(0)
+    picks = rng.integers(0, scores.shape[1], size=(resamples, scores.shape[1]))
+    means = scores[:, picks].mean(axis=2)                             # [trial, resample]
+    means = np.where(np.isnan(means), -np.inf, means if higher_is_better else -means)
+    return float(np.mean(np.argmax(means, axis=0) == winner))
+
+
+def tune(tasks: Any, models: Mapping[str, Callable[[Mapping[str, Any]], Any]],
+         space: Sequence[Mapping[str, Any]], *, search_seeds: int | Sequence[int] = 5,
+         seeds: Sequence[int] | None = None, epoch_selection: str = "final",
+         accept_budget: Budget | str | Sequence[int] | None = None,
+         runner: Callable[..., BenchmarkReport] | None = None,
+         **run_kwargs: Any) -> TuneResult:
+    """Search ``space`` for one model on one task, select on validation, confirm on fresh seeds.
+
+    - ``tasks``: what ``run_benchmark`` takes, naming exactly one task;
+      ``models``: ``{name: build}``, one model, ``build(config)`` returning its factory
+      (``factory(in_channels, out_channels) -> nn.Module``).
+    - ``space``: the configurations (:func:`grid`, or a list of dicts of JSON values); the keys
+      ``epochs``, ``lr``, ``weight_decay``, ``batch_size`` also set the run.
+    - ``search_seeds``: the seeds per trial, a count ``S`` (seeds ``2**31 + 0..S−1``,
+      :func:`~.trials.search_seeds`) or explicit seeds; ``seeds``: the confirmation seeds
+      (default: the runner's, e.g. the session's ``--graphnetz-seeds`` with ``graphnetz_run``).
+      A confirmation seed that is a search seed is refused, before it trains when known.
+    - ``epoch_selection``: the epoch rule of every run (``"final"`` or ``"best_val"``); the
+      score of a trial is the mean over search seeds of the validation metric at that epoch.
+    - ``accept_budget``: the baseline's budget (``"16x5"``), when a gate should accept
+      comparing across budgets (the verdict then states both).
+    - ``runner``: what trains (default ``run_benchmark``; in a test, ``graphnetz_run``);
+      ``run_kwargs`` go to every run (device, cache_dir, epochs...).
+    """
+    if runner is None:
+        from pytest_graphnetz.runner import run_benchmark
+
+        runner = run_benchmark
+    if len(models) != 1:
+        raise TuningError(f"`models` must name one model to tune, got {list(models)}")
+    (name, build), = models.items()
+    configs = [dict(c) for c in space]
+    if not configs:
+        raise TuningError("`space` is empty: give at least one configuration")
+    for config in configs:
+        try:
+            json.dumps(config)
+        except (TypeError, ValueError) as exc:
+            raise TuningError(f"configuration {config!r} is not JSON ({exc}): the record keeps "
+                              "it; use numbers, strings and lists") from None
+    searched = (derive_search_seeds(search_seeds) if isinstance(search_seeds, int)
+                else tuple(int(s) for s in search_seeds))
+    accepted = None if accept_budget is None else Budget.parse(accept_budget)
+    if seeds is not None:
+        _refuse_overlap(searched, tuple(int(s) for s in seeds))
+    reports, trials, direction = [], [], None
+    for config in configs:
+        settings = {k: config[k] for k in RUN_KEYS if k in config}
+        factory = ConfiguredFactory(build, json.dumps(config, sort_keys=True))
+        report = runner(tasks, {name: factory}, **{**run_kwargs, **settings,
+                                                         "seeds": list(searched)})
+        report.epoch_selection = epoch_selection
+        task = _one_task(report)
+        values, direction, metric = validation_scores(report, task, name)
+        mean = math.fsum(values) / len(values)
+        trials.append(Trial(config, mean, values))
+        reports.append(report)
+    winner = select(trials, bool(direction))
+    confirm_kwargs = {**run_kwargs, **{k: configs[winner][k] for k in RUN_KEYS
+                                       if k in configs[winner]}}
+    if seeds is not None:
+        confirm_kwargs["seeds"] = list(seeds)
+    confirmed = runner(tasks, {name: ConfiguredFactory(
+        build, json.dumps(configs[winner], sort_keys=True))}, **confirm_kwargs)
+    confirmed.epoch_selection = epoch_selection
+    _refuse_overlap(searched, confirmed.seeds)
+    values, _, _ = validation_scores(confirmed, task, name)
+    finite = [v for v in values if math.isfinite(v)]
+    record = TuningRecord(
+        task, name, metric, bool(direction), epoch_selection, searched, tuple(trials), winner,
+        tuple(confirmed.seeds), math.fsum(finite) / len(finite) if finite else math.nan,
+        values, accepted_budget=accepted,
+        stability=winner_stability(trials, bool(direction)))
+    confirmed.protocol[PROTOCOL_KEY] = record.to_dict()
+    return TuneResult(confirmed, record, tuple(reports))
+
+
+def _one_task(report: BenchmarkReport) -> str:
+    if len(report.tasks) != 1:
+        raise TuningError(f"`tasks` must name one task to tune on, got {list(report.tasks)}: "
+                          "tune each task on its own (each selects its own winner)")
+    return report.tasks[0]
+
+
+def _refuse_overlap(searched: Sequence[int], seeds: Sequence[int]) -> None:
+    problem = overlap_problem(searched, seeds, "candidate")
+    if problem is not None:
+        raise TuningError(problem)
+
+
+__all__ = ["CONFIG_ATTRIBUTE", "RUN_KEYS", "ConfiguredFactory", "TuneResult", "grid", "select",
+           "tune", "validation_scores", "winner_stability"]
