@@ -1,6 +1,6 @@
 """What one ``graphnetz bisect`` probe costs beyond training: seconds per probe of the probe
-``graphnetz bisect`` runs (:class:`pytest_graphnetz.cli.bisect.probes.GitProbe`), warm (a fork of
-the warm interpreter, :mod:`pytest_graphnetz.cli.bisect.probe_server`) and cold (``python -m
+``graphnetz bisect`` runs (:class:`pytest_graphnetz.cli.bisection.probes.GitProbe`), warm (a fork of
+the warm interpreter, :mod:`pytest_graphnetz.cli.bisection.probe_server`) and cold (``python -m
 pytest``, a new
 interpreter per probe), with the import costs beside them, all from the same run.
 
@@ -59,7 +59,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--probes", type=int, default=6, help="timed probes each way")
     args = parser.parse_args()
-    from pytest_graphnetz.cli.bisect.probes import GitProbe, Workspace
+    from pytest_graphnetz.cli.bisection.probes import GitProbe, Workspace
 
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp) / "project"

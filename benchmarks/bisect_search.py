@@ -1,7 +1,7 @@
 """Bisecting a regression under noise (not named ``bisect.py``: run as a script, any
 file in this folder would import it as the standard library's ``bisect``, which ``random``
 imports): the paired three-valued bisect of
-:func:`pytest_graphnetz.cli.bisect.search.bisect_commits` (the search ``graphnetz bisect`` runs, at
+:func:`pytest_graphnetz.cli.bisection.search.bisect_commits` (the search ``graphnetz bisect`` runs, at
 its
 default budget of 160 seeds) against the same search at budgets of 80, 40 and 10 seeds (and at
 an equal share of the level per look), a single-value bisect (asv's ``find``: one seed per
@@ -143,8 +143,8 @@ def paired_search(trial: Trial, seeds: int, max_seeds: int, *, equal_share: bool
     """The culprit's index, or "refused" (BAD did not read REGRESSED) or "undecided", at the
     default δ. ``equal_share``: each look of a probe at an equal share of its level (the former
     split, measured here, not used)."""
-    from pytest_graphnetz.cli.bisect import search as bisection
-    from pytest_graphnetz.cli.bisect.search import NothingRegressed, bisect_commits
+    from pytest_graphnetz.cli.bisection import search as bisection
+    from pytest_graphnetz.cli.bisection.search import NothingRegressed, bisect_commits
 
     proportional = bisection.look_alphas
     if equal_share:

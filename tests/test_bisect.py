@@ -12,7 +12,7 @@ import pytest
 
 from pytest_graphnetz import BenchmarkReport
 from pytest_graphnetz.base.text import fmt_num
-from pytest_graphnetz.cli.bisect.search import (
+from pytest_graphnetz.cli.bisection.search import (
     DEFAULT_MAX_SEEDS,
     REGRESSED,
     SAME,
@@ -441,7 +441,7 @@ def test_warm_probes_read_what_cold_ones_do_and_start_with_fresh_random_state(re
     """The same commit probed cold and three times warm: the same per-seed values bit for bit;
     a NumPy draw at import (the global state, which the warm interpreter holds once it has
     learned numpy) differs from probe to probe, as in fresh interpreters."""
-    from pytest_graphnetz.cli.bisect.probes import GitProbe, Workspace
+    from pytest_graphnetz.cli.bisection.probes import GitProbe, Workspace
 
     (repo.path / "conftest.py").write_text(
         "import os\nimport numpy as np\n\n"

@@ -143,7 +143,7 @@ def test_history_and_bisect_print_the_level_they_decide_at(tmp_path, capsys) -> 
 
     from pytest_graphnetz import BenchmarkReport
     from pytest_graphnetz.base.text import fmt_interval, fmt_level
-    from pytest_graphnetz.cli.bisect.search import bisect_commits
+    from pytest_graphnetz.cli.bisection.search import bisect_commits
     from pytest_graphnetz.cli.main import main
 
     base, cand = _gate_arrays()

@@ -436,8 +436,8 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     """The first commit between GOOD and BAD that regressed each cell BAD regressed on (exit 1:
     a search stopped undecided; 2: a refusal; 3: nothing regressed, BAD reads same against
     GOOD on every cell); see docs/history-bisect.md."""
-    from pytest_graphnetz.cli.bisect.probes import EXIT_NOTHING_REGRESSED, Interrupted, run_bisect
-    from pytest_graphnetz.cli.bisect.search import BisectRefusal, NothingRegressed
+    from pytest_graphnetz.cli.bisection.probes import EXIT_NOTHING_REGRESSED, Interrupted, run_bisect
+    from pytest_graphnetz.cli.bisection.search import BisectRefusal, NothingRegressed
 
     try:
         return run_bisect(args.good, args.bad, args.pytest_args, seeds=args.seeds,

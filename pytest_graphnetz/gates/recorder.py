@@ -34,7 +34,9 @@ class GateRecorder:
 
     alpha: float = 0.05
     strict: bool = False
-    min_effect: float | str | None = None   # "resolvable": from the calibration (issue 33)
+    # The session's δ as spelled: a number, None, or "resolvable" (each gate call parses it into
+    # its GateSpec: gates/spec.py).
+    min_effect: float | str | None = None
     # The schedule every not-worse cell walks: False with --graphnetz-single-run (each run
     # judged alone at α); its first look, from the project's configured seeds.
     rerun_safe: bool = True

@@ -100,7 +100,7 @@ class CellVerdict:
         delta = f", min_effect {fmt_num(c.min_effect)}" if self.gate == "not_worse" else ""
         level = ""
         if c.mde_alpha is not None and c.mde_alpha < c.alpha:
-            # the level is REGRESSED's, not a second MDE (issue 33)
+            # the MDE is quoted at the level REGRESSED was tested at, not at a second level
             level = f" (REGRESSED tested at the Holm level α = {fmt_num(c.mde_alpha)})"
         # Adaptive: the MDE is a one-look t test's at the seeds used, not the sequential design's.
         mde_of = " of a fixed-n test" if self.stop is not None else ""

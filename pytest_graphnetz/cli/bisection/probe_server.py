@@ -13,7 +13,7 @@ module, and is killed by the kernel when the server goes
 (Linux), as the server is when its parent goes: SIGKILL of ``graphnetz bisect`` leaves no
 probe running.
 
-    python -m pytest_graphnetz.cli.bisect.probe_server        # what BisectProbe starts
+    python -m pytest_graphnetz.cli.bisection.probe_server        # what BisectProbe starts
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The probes of ``graphnetz bisect`` and the command itself: each probed commit checked out in a
 git worktree that bisect owns (:class:`Workspace`), pytest run there on the probe's seeds
 (:class:`GitProbe`, in a warm interpreter, :mod:`.bisect_warm`, where it can), and
-:func:`run_bisect`, which runs :func:`~pytest_graphnetz.cli.bisect.search.bisect_commits` over them.
+:func:`run_bisect`, which runs :func:`~pytest_graphnetz.cli.bisection.search.bisect_commits` over them.
 
 Nothing is left behind: the worktrees, the temporary folder and the probe's processes go at
 exit, on SIGTERM and SIGINT too; after a SIGKILL, the next bisect in the repository sweeps what
@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
-from pytest_graphnetz.cli.bisect.probe_server import tie_to_parent
-from pytest_graphnetz.cli.bisect.search import (
+from pytest_graphnetz.cli.bisection.probe_server import tie_to_parent
+from pytest_graphnetz.cli.bisection.search import (
     DEFAULT_MAX_SEEDS,
     BisectRefusal,
     Reports,
@@ -150,7 +150,7 @@ class WarmServer:
 
     def __init__(self, env: dict[str, str], cwd: Path) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "pytest_graphnetz.cli.bisect.probe_server"],
+            [sys.executable, "-m", "pytest_graphnetz.cli.bisection.probe_server"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=cwd, text=True)
         self.child: int | None = None
 
@@ -192,7 +192,7 @@ def _kill_group(pid: int | None) -> None:
 
 
 class GitProbe:
-    """``probe(commit, n)`` for :func:`~pytest_graphnetz.cli.bisect.search.bisect_commits`:
+    """``probe(commit, n)`` for :func:`~pytest_graphnetz.cli.bisection.search.bisect_commits`:
     ``commit``
     checked out in a worktree of ``workspace`` (removed afterwards), pytest run there with the
     given arguments on seeds ``0..n-1``, every probe sharing one triple cache (``cache_dir``),
@@ -302,7 +302,7 @@ def run_bisect(good: str, bad: str, pytest_args: Sequence[str], *, seeds: int,
                cache_dir: str | None, warm: bool = True) -> int:
     """``graphnetz bisect``: 0 when every regressed cell's culprit is named, 1 when a search
     stopped undecided; raises :class:`BisectRefusal` (exit 2),
-    :class:`~pytest_graphnetz.cli.bisect.search.NothingRegressed` (exit 3, or 1 when BAD stayed
+    :class:`~pytest_graphnetz.cli.bisection.search.NothingRegressed` (exit 3, or 1 when BAD stayed
     undecided) and :class:`Interrupted` (128 + the signal) for the command to print."""
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
