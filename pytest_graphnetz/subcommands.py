@@ -426,9 +426,11 @@ def _write_view(render: Callable[[BenchmarkReport], str], args: argparse.Namespa
 def cmd_history(args: argparse.Namespace) -> int:
     """Each cell's trajectory across the commit folders of DIR, a page and figures, and the
     drift check against the anchor (exit 1 when a cell drifts); see docs/history-bisect.md."""
+    from .ledger import ReuseBudget
     from .trendpage import run_history
 
-    return run_history(args.directory, args.output, anchor=args.anchor, alpha=args.alpha)
+    return run_history(args.directory, args.output, anchor=args.anchor, alpha=args.alpha,
+                       reuse=ReuseBudget(factor=args.reuse_factor, beta=args.reuse_beta))
 
 
 def cmd_bisect(args: argparse.Namespace) -> int:
