@@ -106,10 +106,14 @@ def test_history_prints_the_ledger_and_names_a_split_past_its_budget(tmp_path, c
     distinct reads, past the default budget of 6); a wider factor lifts the budget; the page
     carries the same table."""
     root = write(tmp_path / "h", [
-        {"test_a": report({"GCN": [0.8 + i / 1000, 0.81, 0.79]}, split="s")} for i in range(9)])
+        *({"test_a": report({"GCN": [0.8 + i / 1000, 0.81, 0.79]}, split="s")} for i in range(9)),
+        {"test_a": report({"GCN": A, "GAT": B}, split="fresh")}])   # new data: counted apart
     assert main(["history", str(root), "-o", str(tmp_path / "page")]) == 0
     out = capsys.readouterr().out
     assert "test-set reuse" in out and "PAST BUDGET" in out
+    rows = {line.split()[1]: line.split()[2:5] + line.split()[-1:] for line in out.splitlines()
+            if line.startswith("t ") and "x " in line}
+    assert rows == {"s0": ["9", "9", "6", "BUDGET"], "fresh0": ["1", "2", "6", "ok"]}
     loose = ReuseBudget().looseness(9)
     assert (f"t (split s0): 9 gate reads, past its budget of 6: the latest read's guarantee is "
             f"{loose:.2f} times as loose as a fresh split's") in out
