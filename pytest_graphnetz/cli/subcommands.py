@@ -427,16 +427,22 @@ def _write_view(render: Callable[[BenchmarkReport], str], args: argparse.Namespa
 def cmd_history(args: argparse.Namespace) -> int:
     """Each cell's trajectory across the commit folders of DIR, a page and figures, and the
     drift check against the anchor (exit 1 when a cell drifts); see docs/history-bisect.md."""
+    from pytest_graphnetz.cli.history.ledger import ReuseBudget
     from pytest_graphnetz.cli.history.page import run_history
 
-    return run_history(args.directory, args.output, anchor=args.anchor, alpha=args.alpha)
+    return run_history(args.directory, args.output, anchor=args.anchor, alpha=args.alpha,
+                       reuse=ReuseBudget(factor=args.reuse_factor, beta=args.reuse_beta))
 
 
 def cmd_bisect(args: argparse.Namespace) -> int:
     """The first commit between GOOD and BAD that regressed each cell BAD regressed on (exit 1:
     a search stopped undecided; 2: a refusal; 3: nothing regressed, BAD reads same against
     GOOD on every cell); see docs/history-bisect.md."""
-    from pytest_graphnetz.cli.bisection.probes import EXIT_NOTHING_REGRESSED, Interrupted, run_bisect
+    from pytest_graphnetz.cli.bisection.probes import (
+        EXIT_NOTHING_REGRESSED,
+        Interrupted,
+        run_bisect,
+    )
     from pytest_graphnetz.cli.bisection.search import BisectRefusal, NothingRegressed
 
     try:

@@ -1,7 +1,8 @@
 """The probes of ``graphnetz bisect`` and the command itself: each probed commit checked out in a
 git worktree that bisect owns (:class:`Workspace`), pytest run there on the probe's seeds
 (:class:`GitProbe`, in a warm interpreter, :mod:`.bisect_warm`, where it can), and
-:func:`run_bisect`, which runs :func:`~pytest_graphnetz.cli.bisection.search.bisect_commits` over them.
+:func:`run_bisect`, which runs :func:`~pytest_graphnetz.cli.bisection.search.bisect_commits` over
+them.
 
 Nothing is left behind: the worktrees, the temporary folder and the probe's processes go at
 exit, on SIGTERM and SIGINT too; after a SIGKILL, the next bisect in the repository sweeps what

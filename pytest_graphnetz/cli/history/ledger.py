@@ -1,5 +1,6 @@
 """The test-set reuse ledger: per test split, how many gate reads it has had across commits,
-against the number of adaptive reads its size supports.
+against the number of adaptive reads after which what a read says of the split is no longer
+nearly as trustworthy as on a fresh split.
 
 A split is a task's data and split as the report fingerprints them (its data fingerprint at
 the smallest seed the report holds: the same data and split rule give the same fingerprint at
@@ -7,26 +8,32 @@ every commit). A **read** is one cell (report, model) judged on that split at on
 cell whose per-seed values equal, bit for bit, those of an earlier read of the same cell (an
 unchanged model, a cache hit) tells the team nothing new and is not counted again.
 
-**The budget** (docs/history-bisect.md, "Test-set reuse"): a team that picks what to change
-next from the scores it read adapts to the test split. Blum & Hardt (2015, "The Ladder: A
-Reliable Leaderboard for Machine Learning Competitions", ICML, arXiv:1502.04585) show with
-their boosting attack that k adaptively chosen reads of a split of n examples, answered with
-their exact scores, can overfit it by order √(k/n); Dwork et al. (2015, "The reusable holdout:
-Preserving validity in adaptive data analysis", Science 349(6248):636-638) show that naive
-reuse has no better guarantee. So a split read more than ``floor(n·τ²)`` times may be overfit
-by more than the tolerance τ, the gate's δ (the smallest regression that matters). Worst case:
-the constant of the rate is taken as 1, and a team that does not tune on the test scores
-overfits less.
+**The budget** (docs/history-bisect.md, "Test-set reuse"): the description-length bound of
+Dwork, Feldman, Hardt, Pitassi, Reingold & Roth (2015, "Generalization in adaptive data
+analysis and holdout reuse", NIPS 2015, arXiv:1506.02629; the Science paper "The reusable
+holdout", 349(6248):636-638, rests on it): if everything the analyst learned from a split of n
+examples before choosing a query can be written in b bits, that query's estimate on the split
+lies within τ of its true value with probability at least 1 − β whenever
+2^b · 2·exp(−2τ²n) ≤ β (Hoeffding's bound, union over the 2^b possible histories), so
+
+    τ(b) = √((b·ln 2 + ln(2/β)) / (2n)).
+
+A read answers with its verdict, one of the ``K`` kinds a gate gives (``len(Verdict)``), so
+the k-th read is chosen knowing b = (k − 1)·log₂ K bits (the first knows nothing of the
+split: it is a fresh read). Its guarantee is looser than a fresh split's τ(0) by the factor
+√(1 + (k − 1)·ln K / ln(2/β)), in which n cancels; the **budget** is the most reads whose
+every guarantee stays within ``factor`` times the fresh one:
+1 + floor((factor² − 1)·ln(2/β) / ln K). Past it, confirm on a split the team has not read.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pytest_graphnetz.report.epochs import in_unit_interval
+from pytest_graphnetz.stats.comparison import Verdict
 
 
 class _Run(Protocol):
@@ -40,9 +47,48 @@ class _Run(Protocol):
     def splits(self) -> Mapping[tuple[str, str], SplitFacts]: ...
 
 
-# τ when no gate recorded its δ: the gates' default δ for metrics bounded in [0, 1]
-# (gates.DEFAULT_MIN_EFFECT, one point).
-DEFAULT_TOLERANCE = 0.01
+@dataclass(frozen=True)
+class ReuseBudget:
+    """The budget's rule (module docstring). ``factor``: how much looser than a fresh split's
+    the latest read's guarantee may be (> 1); ``beta``: the guarantee's failure probability;
+    ``answers``: the kinds of answer one read gives (the gates' verdicts)."""
+
+    factor: float = 2.0
+    beta: float = 0.05
+    answers: int = len(Verdict)
+
+    def __post_init__(self) -> None:
+        if not self.factor > 1.0:
+            raise ValueError(f"`factor` must be > 1 (1 would allow no reuse), got {self.factor}")
+        if not 0.0 < self.beta < 1.0:
+            raise ValueError(f"`beta` must lie in (0, 1), got {self.beta}")
+        if self.answers < 2:
+            raise ValueError(f"`answers` must be at least 2, got {self.answers}")
+
+    def bits(self, reads: int) -> float:
+        """What the ``reads``-th read was chosen knowing: (reads − 1)·log₂ K bits."""
+        return max(reads - 1, 0) * math.log2(self.answers)
+
+    def tolerance(self, reads: int, n: int) -> float:
+        """τ of the ``reads``-th read of a split of ``n`` examples, at 1 − β."""
+        return math.sqrt((self.bits(reads) * math.log(2) + math.log(2 / self.beta)) / (2 * n))
+
+    def looseness(self, reads: int) -> float:
+        """τ of the ``reads``-th read over τ of a fresh read (the same for every n)."""
+        return math.sqrt(1 + self.bits(reads) * math.log(2) / math.log(2 / self.beta))
+
+    @property
+    def reads(self) -> int:
+        """The budget: the most reads whose looseness stays at most ``factor``."""
+        room = (self.factor ** 2 - 1) * math.log(2 / self.beta) / math.log(self.answers)
+        return 1 + math.floor(room + 1e-12)
+
+    def describe(self) -> str:
+        return (f"budget {self.reads} reads: each read releases a verdict (log2 "
+                f"{self.answers} bits), and past the budget the latest read's guarantee "
+                f"(Hoeffding at 1 − β = {1 - self.beta:.3g}, Dwork et al. 2015's "
+                f"description-length bound) is more than {self.factor:g} times a fresh "
+                "split's")
 
 
 @dataclass(frozen=True)
@@ -50,43 +96,47 @@ class SplitReads:
     """One split's reads. ``fingerprint``: its data fingerprint (the split's identity);
     ``commits``: the commits whose reports read it; ``reads``: distinct reads (module
     docstring); ``n``: its test examples (None: no per-example outcomes recorded);
-    ``tolerance``: τ, the smallest δ a gate recorded on it, else :data:`DEFAULT_TOLERANCE` for
-    a metric in [0, 1], else None."""
+    ``rule``: the budget it is held to."""
 
     task: str
     fingerprint: str
     commits: int
     reads: int
     n: int | None
-    tolerance: float | None
+    rule: ReuseBudget = field(default_factory=ReuseBudget)
 
     @property
-    def budget(self) -> int | None:
-        """``floor(n·τ²)``: the reads after which the worst-case overfit √(k/n) exceeds τ."""
-        if self.n is None or self.tolerance is None:
-            return None
-        return math.floor(self.n * self.tolerance ** 2)
-
-    @property
-    def overfit_bound(self) -> float | None:
-        """√(reads/n): how far k adaptive reads may have overfit the split (worst case)."""
-        return None if self.n is None else math.sqrt(self.reads / self.n)
+    def budget(self) -> int:
+        return self.rule.reads
 
     @property
     def over_budget(self) -> bool:
-        return self.budget is not None and self.reads > self.budget
+        return self.reads > self.budget
+
+    @property
+    def looseness(self) -> float:
+        """The latest read's guarantee over a fresh read's."""
+        return self.rule.looseness(self.reads)
+
+    @property
+    def tolerance(self) -> float | None:
+        """±τ of the latest read's estimate at 1 − β (None: ``n`` unknown)."""
+        return None if self.n is None else self.rule.tolerance(self.reads, self.n)
+
+    @property
+    def fresh_tolerance(self) -> float | None:
+        """±τ of one read of a fresh split of the same size."""
+        return None if self.n is None else self.rule.tolerance(1, self.n)
 
 
 @dataclass(frozen=True)
 class SplitFacts:
     """What one report says of one task's test split: its ``fingerprint`` (the data
-    fingerprint at the report's smallest seed), its test examples ``n`` (from the per-example
-    outcomes, None if none were recorded) and τ (``tolerance``: the smallest δ a gate recorded,
-    else :data:`DEFAULT_TOLERANCE` for a metric in [0, 1], else None)."""
+    fingerprint at the report's smallest seed) and its test examples ``n`` (from the
+    per-example outcomes, None if none were recorded)."""
 
     fingerprint: str
     n: int | None
-    tolerance: float | None
 
 
 def split_facts(data: Mapping[str, Any]) -> dict[str, SplitFacts]:
@@ -94,13 +144,8 @@ def split_facts(data: Mapping[str, Any]) -> dict[str, SplitFacts]:
     values-only form; a task without a data fingerprint is left out), read from the JSON
     that ``graphnetz history`` reads once anyway."""
     fingerprints = (data.get("fingerprints") or {}).get("data") or {}
-    gates = (data.get("protocol") or {}).get("gates") or []
-    recorded = [float(c["min_effect"]) for c in gates
-                if isinstance(c, Mapping) and isinstance(c.get("min_effect"), int | float)
-                and not isinstance(c.get("min_effect"), bool)]
     histories: Mapping = data.get("histories") or {}
-    metrics: Mapping = data.get("metrics") or {}
-    if not isinstance(histories, Mapping) or not isinstance(metrics, Mapping):
+    if not isinstance(histories, Mapping):
         return {}
     out: dict[str, SplitFacts] = {}
     for task, per_seed in fingerprints.items():
@@ -109,12 +154,7 @@ def split_facts(data: Mapping[str, Any]) -> dict[str, SplitFacts]:
         seed = min(per_seed, key=int)
         if not per_seed[seed]:
             continue
-        metric = metrics.get(task)
-        name = metric.get("name") if isinstance(metric, Mapping) else None
-        tolerance = (min(recorded) if recorded else
-                     DEFAULT_TOLERANCE if isinstance(name, str) and in_unit_interval(name)
-                     else None)
-        out[task] = SplitFacts(str(per_seed[seed]), _split_size(histories.get(task)), tolerance)
+        out[task] = SplitFacts(str(per_seed[seed]), _split_size(histories.get(task)))
     return out
 
 
@@ -129,8 +169,10 @@ def _split_size(by_model: Any) -> int | None:
     return None
 
 
-def reuse_ledger(runs: Sequence[_Run]) -> list[SplitReads]:
-    """Every split the reports of ``runs`` (oldest first) read, in order of first read."""
+def reuse_ledger(runs: Sequence[_Run], rule: ReuseBudget | None = None) -> list[SplitReads]:
+    """Every split the reports of ``runs`` (oldest first) read, in order of first read, each
+    held to ``rule`` (None: :class:`ReuseBudget`'s defaults)."""
+    rule = ReuseBudget() if rule is None else rule
     found: dict[tuple[str, str], dict] = {}
     for run in runs:
         cells: dict[tuple[str, str], list[tuple[str, Mapping[int, float]]]] = {}
@@ -138,48 +180,47 @@ def reuse_ledger(runs: Sequence[_Run]) -> list[SplitReads]:
             cells.setdefault((name, task), []).append((model, per_seed))
         for (name, task), facts in run.splits.items():
             entry = found.setdefault((task, facts.fingerprint), {
-                "commits": set(), "seen": {}, "reads": 0, "n": None, "tolerance": None})
+                "commits": set(), "seen": {}, "reads": 0, "n": None})
             entry["commits"].add(run.commit)
             entry["n"] = entry["n"] or facts.n
-            if facts.tolerance is not None:
-                entry["tolerance"] = facts.tolerance if entry["tolerance"] is None else min(
-                    entry["tolerance"], facts.tolerance)
             for model, per_seed in cells.get((name, task), ()):
                 values = tuple(sorted(per_seed.items()))
                 if entry["seen"].get((name, model)) != values:
                     entry["seen"][(name, model)] = values
                     entry["reads"] += 1
-    return [SplitReads(task, fp, len(e["commits"]), e["reads"], e["n"], e["tolerance"])
+    return [SplitReads(task, fp, len(e["commits"]), e["reads"], e["n"], rule)
             for (task, fp), e in found.items()]
 
 
-def ledger_lines(runs: Sequence[_Run]) -> list[str]:
-    """The ledger as ``graphnetz history`` prints it: a table, then one line per split read
-    past its budget."""
+def ledger_lines(splits: Sequence[SplitReads]) -> list[str]:
+    """The ledger as ``graphnetz history`` prints it: what the budget is, a table, then one
+    line per split read past its budget saying what that means and what to do."""
     from pytest_graphnetz.base.text import fmt_num, format_table
 
-    splits = reuse_ledger(runs)
-    rows = [[s.task, s.fingerprint[:12], str(s.commits), str(s.reads),
-             "?" if s.n is None else str(s.n), "?" if s.tolerance is None else fmt_num(s.tolerance),
-             "?" if s.budget is None else str(s.budget),
-             "?" if s.overfit_bound is None else fmt_num(s.overfit_bound),
-             "PAST BUDGET" if s.over_budget else ("-" if s.budget is None else "ok")]
-            for s in splits]
-    lines = ["test-set reuse (distinct gate reads per test split; budget floor(n·τ²), the reads "
-             "after which a worst-case adaptive overfit √(k/n) exceeds τ: Blum & Hardt 2015, "
+    if not splits:
+        return ["test-set reuse: no report names its data fingerprint, no split to count"]
+    rows = [[s.task, s.fingerprint[:12], str(s.commits), str(s.reads), str(s.budget),
+             f"{s.looseness:.2f}x", "?" if s.n is None else str(s.n),
+             "?" if s.tolerance is None else f"±{fmt_num(s.tolerance)}",
+             "?" if s.fresh_tolerance is None else f"±{fmt_num(s.fresh_tolerance)}",
+             "PAST BUDGET" if s.over_budget else "ok"] for s in splits]
+    lines = [f"test-set reuse (distinct gate reads per test split; {splits[0].rule.describe()}; "
              "docs/history-bisect.md):",
-             format_table(["task", "split", "commits", "reads k", "test n", "τ", "budget",
-                           "√(k/n)", "status"], rows)]
+             format_table(["task", "split", "commits", "reads", "budget", "looseness",
+                           "test n", "latest ±τ", "fresh ±τ", "status"], rows)]
     for s in splits:
         if s.over_budget:
+            size = ("" if s.n is None else
+                    f" (±{fmt_num(s.tolerance)} against ±{fmt_num(s.fresh_tolerance)} at "
+                    f"n = {s.n})")
             lines.append(
-                f"{s.task} (split {s.fingerprint[:12]}) has had {s.reads} gate reads, past its "
-                f"budget of {s.budget} for {s.n} test examples at τ {fmt_num(s.tolerance)}: "
-                f"choices made from its scores may have overfit it by up to "
-                f"{fmt_num(s.overfit_bound)}. Confirm on a fresh split (a new seed range of a "
-                "seeded split, or held-out data) before trusting a gain of that size")
+                f"{s.task} (split {s.fingerprint[:12]}): {s.reads} gate reads, past its budget "
+                f"of {s.budget}: the latest read's guarantee is {s.looseness:.2f} times as "
+                f"loose as a fresh split's{size}, so choices made from these verdicts may have "
+                "fitted the split itself. Rotate or refresh the test split (a new seed range of "
+                "a seeded split, or held-out data) and confirm there")
     return lines
 
 
-__all__ = ["DEFAULT_TOLERANCE", "SplitFacts", "SplitReads", "ledger_lines", "reuse_ledger",
+__all__ = ["ReuseBudget", "SplitFacts", "SplitReads", "ledger_lines", "reuse_ledger",
            "split_facts"]

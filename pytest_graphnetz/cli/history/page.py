@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_graphnetz.base.text import (
@@ -16,6 +17,7 @@ from pytest_graphnetz.base.text import (
     fmt_signed,
     html_escape,
 )
+from pytest_graphnetz.cli.history.ledger import ReuseBudget, SplitReads, ledger_lines, reuse_ledger
 from pytest_graphnetz.cli.history.svg import cell_svg
 from pytest_graphnetz.cli.history.trend import (
     Cell,
@@ -32,15 +34,16 @@ def figure_name(k: int, cell: Cell) -> str:
     return f"{k:03d}-{slug}.svg"
 
 
-def write_page(history: CommitHistory, output: str | Path) -> Path:
-    """``output``/index.html (self-contained: CSS and figures inline) and each cell's figure
-    beside it as an SVG file; returns the page's path."""
+def write_page(history: CommitHistory, output: str | Path,
+               ledger: Sequence[SplitReads] = ()) -> Path:
+    """``output``/index.html (self-contained: CSS and figures inline, ``ledger`` the test-set
+    reuse table) and each cell's figure beside it as an SVG file; returns the page's path."""
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
     for k, cell in enumerate(history.series):
         write_text_atomic(out / figure_name(k, cell), cell_svg(history, cell, standalone=True))
     page = out / "index.html"
-    write_text_atomic(page, render_page(history))
+    write_text_atomic(page, render_page(history, ledger))
     return page
 
 
@@ -58,7 +61,7 @@ details{margin:.3em 0 1em}summary{cursor:pointer;color:#455a64}
 """
 
 
-def render_page(history: CommitHistory) -> str:
+def render_page(history: CommitHistory, ledger: Sequence[SplitReads] = ()) -> str:
     """The HTML page; every string from the reports is escaped, every figure inline."""
     e = html_escape
     runs, anchor = history.runs, history.runs[history.anchor]
@@ -99,6 +102,7 @@ def render_page(history: CommitHistory) -> str:
         f"the latest commit, and a one-sided trend test (least squares) on the per-commit "
         f"paired means, bit-identical commits counted once; Holm over every test of every "
         f"cell at alpha {e(fmt_num(history.alpha))}.</p>",
+        *ledger_html(ledger),
     ]
     # The same commit's cells repeat its id, date and subject: escape each once.
     commit_cells = [f"<td><code>{e(run.short)}</code></td><td>{run.date:%Y-%m-%d %H:%M}</td>"
@@ -128,17 +132,46 @@ def render_page(history: CommitHistory) -> str:
     return "\n".join(parts) + "\n"
 
 
-def run_history(directory: str, output: str, *, anchor: str | None, alpha: float) -> int:
-    """``graphnetz history``: the drift table printed, the page and figures written; 1 when a
-    cell drifts, 0 when none does."""
+def ledger_html(ledger: Sequence[SplitReads]) -> list[str]:
+    """The test-set reuse ledger as the page shows it: the rule, a table, and what a split
+    past its budget asks for (the terminal's lines, as HTML)."""
+    if not ledger:
+        return []
+    e = html_escape
+    rows = []
+    for s in ledger:
+        state = '<span class="drift">PAST BUDGET</span>' if s.over_budget else \
+            '<span class="ok">ok</span>'
+        rows.append(
+            f"<tr><td><code>{e(s.task)}</code></td><td><code>{e(s.fingerprint[:12])}</code>"
+            f"</td><td class=\"num\">{s.commits}</td><td class=\"num\">{s.reads}</td>"
+            f"<td class=\"num\">{s.budget}</td><td class=\"num\">{s.looseness:.2f}x</td>"
+            f"<td class=\"num\">{'?' if s.n is None else s.n}</td><td class=\"num\">"
+            f"{'?' if s.tolerance is None else '±' + fmt_num(s.tolerance)}</td>"
+            f"<td class=\"num\">"
+            f"{'?' if s.fresh_tolerance is None else '±' + fmt_num(s.fresh_tolerance)}</td>"
+            f"<td>{state}</td></tr>")
+    advice = [f"<p class=\"drift\">{e(line)}</p>" for line in ledger_lines(ledger)[2:]]
+    return ["<h2>Test-set reuse</h2>",
+            f"<p class=\"muted\">Distinct gate reads per test split across these commits; "
+            f"{e(ledger[0].rule.describe())} (docs/history-bisect.md).</p>",
+            "<table><tr><th>task</th><th>split</th><th>commits</th><th>reads</th>"
+            "<th>budget</th><th>looseness</th><th>test n</th><th>latest ±τ</th>"
+            "<th>fresh ±τ</th><th>status</th></tr>", *rows, "</table>", *advice]
+
+
+def run_history(directory: str, output: str, *, anchor: str | None, alpha: float,
+                reuse: ReuseBudget | None = None) -> int:
+    """``graphnetz history``: the drift table and the test-set reuse ledger (held to
+    ``reuse``, None: its defaults) printed, the page and figures written; 1 when a cell
+    drifts, 0 when none does."""
     history = load_history(directory, anchor=anchor, alpha=alpha)
     for line in drift_lines(history):
         print(line)
-    from pytest_graphnetz.cli.history.ledger import ledger_lines
-
-    for line in ledger_lines(history.runs):
+    ledger = reuse_ledger(history.runs, reuse)
+    for line in ledger_lines(ledger):
         print(line)
-    page = write_page(history, output)
+    page = write_page(history, output, ledger)
     print(f"history page: {page} ({len(history.series)} SVG figure(s) inline and beside it)")
     return 1 if history.flagged else 0
 
