@@ -146,7 +146,8 @@ def test_output_past_the_bound_stops_the_run_and_says_so(tmp_path) -> None:
     cmd = Command([sys.executable, "loud.py"], cwd=tmp_path, timeout=120)
     with pytest.raises(CommandError, match=r"loud\.py.*more than 1 MiB to its stdout \(the "
                        r"bound: CommandExecutor\(max_output_bytes=\.\.\.\), by default "
-                       r"pytest_graphnetz\.command\.process\.MAX_OUTPUT_BYTES\).*print less"), \
+                       r"pytest_graphnetz\.runner\.command\.process\.MAX_OUTPUT_BYTES\)"
+                       r".*print less"), \
             CommandExecutor(max_output_bytes=2**20) as commands:
         commands.run(cmd, **RUN)
 
@@ -325,7 +326,7 @@ def module_state(source: str) -> list[str]:
 
 
 def test_the_runner_side_of_command_tasks_holds_no_module_level_state() -> None:
-    package = Path(__file__).parents[1] / "pytest_graphnetz" / "command"
+    package = Path(__file__).parents[1] / "pytest_graphnetz" / "runner" / "command"
     found = {path.name: module_state(path.read_text(encoding="utf-8"))
              for path in sorted(package.glob("*.py")) if path.name not in PROGRAMS}
     assert len(found) >= 6, found   # the package's modules were scanned
