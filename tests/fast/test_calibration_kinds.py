@@ -6,13 +6,6 @@ saying so. Real pytest sessions (pytester).
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import shutil
-import subprocess
-import sys
-
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -20,106 +13,19 @@ pytest.importorskip("torch_geometric.nn")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 import pytest_graphnetz.training.node  # noqa: E402,F401
-from pytest_graphnetz.calibration.annotation import RESOLUTION_TABLE_NOTE  # noqa: E402
-from pytest_graphnetz.calibration.resolution import Calibration  # noqa: E402
-from pytest_graphnetz.calibration.salting import salted_seed  # noqa: E402
-from pytest_graphnetz.calibration.store import read_calibration  # noqa: E402
-from pytest_graphnetz.text import ceil_significant  # noqa: E402
-from tests.test_command_task import SCRIPT, write_graph  # noqa: E402
-from tests.test_trainer_per_model import GATES as TRAINER_GATES  # noqa: E402
-from tests.test_trainer_per_model import PROJECT as TRAINER_PROJECT  # noqa: E402
-
-COMMAND_PROJECT = '''
-import sys
-from pathlib import Path
-
-from pytest_graphnetz import Task
-from pytest_graphnetz.command import Command, DataFiles
-
-HERE = Path(__file__).parent
-TASKS = {"graph": Task("graph", DataFiles([HERE / "graph.npz"]), kind="command")}
-MODELS = {"GCN": Command([sys.executable, "gcn.py", "--epochs", "8"], cwd=HERE)}
-'''
-
-COMMON = ["--override-ini=graphnetz_seeds=4", "--graphnetz-device=cpu", "-p", "no:cacheprovider",
-          "-p", "no:randomly"]
-
-
-def _calibrate(pytester: pytest.Pytester, test: str) -> tuple[Calibration, str]:
-    pytester.runpytest_inprocess(*COMMON, "--graphnetz-update-baselines").assert_outcomes(
-        passed=1)
-    result = pytester.runpytest_inprocess(*COMMON, "--graphnetz-calibrate")
-    assert result.ret == 0, result.stdout.str()
-    assert "TypeError" not in result.stdout.str()
-    path = pytester.path / "baselines" / test.replace("::", "/")
-    path = path.with_name(path.name + ".calibration.json")
-    assert f"calibration written to {path}" in result.stdout.str()
-    return read_calibration(path), result.stdout.str()
-
-
-def _rows(pytester: pytest.Pytester, *args: str) -> dict[str, dict]:
-    out = pytester.runpytest_inprocess(*COMMON, "--graphnetz-json=verdicts.json", *args)
-    assert out.ret == 0, out.stdout.str()
-    return {r["cell"]: r for r in json.loads((pytester.path / "verdicts.json").read_text())["rows"]}
-
-
-def test_calibrate_on_a_command_task_salts_the_seed_the_script_receives(
-        pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(project=COMMAND_PROJECT, test_scripts='''
-from pytest_graphnetz import assert_not_worse
-
-import project
-
-
-def test_script(graphnetz_run, graphnetz_baseline):
-    assert_not_worse(graphnetz_run(project.TASKS, project.MODELS), graphnetz_baseline())
-''')
-    shutil.copy(SCRIPT, pytester.path / "gcn.py")
-    write_graph(pytester.path / "graph.npz", seed=0)
-    cal, text = _calibrate(pytester, "test_scripts::test_script")
-    cell = cal.cells[("graph", "GCN")]
-    assert cell.n == 4 and cell.seeds == (0, 1, 2, 3) and cell.sd_paired > 0
-    # per training budget, from the metrics file the script writes per epoch
-    assert cell.curve is not None and cell.curve.budgets == tuple(range(1, 9))
-    assert cell.curve.sd_paired[-1] == pytest.approx(cell.sd_paired, rel=1e-5)
-    assert "graph/GCN per training budget" in text
-    assert re.search(r"graph/GCN: 8 epochs: 4 seeds resolve \S+ pt; 2 epochs: \S+ pt; "
-                     r"(no budget up to 8 epochs resolves|cheapest budget resolving) δ = 1 pt",
-                     text), text
-    # The salted value of seed 1 is the script run by hand with the salted seed
-    out = pytester.path / "by-hand.json"
-    env = {**os.environ, "GRAPHNETZ_SEED": str(salted_seed(1, cal.salt)),
-           "GRAPHNETZ_OUTPUT": str(out), "GRAPHNETZ_THREADS": "1", "OMP_NUM_THREADS": "1",
-           "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
-    subprocess.run([sys.executable, "gcn.py", "--epochs", "8"], cwd=pytester.path, env=env,
-                   check=True, capture_output=True)
-    assert json.loads(out.read_text())["test"][-1] == cell.salted[1]
-    assert cell.salted != cell.baseline
-
-    # the gate's row says what the seeds resolve
-    row = _rows(pytester)["graph/GCN"]
-    resolved = cal.resolvable(("graph", "GCN"), 4, alpha=row["stats"]["alpha"])
-    assert "seeds resolve δ ≥ " in row["note"]
-    shown = float(row["note"].split("seeds resolve δ ≥ ")[1].split(" point")[0]) / 100
-    assert resolved <= shown <= resolved * 1.1
-
-    # opt-in: gate at what the seeds resolve, stated in the row
-    row = _rows(pytester, "--graphnetz-min-effect=resolvable")["graph/GCN"]
-    assert row["stats"]["min_effect"] == pytest.approx(
-        ceil_significant(cal.resolvable(("graph", "GCN"), 4)))
-    assert "δ = what the seeds resolve (--graphnetz-min-effect=resolvable)" in row["note"]
-    # one δ on the row: no second figure of what the seeds resolve, no warning that it is finer
-    assert "seeds resolve δ ≥" not in row["note"] and RESOLUTION_TABLE_NOTE not in row["note"]
+from tests.fast.test_trainer_per_model import GATES as TRAINER_GATES  # noqa: E402
+from tests.fast.test_trainer_per_model import PROJECT as TRAINER_PROJECT  # noqa: E402
+from tests.helpers.calibration_kinds import COMMON, calibrate, verdict_rows  # noqa: E402
 
 
 def test_calibrate_on_a_trainer_per_model_task(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(project=TRAINER_PROJECT.format(gat_epochs=30, shift=0),
                         test_model=TRAINER_GATES)
-    cal, _ = _calibrate(pytester, "test_model::test_models")
+    cal, _ = calibrate(pytester, "test_model::test_models")
     assert set(cal.cells) == {("tiny", "GCN"), ("tiny", "GAT")}
     for cell in cal.cells.values():
         assert cell.n == 4 and cell.sd_paired > 0
-    rows = _rows(pytester)
+    rows = verdict_rows(pytester)
     for cell in ("tiny/GCN", "tiny/GAT"):
         assert "seeds resolve δ ≥ " in rows[cell]["note"], rows[cell]
 

@@ -3,43 +3,17 @@ markdown` commands."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from pytest_graphnetz import BenchmarkReport
 from pytest_graphnetz.cli import main
+from tests.helpers import cli_views as shared  # noqa: E402
+from tests.helpers.cli_views import LATEX, X, small_report
 
-# GIN: nine seeds at 1.0 and one at 0.9 (mean 0.99, a t interval reaching past the ceiling);
-# GCN: mean 0.81, sd 0.0183. The expected views below are written out, not rendered by the code
-# under test: the t half-width 0.013 is t(0.975, 9) * 0.0183 / sqrt(10); GIN's t interval
-# [0.967, 1.013] is clipped to [0, 1] and shown by its endpoints; GIN's percentile bootstrap low
-# end is 0.97 because at least 3 of 10 resampled seeds are the 0.9 one with probability 0.070
-# (> 2.5%) and at least 4 with 0.013 (< 2.5%).
-X = np.array([[[1.0] * 9 + [0.9], [0.80, 0.82, 0.78, 0.84, 0.81, 0.79, 0.83, 0.80, 0.82, 0.81]]])
-
-CAPTION = {
-    "t": r"Mean $\pm$ half-width of the 95\% Student-t interval over 10 seeds (epoch selection:"
-         r" final). Bold: best in its task by a paired t-test against every other model"
-         r" (Holm-corrected, $\alpha = 0.05$). 1 interval(s) reaching beyond [0, 1] clipped to"
-         r" it (shown by their endpoints).",
-    "bootstrap": r"Mean with offsets to the endpoints of the 95\% percentile bootstrap interval"
-                 r" over 10 seeds (epoch selection: final). Bold: best in its task by a paired"
-                 r" t-test against every other model (Holm-corrected, $\alpha = 0.05$).",
-}
-LATEX_ROWS = {
-    "t": (r"GIN & $\mathbf{0.990^{+0.010}_{-0.023}}$ \\", r"GCN & $0.810 \pm 0.013$ \\"),
-    "bootstrap": (r"GIN & $\mathbf{0.990^{+0.010}_{-0.020}}$ \\",
-                  r"GCN & $0.810^{+0.011}_{-0.011}$ \\"),
-}
-LATEX = {method: "\n".join([
-    r"\begin{table}[t]", r"\centering", r"\caption{" + CAPTION[method] + "}",
-    r"\label{tab:graphnetz}", r"\begin{tabular}{lc}", r"\toprule",
-    r"Model & karate (accuracy $\uparrow$) \\", r"\midrule", *LATEX_ROWS[method],
-    r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]) for method in ("t", "bootstrap")}
+# fixtures: pytest finds them by name in the module that uses them
+report_file = shared.report_file
 
 MARKDOWN_ROWS = {
     "t": ("| GIN | **0.990 [0.967, 1.000]** |", "| GCN | 0.810 ± 0.013 |",
@@ -70,22 +44,12 @@ BARS = {"t": [(0.96738, 1.0), (0.79694, 0.82306)],
         "bootstrap": [(0.97, 1.0), (0.799, 0.821)]}
 
 
-def _report(ci_method: str = "t") -> BenchmarkReport:
-    return BenchmarkReport.from_arrays(X, tasks=["karate"], models=["GIN", "GCN"],
-                                       seeds=range(10), metric="accuracy", ci_method=ci_method)
-
-
-@pytest.fixture
-def report_file(tmp_path) -> Path:
-    return _report().to_json(tmp_path / "report.json")
-
-
 @pytest.mark.parametrize("method", ["t", "bootstrap"])
 def test_ci_method_drives_all_three_views(method):
     pytest.importorskip("matplotlib")
     from matplotlib.container import ErrorbarContainer
 
-    report = _report("t")
+    report = small_report("t")
     report.ci_method = method  # set once, after construction
     assert report.to_latex() == LATEX[method]
     assert report.to_markdown() == MARKDOWN[method]
@@ -105,7 +69,7 @@ def test_the_t_bars_are_scipys_t_interval():
 
 
 def test_the_two_methods_give_different_numbers_near_a_ceiling():
-    t_latex, b_latex = _report("t").to_latex(), _report("bootstrap").to_latex()
+    t_latex, b_latex = small_report("t").to_latex(), small_report("bootstrap").to_latex()
     # GIN is bold under both: the paired test (not the intervals) tells it apart from GCN
     # t claims [0.967, 1.013], clipped to the accuracy's ceiling
     assert r"GIN & $\mathbf{0.990^{+0.010}_{-0.023}}$" in t_latex
@@ -113,7 +77,7 @@ def test_the_two_methods_give_different_numbers_near_a_ceiling():
 
 
 def test_confidence_level_reaches_the_views():
-    report = _report()
+    report = small_report()
     report.confidence_level = 0.9
     assert "90\\% Student-t interval" in report.to_latex()
     assert "[90% CI]" in report.to_markdown()
@@ -161,16 +125,6 @@ def test_missing_report_is_exit_2_naming_the_file(tmp_path, capsys):
     missing = tmp_path / "nope.json"
     assert main(["latex", str(missing)]) == 2
     assert f"no report at {missing}" in capsys.readouterr().err
-
-
-def test_console_script_runs(report_file):
-    exe = Path(sys.executable).with_name("graphnetz")
-    if not exe.exists():
-        pytest.skip("the `graphnetz` console script is not installed in this environment")
-    done = subprocess.run([str(exe), "latex", str(report_file)], capture_output=True,
-                          text=True, check=False, timeout=600)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout == LATEX["t"]
 
 
 def test_t_intervals_are_clipped_to_the_metric_range_and_say_so():

@@ -23,7 +23,7 @@ from pytest_graphnetz.stats.decisions import compare_many
 from pytest_graphnetz.stats.skew import hall_t
 from pytest_graphnetz.verdicts.values import GateRefusal
 
-POOL = Path(__file__).resolve().parents[1] / "benchmarks" / "gate_quality_values.json"
+POOL = Path(__file__).resolve().parents[2] / "benchmarks" / "gate_quality_values.json"
 
 
 class Scripted:
@@ -87,7 +87,8 @@ def test_one_look_schedule_is_the_fixed_gate_bit_for_bit_on_the_committed_pool(t
           "label": f"toy/{v}", "seeds": seeds, "min_effect": 0.01} for v in variants],
         kind="not_worse", test="paired-t", margin=0.0, alpha=0.85 * 0.05)
     holm = sum(c.verdict.value != "IDENTICAL" for c in reference) > 1
-    # a family with a cell the skew guard corrects is not the plain t's (tests/test_stats_skew.py)
+    # a family with a cell the skew guard corrects is not the plain t's
+    # (tests/fast/test_stats_skew.py)
     guarded = any(v.skew is not None and v.skew.corrects for v in fixed)
     for f, o, ref in zip(fixed, one, reference, strict=True):
         a, b = f.comparison, o.comparison
@@ -368,7 +369,7 @@ def test_no_gate_module_rewrites_a_decision_or_a_plan_after_the_kernel() -> None
     decided = {"verdict", "decision", "plan", "p_adjusted", "regressed_level", "mde",
                "mde_alpha", "ci", "ci_alphas", "seeds_needed", "seeds_expected", "needed",
                "expected"}
-    gates = Path(__file__).resolve().parents[1] / "pytest_graphnetz" / "gates"
+    gates = Path(__file__).resolve().parents[2] / "pytest_graphnetz" / "gates"
     found, calls = [], 0
     for path in sorted(gates.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "gate_quality.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gate_quality.py"
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ is about a module's names: an object's private attributes (``obj._x``) are its c
 
 Import cycles and layers are import-linter's job (``lint-imports``, contracts in pyproject.toml,
 run by .ci/run); it cannot see names, hence this check. .ci/run also runs this file on its own
-(``python tests/test_import_rules.py``) before the suite."""
+(``python tests/fast/test_import_rules.py``) before the suite."""
 
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TREES = ("pytest_graphnetz", "tests", "benchmarks")
 # tests/ and benchmarks/ are directories of scripts, not packages: pytest and the benchmark
-# scripts put a file's own directory on sys.path, so ``import conftest`` / ``from _timing import``
-# there mean the sibling file.
+# scripts put a file's own directory (and pytest the conftest's) on sys.path, so ``import
+# conftest`` / ``from _timing import`` there mean the file beside it or in a folder above.
 SCRIPT_TREES = ("tests", "benchmarks")
 _ATTRIBUTE_CALLS = {"getattr", "setattr", "hasattr", "delattr"}
 _DOTTED = re.compile(r"(?:pytest_graphnetz|tests|benchmarks)(?:\.\w+)+")  # TREES, dotted
@@ -73,9 +73,14 @@ class _Uses:
             return ".".join([*base, *([module] if module else [])])
         top = self.importer.split(".")[0]
         if top in SCRIPT_TREES and module.split(".")[0] not in TREES:
-            sibling = f"{self.importer.rsplit('.', 1)[0]}.{module}"
-            if any(m == sibling or m.startswith(sibling + ".") for m in self.modules):
-                return sibling
+            # the file's own folder, then the folders above it in its tree: tests/conftest.py
+            # puts tests/ on sys.path for the files in tests/fast and tests/slow
+            folder = self.importer.split(".")[:-1]
+            while folder:
+                sibling = ".".join([*folder, module])
+                if any(m == sibling or m.startswith(sibling + ".") for m in self.modules):
+                    return sibling
+                folder = folder[:-1]
         return module
 
     def module(self, module: str, line: int, how: str) -> None:
@@ -183,8 +188,8 @@ def test_no_module_uses_another_modules_private_names():
 PROBE_MODULES = frozenset({
     "pytest_graphnetz", "pytest_graphnetz.gates", "pytest_graphnetz.stats",
     "pytest_graphnetz.stats._common", "pytest_graphnetz.stats.paired", "tests",
-    "tests.test_a", "tests.test_b", "tests.helpers", "benchmarks", "benchmarks._timing",
-    "benchmarks.run"})
+    "tests.test_a", "tests.test_b", "tests.helpers", "tests.conftest", "tests.fast.test_c",
+    "benchmarks", "benchmarks._timing", "benchmarks.run"})
 
 
 def test_the_check_sees_every_spelling():
@@ -223,7 +228,10 @@ def test_the_check_covers_tests_and_benchmarks():
         assert len(private_uses(probe, "tests.test_b", PROBE_MODULES)) == 1, probe
     assert private_uses("from tests.helpers import table\n", "tests.test_b",
                         PROBE_MODULES) == []
-    assert {"tests.test_import_rules", "benchmarks._timing",
+    # a test in a tier folder imports the conftest of the folder above by its bare name
+    assert len(private_uses("from conftest import _tiny\n", "tests.fast.test_c",
+                            PROBE_MODULES)) == 1
+    assert {"tests.fast.test_import_rules", "benchmarks._timing",
             "pytest_graphnetz.stats.paired"} <= first_party_modules()
 
 

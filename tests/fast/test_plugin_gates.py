@@ -22,56 +22,7 @@ import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 import pytest_graphnetz.training.node  # noqa: E402,F401
 from tests.gates_output import gates_table  # noqa: E402
-
-TOY = '''
-import os
-
-import torch
-from torch_geometric.data import Data
-from torch_geometric.nn import GCNConv
-from torch_geometric.utils import stochastic_blockmodel_graph
-
-from pytest_graphnetz import Task
-
-HIDDEN = {hidden}
-LOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "trained.log")
-
-
-def load(root, *, seed):
-    gen = torch.Generator().manual_seed(seed)
-    y = torch.arange(3).repeat_interleave(40)
-    edge_index = stochastic_blockmodel_graph(
-        [40, 40, 40], [[0.15, 0.01, 0.01], [0.01, 0.15, 0.01], [0.01, 0.01, 0.15]])
-    x = torch.nn.functional.one_hot(y, 3).float() + 1.5 * torch.randn(120, 3, generator=gen)
-    perm = torch.randperm(120, generator=gen)
-    masks = [torch.zeros(120, dtype=torch.bool) for _ in range(3)]
-    for mask, part in zip(masks, (perm[:30], perm[30:60], perm[60:])):
-        mask[part] = True
-    return Data(x=x, edge_index=edge_index, y=y, train_mask=masks[0], val_mask=masks[1],
-                test_mask=masks[2])
-
-
-def counting_train(model, data, *, task, device):
-    from pytest_graphnetz.training import builtin
-
-    with open(LOG, "a") as fh:
-        fh.write("trained\\n")
-    return builtin("node").train(model, data, task=task, device=device)
-
-
-class GCN(torch.nn.Module):
-    def __init__(self, in_channels, out_channels):
-        super().__init__()
-        self.conv1 = GCNConv(in_channels, HIDDEN)
-        self.conv2 = GCNConv(HIDDEN, out_channels)
-
-    def forward(self, x, edge_index):
-        return self.conv2(self.conv1(x, edge_index).relu(), edge_index)
-
-
-TASKS = {{"toy": Task("toy", load, epochs=40, lr={lr}, trainer=counting_train)}}
-MODELS = {{"GCN": GCN}}
-'''
+from tests.helpers.plugin_gates import SEEDS, TOY, trained, verdicts  # noqa: E402
 
 GATE_TEST = """
 from pytest_graphnetz import assert_not_worse
@@ -83,8 +34,6 @@ def test_gcn(graphnetz_run, graphnetz_baseline):
     report = graphnetz_run(toy.TASKS, toy.MODELS)
     assert_not_worse(report, graphnetz_baseline())
 """
-
-SEEDS = "--graphnetz-seeds=4"
 
 
 @pytest.fixture
@@ -99,17 +48,6 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A triple cache shared by the tests that do not count trainings (saves CPU)."""
     return f"--graphnetz-cache-dir={tmp_path_factory.mktemp('graphnetz-cache')}"
-
-
-def trained(pytester: pytest.Pytester) -> int:
-    log = pytester.path / "trained.log"
-    return len(log.read_text().splitlines()) if log.exists() else 0
-
-
-def verdicts(output: str) -> list[str]:
-    """The Verdict column of the session's gate table."""
-    return re.findall(r"(IDENTICAL|NOT WORSE|BETTER|INCONCLUSIVE|REGRESSED|WRITTEN)",
-                      gates_table(output))
 
 
 def test_update_then_rerun_is_identical_and_trains_nothing(project: pytest.Pytester) -> None:
@@ -203,43 +141,6 @@ def test_no_cache_and_cache_dir(project: pytest.Pytester) -> None:
     assert trained(project) == 4
     project.runpytest(SEEDS, "--graphnetz-no-cache").assert_outcomes(passed=1)
     assert trained(project) == 8, "--graphnetz-no-cache trains every triple"
-
-
-XDIST_TESTS = """
-from pytest_graphnetz import assert_not_worse
-
-import toy
-
-
-def test_a(graphnetz_run, graphnetz_baseline):
-    assert_not_worse(graphnetz_run(toy.TASKS, toy.MODELS), graphnetz_baseline())
-
-
-def test_b(graphnetz_run, graphnetz_baseline):
-    assert_not_worse(graphnetz_run(toy.TASKS, toy.MODELS), graphnetz_baseline())
-"""
-
-
-def test_xdist_same_verdicts_and_each_triple_trained_once(pytester: pytest.Pytester) -> None:
-    pytest.importorskip("xdist")
-    pytester.makepyfile(toy=TOY.format(hidden=16, lr=0.05), test_model=XDIST_TESTS)
-    pytester.makeini("[pytest]\ngraphnetz_seeds = 4\n")  # the project's first look
-    # The baselines, from one serial in-process session that caches nothing (both tests train).
-    update = pytester.runpytest(SEEDS, "-p", "no:xdist", "--graphnetz-no-cache",
-                                "--graphnetz-update-baselines")
-    update.assert_outcomes(passed=2)
-    assert trained(pytester) == 8
-    assert verdicts(update.stdout.str()) == ["WRITTEN", "WRITTEN"]
-    # Two tests on two workers run the same 4 triples at once: the file locks make one wait,
-    # and both read the serial session's numbers.
-    parallel = pytester.runpytest_subprocess(SEEDS, "-n", "2")
-    parallel.assert_outcomes(passed=2)
-    assert trained(pytester) == 8 + 4
-    parallel.stdout.fnmatch_lines(["*triples: 4 trained, 4 from cache*"])
-    serial = pytester.runpytest(SEEDS, "-p", "no:xdist")
-    serial.assert_outcomes(passed=2)
-    assert verdicts(parallel.stdout.str()) == verdicts(serial.stdout.str()) == ["IDENTICAL"] * 2
-    assert trained(pytester) == 8 + 4
 
 
 def test_summary_markdown_and_junit_properties(project: pytest.Pytester, shared_cache: str,

@@ -5,7 +5,6 @@ sessions (pytester).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -15,25 +14,7 @@ import pytest
 pytest.importorskip("scipy.stats")
 pytest.importorskip("scipy.optimize")
 import pytest_graphnetz.gates  # noqa: E402,F401
-
-PASSING = """
-import os
-import shutil
-
-from pytest_graphnetz import BenchmarkReport, assert_not_worse
-
-
-def report():
-    return BenchmarkReport.from_arrays([[[0.80, 0.82, 0.79]]], tasks=["karate"],
-                                       models=["GCN"], seeds=range(3), metric="accuracy")
-
-
-def test_gate():
-    for blocked in {blocked!r}:  # a path that became a file after the session started
-        shutil.rmtree(blocked, ignore_errors=True)
-        open(blocked, "w").close()
-    assert_not_worse(report(), report(), first_look=3)
-"""
+from tests.helpers.plugin_outputs import OUTPUTS, PASSING
 
 
 @pytest.mark.parametrize(("option", "message"), [
@@ -103,38 +84,6 @@ def test_p(variant):
     result = pytester.runpytest()
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["test_ids.py::test_p[[]a/b[]]*karate/GCN*IDENTICAL*"])
-
-
-# -- planted output paths: nothing hangs, nothing is written through a link ----------------------
-
-OUTPUTS = ("json", "summary", "comment")
-
-
-@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
-@pytest.mark.parametrize("option", OUTPUTS)
-def test_a_fifo_at_an_output_path_is_a_usage_error_not_a_hang(
-        pytester: pytest.Pytester, option: str) -> None:
-    pytester.makepyfile(PASSING.format(blocked=[]))
-    os.mkfifo(pytester.path / "out")
-    # (a fresh interpreter with a timeout: the old code blocked in open() for good)
-    result = pytester.runpytest_subprocess(f"--graphnetz-{option}=out", timeout=600)
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([
-        f"ERROR: graphnetz: `--graphnetz-{option}` cannot be written: out is not a regular "
-        "file (a FIFO, a device or a socket; writing to it could block the session); name a "
-        "writable path"])
-
-
-@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
-def test_a_fifo_as_the_step_summary_is_one_warning_not_a_hang(
-        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    pytester.makepyfile(PASSING.format(blocked=[]))
-    os.mkfifo(pytester.path / "step")
-    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(pytester.path / "step"))
-    result = pytester.runpytest_subprocess(timeout=600)
-    assert result.ret == 0
-    result.stdout.fnmatch_lines(["*$GITHUB_STEP_SUMMARY (*step) cannot be written: step is not "
-                                 "a regular file*"])
 
 
 @pytest.mark.parametrize("dangling", [False, True], ids=["link", "dangling-link"])

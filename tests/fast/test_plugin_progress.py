@@ -4,7 +4,6 @@ under ``-q``; per-test counts on the xdist controller. Real pytest sessions (pyt
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -17,29 +16,11 @@ pytest.importorskip("torch_geometric.nn")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 import pytest_graphnetz.training.node  # noqa: E402,F401
+from tests.helpers import plugin_progress as shared  # noqa: E402
+from tests.helpers.plugin_progress import live_lines
 
-PROJECT = '''
-from conftest_tiny import gcn, tiny_task
-
-
-def test_trains(graphnetz_run):
-    report = graphnetz_run({"tiny": tiny_task(epochs=2)}, {"GCN": gcn})
-    assert list(report.seeds) == [0, 1, 2]
-'''
-
-LIVE = re.compile(r"graphnetz: (\d+)/(\d+) triples \((\d+) trained, (\d+) from cache\)")
-
-
-@pytest.fixture
-def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    import conftest
-
-    pytester.makepyfile(conftest_tiny=Path(conftest.__file__).read_text(), test_p=PROJECT)
-    return pytester
-
-
-def live_lines(output: str) -> list[tuple[int, ...]]:
-    return [tuple(int(g) for g in m.groups()) for m in LIVE.finditer(output)]
+# fixtures: pytest finds them by name in the module that uses them
+project = shared.project
 
 
 def test_progress_shows_counts_of_the_total_and_what_came_from_the_cache(project):
@@ -65,16 +46,6 @@ def test_quiet_under_q(project):
     result = project.runpytest("-q", "--graphnetz-seeds=3")
     result.assert_outcomes(passed=1)
     assert "graphnetz: " not in result.stdout.str()
-
-
-def test_xdist_controller_prints_per_test_counts(project):
-    pytest.importorskip("xdist")
-    # One worker is enough: the controller's reporting is what is under test.
-    result = project.runpytest_subprocess("-n", "1", "--graphnetz-seeds=3", "-p", "xdist")
-    result.assert_outcomes(passed=1)
-    out = result.stdout.str()
-    assert "test_p.py::test_trains: 3 triples (3 trained, 0 from cache) in " in out
-    assert not live_lines(out)  # the worker's live lines are not relayed (nor garbled)
 
 
 class Clock:
@@ -144,24 +115,3 @@ def test_runner_says_which_triple_starts_before_it_runs(tmp_path):
                   root=str(tmp_path), started=lambda t, m, s: events.append(("start", s)),
                   progress=lambda t, m, s, status, sec: events.append((status, s)))
     assert events == [("start", 0), ("trained", 0), ("start", 1), ("trained", 1)]
-
-
-def test_the_first_progress_line_is_not_captured_into_a_failing_tests_report(pytester):
-    """The opening ``0/N`` line goes to the terminal like the others, never into the test's
-    captured stdout (where it showed up under "Captured stdout call" of a failing gate)."""
-    import conftest
-
-    pytester.makepyfile(conftest_tiny=Path(conftest.__file__).read_text(), test_f='''
-from conftest_tiny import gcn, tiny_task
-
-
-def test_fails(graphnetz_run):
-    graphnetz_run({"tiny": tiny_task(epochs=2)}, {"GCN": gcn})
-    raise AssertionError("the gate failed")
-''')
-    # a subprocess: in-process pytester sessions do not capture the terminal reporter's output
-    result = pytester.runpytest_subprocess("--graphnetz-seeds=2")
-    result.assert_outcomes(failed=1)
-    out = result.stdout.str()
-    assert live_lines(out)[0] == (0, 2, 0, 0)          # still shown, on the terminal
-    assert "Captured stdout call" not in out, out

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 import sys
-import textwrap
 import threading
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
@@ -19,56 +17,22 @@ from conftest import gcn, sage, tiny_csbm, tiny_task
 from pytest_graphnetz import BenchmarkReport, Task, run_benchmark, runner
 from pytest_graphnetz.report.codec import dumps
 from pytest_graphnetz.runner import default_root
-
-MODELS = {"GCN": gcn, "SAGE": sage}
-
-
-def _run(root, models=MODELS, seeds=(0, 1), device="cpu", **kw):
-    return run_benchmark({"tiny": tiny_task()}, models, seeds=seeds, device=device, root=root,
-                         **kw)
-
-
-def _text(report: BenchmarkReport) -> str:
-    """Canonical text of everything in a report (NaN-safe bit-for-bit comparison)."""
-    return dumps(report.to_dict())
+from tests.helpers.runner import MODELS, run, text
 
 
 def test_same_call_twice_is_bit_for_bit_identical(root):
-    first, second = _run(root), _run(root)
+    first, second = run(root), run(root)
     assert np.array_equal(first.X, second.X)
     assert first.histories == second.histories
-    assert _text(first) == _text(second)
+    assert text(first) == text(second)
     # Not trivially identical: models and seeds do give different numbers.
     assert first.histories[("tiny", "GCN", 0)] != first.histories[("tiny", "GCN", 1)]
     assert first.histories[("tiny", "GCN", 0)] != first.histories[("tiny", "SAGE", 0)]
 
 
-_SCRIPT = textwrap.dedent("""
-    import sys
-    sys.path.insert(0, {tests!r})
-    from conftest import gcn, sage, tiny_task
-    from pytest_graphnetz import run_benchmark
-    report = run_benchmark({{"tiny": tiny_task()}}, {{"GCN": gcn, "SAGE": sage}}, seeds=[0, 1],
-                           device="cpu", root={root!r})
-    report.to_json({out!r})
-""")
-
-
-def test_a_fresh_process_gives_the_bit_for_bit_report_of_this_one(root, tmp_path):
-    """A fresh interpreter (nothing trained, global RNGs untouched) and this worker (which has
-    run other tests: RNG streams consumed, modules imported, threads pinned) write the same
-    report, bit for bit: each triple depends on its seed alone, not on the process."""
-    out = tmp_path / "report.json"
-    here = _text(_run(root))  # also writes the dataset cache, so the fresh process only reads it
-    fresh = subprocess.run([sys.executable, "-c", _SCRIPT.format(
-        tests=str(Path(__file__).parent), root=root, out=str(out))], timeout=300)
-    assert fresh.returncode == 0
-    assert _text(BenchmarkReport.from_json(out)) == here
-
-
 def test_model_order_changes_no_number(root):
-    forward = _run(root, models={"GCN": gcn, "SAGE": sage})
-    backward = _run(root, models={"SAGE": sage, "GCN": gcn})
+    forward = run(root, models={"GCN": gcn, "SAGE": sage})
+    backward = run(root, models={"SAGE": sage, "GCN": gcn})
     assert backward.models == ("SAGE", "GCN")
     for key, hist in forward.histories.items():
         assert backward.histories[key] == hist
@@ -76,7 +40,7 @@ def test_model_order_changes_no_number(root):
 
 def test_reseeding_once_per_sweep_changes_numbers(root, monkeypatch):
     """Teeth: without the per-triple reseed, later triples draw from a shifted stream."""
-    proper = _run(root)
+    proper = run(root)
     real = runner.environment.reseed
     calls = []
 
@@ -86,7 +50,7 @@ def test_reseeding_once_per_sweep_changes_numbers(root, monkeypatch):
         calls.append(seed)
 
     monkeypatch.setattr(runner.environment, "reseed", once)
-    broken = _run(root)
+    broken = run(root)
     assert len(calls) == 2 * len(proper.triples())  # before loading and before building
     first, *later = proper.triples()
     assert broken.histories[first] == proper.histories[first]
@@ -95,7 +59,7 @@ def test_reseeding_once_per_sweep_changes_numbers(root, monkeypatch):
 
 
 def test_seed_order_is_label_order_and_changes_no_number(root):
-    up, down = _run(root, seeds=[0, 1, 2]), _run(root, seeds=[2, 1, 0])
+    up, down = run(root, seeds=[0, 1, 2]), run(root, seeds=[2, 1, 0])
     assert down.seeds == (2, 1, 0)
     assert np.array_equal(up.X[..., ::-1], down.X)
 
@@ -153,11 +117,11 @@ def test_loader_receives_category_task_directory(tmp_path, monkeypatch):
 
 
 def test_workers_two_identical_to_workers_one(root):
-    serial = _run(root, seeds=(0, 1, 2))
-    parallel = _run(root, seeds=(0, 1, 2), workers=2)
-    assert _text(parallel) == _text(serial)
+    serial = run(root, seeds=(0, 1, 2))
+    parallel = run(root, seeds=(0, 1, 2), workers=2)
+    assert text(parallel) == text(serial)
     with ProcessPoolExecutor(2) as pool:
-        assert _text(_run(root, seeds=(0, 1, 2), executor=pool)) == _text(serial)
+        assert text(run(root, seeds=(0, 1, 2), executor=pool)) == text(serial)
 
 
 class _ReverseExecutor(Executor):
@@ -183,24 +147,24 @@ class _ReverseExecutor(Executor):
 
 
 def test_any_completion_order_gives_the_same_report(root):
-    serial = _run(root, seeds=(0, 1))
+    serial = run(root, seeds=(0, 1))
     order = []
     executor = _ReverseExecutor(len(serial.triples()))
-    reversed_run = _run(root, seeds=(0, 1), executor=executor,
+    reversed_run = run(root, seeds=(0, 1), executor=executor,
                         progress=lambda t, m, s, *_: order.append((t, m, s)))
     executor.thread.join()
     assert order == list(reversed(serial.triples()))
-    assert _text(reversed_run) == _text(serial)
+    assert text(reversed_run) == text(serial)
 
 
 def test_thread_pool_executor_is_refused(root):
     with ThreadPoolExecutor(2) as pool, pytest.raises(TypeError, match="process-wide RNG"):
-        _run(root, executor=pool)
+        run(root, executor=pool)
 
 
 def test_unpicklable_factory_is_refused_with_the_fix(root):
     with pytest.raises(TypeError, match="module level"):
-        _run(root, models={"L": lambda i, o: gcn(i, o)}, workers=2)
+        run(root, models={"L": lambda i, o: gcn(i, o)}, workers=2)
 
 
 def _failing_loader(data_root, *, seed):
@@ -226,7 +190,7 @@ def test_a_failing_triple_is_named_and_finished_ones_stay_cached(root, tmp_path,
 
 def test_progress_is_called_once_per_triple(root):
     calls = []
-    report = _run(root, progress=lambda *a: calls.append(a))
+    report = run(root, progress=lambda *a: calls.append(a))
     assert sorted(c[:3] for c in calls) == sorted(report.triples())
     assert {c[3] for c in calls} == {"trained"}
     assert all(c[4] >= 0 for c in calls)
@@ -237,7 +201,7 @@ def test_protocol_records_device_threads_and_versions(root):
 
     import torch_geometric
 
-    report = _run(root)
+    report = run(root)
     proto = report.protocol
     assert proto["device"]["kind"] == "cpu" and proto["device"]["name"]
     assert proto["threads"] == 1
@@ -308,7 +272,7 @@ def test_absent_or_unknown_device_is_an_error(root, spec):
     if spec.startswith("cuda") and torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
     with pytest.raises(runner.DeviceError, match="device="):
-        _run(root, device=spec)
+        run(root, device=spec)
 
 
 def test_auto_prefers_cuda_then_mps_then_cpu(monkeypatch):
@@ -325,7 +289,7 @@ def test_auto_prefers_cuda_then_mps_then_cpu(monkeypatch):
                                           ([-1], "seed -1"), ([1.5], "seed 1.5")])
 def test_bad_seeds_are_refused(root, seeds, match):
     with pytest.raises(ValueError, match=match):
-        _run(root, seeds=seeds)
+        run(root, seeds=seeds)
 
 
 def test_nondeterministic_loader_is_refused(root):

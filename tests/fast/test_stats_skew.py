@@ -28,7 +28,7 @@ from pytest_graphnetz.stats.skew import (
     skewness_se,
 )
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 def test_skewness_is_scipys_adjusted_fisher_pearson() -> None:

@@ -23,34 +23,7 @@ import pytest_graphnetz.gates  # noqa: E402,F401
 from pytest_graphnetz import BenchmarkReport  # noqa: E402
 from pytest_graphnetz.summary import GateSummary  # noqa: E402
 from pytest_graphnetz.text import code_block, markdown_escape  # noqa: E402
-
-BASE = np.array([0.80, 0.82, 0.78, 0.81, 0.79, 0.83])
-DROPS = np.array([-0.02, -0.01, -0.01, -0.02, -0.015, -0.01])
-
-COMMON = f"""
-import os
-
-import numpy as np
-import pytest
-
-from pytest_graphnetz import BenchmarkReport, assert_not_worse
-
-BASE = np.array({BASE.tolist()})
-DROPS = np.array({DROPS.tolist()})
-
-
-def report(values, models=("GCN",)):
-    values = np.asarray(values, dtype=float)
-    return BenchmarkReport.from_arrays(
-        np.array([[values for _ in models]]), tasks=["karate"], models=list(models),
-        seeds=range(6), metric="accuracy")
-"""
-
-
-def declare_six_seeds(pytester: pytest.Pytester) -> None:
-    """The scratch project's configured seed count, its first look: the reports of these
-    projects hold 6 seeds, which a gate judges only when they are a look of the schedule."""
-    pytester.makeini("[pytest]\ngraphnetz_seeds = 6\n")
+from tests.helpers.summary import BASE, COMMON, DROPS, OUTCOMES, declare_six_seeds  # noqa: E402
 
 
 def row(test: str, cell: str, verdict: str, *, failed: bool = False, **more: str) -> dict:
@@ -243,71 +216,6 @@ def test_run_benchmark_refuses_a_model_name_with_a_control_character() -> None:
 
     with pytest.raises(ValueError, match=r"model name 'G\\rCN'.*control character"):
         run_benchmark("social", {"G\rCN": lambda i, o: None}, seeds=range(2))
-
-
-# -- the plugin: rows derived from test outcomes ---------------------------------------------------
-
-OUTCOMES = COMMON + """
-
-@pytest.fixture
-def broken(graphnetz_baseline):
-    raise RuntimeError("fixture refused: no GPU")
-
-
-def test_raises_before_gate(graphnetz_baseline):
-    raise RuntimeError("the model exploded\\nin layer 2")
-
-
-def test_fails_after_gate():
-    assert_not_worse(report(BASE), report(BASE))
-    assert 0, "checked something else"
-
-
-@pytest.mark.graphnetz
-def test_marked():
-    raise ValueError("bad hyperparameter")
-
-
-def test_setup_error(broken):
-    pass
-
-
-def test_fine():
-    assert_not_worse(report(BASE), report(BASE))
-
-
-def test_unrelated():
-    assert 0, "not ours"
-"""
-
-
-@pytest.mark.parametrize("mode", ["serial", "xdist"])
-def test_every_failed_graphnetz_test_has_a_row(pytester: pytest.Pytester, mode: str) -> None:
-    declare_six_seeds(pytester)
-    pytester.makepyfile(test_out=OUTCOMES)
-    args = ("-p", "no:cacheprovider", "--graphnetz-summary=gates.md",
-            "--graphnetz-json=verdicts.json", "--graphnetz-comment=c.md", "-k", "not unrelated")
-    if mode == "xdist":
-        pytest.importorskip("xdist")
-        result = pytester.runpytest_subprocess("-n", "2", *args)
-    else:
-        result = pytester.runpytest("-p", "no:xdist", *args)
-    result.assert_outcomes(passed=1, failed=3, errors=1)
-    out = result.stdout.str()
-    for test, reason in (("test_raises_before_gate", "RuntimeError: the model exploded"),
-                         ("test_fails_after_gate", "AssertionError: checked something else"),
-                         ("test_marked", "ValueError: bad hyperparameter"),
-                         ("test_setup_error", "RuntimeError: fixture refused: no GPU")):
-        (line,) = [x for x in out.splitlines() if x.startswith(f"test_out.py::{test} ")
-                   and "ERROR" in x]
-        assert "✗ FAIL" in line and reason in line, line
-    assert "4 of 6 gate row(s) failed the build (✗ FAIL), in 4 test(s): 4 failed" in out
-    assert "none failed" not in (pytester.path / "gates.md").read_text()
-    assert "none failed" not in (pytester.path / "c.md").read_text()
-    data = json.loads((pytester.path / "verdicts.json").read_text())
-    assert data["build_failed"] and data["exit_status"] == 1
-    assert data["counts"] == {"rows": 6, "failed": 4, "refused": 0, "passed": 2,
-                              "identical": 2, "tests": 5}
 
 
 def test_a_failure_outside_graphnetz_is_not_called_a_pass(pytester: pytest.Pytester) -> None:

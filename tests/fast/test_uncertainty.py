@@ -334,7 +334,7 @@ def test_readme_example_is_what_the_code_prints(tmp_path):
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "examples" / "uncertainty.py"
+    path = Path(__file__).resolve().parents[2] / "examples" / "uncertainty.py"
     spec = importlib.util.spec_from_file_location("uncertainty_example", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

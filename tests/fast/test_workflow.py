@@ -3,7 +3,7 @@ comment — one per PR, updated in place — is the one docs/ci.md shows, genera
 
 docs/ci.md's example comment is produced by a real pytest session (the plugin's Markdown summary)
 wrapped as the workflow's script wraps it; regenerate it with
-``GRAPHNETZ_REGENERATE_README=1 pytest tests/test_workflow.py``.
+``GRAPHNETZ_REGENERATE_README=1 pytest tests/fast/test_workflow.py``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,50 +24,11 @@ pytest.importorskip("scipy.optimize")
 import pytest_graphnetz.gates  # noqa: E402,F401
 from pytest_graphnetz.plugin.options import OPTIONS  # noqa: E402
 from pytest_graphnetz.text import code_block  # noqa: E402
+from tests.helpers.workflow import COMMENT_WORKFLOW, ROOT, WORKFLOW, YAML_LOAD, load_workflow, step
 
-ROOT = Path(__file__).resolve().parents[1]
-WORKFLOW = ROOT / "examples" / "ci" / "graphnetz.yml"
 README = ROOT / "docs" / "ci.md"   # the page that shows the example comment
 MARKER = "<!-- graphnetz-gates -->"
 RUN_URL = "https://github.com/OWNER/REPO/actions/runs/1234"
-
-
-def load_workflow() -> dict:
-    from ruamel.yaml import YAML  # check-jsonschema's YAML reader (YAML 1.2: `on` stays a key)
-
-    return YAML(typ="safe").load(WORKFLOW.read_text())
-
-
-def step(workflow: dict, name: str) -> dict:
-    (found,) = [s for s in workflow["jobs"]["gates"]["steps"] if s.get("name", "").startswith(name)]
-    return found
-
-
-def check_jsonschema(path: Path) -> subprocess.CompletedProcess:
-    exe = shutil.which("check-jsonschema", path=str(Path(sys.executable).parent)) or \
-        shutil.which("check-jsonschema")
-    if exe is None:
-        pytest.skip("check-jsonschema is not installed (the `test` extra)")
-    # The schema ships inside check-jsonschema's wheel: this works offline.
-    return subprocess.run([exe, "--builtin-schema", "vendor.github-workflows", str(path)],
-                          capture_output=True, text=True)
-
-
-def test_workflow_is_valid_for_github() -> None:
-    result = check_jsonschema(WORKFLOW)
-    assert result.returncode == 0, result.stdout + result.stderr
-
-
-def test_the_schema_check_catches_a_broken_workflow(tmp_path: Path) -> None:
-    # the defect this file once had: an unquoted ": " inside a step name
-    text = WORKFLOW.read_text().replace('name: "Gates (10 seeds, CPU pinned: the baselines '
-                                        'were recorded on CPU)"',
-                                        "name: Gates (10 seeds, CPU pinned: the baselines were "
-                                        "recorded on CPU)")
-    assert text != WORKFLOW.read_text()
-    broken = tmp_path / "broken.yml"
-    broken.write_text(text)
-    assert check_jsonschema(broken).returncode != 0
 
 
 def test_workflow_restores_the_cache_gates_uploads_and_comments() -> None:
@@ -119,49 +79,8 @@ def test_the_cache_is_saved_when_the_gates_fail_and_lives_outside_the_checkout()
     for path in restore["with"]["path"].splitlines():
         if "graphnetz-cache" in path:
             assert path.startswith(("${{ runner.temp }}", "~/")), path   # not in the checkout
-
-
-def test_workflow_is_one_a_team_can_adopt() -> None:
-    workflow = load_workflow()
-    # two quick pushes: one run at a time per pull request, the newer one wins
-    assert "github.event.pull_request.number" in workflow["concurrency"]["group"]
-    assert workflow["concurrency"]["cancel-in-progress"] is True
-    # a cold run of the example project took 14 minutes: room for it, and for growth
-    assert workflow["jobs"]["gates"]["timeout-minutes"] >= 2 * 14
-    # the README's CI command is the workflow's
-    command = step(workflow, "Gates")["run"]
-    assert command.startswith("pytest -m graphnetz ")
-    readme = (ROOT / "README.md").read_text()
-    assert "pytest -m graphnetz " in readme and re.search(r"^pytest examples", readme, re.M) \
-        is None
-    # the lines to change for a real repository are marked, and the README says which
-    text = WORKFLOW.read_text()
-    marked = " ".join(line for line in text.splitlines() if "CHANGE:" in line)
-    for what in ("default branch", "cold run", "install", "hash your", "test paths",
-                 "graphnetz-comment.js"):
-        assert what in marked, what
-    assert "CHANGE:" in readme
-    # forks: the comment workflow posts from the artifact, with the script of the base branch
-    fork = YAML_LOAD(COMMENT_WORKFLOW)
-    assert fork["on"]["workflow_run"]["workflows"] == [workflow["name"]]
-    assert "head_repository.full_name != github.repository" in fork["jobs"]["comment"]["if"]
-    steps = fork["jobs"]["comment"]["steps"]
-    assert steps[0]["uses"].startswith("actions/checkout@") and "with" not in steps[0]
-    assert any(s.get("uses", "").startswith("actions/download-artifact@") for s in steps)
-    assert check_jsonschema(COMMENT_WORKFLOW).returncode == 0
-
-
-# -- the pull-request comment, through the workflow's own script under node ------------------------
-
-COMMENT_WORKFLOW = WORKFLOW.with_name("graphnetz-comment.yml")
 SCRIPT = WORKFLOW.with_name("graphnetz-comment.js")
 LINK = f"<sub>[workflow run: step summary and candidate reports]({RUN_URL})</sub>"
-
-
-def YAML_LOAD(path: Path) -> dict:  # noqa: N802 - reads as the constant it loads
-    from ruamel.yaml import YAML
-
-    return YAML(typ="safe").load(path.read_text())
 
 
 def pr_comment(comment: str) -> str:
@@ -473,7 +392,7 @@ def test_citeseer_not_worse():
     assert_not_worse(report("citeseer", {"GCN": GCN - 0.09}, split="v2"),
                      report("citeseer", {"GCN": GCN - 0.1}))
 """
-README_START = "<!-- pr-comment-example: generated by tests/test_workflow.py -->"
+README_START = "<!-- pr-comment-example: generated by tests/fast/test_workflow.py -->"
 README_END = "<!-- /pr-comment-example -->"
 
 
@@ -495,7 +414,7 @@ def test_readme_shows_a_real_pr_comment(pytester: pytest.Pytester) -> None:
         return
     assert pattern.search(readme).group(0) == block, (
         "docs/ci.md's example pull-request comment is out of date: regenerate it with "
-        "`GRAPHNETZ_REGENERATE_README=1 pytest tests/test_workflow.py`")
+        "`GRAPHNETZ_REGENERATE_README=1 pytest tests/fast/test_workflow.py`")
 
 
 def test_the_readme_installs_torch_as_the_workflow_does() -> None:

@@ -21,9 +21,9 @@ import pytest
 
 pytest.importorskip("torch_geometric")
 
-# the script and the gate of tests/test_command_task.py's script project
-from tests.test_command_task import SCRIPT_GATES as GATES  # noqa: E402
-from tests.test_command_task import TRAIN  # noqa: E402
+# the script and the gate of tests/slow/test_command_task.py's script project
+from tests.slow.test_command_task import SCRIPT_GATES as GATES  # noqa: E402
+from tests.slow.test_command_task import TRAIN  # noqa: E402
 
 PROJECT = '''
 import sys
@@ -54,7 +54,7 @@ def second_venv(where: Path) -> Path:
 
 def session(args: list[str], cwd: Path, cache: Path, *extra: str) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "GRAPHNETZ_"))}
-    env["PYTHONPATH"] = str(Path(__file__).parents[1])   # this checkout's package
+    env["PYTHONPATH"] = str(Path(__file__).parents[2])   # this checkout's package
     done = subprocess.run([*args, "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
                            "-o", "graphnetz_seeds=3", f"--graphnetz-cache-dir={cache}", *extra],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=300)

@@ -36,7 +36,7 @@ from pytest_graphnetz.verdicts.values import GateRefusal  # noqa: E402
 # The module-scoped baseline (one subprocess per seed) is built once under `-n`, which hands
 # out whole files (tests/conftest.py).
 
-SCRIPT = Path(__file__).parent / "scripts" / "gcn.py"
+SCRIPT = Path(__file__).parents[1] / "scripts" / "gcn.py"
 SEEDS = [0, 1, 2, 3, 4, 5]
 
 
