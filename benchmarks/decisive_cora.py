@@ -1,4 +1,4 @@
-"""Does CI decide at real noise? Cora, an in-process GCN and PyG's own gcn.py (issue 33, item 4).
+"""Does CI decide at real noise? Cora, an in-process GCN and PyG's own gcn.py.
 
 Per model, a pool of per-seed test accuracies is trained once and kept in a JSON file
 (``--values``; a rerun trains only what the file lacks): the baseline, and the baseline under

@@ -3,7 +3,7 @@
 Runs every chain one at a time, as the test does (a fresh copy of the scratch project, datasets
 shared), and prints its wall seconds and the CPU seconds of its subprocesses (user + system).
 The work is serial with one torch thread per triple, so on a loaded machine the CPU figure is
-the better estimate of the wall time on idle cores (the issue's bound: 60 s a test).
+the better estimate of the wall time on idle cores (the suite's bound: 60 s a test).
 
     PYTHONPATH=. .venv/bin/python benchmarks/doc_blocks.py            # every chain
     PYTHONPATH=. .venv/bin/python benchmarks/doc_blocks.py README.md:40   # chosen test ids

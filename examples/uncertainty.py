@@ -3,8 +3,8 @@
 Trains GCN and GraphSAGE (``examples/models.py``) on the catalogue task ``karate`` under seeds
 0-4 and prints the seed interval, the test-set interval and the total interval of each cell,
 then McNemar on the same test nodes. ``python examples/uncertainty.py --write`` rewrites the
-docs/uncertainty.md block between the ``uncertainty-example`` markers; ``tests/fast/test_uncertainty.py``
-checks that the page holds what this prints.
+docs/uncertainty.md block between the ``uncertainty-example`` markers;
+``tests/fast/test_uncertainty.py`` checks that the page holds what this prints.
 """
 
 from __future__ import annotations

@@ -76,7 +76,7 @@ def test_a_short_baseline_cuts_the_schedule_and_says_how_to_complete_it():
     assert border.stop.max_seeds == 10 and border.stop.planned_max == 20
     assert border.comparison.n == runner.count("border") == 10
     assert border.row()["n"] == "10/20"
-    # issue 23: the capped cell says so in its Note, its Baseline column names its seeds, and
+    # the capped cell says so in its Note, its Baseline column names its seeds, and
     # what it saved is counted against the 10 seeds that could pair, not the planned 20
     assert border.row()["note"].endswith(
         "capped at 10 seeds: the baseline pairs 10 of the 20 planned")

@@ -367,7 +367,7 @@ def test_ratchet_refuses_a_regressed_refresh(project: pytest.Pytester) -> None:
 
 
 def test_ratchet_refuses_an_inconclusive_loss(project: pytest.Pytester) -> None:
-    """Issue 13: triangles MAE 3.60 → 4.44 at p = 0.063 (INCONCLUSIVE) was accepted."""
+    """An INCONCLUSIVE loss (triangles MAE 3.60 → 4.44, p = 0.063) does not replace the baseline."""
     base = [3.2, 4.1, 3.0, 3.9, 3.3, 4.1]
     loss = [-0.2, -2.5, 0.3, -1.9, 0.4, -1.14]   # + = better; one-sided p = 0.074 (scipy)
     project.makepyfile(test_model=gate(base, metric="mae", task="triangles"))

@@ -1,5 +1,5 @@
 """The cache key covers the code of the user's project: every module the model factory, the
-trainer and the loader import, transitively, module-level statements included (issue 22).
+trainer and the loader import, transitively, module-level statements included.
 
 Tried where a user meets it: a scratch project of two modules (a training module with an
 argparse default, and a helper module with the activation and the loss), gated twice through

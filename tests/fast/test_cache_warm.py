@@ -1,4 +1,4 @@
-"""A full cache hit does not run the loader (issue 24): the data fingerprint and channels come
+"""A full cache hit does not run the loader: the data fingerprint and channels come
 from the load record, trusted while the loader's code, arguments and data files are unchanged.
 """
 

@@ -1,4 +1,4 @@
-"""`graphnetz calibrate` on every task kind (issue 33): a command task (the script receives a
+"""`graphnetz calibrate` on every task kind: a command task (the script receives a
 salted seed, the data stays), and a task with a trainer per model; the resolvable δ reaches the
 file beside the baseline and the gate's row, and `--graphnetz-min-effect=resolvable` gates at it,
 saying so. Real pytest sessions (pytester).

@@ -1,4 +1,4 @@
-"""CI that decides (issue 33): `graphnetz next-seeds` reads the JSON verdict file and prints the
+"""CI that decides: `graphnetz next-seeds` reads the JSON verdict file and prints the
 next look's seed count while a row is INCONCLUSIVE, capped at the team's budget; the example
 workflow's loop step reruns the gate command with it; and one loop, driven through real pytest
 sessions (pytester) on a tiny trained task, takes its next look training only the new seeds.

@@ -1,4 +1,4 @@
-"""One decision path for every gate (issue 21): a fixed seed count is the one-look case of the
+"""One decision path for every gate: a fixed seed count is the one-look case of the
 sequential design; every number an adaptive cell prints recomputes from the seeds it reports;
 a data change is refused at every look in both modes; float32 at the margin reads the same in
 both modes. Reports come from arrays and a scripted runner: no training."""
@@ -253,7 +253,7 @@ def test_float32_margin_case_reads_the_same_in_both_modes():
         assert fixed[0].verdict == adaptive[0].verdict == "NOT WORSE"
 
 
-# -- δ is never silently absent (issue 23, item 1) --------------------------------------------
+# -- δ is never silently absent --------------------------------------------------------------
 
 
 def test_a_margin_keeps_delta_one_point_beyond_it_and_mae_rows_say_nothing_planned():
@@ -263,7 +263,7 @@ def test_a_margin_keeps_delta_one_point_beyond_it_and_mae_rows_say_nothing_plann
     cand = {"m": {s: base["m"][s] - 0.005 + 0.004 * rng.standard_normal() for s in seeds}}
     (v,) = assert_not_worse(_report(cand, seeds), _report(base, seeds), margin=0.01)
     assert v.comparison.min_effect == pytest.approx(0.02)   # margin + one point, not dropped
-    # the Note states δ and margin it was judged against (issue 33), not a table note
+    # the Note states δ and margin it was judged against, not a table note
     assert v.verdict == "NOT WORSE" and v.row()["note"] == v.guidance.note()
     assert "δ 2 points; margin 1 point" in v.row()["note"]
     mae = BenchmarkReport.from_arrays([[[base["m"][s] for s in seeds]]], tasks=["toy"],

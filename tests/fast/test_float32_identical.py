@@ -1,4 +1,4 @@
-"""Rounding is not evidence (issue 32): an unchanged model whose per-seed values went through
+"""Rounding is not evidence: an unchanged model whose per-seed values went through
 float32 reads IDENTICAL through the real gate in every trial, and a real difference far above
 float32's resolution is still tested."""
 

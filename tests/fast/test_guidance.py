@@ -1,6 +1,6 @@
 """Every NOT WORSE and INCONCLUSIVE row says what it rules out and what comes next, in every
 output: the terminal table, the Markdown summary, the pull-request comment, the JSON verdict file
-and the JUnit properties (issue 33). Real pytest sessions (pytester) over from_arrays reports;
+and the JUnit properties. Real pytest sessions (pytester) over from_arrays reports;
 the Guidance value itself on hand-made verdicts.
 """
 

@@ -1,33 +1,7 @@
-"""Every Python block and every command in README.md and docs/*.md runs as written.
-
-The convention (for everyone editing the README or a page under docs/):
-
-- Fenced ```` ```python ```` blocks and ```` ```bash ```` / ``sh`` / ``shell`` / ``console``
-  blocks run, as a reader would run them, in a scratch project directory. Other fences (plain
-  ```` ``` ```` for output, ``yaml``, ``toml``, ``text``...) are not run.
-- A Python block whose first line is a comment naming a file (``# tests/test_models.py``) is
-  written to that path instead of being run; every runnable block of a document sees the
-  files its document's earlier file blocks wrote. Any other Python block runs in a fresh
-  interpreter. Each command line of a shell block runs with ``bash -c`` (``\\`` continues a
-  line; comments are fine) and must exit 0.
-- Each runnable block is its own test, in a fresh copy of the scratch project, so the blocks
-  spread over pytest-xdist's workers. A block that uses what an earlier block *made* by
-  running (``report.json``, a baseline, a cache) is marked on the line right above its fence
-  with ``<!-- continues -->`` (a reason may follow: ``<!-- continues: reads report.json -->``):
-  it then runs in the same test and project as the runnable block before it in its document
-  (a chain of such marks is one test).
-- A block that cannot or should not run here (it installs packages, runs this test suite, is a
-  signature or a sketch) is marked on the line right above its fence with
-  ``<!-- fragment -->`` (a reason may follow: ``<!-- fragment: installs packages -->``). Other
-  HTML comment lines may sit between a mark and the fence.
-- The scratch project holds a copy of the repository's ``examples/models.py`` (for blocks
-  that say "run from the repository root") and what a user's project would have:
-  ``mypkg/models.py`` with ``gcn`` and ``sage`` factories (PyG's GCN and GraphSAGE, 16 hidden
-  channels) and ``gin`` (a GIN pooled per graph, for graph tasks), and a ``pytest.ini``
-  with ``pythonpath = .`` and ``graphnetz_seeds = 5``: the smallest seed count at which the
-  documents' gates and interval widths still mean what the text says. Datasets are shared
-  through ``$GRAPHNETZ_ROOT`` (one directory per xdist worker, whose tests run one at a time);
-  ``python``, ``pytest`` and ``graphnetz`` are this interpreter's.
+"""How the code blocks of README.md and docs/*.md are read (blocks, marks, chains: the reader is
+tests/helpers/readme.py), that the documents keep their runnable examples, and that every
+relative link of the documents resolves. The blocks run in tests/slow/test_readme_slow.py,
+whose docstring gives the conventions for writing them.
 """
 
 from __future__ import annotations

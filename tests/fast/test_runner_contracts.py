@@ -1,4 +1,4 @@
-"""Contract checks before training (issue 24): data or code a task cannot train with is
+"""Contract checks before training: data or code a task cannot train with is
 refused, naming the fix, before the first training step."""
 
 from __future__ import annotations

@@ -396,7 +396,7 @@ def test_a_significant_drop_below_min_effect_is_regressed_and_says_so():
 
 
 def test_an_improvement_reads_better_not_not_worse():
-    # the issue's example: +3.7 points read "NOT WORSE, p = 1.000"
+    # +3.7 points must not read "NOT WORSE, p = 1.000"
     rng = np.random.default_rng(3)
     base = rng.normal(0.78, 0.02, 10)
     cand = base + 0.037 + rng.normal(0, 0.012, 10)
@@ -449,7 +449,7 @@ def test_seeds_for_min_effect_against_statsmodels_and_simulation(sd, delta, marg
 
 
 def test_an_inconclusive_cell_plans_seeds_for_min_effect_not_the_observed_delta():
-    # the issue: planning for the observed Δ (here ~0) gives absurd counts
+    # planning for the observed Δ (here ~0) would give absurd counts
     rng = np.random.default_rng(0)
     base = rng.normal(0.8, 0.02, 5)
     cand = base + rng.normal(0, 0.012, 5)
@@ -470,7 +470,7 @@ def test_holm_family_is_the_tested_cells_only():
              for i, (c, b) in enumerate(zip(cand, base, strict=True))]
     many = compare_many(cells, min_effect=0.01)
     assert [m.verdict for m in many[1:]] == [Verdict.IDENTICAL] * 4
-    # the issue's example: raw p 0.017 alone in the family stays REGRESSED
+    # raw p 0.017, alone in the family (the others IDENTICAL), stays REGRESSED
     assert many[0].p_value == pytest.approx(0.017, abs=0.003)
     assert many[0].p_adjusted == many[0].p_value and many[0].verdict is Verdict.REGRESSED
     # two changed cells: Holm over those two, as statsmodels computes it

@@ -1,4 +1,4 @@
-"""One design, one decider (issue 32): the planner's and the power simulation's walk over the
+"""One design, one decider: the planner's and the power simulation's walk over the
 looks (``run_schedule``, ``walk_looks`` on sufficient statistics) decides every cell as the real
 gate does (``compare_reports`` on ``from_arrays`` reports), on random data and designs; and the
 design itself against independent references: scipy's t quantile at the first look, a raw

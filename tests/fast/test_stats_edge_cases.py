@@ -1,6 +1,6 @@
 """The statistics at the edges of real data: rounding at the margin, zeros and ties in rank and
 sign-flip tests, diverged candidates, TOST planning, too few seeds for the bootstrap. Each test
-failed before its fix (the review of issue 11, item 3); references are scipy / statsmodels or
+checks a case where a plain formula goes wrong; references are scipy / statsmodels or
 simulation."""
 
 from __future__ import annotations
