@@ -16,8 +16,9 @@ pytest.importorskip("torch_geometric.nn")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 import pytest_graphnetz.training.node  # noqa: E402,F401
-from tests.fast.test_plugin_gates import GATE_TEST, TOY, trained  # noqa: E402
+from tests.fast.test_plugin_gates import GATE_TEST  # noqa: E402
 from tests.gates_output import gates_table  # noqa: E402
+from tests.helpers.plugin_gates import TOY, trained  # noqa: E402
 
 ADAPTIVE = "--graphnetz-seeds=5..10"  # looks at 5 and 10 seeds (5..20 costs 2x the CPU)
 

@@ -39,6 +39,8 @@ def test_a_read_only_baseline_directory_names_itself(pytester: pytest.Pytester) 
     assert list(folder.iterdir()) == []
 
 
+# -- the triple cache ----------------------------------------------------------------------------
+
 def _entry(directory: Path) -> Path:
     (entry,) = directory.glob("*.json")
     return entry

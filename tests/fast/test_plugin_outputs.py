@@ -86,6 +86,8 @@ def test_p(variant):
     result.stdout.fnmatch_lines(["test_ids.py::test_p[[]a/b[]]*karate/GCN*IDENTICAL*"])
 
 
+# -- planted output paths: nothing hangs, nothing is written through a link ----------------------
+
 @pytest.mark.parametrize("dangling", [False, True], ids=["link", "dangling-link"])
 @pytest.mark.parametrize("option", OUTPUTS)
 def test_a_symlink_at_an_output_path_is_refused_and_its_target_untouched(

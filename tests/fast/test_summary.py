@@ -218,6 +218,8 @@ def test_run_benchmark_refuses_a_model_name_with_a_control_character() -> None:
         run_benchmark("social", {"G\rCN": lambda i, o: None}, seeds=range(2))
 
 
+# -- the plugin: rows derived from test outcomes ---------------------------------------------------
+
 def test_a_failure_outside_graphnetz_is_not_called_a_pass(pytester: pytest.Pytester) -> None:
     declare_six_seeds(pytester)
     pytester.makepyfile(test_out=OUTCOMES)

@@ -14,7 +14,7 @@ import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 import pytest_graphnetz.training.node  # noqa: E402,F401
 import pytest_graphnetz.tuning.search  # noqa: E402,F401
-from tests.fast.test_plugin_gates import TOY  # noqa: E402
+from tests.helpers.plugin_gates import TOY  # noqa: E402
 
 TUNED_TEST = """
 import functools

@@ -79,6 +79,8 @@ def test_the_cache_is_saved_when_the_gates_fail_and_lives_outside_the_checkout()
     for path in restore["with"]["path"].splitlines():
         if "graphnetz-cache" in path:
             assert path.startswith(("${{ runner.temp }}", "~/")), path   # not in the checkout
+# -- the pull-request comment, through the workflow's own script under node ------------------------
+
 SCRIPT = WORKFLOW.with_name("graphnetz-comment.js")
 LINK = f"<sub>[workflow run: step summary and candidate reports]({RUN_URL})</sub>"
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import subprocess
 
-# -- `graphnetz bisect` in a scratch git repository ------------------------------------------------
-
 SCRIPT = '''
 import numpy as np
 from pytest_graphnetz import BenchmarkReport, assert_not_worse

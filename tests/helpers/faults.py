@@ -37,8 +37,6 @@ def run_pytest(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.run(*unprivileged(sys.executable, "-m", "pytest", "-p", "no:randomly", *args))
 
 
-# -- the triple cache ----------------------------------------------------------------------------
-
 
 def sweep(root, cache, seeds=(0,), **kwargs):
     """``(report, statuses)`` of the tiny task × GCN, statuses in seed order."""

@@ -22,6 +22,4 @@ def test_gate():
 """
 
 
-# -- planted output paths: nothing hangs, nothing is written through a link ----------------------
-
 OUTPUTS = ("json", "summary", "comment")

@@ -34,8 +34,6 @@ def declare_six_seeds(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\ngraphnetz_seeds = 6\n")
 
 
-# -- the plugin: rows derived from test outcomes ---------------------------------------------------
-
 OUTCOMES = COMMON + """
 
 @pytest.fixture

@@ -19,8 +19,6 @@ def step(workflow: dict, name: str) -> dict:
     return found
 
 
-# -- the pull-request comment, through the workflow's own script under node ------------------------
-
 COMMENT_WORKFLOW = WORKFLOW.with_name("graphnetz-comment.yml")
 
 

@@ -12,6 +12,7 @@ from pytest_graphnetz.cli import main
 from pytest_graphnetz.text import fmt_num
 from tests.helpers.bisect import commit
 
+# -- `graphnetz bisect` in a scratch git repository ------------------------------------------------
 
 class Repo:
     def __init__(self, path) -> None:
