@@ -1,4 +1,4 @@
-"""Adaptive seeds under the null, through the real gate (issue 21): family-wise false REGRESSED
+"""Adaptive seeds under the null, through the real gate: family-wise false REGRESSED
 of ``assert_not_worse`` on an adaptive report, m = 1, 3, 10 cells, every true Δ = 0.
 
 Each trial scripts a runner (no training): per (cell, seed) a baseline value and a candidate

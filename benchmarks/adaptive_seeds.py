@@ -1,4 +1,4 @@
-"""Adaptive seeds (issues 12, 32): error rates, detection and expected seed-trainings per cell of
+"""Adaptive seeds: error rates, detection and expected seed-trainings per cell of
 the adaptive design ``5..20`` (the one schedule: looks 5, 10, 20, open-ended spending
 α(n) = α(1 − (1 − ρ)·5/n), ``stats.boundaries.design``) against fixed 10 and fixed 20 seeds, same
 α and δ = 1 point. Every decision is ``run_schedule``'s (the gate's decision kernel).

@@ -1,9 +1,9 @@
 """Bisecting a regression under noise (not named ``bisect.py``: run as a script, any
 file in this folder would import it as the standard library's ``bisect``, which ``random``
 imports): the paired three-valued bisect of
-:func:`pytest_graphnetz.cli.bisection.search.bisect_commits` (the search ``graphnetz bisect`` runs, at
-its
-default budget of 160 seeds) against the same search at budgets of 80, 40 and 10 seeds (and at
+:func:`pytest_graphnetz.cli.bisection.search.bisect_commits` (the search ``graphnetz bisect``
+runs, at its default budget of 160 seeds) against the same search at budgets of 80, 40 and 10
+seeds (and at
 an equal share of the level per look), a single-value bisect (asv's ``find``: one seed per
 probe, recurse into the half with the bigger drop) and asv's rule on 10-seed means, on the same
 histories.

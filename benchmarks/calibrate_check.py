@@ -1,4 +1,4 @@
-"""Does `graphnetz calibrate` measure the noise that real innocent changes have? (issue 24)
+"""Does `graphnetz calibrate` measure the noise that real innocent changes have?
 
 On the block model (catalogue task ``csbm_homophilous``, the 2-layer GCN of
 ``benchmarks/gate_quality.py``, 100 epochs, seeds 1000...), it runs what ``graphnetz calibrate``

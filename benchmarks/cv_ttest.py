@@ -1,4 +1,4 @@
-"""False-positive rate of the plain vs the corrected resampled t test on k-fold CV (issue 16).
+"""False-positive rate of the plain vs the corrected resampled t test on k-fold CV.
 
 A null comparison by construction: two nearest-centroid classifiers on a two-class Gaussian
 problem, A reading features 0..9 and B features 10..19, every feature equally informative, so

@@ -1,4 +1,4 @@
-"""Does CI decide at real noise? Cora, an in-process GCN and PyG's own gcn.py (issue 33, item 4).
+"""Does CI decide at real noise? Cora, an in-process GCN and PyG's own gcn.py.
 
 Per model, a pool of per-seed test accuracies is trained once and kept in a JSON file
 (``--values``; a rerun trains only what the file lacks): the baseline, and the baseline under
@@ -194,7 +194,7 @@ def pull_request(base: np.ndarray, cand: np.ndarray, *, budget: int) -> tuple[st
 
 def walk(D: np.ndarray, *, budget: int, min_effect: float) -> tuple[np.ndarray, np.ndarray]:
     """The design's walk (``stats.sequential.run_schedule``: the same ``decide_look`` as the
-    gate, tied to it cell for cell by tests/test_stats_design.py) on paired differences ``D``
+    gate, tied to it cell for cell by tests/fast/test_stats_design.py) on paired differences ``D``
     (trials, >= budget): looks 10, 20, 40, ... up to ``budget``, each taken while the cell is
     open. Returns the verdict names and the seeds each trial used."""
     from pytest_graphnetz.stats.boundaries import design

@@ -1,9 +1,9 @@
-"""Cost of each test of tests/test_readme.py (one per README/docs code block or chain).
+"""Cost of each test of tests/slow/test_readme_slow.py (one per README/docs code block or chain).
 
 Runs every chain one at a time, as the test does (a fresh copy of the scratch project, datasets
 shared), and prints its wall seconds and the CPU seconds of its subprocesses (user + system).
 The work is serial with one torch thread per triple, so on a loaded machine the CPU figure is
-the better estimate of the wall time on idle cores (the issue's bound: 60 s a test).
+the better estimate of the wall time on idle cores (the suite's bound: 60 s a test).
 
     PYTHONPATH=. .venv/bin/python benchmarks/doc_blocks.py            # every chain
     PYTHONPATH=. .venv/bin/python benchmarks/doc_blocks.py README.md:40   # chosen test ids
@@ -18,8 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-import test_readme as tr  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
+# the test module, and the repository for the tests.helpers it imports
+sys.path[:0] = [str(ROOT / "tests" / "slow"), str(ROOT)]
+import test_readme_slow as tr  # noqa: E402
 
 
 def main(only: list[str]) -> None:

@@ -1,5 +1,5 @@
 """Gate quality: how often each regression gate raises a false alarm, and how often it catches
-a real regression, measured on real GNN training (issue 8).
+a real regression, measured on real GNN training.
 
 Every simulated pull request compares a baseline model with a candidate on its own fresh block
 of S seeds (the same S seeds on both sides, so the sides pair by seed). Candidates are either
@@ -19,7 +19,7 @@ a resumed crash trains nothing twice.
 Besides the REGRESSED rates of each gate, it measures the verdicts of ``assert_not_worse`` with
 δ = ``min_effect`` = 1 point at S = 10 seeds: how often innocent changes read NOT WORSE, each
 regression REGRESSED, and regressions larger than δ (wrongly) NOT WORSE. The same verdicts
-come from three designs on the same 20-seed trials (issue 12): adaptive seeds 5..20 (the
+come from three designs on the same 20-seed trials: adaptive seeds 5..20 (the
 library's default group-sequential design) against fixed 10 and fixed 20 seeds, with the
 candidate seed-trainings each spends per cell.
 
@@ -53,7 +53,7 @@ VERDICT_S = 10  # seeds per side of the verdict table
 # at most 2,000 (each is a real gate call, ~2 ms).
 RESAMPLED_TRIALS = 2000
 VERDICTS = ("REGRESSED", "NOT WORSE", "BETTER", "INCONCLUSIVE")
-# assert_not_worse's seed designs compared on the same trials (issue 12): (name, MIN, MAX).
+# assert_not_worse's seed designs compared on the same trials: (name, MIN, MAX).
 # A one-look design (MIN = MAX) is the fixed paired t test at that many seeds.
 DESIGNS = (("adaptive 5..20", 5, 20), ("fixed 10", 10, 10), ("fixed 20", 20, 20))
 DESIGN_S = 20  # seeds per trial of the design table: the largest MAX
@@ -444,9 +444,9 @@ def innocent_sd(values: Mapping[str, Mapping[str, np.ndarray]], selection: str) 
 
 
 def findings(rates: Mapping[int, Mapping[str, Mapping[str, Rate]]]) -> list[str]:
-    """The checks issue 8 asks to report: a paired gate whose false-alarm rate exceeds α beyond
-    sampling error, and a point-gap gate that, at no higher false-alarm rate than the paired
-    t-test, detects more. ``rates[S][candidate][gate]``."""
+    """What would contradict the paired t-test as the default gate: a paired gate whose
+    false-alarm rate exceeds α beyond sampling error, and a point-gap gate that, at no higher
+    false-alarm rate than the paired t-test, detects more. ``rates[S][candidate][gate]``."""
     out = []
     innocent = [c.name for c in CANDIDATES if c.innocent]
     regressions = [c.name for c in CANDIDATES if not c.innocent]

@@ -1,6 +1,6 @@
 """Gate quality on real data: Cora (gnn-benchmark's cora.npz) with PyG-example GCN and GAT.
 
-Issue 24: every earlier gate-quality figure came from synthetic graphs. This trains two models
+The other gate-quality figures come from synthetic graphs. This trains two models
 written in the style of PyG's ``examples/gcn.py`` and ``examples/gat.py`` (their layers,
 dropout, optimizers, 200 epochs; the graph, split and loop are gnn-benchmark's protocol below)
 over a pool of seeds, each seed once per variant:

@@ -1,4 +1,4 @@
-"""Report size with and without per-example test outcomes (issue 16).
+"""Report size with and without per-example test outcomes.
 
 One benchmark of the catalogue task ``csbm_homophilous`` (1,600 nodes, 960 of them test nodes)
 × 3 models × 10 seeds at the task's own 200 epochs, trained once. Printed: the report JSON

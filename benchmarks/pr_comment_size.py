@@ -1,4 +1,4 @@
-"""Size of the pull-request comment against the full Markdown summary (issues 22.4, 23.5).
+"""Size of the pull-request comment against the full Markdown summary.
 
 Real gate rows, no training: ``assert_not_worse`` on ``BenchmarkReport.from_arrays`` numbers
 under the plugin's recorder, for two calls: a 600-cell call (60 tasks × 10 models, 10 seeds)

@@ -1,5 +1,5 @@
 """"Rerun whenever INCONCLUSIVE, up to three times" (10 → 20 → 40 → 80 seeds) through the real
-gate: wrong-verdict rates of the one stateless design (issue 32), in four settings.
+gate: wrong-verdict rates of the one stateless design, in four settings.
 
 A trial is one cell: a fixed baseline (80 seeds, accuracy 0.8 ± 1 point) and paired differences
 drawn normal with sd ``--sds`` points and true mean 0 or −δ (δ = 1 point, margin 0, α 0.05).

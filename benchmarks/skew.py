@@ -1,5 +1,5 @@
-"""Skewed and collapsing seeds (issue 26): one-sided error rates of the paired t test and of
-two resampling tests on the issue's noise shapes at 5, 10 and 20 seeds; what holding α on
+"""Skewed and collapsing seeds: one-sided error rates of the paired t test and of two
+resampling tests on the noise shapes below at 5, 10 and 20 seeds; what holding α on
 every shape would cost; and the collapse check's flag rates.
 
 Shapes of the paired differences d (each centred on the boundary, so every rate below is a

@@ -2,7 +2,7 @@
 and a wrong NOT WORSE or BETTER (at Δ = −δ) of the plain paired t test and of the gate's skew
 guard (:mod:`pytest_graphnetz.stats.skew`), walking the looks 10 → 20 → 40 → 80 as the gate
 does: every verdict comes from ``stats.sequential.run_schedule``, the walk that decides each
-cell as ``compare_reports`` does (``tests/test_stats_design.py``), with the guard off
+cell as ``compare_reports`` does (``tests/fast/test_stats_design.py``), with the guard off
 (``skew_threshold=None``: the plain t) or at its default.
 
 Three ways a run walks the schedule (first look 10, α = 0.05, δ = 1 point unless stated):

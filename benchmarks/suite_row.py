@@ -1,4 +1,4 @@
-"""The suite row (issue 26): how often a gate call over T tasks fails (any REGRESSED) when a
+"""The suite row: how often a gate call over T tasks fails (any REGRESSED) when a
 model loses 0.3 point on every task (diffuse), when it loses on one task only (concentrated),
 and when nothing changed, for Holm over the cells alone and for the cells plus the suite row
 (the per-seed mean difference across tasks, one paired t test) in several families.
@@ -15,7 +15,7 @@ Per-task paired differences d[task, seed] (accuracy points, 10 seeds):
 Families (one-sided α = 0.05 per call, REGRESSED at margin 0):
 
 - *cells, Holm*: today;
-- *suite row alone*: the row at α, no cells (the issue's reference figures);
+- *suite row alone*: the row at α, no cells (the reference: the row tested alone);
 - *one family, weight w*: weighted Holm over the cells and the row
   (:func:`pytest_graphnetz.stats.suite.suite_family`), the row first tested at ``w·α``;
   ``w = 1/(T+1)`` is plain Holm over T + 1 hypotheses;

@@ -1,4 +1,4 @@
-"""Cost of the [0, 1] value check in BenchmarkReport.__init__ (issue 22, item 7).
+"""Cost of the [0, 1] value check in BenchmarkReport.__init__.
 
 Builds a report of 10 tasks x 10 models x 20 seeds x 200 epochs (400,000 test values) with and
 without the check. Run: `python benchmarks/value_check_cost.py`.

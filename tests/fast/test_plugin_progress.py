@@ -1,0 +1,117 @@
+"""Live progress while triples train: counts, the last triple, elapsed and time left; quiet
+under ``-q``; per-test counts on the xdist controller. Real pytest sessions (pytester)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from pytest_graphnetz.runner.progress import RunProgress, TerminalProgress, duration
+
+# In-process pytester runs drop modules first imported inside them; torch cannot be imported
+# twice in one process, so everything heavy is imported here, once.
+pytest.importorskip("torch")
+pytest.importorskip("torch_geometric.nn")
+import pytest_graphnetz.gates  # noqa: E402,F401
+import pytest_graphnetz.runner  # noqa: E402,F401
+import pytest_graphnetz.runner.training.node  # noqa: E402,F401
+from tests.helpers import plugin_progress as shared  # noqa: E402
+from tests.helpers.plugin_progress import live_lines
+
+# fixtures: pytest finds them by name in the module that uses them
+project = shared.project
+
+
+def test_progress_shows_counts_of_the_total_and_what_came_from_the_cache(project):
+    result = project.runpytest("--graphnetz-seeds=3")
+    result.assert_outcomes(passed=1)
+    lines = live_lines(result.stdout.str())
+    assert lines[0] == (0, 3, 0, 0)      # as soon as the run starts
+    assert lines[-1] == (3, 3, 3, 0)     # and when it ends
+    assert re.search(r"last tiny/GCN seed 2 · \d+:\d\d elapsed", result.stdout.str())
+    again = project.runpytest("--graphnetz-seeds=3")
+    assert live_lines(again.stdout.str())[-1] == (3, 3, 0, 3)
+
+
+def test_verbose_prints_every_triple_with_the_time_left(project):
+    result = project.runpytest("-v", "--graphnetz-seeds=3")
+    result.assert_outcomes(passed=1)
+    assert live_lines(result.stdout.str()) == [(0, 3, 0, 0), (1, 3, 1, 0), (2, 3, 2, 0),
+                                               (3, 3, 3, 0)]
+    assert len(re.findall(r", ~\d+:\d\d left", result.stdout.str())) == 2  # after 1 and 2
+
+
+def test_quiet_under_q(project):
+    result = project.runpytest("-q", "--graphnetz-seeds=3")
+    result.assert_outcomes(passed=1)
+    assert "graphnetz: " not in result.stdout.str()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_time_left_is_the_mean_time_per_triple_times_the_triples_left():
+    clock = Clock()
+    progress = RunProgress(total=10, clock=clock)
+    clock.now += 8.0
+    progress.update("karate", "GCN", 0, "trained")
+    progress.update("karate", "GCN", 1, "cached")
+    assert progress.line() == ("graphnetz: 2/10 triples (1 trained, 1 from cache) · "
+                               "last karate/GCN seed 1 · 0:08 elapsed, ~0:32 left")
+
+
+def test_a_log_gets_a_line_at_most_every_interval_and_the_last_one():
+    clock, lines = Clock(), []
+    live = TerminalProgress(RunProgress(total=4, clock=clock), write=lines.append,
+                            rewrite=pytest.fail, end=pytest.fail, tty=False, interval=10.0)
+    for seed, step in enumerate((3.0, 3.0, 5.0, 1.0)):
+        clock.now += step
+        live.update("t", "m", seed, "trained")
+    live.finish()
+    assert [line.split(" triples")[0] for line in lines] == [
+        "graphnetz: 0/4", "graphnetz: 3/4", "graphnetz: 4/4"]
+
+
+def test_a_terminal_line_is_rewritten_in_place():
+    written, ended = [], []
+    live = TerminalProgress(RunProgress(total=2), write=pytest.fail, rewrite=written.append,
+                            end=lambda: ended.append(True), tty=True)
+    live.update("t", "m", 0, "trained")
+    live.update("t", "m", 1, "cached")
+    live.finish()
+    assert len(written) == 4 and ended == [True]
+    assert written[-1].startswith("graphnetz: 2/2 triples (1 trained, 1 from cache)")
+
+
+@pytest.mark.parametrize("seconds, text", [(0, "0:00"), (59.6, "1:00"), (605, "10:05"),
+                                           (3725, "1:02:05")])
+def test_duration(seconds, text):
+    assert duration(seconds) == text
+
+
+def test_a_terminal_shows_the_triple_now_training():
+    written = []
+    live = TerminalProgress(RunProgress(total=2), write=pytest.fail, rewrite=written.append,
+                            end=lambda: None, tty=True)
+    live.start("karate", "GCN", 0)
+    assert " · now karate/GCN seed 0 · " in written[-1]
+    live.update("karate", "GCN", 0, "trained")
+    assert " · last karate/GCN seed 0 · " in written[-1]
+
+
+def test_runner_says_which_triple_starts_before_it_runs(tmp_path):
+    from conftest import gcn, tiny_task
+
+    from pytest_graphnetz import run_benchmark
+
+    events = []
+    run_benchmark({"tiny": tiny_task(epochs=1)}, {"GCN": gcn}, seeds=[0, 1], device="cpu",
+                  root=str(tmp_path), started=lambda t, m, s: events.append(("start", s)),
+                  progress=lambda t, m, s, status, sec: events.append((status, s)))
+    assert events == [("start", 0), ("trained", 0), ("start", 1), ("trained", 1)]

@@ -1,0 +1,129 @@
+"""How the code blocks of README.md and docs/*.md are read (blocks, marks, chains: the reader is
+tests/helpers/readme.py), that the documents keep their runnable examples, and that every
+relative link of the documents resolves. The blocks run in tests/slow/test_readme_slow.py,
+whose docstring gives the conventions for writing them.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.readme import CHAINS, DOCUMENTS, FENCE, README, ROOT, blocks, chains, commands
+
+
+def test_blocks_are_found_and_marks_are_read():
+    found = blocks("intro\n<!-- fragment: a sketch -->\n<!-- x: begin -->\n```python\nx\n```\n"
+                   "\n```bash\na \\\n  b  # why\n$ c\n```\n```\nout\n```\n"
+                   "````markdown\n```python\ny\n```\n````\n"
+                   "<!-- continues: reads x -->\n```sh\nd\n```\n")
+    assert [(b.lang, b.line, b.fragment, b.continues, b.runs) for b in found] == [
+        ("python", 4, True, False, False), ("bash", 8, False, False, True),
+        ("", 13, False, False, False), ("markdown", 16, False, False, False),
+        ("sh", 22, False, True, True)]
+    assert found[3].text == "```python\ny\n```\n"
+    assert commands(found[1].text) == ["a    b  # why", "c"]
+
+
+def test_chains_join_continued_blocks_after_the_files_above_them():
+    text = ("```python\n# tests/test_a.py\nA = 1\n```\n"       # file block, line 1
+            "```bash\npytest\n```\n"                           # line 5: its own test
+            "```python\n# tests/test_b.py\nB = 1\n```\n"       # line 8: file block
+            "<!-- continues -->\n```bash\nls tests\n```\n"     # line 13: joins line 5
+            "```python\nprint(1)\n```\n")                      # line 16: fresh test
+    found = chains(text, "doc.md")
+    assert [c.id for c in found] == ["doc.md:5", "doc.md:16"]
+    assert [b.line for b in found[0].steps] == [1, 5, 8, 13]
+    assert [b.line for b in found[1].steps] == [1, 8, 16]
+    with pytest.raises(ValueError, match="doc.md line 2: .*continues"):
+        chains("<!-- continues -->\n```bash\nls\n```\n", "doc.md")
+
+
+def test_the_documents_keep_their_runnable_examples():
+    readme = [c for c in CHAINS if c.document == "README.md"]
+    assert len(readme) >= 1, "the README lost its gated model, or the extractor broke"
+    assert len(CHAINS) - len(readme) >= 3, "docs/ lost its runnable examples"
+
+
+def test_the_readme_is_a_first_screen_and_links():
+    """At most 300 lines; its first block is the two commands for a fresh machine (the main job,
+    the test suite), and the rest of the detail lives in docs/."""
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 300, "README.md over 300 lines: move detail into docs/"
+    first = blocks(text)[0]
+    assert first.lang == "bash" and len(commands(first.text)) == 2, first
+    assert [c for c in commands(first.text) if "pytest examples" in c], first
+
+
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
+
+
+def anchors(text: str) -> set[str]:
+    """The anchors GitHub gives a Markdown text: one per heading (lower case, punctuation but
+    ``-`` and ``_`` dropped, spaces as ``-``, a repeat numbered ``-1``, ``-2``), and every
+    ``<a id="...">`` / ``<a name="...">``. Fenced blocks hold no headings."""
+    found: set[str] = set()
+    seen: dict[str, int] = {}
+    fence = None
+    for line in text.splitlines():
+        match = FENCE.match(line)
+        if match and (fence is None or line.strip().startswith(fence)):
+            fence = None if fence else match.group(1)
+            continue
+        if fence:
+            continue
+        heading = HEADING.match(line)
+        if heading:
+            words = re.sub(r"`|\*\*|\[|\]\([^)]*\)", "", heading.group(1)).strip().lower()
+            slug = re.sub(r"[^\w\- ]", "", words).replace(" ", "-")
+            count = seen.get(slug, 0)
+            seen[slug] = count + 1
+            found.add(slug if count == 0 else f"{slug}-{count}")
+        found.update(re.findall(r"<a\s+(?:id|name)=\"([^\"]+)\"", line))
+    return found
+
+
+def broken_links(path: Path, root: Path = ROOT) -> list[str]:
+    """The relative links of one Markdown file (outside fenced blocks) whose file or anchor
+    does not exist, as ``file:line: target``."""
+    out, fence = [], None
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines, 1):
+        match = FENCE.match(line)
+        if match and (fence is None or line.strip().startswith(fence)):
+            fence = None if fence else match.group(1)
+            continue
+        if fence:
+            continue
+        for target in LINK.findall(re.sub(r"`[^`]*`", "", line)):
+            if re.match(r"^[a-z][a-z+.-]*:", target):   # https:, mailto: ...
+                continue
+            file, _, anchor = target.partition("#")
+            linked = (path.parent / file).resolve() if file else path
+            if not linked.exists():
+                out.append(f"{path.relative_to(root)}:{number}: {target} (no such file)")
+            elif anchor and linked.suffix == ".md" and \
+                    anchor not in anchors(linked.read_text(encoding="utf-8")):
+                out.append(f"{path.relative_to(root)}:{number}: {target} (no such anchor)")
+    return out
+
+
+def test_every_relative_link_of_the_documents_resolves():
+    pages = [*DOCUMENTS, ROOT / "tests" / "README.md", ROOT / "benchmarks" / "README.md"]
+    broken = [problem for page in pages for problem in broken_links(page)]
+    assert not broken, "\n".join(broken)
+
+
+def test_the_link_check_can_fail(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("# The `gate`: a page\n## Two\n## Two\n")
+    page = tmp_path / "README.md"
+    page.write_text("[ok](docs/a.md#the-gate-a-page) [ok](docs/a.md#two-1) [web](https://x.y/z)\n"
+                    "[gone](docs/b.md) [no anchor](docs/a.md#three) [self](#nowhere)\n"
+                    "```\n[in a block](docs/c.md)\n```\n`[in code](docs/d.md)`\n")
+    assert [p.split(": ", 1)[1] for p in broken_links(page, tmp_path)] == [
+        "docs/b.md (no such file)", "docs/a.md#three (no such anchor)",
+        "#nowhere (no such anchor)"]
