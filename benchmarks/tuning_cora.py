@@ -8,7 +8,10 @@ seeds, the winner confirmed on seeds 0..n-1, for three arms:
 - ``innocent``: the same search under salted seeds (every initialisation and dropout draw moves,
   data and splits do not): an innocent change, which the gate should read NOT WORSE;
 - ``regressed``: the same search with the model's logits damped by a random mask on a fraction
-  of the nodes at evaluation (``--drop`` of them answered by a fixed class): a real drop.
+  of the nodes at evaluation (``--drop`` of them answered by a fixed class): a real drop;
+- ``innocent, incumbent`` and ``regressed, incumbent``: the two candidates searched again with
+  the baseline's winner as incumbent (``tune(..., incumbent=baseline)``), which they keep
+  unless a challenger beats it on validation.
 
 Each candidate is gated against the baseline with ``assert_not_worse`` (the real gate), and the
 same comparison is read on the search seeds (the winners' test values there, judged alone: what
@@ -103,9 +106,16 @@ def run(args: argparse.Namespace) -> str:
         seconds[arm] = time.perf_counter() - start
         print(f"{arm}: {results[arm].record.describe()} ({seconds[arm]:.0f} s)", flush=True)
     base = results["baseline"]
+    # the same candidates given the baseline's winner as incumbent (their trials are cache hits)
+    for arm in ("innocent", "regressed"):
+        start = time.perf_counter()
+        name = f"{arm}, incumbent"
+        results[name] = tune(task, arms[arm], space, incumbent=base.record, **common)
+        seconds[name] = time.perf_counter() - start
+        print(f"{name}: {results[name].record.describe()} ({seconds[name]:.0f} s)", flush=True)
     lines = ["| candidate | winner | optimism | confirmed: verdict, mean Δ [CI] | on search "
              "seeds: verdict, mean Δ |", "|---|---|---|---|---|"]
-    for arm in ("innocent", "regressed"):
+    for arm in ("innocent", "regressed", "innocent, incumbent", "regressed, incumbent"):
         cand = results[arm]
         confirmed = compare_reports(cand.report, base.report, canonical=True,
                                     first_look=args.seeds)[0]

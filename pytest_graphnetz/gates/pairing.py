@@ -328,9 +328,15 @@ def tuning_notes(report: BenchmarkReport, baseline: BenchmarkReport,
     cand, base = records
     if cand is not None and base is not None and dict(cand.winner_config) != dict(
             base.winner_config):
-        described += ("the two searches picked different configurations: Δ includes which "
-                      "configuration each search picked, not only the change (more search seeds "
-                      "steady the choice)",)
+        if cand.incumbent_kept is False:
+            described += ("the candidate's search displaced the baseline's winner on "
+                          "validation evidence: Δ includes that change of configuration, not "
+                          "only the change",)
+        else:
+            described += ("the two searches picked different configurations: Δ includes which "
+                          "configuration each search picked, not only the change (more search "
+                          "seeds steady the choice; tune(..., incumbent=baseline) keeps the "
+                          "baseline's winner unless a challenger beats it)",)
     return (() if note is None else (note,)) + described
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -18,10 +19,12 @@ from typing import TYPE_CHECKING, Any
 from pytest_graphnetz.report.trials import (
     PROTOCOL_KEY,
     Budget,
+    Incumbent,
     Trial,
     TuningError,
     TuningRecord,
     overlap_problem,
+    record_of,
 )
 from pytest_graphnetz.report.trials import search_seeds as derive_search_seeds
 
@@ -31,6 +34,10 @@ if TYPE_CHECKING:
 # Keys of a configuration that are settings of the run (run_benchmark's keywords), not of the
 # model: a trial passes them to the runner; the model builder sees the whole configuration.
 RUN_KEYS = ("epochs", "lr", "weight_decay", "batch_size")
+
+# The incumbent rule's family-wise level: at most this share of searches displace an incumbent
+# that no challenger truly beats on validation, the error rate the gate itself runs at.
+SELECTION_ALPHA = 0.05
 
 
 def grid(**axes: Sequence[Any]) -> list[dict[str, Any]]:
@@ -115,6 +122,103 @@ def select(trials: Sequence[Trial], higher_is_better: bool) -> int:
     return max(finite, key=lambda i: (sign * trials[i].mean, -i))
 
 
+def select_incumbent(trials: Sequence[Trial], incumbent: int, higher_is_better: bool, *,
+                     alpha: float = SELECTION_ALPHA) -> tuple[int, Incumbent]:
+    """The winner under the incumbent rule (Blum & Hardt 2015, "The Ladder": a new best only
+    when it beats the current one) and the reading behind it.
+
+    ``trials[incumbent]`` (the configuration the baseline's search picked) is kept unless a
+    challenger beats it on validation by paired evidence over the search seeds: per challenger,
+    scipy's one-sided paired t (``ttest_rel``, alternative "the challenger is better") on the
+    per-seed validation scores, Holm-adjusted over the challengers tested; of those whose
+    adjusted p is ``<= alpha``, the best mean wins. A challenger with a diverged seed is not
+    tested (and never wins); an incumbent with one cannot be kept, and the best mean wins.
+    Needs every trial's per-seed ``validation``.
+    """
+    import numpy as np
+    from scipy import stats
+
+    from pytest_graphnetz.stats.decisions import holm
+
+    if any(t.validation is None for t in trials):
+        raise TuningError("the incumbent rule needs every trial's per-seed validation scores")
+    if not 0 <= incumbent < len(trials):
+        raise TuningError(f"incumbent trial {incumbent} is not one of the {len(trials)} trials")
+    sign = 1.0 if higher_is_better else -1.0
+    scores = sign * np.array([t.validation for t in trials], dtype=float)   # [trial, seed]
+    finite = np.isfinite(scores).all(axis=1).astype(bool)
+    diffs = np.full(len(trials), math.nan)
+    p_raw = np.full(len(trials), math.nan)
+    if finite[incumbent]:
+        diffs[finite] = (scores[finite] - scores[incumbent]).mean(axis=1)
+        diffs[incumbent] = 0.0
+        for i in np.flatnonzero(finite):
+            if i != incumbent:
+                with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+                    # nearly equal scores: scipy warns of precision loss; the p stands
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    p = stats.ttest_rel(scores[i], scores[incumbent],
+                                        alternative="greater").pvalue
+                # equal scores on every seed: no evidence either way
+                p_raw[i] = 1.0 if not math.isfinite(float(p)) else float(p)
+    tested = np.flatnonzero(np.isfinite(p_raw))
+    p_adj = np.full(len(trials), math.nan)
+    if tested.size:
+        p_adj[tested] = holm(p_raw[tested].tolist(), alpha).p_adjusted
+    reading = Incumbent(incumbent, alpha,
+                        tuple(float(d) if math.isfinite(d) else None for d in diffs),
+                        tuple(float(p) if math.isfinite(p) else None for p in p_adj))
+    if not finite[incumbent]:
+        return select(trials, higher_is_better), reading
+    beaten = [int(i) for i in tested if p_adj[i] <= alpha]
+    if not beaten:
+        return incumbent, reading
+    return max(beaten, key=lambda i: (diffs[i], -i)), reading
+
+
+def incumbent_record(incumbent: Any) -> TuningRecord | None:
+    """The baseline's tuning record, from ``incumbent``: a baseline handle
+    (``graphnetz_baseline()``; no file yet, or an unreadable one a forced refresh replaces:
+    None, a first tuning), a report carrying a tuning record, a :class:`TuneResult` or a
+    :class:`TuningRecord`. None for None, or for a baseline that was not tuned (the gate then
+    refuses the budgets)."""
+    if incumbent is None or isinstance(incumbent, TuningRecord):
+        return incumbent
+    if isinstance(incumbent, TuneResult):
+        return incumbent.record
+    if hasattr(incumbent, "exists") and hasattr(incumbent, "load"):
+        from pytest_graphnetz.gates.baselines import BaselineError
+
+        if not incumbent.exists():
+            return None
+        try:
+            incumbent = incumbent.load()
+        except BaselineError:
+            # a forced refresh replaces an unreadable baseline: it has no winner to keep
+            if getattr(incumbent, "update", False) and getattr(incumbent, "force", False):
+                return None
+            raise
+    if not hasattr(incumbent, "protocol"):
+        raise TuningError(f"`incumbent` must be the baseline (graphnetz_baseline(), a report "
+                          f"or a TuningRecord), got {type(incumbent).__name__}")
+    return record_of(incumbent.protocol)
+
+
+def incumbent_trial(record: TuningRecord, configs: Sequence[Mapping[str, Any]],
+                    model: str) -> int:
+    """The index in ``configs`` of ``record``'s winner; refused for a record of another model
+    or a winner that is not in ``configs``."""
+    if record.model != model:
+        raise TuningError(f"the incumbent's search tuned model {record.model!r}, not {model!r}")
+    wanted = json.dumps(dict(record.winner_config), sort_keys=True)
+    for i, config in enumerate(configs):
+        if json.dumps(dict(config), sort_keys=True) == wanted:
+            return i
+    raise TuningError(f"the incumbent (the baseline's winner, {dict(record.winner_config)}) is "
+                      "not in `space`: add it, or pass incumbent=None to select by the best "
+                      "mean alone")
+
+
 def winner_stability(trials: Sequence[Trial], higher_is_better: bool, *,
                      resamples: int = 1000) -> float | None:
     """The share of bootstrap resamples of the search seeds (the same resample for every
@@ -139,6 +243,7 @@ def tune(tasks: Any, models: Mapping[str, Callable[[Mapping[str, Any]], Any]],
          space: Sequence[Mapping[str, Any]], *, search_seeds: int | Sequence[int] = 5,
          seeds: Sequence[int] | None = None, epoch_selection: str = "final",
          accept_budget: Budget | str | Sequence[int] | None = None,
+         incumbent: Any = None,
          runner: Callable[..., BenchmarkReport] | None = None,
          **run_kwargs: Any) -> TuneResult:
     """Search ``space`` for one model on one task, select on validation, confirm on fresh seeds.
@@ -156,6 +261,10 @@ def tune(tasks: Any, models: Mapping[str, Callable[[Mapping[str, Any]], Any]],
       score of a trial is the mean over search seeds of the validation metric at that epoch.
     - ``accept_budget``: the baseline's budget (``"16x5"``), when a gate should accept
       comparing across budgets (the verdict then states both).
+    - ``incumbent``: the baseline (``graphnetz_baseline()`` in a test, a report, or its
+      :class:`~.trials.TuningRecord`) whose search's winner the search keeps unless a
+      challenger beats it on validation (:func:`select_incumbent`); None, or a baseline not
+      written yet: the best mean wins. The record says which.
     - ``runner``: what trains (default ``run_benchmark``; in a test, ``graphnetz_run``);
       ``run_kwargs`` go to every run (device, cache_dir, epochs...).
     """
@@ -180,6 +289,8 @@ def tune(tasks: Any, models: Mapping[str, Callable[[Mapping[str, Any]], Any]],
     accepted = None if accept_budget is None else Budget.parse(accept_budget)
     if seeds is not None:
         _refuse_overlap(searched, tuple(int(s) for s in seeds))
+    base = incumbent_record(incumbent)
+    position = None if base is None else incumbent_trial(base, configs, name)
     reports, trials, direction = [], [], None
     for config in configs:
         settings = {k: config[k] for k in RUN_KEYS if k in config}
@@ -192,7 +303,12 @@ def tune(tasks: Any, models: Mapping[str, Callable[[Mapping[str, Any]], Any]],
         mean = math.fsum(values) / len(values)
         trials.append(Trial(config, mean, values))
         reports.append(report)
-    winner = select(trials, bool(direction))
+    if base is not None and base.task != task:
+        raise TuningError(f"the incumbent's search tuned task {base.task!r}, not {task!r}")
+    if position is None:
+        winner, reading = select(trials, bool(direction)), None
+    else:
+        winner, reading = select_incumbent(trials, position, bool(direction))
     confirm_kwargs = {**run_kwargs, **{k: configs[winner][k] for k in RUN_KEYS
                                        if k in configs[winner]}}
     if seeds is not None:
@@ -207,7 +323,7 @@ def tune(tasks: Any, models: Mapping[str, Callable[[Mapping[str, Any]], Any]],
         task, name, metric, bool(direction), epoch_selection, searched, tuple(trials), winner,
         tuple(confirmed.seeds), math.fsum(finite) / len(finite) if finite else math.nan,
         values, accepted_budget=accepted,
-        stability=winner_stability(trials, bool(direction)))
+        stability=winner_stability(trials, bool(direction)), incumbent=reading)
     confirmed.protocol[PROTOCOL_KEY] = record.to_dict()
     return TuneResult(confirmed, record, tuple(reports))
 
@@ -225,5 +341,6 @@ def _refuse_overlap(searched: Sequence[int], seeds: Sequence[int]) -> None:
         raise TuningError(problem)
 
 
-__all__ = ["CONFIG_ATTRIBUTE", "RUN_KEYS", "ConfiguredFactory", "TuneResult", "grid", "select",
-           "tune", "validation_scores", "winner_stability"]
+__all__ = ["CONFIG_ATTRIBUTE", "RUN_KEYS", "SELECTION_ALPHA", "ConfiguredFactory", "TuneResult",
+           "grid", "incumbent_record", "incumbent_trial", "select", "select_incumbent", "tune",
+           "validation_scores", "winner_stability"]

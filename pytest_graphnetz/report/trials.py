@@ -82,6 +82,35 @@ class Trial:
 
 
 @dataclass(frozen=True)
+class Incumbent:
+    """The incumbent rule's reading of one search: ``trial``, the index in this search's space of
+    the configuration the baseline's search had picked (the incumbent), kept unless a
+    challenger beat it on validation: per trial, ``diffs`` (mean paired difference of its
+    validation scores over the search seeds minus the incumbent's, in the metric's direction:
+    + = the challenger was better; 0 for the incumbent, None where a seed diverged) and
+    ``p_adjusted`` (one-sided paired t's p of "no better than the incumbent", Holm-adjusted over
+    the challengers tested; None for the incumbent and the untested); ``alpha``: the Holm
+    level a challenger's adjusted p must reach to displace it."""
+
+    trial: int
+    alpha: float
+    diffs: tuple[float | None, ...]
+    p_adjusted: tuple[float | None, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"trial": self.trial, "alpha": self.alpha, "diffs": list(self.diffs),
+                "p_adjusted": list(self.p_adjusted)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Incumbent:
+        def values(key: str) -> tuple[float | None, ...]:
+            return tuple(None if v is None else float(v) for v in data[key])
+
+        return cls(int(data["trial"]), float(data["alpha"]), values("diffs"),
+                   values("p_adjusted"))
+
+
+@dataclass(frozen=True)
 class TuningRecord:
     """One arm's search and confirmation (see the module docstring).
 
@@ -89,7 +118,9 @@ class TuningRecord:
     and ``confirmation_validation``: the winner's validation score per confirmation seed (None in
     a summary, which keeps ``confirmation_mean``); ``accepted_budget``: the other arm's budget,
     accepted explicitly for a comparison across budgets; ``stability``: the share of bootstrap
-    resamples of the search seeds that select the same winner (None: not measured).
+    resamples of the search seeds that select the same winner (None: not measured);
+    ``incumbent``: the incumbent rule's reading when the search was given the baseline's winner
+    (None: selected by the best mean alone).
     """
 
     task: str
@@ -106,6 +137,7 @@ class TuningRecord:
     split: str = VALIDATION
     accepted_budget: Budget | None = None
     stability: float | None = None
+    incumbent: Incumbent | None = None
     full: bool = field(default=True, compare=False)
 
     @property
@@ -132,10 +164,38 @@ class TuningRecord:
         steady = ("" if self.stability is None else
                   f", chosen in {100 * self.stability:.0f}% of resamples of the search seeds")
         return (f"{self.budget} on seeds {seed_list(self.search_seeds)}, selected on "
-                f"{self.split}; winner trial {self.winner} ({config}{steady}); optimism "
+                f"{self.split}{self.describe_incumbent()}; winner trial {self.winner} "
+                f"({config}{steady}); optimism "
                 f"{self.optimism:+.4g} (validation {self.trials[self.winner].mean:.4g} on the "
                 f"search seeds, {self.confirmation_mean:.4g} on confirmation seeds "
                 f"{seed_list(self.confirmation_seeds)})")
+
+    @property
+    def incumbent_kept(self) -> bool | None:
+        """Whether the incumbent rule kept the baseline's winner; None without an incumbent."""
+        return None if self.incumbent is None else self.winner == self.incumbent.trial
+
+    def describe_incumbent(self) -> str:
+        """What the incumbent rule did, as a clause of :meth:`describe` ("" without one)."""
+        rule = self.incumbent
+        if rule is None:
+            return ""
+        head = f" with the baseline's winner as incumbent (trial {rule.trial})"
+        if math.isnan(self.trials[rule.trial].mean):
+            return f"{head}, which diverged on a search seed, so the best mean won"
+        if self.winner == rule.trial:
+            tested = {i: (d, p) for i, (d, p) in enumerate(zip(rule.diffs, rule.p_adjusted,
+                                                                  strict=True))
+                      if d is not None and p is not None}
+            if not tested:
+                return f"{head}: kept, no challenger could be tested"
+            best = max(tested, key=lambda i: (tested[i][0], -i))
+            return (f"{head}: kept, no challenger beat it on validation at Holm level "
+                    f"{rule.alpha:g} (closest: trial {best}, {tested[best][0]:+.4g}, adjusted "
+                    f"p {tested[best][1]:.3g})")
+        diff, p = rule.diffs[self.winner], rule.p_adjusted[self.winner]
+        return (f"{head}: displaced by trial {self.winner}, {_signed(diff)} on validation over "
+                f"the search seeds (paired t, Holm-adjusted p {_fixed(p)} <= {rule.alpha:g})")
 
     def summary(self) -> TuningRecord:
         """The reviewable form committed baselines keep: no per-seed lists."""
@@ -163,6 +223,7 @@ class TuningRecord:
             "accepted_budget": None if self.accepted_budget is None else {
                 "trials": self.accepted_budget.trials, "seeds": self.accepted_budget.seeds},
             "stability": self.stability,
+            "incumbent": None if self.incumbent is None else self.incumbent.to_dict(),
         }
         if self.confirmation_validation is not None:
             out["confirmation"]["validation"] = [_json_float(v)
@@ -190,6 +251,8 @@ class TuningRecord:
                 accepted_budget=None if accepted is None
                 else Budget(int(accepted["trials"]), int(accepted["seeds"])),
                 stability=None if data.get("stability") is None else float(data["stability"]),
+                incumbent=None if data.get("incumbent") is None
+                else Incumbent.from_dict(data["incumbent"]),
                 full=data.get("record") != "summary")
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise TuningError(f"malformed tuning record ({type(exc).__name__}: {exc})") from exc
@@ -197,6 +260,14 @@ class TuningRecord:
 
 def _json_float(x: float) -> float | None:
     return None if math.isnan(x) else float(x)
+
+
+def _signed(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:+.4g}"
+
+
+def _fixed(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3g}"
 
 
 def _float(x: Any) -> float:
@@ -217,6 +288,12 @@ def record_problem(record: TuningRecord, seeds: Sequence[int], side: str) -> str
                 "test set is there to confirm, not to search; select on validation (tune does)")
     if not 0 <= record.winner < len(record.trials):
         return f"the {side}'s tuning record names winner trial {record.winner}, which it lacks"
+    if record.incumbent is not None and not (
+            0 <= record.incumbent.trial < len(record.trials)
+            and len(record.incumbent.diffs) == len(record.incumbent.p_adjusted)
+            == len(record.trials)):
+        return (f"the {side}'s tuning record names incumbent trial {record.incumbent.trial} "
+                f"of {len(record.trials)}, or per-trial lists of another length")
     return overlap_problem(record.search_seeds, seeds, side)
 
 
@@ -253,6 +330,6 @@ def budget_problem(candidate: TuningRecord | None, baseline: TuningRecord | None
     return None, f"{lead}: candidate {cand}, baseline {base}"
 
 
-__all__ = ["PROTOCOL_KEY", "SEARCH_SEED_BASE", "VALIDATION", "Budget", "Trial", "TuningError",
-           "TuningRecord", "budget_problem", "overlap_problem", "record_of", "record_problem",
-           "search_seeds"]
+__all__ = ["PROTOCOL_KEY", "SEARCH_SEED_BASE", "VALIDATION", "Budget", "Incumbent", "Trial",
+           "TuningError", "TuningRecord", "budget_problem", "overlap_problem", "record_of",
+           "record_problem", "search_seeds"]

@@ -1,6 +1,7 @@
 """Tune, then confirm inside a real pytest session (pytester): ``tune(..., runner=graphnetz_run)``
 confirms on the session's seeds, a refresh keeps the search's summary in the baseline, the
-report dir keeps every trial × seed, and a search on another budget is refused."""
+report dir keeps every trial × seed, a search given ``incumbent=graphnetz_baseline()`` keeps
+the baseline's winner, and a search on another budget is refused."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def build(config):
 
 def test_tuned(graphnetz_run, graphnetz_baseline):
     tuned = tune(toy.TASKS, {{"GCN": build}}, grid(hidden=[4, 16], lr=[0.05, 0.01]),
-                 search_seeds={search}, runner=graphnetz_run)
+                 search_seeds={search}, runner=graphnetz_run, incumbent=graphnetz_baseline())
     assert tuned.report.seeds == (0, 1, 2, 3)
     assert_not_worse(tuned.report, graphnetz_baseline())
 """
@@ -61,6 +62,7 @@ def test_tune_in_a_session_refreshes_gates_and_refuses_another_budget(
     assert kept["record"] == "summary" and kept["budget"] == {"trials": 4, "seeds": 2}
     assert kept["confirmation"]["seeds"] == [0, 1, 2, 3]
     assert all(s >= 2**31 for s in kept["search_seeds"])
+    assert kept["incumbent"] is None                 # no baseline yet: the best mean won
 
     again = pytester.runpytest("--graphnetz-report-dir=saved", "-v")
     again.assert_outcomes(passed=1)
@@ -70,6 +72,8 @@ def test_tune_in_a_session_refreshes_gates_and_refuses_another_budget(
     assert full["record"] == "full"
     assert [len(t["validation"]) for t in full["trials"]] == [2, 2, 2, 2]
     assert len(full["confirmation"]["validation"]) == 4
+    # the search was given the baseline's winner, and kept it
+    assert full["incumbent"]["trial"] == full["winner"] == kept["winner"]
 
     pytester.makepyfile(test_tuned=TUNED_TEST.format(search=3))
     refused = pytester.runpytest()
