@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
-from tests.test_tuning import gate
+from tests.fast.test_tuning import gate
 
 from pytest_graphnetz import BenchmarkReport
 from pytest_graphnetz.gates.baselines import BaselineHandle
