@@ -11,7 +11,6 @@ import pytest
 
 from pytest_graphnetz import BenchmarkReport
 from pytest_graphnetz.base.text import fmt_num
-from pytest_graphnetz.cli import main
 from pytest_graphnetz.cli.bisection.search import (
     DEFAULT_MAX_SEEDS,
     REGRESSED,
@@ -22,6 +21,7 @@ from pytest_graphnetz.cli.bisection.search import (
     look_alphas,
     seed_schedule,
 )
+from pytest_graphnetz.cli.main import main
 
 SEEDS = np.arange(100)
 

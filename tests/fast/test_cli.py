@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pytest_graphnetz import BenchmarkReport
-from pytest_graphnetz.cli import main as cli_main
+from pytest_graphnetz.cli.main import main as cli_main
 from tests.helpers.cli import BASE, FIRST_LOOK, write
 
 

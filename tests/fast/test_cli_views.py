@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from pytest_graphnetz.cli import main
+from pytest_graphnetz.cli.main import main
 from tests.helpers import cli_views as shared  # noqa: E402
 from tests.helpers.cli_views import LATEX, X, small_report
 

@@ -181,7 +181,7 @@ def test_code_blocks_and_escapes_hold() -> None:
 
 def test_compare_markdown_is_fenced_and_escaped(tmp_path, capsys) -> None:
     from pytest_graphnetz import BenchmarkReport
-    from pytest_graphnetz.cli import main
+    from pytest_graphnetz.cli.main import main
 
     model = "a````b <img src=x> @octocat"
     for file, shift in (("base.json", 0.0), ("cand.json", -0.05)):
@@ -316,7 +316,7 @@ def test_prune_lists_then_removes_the_unused_cells(pytester: pytest.Pytester,
 def test_prune_refuses_to_refresh(capsys) -> None:
     """Prune reads the gates as they are: a refresh in the same run would make every cell
     look used (and rewrite the files), so it is refused before pytest starts."""
-    from pytest_graphnetz.cli import main
+    from pytest_graphnetz.cli.main import main
 
     assert main(["prune", "--yes", "--graphnetz-update-baselines"]) == 2
     assert "refresh with `graphnetz refresh` first, then prune" in capsys.readouterr().err
@@ -490,7 +490,7 @@ def test_gated():
 def test_compare_reads_the_gates_settings_from_the_saved_report(
         pytester: pytest.Pytester, capsys: pytest.CaptureFixture) -> None:
     from pytest_graphnetz import BenchmarkReport
-    from pytest_graphnetz.cli import main
+    from pytest_graphnetz.cli.main import main
 
     declare_six_seeds(pytester)
     pytester.makepyfile(test_gate=GATED)

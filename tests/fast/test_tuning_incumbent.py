@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
-from tests.fast.test_tuning import gate
 
 from pytest_graphnetz import BenchmarkReport
 from pytest_graphnetz.gates.baselines import BaselineHandle
@@ -18,6 +17,7 @@ from pytest_graphnetz.gates.tuning import SELECTION_ALPHA, select_incumbent, tun
 from pytest_graphnetz.gates.verdicts.values import GateRefusal
 from pytest_graphnetz.report.epochs import History, MetricSpec
 from pytest_graphnetz.report.trials import Trial, TuningError, TuningRecord, record_of
+from tests.fast.test_tuning import gate
 
 ACC = MetricSpec.from_name("accuracy")
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from pytest_graphnetz.base.text import fmt_num
-from pytest_graphnetz.cli import main
+from pytest_graphnetz.cli.main import main
 from tests.helpers.bisect import commit
 
 # -- `graphnetz bisect` in a scratch git repository ------------------------------------------------
