@@ -44,7 +44,7 @@ def installed_roots() -> tuple[str, ...]:
     """Where installed code lives: the standard library, site-packages, and this package."""
     paths = sysconfig.get_paths()
     roots = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
-    roots.add(str(Path(__file__).resolve().parent))
+    roots.add(str(Path(__file__).resolve().parents[2]))   # pytest_graphnetz/, from cli/bisection/
     return tuple(sorted(str(Path(r).resolve()) + os.sep for r in roots))
 
 

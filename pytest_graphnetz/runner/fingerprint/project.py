@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
+import pytest_graphnetz
 from pytest_graphnetz.runner.fingerprint.interpreter import installed_version
 
 
@@ -483,8 +484,7 @@ def _library_dirs() -> tuple[str, ...]:
     # pytest-graphnetz itself counts by its version (and its built-in trainers by their code,
     # in the trainer's identity), also when run from a checkout: hashing its 40 modules would
     # cost every session here a second.
-    # (this file is pytest_graphnetz/runner/fingerprint/project.py: the package is two levels up)
-    dirs.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    dirs.append(os.path.dirname(os.path.abspath(pytest_graphnetz.__file__)))
     return tuple(sorted({os.path.realpath(d) for d in dirs if d}))
 
 
