@@ -25,7 +25,6 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
-import pytest_graphnetz
 from pytest_graphnetz.cli.bisection.probe_server import tie_to_parent
 from pytest_graphnetz.cli.bisection.search import (
     DEFAULT_MAX_SEEDS,
@@ -217,7 +216,7 @@ class GitProbe:
         self.runs = 0
         self.env = dict(os.environ)
         # The folder that holds this package, so each probe imports this very checkout.
-        here = str(Path(pytest_graphnetz.__file__).resolve().parents[1])
+        here = str(Path(sys.modules["pytest_graphnetz"].__file__ or "").resolve().parents[1])
         self.env["PYTHONPATH"] = os.pathsep.join(
             [here, *([self.env["PYTHONPATH"]] if self.env.get("PYTHONPATH") else [])])
         self.server = (WarmServer(self.env, workspace.root) if warm and hasattr(os, "fork")

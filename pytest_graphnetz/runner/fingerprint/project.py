@@ -15,7 +15,6 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
-import pytest_graphnetz
 from pytest_graphnetz.runner.fingerprint.interpreter import installed_version
 
 
@@ -484,7 +483,8 @@ def _library_dirs() -> tuple[str, ...]:
     # pytest-graphnetz itself counts by its version (and its built-in trainers by their code,
     # in the trainer's identity), also when run from a checkout: hashing its 40 modules would
     # cost every session here a second.
-    dirs.append(os.path.dirname(os.path.abspath(pytest_graphnetz.__file__)))
+    # (the package is loaded, this module being in it: asked where, not climbed to)
+    dirs.append(os.path.dirname(os.path.abspath(sys.modules["pytest_graphnetz"].__file__ or "")))
     return tuple(sorted({os.path.realpath(d) for d in dirs if d}))
 
 
