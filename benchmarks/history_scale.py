@@ -120,7 +120,7 @@ def main() -> None:
         for i in range(args.repeats):
             out = Path(tmp) / f"page{i}"
             started, started_cpu = time.perf_counter(), cpu_seconds()
-            done = subprocess.run([sys.executable, "-m", "pytest_graphnetz.cli.main", "history",
+            done = subprocess.run([sys.executable, "-m", "pytest_graphnetz.cli", "history",
                                    str(root), "-o", str(out)], capture_output=True, text=True)
             runs.append(time.perf_counter() - started)
             cpu.append(cpu_seconds() - started_cpu)

@@ -343,6 +343,3 @@ def _one_line(exc: BaseException) -> str:
         text = f"{exc.filename}: {exc.strerror}"
     return text or type(exc).__name__
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -77,6 +77,7 @@ def test_the_top_level_is_the_layers_folders_and_a_few_modules():
         assert match, f"{folder.name}/__init__.py: its docstring must start 'Layer N of M'"
         assert "import" in doc, f"{folder.name}/__init__.py: say what the layer may import"
         numbers[folder.name] = int(match.group(1))
+        assert int(match.group(2)) == len(layer_folders()), f"{folder.name}: M is the layer count"
     # The folders' numbers are the order of the top-level import contract (pyproject.toml).
     contract = re.search(r'containers = \["pytest_graphnetz"\]\nlayers = \[(.*?)\]',
                          (ROOT / "pyproject.toml").read_text(encoding="utf-8"), re.S)

@@ -269,7 +269,7 @@ def test_reports_are_read_as_the_report_reads_them(tmp_path) -> None:
 def test_the_command_exits_2_on_a_folder_without_commits(pytester: pytest.Pytester) -> None:
     """The installed command's exit status and message, from a fresh interpreter."""
     (pytester.path / "history" / "c1").mkdir(parents=True)
-    result = pytester.run(sys.executable, "-m", "pytest_graphnetz.cli.main", "history", "history",
+    result = pytester.run(sys.executable, "-m", "pytest_graphnetz.cli", "history", "history",
                           "-o", "page")
     assert result.ret == 2
     assert "commit.json: missing" in result.stderr.str()

@@ -23,7 +23,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, cast
 
 from pytest_graphnetz.cli.bisection.probe_server import tie_to_parent
 from pytest_graphnetz.cli.bisection.search import (
@@ -216,7 +216,7 @@ class GitProbe:
         self.runs = 0
         self.env = dict(os.environ)
         # The folder that holds this package, so each probe imports this very checkout.
-        here = str(Path(sys.modules["pytest_graphnetz"].__file__ or "").resolve().parents[1])
+        here = str(Path(cast(str, sys.modules["pytest_graphnetz"].__file__)).resolve().parents[1])
         self.env["PYTHONPATH"] = os.pathsep.join(
             [here, *([self.env["PYTHONPATH"]] if self.env.get("PYTHONPATH") else [])])
         self.server = (WarmServer(self.env, workspace.root) if warm and hasattr(os, "fork")

@@ -13,7 +13,7 @@ import sys
 import types
 import warnings
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 from pytest_graphnetz.runner.fingerprint.interpreter import installed_version
 
@@ -484,7 +484,8 @@ def _library_dirs() -> tuple[str, ...]:
     # in the trainer's identity), also when run from a checkout: hashing its 40 modules would
     # cost every session here a second.
     # (the package is loaded, this module being in it: asked where, not climbed to)
-    dirs.append(os.path.dirname(os.path.abspath(sys.modules["pytest_graphnetz"].__file__ or "")))
+    package = cast(str, sys.modules["pytest_graphnetz"].__file__)
+    dirs.append(os.path.dirname(os.path.abspath(package)))
     return tuple(sorted({os.path.realpath(d) for d in dirs if d}))
 
 
