@@ -18,6 +18,11 @@ from typing import Any, cast
 from pytest_graphnetz.runner.fingerprint.interpreter import installed_version
 
 
+class FingerprintError(RuntimeError):
+    """The project code of a run could not be read for its cache key; the message names the
+    module and the script or callable that imports it."""
+
+
 def project_code_key(targets: Iterable[Any]) -> str:
     """sha256 hex of the project code ``targets`` depend on, for a cache key.
 
@@ -60,17 +65,22 @@ def project_code_files(targets: Iterable[Any]) -> frozenset[str]:
     return _walk(targets)[2]
 
 
-def _walk(targets: Iterable[Any]) -> tuple[set[str], set[str], frozenset[str]]:
+def _walk(targets: Iterable[Any]) -> tuple[set[str], dict[str, str | None], frozenset[str]]:
     """``(digests, library top-level names, files)`` of the project code ``targets`` reach."""
     digests: set[str] = set()
-    libraries: set[str] = set()
+    libraries: dict[str, str | None] = {}
     whole: list[_Where] = []
     reach = _Reach(digests, libraries, whole)
-    for target in targets:
-        reach.add_target(target)
-    reach.run()
     seen: set[str] = set()
-    _whole_closure(whole, digests, libraries, seen)
+    targets = list(targets)
+    try:
+        for target in targets:
+            reach.add_target(target)
+        reach.run()
+        _whole_closure(whole, digests, libraries, seen)
+    except FingerprintError as exc:
+        named = ", ".join(_label(t) for t in targets)
+        raise FingerprintError(f"{exc}, reached from {named}") from exc.__cause__
     return digests, libraries, frozenset(reach.visited | seen)
 
 
@@ -86,7 +96,8 @@ class _Reach:
     ``import_module``, and one whose classes may register themselves on creation go to
     ``whole`` (counted whole, with everything it imports)."""
 
-    def __init__(self, digests: set[str], libraries: set[str], whole: list[_Where]) -> None:
+    def __init__(self, digests: set[str], libraries: dict[str, str | None],
+                 whole: list[_Where]) -> None:
         self.digests, self.libraries, self.whole = digests, libraries, whole
         self.todo: list[tuple[_Where, str, tuple[str, ...]]] = []
         self.visited: set[str] = set()
@@ -98,7 +109,7 @@ class _Reach:
 
         name, file, _, _ = where
         if file is None or not is_project_file(file):
-            self.libraries.add(name.partition(".")[0])
+            _count_library(self.libraries, where)
             return None
         try:
             st = os.stat(file)
@@ -261,11 +272,33 @@ class _Reach:
             self.info(current)
             rest.pop(0)
         if current[1] is None or not is_project_file(current[1]):
-            self.libraries.add(current[0].partition(".")[0])
+            _count_library(self.libraries, current)
         elif rest:
             self.todo.append((current, rest[0], tuple(rest[1:])))
         else:
             self.whole.append(current)   # the module object itself is used
+
+
+def _count_library(libraries: dict[str, str | None], where: _Where) -> None:
+    """Count module ``where`` (not a project file) by its library's version; a namespace package
+    of the project (a folder without ``__init__.py``) holds no code and is no library."""
+    name, file, search, fresh = where
+    top = name.partition(".")[0]
+    if file is None:
+        spec = None if name in sys.modules and not fresh else _find_spec(name, search, fresh)
+        portions = [] if spec is None or spec.loader is not None else \
+            list(spec.submodule_search_locations or ())
+        if portions and not any(in_library_location(p) for p in portions):
+            return
+    if libraries.get(top) is None:
+        libraries[top] = file
+
+
+def _label(target: Any) -> str:
+    """How an error names ``target``: a script's path, a callable's module and name."""
+    if isinstance(target, (str, os.PathLike)):
+        return os.fspath(target)
+    return f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', target)}"
 
 
 def _stamp(file: str | None) -> tuple[str, int, int]:
@@ -273,13 +306,13 @@ def _stamp(file: str | None) -> tuple[str, int, int]:
     return file or "", st.st_mtime_ns, st.st_size
 
 
-def _whole_closure(todo: list[_Where], digests: set[str], libraries: set[str],
+def _whole_closure(todo: list[_Where], digests: set[str], libraries: dict[str, str | None],
                    seen: set[str]) -> None:
     """Each module of ``todo`` whole, and every module it imports, transitively."""
     while todo:
         name, file, search, fresh = todo.pop()
         if file is None or not is_project_file(file):
-            libraries.add(name.partition(".")[0])
+            _count_library(libraries, (name, file, search, fresh))
             continue
         if file in seen:
             continue
@@ -332,12 +365,31 @@ def _target_module(target: Any) -> tuple[str, str | None, tuple[str, ...], bool]
 
 def _script_search_path(script: str) -> tuple[str, ...]:
     """Where a new process running ``script`` finds its imports: the script's directory (links
-    resolved, as Python does), ``$PYTHONPATH``, then this interpreter's library directories.
-    Not the rest of this process's ``sys.path``: ``python -m pytest`` adds the current
-    directory there and ``pytest`` its ``bin`` directory, and neither reaches the script."""
+    resolved, as Python does), ``$PYTHONPATH``, then what this interpreter's start-up adds
+    (its library directories and the folders ``.pth`` files add: an editable install's
+    ``src/``). Not the rest of this process's ``sys.path``: ``python -m pytest`` adds the
+    current directory there and ``pytest`` its ``bin`` directory, and neither reaches the
+    script."""
     extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    return (os.path.dirname(os.path.realpath(script)), *extra,
-            *(p for p in sys.path if p and in_library_location(p)))
+    return (os.path.dirname(os.path.realpath(script)), *extra, *_startup_path())
+
+
+@functools.lru_cache(maxsize=1)
+def _startup_path() -> tuple[str, ...]:
+    """The ``sys.path`` a new process of this interpreter starts with, without ``$PYTHONPATH``
+    and the script's folder: asked of one such process (``site`` runs ``.pth`` files, which can
+    import code, so it is not replayed here); this process's library entries if it fails."""
+    import json
+    import subprocess
+
+    try:
+        done = subprocess.run([sys.executable, "-E", "-c",
+                               "import json, sys; print(json.dumps(sys.path[1:]))"],
+                              capture_output=True, text=True, timeout=60, check=True,
+                              cwd=os.path.dirname(sys.executable) or None)
+        return tuple(p for p in json.loads(done.stdout) if isinstance(p, str) and p)
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return tuple(p for p in sys.path if p and in_library_location(p))
 
 
 def _source_file(file: str | None) -> str | None:
@@ -360,9 +412,12 @@ def _locate(name: str, search: tuple[str, ...], fresh: bool) -> tuple[bool, str 
 
 
 def _find_spec(name: str, search: tuple[str, ...], fresh: bool) -> Any:
-    """The spec of ``name`` found on the file system, importing nothing (None: not found)."""
-    from importlib.machinery import PathFinder
+    """The spec of ``name`` found on the file system, importing nothing (None: not found).
 
+    Searched path entry by path entry, as :class:`importlib.machinery.PathFinder` does but
+    without its namespace wrapper: that one asks ``sys.modules`` for the parent package, which
+    a module never imported is not in (``KeyError: 'src'`` for ``src.models``, a namespace
+    package two levels deep). A namespace package's locations are a plain list here."""
     parent = name.rpartition(".")[0]
     if parent:
         imported = None if fresh else sys.modules.get(parent)
@@ -375,9 +430,75 @@ def _find_spec(name: str, search: tuple[str, ...], fresh: bool) -> Any:
             return None
         search = tuple(locations)
     try:
-        return PathFinder.find_spec(name, list(search))
+        spec = _path_spec(name, search)
     except (ImportError, ValueError, OSError):
         return None
+    except Exception as exc:   # an import hook's own failure: say which module, not KeyError
+        raise FingerprintError(
+            f"cannot locate module `{name}` for the cache key ({type(exc).__name__}: {exc})"
+            ) from exc
+    if spec is None and not parent:
+        spec = _hook_spec(name)
+    return spec
+
+
+def _path_spec(name: str, search: tuple[str, ...]) -> Any:
+    """``name``'s spec from the entries of ``search``: the first module or regular package,
+    else a namespace package over every portion found (Python's rule)."""
+    from importlib.machinery import ModuleSpec
+
+    portions: list[str] = []
+    for entry in search:
+        finder = _entry_finder(entry)
+        spec = None if finder is None else finder.find_spec(name)
+        if spec is None:
+            continue
+        if spec.loader is not None:
+            return spec
+        portions.extend(spec.submodule_search_locations or ())
+    if not portions:
+        return None
+    namespace = ModuleSpec(name, None, is_package=True)
+    namespace.submodule_search_locations = portions
+    return namespace
+
+
+def _entry_finder(entry: str) -> Any:
+    """The path entry finder of ``entry`` (a directory, a zip file), as the import system makes
+    it: from ``sys.path_importer_cache``, else from ``sys.path_hooks`` (cached there, as
+    :class:`~importlib.machinery.PathFinder` caches it)."""
+    entry = entry or os.getcwd()
+    if entry in sys.path_importer_cache:
+        return sys.path_importer_cache[entry]
+    for hook in sys.path_hooks:
+        try:
+            finder = hook(entry)
+        except ImportError:
+            continue
+        sys.path_importer_cache[entry] = finder
+        return finder
+    return None
+
+
+def _hook_spec(name: str) -> Any:
+    """The spec of top-level ``name`` from an import hook that is not a path search: an editable
+    install's finder (setuptools, scikit-build-core, meson-python map names to the project's
+    folders). Python's own finders and pytest's assertion rewriter (which finds test modules on
+    this process's path, not the script's) are left out."""
+    from importlib.machinery import BuiltinImporter, FrozenImporter, PathFinder
+
+    for finder in sys.meta_path:
+        if finder in (BuiltinImporter, FrozenImporter, PathFinder) or \
+                str(getattr(finder, "__module__", "")).startswith(("_pytest.", "_distutils_hack")):
+            continue
+        find = getattr(finder, "find_spec", None)
+        if find is None:
+            continue
+        with contextlib.suppress(ImportError, ValueError, OSError):
+            spec = find(name, None)
+            if spec is not None:
+                return spec
+    return None
 
 
 def _absolute_imports(imports: tuple[tuple[str, int, tuple[str, ...]], ...],
@@ -461,12 +582,55 @@ def is_project_file(path: str | os.PathLike) -> bool:
 @functools.lru_cache(maxsize=16384)
 def in_library_location(path: str) -> bool:
     """Whether ``path`` lies in this interpreter's standard library or site-packages, in any
-    directory named ``site-packages`` or ``dist-packages``, or in pytest-graphnetz itself."""
+    directory named ``site-packages`` or ``dist-packages``, in pytest-graphnetz itself, or in a
+    library installed into a folder of the project (``pip install --target vendor``, or a
+    vendored wheel: its folder holds the ``*.dist-info`` that lists it)."""
     real = os.path.realpath(path)
     parts = real.split(os.sep)
     if "site-packages" in parts or "dist-packages" in parts:
         return True
-    return any(real == d or real.startswith(d + os.sep) for d in _library_dirs())
+    if any(real == d or real.startswith(d + os.sep) for d in _library_dirs()):
+        return True
+    return _installed_into(real) is not None
+
+
+def _installed_into(real: str) -> tuple[str, str] | None:
+    """``(folder, top-level name)`` when the resolved path ``real`` belongs to a distribution
+    installed into ``folder`` (one of its parents), by the ``*.dist-info`` records there."""
+    parts = real.split(os.sep)
+    for i in range(len(parts) - 1, 0, -1):
+        folder, top = os.sep.join(parts[:i]) or os.sep, parts[i]
+        top = top[:-3] if top.endswith(".py") else top
+        if top in _installed_tops(folder):
+            return folder, top
+    return None
+
+
+def _installed_tops(folder: str) -> dict[str, str]:
+    """``{top-level name: "distribution version"}`` of the distributions whose ``*.dist-info``
+    lies in ``folder`` (their RECORD lists their files); empty for almost every folder."""
+    try:
+        return _installed_tops_at(folder, os.stat(folder).st_mtime_ns)
+    except OSError:
+        return {}
+
+
+@functools.lru_cache(maxsize=4096)
+def _installed_tops_at(folder: str, mtime_ns: int) -> dict[str, str]:
+    """:func:`_installed_tops` of ``folder`` at this version of its listing (an upgrade
+    replaces the ``*.dist-info`` folder, so the listing's mtime keys the memo)."""
+    import importlib.metadata
+
+    if not any(n.endswith(".dist-info") for n in os.listdir(folder)):
+        return {}
+    tops: dict[str, str] = {}
+    for dist in importlib.metadata.distributions(path=[folder]):
+        label = f"{dist.metadata['Name'] or '?'} {dist.version}"
+        for file in dist.files or ():
+            first = file.parts[0] if file.parts else ""
+            if first and first != ".." and not first.endswith((".dist-info", ".data")):
+                tops[first[:-3] if first.endswith(".py") else first] = label
+    return tops
 
 
 @functools.lru_cache(maxsize=1)
@@ -489,12 +653,16 @@ def _library_dirs() -> tuple[str, ...]:
     return tuple(sorted({os.path.realpath(d) for d in dirs if d}))
 
 
-def _library_versions(tops: set[str]) -> list[str]:
-    """``top==version`` for each non-stdlib top-level module in ``tops``: the version of the
-    installed distribution that provides it ("?" when none does).
-
-    Read from the installation, never from the imported module: a process that has imported
-    ``xdist`` and one that has not must give one key (before, the first read ``__version__``
-    and the second looked for a distribution named ``xdist``, found none, and wrote "?")."""
-    return [f"{top}=={installed_version(top)}"
-            for top in sorted(tops - set(sys.stdlib_module_names) - {"", "__main__"})]
+def _library_versions(libraries: dict[str, str | None]) -> list[str]:
+    """``top==version`` for each non-stdlib top-level module of ``libraries`` (name → a source
+    file of it, or None): the version of the distribution that provides it ("?" when none does),
+    read from the installation, never from the imported module (a process that has imported
+    ``xdist`` and one that has not must give one key). A library installed into a project folder
+    (``pip install --target``) counts by the ``*.dist-info`` beside it."""
+    out = []
+    for top in sorted(set(libraries) - set(sys.stdlib_module_names) - {"", "__main__"}):
+        file = libraries[top]
+        into = None if file is None else _installed_into(os.path.realpath(file))
+        version = _installed_tops(into[0])[into[1]] if into else installed_version(top)
+        out.append(f"{top}=={version}")
+    return out
