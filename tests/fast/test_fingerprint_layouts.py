@@ -24,7 +24,7 @@ import pytest_graphnetz.runner.command  # noqa: E402, F401
 from pytest_graphnetz import assert_not_worse  # noqa: E402, F401
 from pytest_graphnetz.runner import TripleError  # noqa: E402, F401
 from pytest_graphnetz.runner.fingerprint import project_code_files, project_code_key  # noqa: E402
-from pytest_graphnetz.runner.fingerprint.project import FingerprintError  # noqa: E402
+from pytest_graphnetz.runner.fingerprint.locate import FingerprintError  # noqa: E402
 
 # the one-script project and its gate
 from tests.fast.test_command_inputs import GATES, PROJECT  # noqa: E402

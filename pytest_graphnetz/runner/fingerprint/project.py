@@ -13,14 +13,23 @@ import sys
 import types
 import warnings
 from collections.abc import Iterable
-from typing import Any, cast
+from typing import Any
 
 from pytest_graphnetz.runner.fingerprint.interpreter import installed_version
-
-
-class FingerprintError(RuntimeError):
-    """The project code of a run could not be read for its cache key; the message names the
-    module and the script or callable that imports it."""
+from pytest_graphnetz.runner.fingerprint.libraries import (
+    in_environment,
+    in_library_location,
+    installed_into,
+    installed_tops,
+)
+from pytest_graphnetz.runner.fingerprint.locate import (
+    FingerprintError,
+    absolute_imports,
+    find_spec,
+    locate,
+    script_search_path,
+    source_file,
+)
 
 
 def project_code_key(targets: Iterable[Any]) -> str:
@@ -176,7 +185,7 @@ class _Reach:
         name, _, search, fresh = where
         parts = name.split(".")
         for i in range(1, len(parts)):
-            found, file = _locate(".".join(parts[:i]), search, fresh)
+            found, file = locate(".".join(parts[:i]), search, fresh)
             if found:
                 self.info((".".join(parts[:i]), file, search, fresh))
 
@@ -234,16 +243,16 @@ class _Reach:
         name, file, _, _ = where
         package = name if os.path.basename(file or "") == "__init__.py" else \
             name.rpartition(".")[0]
-        resolved = _absolute_imports(((binding.module, binding.level, ()),), package)
+        resolved = absolute_imports(((binding.module, binding.level, ()),), package)
         return resolved[0][0] if resolved else ""
 
     def resolve_module(self, where: _Where, binding: Any) -> _Where | None:
         module = self.absolute(where, binding)
         if binding.member is not None:
-            found, file = _locate(f"{module}.{binding.member}", where[2], where[3])
+            found, file = locate(f"{module}.{binding.member}", where[2], where[3])
             if found:
                 return (f"{module}.{binding.member}", file, where[2], where[3])
-        found, file = _locate(module, where[2], where[3]) if module else (False, None)
+        found, file = locate(module, where[2], where[3]) if module else (False, None)
         return (module, file, where[2], where[3]) if found else None
 
     def follow(self, where: _Where, binding: Any, attrs: tuple[str, ...]) -> None:
@@ -253,7 +262,7 @@ class _Reach:
         if not module:
             return
         _, search, fresh = where[1], where[2], where[3]
-        found, file = _locate(module, search, fresh)
+        found, file = locate(module, search, fresh)
         if not found:
             return
         current: _Where = (module, file, search, fresh)
@@ -261,11 +270,11 @@ class _Reach:
         rest = list(attrs) if binding.member is None else [binding.member, *attrs]
         if binding.member is None and "." in module:   # `import a.b` binds a: start at a
             top = module.partition(".")[0]
-            found, file = _locate(top, search, fresh)
+            found, file = locate(top, search, fresh)
             current = (top, file, search, fresh)
         while rest:
             sub = f"{current[0]}.{rest[0]}"
-            found, file = _locate(sub, search, fresh)
+            found, file = locate(sub, search, fresh)
             if not found:
                 break
             current = (sub, file, search, fresh)
@@ -285,7 +294,7 @@ def _count_library(libraries: dict[str, str | None], where: _Where) -> None:
     name, file, search, fresh = where
     top = name.partition(".")[0]
     if file is None:
-        spec = None if name in sys.modules and not fresh else _find_spec(name, search, fresh)
+        spec = None if name in sys.modules and not fresh else find_spec(name, search, fresh)
         portions = [] if spec is None or spec.loader is not None else \
             list(spec.submodule_search_locations or ())
         if portions and not any(in_library_location(p) for p in portions):
@@ -325,10 +334,10 @@ def _whole_closure(todo: list[_Where], digests: set[str], libraries: dict[str, s
             continue
         digests.add(digest)
         package = name if os.path.basename(file) == "__init__.py" else name.rpartition(".")[0]
-        for module, members in _absolute_imports(imports, package):
+        for module, members in absolute_imports(imports, package):
             parts = module.split(".")
             for i in range(1, len(parts) + 1):  # `import a.b` runs a/__init__.py too
-                found, found_file = _locate(".".join(parts[:i]), search, fresh)
+                found, found_file = locate(".".join(parts[:i]), search, fresh)
                 if found:
                     todo.append((".".join(parts[:i]), found_file, search, fresh))
             if found and found_file is not None and is_project_file(found_file) \
@@ -336,7 +345,7 @@ def _whole_closure(todo: list[_Where], digests: set[str], libraries: dict[str, s
                 # `from package import name`: name may be a submodule (of a project package
                 # only: a library's submodules count through its version already).
                 for member in members:
-                    found, found_file = _locate(f"{module}.{member}", search, fresh)
+                    found, found_file = locate(f"{module}.{member}", search, fresh)
                     if found:
                         todo.append((f"{module}.{member}", found_file, search, fresh))
 
@@ -347,7 +356,7 @@ def _target_module(target: Any) -> tuple[str, str | None, tuple[str, ...], bool]
     this process's ``sys.modules``)."""
     if isinstance(target, (str, os.PathLike)):
         path = os.path.abspath(os.fspath(target))
-        return "__main__", _source_file(path), _script_search_path(path), True
+        return "__main__", source_file(path), script_search_path(path), True
     while isinstance(target, functools.partial):
         target = target.func
     module: types.ModuleType | None
@@ -359,162 +368,8 @@ def _target_module(target: Any) -> tuple[str, str | None, tuple[str, ...], bool]
         module = sys.modules.get(getattr(owner, "__module__", None) or "")
     if module is None:
         return "", None, tuple(sys.path), False
-    return (module.__name__, _source_file(getattr(module, "__file__", None)), tuple(sys.path),
+    return (module.__name__, source_file(getattr(module, "__file__", None)), tuple(sys.path),
             False)
-
-
-def _script_search_path(script: str) -> tuple[str, ...]:
-    """Where a new process running ``script`` finds its imports: the script's directory (links
-    resolved, as Python does), ``$PYTHONPATH``, then what this interpreter's start-up adds
-    (its library directories and the folders ``.pth`` files add: an editable install's
-    ``src/``). Not the rest of this process's ``sys.path``: ``python -m pytest`` adds the
-    current directory there and ``pytest`` its ``bin`` directory, and neither reaches the
-    script."""
-    extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    return (os.path.dirname(os.path.realpath(script)), *extra, *_startup_path())
-
-
-@functools.lru_cache(maxsize=1)
-def _startup_path() -> tuple[str, ...]:
-    """The ``sys.path`` a new process of this interpreter starts with, without ``$PYTHONPATH``
-    and the script's folder: asked of one such process (``site`` runs ``.pth`` files, which can
-    import code, so it is not replayed here); this process's library entries if it fails."""
-    import json
-    import subprocess
-
-    try:
-        done = subprocess.run([sys.executable, "-E", "-c",
-                               "import json, sys; print(json.dumps(sys.path[1:]))"],
-                              capture_output=True, text=True, timeout=60, check=True,
-                              cwd=os.path.dirname(sys.executable) or None)
-        return tuple(p for p in json.loads(done.stdout) if isinstance(p, str) and p)
-    except (OSError, subprocess.SubprocessError, ValueError):
-        return tuple(p for p in sys.path if p and in_library_location(p))
-
-
-def _source_file(file: str | None) -> str | None:
-    """The absolute path of ``file`` when it is Python source (not bytecode or a C extension)."""
-    if not file or not file.endswith(".py"):
-        return None
-    return os.path.abspath(file)
-
-
-def _locate(name: str, search: tuple[str, ...], fresh: bool) -> tuple[bool, str | None]:
-    """Whether module ``name`` exists, and its source file (None: builtin, extension...);
-    ``fresh``: as a new process would find it, ignoring ``sys.modules``."""
-    module = None if fresh else sys.modules.get(name)
-    if module is not None:
-        return True, _source_file(getattr(module, "__file__", None))
-    spec = _find_spec(name, search, fresh)
-    if spec is None:
-        return False, None
-    return True, _source_file(spec.origin if spec.has_location else None)
-
-
-def _find_spec(name: str, search: tuple[str, ...], fresh: bool) -> Any:
-    """The spec of ``name`` found on the file system, importing nothing (None: not found).
-
-    Searched path entry by path entry, as :class:`importlib.machinery.PathFinder` does but
-    without its namespace wrapper: that one asks ``sys.modules`` for the parent package, which
-    a module never imported is not in (``KeyError: 'src'`` for ``src.models``, a namespace
-    package two levels deep). A namespace package's locations are a plain list here."""
-    parent = name.rpartition(".")[0]
-    if parent:
-        imported = None if fresh else sys.modules.get(parent)
-        if imported is not None:
-            locations = getattr(imported, "__path__", None)
-        else:
-            parent_spec = _find_spec(parent, search, fresh)
-            locations = None if parent_spec is None else parent_spec.submodule_search_locations
-        if not locations:
-            return None
-        search = tuple(locations)
-    try:
-        spec = _path_spec(name, search)
-    except (ImportError, ValueError, OSError):
-        return None
-    except Exception as exc:   # an import hook's own failure: say which module, not KeyError
-        raise FingerprintError(
-            f"cannot locate module `{name}` for the cache key ({type(exc).__name__}: {exc})"
-            ) from exc
-    if spec is None and not parent:
-        spec = _hook_spec(name)
-    return spec
-
-
-def _path_spec(name: str, search: tuple[str, ...]) -> Any:
-    """``name``'s spec from the entries of ``search``: the first module or regular package,
-    else a namespace package over every portion found (Python's rule)."""
-    from importlib.machinery import ModuleSpec
-
-    portions: list[str] = []
-    for entry in search:
-        finder = _entry_finder(entry)
-        spec = None if finder is None else finder.find_spec(name)
-        if spec is None:
-            continue
-        if spec.loader is not None:
-            return spec
-        portions.extend(spec.submodule_search_locations or ())
-    if not portions:
-        return None
-    namespace = ModuleSpec(name, None, is_package=True)
-    namespace.submodule_search_locations = portions
-    return namespace
-
-
-def _entry_finder(entry: str) -> Any:
-    """The path entry finder of ``entry`` (a directory, a zip file), as the import system makes
-    it: from ``sys.path_importer_cache``, else from ``sys.path_hooks`` (cached there, as
-    :class:`~importlib.machinery.PathFinder` caches it)."""
-    entry = entry or os.getcwd()
-    if entry in sys.path_importer_cache:
-        return sys.path_importer_cache[entry]
-    for hook in sys.path_hooks:
-        try:
-            finder = hook(entry)
-        except ImportError:
-            continue
-        sys.path_importer_cache[entry] = finder
-        return finder
-    return None
-
-
-def _hook_spec(name: str) -> Any:
-    """The spec of top-level ``name`` from an import hook that is not a path search: an editable
-    install's finder (setuptools, scikit-build-core, meson-python map names to the project's
-    folders). Python's own finders and pytest's assertion rewriter (which finds test modules on
-    this process's path, not the script's) are left out."""
-    from importlib.machinery import BuiltinImporter, FrozenImporter, PathFinder
-
-    for finder in sys.meta_path:
-        if finder in (BuiltinImporter, FrozenImporter, PathFinder) or \
-                str(getattr(finder, "__module__", "")).startswith(("_pytest.", "_distutils_hack")):
-            continue
-        find = getattr(finder, "find_spec", None)
-        if find is None:
-            continue
-        with contextlib.suppress(ImportError, ValueError, OSError):
-            spec = find(name, None)
-            if spec is not None:
-                return spec
-    return None
-
-
-def _absolute_imports(imports: tuple[tuple[str, int, tuple[str, ...]], ...],
-                      package: str) -> list[tuple[str, tuple[str, ...]]]:
-    """``(absolute module name, imported names)`` of ``imports`` (from :func:`_module_code`),
-    relative ones resolved against ``package``; ones that cannot resolve are left out."""
-    out = []
-    for module, level, members in imports:
-        if level:
-            bits = package.rsplit(".", level - 1) if package else []
-            if len(bits) < level:
-                continue  # a relative import above the top package fails at run time too
-            module = bits[0] + (f".{module}" if module else "")
-        if module:
-            out.append((module, members))
-    return out
 
 
 def module_digest(path: str) -> str:
@@ -579,80 +434,6 @@ def is_project_file(path: str | os.PathLike) -> bool:
     return path.endswith(".py") and not in_library_location(path)
 
 
-@functools.lru_cache(maxsize=16384)
-def in_library_location(path: str) -> bool:
-    """Whether ``path`` lies in this interpreter's standard library or site-packages, in any
-    directory named ``site-packages`` or ``dist-packages``, in pytest-graphnetz itself, or in a
-    library installed into a folder of the project (``pip install --target vendor``, or a
-    vendored wheel: its folder holds the ``*.dist-info`` that lists it)."""
-    real = os.path.realpath(path)
-    parts = real.split(os.sep)
-    if "site-packages" in parts or "dist-packages" in parts:
-        return True
-    if any(real == d or real.startswith(d + os.sep) for d in _library_dirs()):
-        return True
-    return _installed_into(real) is not None
-
-
-def _installed_into(real: str) -> tuple[str, str] | None:
-    """``(folder, top-level name)`` when the resolved path ``real`` belongs to a distribution
-    installed into ``folder`` (one of its parents), by the ``*.dist-info`` records there."""
-    parts = real.split(os.sep)
-    for i in range(len(parts) - 1, 0, -1):
-        folder, top = os.sep.join(parts[:i]) or os.sep, parts[i]
-        top = top[:-3] if top.endswith(".py") else top
-        if top in _installed_tops(folder):
-            return folder, top
-    return None
-
-
-def _installed_tops(folder: str) -> dict[str, str]:
-    """``{top-level name: "distribution version"}`` of the distributions whose ``*.dist-info``
-    lies in ``folder`` (their RECORD lists their files); empty for almost every folder."""
-    try:
-        return _installed_tops_at(folder, os.stat(folder).st_mtime_ns)
-    except OSError:
-        return {}
-
-
-@functools.lru_cache(maxsize=4096)
-def _installed_tops_at(folder: str, mtime_ns: int) -> dict[str, str]:
-    """:func:`_installed_tops` of ``folder`` at this version of its listing (an upgrade
-    replaces the ``*.dist-info`` folder, so the listing's mtime keys the memo)."""
-    import importlib.metadata
-
-    if not any(n.endswith(".dist-info") for n in os.listdir(folder)):
-        return {}
-    tops: dict[str, str] = {}
-    for dist in importlib.metadata.distributions(path=[folder]):
-        label = f"{dist.metadata['Name'] or '?'} {dist.version}"
-        for file in dist.files or ():
-            first = file.parts[0] if file.parts else ""
-            if first and first != ".." and not first.endswith((".dist-info", ".data")):
-                tops[first[:-3] if first.endswith(".py") else first] = label
-    return tops
-
-
-@functools.lru_cache(maxsize=1)
-def _library_dirs() -> tuple[str, ...]:
-    import site
-    import sysconfig
-
-    # Not sys.prefix itself: a system Python's prefix is /usr, and a project under /usr/src
-    # would then not count as code at all.
-    dirs = [sysconfig.get_paths().get(key) for key in ("stdlib", "platstdlib", "purelib",
-                                                       "platlib")]
-    with contextlib.suppress(AttributeError):  # some embedded interpreters lack these
-        dirs += site.getsitepackages() + [site.getusersitepackages()]
-    # pytest-graphnetz itself counts by its version (and its built-in trainers by their code,
-    # in the trainer's identity), also when run from a checkout: hashing its 40 modules would
-    # cost every session here a second.
-    # (the package is loaded, this module being in it: asked where, not climbed to)
-    package = cast(str, sys.modules["pytest_graphnetz"].__file__)
-    dirs.append(os.path.dirname(os.path.abspath(package)))
-    return tuple(sorted({os.path.realpath(d) for d in dirs if d}))
-
-
 def _library_versions(libraries: dict[str, str | None]) -> list[str]:
     """``top==version`` for each non-stdlib top-level module of ``libraries`` (name → a source
     file of it, or None): the version of the distribution that provides it ("?" when none does),
@@ -662,7 +443,8 @@ def _library_versions(libraries: dict[str, str | None]) -> list[str]:
     out = []
     for top in sorted(set(libraries) - set(sys.stdlib_module_names) - {"", "__main__"}):
         file = libraries[top]
-        into = None if file is None else _installed_into(os.path.realpath(file))
-        version = _installed_tops(into[0])[into[1]] if into else installed_version(top)
+        into = None if file is None or in_environment(file) else \
+            installed_into(os.path.realpath(file))
+        version = installed_tops(into[0])[into[1]] if into else installed_version(top)
         out.append(f"{top}=={version}")
     return out
