@@ -126,3 +126,18 @@ def test_a_module_that_cannot_be_located_is_named_not_a_bare_key_error(
         project_code_key([script])
     message = str(raised.value)
     assert "`pkg`" in message and "KeyError" in message and str(script) in message, message
+
+
+def test_an_import_hook_that_fails_is_named_with_the_module(tmp_path, monkeypatch) -> None:
+    script = tmp_path / "train.py"
+    script.write_text("import nowhere_to_be_found\n")
+
+    class BrokenHook:   # an editable install's finder with a bug
+        def find_spec(self, name, path=None, target=None):
+            raise AttributeError("'NoneType' object has no attribute 'get'")
+
+    monkeypatch.setattr(sys, "meta_path", [*sys.meta_path, BrokenHook()])
+    with pytest.raises(FingerprintError, match=r"`nowhere_to_be_found`.*import hook.*"
+                                               r"AttributeError") as raised:
+        project_code_key([script])
+    assert str(script) in str(raised.value)

@@ -5,7 +5,6 @@ path (``.pth`` folders of editable installs) and editable installs' import hooks
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import sys
@@ -150,10 +149,16 @@ def _hook_spec(name: str) -> Any:
         find = getattr(finder, "find_spec", None)
         if find is None:
             continue
-        with contextlib.suppress(ImportError, ValueError, OSError):
+        try:
             spec = find(name, None)
-            if spec is not None:
-                return spec
+        except (ImportError, ValueError, OSError):
+            continue
+        except Exception as exc:   # the hook's own bug: say which module and which hook
+            raise FingerprintError(f"cannot locate module `{name}` for the cache key: the import "
+                                   f"hook {finder!r} failed ({type(exc).__name__}: {exc})"
+                                   ) from exc
+        if spec is not None:
+            return spec
     return None
 
 
