@@ -147,6 +147,8 @@ class Anchor:
         seeds = d["seeds"]
         if not isinstance(seeds, list) or any(type(s) is not int for s in seeds):
             raise ValueError(f"anchor `seeds` must be a list of integers, got {seeds!r}")
+        if len(set(seeds)) != len(seeds):
+            raise ValueError(f"anchor `seeds` names a seed twice: {seeds!r}")
         values = rule_values_from_json(d, version, "anchor")
         for rule, vec in values.items():
             if len(vec) != len(seeds):
@@ -277,6 +279,8 @@ def read_baseline(path: str | Path, *, update_command: str | None = None,
                 if cell.get("replicates") is not None:
                     replicates[(task, model)] = Replicates.from_json(
                         cell["replicates"], f"cell {task}/{model}")
+        for cell_key, anchor in anchors.items():
+            _check_anchor(report, cell_key, anchor, written.get(cell_key, {}))
         return StoredBaseline(report, anchors, replicates=replicates, written=written)
     except ReportSchemaError as exc:
         raise BaselineSchemaError(
@@ -304,6 +308,30 @@ def read_baseline(path: str | Path, *, update_command: str | None = None,
             f"version control (`git checkout -- {name}`), or replace it with "
             f"{_force_hint(update_command)}"
         ) from None
+
+
+def _check_anchor(report: BenchmarkReport, cell: Cell, anchor: Anchor,
+                  record: Mapping[str, object]) -> None:
+    """Refuse a cell whose anchor cannot be the one its refresh wrote: a refresh that reset the
+    anchor (a ``NEW`` or ``FORCED`` cell, an accepted or forced loss) set it to the values it
+    wrote, and a later refresh keeps that record only when it changed no value. So such a cell
+    whose values differ from its anchor on the anchor's seeds holds lines of two refreshes (a
+    merge or a rebase that took one side's values and the other's anchor or record)."""
+    if record.get("verdict") not in ("NEW", "FORCED") and not record.get("accepted") \
+            and not record.get("forced"):
+        return
+    task, model = cell
+    at = {s: i for i, s in enumerate(report.seeds)}
+    values = rule_values(report, task, model)
+    differ = [s for k, s in enumerate(anchor.seeds) if s not in at or any(
+        not np.array_equal(vec[k], values[rule][at[s]], equal_nan=True)
+        for rule, vec in anchor.values.items() if rule in values)]
+    if differ:
+        raise ValueError(
+            f"cell {task}/{model}: its `refresh` record ({dict(record)}) says its anchor was "
+            f"reset to the values written then, but the anchor differs from `values` at seed(s) "
+            f"{differ[:10]}: the cell holds lines of two refreshes (a merge or a rebase that "
+            "mixed them). Take one side's cell whole")
 
 
 def load_baseline(path: str | Path, *, update_command: str | None = None) -> BenchmarkReport:

@@ -31,7 +31,7 @@ def test_a_read_only_baseline_directory_names_itself(pytester: pytest.Pytester, 
     folder = pytester.path / "baselines" / "test_model"
     if earlier:   # a baseline, and the temp folder older versions kept beside it (`chmod -R`)
         run_pytest(pytester, "--graphnetz-update-baselines").assert_outcomes(passed=1)
-        (folder / TEMP_DIR).mkdir()
+        (folder / TEMP_DIR).mkdir(exist_ok=True)
         (folder / TEMP_DIR / ".gitignore").write_text("*\n")
         read_only(folder / TEMP_DIR)
     before = {p.name: p.read_bytes() for p in folder.glob("*") if p.is_file()}

@@ -1,5 +1,6 @@
 """Faults in what is read: a JSON name given twice (a merge that kept both sides), and a path
-that holds no regular file (a FIFO, a device, a dangling link, a directory).
+that holds no regular file (a FIFO, a device); the sessions that meet them through a baseline
+are in tests/slow/test_faults_reads_slow.py.
 
 Every reader of the package is listed in READERS and meets both faults; a FIFO read would block
 forever, so each read runs in a thread whose join timeout only detects a hang (the reads
@@ -21,65 +22,7 @@ from pathlib import Path
 
 import pytest
 
-GATE = """
-import numpy as np
-from pytest_graphnetz import BenchmarkReport, assert_not_worse
-
-VALUES = {values!r}
-
-def test_gcn(graphnetz_baseline):
-    report = BenchmarkReport.from_arrays(np.array([[VALUES]]), tasks=["karate"],
-                                         models=["GCN"], seeds=range(len(VALUES)),
-                                         metric="accuracy")
-    assert_not_worse(report, graphnetz_baseline())
-"""
-BEFORE = [0.81, 0.83, 0.80, 0.82, 0.81, 0.84, 0.80, 0.83, 0.82, 0.81]
-# five points worse, give or take a few tenths of a point per seed
-AFTER = [round(b - 0.05 + d, 4) for b, d in zip(
-    BEFORE, [0.004, -0.003, 0.002, 0.0, -0.002, 0.001, 0.003, -0.001, 0.002, -0.004], strict=True)]
-
-
-def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
-
-
-def _duplicate_final(baseline: Path, values: list[float]) -> int:
-    """Add a second ``"final"`` line holding ``values`` after the cell's real one, as an
-    editor's "accept both changes" does; returns the real line's number."""
-    lines = baseline.read_text().splitlines()
-    real = max(i for i, line in enumerate(lines) if line.strip().startswith('"final"'))
-    indent = lines[real][:len(lines[real]) - len(lines[real].lstrip())]
-    lines[real] += ","
-    lines.insert(real + 1, f'{indent}"final": {json.dumps(values)}')
-    baseline.write_text("\n".join(lines) + "\n")
-    return real + 1
-
-
-def test_a_merged_baseline_with_a_second_final_line_does_not_turn_red_green(pytester):
-    pytester.makepyfile(test_model=GATE.format(values=BEFORE))
-    _run(pytester, "--graphnetz-update-baselines").assert_outcomes(passed=1)
-    baseline = pytester.path / "baselines" / "test_model" / "test_gcn.json"
-    pytester.makepyfile(test_model=GATE.format(values=AFTER))
-    regressed = _run(pytester)
-    regressed.assert_outcomes(failed=1)
-    assert "REGRESSED" in regressed.stdout.str()
-
-    line = _duplicate_final(baseline, AFTER)
-    # what any JSON reader makes of the file: the candidate's own values, so IDENTICAL
-    plain = json.loads(baseline.read_text())
-    assert plain["models"]["GCN"]["tasks"]["karate"]["values"]["final"] == AFTER
-    doctored = baseline.read_bytes()
-
-    result = _run(pytester)
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([
-        f"*baseline baselines/test_model/test_gcn.json cannot be read: *the name 'final' "
-        f"appears twice in models/GCN/tasks/karate/values (lines {line} and {line + 1})*"
-        "resolve the merge*--graphnetz-force*"])
-    assert "IDENTICAL" not in result.stdout.str()
-    # the suggested refresh (without --graphnetz-force) refuses the file too, leaving it as is
-    _run(pytester, "--graphnetz-update-baselines").assert_outcomes(failed=1)
-    assert baseline.read_bytes() == doctored
+from tests.helpers.faults import fifo_at, zero_link_at
 
 
 def test_a_duplicated_name_is_refused_at_any_depth_naming_its_path_and_lines():
@@ -105,11 +48,6 @@ def test_a_duplicated_name_is_refused_at_any_depth_naming_its_path_and_lines():
 
 
 # -- every reader meets both faults ---------------------------------------------------------------
-
-def _fifo(path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    os.mkfifo(path)
-
 
 def _duplicate(path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -271,10 +209,11 @@ def _without_hanging(read: Callable[[], str]) -> str:
     return out[0]
 
 
-@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs and /dev/zero are POSIX")
+@pytest.mark.parametrize("plant", [fifo_at, zero_link_at], ids=["FIFO", "link to /dev/zero"])
 @pytest.mark.parametrize("reader", list(READERS))
-def test_every_reader_refuses_a_fifo_without_blocking(tmp_path, reader):
-    message = _without_hanging(lambda: READERS[reader](tmp_path, _fifo))
+def test_every_reader_refuses_a_fifo_or_a_device_without_blocking(tmp_path, reader, plant):
+    message = _without_hanging(lambda: READERS[reader](tmp_path, plant))
     if reader not in SILENT:
         assert "not a regular file" in message, message
 
@@ -285,74 +224,32 @@ def test_every_reader_refuses_a_duplicated_name(tmp_path, reader):
     assert "appears twice" in message, message
 
 
-# -- the baseline path: anything there but a baseline is refused, never "missing" ------------------
-
-def _dangling(path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.symlink_to(path.parent / "gone.json")
-
-
-def _device(path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.symlink_to("/dev/zero")
-
-
-@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
-@pytest.mark.parametrize("plant", [_fifo, _dangling, _device], ids=["FIFO", "dangling link",
-                                                                     "link to /dev/zero"])
-def test_what_is_not_a_baseline_at_its_path_is_refused_and_never_refreshed_over(pytester, plant):
-    from tests.helpers.faults import BASELINE_GATE
-
-    pytester.makepyfile(test_model=BASELINE_GATE)
-    path = pytester.path / "baselines" / "test_model" / "test_gcn.json"
-    plant(path)
-    result = _run(pytester)
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*baseline baselines/test_model/test_gcn.json *not a regular "
-                                 "file*"])
-    result.stdout.no_fnmatch_line("*no baseline at*")
-    # the refresh a missing baseline would suggest does not write past the ratchet either
-    refresh = _run(pytester, "--graphnetz-update-baselines")
-    refresh.assert_outcomes(failed=1)
-    refresh.stdout.fnmatch_lines(["*baseline baselines/test_model/test_gcn.json *not a regular "
-                                  "file*"])
-    assert os.path.lexists(path) and not path.is_file()
-
-
-# -- what a refresh leaves beside the baselines ----------------------------------------------------
-
-def test_a_refresh_leaves_nothing_but_baselines_in_the_baseline_folder(pytester):
-    from tests.helpers.faults import BASELINE_GATE
-
-    pytester.makepyfile(test_model=BASELINE_GATE,
-                        test_other=BASELINE_GATE.replace("0.01, 0.03", "0.02, 0.03"))
-    _run(pytester, "--graphnetz-update-baselines").assert_outcomes(passed=2)
-    folder = pytester.path / "baselines"
-    assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")) == [
-        "test_model", "test_model/test_gcn.json", "test_other", "test_other/test_gcn.json"]
-
-
 # -- the cache -------------------------------------------------------------------------------------
 
-def test_a_cache_entry_replaced_by_a_directory_is_healed_once(root, tmp_path):
-    from pytest_graphnetz.runner.cache import CacheWarning
-    from tests.helpers.faults import sweep
+def test_a_cache_entry_replaced_by_a_directory_is_healed_once(tmp_path):
+    from pytest_graphnetz import History
+    from pytest_graphnetz.runner.cache import CacheWarning, TripleCache
 
-    cache = tmp_path / "cache"
-    sweep(root, cache)
-    (entry,) = cache.glob("*.json")
+    cache = TripleCache.open(tmp_path / "cache")
+    key, runs = "c" * 64, []
+
+    def train() -> History:
+        runs.append(1)
+        return History(test=[0.5, 0.6])
+
+    cache.get_or_compute(key, train)
+    entry = cache.path(key)
     entry.unlink()
     (entry / "inside").mkdir(parents=True)
     (entry / "inside" / "file").write_text("x")
     with pytest.warns(CacheWarning, match=f"discarding corrupt graphnetz cache entry .*"
                                           f"{entry.name} .*is a directory"):
-        _, statuses = sweep(root, cache)
-    assert statuses == ["trained"]
-    assert entry.is_file()
+        assert cache.get_or_compute(key, train) == (History(test=[0.5, 0.6]), False)
+    assert entry.is_file() and len(runs) == 2
     with warnings.catch_warnings():
-        warnings.simplefilter("error")   # healed: no warning, no retraining
-        _, statuses = sweep(root, cache)
-    assert statuses == ["cached"]
+        warnings.simplefilter("error")   # healed: no warning, no training
+        assert cache.get_or_compute(key, train) == (History(test=[0.5, 0.6]), True)
+    assert len(runs) == 2
 
 
 # -- graphnetz history on Ctrl-C -------------------------------------------------------------------

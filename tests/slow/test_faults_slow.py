@@ -31,7 +31,11 @@ def test_a_baseline_path_that_is_a_directory_says_so(pytester: pytest.Pytester) 
     # the suggested refresh fails with the same clear reason, not an IsADirectoryError
     refresh = pytester.runpytest_subprocess("--graphnetz-update-baselines")
     refresh.assert_outcomes(failed=1)
-    refresh.stdout.fnmatch_lines(["*cannot write baseline *test_gcn.json: it is a directory*"])
+    refresh.stdout.fnmatch_lines(["*baseline *test_gcn.json is a directory, not a report file*"])
+    # and so does a forced one, which would replace an unreadable file
+    forced = pytester.runpytest_subprocess("--graphnetz-update-baselines", "--graphnetz-force")
+    forced.assert_outcomes(failed=1)
+    forced.stdout.fnmatch_lines(["*cannot write baseline *test_gcn.json: it is a directory*"])
     refresh.stdout.no_fnmatch_line("*IsADirectoryError*")
     assert occupied.is_dir()
 
