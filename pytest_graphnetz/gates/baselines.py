@@ -313,12 +313,11 @@ def read_baseline(path: str | Path, *, update_command: str | None = None,
 def _check_anchor(report: BenchmarkReport, cell: Cell, anchor: Anchor,
                   record: Mapping[str, object]) -> None:
     """Refuse a cell whose anchor cannot be the one its refresh wrote: a refresh that reset the
-    anchor (a ``NEW`` or ``FORCED`` cell, an accepted or forced loss) set it to the values it
-    wrote, and a later refresh keeps that record only when it changed no value. So such a cell
+    anchor (a ``NEW`` cell, an accepted loss, a forced refresh) set it to the values it wrote,
+    and a later refresh keeps that record only when it changed no value. So such a cell
     whose values differ from its anchor on the anchor's seeds holds lines of two refreshes (a
     merge or a rebase that took one side's values and the other's anchor or record)."""
-    if record.get("verdict") not in ("NEW", "FORCED") and not record.get("accepted") \
-            and not record.get("forced"):
+    if record.get("verdict") != "NEW" and not record.get("accepted") and not record.get("forced"):
         return
     task, model = cell
     at = {s: i for i, s in enumerate(report.seeds)}
