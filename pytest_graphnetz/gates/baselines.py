@@ -24,11 +24,9 @@ import errno
 import hashlib
 import os
 import re
-import shutil
 import tempfile
-import time
 from collections.abc import Iterator, Mapping
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,8 +36,9 @@ from pytest_graphnetz.gates.replicates import Replicates, paired_report
 from pytest_graphnetz.report import BenchmarkReport
 from pytest_graphnetz.report.codec import DuplicateNameError, dumps, read_json, values_to_json
 from pytest_graphnetz.report.files import (
-    UNLOCKED_TEMP_SECONDS,
     file_lock,
+    ignored_temp_dir,
+    remove_stale_temp_dirs,
     remove_stale_temp_files,
     write_text_atomic,
 )
@@ -238,9 +237,9 @@ def write_baseline(path: str | Path, report: BenchmarkReport,
     # committed; sweep those and the temp directories killed writes left, then write through
     # an ignored temp directory of this write's own.
     remove_stale_temp_files(path.parent)
-    _sweep_temp_dirs(path.parent)
+    remove_stale_temp_dirs(path.parent, prefix=TEMP_DIR)
     try:
-        with _temp_dir(path.parent) as temp:
+        with ignored_temp_dir(path.parent, prefix=TEMP_DIR) as temp:
             write_text_atomic(path, text, temp_dir=temp)
     except OSError as exc:
         raise BaselineError(_unwritable(path, exc, shown(path, root))) from None
@@ -434,38 +433,6 @@ class BaselineHandle:
         if self.update_command:
             return f"`{self.update_command} {accept}`"
         return f"`pytest --graphnetz-update-baselines {accept}`"
-
-
-@contextmanager
-def _temp_dir(directory: Path) -> Iterator[Path]:
-    """A new ``<directory>/.graphnetz-tmp<random>`` holding a .gitignore that ignores all of it,
-    removed when the ``with`` block ends."""
-    directory.mkdir(parents=True, exist_ok=True)
-    temp = Path(tempfile.mkdtemp(prefix=TEMP_DIR, dir=directory))
-    try:
-        (temp / ".gitignore").write_text(_IGNORE_ALL)
-        yield temp
-    finally:
-        shutil.rmtree(temp, ignore_errors=True)
-
-
-_IGNORE_ALL = "# pytest-graphnetz: temp files of baseline writes\n*\n"
-
-
-def _sweep_temp_dirs(directory: Path) -> None:
-    """Remove the temp directories of killed writes in ``directory``: their temp files once
-    stale (:func:`~.report.files.remove_stale_temp_files`), then the directory once nothing
-    but its .gitignore is left and that is as old (a live write's is younger, or holds its
-    locked temp file)."""
-    for temp in directory.glob(f"{TEMP_DIR}*"):
-        if temp.is_symlink() or not temp.is_dir():
-            continue
-        remove_stale_temp_files(temp)
-        with suppress(OSError):   # gone already, another process's, or a read-only folder
-            left = {p.name for p in temp.iterdir()}
-            made = (temp / ".gitignore" if left else temp).stat().st_mtime
-            if left <= {".gitignore"} and time.time() - made > UNLOCKED_TEMP_SECONDS:
-                shutil.rmtree(temp)
 
 
 def _unwritable(path: Path, exc: OSError, name: str) -> str:
