@@ -15,7 +15,10 @@ Files written before this format (full reports with histories, schema
 which takes the old values as the anchor.
 
 Reading never guesses: a missing file, a malformed one and one from a newer schema each raise
-their own error, and none of them is ever overwritten unless the caller forces it.
+their own error, and none of them is ever overwritten unless the caller forces it. Malformed
+includes what a merge can leave valid JSON: a name given twice (json would read the last copy),
+a cell whose values and anchor come from two refreshes; and a path that holds something other
+than a regular file (a FIFO, a device, a dangling link) is malformed, never missing.
 """
 
 from __future__ import annotations
