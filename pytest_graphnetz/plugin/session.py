@@ -220,6 +220,7 @@ class GraphnetzSession:
             command.append(f"--graphnetz-baseline-dir={s.cli_baseline_dir}")
         return BaselineHandle(path, update=s.update_baselines, force=s.force,
                               update_command=shlex.join(command), accept=s.accept,
+                              add_missing=s.add_missing,
                               root=self.config.rootpath)
 
     def mark_test(self, item: pytest.Item) -> None:
