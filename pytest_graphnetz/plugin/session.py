@@ -18,8 +18,9 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -131,17 +132,22 @@ class GraphnetzSession:
             kwargs["commands"] = self.commands
         counts: dict[str, float] = {"trained": 0, "cached": 0}
         user_progress = kwargs.pop("progress", None)
-        from pytest_graphnetz.runner.progress import live_progress
+        from pytest_graphnetz.runner.progress import heartbeat, live_progress
 
         with self._uncaptured():  # its first line (0/N) is written at once
             live = live_progress(self.config, tasks, models, kwargs["seeds"],
                                  worker=self.is_xdist_worker)
+        # the heartbeat's thread and the run's callbacks take turns at the terminal
+        terminal = threading.Lock()
+
+        def show(action: Callable[[], None]) -> None:
+            with terminal, self._uncaptured():
+                action()
 
         def progress(task: str, model: str, seed: int, status: str, seconds: float) -> None:
             counts[status] = counts.get(status, 0) + 1
             if live is not None:
-                with self._uncaptured():
-                    live.update(task, model, seed, status)
+                show(lambda: live.update(task, model, seed, status))
             if user_progress is not None:
                 user_progress(task, model, seed, status, seconds)
 
@@ -149,14 +155,19 @@ class GraphnetzSession:
 
         def started(task: str, model: str, seed: int) -> None:
             if live is not None:
-                with self._uncaptured():
-                    live.start(task, model, seed)
+                show(lambda: live.start(task, model, seed))
             if user_started is not None:
                 user_started(task, model, seed)
 
+        def beat() -> None:
+            if live is not None and live.beat_due():
+                show(live.beat)
+
         start = time.monotonic()
         try:
-            report = run_benchmark(tasks, models, progress=progress, started=started, **kwargs)
+            with heartbeat(beat):
+                report = run_benchmark(tasks, models, progress=progress, started=started,
+                                       **kwargs)
             checked = report.protocol.get("cache") or {}
             counts["checked"] = checked.get("checked", 0)
             counts["not_reproduced"] = len(checked.get("not_reproduced", ()))
