@@ -100,10 +100,12 @@ class GraphnetzSession:
 
     # fixtures
 
-    def run(self, item: pytest.Item, tasks: Any, models: Any, **kwargs: Any) -> BenchmarkReport:
+    def run(self, item: pytest.Item, tasks: Any, models: Any, *,
+            epoch_selection: str | None = None, **kwargs: Any) -> BenchmarkReport:
         """``run_benchmark`` with the session's seeds, device, workers, cache; ``kwargs`` win.
         With adaptive seeds (and no ``seeds`` given), the first look of the schedule, as a
-        report the gates extend through this same method."""
+        report the gates extend through this same method. ``epoch_selection``: the report's
+        epoch rule (``"final"``, ``"best_val"``), on every look alike."""
         __tracebackhide__ = True
         from pytest_graphnetz.runner import run_benchmark
 
@@ -112,7 +114,8 @@ class GraphnetzSession:
             from pytest_graphnetz.gates.adaptive import run_adaptive
 
             def runner(tasks: Any, models: Any, **more: Any) -> BenchmarkReport:
-                return self.run(item, tasks, models, **{**kwargs, **more})
+                return self.run(item, tasks, models, epoch_selection=epoch_selection,
+                                **{**kwargs, **more})
 
             return run_adaptive(tasks, models, seeds=s.seeds, min_seeds=s.min_seeds,
                                 runner=runner)
@@ -171,6 +174,8 @@ class GraphnetzSession:
             checked = report.protocol.get("cache") or {}
             counts["checked"] = checked.get("checked", 0)
             counts["not_reproduced"] = len(checked.get("not_reproduced", ()))
+            if epoch_selection is not None:
+                report.epoch_selection = epoch_selection
             return report
         finally:
             if live is not None:
