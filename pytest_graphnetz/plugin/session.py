@@ -20,7 +20,7 @@ import os
 import shlex
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -86,6 +86,7 @@ class GraphnetzSession:
         # --graphnetz-executor: opened at the first run that trains, closed at session end.
         self._executor: Any = None
         self._close_executor: Any = None
+        self._terminal = threading.RLock()   # a run's heartbeat thread writes progress too
         # The executor of command tasks' scripts (warm servers, process groups), made by the
         # first run that needs one and closed at the session's end (close).
         self.commands: CommandExecutor | None = None
@@ -104,8 +105,7 @@ class GraphnetzSession:
             epoch_selection: str | None = None, **kwargs: Any) -> BenchmarkReport:
         """``run_benchmark`` with the session's seeds, device, workers, cache; ``kwargs`` win.
         With adaptive seeds (and no ``seeds`` given), the first look of the schedule, as a
-        report the gates extend through this same method. ``epoch_selection``: the report's
-        epoch rule (``"final"``, ``"best_val"``), on every look alike."""
+        report the gates extend through this same method; every look has ``epoch_selection``."""
         __tracebackhide__ = True
         from pytest_graphnetz.runner import run_benchmark
 
@@ -140,17 +140,11 @@ class GraphnetzSession:
         with self._uncaptured():  # its first line (0/N) is written at once
             live = live_progress(self.config, tasks, models, kwargs["seeds"],
                                  worker=self.is_xdist_worker)
-        # the heartbeat's thread and the run's callbacks take turns at the terminal
-        terminal = threading.Lock()
-
-        def show(action: Callable[[], None]) -> None:
-            with terminal, self._uncaptured():
-                action()
-
         def progress(task: str, model: str, seed: int, status: str, seconds: float) -> None:
             counts[status] = counts.get(status, 0) + 1
             if live is not None:
-                show(lambda: live.update(task, model, seed, status))
+                with self._uncaptured():
+                    live.update(task, model, seed, status)
             if user_progress is not None:
                 user_progress(task, model, seed, status, seconds)
 
@@ -158,13 +152,15 @@ class GraphnetzSession:
 
         def started(task: str, model: str, seed: int) -> None:
             if live is not None:
-                show(lambda: live.start(task, model, seed))
+                with self._uncaptured():
+                    live.start(task, model, seed)
             if user_started is not None:
                 user_started(task, model, seed)
 
-        def beat() -> None:
+        def beat() -> None:   # on the heartbeat's thread
             if live is not None and live.beat_due():
-                show(live.beat)
+                with self._uncaptured():
+                    live.beat()
 
         start = time.monotonic()
         try:
@@ -379,13 +375,15 @@ class GraphnetzSession:
 
     @contextmanager
     def _uncaptured(self) -> Iterator[None]:
-        """Inside a test, output is captured; progress is for the person watching."""
+        """Inside a test, output is captured; progress is for the person watching. One
+        writer at a time: capture is suspended process-wide."""
         capture = self.config.pluginmanager.get_plugin("capturemanager")
-        if capture is None:
-            yield
-            return
-        with capture.global_and_fixture_disabled():
-            yield
+        with self._terminal:
+            if capture is None:
+                yield
+                return
+            with capture.global_and_fixture_disabled():
+                yield
 
 
 class GatesInTest:
