@@ -98,3 +98,22 @@ def test_a_new_model_and_task_fail_alone_and_are_added_alone(pytester: pytest.Py
     found = rows(again.stdout.str())
     assert "REGRESSED" in found["toy/GCN"]
     assert all("IDENTICAL" in found[c] for c in ("toy/GCN2", "toy2/GCN", "toy2/GCN2"))
+
+
+def test_adaptive_seeds_write_the_new_cells_at_max_seeds(pytester: pytest.Pytester) -> None:
+    """Under --graphnetz-seeds=MIN..MAX a refresh holds MAX seeds; so do the cells
+    --graphnetz-add-missing writes, while the old cell is gated on its looks."""
+    pytester.makepyfile(toy=TOY.format(hidden=16, lr=0.05), test_model=GATE_TEST)
+    pytester.makeini("[pytest]\ngraphnetz_seeds = 3..6\n")
+    pytester.runpytest("--graphnetz-update-baselines").assert_outcomes(passed=1)
+    baseline = pytester.path / "baselines" / "test_model" / "test_gcn.json"
+    before = cells(baseline)
+    assert [len(v) for v in before.values()] == [6]
+
+    pytester.makepyfile(toy=TOY.format(hidden=16, lr=0.05) + 'MODELS["GCN2"] = GCN\n')
+    added = pytester.runpytest("--graphnetz-add-missing")
+    added.assert_outcomes(passed=1)
+    found = rows(added.stdout.str())
+    assert "WRITTEN" in found["toy/GCN2"] and "IDENTICAL" in found["toy/GCN"], found
+    after = cells(baseline)
+    assert after["toy/GCN"] == before["toy/GCN"] and len(after["toy/GCN2"]) == 6
