@@ -396,6 +396,9 @@ class BaselineHandle:
     - ``accept``: with ``update``, the cells (``"task/model"``) whose loss the refresh accepts:
       the ratchet does not refuse on them and their anchors are reset to the candidate's
       values; every other cell keeps its anchor (``--graphnetz-accept``).
+    - ``add_missing``: a gate given this handle writes the cells the baseline lacks (a new
+      model or task; the whole file when there is none) and compares the others as usual
+      (``--graphnetz-add-missing``).
     """
 
     path: Path
@@ -403,6 +406,7 @@ class BaselineHandle:
     force: bool = False
     update_command: str | None = None
     accept: frozenset[str] = frozenset()
+    add_missing: bool = False
     root: Path | None = None  # messages print ``path`` relative to it (the rootdir)
 
     @property
@@ -423,6 +427,14 @@ class BaselineHandle:
     def load(self) -> BenchmarkReport:
         """The baseline report; each kind of problem raises its own :class:`BaselineError`."""
         return self.read().report
+
+    @property
+    def add_command(self) -> str | None:
+        """The command that writes only the cells this baseline lacks, if known."""
+        if not self.update_command:
+            return None
+        return self.update_command.replace("--graphnetz-update-baselines",
+                                           "--graphnetz-add-missing")
 
     def force_command(self) -> str:
         return _force_hint(self.update_command)
