@@ -177,6 +177,9 @@ def seed_trainings(n: int) -> str:
 # One line of a failing test's message, or one table cell, beyond this is cut (a script's
 # 3 MB stderr line): the whole message stays in pytest's output and the JUnit XML.
 LINE_BUDGET = 2_000
+# The first line of a failure or refusal (what pytest's short summary and a terminal show):
+# at most this many characters; the detail goes on the lines after it.
+FIRST_LINE_WIDTH = 80
 
 
 def first_line(text: str, limit: int = 200) -> str:

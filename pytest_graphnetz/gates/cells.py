@@ -164,7 +164,7 @@ class GateCell:
             self._described(self.candidate, seeds, report),
             tuple(seeds), failed_verdict("not_worse", name, strict),
             (*notes, *self.notes, *changed, *collapsed, *cache), tuple(baseline.seeds),
-            refresh_command, stop=None if schedule is None else self._stop(schedule, k, fam),
+            refresh_command, stop=None if schedule is None else self._stop(schedule, k, fam, i),
             table_note="; ".join(x for x in (self._table_note(
                 name, look, changed=changed_model_table_note(changed), collapsed=collapse_note),
                 diverged_note(comp.diverged_seeds),
@@ -184,24 +184,28 @@ class GateCell:
         notes: list[str] = []
         if self.tested and fam is not None:
             m = len(fam.rejected)
-            level = fam.level if fam.levels is None else fam.levels[i]
-            low, high = self.design.nominal[k], self.design.at_level(level).nominal[k]
+            # REGRESSED's level for this cell: the step of Holm's step-down that rejected it,
+            # or the last step for a cell not rejected; the MDE and the interval's upper end
+            # are both read at it, the lower end at the look's (NOT WORSE's and BETTER's)
+            low = self.design.nominal[k]
+            high = self.design.at_level(fam.level_of(i)).nominal[k]
+            if high != low:
+                regressed = high
+            # the plan reads REGRESSED at Holm's first step α/m, the level a drop must pass
+            planned = self.design.at_level(self.design.alpha / m).nominal[k] if m > 1 else None
             if fam.levels is not None:   # weighted with suite rows (one look): own level
-                p_adjusted = fam.p_adjusted[i] if fam.p_adjusted else None
+                p_adjusted, planned = (fam.p_adjusted[i] if fam.p_adjusted else None), None
                 notes.append("p adjusted by weighted Holm across the tested cells and the suite "
                              f"row(s) (suite weight {DEFAULT_SUITE_WEIGHT:g})")
             elif len(self.design.looks) == 1 and fam.p_adjusted is not None and m > 1:
-                p_adjusted, regressed = fam.p_adjusted[i], evidence.alpha / m
+                p_adjusted = fam.p_adjusted[i]
                 notes.append(f"p Holm-adjusted across the {m} tested cells")
             elif m > 1:
-                # several looks: the MDE at the level REGRESSED is tested at here, look k of
-                # the design at Holm's α/m (what a one-look family reads at)
-                regressed = self.design.at_level(self.design.alpha / m).nominal[k]
                 notes.append(f"MDE at the Holm level across the {m} tested cells")
             if len(self.design.looks) > 1:
                 notes.append(f"p is the fixed-n p at {self.design.looks[k]} seeds; the verdict "
                              "is the sequential boundary's")
-            plan = self._plan(evidence, regressed, self.design.alpha / max(m, 1))
+            plan = self._plan(evidence, planned, self.design.alpha / max(m, 1))
             if (low, high) != (evidence.alpha, evidence.alpha):   # else the evidence's interval
                 ci_alphas = (low, high)
         if self.folds is not None:
@@ -238,16 +242,16 @@ class GateCell:
             NO_MIN_EFFECT_NOTE if self.min_effect is None and shown else "",
             self.capped if shown else "") if x)
 
-    def _stop(self, schedule: Schedule, k: int, fam: FamilyDecision | None) -> Stop:
+    def _stop(self, schedule: Schedule, k: int, fam: FamilyDecision | None, i: int) -> Stop:
         """Where an adaptive cell stopped."""
         trained = len([s for s in self.seeds if s in self.candidate])
         return Stop(n=self.design.looks[k], trained=trained, min_seeds=schedule.min_seeds,
                     max_seeds=self.design.looks[-1], planned_max=schedule.max_seeds,
                     look=k + 1, n_looks=len(self.design.looks),
                     critical=self.design.critical[k] if self.tested else None,
-                    critical_regressed=(self.design.at_level(fam.level).critical[k]
+                    critical_regressed=(self.design.at_level(fam.level_of(i)).critical[k]
                                         if self.tested and fam is not None else None),
-                    regressed_alpha=fam.level if fam is not None else self.design.alpha)
+                    regressed_alpha=fam.level_of(i) if fam is not None else self.design.alpha)
 
     def _plan(self, evidence: Evidence, regressed: float | None, level: float) -> Plan:
         """What an INCONCLUSIVE cell does next: the seeds of its next run and those it is

@@ -11,6 +11,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_graphnetz.base.text import FIRST_LINE_WIDTH
 from pytest_graphnetz.gates.baselines import BaselineHandle, BaselineMissingError
 from pytest_graphnetz.gates.pairing import unpaired_cell
 from pytest_graphnetz.gates.verdicts.formatting import (
@@ -139,13 +140,18 @@ class GateRecorder:
     def finish(self, name: str, verdicts: Sequence[Verdict], *, header: str,
                notes: Sequence[str] = ()) -> None:
         """Record ``verdicts``, then raise one ``AssertionError`` for the failed ones (its
-        first line ``name: k of n cell(s) failed (header)``, then each message and ``notes``)."""
+        first line ``name: k of n cell(s) failed: CELL VERDICT, ...``, short enough for a
+        terminal, the ``header`` on the next, then each message and ``notes``)."""
         __tracebackhide__ = True
         self.record(verdicts)
         failed = [v for v in verdicts if v.failed]
         if failed:
+            first = f"{name}: {len(failed)} of {len(verdicts)} cell(s) failed"
+            which = ", ".join(f"{v.cell} {v.verdict}" for v in failed)
+            if len(first) + len(which) + 2 <= FIRST_LINE_WIDTH:
+                first += f": {which}"
             raise AssertionError(
-                f"{name}: {len(failed)} of {len(verdicts)} cell(s) failed ({header})\n\n"
+                f"{first}\n{header[:1].upper()}{header[1:]}.\n\n"
                 + "\n\n".join([*(v.message() for v in failed), *(f"note: {n}" for n in notes)])
             )
 

@@ -87,8 +87,8 @@ def verdict_stats(verdict: CellVerdict | WidthVerdict, test: str | None = None
         c = verdict.comparison
         out = {"kind": c.kind, "test": c.test, "n": c.n, "mean_diff": c.mean_diff,
                "ci_low": c.ci.low, "ci_high": c.ci.high, "level": c.confidence_level,
-               # a suite row's p_adjusted may be None (gates.py): its raw p then
-               "p": c.p_value if c.p_adjusted is None else c.p_adjusted, "p_raw": c.p_value,
+               # the verdict's p: a BETTER's is the gain's; else REGRESSED's, after Holm
+               "p": verdict.p, "p_raw": c.p_value,
                "alpha": c.alpha, "margin": c.margin,
                "min_effect": c.min_effect, "mde": c.mde, "seeds": list(verdict.seeds),
                # the MDE recomputes from these: the one-sided level, the paired sd, the power
