@@ -89,8 +89,10 @@ class Guidance:
             if self.expected_seeds is not None:
                 parts.append(f"expected to decide by ~{int(float(f'{self.expected_seeds:.2g}'))}")
         elif self.resolvable is not None:
+            # one resolution figure per row: the MDE column's, not a second rounding of it
+            of = "the MDE" if not self.margin else "margin + MDE"
             parts.append(f"no affordable seed count resolves δ; these {self.n} seeds resolve "
-                         f"δ ≥ {self.amount(self.resolvable, up=True)}")
+                         f"δ ≥ {of}")
         return "; ".join(parts)
 
     def refresh_seeds(self) -> int | None:
