@@ -44,11 +44,32 @@ def seed_list(seeds: Sequence[int]) -> str:
 
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """A GitHub-flavoured Markdown table; every cell goes through :func:`markdown_escape`."""
-    out = ["| " + " | ".join(markdown_escape(h) for h in headers) + " |",
+    """A GitHub-flavoured Markdown table; every cell goes through :func:`markdown_text`, its
+    code spans kept as code."""
+    out = ["| " + " | ".join(markdown_text(h, cell=True) for h in headers) + " |",
            "|" + "|".join("---" for _ in headers) + "|"]
-    out += ["| " + " | ".join(markdown_escape(c) for c in row) + " |" for row in rows]
+    out += ["| " + " | ".join(markdown_text(c, cell=True) for c in row) + " |" for row in rows]
     return "\n".join(out)
+
+
+# A code span as CommonMark reads one: a backtick run, then the shortest text up to a run of
+# the same length (a longer or shorter run inside does not close it).
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
+
+
+def markdown_text(text: object, *, cell: bool = False) -> str:
+    """``text`` as Markdown inline text in which its code spans (`` `pytest -x` ``) stay code:
+    outside them as :func:`markdown_escape`; inside, nothing is escaped (a code span shows
+    backslashes as written, and raw HTML, links and mentions do not work there) but, in a
+    table ``cell``, the pipe, which GitHub's tables split cells on even in code and read back
+    from ``\\|``. Controls are made visible everywhere."""
+    shown, out, end = visible(text), [], 0
+    for m in _CODE_SPAN.finditer(shown):
+        body = m.group(2).replace("|", "\\|") if cell else m.group(2)
+        out += [markdown_escape(shown[end:m.start()]), m.group(1), body, m.group(1)]
+        end = m.end()
+    out.append(markdown_escape(shown[end:]))
+    return "".join(out)
 
 
 def visible(text: object) -> str:

@@ -21,6 +21,7 @@ full table takes its columns from :mod:`.gates`, loaded already when there are r
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -33,8 +34,8 @@ from pytest_graphnetz.base.text import (
     first_line,
     format_table,
     html_escape,
-    markdown_escape,
     markdown_table,
+    markdown_text,
     seed_trainings,
 )
 
@@ -123,6 +124,23 @@ def gate_call(verdict: CellVerdict | WidthVerdict, *, strict: bool = False
             "strict": strict}
 
 
+# How a failure message names a cell: a triple's ("task 'cora' × model 'GCN' × seed 3", the
+# runner's and command tasks'), a verdict's first line ("cora/GCN — accuracy ..."), a task's.
+_NAMED_CELL = (re.compile(r"task '([^'\n]+)' × model '([^'\n]+)'"),
+               re.compile(r"^\s*([^\s/]+/[^\s/]+) — ", re.M),
+               re.compile(r"task '([^'\n]+)'"))
+
+
+def named_cell(message: str) -> str:
+    """The cell a failure ``message`` names ("cora/GCN"; a task alone when only it is named),
+    for an ERROR row's Cell column; "-" when it names none."""
+    for pattern in _NAMED_CELL:
+        found = pattern.search(message)
+        if found:
+            return "/".join(found.groups())
+    return "-"
+
+
 def _number(value: Any) -> Any:
     if isinstance(value, bool) or value is None or isinstance(value, (str, list)):
         return value
@@ -180,7 +198,8 @@ class GateSummary:
         for test in dict.fromkeys(self.graphnetz_tests):
             if test in self.failures and test not in failing:
                 # Red build, green page no more: the test failed outside (or after) its gates.
-                rows.append({"test": test, "cell": "-", "verdict": "ERROR", "failed": "yes",
+                rows.append({"test": test, "cell": named_cell(self.failures[test]),
+                             "verdict": "ERROR", "failed": "yes",
                              "note": first_line(self.failures[test])})
         object.__setattr__(self, "rows", tuple(rows))
 
@@ -330,7 +349,7 @@ class GateSummary:
         not fit are counted and pointed to)."""
         parts = ["### graphnetz gates", ""]
         if self.rows:
-            headline = markdown_escape(self.headline())
+            headline = markdown_text(self.headline())
             parts += [f"**{headline}**" if self.build_failed() else headline, ""]
             headers, body = self.table()
             lines = markdown_table(headers, [[clip_line(c, 500, WHERE_THE_ROWS_ARE) for c in row]
@@ -341,7 +360,7 @@ class GateSummary:
             parts.append("\n".join(lines[:kept]))
             if kept < len(lines):
                 parts += ["", f"_… and {len(lines) - kept} more row(s) not shown: "
-                              f"{markdown_escape(WHERE_THE_ROWS_ARE)}._"]
+                              f"{markdown_text(WHERE_THE_ROWS_ARE)}._"]
             room -= sum(len(line.encode()) + 1 for line in lines[:kept])
             failing = self._failing_tests()
             details = ["\n" + "\n".join(self._details(test)) + "\n" for test in failing]
@@ -350,20 +369,20 @@ class GateSummary:
                 parts += ["", *self._details(test)]
             if shown < len(failing):
                 parts += ["", f"_… and the messages of {len(failing) - shown} more failing "
-                              f"test(s) not shown: {markdown_escape(WHERE_THE_MESSAGE_IS)}._"]
+                              f"test(s) not shown: {markdown_text(WHERE_THE_MESSAGE_IS)}._"]
         else:
-            parts.append(f"{markdown_escape(self.headline())}.")
+            parts.append(f"{markdown_text(self.headline())}.")
         if self.unused:
             head, *rest = self.unused_cell_lines()
-            files = [f"- {markdown_escape(clip_line(line.strip()))}" for line in rest]
+            files = [f"- {markdown_text(clip_line(line.strip()))}" for line in rest]
             kept = _fitting([f + "\n" for f in files], 50_000)
-            parts += ["", markdown_escape(head.removeprefix("graphnetz: ")), "", *files[:kept]]
+            parts += ["", markdown_text(head.removeprefix("graphnetz: ")), "", *files[:kept]]
             if kept < len(files):
                 parts.append(f"- _… and {len(files) - kept} more baseline file(s): the JSON "
                              "verdict file lists every cell_")
         looks = self.looks_line()
         if looks:
-            parts += ["", markdown_escape(looks)]
+            parts += ["", markdown_text(looks)]
         if self.trained or self.cached:
             parts += ["", f"Triples: {self.trained} trained, {self.cached} from cache"
                           f"{self._checked_text()}."]
@@ -393,10 +412,10 @@ class GateSummary:
         n = self.counts()
         mark = "✗" if self.build_failed() else "✓"
         parts = [f"### graphnetz gates {mark}", "",
-                 f"**{markdown_escape(self.headline())}**"]
+                 f"**{markdown_text(self.headline())}**"]
         looks = self.looks_line()
         if looks:
-            parts += ["", markdown_escape(looks)]
+            parts += ["", markdown_text(looks)]
         where = WHERE_THE_REST_IS if self._failing_tests() else WHERE_THE_TABLE_IS
         widths = sum(self.is_width_within(r) for r in self.rows)
         folded = [f"{n.identical} IDENTICAL row(s) (every paired seed scored exactly the "
@@ -406,16 +425,16 @@ class GateSummary:
             parts += ["", f"Not listed: {' and '.join(f for f in folded if f)}."]
         if self.unused:
             head, *files = self.unused_cell_lines()
-            parts += ["", markdown_escape(head.removeprefix("graphnetz: ")), ""]
-            cells = [f"- {markdown_escape(clip_line(line.strip(), 500))}" for line in files]
+            parts += ["", markdown_text(head.removeprefix("graphnetz: ")), ""]
+            cells = [f"- {markdown_text(clip_line(line.strip(), 500))}" for line in files]
             kept = _fitting([c + "\n" for c in cells], 2_000)
             parts += cells[:kept]
             if kept < len(cells):
                 parts.append(f"- _… and {len(cells) - kept} more baseline file(s): "
-                             f"{markdown_escape(where)}_")
+                             f"{markdown_text(where)}_")
         listed = sorted((r for r in self.rows if not self.is_folded(r)),
                         key=lambda r: not self.failed_build(r))
-        closing = f"\n\n<sub>{markdown_escape(where[0].upper() + where[1:])}.</sub>"
+        closing = f"\n\n<sub>{markdown_text(where[0].upper() + where[1:])}.</sub>"
         text = "\n".join(parts)
         if listed:
             header = "\n\n" + markdown_table(COMMENT_HEADERS, [])
@@ -434,7 +453,7 @@ class GateSummary:
                 rest = listed[shown:]
                 failing = sum(self.failed_build(r) for r in rest)
                 text += (f"\n\n_… and {len(rest)} more row(s) ({failing} failing the build) not "
-                         f"shown here: {markdown_escape(where)}._")
+                         f"shown here: {markdown_text(where)}._")
         for test in self._failing_tests():
             details = "\n\n" + "\n".join(self._details(test, lines=25))
             if len(text) + len(details) + len(closing) > budget:
