@@ -85,8 +85,8 @@ def test_worse_model_fails_as_regressed_with_paired_evidence(project: pytest.Pyt
                      # ρα = 0.85 × 0.05, so 91.5%): it excludes 0
                      r"paired Δ -0\.\d+ \(91\.5%, look 1 of 4→… CI \[-0\.\d+, -0\.\d+\]\) "
                      r"over 4 seeds 0-3; "
-                     r"p = 0\.0\d+; test paired-t, margin 0, min_effect 0\.01, alpha 0\.05 \(this look: "
-                     r"one-sided level 0\.0425\)",
+                     r"p = 0\.0\d+; test paired-t, margin 0, min_effect 0\.01, alpha 0\.05 "
+                     r"\(this look: one-sided level 0\.0425\)",
                      r"minimum detectable effect at n=4: 0\.\d+"):
         assert re.search(evidence, out), evidence
 

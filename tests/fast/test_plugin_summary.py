@@ -58,8 +58,9 @@ def test_data_change_refusal_shows_the_unpaired_comparison(pytester: pytest.Pyte
         "E       What the change did, UNPAIRED (Welch's t; seeds 0-5 of each side; not a "
         "verdict*",
         f"E         karate/GCN: baseline {BASE.mean():.4g} [[]{base_ci[0]:.4g}, "
-        f"{base_ci[1]:.4g}[]] (t 95% CI of the mean, n=6); candidate {cand.mean():.4g} [[]{cand_ci[0]:.4g}, "
-        f"{cand_ci[1]:.4g}[]] (t 95% CI of the mean, n=6); Welch Δ {cand.mean() - BASE.mean():+.4g} "
+        f"{base_ci[1]:.4g}[]] (t 95% CI of the mean, n=6); candidate {cand.mean():.4g} "
+        f"[[]{cand_ci[0]:.4g}, {cand_ci[1]:.4g}[]] (t 95% CI of the mean, n=6); Welch Δ "
+        f"{cand.mean() - BASE.mean():+.4g} "
         f"(95% CI [[]{ci.low:.4g}, {ci.high:.4g}[]], p = {ref.pvalue:.3f})",
     ])
     (row,) = [line for line in table(result.stdout.str()) if "test_data_changed" in line]
