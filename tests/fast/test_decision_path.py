@@ -147,6 +147,9 @@ def _recompute(v, base_values, cand_values, margin, delta, alpha):
     assert c.ci.low == pytest.approx(d.mean() - sps.t.isf(low_a, df) * se, rel=1e-9, abs=1e-12)
     assert c.ci.high == pytest.approx(d.mean() + sps.t.isf(high_a, df) * se, rel=1e-9,
                                       abs=1e-12)
+    # one level for REGRESSED on the row: the MDE is read where the upper end is
+    if c.ci_alphas is not None and c.mde_alpha is not None:
+        assert c.mde_alpha == pytest.approx(high_a, rel=1e-12)
     # the boundaries the message prints are those levels' t quantiles
     if v.stop is not None and v.stop.critical is not None:
         assert v.stop.critical == pytest.approx(sps.t.isf(low_a, df), rel=1e-6)
