@@ -277,7 +277,9 @@ def refuse_changed_data(report: BenchmarkReport, baseline: BenchmarkReport, seed
                 for task in changed for model in report.models]
     which = "; ".join(f"task {task!r}: its data or split differs from {source} for the same "
                       f"seed(s) {s}" for task, s in changed.items())
+    tasks = ", ".join(f"task {task!r}" for task in changed)
     raise GateRefusal(
+        f"no paired verdict: the data or split of {tasks} changed\n"   # fits a terminal
         f"{which}, so a per-seed pairing would be fictional: no verdict. If the data change is "
         "intended, refresh the baseline (--graphnetz-update-baselines --graphnetz-force).\n\n"
         f"What the change did, UNPAIRED (Welch's t; {unpaired[0].sides()}; "

@@ -52,7 +52,8 @@ def test_data_change_refusal_shows_the_unpaired_comparison(pytester: pytest.Pyte
     base_ci = sps.t.interval(0.95, 5, loc=BASE.mean(), scale=sps.sem(BASE))
     cand_ci = sps.t.interval(0.95, 5, loc=cand.mean(), scale=sps.sem(cand))
     result.stdout.fnmatch_lines([
-        "E       *GateRefusal: task 'karate': its data or split differs from the baseline "
+        "E       *GateRefusal: no paired verdict: the data or split of task 'karate' changed",
+        "E       task 'karate': its data or split differs from the baseline "
         "report for the same seed(s) [[]0, 1, 2, 3, 4, 5[]], so a per-seed pairing would be "
         "fictional: no verdict.*",
         "E       What the change did, UNPAIRED (Welch's t; seeds 0-5 of each side; not a "
