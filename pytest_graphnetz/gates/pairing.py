@@ -199,6 +199,7 @@ def shared_seeds(report: BenchmarkReport, baseline: BenchmarkReport, source: str
     seeds = [s for s in report.seeds if s in baseline.seeds]
     if len(seeds) < 2:
         raise GateRefusal(
+            f"cannot pair: the candidate and the baseline share {len(seeds)} seed(s)\n"
             f"cannot pair the candidate with {source}: they share {len(seeds)} seed(s) "
             f"{seeds} (candidate seeds {seed_list(report.seeds)}, baseline seeds "
             f"{seed_list(baseline.seeds)}); a paired test needs at least 2. Run the seeds the "
@@ -225,6 +226,7 @@ def check_metrics(report: BenchmarkReport, baseline: BenchmarkReport, source: st
         a, b = report.metric(task), baseline.metric(task)
         if (a.name, a.higher_is_better) != (b.name, b.higher_is_better):
             raise GateRefusal(
+                f"cannot pair task {task!r}: {a.name} against the baseline's {b.name}\n"
                 f"task {task!r}: the candidate reports {a.name} ({a.direction}) but {source} "
                 f"has {b.name} ({b.direction}); two different metrics cannot be paired. "
                 "Refresh the baseline if the metric change is intended."

@@ -68,3 +68,29 @@ def test_a_skewed_rows_more_seeds_says_refresh_first_when_the_baseline_lacks_the
         f"hold {SKEW_HOLDS_FROM}+ seeds")
     assert skew_table_note(check, baseline_short=True).endswith(
         f"refresh the baseline with {SKEW_HOLDS_FROM} seeds, then hold {SKEW_HOLDS_FROM}+ seeds")
+
+
+def test_a_refusals_first_line_fits_a_terminal_and_the_detail_follows() -> None:
+    from pytest_graphnetz.base.text import FIRST_LINE_WIDTH
+    from pytest_graphnetz.gates.verdicts.values import GateRefusal
+
+    rng = np.random.default_rng(3)
+    x = 0.8 + 0.02 * rng.standard_normal((1, 1, 10))
+    base = _make(x, range(10))
+    cases = {
+        "seeds": (_make(x[:, :, :1], [9]), "they share 1 seed(s) [9]"),
+        "metric": (_make(x, range(10), "f1"), "two different metrics cannot be paired"),
+        "data": (BenchmarkReport.from_arrays(
+            x, tasks=["t"], models=["m"], seeds=range(10), metric="accuracy",
+            fingerprints={"data": {"t": {s: "new" for s in range(10)}}}),
+            "its data or split differs"),
+    }
+    fingerprinted = BenchmarkReport.from_arrays(
+        x, tasks=["t"], models=["m"], seeds=range(10), metric="accuracy",
+        fingerprints={"data": {"t": {s: "old" for s in range(10)}}})
+    for name, (cand, detail) in cases.items():
+        with pytest.raises(GateRefusal) as info:
+            compare_reports(cand, fingerprinted if name == "data" else base)
+        first, rest = str(info.value).split("\n", 1)
+        assert len(first) <= FIRST_LINE_WIDTH and first.startswith(("cannot pair", "no paired"))
+        assert detail in rest, (name, rest)
