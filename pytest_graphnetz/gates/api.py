@@ -252,7 +252,10 @@ def _comparison_gate(recorder: GateRecorder, given: BenchmarkReport, baseline: B
     )
 
     verdicts = annotate_verdicts(verdicts, baseline, resolvable=resolvable)
-    recorder.finish(f"assert_{gate}", verdicts, header=header, notes=notes)
+    # every output of a run judged alone says so: pytest's one-line summary too
+    alone = ("" if spec.rerun_safe or schedule is not None
+             else f"judged alone at α: {NOT_RERUN_SAFE}")
+    recorder.finish(f"assert_{gate}", verdicts, header=header, notes=notes, mark=alone)
     return verdicts
 
 

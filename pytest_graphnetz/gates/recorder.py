@@ -138,18 +138,22 @@ class GateRecorder:
                 self.keep(row)
 
     def finish(self, name: str, verdicts: Sequence[Verdict], *, header: str,
-               notes: Sequence[str] = ()) -> None:
+               notes: Sequence[str] = (), mark: str = "") -> None:
         """Record ``verdicts``, then raise one ``AssertionError`` for the failed ones (its
         first line ``name: k of n cell(s) failed: CELL VERDICT, ...``, short enough for a
-        terminal, the ``header`` on the next, then each message and ``notes``)."""
+        terminal, the ``header`` on the next, then each message and ``notes``). ``mark``: what
+        every output of the call must say ("judged alone at α: ..."), on the first line too,
+        in place of the cells when both do not fit."""
         __tracebackhide__ = True
         self.record(verdicts)
         failed = [v for v in verdicts if v.failed]
         if failed:
             first = f"{name}: {len(failed)} of {len(verdicts)} cell(s) failed"
             which = ", ".join(f"{v.cell} {v.verdict}" for v in failed)
-            if len(first) + len(which) + 2 <= FIRST_LINE_WIDTH:
+            if len(first) + len(which) + len(mark) + (4 if mark else 2) <= FIRST_LINE_WIDTH:
                 first += f": {which}"
+            if mark:
+                first += f"; {mark}"
             raise AssertionError(
                 f"{first}\n{header[:1].upper()}{header[1:]}.\n\n"
                 + "\n\n".join([*(v.message() for v in failed), *(f"note: {n}" for n in notes)])
