@@ -209,6 +209,23 @@ def first_line(text: str, limit: int = 200) -> str:
     return line if len(line) <= limit else line[:limit - 1] + "…"
 
 
+# How a failure message names a cell: a triple's ("task 'cora' × model 'GCN' × seed 3", the
+# runner's and command tasks'), a verdict's first line ("cora/GCN — accuracy ..."), a task's.
+_NAMED_CELL = (re.compile(r"task '([^'\n]+)' × model '([^'\n]+)'"),
+               re.compile(r"^\s*([^\s/]+/[^\s/]+) — ", re.M),
+               re.compile(r"task '([^'\n]+)'"))
+
+
+def named_cell(message: str) -> str:
+    """The cell a failure ``message`` names ("cora/GCN"; a task alone when only it is named),
+    for an ERROR row's Cell column; "-" when it names none."""
+    for pattern in _NAMED_CELL:
+        found = pattern.search(message)
+        if found:
+            return "/".join(found.groups())
+    return "-"
+
+
 def clip_line(text: str, limit: int = LINE_BUDGET, where: str | None = None) -> str:
     """``text`` cut to ``limit`` characters, saying how many more there were (and ``where``
     the whole is)."""

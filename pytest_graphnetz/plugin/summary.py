@@ -21,7 +21,6 @@ full table takes its columns from :mod:`.gates`, loaded already when there are r
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -36,6 +35,7 @@ from pytest_graphnetz.base.text import (
     html_escape,
     markdown_table,
     markdown_text,
+    named_cell,
     seed_trainings,
 )
 
@@ -72,8 +72,7 @@ def verdict_stats(verdict: CellVerdict | WidthVerdict, test: str | None = None
     """The numbers of a gate verdict (a ``CellVerdict`` or ``WidthVerdict``), JSON-ready: NaN
     and infinities become None. Read from the verdict's public attributes; a comparison's
     :class:`~pytest_graphnetz.gates.verdicts.guidance.Guidance` too (``test``: the node id its
-    next-look
-    command runs)."""
+    next-look command runs); ``p`` is the verdict's (a BETTER's: the gain's)."""
     from pytest_graphnetz.gates.verdicts.values import (
         WidthVerdict,  # loaded already: the verdict came from it
     )
@@ -88,7 +87,6 @@ def verdict_stats(verdict: CellVerdict | WidthVerdict, test: str | None = None
         c = verdict.comparison
         out = {"kind": c.kind, "test": c.test, "n": c.n, "mean_diff": c.mean_diff,
                "ci_low": c.ci.low, "ci_high": c.ci.high, "level": c.confidence_level,
-               # the verdict's p: a BETTER's is the gain's; else REGRESSED's, after Holm
                "p": verdict.p, "p_raw": c.p_value,
                "alpha": c.alpha, "margin": c.margin,
                "min_effect": c.min_effect, "mde": c.mde, "seeds": list(verdict.seeds),
@@ -122,23 +120,6 @@ def gate_call(verdict: CellVerdict | WidthVerdict, *, strict: bool = False
             "min_effect": _number(c.min_effect),
             "alpha": _number(c.alpha if verdict.call_alpha is None else verdict.call_alpha),
             "strict": strict}
-
-
-# How a failure message names a cell: a triple's ("task 'cora' × model 'GCN' × seed 3", the
-# runner's and command tasks'), a verdict's first line ("cora/GCN — accuracy ..."), a task's.
-_NAMED_CELL = (re.compile(r"task '([^'\n]+)' × model '([^'\n]+)'"),
-               re.compile(r"^\s*([^\s/]+/[^\s/]+) — ", re.M),
-               re.compile(r"task '([^'\n]+)'"))
-
-
-def named_cell(message: str) -> str:
-    """The cell a failure ``message`` names ("cora/GCN"; a task alone when only it is named),
-    for an ERROR row's Cell column; "-" when it names none."""
-    for pattern in _NAMED_CELL:
-        found = pattern.search(message)
-        if found:
-            return "/".join(found.groups())
-    return "-"
 
 
 def _number(value: Any) -> Any:
@@ -198,9 +179,9 @@ class GateSummary:
         for test in dict.fromkeys(self.graphnetz_tests):
             if test in self.failures and test not in failing:
                 # Red build, green page no more: the test failed outside (or after) its gates.
-                rows.append({"test": test, "cell": named_cell(self.failures[test]),
-                             "verdict": "ERROR", "failed": "yes",
-                             "note": first_line(self.failures[test])})
+                failure = self.failures[test]   # the cell it names, if any
+                rows.append({"test": test, "cell": named_cell(failure), "verdict": "ERROR",
+                             "failed": "yes", "note": first_line(failure)})
         object.__setattr__(self, "rows", tuple(rows))
 
     # -- classification -----------------------------------------------------------------------
