@@ -243,6 +243,7 @@ def comparable_baseline(report: BenchmarkReport, baseline: BenchmarkReport, sour
     lacking = [t for t in report.tasks if rule == "best_val" and not support.get(t)]
     if lacking:
         raise GateRefusal(
+            f"cannot pair: the candidate reads {rule}, the baseline {written}\n"
             f"the candidate selects each seed's epoch by {rule!r} but {source} was written "
             f"under {written!r} and has no validation series for task(s) {lacking} to select "
             f"by {rule!r}: the two sides would be read at different epochs. Compare at one "
@@ -274,6 +275,7 @@ def _check_scheme(report: BenchmarkReport, baseline: BenchmarkReport, source: st
             def scheme(k: int | None) -> str:
                 return "plain seeds (no folds)" if k is None else f"{k}-fold cross-validation"
             raise GateRefusal(
+                f"cannot pair task {task!r}: another fold scheme than the baseline's\n"
                 f"task {task!r}: the candidate ran {scheme(ours)} but {source} "
                 f"{scheme(theirs)}; seed s names another split on each side, so a per-seed "
                 "pairing would be fictional. Run the baseline's scheme, or refresh the "

@@ -89,12 +89,22 @@ def _report(values: np.ndarray, *, val: bool, rule: str = "final",
 VALUES = 0.7 + 0.01 * np.random.default_rng(0).standard_normal(6)
 
 
+def assert_first_line_fits(refusal: GateRefusal) -> None:
+    """A refusal opens with a short line saying what cannot be paired; the detail follows."""
+    from pytest_graphnetz.base.text import FIRST_LINE_WIDTH
+
+    first, rest = str(refusal).split("\n", 1)
+    assert len(first) <= FIRST_LINE_WIDTH and first.startswith("cannot pair"), first
+    assert rest
+
+
 def test_a_baseline_without_validation_series_is_refused_naming_both_rules() -> None:
     candidate = _report(VALUES, val=True, rule="best_val")
     baseline = _report(VALUES, val=False)
     with pytest.raises(GateRefusal, match=r"by 'best_val' but the baseline was written under "
-                                          r"'final' and has no validation series"):
+                                          r"'final' and has no validation series") as refused:
         compare_reports(candidate, baseline)
+    assert_first_line_fits(refused.value)
     # read at one rule, the same values are IDENTICAL, and the caller's baseline is untouched
     both = _report(VALUES, val=True)
     verdicts = compare_reports(candidate, both)
@@ -111,8 +121,9 @@ def test_another_fold_scheme_is_refused(ours, theirs) -> None:
     candidate, baseline = _report(VALUES, val=False), _report(VALUES, val=False)
     candidate.protocol = {"tasks": {"t": {"config": scheme(ours)}}}
     baseline.protocol = {"tasks": {"t": {"config": scheme(theirs)}}}
-    with pytest.raises(GateRefusal, match="per-seed pairing would be fictional"):
+    with pytest.raises(GateRefusal, match="per-seed pairing would be fictional") as refused:
         compare_reports(candidate, baseline)
+    assert_first_line_fits(refused.value)
 
 
 def test_another_metric_direction_is_refused() -> None:
