@@ -21,7 +21,7 @@ from pytest_graphnetz.gates.pairing import (
     changed_model_notes,
     changed_model_table_note,
     check_cells,
-    check_metrics,
+    comparable_baseline,
     environment_notes,
     refuse_changed_data,
     refuse_diverged_baseline,
@@ -105,14 +105,14 @@ def compare_spec(report: BenchmarkReport, baseline: BenchmarkReport, call: GateS
             "`min_effect`", "`suite_min_effect`"))
     check_cells(report, baseline, source)
     seeds = shared_seeds(report, baseline, source)
-    check_metrics(report, baseline, source)
+    baseline, ruled = comparable_baseline(report, baseline, source)
     first = DEFAULT_FIRST_LOOK if call.first_look is None else int(call.first_look)
     if canonical and rerun_safe:
         refuse_off_schedule(seeds, first, source)
     refuse_changed_data(report, baseline, seeds, source)
     if canonical:
         refuse_diverged_baseline(report, baseline, seeds, source, refresh_command)
-    notes = (environment_notes(report, baseline) + tuning_notes(report, baseline, seeds)
+    notes = (ruled + environment_notes(report, baseline) + tuning_notes(report, baseline, seeds)
              + unpaired_notes(report, baseline, seeds, refresh_command))
     cand_idx = [report.seeds.index(s) for s in seeds]
     base_idx = [baseline.seeds.index(s) for s in seeds]
@@ -235,8 +235,8 @@ def compare_schedule(report: BenchmarkReport, schedule: Schedule, baseline: Benc
     if min_effect is not None and not min_effect > margin:
         raise ValueError(min_effect_error(min_effect, margin))
     check_cells(report, baseline, source)
-    check_metrics(report, baseline, source)
-    tuned = tuning_notes(report, baseline, schedule.planned_seeds)
+    baseline, ruled = comparable_baseline(report, baseline, source)
+    tuned = ruled + tuning_notes(report, baseline, schedule.planned_seeds)
     # a baseline non-finite at a planned seed is refused before any look, as in a fixed run:
     # a look that reached that seed would have nothing to read the candidate's value against
     refuse_diverged_baseline(report, baseline,
