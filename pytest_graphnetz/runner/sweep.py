@@ -142,7 +142,8 @@ def run_benchmark(
     if executor is not None:
         executor = as_executor(executor)
     else:
-        here = environment.machine(device, mode)
+        here = environment.machine(device, mode, in_process=any(
+            task.kind != "command" for task in task_map.values()))
     base = Path(root if root is not None else os.environ.get(ROOT_ENV) or default_root())
     if verify_cache is not None and (isinstance(verify_cache, bool) or int(verify_cache) < 0):
         raise ValueError(f"`verify_cache` must be a whole number >= 0 (seeds per cached cell "
@@ -191,7 +192,7 @@ def run_benchmark(
             own.close()
     protocol = {"device": here["info"], "threads": int(threads), "versions": here["versions"],
                 "deterministic": mode, "gpu": here["gpu"], "platform": here["platform"],
-                "hardware": here["hardware"],
+                "hardware": here["hardware"], "numerics": here.get("numerics"),
                 "tasks": {t.name: _task_protocol(t) for t in task_map.values()}}
     if checked.protocol() is not None:
         protocol["cache"] = checked.protocol()

@@ -118,7 +118,8 @@ def run_triple(job: Job, commands: CommandExecutor | None = None) -> Outcome:
             # the machine the sweep was described on, which its cache key names
             environment.check_worker(job.device, job.context["device"])
             return _run_one(job, commands)
-        machine = environment.machine(job.device, job.deterministic)
+        machine = environment.machine(job.device, job.deterministic,
+                                      in_process=job.task.kind != "command")
         job = dataclasses.replace(job, device=machine["device"],
                                   context=environment.key_context(machine, job.deterministic))
         return dataclasses.replace(_run_one(job, commands), machine=machine)
