@@ -132,6 +132,11 @@ OPTIONS = (
     Option("baseline-replicates", "with --graphnetz-update-baselines: train each baseline "
             "seed R times (its run and R-1 salted reruns: same data and split) and pair every "
             "candidate seed with their mean (default 1; docs/gates.md)", metavar="R"),
+    Option("remote-cache", "a team's shared triple cache beside the local one: any fsspec URL "
+            "(s3://bucket/prefix, gs://..., file:///shared/mount); read on a local miss, "
+            "written only with --graphnetz-remote-cache-write (docs/cache.md)", metavar="URL"),
+    Option("remote-cache-write", "also write what this run trains to the remote cache "
+            "(create-only; for CI, docs/cache.md)", flag=True),
 )
 
 

@@ -121,6 +121,9 @@ class GraphnetzSession:
         kwargs.setdefault("cache_dir", s.cache_dir)
         kwargs.setdefault("deterministic", s.deterministic)
         kwargs.setdefault("verify_cache", s.verify_cache)
+        if s.remote_cache is not None:
+            kwargs.setdefault("remote_cache", s.remote_cache)
+            kwargs.setdefault("remote_cache_write", s.remote_cache_write)
         if s.executor is not None and "executor" not in kwargs:
             kwargs["executor"] = self.executor()
         if "commands" not in kwargs:

@@ -73,6 +73,8 @@ class Settings(SimpleNamespace):
     # The schedule's first look (seeds): the ini's graphnetz_seeds (its N, or MIN of MIN..MAX),
     # else MIN of adaptive seeds on the command line, else 10 (stats.DEFAULT_FIRST_LOOK).
     first_look: int
+    remote_cache: str | None   # --graphnetz-remote-cache: an fsspec URL, checked
+    remote_cache_write: bool   # --graphnetz-remote-cache-write
 
     def __init__(self, **fields: Any) -> None:
         declared = type(self).__annotations__.keys()
@@ -192,6 +194,8 @@ class Settings(SimpleNamespace):
             calibrate=bool(get("calibrate", False)), first_look=first_look,
             baseline_replicates=replicates, executor=_executor(config, get("executor", None)),
             accept_hardware=bool(get("accept-hardware", False)),
+            remote_cache=_remote_cache(config, get("remote-cache", None), cache_dir),
+            remote_cache_write=bool(get("remote-cache-write", False)),
         )
 
 
@@ -218,6 +222,26 @@ def _executor(config: pytest.Config, spec: str | None) -> str | None:
     except ExecutorFactoryError as exc:
         raise pytest.UsageError(f"graphnetz: {exc}") from None
     return str(spec).strip()
+
+
+def _remote_cache(config: pytest.Config, url: str | None, cache_dir: Path | None
+                  ) -> str | None:
+    """``--graphnetz-remote-cache`` checked now (a URL fsspec can open, its package
+    installed), so a typo or a missing extra is one usage error at session start."""
+    if url is None:
+        return None
+    from pytest_graphnetz.runner.remote import RemoteCacheError, check_url
+
+    option = named(config, "remote-cache")
+    if cache_dir is None:
+        raise pytest.UsageError(
+            f"graphnetz: {option} needs the local cache to copy its hits into; drop "
+            "--graphnetz-no-cache (or -p no:cacheprovider), or name one with "
+            "--graphnetz-cache-dir")
+    try:
+        return check_url(str(url), option=option)
+    except RemoteCacheError as exc:
+        raise pytest.UsageError(f"graphnetz: {exc}") from None
 
 
 def _accepted(config: pytest.Config) -> frozenset[str]:
@@ -291,6 +315,9 @@ def header_line(settings: Settings, root: Path) -> str:
         f"workers {settings.workers}"
     return (f"graphnetz: seeds {which}, α {alpha}, δ {effect}, device "
             f"{settings.device}, {where}, cache {cache}"
+            + (f", remote cache {settings.remote_cache} ("
+               f"{'read, write' if settings.remote_cache_write else 'read only'})"
+               if settings.remote_cache else "")
             + (", updating baselines" if settings.update_baselines else "")
             + (f", scripts run cold ({cold})" if cold else ""))
 

@@ -68,6 +68,8 @@ def run_benchmark(
     deterministic: str = determinism.DEFAULT_MODE,
     verify_cache: int | None = None,
     commands: CommandExecutor | None = None,
+    remote_cache: str | None = None,
+    remote_cache_write: bool = False,
 ) -> BenchmarkReport:
     """Train every model on every task under every seed; the per-seed, per-epoch report.
 
@@ -103,6 +105,9 @@ def run_benchmark(
     - ``commands``: the :class:`~pytest_graphnetz.runner.command.run.CommandExecutor` that runs
       command tasks' scripts, so its warm servers serve several runs (the pytest session's);
       None: one opened for this call and closed at its end.
+    - ``remote_cache``: an fsspec URL (``s3://bucket/prefix``, ``file:///mnt/shared``) of a
+      team's shared triple cache beside ``cache_dir`` (which it needs): read on a local miss,
+      written only with ``remote_cache_write`` (:mod:`~pytest_graphnetz.runner.remote`).
 
     Returns a :class:`BenchmarkReport` with ``X[task, model, seed]`` in the order of ``tasks``,
     ``models`` and ``seeds``, every history, data/model fingerprints and the run's protocol.
@@ -148,6 +153,14 @@ def run_benchmark(
     if verify_cache is not None and (isinstance(verify_cache, bool) or int(verify_cache) < 0):
         raise ValueError(f"`verify_cache` must be a whole number >= 0 (seeds per cached cell "
                          f"to retrain and compare; 0: none), got {verify_cache!r}")
+    remote = None
+    if remote_cache is not None:
+        from pytest_graphnetz.runner.remote import RemoteSettings
+
+        if cache_dir is None:
+            raise ValueError("`remote_cache` needs a local cache to copy its hits into: pass "
+                             "`cache_dir` too (in pytest: not with --graphnetz-no-cache)")
+        remote = RemoteSettings.from_environment(remote_cache, write=bool(remote_cache_write))
     opened = None if cache_dir is None else TripleCache.open(Path(cache_dir).resolve())
     cache = None if opened is None else str(opened.directory)
     context = None if here is None else environment.key_context(here, mode)
@@ -162,7 +175,8 @@ def run_benchmark(
              threads=int(threads), root=str((base / task.category / task.name).resolve()),
              cache_dir=cache, context=context, deterministic=mode,
              code=code.get((task.name, model)),
-             cache_read_only=opened is not None and opened.read_only)
+             cache_read_only=opened is not None and opened.read_only,
+             remote=None if opened is None else remote)
         for task in task_map.values() for model in models for seed in seed_list
     ]
     # More processes than triples would only sit idle (24 workers for 2 triples).

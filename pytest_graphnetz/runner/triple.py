@@ -39,6 +39,7 @@ from pytest_graphnetz.runner.tasks.base import Task
 
 if TYPE_CHECKING:
     from pytest_graphnetz.runner.command.run import CommandExecutor
+    from pytest_graphnetz.runner.remote import RemoteSettings
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,7 @@ class Job:
     # the parent process; None without a cache.
     code: Mapping[str, Any] | None = None
     cache_read_only: bool = False   # a cache directory that is read, never written
+    remote: RemoteSettings | None = None  # the remote tier of the cache (runner/remote.py)
 
     def key_context(self) -> Mapping[str, Any]:
         """``context``, which :func:`run_triple` has filled in before any key is made."""
@@ -72,8 +74,14 @@ class Job:
 
     def cache(self) -> TripleCache | None:
         """The triple cache this job reads (and writes), or None."""
-        return None if self.cache_dir is None else TripleCache(self.cache_dir,
-                                                               read_only=self.cache_read_only)
+        if self.cache_dir is None:
+            return None
+        remote = None
+        if self.remote is not None:
+            from pytest_graphnetz.runner.remote import open_remote
+
+            remote = open_remote(self.remote)
+        return TripleCache(self.cache_dir, read_only=self.cache_read_only, remote=remote)
 
 
 @dataclass(frozen=True)
@@ -344,7 +352,7 @@ def _cached_without_loading(job: Job, cache: TripleCache, load_key: str) -> Outc
     model = job.factory(*record["channels"])
     model_fp = model_fingerprint(model, job.factory)
     key = make_key(_triple_fields(job, record["data"], record["channels"], model_fp))
-    if not cache.path(key).exists():
+    if not cache.has(key):
         return None
     history = cache.get(key, _entry_check(job.task, job.task.trainer_for(job.model)))
     if history is None:
