@@ -152,6 +152,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     # written here.
     graphnetz = session.config.stash[STASH_KEY]
     graphnetz.close()
+    graphnetz.write_plan()
     session.config.stash[USAGE_KEY].finish(session, int(exitstatus))
     # The controller writes, from every worker's reports; a session with nothing to write or
     # show (plain tests) need not load the module that would.

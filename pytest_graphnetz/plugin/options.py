@@ -137,6 +137,13 @@ OPTIONS = (
             "written only with --graphnetz-remote-cache-write (docs/cache.md)", metavar="URL"),
     Option("remote-cache-write", "also write what this run trains to the remote cache "
             "(create-only; for CI, docs/cache.md)", flag=True),
+    Option("shard", "train only shard I of N's share of the triples (counted from 1: 1/4 .. "
+            "4/4), balanced by expected cost, and gate nothing: each graphnetz test is skipped "
+            "with what it trained (docs/distributed.md)", metavar="I/N"),
+    Option("cache-only", "train nothing: a triple the cache (local or remote) lacks fails its "
+            "test, named (the gate job after the shard jobs)", flag=True),
+    Option("plan", "train and gate nothing: write the triples the cache lacks as JSON to PATH "
+            "(what `graphnetz plan` prints)", metavar="PATH"),
 )
 
 

@@ -88,6 +88,7 @@ class GraphnetzSession:
         # The executor of command tasks' scripts (warm servers, process groups), made by the
         # first run that needs one and closed at the session's end (close).
         self.commands: CommandExecutor | None = None
+        self.planned: list[dict[str, Any]] = []   # --graphnetz-plan: the missing triples
 
     @property
     def is_xdist_worker(self) -> bool:
@@ -124,6 +125,11 @@ class GraphnetzSession:
         if s.remote_cache is not None:
             kwargs.setdefault("remote_cache", s.remote_cache)
             kwargs.setdefault("remote_cache_write", s.remote_cache_write)
+        if s.shard is not None:
+            kwargs.setdefault("shard", s.shard)
+        kwargs.setdefault("cache_only", s.cache_only)
+        if s.plan is not None:
+            kwargs["plan"] = True
         if s.executor is not None and "executor" not in kwargs:
             kwargs["executor"] = self.executor()
         if "commands" not in kwargs:
@@ -157,9 +163,18 @@ class GraphnetzSession:
             if user_started is not None:
                 user_started(task, model, seed)
 
+        from pytest_graphnetz.runner.shard import Planned, ShardTrained
+
         start = time.monotonic()
         try:
-            report = run_benchmark(tasks, models, progress=progress, started=started, **kwargs)
+            try:
+                report = run_benchmark(tasks, models, progress=progress, started=started,
+                                       **kwargs)
+            except ShardTrained as done:
+                pytest.skip(str(done))
+            except Planned as planned:
+                self.planned.extend({**m, "test": item.nodeid} for m in planned.missing)
+                pytest.skip(str(planned))
             checked = report.protocol.get("cache") or {}
             counts["checked"] = checked.get("checked", 0)
             counts["not_reproduced"] = len(checked.get("not_reproduced", ()))
@@ -183,6 +198,17 @@ class GraphnetzSession:
             self._executor, self._close_executor = open_executor(
                 load_factory(self.settings.executor, option=option), option=option)
         return self._executor
+
+    def write_plan(self) -> None:
+        """``--graphnetz-plan``: the missing triples of the session as JSON (what `graphnetz
+        plan` reads)."""
+        if self.settings.plan is None:
+            return
+        from pytest_graphnetz.report.files import write_text_atomic
+
+        shards = sorted({m["shard"] for m in self.planned if m["shard"] is not None})
+        write_text_atomic(self.settings.plan, json.dumps(
+            {"missing": self.planned, "shards_with_work": shards}, indent=1) + "\n")
 
     def close(self) -> None:
         """End, once, what the session's runs left running: the ``--graphnetz-executor`` (the

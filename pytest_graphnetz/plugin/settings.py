@@ -75,6 +75,9 @@ class Settings(SimpleNamespace):
     first_look: int
     remote_cache: str | None   # --graphnetz-remote-cache: an fsspec URL, checked
     remote_cache_write: bool   # --graphnetz-remote-cache-write
+    shard: str | None          # --graphnetz-shard: "I/N", checked (runner/shard.py)
+    cache_only: bool           # --graphnetz-cache-only: train nothing
+    plan: Path | None          # --graphnetz-plan: the missing triples' JSON file
 
     def __init__(self, **fields: Any) -> None:
         declared = type(self).__annotations__.keys()
@@ -196,6 +199,9 @@ class Settings(SimpleNamespace):
             accept_hardware=bool(get("accept-hardware", False)),
             remote_cache=_remote_cache(config, get("remote-cache", None), cache_dir),
             remote_cache_write=bool(get("remote-cache-write", False)),
+            shard=_shard(config, get("shard", None), bool(get("cache-only", False))),
+            cache_only=bool(get("cache-only", False)),
+            plan=path_value(config, "plan", follow=False) if get("plan", None) else None,
         )
 
 
@@ -242,6 +248,24 @@ def _remote_cache(config: pytest.Config, url: str | None, cache_dir: Path | None
         return check_url(str(url), option=option)
     except RemoteCacheError as exc:
         raise pytest.UsageError(f"graphnetz: {exc}") from None
+
+
+def _shard(config: pytest.Config, text: str | None, cache_only: bool) -> str | None:
+    """``--graphnetz-shard`` checked now (``I/N`` with 1 <= I <= N), as ``"I/N"``."""
+    if text is None:
+        return None
+    from pytest_graphnetz.runner.shard import parse_shard
+
+    try:
+        shard = parse_shard(text, option=named(config, "shard"))
+    except ValueError as exc:
+        raise pytest.UsageError(f"graphnetz: {exc}") from None
+    if cache_only:
+        raise pytest.UsageError(
+            f"graphnetz: {named(config, 'shard')} trains its share and "
+            f"{named(config, 'cache-only')} trains nothing: a shard job gives the first, the "
+            "gate job after the shards the second")
+    return str(shard)
 
 
 def _accepted(config: pytest.Config) -> frozenset[str]:
