@@ -142,8 +142,10 @@ OPTIONS = (
             "with what it trained (docs/distributed.md)", metavar="I/N"),
     Option("cache-only", "train nothing: a triple the cache (local or remote) lacks fails its "
             "test, named (the gate job after the shard jobs)", flag=True),
-    Option("plan", "train and gate nothing: write the triples the cache lacks as JSON to PATH "
-            "(what `graphnetz plan` prints)", metavar="PATH"),
+    Option("plan", "train nothing: write the triples the caches lack as JSON to PATH (what "
+            "`graphnetz plan` prints); a test whose triples are missing is skipped, one whose "
+            "triples are all cached is gated (an adaptive gate then plans its next look)",
+            metavar="PATH"),
 )
 
 

@@ -117,8 +117,10 @@ def run_benchmark(
     - ``cache_only``: train nothing; a triple the cache lacks raises
       :class:`~pytest_graphnetz.runner.shard.MissingTriplesError` naming every one (the
       verify sample is the shards' job then: nothing is retrained).
-    - ``plan``: train nothing and raise :class:`~pytest_graphnetz.runner.shard.Planned`
-      listing the missing triples (with their shard of ``shard``'s N, when given).
+    - ``plan``: train nothing; when triples are missing, raise
+      :class:`~pytest_graphnetz.runner.shard.Planned` listing them (with their shard of
+      ``shard``'s N, when given); when none are, the report, from the cache (so an adaptive
+      gate asks for its next look, which is then planned).
 
     Returns a :class:`BenchmarkReport` with ``X[task, model, seed]`` in the order of ``tasks``,
     ``models`` and ``seeds``, every history, data/model fingerprints and the run's protocol.
@@ -214,7 +216,7 @@ def run_benchmark(
                            progress=progress, started=started, commands=commands)
         missing = [sharding.triple_label(j.task.name, j.model, j.seed)
                    for j, out in zip(jobs, outcomes, strict=True) if out.missing]
-        if plan:
+        if plan and missing:
             raise sharding.Planned([
                 {"task": j.task.name, "model": j.model, "seed": j.seed,
                  "cost": float(j.task.epochs or 1), "shard": s}
@@ -227,7 +229,7 @@ def run_benchmark(
             device_str, context = here["device"], environment.key_context(here, mode)
             jobs = [replace(job, device=device_str, context=context) for job in jobs]
         checked = CacheCheck()
-        if cache is not None and not cache_only:
+        if cache is not None and triple_mode == "train":
             outcomes, checked = verify_hits(
                 jobs, outcomes, per_cell=verify_cache, run=lambda more: execute(
                     more, workers=max(1, min(pool, len(more))), executor=executor,
@@ -237,7 +239,7 @@ def run_benchmark(
     finally:
         if own is not None:
             own.close()
-    if split is not None:
+    if split is not None and not plan:
         trained = sum(not out.cached for out in outcomes)
         raise sharding.ShardTrained(split, trained=trained, cached=len(outcomes) - trained)
     protocol = {"device": here["info"], "threads": int(threads), "versions": here["versions"],

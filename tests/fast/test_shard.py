@@ -110,3 +110,12 @@ def test_bad_shard_options_are_usage_errors(pytester, args, says):
     result = pytester.runpytest(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert says in result.stderr.str()
+
+
+def test_a_plan_with_nothing_missing_returns_the_cached_report(root, tmp_path):
+    """So an adaptive gate judges its look and asks for the next one, which is then planned."""
+    done = run_benchmark({"tiny": tiny_task()}, {"GCN": gcn}, seeds=[0, 1], device="cpu",
+                         root=root, cache_dir=tmp_path / "c")
+    again = run_benchmark({"tiny": tiny_task()}, {"GCN": gcn}, seeds=[0, 1], device="cpu",
+                          root=root, cache_dir=tmp_path / "c", plan=True, shard="2/2")
+    assert again.values("tiny", "GCN").tolist() == done.values("tiny", "GCN").tolist()
