@@ -141,7 +141,26 @@ def check_url(url: str, *, option: str = f"`{OPTION}`") -> str:
         raise RemoteCacheError(
             f"{option}={text}: the package for {protocol}:// is missing ({exc}); {INSTALL} "
             "(s3fs; `pip install gcsfs` for gs://)") from None
+    if protocol in ("s3", "s3a") and _no_s3_credentials():
+        raise RemoteCacheError(
+            f"{option}={text}: no AWS credentials found (environment, ~/.aws profile, "
+            "instance role); set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (a CI secret) or "
+            "AWS_PROFILE, or FSSPEC_S3_ANON=true for a public bucket")
     return text
+
+
+def _no_s3_credentials() -> bool:
+    """Whether botocore finds no credentials where s3fs will look (a bucket read anonymously,
+    ``FSSPEC_S3_ANON=true``, needs none)."""
+    import fsspec.config
+
+    if str(fsspec.config.conf.get("s3", {}).get("anon", "")).lower() in ("true", "1"):
+        return False
+    try:
+        import botocore.session
+    except ImportError:
+        return False   # s3fs brings botocore: without it the protocol check above failed
+    return botocore.session.get_session().get_credentials() is None
 
 
 class FsspecStore:

@@ -209,6 +209,17 @@ def test_bad_urls_name_the_option_the_value_and_the_fix(url, says):
     assert says in str(err.value)
 
 
+def test_missing_credentials_are_a_usage_error(monkeypatch, tmp_path):
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+                 "AWS_PROFILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    with pytest.raises(remote.RemoteCacheError, match="no AWS credentials found"):
+        remote.check_url(URL)
+
+
 def test_a_bad_url_is_a_usage_error_at_session_start(pytester):
     pytester.makepyfile("def test_nothing():\n    pass\n")
     result = pytester.runpytest("--graphnetz-remote-cache=nosuch://x/y")

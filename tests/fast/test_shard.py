@@ -119,3 +119,28 @@ def test_a_plan_with_nothing_missing_returns_the_cached_report(root, tmp_path):
     again = run_benchmark({"tiny": tiny_task()}, {"GCN": gcn}, seeds=[0, 1], device="cpu",
                           root=root, cache_dir=tmp_path / "c", plan=True, shard="2/2")
     assert again.values("tiny", "GCN").tolist() == done.values("tiny", "GCN").tolist()
+
+
+CALLS = {"left": 0}   # trainings before the "kill" (a raise standing in for a killed job)
+
+
+def dies_after(model, data, *, task, device):
+    from pytest_graphnetz.runner.training import builtin
+
+    if CALLS["left"] == 0:
+        raise KeyboardInterrupt("the job was cancelled")
+    CALLS["left"] -= 1
+    return builtin(task.kind).train(model, data, task=task, device=device)
+
+
+def test_a_shard_killed_mid_run_reruns_only_its_missing_triples(root, tmp_path):
+    task = tiny_task(trainer=dies_after)
+    args = dict(seeds=range(4), device="cpu", root=root, cache_dir=tmp_path / "c", shard="1/1")
+    CALLS["left"] = 2
+    with pytest.raises(KeyboardInterrupt):
+        run_benchmark({"tiny": task}, {"GCN": gcn}, **args)
+    assert len(list((tmp_path / "c").glob("*.json"))) == 2
+    CALLS["left"] = 2   # exactly the two missing ones may train now
+    with pytest.raises(ShardTrained) as done:
+        run_benchmark({"tiny": task}, {"GCN": gcn}, **args)
+    assert (done.value.trained, done.value.cached) == (2, 2)
