@@ -175,6 +175,9 @@ class FsspecStore:
             # botocore's own timeouts and one retry: a dead endpoint fails in seconds.
             options["config_kwargs"] = {"connect_timeout": timeout, "read_timeout": timeout,
                                         "retries": {"max_attempts": 2}}
+            # One GET per object: s3fs otherwise asks each object's size first (a HEAD) to
+            # split large reads, and cache objects are small.
+            options["max_concurrency"] = 1
         self.fs, root = fsspec.core.url_to_fs(url, **options)
         self.root = root.rstrip("/") + "/triples"
         self.local = protocol in ("file", "local")

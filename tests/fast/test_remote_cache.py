@@ -245,3 +245,46 @@ def test_importing_the_plugin_imports_no_fsspec():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=Path(__file__).parents[2])
     assert out.stdout.strip() == "[]"
+
+
+class FullStore:
+    """A store out of space: reads work, every write fails with ENOSPC (as a full shared mount
+    or a bucket over its quota answers)."""
+
+    def __init__(self) -> None:
+        self.objects: dict[str, bytes] = {}
+
+    def get(self, name):
+        return self.objects.get(name)
+
+    def put_if_absent(self, name, data):
+        import errno
+
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def list(self):
+        return []
+
+    def delete(self, name):
+        self.objects.pop(name, None)
+
+
+def test_a_full_store_is_read_and_no_longer_written(tmp_path):
+    from pytest_graphnetz.report.epochs import History
+    from pytest_graphnetz.runner.cache import TripleCache, make_key
+
+    store = FullStore()
+    tier = remote.RemoteCache(remote.RemoteSettings("memory://full", write=True), store=store)
+    cache = TripleCache(tmp_path / "c", remote=tier)
+    key, other = make_key({"a": 1}), make_key({"a": 2})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cache.get_or_compute(key, lambda: History(test=(0.5,)))
+        cache.get_or_compute(other, lambda: History(test=(0.25,)))
+    found = [str(w.message) for w in caught]
+    assert len(found) == 1 and "cannot be written" in found[0] and "No space" in found[0]
+    assert tier.read_only is not None and tier.down is None, "still read"
+    store.objects[f"{key}.json"] = remote.dumps_object(remote.seal(
+        key, json.loads((tmp_path / "c" / f"{key}.json").read_text()), {}, None))
+    fresh = TripleCache(tmp_path / "fresh", remote=tier)
+    assert fresh.get_or_compute(key, lambda: History(test=(0.0,)))[1] is True
