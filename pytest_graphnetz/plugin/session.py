@@ -122,14 +122,8 @@ class GraphnetzSession:
         kwargs.setdefault("cache_dir", s.cache_dir)
         kwargs.setdefault("deterministic", s.deterministic)
         kwargs.setdefault("verify_cache", s.verify_cache)
-        if s.remote_cache is not None:
-            kwargs.setdefault("remote_cache", s.remote_cache)
-            kwargs.setdefault("remote_cache_write", s.remote_cache_write)
-        if s.shard is not None:
-            kwargs.setdefault("shard", s.shard)
-        kwargs.setdefault("cache_only", s.cache_only)
-        if s.plan is not None:
-            kwargs["plan"] = True
+        for name, value in s.beyond_one_machine().items():
+            kwargs.setdefault(name, value)
         if s.executor is not None and "executor" not in kwargs:
             kwargs["executor"] = self.executor()
         if "commands" not in kwargs:
@@ -198,17 +192,6 @@ class GraphnetzSession:
             self._executor, self._close_executor = open_executor(
                 load_factory(self.settings.executor, option=option), option=option)
         return self._executor
-
-    def write_plan(self) -> None:
-        """``--graphnetz-plan``: the missing triples of the session as JSON (what `graphnetz
-        plan` reads)."""
-        if self.settings.plan is None:
-            return
-        from pytest_graphnetz.report.files import write_text_atomic
-
-        shards = sorted({m["shard"] for m in self.planned if m["shard"] is not None})
-        write_text_atomic(self.settings.plan, json.dumps(
-            {"missing": self.planned, "shards_with_work": shards}, indent=1) + "\n")
 
     def close(self) -> None:
         """End, once, what the session's runs left running: the ``--graphnetz-executor`` (the

@@ -93,6 +93,16 @@ class Settings(SimpleNamespace):
         raise AttributeError(f"Settings are read once, at session start: {name} cannot be "
                              "deleted")
 
+    def beyond_one_machine(self) -> dict[str, Any]:
+        """``run_benchmark``'s arguments for the remote cache, the shard and what may train."""
+        found: dict[str, Any] = {"cache_only": self.cache_only, "plan": self.plan is not None}
+        if self.remote_cache is not None:
+            found.update(remote_cache=self.remote_cache,
+                         remote_cache_write=self.remote_cache_write)
+        if self.shard is not None:
+            found["shard"] = self.shard
+        return found
+
     @property
     def rerun_safe(self) -> bool:
         """Whether this session's not-worse gates walk the schedule (so a rerun with more seeds
