@@ -288,3 +288,34 @@ def test_a_full_store_is_read_and_no_longer_written(tmp_path):
         key, json.loads((tmp_path / "c" / f"{key}.json").read_text()), {}, None))
     fresh = TripleCache(tmp_path / "fresh", remote=tier)
     assert fresh.get_or_compute(key, lambda: History(test=(0.0,)))[1] is True
+
+
+def test_a_forged_object_with_a_valid_digest_is_caught_by_the_verify_sample(root, tmp_path,
+                                                                           local_text):
+    """Someone who can write the store replaces both seeds' values consistently and re-digests
+    them (no team key): the verify sample retrains one seed, sees the difference, and the cell
+    is retrained here, never served from the store again."""
+    import hashlib
+
+    url = (tmp_path / "mount").as_uri()
+    sweep(root, tmp_path / "ci", url, write=True)
+    for path in (tmp_path / "mount" / "triples").glob("*.json"):
+        obj = json.loads(path.read_text())
+        entry = obj["entry"]
+        # (test values must agree with the recorded per-example outcomes: the loss is free)
+        entry["history"]["train_loss"] = [0.01] * len(entry["history"]["train_loss"])
+        body = {"key": obj["key"], "history": entry["history"], "depends": entry.get("depends")}
+        entry["digest"] = hashlib.sha256(json.dumps(
+            body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+        path.chmod(0o644)
+        path.write_text(json.dumps(obj))
+    statuses: dict[int, str] = {}
+    report = run_benchmark({"tiny": tiny_task()}, {"GCN": gcn}, seeds=[0, 1], device="cpu",
+                           root=root, cache_dir=tmp_path / "reader", remote_cache=url,
+                           verify_cache=1,
+                           progress=lambda t, m, s, status, secs: statuses.__setitem__(s, status))
+    assert statuses == {0: "cached", 1: "cached"}, "both were served, then checked"
+    assert report.protocol["cache"]["not_reproduced"] == {"tiny/GCN": [0]} or \
+        report.protocol["cache"]["not_reproduced"] == {"tiny/GCN": [1]}
+    report.protocol.pop("cache")
+    assert dumps(report.to_dict()) == local_text
