@@ -340,7 +340,7 @@ class RemoteCache:
             warnings.warn(
                 f"graphnetz remote cache object {self.settings.url}/triples/{key}.json is not "
                 f"served ({why}); the triple is trained here. A maintainer removes it with "
-                f"`graphnetz cache purge --remote {self.settings.url} --key {key}`",
+                f"`graphnetz cache purge --remote {self.settings.url} --key {key} --yes`",
                 CacheWarning, stacklevel=2)
             return None
         self.fetched += 1
