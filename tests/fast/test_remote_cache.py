@@ -319,3 +319,16 @@ def test_a_forged_object_with_a_valid_digest_is_caught_by_the_verify_sample(root
         report.protocol["cache"]["not_reproduced"] == {"tiny/GCN": [1]}
     report.protocol.pop("cache")
     assert dumps(report.to_dict()) == local_text
+
+
+@pytest.mark.parametrize("where", ["s3", "file"])
+def test_racing_writers_leave_one_object(where, s3, tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    url = URL if where == "s3" else (tmp_path / "mount").as_uri()
+    stores = [remote.FsspecStore(url) for _ in range(8)]
+    with ThreadPoolExecutor(8) as pool:
+        won = list(pool.map(lambda i: stores[i].put_if_absent("k.json", f"{i}".encode()),
+                            range(8)))
+    assert won.count(True) == 1
+    assert stores[0].get("k.json") == str(won.index(True)).encode()
