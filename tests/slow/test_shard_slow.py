@@ -138,3 +138,33 @@ def test_a_cache_only_gate_with_a_missing_triple_fails_naming_it(pytester: pytes
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*--graphnetz-cache-only: 16 triple(s) are not in the cache: "
                                  "long/GCN/0, long/GCN/1*"])
+
+
+ADAPTIVE_MODELS = MODELS.replace("GCN(in_channels, 16, 2, out_channels)",
+                                 "GCN(in_channels, int(os.environ.get('HIDDEN', 16)), 2, "
+                                 "out_channels)").replace("from pytest_graphnetz import Task",
+                                                          "import os\n\nfrom pytest_graphnetz "
+                                                          "import Task")
+
+
+def test_an_adaptive_plan_lists_the_next_look_of_undecided_cells(pytester: pytest.Pytester,
+                                                                  tmp_path: Path,
+                                                                  monkeypatch) -> None:
+    pytester.makepyfile(models=ADAPTIVE_MODELS, test_gate=GATE.replace(
+        "graphnetz_run(TASKS, MODELS)", 'graphnetz_run({"short": TASKS["short"]}, '
+        '{"GCN": MODELS["GCN"]})'))
+    pytester.makeini("[pytest]\ngraphnetz_seeds = 3..6\n")
+    pytester.syspathinsert()
+    cache = f"--graphnetz-cache-dir={tmp_path / 'cache'}"
+    pytester.runpytest(cache, "--graphnetz-update-baselines").assert_outcomes(passed=1)
+    monkeypatch.setenv("HIDDEN", "17")   # the pull request: another width
+    plan = tmp_path / "plan.json"
+    pytester.runpytest(cache, f"--graphnetz-plan={plan}").assert_outcomes(skipped=1)
+    first = json.loads(plan.read_text())["missing"]
+    assert [m["seed"] for m in first] == [0, 1, 2], "the first look"
+    pytester.runpytest(cache, "--graphnetz-shard=1/1").assert_outcomes(skipped=1)
+    gate = pytester.runpytest(cache, "--graphnetz-cache-only")
+    gate.assert_outcomes(failed=1)   # undecided at look 1: its next look is not cached
+    gate.stdout.fnmatch_lines(["*not in the cache: short/GCN/3, short/GCN/4, short/GCN/5*"])
+    pytester.runpytest(cache, f"--graphnetz-plan={plan}").assert_outcomes(skipped=1)
+    assert [m["seed"] for m in json.loads(plan.read_text())["missing"]] == [3, 4, 5]
