@@ -101,13 +101,15 @@ def _entries(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
                    "producer": _producer_line(made), "fields": entry.get("fields"),
                    "made": made}
         return
+    from pytest_graphnetz.report.codec import read_json
+
     directory = Path(args.dir)
     if not directory.is_dir():
         raise OSError(f"no triple cache at {directory}: name one with --dir (or --remote URL)")
     for path in sorted(directory.glob("*.json")):
         try:
-            entry = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            entry = read_json(path, what="cache entry")
+        except (OSError, ValueError, RecursionError):
             entry = {}
         fields = entry.get("fields") if isinstance(entry, dict) else None
         device = (fields or {}).get("device") or {}

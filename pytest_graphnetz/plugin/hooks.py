@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Generator, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -154,6 +153,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     graphnetz = session.config.stash[STASH_KEY]
     graphnetz.close()
     if graphnetz.settings.plan is not None:
+        from pytest_graphnetz.plugin.sharding import write_plan
+
         write_plan(graphnetz.settings.plan, graphnetz.planned)
     session.config.stash[USAGE_KEY].finish(session, int(exitstatus))
     # The controller writes, from every worker's reports; a session with nothing to write or
@@ -162,18 +163,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         from pytest_graphnetz.plugin.closing import finish
 
         session.config.stash[SECTIONS_KEY] = finish(graphnetz, int(exitstatus))
-
-
-def write_plan(path: Path, planned: list[dict[str, Any]]) -> None:
-    """``--graphnetz-plan``: the session's missing triples as JSON (what `graphnetz plan`
-    reads)."""
-    import json
-
-    from pytest_graphnetz.report.files import write_text_atomic
-
-    shards = sorted({m["shard"] for m in planned if m["shard"] is not None})
-    write_text_atomic(path, json.dumps({"missing": planned, "shards_with_work": shards},
-                                       indent=1) + "\n")
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
@@ -188,4 +177,4 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
 __all__ = ["TestHooks", "pytest_addoption", "pytest_collection_finish", "pytest_configure",
            "pytest_make_collect_report", "pytest_report_header", "pytest_sessionfinish",
            "pytest_terminal_summary", "pytest_xdist_setupnodes", "gates_imported",
-           "register_test_hooks", "write_plan"]
+           "register_test_hooks"]

@@ -65,6 +65,7 @@ class Settings(SimpleNamespace):
     json: Path | None          # the JSON verdict file
     fail_unused: bool          # baseline cells no gate used fail the run
     accept: frozenset[str]     # TASK/MODEL cells whose loss a refresh accepts
+    add_missing: bool          # --graphnetz-add-missing: write only the cells a baseline lacks
     calibrate: bool            # --graphnetz-calibrate (calibration/)
     baseline_replicates: int   # R: runs per seed a refresh trains (replicates.py)
     single_run: bool           # --graphnetz-single-run: every run judged alone at α
@@ -93,9 +94,14 @@ class Settings(SimpleNamespace):
         raise AttributeError(f"Settings are read once, at session start: {name} cannot be "
                              "deleted")
 
-    def beyond_one_machine(self) -> dict[str, Any]:
-        """``run_benchmark``'s arguments for the remote cache, the shard and what may train."""
-        found: dict[str, Any] = {"cache_only": self.cache_only, "plan": self.plan is not None}
+    def run_arguments(self) -> dict[str, Any]:
+        """``run_benchmark``'s arguments from these settings: seeds, device, workers, the
+        caches (local and remote), the determinism mode, the shard and what may train."""
+        found: dict[str, Any] = {
+            "seeds": self.seeds, "device": self.device, "workers": self.workers,
+            "cache_dir": self.cache_dir, "deterministic": self.deterministic,
+            "verify_cache": self.verify_cache, "cache_only": self.cache_only,
+            "plan": self.plan is not None}
         if self.remote_cache is not None:
             found.update(remote_cache=self.remote_cache,
                          remote_cache_write=self.remote_cache_write)
@@ -204,6 +210,7 @@ class Settings(SimpleNamespace):
             comment=path_value(config, "comment", follow=False) if get("comment", None) else None,
             json=path_value(config, "json", follow=False) if get("json", None) else None,
             fail_unused=bool(get("fail-unused", False)), accept=_accepted(config),
+            add_missing=bool(get("add-missing", False)),
             calibrate=bool(get("calibrate", False)), first_look=first_look,
             baseline_replicates=replicates, executor=_executor(config, get("executor", None)),
             accept_hardware=bool(get("accept-hardware", False)),

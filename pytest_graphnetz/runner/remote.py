@@ -27,7 +27,6 @@ import contextlib
 import functools
 import hashlib
 import hmac
-import json
 import os
 import platform
 import re
@@ -38,6 +37,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from pytest_graphnetz.report.codec import parse_json
 from pytest_graphnetz.runner.cache import CacheWarning, canonical_json, entry_problem
 
 KEY_ENV = "GRAPHNETZ_REMOTE_CACHE_KEY"
@@ -283,7 +283,7 @@ def unseal(key: str, data: bytes, team_key: str | None) -> tuple[dict[str, Any] 
     stand for ``key``: not JSON, another schema, version or key, an entry whose values do not
     match its digest, or (with ``team_key``) a missing or wrong HMAC."""
     try:
-        obj = json.loads(data.decode("utf-8"))
+        obj = parse_json(data.decode("utf-8"), f"{key}.json")
     except (ValueError, RecursionError) as exc:
         return None, f"not a JSON object ({type(exc).__name__}: truncated or damaged?)"
     if not isinstance(obj, dict) or obj.get("schema") != OBJECT_SCHEMA \
@@ -443,7 +443,7 @@ def iter_objects(store: Store) -> Iterator[tuple[ObjectInfo, dict[str, Any] | No
             continue
         data = store.get(info.name)
         try:
-            obj = None if data is None else json.loads(data.decode("utf-8"))
+            obj = None if data is None else parse_json(data.decode("utf-8"), info.name)
         except (ValueError, RecursionError):
             obj = None
         yield info, obj if isinstance(obj, dict) else None
