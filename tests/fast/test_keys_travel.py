@@ -126,3 +126,18 @@ def test_a_conftest_that_sets_the_precision_changes_the_key(pytester, tmp_path):
         """)
     assert pytester.runpytest(*args).ret == 0
     assert len(set((tmp_path / "cache").glob("*.json")) - entries) == 2
+
+
+def test_a_verdict_notes_other_numerics(root):
+    from pytest_graphnetz.gates.pairing import environment_notes
+
+    baseline = run_benchmark({"tiny": tiny_task()}, {"GCN": gcn}, seeds=[0, 1], device="cpu",
+                             root=root)
+    torch.set_float32_matmul_precision("medium")
+    candidate = run_benchmark({"tiny": tiny_task()}, {"GCN": gcn}, seeds=[0, 1], device="cpu",
+                              root=root)
+    notes = environment_notes(candidate, baseline)
+    # medium also lets cuBLAS use TF32: both are named
+    assert notes == ("numerics differs (baseline cuda_matmul_tf32 False, float32_matmul_precision"
+                     " highest, candidate cuda_matmul_tf32 True, float32_matmul_precision "
+                     "medium): the protocol is the same, the last digits may not be",)
