@@ -15,6 +15,9 @@
     graphnetz bisect GOOD BAD [--seeds 10] [--max-seeds 160] [--min-effect D] [--alpha 0.05]
                      [--cache-dir DIR] -- [PYTEST ARGS...]
     graphnetz next-seeds VERDICTS.json --budget N [--current N]
+    graphnetz plan [--shards N] [PYTEST ARGS...]
+    graphnetz cache list|size|purge|explain [--dir DIR | --remote URL] [--producer TEXT]
+                    [--older-than DAYS] [--key KEY]... [--yes]
 
 This module is the command line: the argument types (a bad value is a usage error naming the
 argument), the parser (:func:`build_parser`) and :func:`main`, which runs one small function
@@ -202,6 +205,9 @@ def build_parser() -> argparse.ArgumentParser:
                           help="interval method (default: the report's)")
         view.set_defaults(func=func)
 
+    from pytest_graphnetz.cli.distributed import add_parsers
+
+    add_parsers(sub)
     refresh = sub.add_parser(
         "refresh", help="rewrite baselines: pytest --graphnetz-update-baselines [PYTEST ARGS]")
     refresh.add_argument("pytest_args", nargs=argparse.REMAINDER,
@@ -296,6 +302,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in ("refresh", "calibrate"):
         # Everything after the command is pytest's, in order (-k, -x, --graphnetz-seeds ...).
         args.pytest_args = argv[argv.index(args.command) + 1:]
+    elif args.command == "plan":
+        from pytest_graphnetz.cli.distributed import plan_arguments
+
+        try:
+            args.shards, args.pytest_args = plan_arguments(argv[argv.index("plan") + 1:])
+        except ValueError as exc:
+            parser.error(str(exc))
     elif args.command == "prune":
         rest = argv[argv.index(args.command) + 1:]
         args.yes, args.pytest_args = "--yes" in rest, [a for a in rest if a != "--yes"]

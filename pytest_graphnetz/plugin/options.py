@@ -135,6 +135,20 @@ OPTIONS = (
     Option("baseline-replicates", "with --graphnetz-update-baselines: train each baseline "
             "seed R times (its run and R-1 salted reruns: same data and split) and pair every "
             "candidate seed with their mean (default 1; docs/gates.md)", metavar="R"),
+    Option("remote-cache", "a team's shared triple cache beside the local one: any fsspec URL "
+            "(s3://bucket/prefix, gs://..., file:///shared/mount); read on a local miss, "
+            "written only with --graphnetz-remote-cache-write (docs/cache.md)", metavar="URL"),
+    Option("remote-cache-write", "also write what this run trains to the remote cache "
+            "(create-only; for CI, docs/cache.md)", flag=True),
+    Option("shard", "train only shard I of N's share of the triples (counted from 1: 1/4 .. "
+            "4/4), balanced by expected cost, and gate nothing: each graphnetz test is skipped "
+            "with what it trained (docs/distributed.md)", metavar="I/N"),
+    Option("cache-only", "train nothing: a triple the cache (local or remote) lacks fails its "
+            "test, named (the gate job after the shard jobs)", flag=True),
+    Option("plan", "train nothing: write the triples the caches lack as JSON to PATH (what "
+            "`graphnetz plan` prints); a test whose triples are missing is skipped, one whose "
+            "triples are all cached is gated (an adaptive gate then plans its next look)",
+            metavar="PATH"),
 )
 
 

@@ -90,6 +90,7 @@ class GraphnetzSession:
         # The executor of command tasks' scripts (warm servers, process groups), made by the
         # first run that needs one and closed at the session's end (close).
         self.commands: CommandExecutor | None = None
+        self.planned: list[dict[str, Any]] = []   # --graphnetz-plan: the missing triples
 
     @property
     def is_xdist_worker(self) -> bool:
@@ -119,12 +120,7 @@ class GraphnetzSession:
 
             return run_adaptive(tasks, models, seeds=s.seeds, min_seeds=s.min_seeds,
                                 runner=runner)
-        kwargs.setdefault("seeds", s.seeds)
-        kwargs.setdefault("device", s.device)
-        kwargs.setdefault("workers", s.workers)
-        kwargs.setdefault("cache_dir", s.cache_dir)
-        kwargs.setdefault("deterministic", s.deterministic)
-        kwargs.setdefault("verify_cache", s.verify_cache)
+        kwargs = {**s.run_arguments(), **kwargs}
         if s.executor is not None and "executor" not in kwargs:
             kwargs["executor"] = self.executor()
         if "commands" not in kwargs:
@@ -162,9 +158,11 @@ class GraphnetzSession:
                 with self._uncaptured():
                     live.beat()
 
+        from pytest_graphnetz.plugin.sharding import shard_outcomes
+
         start = time.monotonic()
         try:
-            with heartbeat(beat):
+            with shard_outcomes(self.planned, item.nodeid), heartbeat(beat):
                 report = run_benchmark(tasks, models, progress=progress, started=started,
                                        **kwargs)
             checked = report.protocol.get("cache") or {}
