@@ -41,6 +41,8 @@ def finish(session: GraphnetzSession, exitstatus: int) -> list[Section]:
         if lines:
             sections.append(("graphnetz gates", lines))
         written = write_outputs(session, summary)
+        if s.mlflow is not None:
+            written.append(export_mlflow(session, summary))
     else:
         written = []
     if session.usage.unused_cells and s.fail_unused:
@@ -97,6 +99,22 @@ def write_outputs(session: GraphnetzSession, summary: GateSummary) -> list[str]:
     written, failed = write_summaries(text, s.summary, session.step_summary, show=session.shown)
     lines += [f"graphnetz: Markdown summary written to {session.shown(path)}" for path in written]
     return lines + failed
+
+
+def export_mlflow(session: GraphnetzSession, summary: GateSummary) -> str:
+    """``--graphnetz-mlflow``: the session's gate calls sent to MLflow; one line, a warning when
+    the store is down or refuses (the verdicts and the exit status stay as they are)."""
+    from pytest_graphnetz.plugin.tracker import export_session
+
+    s = session.settings
+    try:
+        from pytest_graphnetz.plugin.mlflow_export import MlflowTracker
+
+        tracker = MlflowTracker(None if s.mlflow == "default" else s.mlflow)
+    except Exception as exc:   # the package missing, a URI MLflow does not accept
+        return f"graphnetz: warning: --graphnetz-mlflow: nothing exported ({exc})"
+    return export_session(summary.to_json(), session.reports, tracker,
+                          root=session.config.rootpath, series=s.mlflow_series)
 
 
 def calibration_lines(session: GraphnetzSession) -> list[str]:

@@ -397,7 +397,7 @@ class GatesInTest:
             # the schedule the session judged on, so `graphnetz compare` refuses or judges
             # alone the same seed sets
             call = {**call, "first_look": settings.first_look,
-                    "single_run": not settings.rerun_safe}
+                    "single_run": not settings.rerun_safe, "test": self.item.nodeid}
             calls = self.session.gate_calls.setdefault(self.item.nodeid, {})
             for path in self.current:
                 _add_cell(calls.setdefault(path, []), call, v.cell)

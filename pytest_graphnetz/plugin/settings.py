@@ -73,6 +73,9 @@ class Settings(SimpleNamespace):
     # The schedule's first look (seeds): the ini's graphnetz_seeds (its N, or MIN of MIN..MAX),
     # else MIN of adaptive seeds on the command line, else 10 (stats.DEFAULT_FIRST_LOOK).
     first_look: int
+    # --graphnetz-mlflow: the tracking URI ("default": MLFLOW_TRACKING_URI); None: no export
+    mlflow: str | None
+    mlflow_series: bool        # the export sends the per-epoch series
 
     def __init__(self, **fields: Any) -> None:
         declared = type(self).__annotations__.keys()
@@ -175,6 +178,12 @@ class Settings(SimpleNamespace):
         baseline_dir = (path_value(config, "baseline-dir") if get("baseline-dir", None) is not None
                         else config.rootpath / "baselines")
         report_dir = path_value(config, "report-dir") if get("report-dir", None) else None
+        mlflow = get("mlflow", None)
+        if mlflow is not None and report_dir is None:
+            # The export's per-seed runs come from the candidate reports: keep them for it.
+            import tempfile
+
+            report_dir = Path(tempfile.mkdtemp(prefix="graphnetz-mlflow-"))
         return cls(
             seeds=seeds, min_seeds=adaptive[0] if adaptive else None,
             device=str(get("device", "auto")), workers=workers, cache_dir=cache_dir,
@@ -192,6 +201,8 @@ class Settings(SimpleNamespace):
             calibrate=bool(get("calibrate", False)), first_look=first_look,
             baseline_replicates=replicates, executor=_executor(config, get("executor", None)),
             accept_hardware=bool(get("accept-hardware", False)),
+            mlflow=None if mlflow is None else str(mlflow).strip(),
+            mlflow_series=not get("mlflow-no-series", False),
         )
 
 
