@@ -283,4 +283,4 @@ def _listed(items: Sequence[str], limit: int = 5) -> str:
 
 def _first_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
-    return text[:300]
+    return text[:700]
