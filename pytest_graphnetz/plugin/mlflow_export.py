@@ -11,7 +11,7 @@
   (``series.test``, ``series.val``, ``series.train_loss``, ``series.<extra>``) with ``step`` =
   epoch.
 
-Every run carries ``graphnetz.key``; a call's runs also carry ``graphnetz.call``, the call's
+Every run carries ``graphnetz.run`` (``call``, ``cell`` or ``seed``) and ``graphnetz.key``; a call's runs also carry ``graphnetz.call``, the call's
 :attr:`~.tracker.GateCall.key`. An export first reads the keys under that call and creates only
 the runs that are missing, so exporting a session again adds nothing. Numbers go into tags as
 ``repr`` (exact) and into metrics as floats (MLflow stores doubles), so a seed's value reads
@@ -71,7 +71,7 @@ class MlflowTracker:
                     "graphnetz.schedule": call.schedule,
                     "graphnetz.alpha": _tag(call.setting("alpha")),
                     "graphnetz.min_effect": _tag(call.setting("min_effect")),
-                    "graphnetz.verdict": call.headline, "graphnetz.level": "call"}, call.key,
+                    "graphnetz.verdict": call.headline, "graphnetz.run": "call"}, call.key,
                     call.key)
                 with tempfile.TemporaryDirectory() as tmp:
                     page = Path(tmp) / "gate.md"
@@ -97,7 +97,7 @@ class MlflowTracker:
             tags = {"graphnetz.verdict": str(row.get("verdict", "")),
                     "graphnetz.note": str(row.get("note", ""))[:4000],
                     "graphnetz.failed": str(bool(row.get("failed"))).lower(),
-                    "graphnetz.level": "cell", "graphnetz.cell": cell,
+                    "graphnetz.run": "cell", "graphnetz.cell": cell,
                     **{f"graphnetz.{k}": _tag(stats.get(k)) for k in CELL_NUMBERS if k in stats}}
             run = self._start(experiment, cell, parent, tags, key, call.key)
             numbers = {k: float(v) for k, v in stats.items()
@@ -123,7 +123,7 @@ class MlflowTracker:
                 continue
             seed_run = self._start(
                 experiment, f"{cell} seed {seed}", run,
-                {"graphnetz.level": "seed", "graphnetz.cell": cell}, seed_key, call.key)
+                {"graphnetz.run": "seed", "graphnetz.cell": cell}, seed_key, call.key)
             self.client.log_batch(seed_run, params=_params({
                 "task": task, "model": model, "seed": seed, "device": _device(report),
                 "cache_key": triple, "epoch_selection": report.epoch_selection}))
