@@ -11,11 +11,12 @@
   (``series.test``, ``series.val``, ``series.train_loss``, ``series.<extra>``) with ``step`` =
   epoch.
 
-Every run carries ``graphnetz.run`` (``call``, ``cell`` or ``seed``) and ``graphnetz.key``; a call's runs also carry ``graphnetz.call``, the call's
-:attr:`~.tracker.GateCall.key`. An export first reads the keys under that call and creates only
-the runs that are missing, so exporting a session again adds nothing. Numbers go into tags as
-``repr`` (exact) and into metrics as floats (MLflow stores doubles), so a seed's value reads
-back bit for bit (``BenchmarkReport.from_mlflow``).
+Every run carries ``graphnetz.run`` (``call``, ``cell`` or ``seed``) and ``graphnetz.key``; a
+call's runs also carry ``graphnetz.call``, the call's :attr:`~.tracker.GateCall.key`. An export
+first reads the keys under that call and creates only the runs that are missing, so exporting a
+session again adds nothing. Numbers go into tags as ``repr`` (exact) and into metrics as floats
+(MLflow stores doubles), so a seed's value reads back bit for bit
+(``BenchmarkReport.from_mlflow``).
 
 Imported only when an export is asked for; ``mlflow`` itself inside the methods.
 """

@@ -5,6 +5,7 @@ re-export that adds nothing, and a store that is down costing one warning, never
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -64,7 +65,7 @@ def test_a_session_exported_reads_back_bit_for_bit_and_again_adds_nothing(
     client = MlflowClient(uri)
     assert [a.path for a in client.list_artifacts(call.info.run_id)] == ["gate.md"]
     page = client.download_artifacts(call.info.run_id, "gate.md", str(pytester.path))
-    assert "citeseer/GCN" in open(page, encoding="utf-8").read()
+    assert "citeseer/GCN" in Path(page).read_text(encoding="utf-8")
     # each cell's run carries its row's numbers exactly (repr), under the call
     rows = {r["cell"]: r for r in json.loads((pytester.path / "v.json").read_text())["rows"]}
     cells = {r.data.tags["graphnetz.cell"]: r for r in runs_of(uri, "cell")}
