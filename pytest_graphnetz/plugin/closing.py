@@ -52,7 +52,7 @@ def finish(session: GraphnetzSession, exitstatus: int) -> list[Section]:
     calibration = calibration_lines(session)
     if calibration:
         sections.append(("graphnetz calibration", calibration))
-    if session.reports:
+    if session.reports and not s.report_dir_temporary:
         sections.append((None, [
             f"graphnetz: {len(session.reports)} candidate report(s) saved under "
             f"{session.shown(s.report_dir)}"]))
@@ -110,11 +110,18 @@ def export_mlflow(session: GraphnetzSession, summary: GateSummary) -> str:
     try:
         from pytest_graphnetz.plugin.mlflow_export import MlflowTracker
 
-        tracker = MlflowTracker(None if s.mlflow == "default" else s.mlflow)
+        tracker = MlflowTracker(None if s.mlflow == "default" else s.mlflow,
+                                option="--graphnetz-mlflow")
     except Exception as exc:   # the package missing, a URI MLflow does not accept
-        return f"graphnetz: warning: --graphnetz-mlflow: nothing exported ({exc})"
-    return export_session(summary.to_json(), session.reports, tracker,
-                          root=session.config.rootpath, series=s.mlflow_series)
+        return f"graphnetz: warning: nothing exported to MLflow ({exc})"
+    try:
+        return export_session(summary.to_json(), session.reports, tracker,
+                              root=session.config.rootpath, series=s.mlflow_series)
+    finally:
+        if s.report_dir_temporary and s.report_dir is not None:
+            import shutil
+
+            shutil.rmtree(s.report_dir, ignore_errors=True)
 
 
 def calibration_lines(session: GraphnetzSession) -> list[str]:

@@ -50,10 +50,11 @@ class MlflowTracker:
     ``MLFLOW_TRACKING_URI``), into ``experiment`` (None: ``MLFLOW_EXPERIMENT_NAME``, else
     ``graphnetz``; created when absent)."""
 
-    def __init__(self, tracking_uri: str | None = None, experiment: str | None = None) -> None:
+    def __init__(self, tracking_uri: str | None = None, experiment: str | None = None, *,
+                 option: str = "--tracking-uri") -> None:
         from pytest_graphnetz.report.mlflow_runs import mlflow_client
 
-        self.client = mlflow_client(tracking_uri)
+        self.client = mlflow_client(tracking_uri, option)
         self.experiment = experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") \
             or DEFAULT_EXPERIMENT
         self.where = f"MLflow at {self.client.tracking_uri} (experiment {self.experiment})"
@@ -125,13 +126,12 @@ class MlflowTracker:
             seed_run = self._start(
                 experiment, f"{cell} seed {seed}", run,
                 {"graphnetz.run": "seed", "graphnetz.cell": cell}, seed_key, call.key)
-            self.client.log_batch(seed_run, params=_params({
-                "task": task, "model": model, "seed": seed, "device": _device(report),
-                "cache_key": triple, "epoch_selection": report.epoch_selection}))
             points = [(report.metric(task).name, float(values[k]), 0)]
             if series:
                 points += _series(report.histories[(task, model, seed)])
-            self._log(seed_run, points)
+            self._log(seed_run, points, params={
+                "task": task, "model": model, "seed": seed, "device": _device(report),
+                "cache_key": triple, "epoch_selection": report.epoch_selection})
             self.client.set_terminated(seed_run, "FINISHED")
             created += 1
         return created, existing
@@ -158,13 +158,17 @@ class MlflowTracker:
             tags["mlflow.parentRunId"] = parent
         return str(self.client.create_run(experiment, run_name=name, tags=tags).info.run_id)
 
-    def _log(self, run: str, points: Sequence[tuple[str, float, int]]) -> None:
-        from mlflow.entities import Metric
+    def _log(self, run: str, points: Sequence[tuple[str, float, int]],
+             params: Mapping[str, Any] | None = None) -> None:
+        """Metrics ``(name, value, step)`` and params, a request per 1,000 metrics."""
+        from mlflow.entities import Metric, Param
 
         now = _now_ms()
         metrics = [Metric(k, v, now, step) for k, v, step in points]
-        for start in range(0, len(metrics), BATCH):
-            self.client.log_batch(run, metrics=metrics[start:start + BATCH])
+        first = [Param(k, str(v)[:6000]) for k, v in (params or {}).items()]
+        for start in range(0, max(len(metrics), 1), BATCH):
+            self.client.log_batch(run, metrics=metrics[start:start + BATCH], params=first)
+            first = []
 
 
 def triple_key(report: BenchmarkReport, task: str, model: str, seed: int) -> str:
@@ -189,12 +193,6 @@ def _series(history: Any) -> list[tuple[str, float, int]]:
              **{f"series.{k}": v for k, v in history.extra.items()}}
     return [(name, float(v), epoch) for name, values in named.items() if values
             for epoch, v in enumerate(values)]
-
-
-def _params(values: Mapping[str, Any]) -> list[Any]:
-    from mlflow.entities import Param
-
-    return [Param(k, str(v)[:6000]) for k, v in values.items()]
 
 
 def _device(report: BenchmarkReport) -> str:

@@ -76,6 +76,8 @@ class Settings(SimpleNamespace):
     # --graphnetz-mlflow: the tracking URI ("default": MLFLOW_TRACKING_URI); None: no export
     mlflow: str | None
     mlflow_series: bool        # the export sends the per-epoch series
+    # report_dir is a temporary folder the export reads the seeds from (removed after it)
+    report_dir_temporary: bool
 
     def __init__(self, **fields: Any) -> None:
         declared = type(self).__annotations__.keys()
@@ -203,6 +205,7 @@ class Settings(SimpleNamespace):
             accept_hardware=bool(get("accept-hardware", False)),
             mlflow=None if mlflow is None else str(mlflow).strip(),
             mlflow_series=not get("mlflow-no-series", False),
+            report_dir_temporary=mlflow is not None and not get("report-dir", None),
         )
 
 

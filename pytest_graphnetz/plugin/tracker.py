@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -180,7 +181,10 @@ def export_session(verdicts: Mapping[str, Any], report_paths: Iterable[str | Pat
     try:
         reports = [BenchmarkReport.from_json(p) for p in dict.fromkeys(map(str, report_paths))]
         calls = gate_calls(verdicts, reports, git_commit(root))
-        done = tracker.export(calls, series=series)
+        with warnings.catch_warnings():
+            # the tracker's own deprecations (SQLAlchemy's, under MLflow) are not the user's
+            warnings.simplefilter("ignore", DeprecationWarning)
+            done = tracker.export(calls, series=series)
     except Exception as exc:   # a tracker that is down, refuses, or is misconfigured
         text = " ".join(str(exc).split())[:300] or type(exc).__name__
         return (f"graphnetz: warning: the gates were not exported to {tracker.where} "
