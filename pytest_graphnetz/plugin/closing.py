@@ -121,7 +121,13 @@ def export_mlflow(session: GraphnetzSession, summary: GateSummary) -> str:
         if s.report_dir_temporary and s.report_dir is not None:
             import shutil
 
-            shutil.rmtree(s.report_dir, ignore_errors=True)
+            # this process's folder, and under xdist each worker's (its reports' paths name it)
+            prefix = s.report_dir.name.rsplit("-", 1)[0]
+            folders = {s.report_dir} | {parent for p in session.reports
+                                        for parent in Path(p).parents
+                                        if parent.name.startswith(prefix)}
+            for folder in folders:
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 def calibration_lines(session: GraphnetzSession) -> list[str]:

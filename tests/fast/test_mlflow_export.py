@@ -5,6 +5,7 @@ re-export that adds nothing, and a store that is down costing one warning, never
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -105,8 +106,14 @@ def test_a_store_that_is_down_costs_one_line_not_a_verdict(
 def test_without_series_a_seed_run_holds_only_its_value(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     uri = file_store(pytester.path, monkeypatch)
+    temporary = pytester.mkdir("tmp")
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
     pytester.makepyfile(test_gates=GATES)
     pytester.makeini(f"[pytest]\ngraphnetz_mlflow = {uri}\ngraphnetz_mlflow_no_series = true\n")
-    pytester.runpytest().assert_outcomes(failed=1)
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
     seed = runs_of(uri, "seed")[0]
     assert set(seed.data.metrics) == {"accuracy"}
+    # the candidate reports were kept for the export only: removed, and not announced
+    assert list(temporary.iterdir()) == []
+    assert "candidate report(s) saved" not in result.stdout.str()
