@@ -76,23 +76,33 @@ def export_mlflow(args: argparse.Namespace) -> int:
     from pytest_graphnetz.plugin.tracker import gate_calls, git_commit
     from pytest_graphnetz.report import BenchmarkReport
     from pytest_graphnetz.report.codec import read_json
+    from pytest_graphnetz.report.mlflow_runs import MlflowInputError
 
     data = read_json(Path(args.file))
-    if data.get("schema") == "pytest-graphnetz/verdicts":
-        reports = []
-        if args.reports:
-            folder = Path(args.reports)
-            if not folder.is_dir():
-                raise ValueError(f"--reports {args.reports}: not a folder; give the folder "
-                                 "--graphnetz-report-dir wrote")
-            reports = [BenchmarkReport.from_json(p) for p in sorted(folder.rglob("*.json"))]
+    is_verdicts = data.get("schema") == "pytest-graphnetz/verdicts"
+    if args.reports and not (is_verdicts and Path(args.reports).is_dir()):
+        raise ValueError(f"--reports {args.reports}: give the folder --graphnetz-report-dir "
+                         "wrote, with the session's JSON verdict file (a saved report holds "
+                         "its seeds itself)")
+    if is_verdicts:
+        reports = [BenchmarkReport.from_json(p)
+                   for p in sorted(Path(args.reports).rglob("*.json"))] if args.reports else []
         verdicts = data
     else:
         report = BenchmarkReport.from_json(args.file)
         reports, verdicts = [report], {"rows": _report_rows(report, args.file)}
     calls = gate_calls(verdicts, reports, git_commit(Path.cwd()))
     tracker = MlflowTracker(args.tracking_uri)
-    done = tracker.export(calls, series=not args.no_series)
+    from mlflow.exceptions import MlflowException
+
+    try:
+        done = tracker.export(calls, series=not args.no_series)
+    except (MlflowException, OSError) as exc:   # a store that is down or refuses
+        raise MlflowInputError(f"--tracking-uri {tracker.client.tracking_uri}: the export "
+                               f"failed ({' '.join(str(exc).split())[:300]}); start the "
+                               "server, or give --tracking-uri (or MLFLOW_TRACKING_URI) of a "
+                               "store that is up; exporting again adds only what is "
+                               "missing") from None
     print(f"{len(calls)} gate call(s) exported to {tracker.where}: {done.created} run(s) "
           f"created, {done.existing} already there")
     return 0

@@ -117,3 +117,21 @@ def test_without_series_a_seed_run_holds_only_its_value(
     # the candidate reports were kept for the export only: removed, and not announced
     assert list(temporary.iterdir()) == []
     assert "candidate report(s) saved" not in result.stdout.str()
+
+
+def test_export_of_a_saved_report_and_bad_input(pytester: pytest.Pytester,
+                                                monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture) -> None:
+    uri = file_store(pytester.path, monkeypatch)
+    pytester.makepyfile(test_gates=GATES)
+    pytester.runpytest("--graphnetz-report-dir=reports").assert_outcomes(failed=1)
+    (saved,) = (pytester.path / "reports").rglob("*.json")
+    assert main(["export", "mlflow", str(saved), "--tracking-uri", uri]) == 0
+    assert "23 run(s) created" in capsys.readouterr().out
+    cells = runs_of(uri, "cell")
+    assert {r.data.tags["graphnetz.verdict"] for r in cells} == {"NOT COMPARED"}
+    assert len(runs_of(uri, "seed")) == 20
+    assert main(["export", "mlflow", str(saved), "--tracking-uri", closed_uri()]) == 2
+    err = capsys.readouterr().err
+    assert "--tracking-uri http://127.0.0.1:" in err and "start the server" in err
+    assert main(["export", "mlflow", str(saved), "--reports", "nowhere"]) == 2
