@@ -15,6 +15,7 @@ PyG, scipy) are imported inside the methods that use them.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shlex
@@ -88,6 +89,13 @@ class GraphnetzSession:
         # The executor of command tasks' scripts (warm servers, process groups), made by the
         # first run that needs one and closed at the session's end (close).
         self.commands: CommandExecutor | None = None
+
+    @functools.cached_property
+    def commit(self) -> str | None:
+        """The git commit checked out at the root (None: not a checkout), read once."""
+        from pytest_graphnetz.plugin.tracker import git_commit
+
+        return git_commit(self.config.rootpath)
 
     @property
     def is_xdist_worker(self) -> bool:
@@ -398,6 +406,8 @@ class GatesInTest:
             # alone the same seed sets
             call = {**call, "first_look": settings.first_look,
                     "single_run": not settings.rerun_safe, "test": self.item.nodeid}
+            if settings.report_dir is not None:   # what a later export tags the call with
+                call["commit"] = self.session.commit
             calls = self.session.gate_calls.setdefault(self.item.nodeid, {})
             for path in self.current:
                 _add_cell(calls.setdefault(path, []), call, v.cell)

@@ -37,7 +37,8 @@ CALL_SETTINGS = ("kind", "test", "alpha", "margin", "min_effect")
 class GateCall:
     """One gate call of one test: ``rows`` as the JSON verdict file holds them (one per cell),
     ``index`` the call's place among the test's calls (1, 2, ...), ``reports`` the candidate
-    reports that hold its cells' seeds (empty: none saved), ``commit`` the git commit."""
+    reports that hold its cells' seeds (empty: none saved), ``commit`` the git commit (the
+    session's, as its saved reports record it; else the exporting checkout's)."""
 
     test: str
     index: int
@@ -142,8 +143,12 @@ def gate_calls(verdicts: Mapping[str, Any], reports: Iterable[BenchmarkReport],
         if current:
             test = str(current[0].get("test", ""))
             counts[test] = counts.get(test, 0) + 1
+            saved = tuple(by_test.get(test, ()))
+            # the commit the session recorded in its reports, else the one given
+            recorded = [c.get("commit") for r in saved for c in r.protocol.get("gates") or []
+                        if isinstance(c, Mapping) and c.get("test") == test and c.get("commit")]
             calls.append(GateCall(test=test, index=counts[test], rows=tuple(current),
-                                  reports=tuple(by_test.get(test, ())), commit=commit))
+                                  reports=saved, commit=recorded[0] if recorded else commit))
             current.clear()
 
     for row in verdicts.get("rows") or []:

@@ -5,6 +5,7 @@ re-export that adds nothing, and a store that is down costing one warning, never
 from __future__ import annotations
 
 import json
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -51,6 +52,11 @@ def test_a_session_exported_reads_back_bit_for_bit_and_again_adds_nothing(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     uri = file_store(pytester.path, monkeypatch)
     pytester.makepyfile(test_gates=GATES)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    for command in (["init", "-q"], ["commit", "-q", "--allow-empty", "-m", "session"]):
+        subprocess.run([*git, *command], cwd=pytester.path, check=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=pytester.path, check=True,
+                          capture_output=True, text=True).stdout.strip()
     result = pytester.runpytest(f"--graphnetz-mlflow={uri}", "--graphnetz-json=v.json",
                                 "--graphnetz-report-dir=reports")
     result.assert_outcomes(failed=1)
@@ -60,6 +66,7 @@ def test_a_session_exported_reads_back_bit_for_bit_and_again_adds_nothing(
     assert call.data.tags["graphnetz.test"] == "test_gates.py::test_gate"
     assert call.data.tags["graphnetz.verdict"] == "REGRESSED"
     assert call.data.tags["graphnetz.alpha"] == "0.05"
+    assert call.data.tags["graphnetz.commit"] == head
     assert "rerun-safe looks, first look 10 seeds" in call.data.tags["graphnetz.schedule"]
     from mlflow.tracking import MlflowClient
 
@@ -87,7 +94,8 @@ def test_a_session_exported_reads_back_bit_for_bit_and_again_adds_nothing(
     seed = runs_of(uri, "seed")[0]
     assert {"task", "model", "seed", "device", "cache_key"} <= seed.data.params.keys()
     assert "series.test" in seed.data.metrics
-    # exporting the same session again: nothing new
+    # exporting the same session again, from another checkout: nothing new
+    monkeypatch.chdir(Path(__file__).parent)
     assert main(["export", "mlflow", str(pytester.path / "v.json"), "--reports",
                  str(pytester.path / "reports"), "--tracking-uri", uri]) == 0
     assert len(runs_of(uri, "seed")) == 20 and len(runs_of(uri, "call")) == 1
