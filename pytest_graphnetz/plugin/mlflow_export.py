@@ -60,6 +60,12 @@ class MlflowTracker:
         self.where = f"MLflow at {self.client.tracking_uri} (experiment {self.experiment})"
 
     def export(self, calls: Sequence[GateCall], *, series: bool = True) -> Exported:
+        from pytest_graphnetz.report.mlflow_runs import failing_fast
+
+        with failing_fast():
+            return self._export(calls, series)
+
+    def _export(self, calls: Sequence[GateCall], series: bool) -> Exported:
         created = existing = 0
         if not calls:
             return Exported(0, 0)

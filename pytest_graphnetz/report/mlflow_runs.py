@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,6 +79,27 @@ class LoggedRuns:
             "runs": {f"{t}/{m}/{s}": run for (t, m, s), run in self.run_ids.items()}}}
 
 
+# While we talk to a store: one try per request and a 10 s timeout (MLflow's defaults retry
+# for minutes), unless the user set them.
+FAIL_FAST = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "10"}
+
+
+@contextmanager
+def failing_fast() -> Iterator[None]:
+    """:data:`FAIL_FAST` in the environment for the block; the caller's restored after it."""
+    saved = {k: os.environ.get(k) for k in FAIL_FAST}
+    for key, value in FAIL_FAST.items():
+        os.environ.setdefault(key, value)
+    try:
+        yield
+    finally:
+        for key, before in saved.items():
+            if before is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = before
+
+
 def mlflow_client(tracking_uri: str | None, option: str = "--tracking-uri") -> Any:
     """An ``MlflowClient`` for ``tracking_uri`` (None: ``MLFLOW_TRACKING_URI``, else MLflow's
     default ``./mlruns``). A missing package is an ImportError naming the extra."""
@@ -86,9 +108,6 @@ def mlflow_client(tracking_uri: str | None, option: str = "--tracking-uri") -> A
     except ImportError:
         raise ImportError(f"reading or writing MLflow runs needs the mlflow package: "
                           f"{INSTALL}") from None
-    # One try per request: a store that is down must cost a usage error, not minutes of retries.
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
     try:
         return MlflowClient(tracking_uri=tracking_uri)
     except Exception as exc:   # a malformed URI, an unknown scheme

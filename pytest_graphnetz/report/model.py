@@ -122,13 +122,19 @@ class BenchmarkReport(ReportRecord):
         params ``task_param`` and ``model_param`` (None: one label). ``tracking_uri`` None:
         ``MLFLOW_TRACKING_URI``. See :mod:`pytest_graphnetz.report.mlflow_runs` for the
         refusals; docs/mlflow.md for a worked example."""
-        from pytest_graphnetz.report.mlflow_runs import RunSelection, mlflow_client, read_runs
+        from pytest_graphnetz.report.mlflow_runs import (
+            RunSelection,
+            failing_fast,
+            mlflow_client,
+            read_runs,
+        )
 
         selection = RunSelection(experiment, filter_string)
-        client = mlflow_client(tracking_uri)
-        runs = read_runs(client, selection, metric=metric, best_by=best_by, pair_by=pair_by,
-                         task_param=task_param, model_param=model_param,
-                         higher_is_better=higher_is_better)
+        with failing_fast():
+            client = mlflow_client(tracking_uri)
+            runs = read_runs(client, selection, metric=metric, best_by=best_by,
+                             pair_by=pair_by, task_param=task_param, model_param=model_param,
+                             higher_is_better=higher_is_better)
         return cls(tasks=runs.tasks, models=runs.models, seeds=runs.seeds,
                    metrics=runs.metrics, histories=runs.histories,
                    protocol=runs.protocol(selection, client.tracking_uri),

@@ -5,6 +5,7 @@ bad input as a usage error (exit 2) that names the option."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import numpy as np
@@ -144,6 +145,7 @@ def test_runs_that_cannot_be_paired_are_refused_by_name(problem, tmp_path, monke
 
 
 def test_bad_input_is_a_usage_error_naming_the_option(store, capsys, monkeypatch) -> None:
+    monkeypatch.delenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", raising=False)
     assert mlflow_compare(store, "nope:", V2) == 2
     err = capsys.readouterr().err
     assert "BASELINE 'nope:'" in err and "no experiment named or numbered 'nope'" in err
@@ -153,6 +155,8 @@ def test_bad_input_is_a_usage_error_naming_the_option(store, capsys, monkeypatch
     assert mlflow_compare(closed_uri()) == 2
     err = capsys.readouterr().err
     assert "--tracking-uri http://127.0.0.1:" in err and "start the server" in err
+    # one try per request while reading, and the caller's environment as it was after
+    assert "MLFLOW_HTTP_REQUEST_MAX_RETRIES" not in os.environ
     for argv, said in ((["--mlflow", V1, V2], "e.g. --metric test_acc"),
                        (["a.json", "b.json", "--metric", "acc"], "add --mlflow")):
         with pytest.raises(SystemExit) as exit_:
