@@ -180,7 +180,7 @@ class Settings(SimpleNamespace):
         baseline_dir = (path_value(config, "baseline-dir") if get("baseline-dir", None) is not None
                         else config.rootpath / "baselines")
         report_dir = path_value(config, "report-dir") if get("report-dir", None) else None
-        mlflow = get("mlflow", None)
+        mlflow = _mlflow(config, get("mlflow", None))
         if mlflow is not None and report_dir is None:
             # The export's per-seed runs come from the candidate reports: keep them for it.
             import tempfile
@@ -203,10 +203,24 @@ class Settings(SimpleNamespace):
             calibrate=bool(get("calibrate", False)), first_look=first_look,
             baseline_replicates=replicates, executor=_executor(config, get("executor", None)),
             accept_hardware=bool(get("accept-hardware", False)),
-            mlflow=None if mlflow is None else str(mlflow).strip(),
+            mlflow=mlflow,
             mlflow_series=not get("mlflow-no-series", False),
             report_dir_temporary=mlflow is not None and not get("report-dir", None),
         )
+
+
+def _mlflow(config: pytest.Config, uri: str | None) -> str | None:
+    """``--graphnetz-mlflow``'s tracking URI, refused when it is a test path that the optional
+    value swallowed (``pytest --graphnetz-mlflow tests/``: argparse reads ``tests/`` as the
+    URI)."""
+    if uri is None or "://" in str(uri):
+        return uri
+    path = config.invocation_params.dir / str(uri)
+    if "::" in str(uri) or path.is_file() or (path.is_dir() and any(path.glob("*.py"))):
+        raise pytest.UsageError(
+            f"graphnetz: {named(config, 'mlflow')} took {uri!r}, a test path, as its tracking "
+            "URI; write `--graphnetz-mlflow=URI` (or the option alone after the paths)")
+    return str(uri).strip()
 
 
 def _deterministic(config: pytest.Config, given: str | None) -> str:

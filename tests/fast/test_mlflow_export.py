@@ -143,3 +143,11 @@ def test_export_of_a_saved_report_and_bad_input(pytester: pytest.Pytester,
     err = capsys.readouterr().err
     assert "--tracking-uri http://127.0.0.1:" in err and "start the server" in err
     assert main(["export", "mlflow", str(saved), "--reports", "nowhere"]) == 2
+
+
+def test_a_test_path_taken_as_the_tracking_uri_is_a_usage_error(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_gates=GATES)
+    result = pytester.runpytest("--graphnetz-mlflow", "test_gates.py")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--graphnetz-mlflow* took 'test_gates.py', a test path*"])
