@@ -115,11 +115,11 @@ class MlflowTracker:
             created += 1
         else:
             existing += 1
-        report = call.report_of(cell)
+        used = (row.get("stats") or {}).get("seeds")
+        report = call.report_of(cell, used or ())
         if report is None:
             return created, existing
         task, _, model = cell.partition("/")
-        used = (row.get("stats") or {}).get("seeds")
         values = report.values(task, model)
         for k, seed in enumerate(report.seeds):
             if used is not None and seed not in used:

@@ -98,13 +98,12 @@ class GateCall:
                 for r in self.rows]
         return GateSummary(rows=rows).markdown()
 
-    def report_of(self, cell: str) -> BenchmarkReport | None:
-        """The saved candidate report that holds ``cell`` (``task/model``), if any."""
+    def report_of(self, cell: str, seeds: Sequence[int] = ()) -> BenchmarkReport | None:
+        """The saved candidate report that holds ``cell`` (``task/model``) and most of
+        ``seeds`` (an adaptive gate saves the cells that took more seeds apart), if any."""
         task, _, model = cell.partition("/")
-        for report in self.reports:
-            if task in report.tasks and model in report.models:
-                return report
-        return None
+        holding = [r for r in self.reports if task in r.tasks and model in r.models]
+        return max(holding, key=lambda r: len(set(seeds) & set(r.seeds)), default=None)
 
 
 @dataclass(frozen=True)
