@@ -116,7 +116,7 @@ def _report_rows(report: BenchmarkReport, source: str) -> list[dict[str, object]
         raise ValueError(f"{source}: the report records no gate call (save it with "
                          "--graphnetz-report-dir), so there is nothing to export; export the "
                          "session's JSON verdict file (--graphnetz-json) with --reports")
-    return [{"test": c.get("test", source), "cell": cell, "gate": c.get("gate"),
+    return [{"test": c.get("node", source), "cell": cell, "gate": c.get("gate"),
              "verdict": "NOT COMPARED",
              "note": "the report holds the seeds, not the verdict: export the session's JSON "
                      "verdict file (--graphnetz-json) for it",

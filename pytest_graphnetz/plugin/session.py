@@ -405,7 +405,7 @@ class GatesInTest:
             # the schedule the session judged on, so `graphnetz compare` refuses or judges
             # alone the same seed sets
             call = {**call, "first_look": settings.first_look,
-                    "single_run": not settings.rerun_safe, "test": self.item.nodeid}
+                    "single_run": not settings.rerun_safe, "node": self.item.nodeid}
             if settings.report_dir is not None:   # what a later export tags the call with
                 call["commit"] = self.session.commit
             calls = self.session.gate_calls.setdefault(self.item.nodeid, {})

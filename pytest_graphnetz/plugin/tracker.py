@@ -2,7 +2,7 @@
 
 A :class:`GateCall` is one gate call of one test as the JSON verdict file holds it (its rows,
 their numbers), with the candidate report that holds its seeds when the session saved it
-(``--graphnetz-report-dir``, whose reports record the test and the call's settings). A
+(``--graphnetz-report-dir``, whose reports record the test's node id and the call's settings). A
 :class:`Tracker` takes the calls and sends them somewhere (:mod:`.mlflow_export`: MLflow); it
 never changes a verdict, and a tracker that is down or refuses costs one line
 (:func:`export_session`). The plugin (``--graphnetz-mlflow``, at the session's end) and the
@@ -70,7 +70,7 @@ class GateCall:
         the saved report's record of the call, else its rows' numbers."""
         for report in self.reports:
             for call in report.protocol.get("gates") or []:
-                if isinstance(call, Mapping) and call.get("test") == self.test \
+                if isinstance(call, Mapping) and call.get("node") == self.test \
                         and name in call:
                     return call[name]
         for row in self.rows:
@@ -130,8 +130,8 @@ def gate_calls(verdicts: Mapping[str, Any], reports: Iterable[BenchmarkReport],
     by_test: dict[str, list[BenchmarkReport]] = {}
     for report in reports:
         for call in report.protocol.get("gates") or []:
-            if isinstance(call, Mapping) and isinstance(call.get("test"), str):
-                tests = by_test.setdefault(call["test"], [])
+            if isinstance(call, Mapping) and isinstance(call.get("node"), str):
+                tests = by_test.setdefault(call["node"], [])
                 if not any(r is report for r in tests):
                     tests.append(report)
     calls: list[GateCall] = []
@@ -145,7 +145,7 @@ def gate_calls(verdicts: Mapping[str, Any], reports: Iterable[BenchmarkReport],
             saved = tuple(by_test.get(test, ()))
             # the commit the session recorded in its reports, else the one given
             recorded = [c.get("commit") for r in saved for c in r.protocol.get("gates") or []
-                        if isinstance(c, Mapping) and c.get("test") == test and c.get("commit")]
+                        if isinstance(c, Mapping) and c.get("node") == test and c.get("commit")]
             calls.append(GateCall(test=test, index=counts[test], rows=tuple(current),
                                   reports=saved, commit=recorded[0] if recorded else commit))
             current.clear()
