@@ -122,7 +122,7 @@ def _report_file(text: str) -> str:
 
 # The compare options that only --mlflow reads.
 MLFLOW_ONLY = ("tracking_uri", "metric", "best_by", "pair_by", "task_param", "model_param",
-               "lower_is_better")
+               "direction")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -179,8 +179,9 @@ def _mlflow_arguments(parser: argparse.ArgumentParser) -> None:
                        help="the param naming each run's task or dataset (default: one task)")
     group.add_argument("--model-param", default=None,
                        help="the param naming each run's model (default: one model)")
-    group.add_argument("--lower-is-better", action="store_true", default=None,
-                       help="the metric is lower-is-better (default: detected from its name)")
+    group.add_argument("--direction", choices=("higher", "lower"), default=None,
+                       help="which way the metric is better (default: detected from its name: "
+                            "accuracy, AUC, MRR, Hits@K higher; MAE, RMSE, loss lower)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -33,6 +33,14 @@ def load_mlflow_pair(args: argparse.Namespace) -> tuple[BenchmarkReport, Benchma
     )
 
     pair_by = args.pair_by or "seed"
+    if args.direction is None:
+        from pytest_graphnetz.report.epochs import MetricSpec
+
+        try:
+            MetricSpec.from_name(args.metric)
+        except ValueError:
+            raise ValueError(f"--metric {args.metric}: its direction cannot be told from its "
+                             "name; add --direction higher or --direction lower") from None
     reports = []
     for option, text in (("BASELINE", args.baseline), ("CANDIDATE", args.report)):
         side = RunSelection.parse(text)
@@ -44,7 +52,8 @@ def load_mlflow_pair(args: argparse.Namespace) -> tuple[BenchmarkReport, Benchma
                 side.experiment, metric=args.metric, filter_string=side.filter_string,
                 tracking_uri=args.tracking_uri, best_by=args.best_by, pair_by=pair_by,
                 task_param=args.task_param, model_param=args.model_param,
-                higher_is_better=False if args.lower_is_better else None))
+                higher_is_better=None if args.direction is None
+                else args.direction == "higher"))
         except (MlflowInputError, MlflowRunsError) as exc:
             raise type(exc)(f"{option} {text!r}: {exc}") from None
     baseline, candidate = reports

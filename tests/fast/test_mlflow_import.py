@@ -157,6 +157,9 @@ def test_bad_input_is_a_usage_error_naming_the_option(store, capsys, monkeypatch
     assert "--tracking-uri http://127.0.0.1:" in err and "start the server" in err
     # one try per request while reading, and the caller's environment as it was after
     assert "MLFLOW_HTTP_REQUEST_MAX_RETRIES" not in os.environ
+    assert main(["compare", "--mlflow", V1, V2, "--tracking-uri", store, "--metric",
+                 "score"]) == 2
+    assert "--metric score: its direction cannot be told" in capsys.readouterr().err
     for argv, said in ((["--mlflow", V1, V2], "e.g. --metric test_acc"),
                        (["a.json", "b.json", "--metric", "acc"], "add --mlflow")):
         with pytest.raises(SystemExit) as exit_:
