@@ -122,3 +122,20 @@ def test_compare_mlflow_on_the_server_gives_the_plugins_verdicts(
         drop = ("next_command",)
         assert {k: v for k, v in ours[cell].items() if k not in drop} == \
             {k: v for k, v in stats.items() if k not in drop}
+
+
+def test_the_worked_example_runs_and_reads_its_regression(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """examples/mlflow/train.py as docs/mlflow.md runs it, on 3 seeds (a first look of 3)."""
+    pytest.importorskip("torch_geometric")
+    script = Path(__file__).parents[2] / "examples" / "mlflow" / "train.py"
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    for version in ("v1", "v2-regression"):
+        subprocess.run([sys.executable, str(script), "--version", version, "--seeds", "3",
+                        "--tracking-uri", uri], check=True, capture_output=True)
+    code = main(["compare", "--mlflow", "pyg-example:params.version = 'v1'",
+                 "pyg-example:params.version = 'v2-regression'", "--tracking-uri", uri,
+                 "--metric", "test_acc", "--best-by", "val_acc", "--task-param", "dataset",
+                 "--model-param", "model", "--first-look", "3"])
+    out = capsys.readouterr().out
+    assert "block-model/GCN" in out and code in (0, 1)
