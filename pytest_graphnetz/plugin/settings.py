@@ -79,6 +79,11 @@ class Settings(SimpleNamespace):
     shard: str | None          # --graphnetz-shard: "I/N", checked (runner/shard.py)
     cache_only: bool           # --graphnetz-cache-only: train nothing
     plan: Path | None          # --graphnetz-plan: the missing triples' JSON file
+    # --graphnetz-mlflow: the tracking URI ("default": MLFLOW_TRACKING_URI); None: no export
+    mlflow: str | None
+    mlflow_series: bool        # the export sends the per-epoch series
+    # report_dir is a temporary folder the export reads the seeds from (removed after it)
+    report_dir_temporary: bool
 
     def __init__(self, **fields: Any) -> None:
         declared = type(self).__annotations__.keys()
@@ -196,6 +201,12 @@ class Settings(SimpleNamespace):
         baseline_dir = (path_value(config, "baseline-dir") if get("baseline-dir", None) is not None
                         else config.rootpath / "baselines")
         report_dir = path_value(config, "report-dir") if get("report-dir", None) else None
+        mlflow = _mlflow(config, get("mlflow", None))
+        if mlflow is not None and report_dir is None:
+            # The export's per-seed runs come from the candidate reports: keep them for it.
+            import tempfile
+
+            report_dir = Path(tempfile.mkdtemp(prefix="graphnetz-mlflow-"))
         return cls(
             seeds=seeds, min_seeds=adaptive[0] if adaptive else None,
             device=str(get("device", "auto")), workers=workers, cache_dir=cache_dir,
@@ -219,7 +230,24 @@ class Settings(SimpleNamespace):
             shard=_shard(config, get("shard", None), bool(get("cache-only", False))),
             cache_only=bool(get("cache-only", False)),
             plan=path_value(config, "plan", follow=False) if get("plan", None) else None,
+            mlflow=mlflow,
+            mlflow_series=not get("mlflow-no-series", False),
+            report_dir_temporary=mlflow is not None and not get("report-dir", None),
         )
+
+
+def _mlflow(config: pytest.Config, uri: str | None) -> str | None:
+    """``--graphnetz-mlflow``'s tracking URI, refused when it is a test path that the optional
+    value swallowed (``pytest --graphnetz-mlflow tests/``: argparse reads ``tests/`` as the
+    URI)."""
+    if uri is None or "://" in str(uri):
+        return uri
+    path = config.invocation_params.dir / str(uri)
+    if "::" in str(uri) or path.is_file() or (path.is_dir() and any(path.glob("*.py"))):
+        raise pytest.UsageError(
+            f"graphnetz: {named(config, 'mlflow')} took {uri!r}, a test path, as its tracking "
+            "URI; write `--graphnetz-mlflow=URI` (or the option alone after the paths)")
+    return str(uri).strip()
 
 
 def _deterministic(config: pytest.Config, given: str | None) -> str:
