@@ -113,9 +113,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
     """The chosen gate of REPORT against BASELINE: every cell's verdict; exit 1 on a failure."""
     from pytest_graphnetz.gates.verdicts.formatting import gate_table
 
-    baseline, candidate = _load_pair(args)
+    if args.mlflow:
+        from pytest_graphnetz.cli.mlflow_commands import load_mlflow_pair
+
+        baseline, candidate = load_mlflow_pair(args)
+    else:
+        baseline, candidate = _load_pair(args)
     verdicts = _verdicts(args, baseline, candidate)
     failed = [v for v in verdicts if v.failed]
+    if args.json:
+        from pytest_graphnetz.cli.mlflow_commands import write_verdicts_json
+
+        write_verdicts_json(args.json, verdicts,
+                            test=f"graphnetz compare {args.baseline} {args.report}")
     if args.markdown:
         print(compare_markdown(verdicts, args), end="")
     else:
@@ -126,6 +136,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
             print()
             print(verdict.message())
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """``export mlflow FILE``: a session's gate calls and their seeds as MLflow runs."""
+    from pytest_graphnetz.cli.mlflow_commands import export_mlflow
+
+    return export_mlflow(args)
 
 
 def compare_markdown(verdicts: Sequence[CellVerdict], args: argparse.Namespace) -> str:

@@ -30,7 +30,7 @@ from pytest_graphnetz.report import BenchmarkReport
 from pytest_graphnetz.stats.paired import paired_test
 
 # Protocol entries that change the last digits but not the protocol: noted, never refused.
-_ENVIRONMENT_KEYS = ("device", "threads", "versions", "gpu", "hardware")
+_ENVIRONMENT_KEYS = ("device", "threads", "versions", "gpu", "hardware", "numerics")
 # The kind of hardware (protocol["hardware"]) that a gate refuses to pair across unless
 # accepted: another architecture, device kind or accelerator model runs other kernels. The CPU
 # model, torch and CUDA versions are noted only: a dependency upgrade is a change to gate, and

@@ -500,9 +500,11 @@ def test_compare_reads_the_gates_settings_from_the_saved_report(
     base = str(pytester.path / "base.json")
     cand = pytester.path / "reports" / "test_gate" / "test_gated.json"
     (call,) = BenchmarkReport.from_json(cand).protocol["gates"]
+    assert "commit" in call   # the checkout's git commit (None outside one), for an export
+    del call["commit"]
     assert call == {"gate": "not_worse", "test": "paired-t", "margin": 0.01, "min_effect": 0.02,
                     "alpha": 0.05, "strict": False, "first_look": 6, "single_run": False,
-                    "cells": ["karate/GCN"]}
+                    "node": "test_gate.py::test_gated", "cells": ["karate/GCN"]}
 
     capsys.readouterr()
     assert main(["compare", base, str(cand)]) == 0            # the gate's verdict, no flags
