@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from pytest_graphnetz import stats
@@ -20,6 +21,7 @@ from pytest_graphnetz.gates.compare import (
     compare_schedule,
     compare_spec,
     refuse_off_schedule,
+    refuse_other_schedule,
 )
 from pytest_graphnetz.gates.pairing import refuse_other_hardware
 from pytest_graphnetz.gates.recorder import GateRecorder, current_recorder, saved_note
@@ -29,6 +31,7 @@ from pytest_graphnetz.gates.suite_row import SUITE
 from pytest_graphnetz.gates.verdicts.formatting import describe_values
 from pytest_graphnetz.gates.verdicts.values import CellVerdict, GateRefusal, WidthVerdict
 from pytest_graphnetz.report import BenchmarkReport
+from pytest_graphnetz.stats.boundaries import LookSchedule
 from pytest_graphnetz.stats.planning import seeds_for_width
 from pytest_graphnetz.stats.suite import DEFAULT_SUITE_WEIGHT
 
@@ -201,7 +204,7 @@ def _comparison_gate(recorder: GateRecorder, given: BenchmarkReport, baseline: B
             recorder.announce(report)
         if isinstance(baseline, BaselineHandle) and baseline.update:
             return _refresh(recorder, report, baseline, spec)
-        source, base = _load(recorder, baseline, report)
+        source, base, bound = _load(recorder, baseline, report)
         refuse_other_hardware(report, base, source, accept=recorder.accept_hardware)
         command = baseline.update_command if isinstance(baseline, BaselineHandle) else None
         if resolvable:
@@ -209,13 +212,16 @@ def _comparison_gate(recorder: GateRecorder, given: BenchmarkReport, baseline: B
             spec = spec.with_delta(_resolvable_min_effect(report, seeds, base, baseline,
                                                           spec.margin))
         if schedule is not None and spec.rerun_safe:
+            if bound is not None:   # adaptive seeds: the first look is MIN
+                refuse_other_schedule(bound, LookSchedule(schedule.min_seeds, spec.alpha),
+                                      source, command)
             refuse_off_schedule(schedule.planned_seeds, schedule.min_seeds, source)
         if schedule is not None:
             verdicts, header = _adaptive_gate(report, schedule, base, spec, source=source,
                                               refresh_command=command)
         else:
             verdicts = compare_spec(report, base, spec, source=source, refresh_command=command,
-                                    canonical=True)
+                                    canonical=True, bound=bound)
             header = f"{_TITLE[gate]} against {source} ({_config(verdicts, alpha=spec.alpha)})"
             if not spec.rerun_safe:
                 header += f"; judged alone at α: {NOT_RERUN_SAFE}"
@@ -312,7 +318,9 @@ def _refresh(recorder: GateRecorder, report: BenchmarkReport, handle: BaselineHa
         return mark_suspects(compare_spec(candidate, reference, judged, source=source,
                                           alone_reason=REFRESH_ALONE), [candidate], reference)
 
-    outcome = refresh(handle, report, judge)
+    # the schedule this gate walks, bound to the baseline it writes
+    first = spec.first_look if spec.first_look is not None else LookSchedule().first_look
+    outcome = refresh(replace(handle, schedule=LookSchedule(first, spec.alpha)), report, judge)
     status = "UPDATED" if outcome.written else "REFUSED"
     failing = () if outcome.written else outcome.refused
     recorder.record(outcome.previous, status=status, failing=failing)
@@ -325,19 +333,23 @@ def _refresh(recorder: GateRecorder, report: BenchmarkReport, handle: BaselineHa
     return [*outcome.previous, *outcome.anchored]
 
 
-def _load(recorder: GateRecorder, baseline: BaselineLike,
-          candidate: BenchmarkReport) -> tuple[str, BenchmarkReport]:
+def _load(recorder: GateRecorder, baseline: BaselineLike, candidate: BenchmarkReport
+          ) -> tuple[str, BenchmarkReport, LookSchedule | None]:
+    """What the gate says the baseline is, the report it pairs with, and the schedule the
+    baseline binds (a file's; None for a report held in memory, which stores none)."""
     __tracebackhide__ = True
     if isinstance(baseline, BenchmarkReport):
-        return "the baseline report", baseline
+        return "the baseline report", baseline, None
     if isinstance(baseline, BaselineHandle):
         # relative to the rootdir in pytest; a cell's replicate means where it has them
-        base, note = baseline.read().paired_with(candidate)
-        return baseline.shown + note, base
+        stored = baseline.read()
+        base, note = stored.paired_with(candidate)
+        return baseline.shown + note, base, stored.schedule
     if isinstance(baseline, (str, os.PathLike)):
         recorder.used(str(Path(baseline).resolve()))
-        base, note = read_baseline(Path(baseline)).paired_with(candidate)
-        return str(baseline) + note, base
+        stored = read_baseline(Path(baseline))
+        base, note = stored.paired_with(candidate)
+        return str(baseline) + note, base, stored.schedule
     raise TypeError(f"`baseline` must be a BenchmarkReport, a path or a baseline handle, "
                     f"got {type(baseline).__name__}")
 

@@ -43,6 +43,7 @@ from pytest_graphnetz.report.schema import (
 )
 from pytest_graphnetz.report.session_files import shown
 from pytest_graphnetz.report.values_form import rule_values, rule_values_from_json
+from pytest_graphnetz.stats.boundaries import LookSchedule
 
 # Characters that are not portable in file names (Windows forbids these; "/" would nest), and
 # "%" itself: each is written as %XX (its UTF-8 bytes), so distinct names stay distinct files.
@@ -165,6 +166,8 @@ class StoredBaseline:
     legacy: bool = False
     replicates: Mapping[Cell, Replicates] = field(default_factory=dict)
     written: Mapping[Cell, Mapping[str, object]] = field(default_factory=dict)
+    # the schedule the baseline was refreshed under (the default where the file has none)
+    schedule: LookSchedule = field(default_factory=LookSchedule)
 
     def paired_with(self, candidate: BenchmarkReport) -> tuple[BenchmarkReport, str]:
         """The report a gate pairs ``candidate`` with, and what the gate's header says of it
@@ -196,10 +199,14 @@ class StoredBaseline:
 
 def to_text(report: BenchmarkReport, anchors: Mapping[Cell, Anchor],
             replicates: Mapping[Cell, Replicates] | None = None,
-            written: Mapping[Cell, Mapping[str, object]] | None = None) -> str:
+            written: Mapping[Cell, Mapping[str, object]] | None = None,
+            schedule: LookSchedule | None = None) -> str:
     """The file text of a baseline: ``report``'s values-only form with each cell's anchor,
-    replicates (those that hold ``report``'s seeds) and the refresh it was written under."""
+    replicates (those that hold ``report``'s seeds) and the refresh it was written under, and
+    the ``schedule`` the gates against it walk (None: not stored, read as the default)."""
     data = report.to_values_dict()
+    if schedule is not None:
+        data["schedule"] = schedule.to_json()
     for (task, model), anchor in anchors.items():
         data["models"][model]["tasks"][task]["anchor"] = anchor.to_json()
     for (task, model), record in (written or {}).items():
@@ -215,16 +222,17 @@ def to_text(report: BenchmarkReport, anchors: Mapping[Cell, Anchor],
 def write_baseline(path: str | Path, report: BenchmarkReport,
                    anchors: Mapping[Cell, Anchor], *, root: Path | None = None,
                    replicates: Mapping[Cell, Replicates] | None = None,
-                   written: Mapping[Cell, Mapping[str, object]] | None = None) -> Path:
-    """Write ``report`` with ``anchors`` (and ``replicates``) to ``path`` atomically (a reader
-    never sees half); messages print ``path`` relative to ``root`` (the rootdir) when it lies
-    inside."""
+                   written: Mapping[Cell, Mapping[str, object]] | None = None,
+                   schedule: LookSchedule | None = None) -> Path:
+    """Write ``report`` with ``anchors`` (and ``replicates``, and the ``schedule`` it binds) to
+    ``path`` atomically (a reader never sees half); messages print ``path`` relative to
+    ``root`` (the rootdir) when it lies inside."""
     path = Path(path)
     # Older versions wrote temp files beside the baseline, where a killed write's could get
     # committed; sweep those, then write through the ignored temp directory.
     remove_stale_temp_files(path.parent)
     try:
-        write_text_atomic(path, to_text(report, anchors, replicates, written),
+        write_text_atomic(path, to_text(report, anchors, replicates, written, schedule),
                           temp_dir=_temp_dir(path.parent))
     except OSError as exc:
         raise BaselineError(_unwritable(path, exc, shown(path, root))) from None
@@ -250,8 +258,9 @@ def read_baseline(path: str | Path, *, update_command: str | None = None,
     try:
         data = read_json(path)
         report = BenchmarkReport.from_dict(data, source=name)
+        schedule = LookSchedule.from_json(data.get("schedule"))
         if data["schema"] == SCHEMA:
-            return StoredBaseline(report, legacy=True)
+            return StoredBaseline(report, legacy=True, schedule=schedule)
         anchors, replicates, written = {}, {}, {}
         for model, block in data["models"].items():
             for task, cell in block["tasks"].items():
@@ -263,7 +272,8 @@ def read_baseline(path: str | Path, *, update_command: str | None = None,
                 if cell.get("replicates") is not None:
                     replicates[(task, model)] = Replicates.from_json(
                         cell["replicates"], f"cell {task}/{model}")
-        return StoredBaseline(report, anchors, replicates=replicates, written=written)
+        return StoredBaseline(report, anchors, replicates=replicates, written=written,
+                              schedule=schedule)
     except ReportSchemaError as exc:
         raise BaselineSchemaError(
             f"baseline {name} was written by a newer pytest-graphnetz (schema version "
@@ -335,6 +345,8 @@ class BaselineHandle:
     - ``accept``: with ``update``, the cells (``"task/model"``) whose loss the refresh accepts:
       the ratchet does not refuse on them and their anchors are reset to the candidate's
       values; every other cell keeps its anchor (``--graphnetz-accept``).
+    - ``schedule``: with ``update``, the schedule the refresh writes into the file (the
+      refreshing gate's; None: none written, read as the default).
     """
 
     path: Path
@@ -343,6 +355,7 @@ class BaselineHandle:
     update_command: str | None = None
     accept: frozenset[str] = frozenset()
     root: Path | None = None  # messages print ``path`` relative to it (the rootdir)
+    schedule: LookSchedule | None = None   # what a refresh writes: the refreshing gate's
 
     @property
     def shown(self) -> str:

@@ -164,7 +164,8 @@ def refresh(handle: BaselineHandle, candidate: BenchmarkReport, judge: Judge) ->
         report, anchors = _merge(stored, candidate, handle)
         write_baseline(handle.path, report, anchors, root=handle.root,
                        replicates=_replicates(stored, candidate),
-                       written=_written(stored, candidate, handle, previous, anchored))
+                       written=_written(stored, candidate, handle, previous, anchored),
+                       schedule=handle.schedule)
         return RefreshOutcome(handle, True, previous, anchored, refused, new_cells,
                               outcome.replaced)
 
