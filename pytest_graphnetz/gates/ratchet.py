@@ -353,7 +353,8 @@ def drop_cells(path: Path, cells: Collection[Cell], *, write: bool,
     A baseline is a task × model grid, so a cell goes only with its whole model (every task of
     it among ``cells``) or its whole task (every model); the rest of ``cells`` is kept and
     listed, and so is every cell of a file that would be left empty (delete the file, or the
-    test, instead). Every other cell keeps its values, anchor, replicates and refresh record.
+    test, instead). Every other cell keeps its values, anchor, replicates and refresh record,
+    and the file its schedule.
     ``write=False``: what a removal would do, nothing written."""
     with baseline_lock(path, root=root):
         stored = read_baseline(path, root=root)
@@ -369,7 +370,8 @@ def drop_cells(path: Path, cells: Collection[Cell], *, write: bool,
             write_baseline(path, report.subset(tasks=tasks, models=models),
                            {c: a for c, a in stored.anchors.items() if c in rest}, root=root,
                            replicates={c: r for c, r in stored.replicates.items() if c in rest},
-                           written={c: r for c, r in stored.written.items() if c in rest})
+                           written={c: r for c, r in stored.written.items() if c in rest},
+                           schedule=stored.schedule)
         return dropped, kept
 
 
