@@ -59,3 +59,36 @@ def test_the_rows_draw_the_shapes_they_name(conformance) -> None:
             assert np.allclose(d * nodes / 100, np.round(d * nodes / 100))   # whole nodes
     # each target: α where the design promises it, 2α on skewed shapes
     assert {r.target for r in conformance.ROWS} == {0.05, 0.1}
+
+
+def _cells(text: str, header_start: str) -> list[list[str]]:
+    lines = text.splitlines()
+    at = next(i for i, x in enumerate(lines) if x.startswith(header_start))
+    rows = []
+    for line in lines[at + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip().replace("**", "") for c in line.strip("|").split("|")])
+    return rows
+
+
+def test_the_guarantees_page_quotes_the_committed_rates() -> None:
+    """docs/guarantees.md's skew-guard table is benchmarks/conformance_results.md's rates."""
+    root = SCRIPT.parents[1]
+    results = {r[0]: r for r in _cells((root / "benchmarks" / "conformance_results.md")
+                                       .read_text(), "| row |")}
+    page = _cells((root / "docs" / "guarantees.md").read_text(), "| paired differences |")
+    assert len(page) == 7 and len(results) == 14
+
+    def rate(row: str, column: int) -> str:
+        return results[row][column].split(" [")[0]
+
+    for label, first, second, detection in page:
+        shape = label.split(",")[0]
+        if shape.startswith("accuracy"):
+            names = ["accuracy on 100 test nodes", "accuracy on 1,000 test nodes"]
+        else:
+            names = [f"{shape}, sd 2", f"{shape}, sd 4"]
+        assert first == ", ".join(f"{rate(n, 2)} / {rate(n, 3)}" for n in names), label
+        assert second == ", ".join(rate(n, 4) for n in names), label
+        assert detection == ", ".join(f"{rate(n, 5)} ({rate(n, 6)})" for n in names), label
