@@ -33,7 +33,6 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).res
 from _tables import emit, pct, table  # noqa: E402
 from conformance import DELTA, FIRST, MAX, ROWS, Rate, Row, rates  # noqa: E402
 
-from pytest_graphnetz.stats._common import t_moments  # noqa: E402
 from pytest_graphnetz.stats.boundaries import design  # noqa: E402
 from pytest_graphnetz.stats.decisions import LOOK_VERDICTS, Code, decide_look  # noqa: E402
 from pytest_graphnetz.stats.sequential import walk_looks  # noqa: E402
@@ -52,8 +51,8 @@ def hall_walk(threshold: float, from_seeds: int) -> Callable[[np.ndarray, float,
     def walk(D: np.ndarray, delta: float, every_look: bool) -> np.ndarray:
         def at(k: int, n: int, open_: np.ndarray):
             X = D[open_, :n]
-            mean, sd, _ = t_moments(X)
-            return mean, sd, np.max(np.abs(X), axis=1), np.all(X == 0, axis=1)
+            return (X.mean(axis=1), X.std(axis=1, ddof=1), np.max(np.abs(X), axis=1),
+                    np.all(X == 0, axis=1))
 
         def skew(k: int, n: int, open_: np.ndarray) -> np.ndarray:
             if n < from_seeds:
