@@ -51,7 +51,7 @@ def runs_of(uri: str, level: str) -> list:
 def test_a_session_exported_reads_back_bit_for_bit_and_again_adds_nothing(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     uri = file_store(pytester.path, monkeypatch)
-    pytester.makepyfile(test_gates=GATES)
+    pytester.makepyfile(test_exported_gates=GATES)
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
     for command in (["init", "-q"], ["commit", "-q", "--allow-empty", "-m", "session"]):
         subprocess.run([*git, *command], cwd=pytester.path, check=True)
@@ -63,7 +63,7 @@ def test_a_session_exported_reads_back_bit_for_bit_and_again_adds_nothing(
     result.stdout.fnmatch_lines(["graphnetz: 1 gate call(s) exported to MLflow at *: "
                                  "23 run(s) created, 0 already there"])
     (call,) = runs_of(uri, "call")
-    assert call.data.tags["graphnetz.test"] == "test_gates.py::test_gate"
+    assert call.data.tags["graphnetz.test"] == "test_exported_gates.py::test_gate"
     assert call.data.tags["graphnetz.verdict"] == "REGRESSED"
     assert call.data.tags["graphnetz.alpha"] == "0.05"
     assert call.data.tags["graphnetz.commit"] == head
@@ -103,7 +103,7 @@ def test_a_session_exported_reads_back_bit_for_bit_and_again_adds_nothing(
 
 def test_a_store_that_is_down_costs_one_line_not_a_verdict(
         pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_gates=GATES)
+    pytester.makepyfile(test_exported_gates=GATES)
     result = pytester.runpytest(f"--graphnetz-mlflow={closed_uri()}")
     result.assert_outcomes(failed=1)   # the regression still fails the build, nothing else
     warnings = [line for line in result.outlines if "were not exported" in line]
@@ -116,7 +116,7 @@ def test_without_series_a_seed_run_holds_only_its_value(
     uri = file_store(pytester.path, monkeypatch)
     temporary = pytester.mkdir("tmp")
     monkeypatch.setattr(tempfile, "tempdir", str(temporary))
-    pytester.makepyfile(test_gates=GATES)
+    pytester.makepyfile(test_exported_gates=GATES)
     pytester.makeini(f"[pytest]\ngraphnetz_mlflow = {uri}\ngraphnetz_mlflow_no_series = true\n")
     result = pytester.runpytest()
     result.assert_outcomes(failed=1)
@@ -131,7 +131,7 @@ def test_export_of_a_saved_report_and_bad_input(pytester: pytest.Pytester,
                                                 monkeypatch: pytest.MonkeyPatch,
                                                 capsys: pytest.CaptureFixture) -> None:
     uri = file_store(pytester.path, monkeypatch)
-    pytester.makepyfile(test_gates=GATES)
+    pytester.makepyfile(test_exported_gates=GATES)
     pytester.runpytest("--graphnetz-report-dir=reports").assert_outcomes(failed=1)
     (saved,) = (pytester.path / "reports").rglob("*.json")
     assert main(["export", "mlflow", str(saved), "--tracking-uri", uri]) == 0
@@ -147,7 +147,7 @@ def test_export_of_a_saved_report_and_bad_input(pytester: pytest.Pytester,
 
 def test_a_test_path_taken_as_the_tracking_uri_is_a_usage_error(
         pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_gates=GATES)
-    result = pytester.runpytest("--graphnetz-mlflow", "test_gates.py")
+    pytester.makepyfile(test_exported_gates=GATES)
+    result = pytester.runpytest("--graphnetz-mlflow", "test_exported_gates.py")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--graphnetz-mlflow* took 'test_gates.py', a test path*"])
+    result.stderr.fnmatch_lines(["*--graphnetz-mlflow* took 'test_exported_gates.py', a test path*"])

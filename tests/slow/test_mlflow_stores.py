@@ -70,7 +70,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def exported_session(pytester: pytest.Pytester, uri: str) -> dict:
-    pytester.makepyfile(test_gates=GATES)
+    pytester.makepyfile(test_exported_gates=GATES)
     result = pytester.runpytest(f"--graphnetz-mlflow={uri}", "--graphnetz-json=v.json",
                                 "--graphnetz-report-dir=reports")
     result.assert_outcomes(failed=1)

@@ -49,7 +49,7 @@ MODELS = {"GCN": gcn, "SAGE": sage}
 """
 
 GATE = """
-from models import MODELS, TASKS
+from shard_models import MODELS, TASKS
 
 from pytest_graphnetz import assert_not_worse
 
@@ -68,7 +68,7 @@ def _files(directory: Path) -> dict[str, bytes]:
 
 def test_plan_shards_then_a_cache_only_gate_equal_one_local_run(pytester: pytest.Pytester,
                                                                 tmp_path: Path) -> None:
-    pytester.makepyfile(models=MODELS, test_gate=GATE)
+    pytester.makepyfile(shard_models=MODELS, test_gate=GATE)
     pytester.makeini("[pytest]\ngraphnetz_seeds = 4\n")  # the schedule's first look
     pytester.syspathinsert()
     data = f"--graphnetz-cache-dir={tmp_path / 'refresh'}"
@@ -131,7 +131,7 @@ def test_plan_shards_then_a_cache_only_gate_equal_one_local_run(pytester: pytest
 
 def test_a_cache_only_gate_with_a_missing_triple_fails_naming_it(pytester: pytest.Pytester,
                                                                   tmp_path: Path) -> None:
-    pytester.makepyfile(models=MODELS, test_gate=GATE)
+    pytester.makepyfile(shard_models=MODELS, test_gate=GATE)
     pytester.syspathinsert()
     result = pytester.runpytest(SEEDS, f"--graphnetz-cache-dir={tmp_path / 'empty'}",
                                 "--graphnetz-cache-only")
@@ -150,7 +150,7 @@ ADAPTIVE_MODELS = MODELS.replace("GCN(in_channels, 16, 2, out_channels)",
 def test_an_adaptive_plan_lists_the_next_look_of_undecided_cells(pytester: pytest.Pytester,
                                                                   tmp_path: Path,
                                                                   monkeypatch) -> None:
-    pytester.makepyfile(models=ADAPTIVE_MODELS, test_gate=GATE.replace(
+    pytester.makepyfile(shard_models=ADAPTIVE_MODELS, test_gate=GATE.replace(
         "graphnetz_run(TASKS, MODELS)", 'graphnetz_run({"short": TASKS["short"]}, '
         '{"GCN": MODELS["GCN"]})'))
     pytester.makeini("[pytest]\ngraphnetz_seeds = 3..6\n")
