@@ -112,8 +112,11 @@ def training_unchanged(report: BenchmarkReport, task: str, model: str,
     read only from at least 20 distinct values; ``sd``: the spread over seeds of the paired
     values. A changed training draws each seed's value afresh, so a difference of sd
     ``sd·√2`` lands exactly on 0 with probability about ``step / (2·sd·√π)``, and on every one
-    of ``len(seeds)`` seeds with that power."""
+    of ``len(seeds)`` seeds with that power
+    (:func:`~pytest_graphnetz.stats.robust.tie_chance`)."""
     import numpy as np
+
+    from pytest_graphnetz.stats.robust import tie_chance
 
     histories = [report.histories.get((task, model, s)) for s in seeds]
     if any(h is None for h in histories):
@@ -127,7 +130,7 @@ def training_unchanged(report: BenchmarkReport, task: str, model: str,
     sd = float(values.std(ddof=1))
     if not sd > 0:
         return None
-    chance = min(1.0, step / (2 * sd * math.sqrt(math.pi))) ** len(seeds)
+    chance = tie_chance(step, sd, len(seeds))
     return (step, sd, chance) if chance < _UNCHANGED_CHANCE else None
 
 

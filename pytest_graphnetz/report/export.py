@@ -67,10 +67,7 @@ def pair_findings(
     """
     out: dict[str, list[PairFinding]] = {t: [] for t in report.tasks}
     for row in pairwise(report, PAIRED_TEST, untestable="skip"):
-        better = None
-        if row.p_holm <= alpha and row.mean_diff != 0:
-            better = row.model_a if row.mean_diff > 0 else row.model_b
-        out[row.task].append(PairFinding(row, better))
+        out[row.task].append(PairFinding(row, row.better_at(alpha)))
     return out
 
 
