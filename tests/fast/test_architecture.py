@@ -5,8 +5,10 @@ other module has: the map a maintainer reads first cannot fall behind the code."
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "pytest_graphnetz"
@@ -202,14 +204,20 @@ def declared(cell: str, folder: str, layers: dict[str, list[tuple[set[str], bool
     return {w for w in re.findall(r"\w+", cell) if w in set(TOP) | siblings}
 
 
+@functools.cache
+def import_graph() -> Any:
+    """grimp's graph of the package's imports, type-only ones too."""
+    import grimp
+
+    return grimp.build_graph("pytest_graphnetz", exclude_type_checking_imports=False)
+
+
 def imported(folder: str) -> set[str]:
     """What the row's modules import, type-only and lazy imports too: another top layer by
     name, a folder of the same top layer by its name there (``gates.calibration`` importing
     ``gates.verdicts.values``: ``verdicts``). A folder's own subfolders with rows of their own
     are theirs."""
-    import grimp
-
-    graph = grimp.build_graph("pytest_graphnetz", exclude_type_checking_imports=False)
+    graph = import_graph()
     rows = set(may_import_column())
     mine = f"pytest_graphnetz.{folder}"
     found = set()
