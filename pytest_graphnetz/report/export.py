@@ -111,10 +111,8 @@ def latex_escape(text: str) -> str:
 
 @dataclass(frozen=True)
 class _Spelling:
-    """How one table format writes a summary cell: ``empty`` (no finite seed; with a dagger
-    when some diverged), ``one_seed`` / ``pm`` / ``interval`` (formats of the mean and ``n``,
-    the half-width ``half``, or ``low``/``high``/``up``/``down``), ``bold`` and ``whole``
-    (the body and the dagger, if any seed diverged)."""
+    """How one table format writes a summary cell (:func:`_cell`): ``empty`` without and with
+    diverged seeds; the formats of its body, of bold, and of the body with its dagger."""
 
     empty: tuple[str, str]
     one_seed: str
