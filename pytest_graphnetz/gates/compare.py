@@ -6,6 +6,7 @@ not-worse cells on the one decision path (:func:`~.cells.decide_cells`)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NoReturn
 
 from pytest_graphnetz import stats
 from pytest_graphnetz.base.seedspec import off_prefix
@@ -212,11 +213,10 @@ def refuse_off_schedule(seeds: Sequence[int], first: int, source: str) -> None:
     the fix."""
     why = off_prefix(seeds, first)
     if why:
-        message = (f"graphnetz: against {source}, the paired {why}; a gate decides only on "
-                   f"the canonical seeds 0..n-1 with n >= {first}: run --graphnetz-seeds=N "
-                   f"(N >= {first}, or adaptive MIN..MAX), or pass --graphnetz-single-run "
-                   "(rerun_safe=False) to judge this run alone at α (not rerun-safe)")
-        raise GateRefusal(message, reason=message.removeprefix("graphnetz: "))
+        _refuse_not_rerun_safe(
+            f"against {source}, the paired {why}; a gate decides only on the canonical seeds "
+            f"0..n-1 with n >= {first}: run --graphnetz-seeds=N (N >= {first}, or adaptive "
+            "MIN..MAX)")
 
 
 def refuse_other_schedule(bound: LookSchedule, asked: LookSchedule, source: str,
@@ -228,11 +228,18 @@ def refuse_other_schedule(bound: LookSchedule, asked: LookSchedule, source: str,
     if asked == bound:
         return
     refresh = f"`{refresh_command}`" if refresh_command else "--graphnetz-update-baselines"
-    message = (f"graphnetz: {source} binds the schedule {bound.describe()}; this run asks "
-               f"{asked.describe()}: run under the baseline's schedule, or refresh the "
-               f"baseline under the new one ({refresh}), or pass --graphnetz-single-run "
-               "(rerun_safe=False) to judge this run alone at α (not rerun-safe)")
-    raise GateRefusal(message, reason=message.removeprefix("graphnetz: "))
+    _refuse_not_rerun_safe(
+        f"{source} binds the schedule {bound.describe()}; this run asks {asked.describe()}: "
+        f"run under the baseline's schedule, or refresh the baseline under the new one "
+        f"({refresh})")
+
+
+def _refuse_not_rerun_safe(why: str) -> NoReturn:
+    """Raise the refusal of a run that is no later look of the baseline's schedule: ``why``
+    and its fix, then the way out of judging this run alone."""
+    reason = (f"{why}, or pass --graphnetz-single-run (rerun_safe=False) to judge this run "
+              "alone at α (not rerun-safe)")
+    raise GateRefusal(f"graphnetz: {reason}", reason=reason)
 
 
 def compare_schedule(report: BenchmarkReport, schedule: Schedule, baseline: BenchmarkReport,

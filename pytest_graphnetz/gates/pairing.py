@@ -110,10 +110,11 @@ def training_unchanged(report: BenchmarkReport, task: str, model: str,
     ``step``: the test set's resolution, the smallest gap between the distinct test values the
     candidate's per-epoch records of the cell hold (accuracy on n examples moves by 1/n),
     read only from at least 20 distinct values; ``sd``: the spread over seeds of the paired
-    values. A changed training draws each seed's value afresh, so a difference of sd
-    ``sd·√2`` lands exactly on 0 with probability about ``step / (2·sd·√π)``, and on every one
-    of ``len(seeds)`` seeds with that power."""
+    values. A changed training draws each seed's value afresh: ``chance`` that every seed's
+    difference lands exactly on 0 is :func:`~pytest_graphnetz.stats.robust.tie_chance`'s."""
     import numpy as np
+
+    from pytest_graphnetz.stats.robust import tie_chance
 
     histories = [report.histories.get((task, model, s)) for s in seeds]
     if any(h is None for h in histories):
@@ -127,7 +128,7 @@ def training_unchanged(report: BenchmarkReport, task: str, model: str,
     sd = float(values.std(ddof=1))
     if not sd > 0:
         return None
-    chance = min(1.0, step / (2 * sd * math.sqrt(math.pi))) ** len(seeds)
+    chance = tie_chance(step, sd, len(seeds))
     return (step, sd, chance) if chance < _UNCHANGED_CHANCE else None
 
 

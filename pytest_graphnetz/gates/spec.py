@@ -7,12 +7,9 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pytest_graphnetz import stats
-
-if TYPE_CHECKING:
-    from pytest_graphnetz.gates.recorder import GateRecorder
 
 
 class Resolvable(enum.Enum):
@@ -57,7 +54,7 @@ class GateSpec:
     first_look: int | None = None
 
     @classmethod
-    def asked(cls, gate: str, session: GateRecorder, **asked: Any) -> GateSpec:
+    def asked(cls, gate: str, session: object, **asked: Any) -> GateSpec:
         """The spec of a gate called with ``asked`` (its keyword arguments): those left None
         take the session's defaults (``session``: the test's :class:`~.recorder.GateRecorder`)."""
         fields = {name: value for name, value in asked.items() if value is not None}

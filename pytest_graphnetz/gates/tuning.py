@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -142,16 +141,15 @@ def select_incumbent(trials: Sequence[Trial], incumbent: int, higher_is_better: 
 
     ``trials[incumbent]`` (the configuration the baseline's search picked) is kept unless a
     challenger beats it on validation by paired evidence over the search seeds: per challenger,
-    scipy's one-sided paired t (``ttest_rel``, alternative "the challenger is better") on the
-    per-seed validation scores, Holm-adjusted over the challengers tested; of those whose
+    :func:`~pytest_graphnetz.stats.decisions.beats_reference` (one-sided paired t on the
+    per-seed validation scores, Holm-adjusted over the challengers tested); of those whose
     adjusted p is ``<= alpha``, the best mean wins. A challenger with a diverged seed is not
     tested (and never wins); an incumbent with one cannot be kept, and the best mean wins.
     Needs every trial's per-seed ``validation``.
     """
     import numpy as np
-    from scipy import stats
 
-    from pytest_graphnetz.stats.decisions import holm
+    from pytest_graphnetz.stats.decisions import beats_reference
 
     if any(t.validation is None for t in trials):
         raise TuningError("the incumbent rule needs every trial's per-seed validation scores")
@@ -159,29 +157,12 @@ def select_incumbent(trials: Sequence[Trial], incumbent: int, higher_is_better: 
         raise TuningError(f"incumbent trial {incumbent} is not one of the {len(trials)} trials")
     sign = 1.0 if higher_is_better else -1.0
     scores = sign * np.array([t.validation for t in trials], dtype=float)   # [trial, seed]
-    finite = np.isfinite(scores).all(axis=1).astype(bool)
-    diffs = np.full(len(trials), math.nan)
-    p_raw = np.full(len(trials), math.nan)
-    if finite[incumbent]:
-        diffs[finite] = (scores[finite] - scores[incumbent]).mean(axis=1)
-        diffs[incumbent] = 0.0
-        for i in np.flatnonzero(finite):
-            if i != incumbent:
-                with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
-                    # nearly equal scores: scipy warns of precision loss; the p stands
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                    p = stats.ttest_rel(scores[i], scores[incumbent],
-                                        alternative="greater").pvalue
-                # equal scores on every seed: no evidence either way
-                p_raw[i] = 1.0 if not math.isfinite(float(p)) else float(p)
-    tested = np.flatnonzero(np.isfinite(p_raw))
-    p_adj = np.full(len(trials), math.nan)
-    if tested.size:
-        p_adj[tested] = holm(p_raw[tested].tolist(), alpha).p_adjusted
+    diffs, p_adj = beats_reference(scores, incumbent, alpha)
+    tested = np.flatnonzero(np.isfinite(p_adj))
     reading = Incumbent(incumbent, alpha,
                         tuple(float(d) if math.isfinite(d) else None for d in diffs),
                         tuple(float(p) if math.isfinite(p) else None for p in p_adj))
-    if not finite[incumbent]:
+    if not np.isfinite(scores[incumbent]).all():
         return select(trials, higher_is_better), reading
     beaten = [int(i) for i in tested if p_adj[i] <= alpha]
     if not beaten:

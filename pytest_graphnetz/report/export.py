@@ -67,10 +67,7 @@ def pair_findings(
     """
     out: dict[str, list[PairFinding]] = {t: [] for t in report.tasks}
     for row in pairwise(report, PAIRED_TEST, untestable="skip"):
-        better = None
-        if row.p_holm <= alpha and row.mean_diff != 0:
-            better = row.model_a if row.mean_diff > 0 else row.model_b
-        out[row.task].append(PairFinding(row, better))
+        out[row.task].append(PairFinding(row, row.better_at(alpha)))
     return out
 
 
@@ -112,23 +109,48 @@ def latex_escape(text: str) -> str:
     return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in str(text))
 
 
-def _latex_cell(c: SummaryRow, method: str, digits: int, bold: bool) -> str:
-    if not math.isfinite(c.mean):
-        return "---$^\\dagger$" if c.n_diverged else "---"  # diverged on every seed
-    if not (math.isfinite(c.ci_low) and math.isfinite(c.ci_high)):
-        body = f"{fmt_fixed(c.mean, digits)}\\ (n={c.n_seeds})"  # one finite seed: no interval
-    elif method == "t" and c.method == "t":  # a clipped t interval is no longer symmetric
-        body = f"{fmt_fixed(c.mean, digits)} \\pm {fmt_fixed((c.ci_high - c.ci_low) / 2, digits)}"
-    else:
-        # Bootstrap: the interval's own endpoints, printed as offsets from the mean.
-        up, down = (fmt_fixed(x, digits, signed=True) for x in (c.ci_high - c.mean,
-                                                                c.ci_low - c.mean))
-        body = f"{fmt_fixed(c.mean, digits)}^{{{up}}}_{{{down}}}"
-    if bold:
-        body = f"\\mathbf{{{body}}}"
+@dataclass(frozen=True)
+class _Spelling:
+    """How one table format writes a summary cell (:func:`_cell`): ``empty`` without and with
+    diverged seeds; the formats of its body, of bold, and of the body with its dagger."""
+
+    empty: tuple[str, str]
+    one_seed: str
+    pm: str
+    interval: str
+    bold: str
+    whole: str
+    dagger: str
+
+
+_LATEX = _Spelling(
+    empty=("---", "---$^\\dagger$"), one_seed="{mean}\\ (n={n})", pm="{mean} \\pm {half}",
+    # Bootstrap: the interval's own endpoints, printed as offsets from the mean.
+    interval="{mean}^{{{up}}}_{{{down}}}", bold="\\mathbf{{{}}}", whole="${}{}$",
     # `{}` gives the dagger its own base: `x^{+u}_{-d}^{\dagger}` is a double superscript.
-    dagger = "{}^{\\dagger}" if c.n_diverged else ""
-    return f"${body}{dagger}$"
+    dagger="{}^{\\dagger}")
+_MARKDOWN = _Spelling(empty=("—", "— †"), one_seed="{mean} (n={n})", pm="{mean} ± {half}",
+                      interval="{mean} [{low}, {high}]", bold="**{}**", whole="{}{}", dagger=" †")
+
+
+def _cell(c: SummaryRow, method: str, digits: int, bold: bool, spell: _Spelling) -> str:
+    """One summary cell of a table in ``spell``'s format: the mean ± the half-width of a t
+    interval, else the interval's endpoints; ``n`` alone for one finite seed."""
+    if not math.isfinite(c.mean):
+        return spell.empty[bool(c.n_diverged)]  # diverged on every seed
+    mean = fmt_fixed(c.mean, digits)
+    if not (math.isfinite(c.ci_low) and math.isfinite(c.ci_high)):
+        body = spell.one_seed.format(mean=mean, n=c.n_seeds)  # one finite seed: no interval
+    elif method == "t" and c.method == "t":  # a clipped t interval is no longer symmetric
+        body = spell.pm.format(mean=mean, half=fmt_fixed((c.ci_high - c.ci_low) / 2, digits))
+    else:
+        body = spell.interval.format(
+            mean=mean, low=fmt_fixed(c.ci_low, digits), high=fmt_fixed(c.ci_high, digits),
+            up=fmt_fixed(c.ci_high - c.mean, digits, signed=True),
+            down=fmt_fixed(c.ci_low - c.mean, digits, signed=True))
+    if bold:
+        body = spell.bold.format(body)
+    return spell.whole.format(body, spell.dagger if c.n_diverged else "")
 
 
 def _arrow(report: ReportRecord, task: str, *, latex: bool) -> str:
@@ -160,7 +182,7 @@ def to_latex(
     ])
     body = [
         " & ".join([latex_escape(m)] + [
-            _latex_cell(cells[(t, m)], report.ci_method, digits, best[t] == m)
+            _cell(cells[(t, m)], report.ci_method, digits, best[t] == m, _LATEX)
             for t in report.tasks
         ]) + r" \\"
         for m in report.models
@@ -211,19 +233,6 @@ def _caption(report: ReportRecord, cells: dict, alpha: float, *, latex: bool) ->
 
 # -- Markdown -------------------------------------------------------------------------------------
 
-def _markdown_cell(c: SummaryRow, method: str, digits: int, bold: bool) -> str:
-    if not math.isfinite(c.mean):
-        return "— †" if c.n_diverged else "—"  # diverged on every seed
-    if not (math.isfinite(c.ci_low) and math.isfinite(c.ci_high)):
-        text = f"{fmt_fixed(c.mean, digits)} (n={c.n_seeds})"  # one finite seed: no interval
-    elif method == "t" and c.method == "t":  # a clipped t interval is no longer symmetric
-        text = f"{fmt_fixed(c.mean, digits)} ± {fmt_fixed((c.ci_high - c.ci_low) / 2, digits)}"
-    else:
-        low, high = fmt_fixed(c.ci_low, digits), fmt_fixed(c.ci_high, digits)
-        text = f"{fmt_fixed(c.mean, digits)} [{low}, {high}]"
-    if bold:
-        text = f"**{text}**"
-    return text + (" †" if c.n_diverged else "")
 
 
 def to_markdown(report: ReportRecord, *, digits: int = 3, alpha: float = 0.05,
@@ -242,7 +251,7 @@ def to_markdown(report: ReportRecord, *, digits: int = 3, alpha: float = 0.05,
         f"{t} ({report.metric_name(t)} {_arrow(report, t, latex=False)})" for t in report.tasks
     ]
     rows = [
-        [m] + [_markdown_cell(cells[(t, m)], report.ci_method, digits, best[t] == m)
+        [m] + [_cell(cells[(t, m)], report.ci_method, digits, best[t] == m, _MARKDOWN)
                for t in report.tasks]
         for m in report.models
     ]

@@ -13,21 +13,36 @@ import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from pytest_graphnetz.base.text import fmt_level, fmt_signed
 from pytest_graphnetz.report.views import cell_stats, method_phrase, seeds_phrase
-from pytest_graphnetz.stats import Verdict
+from pytest_graphnetz.stats import Comparison, Verdict
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from pytest_graphnetz.gates.verdicts.values import CellVerdict
     from pytest_graphnetz.report.record import ReportRecord
     from pytest_graphnetz.report.trials import TuningRecord
+
+
+
+class CellVerdict(Protocol):
+    """What a figure reads of a gate's cell verdict (``gates.verdicts.values.CellVerdict``,
+    which this layer may not name): its cell, its paired seeds and its comparison."""
+
+    @property
+    def task(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def seeds(self) -> tuple[int, ...]: ...
+    @property
+    def comparison(self) -> Comparison: ...
+
 
 INSTALL_HINT = "pip install 'pytest-graphnetz[plot]'"
 

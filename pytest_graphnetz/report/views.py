@@ -130,22 +130,25 @@ def pairwise(report: ReportRecord, test: str = "paired-t", *,
     ``untestable="skip"`` gives it a row of NaN statistics and a note instead. Pairs on test
     examples instead of seeds are :func:`pairwise_examples`' job.
     """
-    from pytest_graphnetz.stats.heldout import EXAMPLE_TESTS
+    from pytest_graphnetz.stats.heldout import EXAMPLE_TESTS, fold_corrected_pairwise
     from pytest_graphnetz.stats.tables import pairwise_table
 
     if test in EXAMPLE_TESTS:
         raise ValueError(f"test={test!r} pairs the models on test examples, not on seeds: use "
                          f"report.pairwise_examples(test={test!r})")
     X = report.to_array(epoch_selection, strict=strict)
+    hib = [report.metrics[t].higher_is_better for t in report.tasks]
     table = pairwise_table(
-        X, tasks=report.tasks, models=report.models,
-        higher_is_better=[report.metrics[t].higher_is_better for t in report.tasks], test=test,
+        X, tasks=report.tasks, models=report.models, higher_is_better=hib, test=test,
         confidence_level=(report.confidence_level if confidence_level is None
                           else confidence_level),
         ci_method=report.ci_method, rng=rng, seeds=report.seeds, untestable=untestable,
     )
-    return _fold_corrected_pairwise(report, table, X) if any(map(report.folds, report.tasks)) \
-        else table
+    folds = [report.folds(t) for t in report.tasks]
+    if not any(folds):
+        return table
+    return fold_corrected_pairwise(table, X, tasks=report.tasks, models=report.models,
+                                   folds=folds, higher_is_better=hib)
 
 
 def pairwise_examples(report: ReportRecord, test: str = "mcnemar", *,
@@ -200,39 +203,6 @@ def pairwise_examples(report: ReportRecord, test: str = "mcnemar", *,
                     "speaks to seed variance")
     return ExamplePairwise(rows=tuple(rows), test=test, confidence_level=level,
                            notes=tuple(notes))
-
-
-def _fold_corrected_pairwise(report: ReportRecord, table: Any, X: np.ndarray):
-    """``table`` with every row of a fold task redone as the corrected resampled t test
-    (on the pairs finite in both models), Holm re-adjusted within the task."""
-    from pytest_graphnetz.stats.decisions import holm
-    from pytest_graphnetz.stats.heldout import FOLD_NOTE, corrected_resampled_ttest
-
-    rows = list(table.rows)
-    notes = list(table.notes)
-    for t_i, task in enumerate(report.tasks):
-        k = report.folds(task)
-        if k is None:
-            continue
-        sign = 1.0 if report.metrics[task].higher_is_better else -1.0
-        mine = [i for i, r in enumerate(rows) if r.task == task and math.isfinite(r.p_value)]
-        for i in mine:
-            r = rows[i]
-            a = sign * X[t_i, report.models.index(r.model_a)]
-            b = sign * X[t_i, report.models.index(r.model_b)]
-            keep = np.isfinite(a) & np.isfinite(b)
-            # n_test / n_train of one fold: 1 / (k - 2) (stats.heldout.fold_ratio)
-            res = corrected_resampled_ttest(a[keep], b[keep], n_train=k - 2, n_test=1,
-                                            confidence_level=table.confidence_level)
-            rows[i] = replace(r, n=res.n, mean_diff=res.mean_diff, ci_low=res.ci.low,
-                              ci_high=res.ci.high, p_value=res.p_value,
-                              effect_size=res.effect_size, test="corrected-t (folds)")
-        if mine:
-            adjusted = holm([rows[i].p_value for i in mine]).p_adjusted
-            for i, p in zip(mine, adjusted, strict=True):
-                rows[i] = replace(rows[i], p_holm=float(p))
-        notes.append(FOLD_NOTE.format(task=task, k=k, test=table.test))
-    return replace(table, rows=tuple(rows), notes=tuple(notes))
 
 
 def _clip_to_metric(row: Any) -> Any:

@@ -235,6 +235,42 @@ def holm(p_values: Sequence[float], alpha: float = 0.05) -> HolmResult:
                       steps=tuple(int(x) for x in steps))
 
 
+def beats_reference(scores: ArrayLike, reference: int, alpha: float = 0.05
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Which rows of ``scores`` ``[row, seed]`` (oriented: higher is better) beat row
+    ``reference``, by the incumbent rule's test (Blum & Hardt 2015, "The Ladder"): per row,
+    scipy's one-sided paired t (``ttest_rel``, alternative "this row is better") against the
+    reference over the seeds, Holm-adjusted over the rows tested.
+
+    ``(mean differences, adjusted p-values)`` per row, NaN where not tested: a row with a
+    non-finite score, or every row when the reference has one; the reference's own difference
+    is 0. Equal scores on every seed are no evidence either way (p = 1).
+    """
+    import warnings
+
+    from scipy import stats
+
+    x = np.asarray(scores, dtype=float)
+    finite = np.isfinite(x).all(axis=1).astype(bool)
+    diffs = np.full(len(x), np.nan)
+    p_raw = np.full(len(x), np.nan)
+    if finite[reference]:
+        diffs[finite] = (x[finite] - x[reference]).mean(axis=1)
+        diffs[reference] = 0.0
+        for i in np.flatnonzero(finite):
+            if i != reference:
+                with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+                    # nearly equal scores: scipy warns of precision loss; the p stands
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    p = float(stats.ttest_rel(x[i], x[reference], alternative="greater").pvalue)
+                p_raw[i] = p if np.isfinite(p) else 1.0
+    tested = np.flatnonzero(np.isfinite(p_raw))
+    p_adj = np.full(len(x), np.nan)
+    if tested.size:
+        p_adj[tested] = holm(p_raw[tested].tolist(), alpha).p_adjusted
+    return diffs, p_adj
+
+
 def compare_many(cells: Sequence[Mapping[str, Any]], **common: Any) -> list[Comparison]:
     """:func:`compare` per cell, with REGRESSED decided in one Holm family across them.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,7 +24,7 @@ from pytest_graphnetz.stats._common import (
     t_quantile,
 )
 from pytest_graphnetz.stats.paired import PairedResult
-from pytest_graphnetz.stats.tables import Table
+from pytest_graphnetz.stats.tables import Pairwise, Table
 
 if TYPE_CHECKING:
     from pytest_graphnetz.base.outcomes import TestOutcomes
@@ -409,3 +409,38 @@ def fold_corrected(candidate: ArrayLike, baseline: ArrayLike, *, k: int) -> np.n
 FOLD_NOTE = ("task {task!r} is {k}-fold cross-validation: folds share training data, so its "
              "paired tests use the corrected resampled t test (Nadeau–Bengio: variance × "
              "(1/J + 1/(k−2))), not {test}; its mean ± std is fold spread, not a CI")
+
+
+def fold_corrected_pairwise(table: Pairwise, X: ArrayLike, *, tasks: Sequence[str],
+                            models: Sequence[str], folds: Sequence[int | None],
+                            higher_is_better: Sequence[bool]) -> Pairwise:
+    """``table`` (over ``X[task, model, seed]``) with every row of a k-fold task (``folds``
+    per task, None for none) redone as the corrected resampled t test (on the pairs finite in
+    both models), Holm re-adjusted within the task, and :data:`FOLD_NOTE` added."""
+    from pytest_graphnetz.stats.decisions import holm
+
+    values = np.asarray(X, dtype=float)
+    rows = list(table.rows)
+    notes = list(table.notes)
+    for t_i, (task, k) in enumerate(zip(tasks, folds, strict=True)):
+        if k is None:
+            continue
+        sign = 1.0 if higher_is_better[t_i] else -1.0
+        mine = [i for i, r in enumerate(rows) if r.task == task and math.isfinite(r.p_value)]
+        for i in mine:
+            r = rows[i]
+            a = sign * values[t_i, list(models).index(r.model_a)]
+            b = sign * values[t_i, list(models).index(r.model_b)]
+            keep = np.isfinite(a) & np.isfinite(b)
+            # n_test / n_train of one fold: 1 / (k - 2) (fold_ratio)
+            res = corrected_resampled_ttest(a[keep], b[keep], n_train=k - 2, n_test=1,
+                                            confidence_level=table.confidence_level)
+            rows[i] = replace(r, n=res.n, mean_diff=res.mean_diff, ci_low=res.ci.low,
+                              ci_high=res.ci.high, p_value=res.p_value,
+                              effect_size=res.effect_size, test="corrected-t (folds)")
+        if mine:
+            adjusted = holm([rows[i].p_value for i in mine]).p_adjusted
+            for i, p in zip(mine, adjusted, strict=True):
+                rows[i] = replace(rows[i], p_holm=float(p))
+        notes.append(FOLD_NOTE.format(task=task, k=k, test=table.test))
+    return replace(table, rows=tuple(rows), notes=tuple(notes))

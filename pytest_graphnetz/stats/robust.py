@@ -14,6 +14,9 @@ What a flag does not do: restore the t test's error rate. When seeds collapse at
 the t test's excess errors come from the samples in which no seed collapsed (their mean sits
 away from the true mean, which the rare collapses carry), and no check on those seeds can see
 them (``benchmarks/skew.py`` measures both). The flag reports a collapse that did happen.
+
+Its converse, :func:`tie_chance`: how unlikely seeds that all came out exactly equal are, were
+training changed.
 """
 
 from __future__ import annotations
@@ -108,3 +111,10 @@ def grubbs_statistics(D: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     high = np.where(sd > 0, (D.max(axis=1) - mean) / safe, 0.0)
     low = np.where(sd > 0, (mean - D.min(axis=1)) / safe, 0.0)
     return high, low
+
+
+def tie_chance(step: float, sd: float, n: int) -> float:
+    """The chance that ``n`` independent paired differences of sd ``sd·√2``, on a lattice of
+    step ``step`` (a test set's resolution), all land exactly on 0: about
+    ``step / (2·sd·√π)`` each (the normal density at 0 times the step), capped at 1."""
+    return min(1.0, step / (2 * sd * math.sqrt(math.pi))) ** n

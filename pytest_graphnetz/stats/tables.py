@@ -118,6 +118,13 @@ class PairwiseRow:
     intervals_overlap: bool
     test: str
 
+    def better_at(self, alpha: float) -> str | None:
+        """The model the test favours at level ``alpha`` (Holm-adjusted p ``<= alpha`` and a
+        nonzero difference), else None: the pair is not distinguishable."""
+        if self.p_holm <= alpha and self.mean_diff != 0:
+            return self.model_a if self.mean_diff > 0 else self.model_b
+        return None
+
 
 @dataclass(frozen=True, repr=False)
 class Pairwise(Table):

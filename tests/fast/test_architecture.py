@@ -5,8 +5,10 @@ other module has: the map a maintainer reads first cannot fall behind the code."
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "pytest_graphnetz"
@@ -146,3 +148,114 @@ def test_the_checks_can_fail():
     assert "foo" not in {n for r in architecture_rows().values() for n in listed(r)}
     assert listed("| `stats/` | `boundaries`, `decisions` |") == {"stats/", "boundaries",
                                                                     "decisions"}
+
+
+# -- the "may import" column, checked against the import contracts and the imports ----------
+
+TOP = ("cli", "plugin", "gates", "runner", "report", "stats", "base", "script")
+EVERY_BELOW = ("every layer below", "the rest")   # the column's words for "all rows below"
+
+
+def contracts() -> dict[str, list[tuple[set[str], bool]]]:
+    """``{container: layers}`` of pyproject.toml's layer contracts, top to bottom, each layer
+    its names and whether they may import each other (joined by ``:``, not ``|``)."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    out = {}
+    for contract in config["tool"]["importlinter"]["contracts"]:
+        for container in contract.get("containers", []):
+            out[container] = [(set(re.split(r"\s*[|:]\s*", layer)), ":" in layer)
+                              for layer in contract["layers"]]
+    return out
+
+
+def may_import_column() -> dict[str, str]:
+    """``{row's folder, dotted ("gates.calibration"): its "may import" cell}``."""
+    out = {}
+    for first, row in architecture_rows().items():
+        folder = re.search(r"`([\w/]+)/`", first)
+        if folder:
+            out[folder.group(1).replace("/", ".")] = row.strip().strip("|").split("|")[-1]
+    return out
+
+
+def below(folder: str, layers: dict[str, list[tuple[set[str], bool]]]) -> set[str]:
+    """The names the contracts let ``folder`` ("cli", "gates.calibration") import: the top
+    layers below its own and, for a subfolder, its siblings below it (or beside it, joined
+    by ``:``)."""
+    top, _, sub = folder.partition(".")
+    allowed: set[str] = set()
+    for container, name in (("pytest_graphnetz", top), (f"pytest_graphnetz.{top}", sub)):
+        stack = layers.get(container, []) if name else []
+        at = next((i for i, (names, _) in enumerate(stack) if name in names), len(stack))
+        allowed |= {n for names, _ in stack[at + 1:] for n in names}
+        if at < len(stack) and stack[at][1]:
+            allowed |= stack[at][0] - {name}
+    return allowed
+
+
+def declared(cell: str, folder: str, layers: dict[str, list[tuple[set[str], bool]]]) -> set[str]:
+    """The package names a "may import" cell grants (numpy, torch and the like are not ours)."""
+    if any(words in cell for words in EVERY_BELOW):
+        return below(folder, layers)
+    top = folder.partition(".")[0]
+    siblings = {n for names, _ in layers.get(f"pytest_graphnetz.{top}", []) for n in names}
+    return {w for w in re.findall(r"\w+", cell) if w in set(TOP) | siblings}
+
+
+@functools.cache
+def import_graph() -> Any:
+    """grimp's graph of the package's imports, type-only ones too."""
+    import grimp
+
+    return grimp.build_graph("pytest_graphnetz", exclude_type_checking_imports=False)
+
+
+def imported(folder: str) -> set[str]:
+    """What the row's modules import, type-only and lazy imports too: another top layer by
+    name, a folder of the same top layer by its name there (``gates.calibration`` importing
+    ``gates.verdicts.values``: ``verdicts``). A folder's own subfolders with rows of their own
+    are theirs."""
+    graph = import_graph()
+    rows = set(may_import_column())
+    mine = f"pytest_graphnetz.{folder}"
+    found = set()
+    for module in graph.modules:
+        if not (module == mine or module.startswith(mine + ".")):
+            continue
+        inner = module[len("pytest_graphnetz."):].split(".")
+        if len(inner) > 2 and ".".join(inner[:2]) in rows and ".".join(inner[:2]) != folder:
+            continue   # a subfolder with its own row
+        for target in graph.find_modules_directly_imported_by(module):
+            parts = target.split(".")[1:]
+            if not parts or target.startswith(mine + ".") or target == mine:
+                continue
+            found.add(parts[0] if parts[0] != inner[0] else parts[1])
+    return found
+
+
+def test_the_may_import_column_is_what_the_contracts_allow_and_what_the_code_does():
+    """Each row's "may import" names only what pyproject.toml's contracts let it import, and
+    its modules import nothing it does not name: the column cannot promise more than
+    import-linter keeps, nor fall behind the code."""
+    layers = contracts()
+    column = may_import_column()
+    assert set(column) >= {"cli", "gates", "gates.calibration", "runner.tasks", "stats"}
+    wrong = []
+    for folder, cell in column.items():
+        grants = declared(cell, folder, layers)
+        if beyond := grants - below(folder, layers):
+            wrong.append(f"{folder} names {sorted(beyond)}, which the contracts forbid")
+        if missing := imported(folder) - grants:
+            wrong.append(f"{folder} imports {sorted(missing)}, which its row does not name")
+    assert not wrong, "docs/architecture.md's may-import column: " + "; ".join(wrong)
+
+
+def test_the_may_import_check_can_fail():
+    layers = contracts()
+    assert "gates" not in below("report", layers)   # report may not import gates
+    assert {"verdicts", "baselines", "runner"} <= below("gates.calibration", layers)
+    assert "calibration" not in below("gates.verdicts", layers)
+    assert declared("runner, report, stats", "gates", layers) == {"runner", "report", "stats"}
+    assert imported("report") >= {"stats", "base"} and "gates" not in imported("report")
