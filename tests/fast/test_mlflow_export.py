@@ -150,4 +150,5 @@ def test_a_test_path_taken_as_the_tracking_uri_is_a_usage_error(
     pytester.makepyfile(test_exported_gates=GATES)
     result = pytester.runpytest("--graphnetz-mlflow", "test_exported_gates.py")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--graphnetz-mlflow* took 'test_exported_gates.py', a test path*"])
+    result.stderr.fnmatch_lines(
+        ["*--graphnetz-mlflow* took 'test_exported_gates.py', a test path*"])

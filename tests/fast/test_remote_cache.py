@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 from conftest import gcn, tiny_task
-from tests.helpers.remote import BUCKET, moto_server, read_only_credentials, silent_server
 
 from pytest_graphnetz import run_benchmark
 from pytest_graphnetz.report.codec import dumps
 from pytest_graphnetz.runner import remote
 from pytest_graphnetz.runner.cache import CacheWarning
+from tests.helpers.remote import BUCKET, moto_server, read_only_credentials, silent_server
 
 URL = f"s3://{BUCKET}/graphnetz"
 
