@@ -48,6 +48,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import gate_quality_cora as gqc  # noqa: E402
+from _tables import wilson  # noqa: E402
 
 SEED_OFFSET = gqc.SEED_OFFSET
 SALTS = (0, 1, 2, 3, 4)
@@ -204,17 +205,10 @@ def stream_rows(within: float, n: int, trials: int) -> list[list[str]]:
         for r in REPLICATES_SIM:
             a, p_delta = stream_rates(shared, r, DELTA, within, n, trials, seed=7)
             _, p_hard = stream_rates(shared, r, hard, within, n, trials, seed=7)
-            rows.append([name, str(r), wilson(a, trials), wilson(p_delta, trials),
-                         f"{100 * hard:.2f}", wilson(p_hard, trials)])
+            rows.append([name, str(r), wilson(a * trials, trials, 4),
+                         wilson(p_delta * trials, trials, 4), f"{100 * hard:.2f}",
+                         wilson(p_hard * trials, trials, 4)])
     return rows
-
-
-def wilson(p: float, n: int) -> str:
-    """``p`` and its 95% Wilson interval over ``n`` trials."""
-    z = 1.959964
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return f"{p:.4f} [{max(0.0, centre - half):.4f}, {min(1.0, centre + half):.4f}]"
 
 
 def design_rates(sd: float, n: int, trials: int, rng: np.random.Generator,
@@ -397,6 +391,35 @@ def leak_simulation_rows(pool: Mapping, rule: str, n: int, trials: int,
     return rows
 
 
+def leak_promise_rows(pool: Mapping, rule: str, trials: int,
+                      rng: np.random.Generator) -> list[list[str]]:
+    """The guard's two promises at 5, 10 and 20 seeds, by simulation at the pool's seed sd
+    and paired covariance: a genuine gain of 7.5 seed sds in a cell without validation (the
+    spread rule) is flagged at most 5% of the time; a gross leak (+5 points on test,
+    validation flat or down 2 points) at least 99%."""
+    from pytest_graphnetz.gates.verdicts.leak import leak_suspicion
+
+    base = pool["salt 0"]
+    cand = pool[f"salt {CANDIDATE_SALT}"]
+    cov = np.cov(np.vstack([cand["test"][rule] - base["test"][rule],
+                            cand["val"][rule] - base["val"][rule]]))
+    seed_sd = float(np.std(base["test"][rule], ddof=1))
+    cases = {"genuine +7.5 seed sds, no validation": (7.5 * seed_sd, None),
+             "leak +5 pt, validation flat": (0.05, 0.0),
+             "leak +5 pt, validation −2 pt": (0.05, -0.02)}
+    rows = []
+    for name, (gt, gv) in cases.items():
+        for n in (5, 10, 20):
+            draws = rng.multivariate_normal([gt, gv or 0.0], cov, size=(trials, n))
+            base_test = rng.normal(0.8, seed_sd, size=(trials, n))
+            flags = sum(leak_suspicion(x[:, 0], None if gv is None else x[:, 1],
+                                       base_test=b) is not None
+                        for x, b in zip(draws, base_test, strict=True))
+            rows.append([name, f"{100 * gt:+.1f}", str(n), str(trials),
+                         wilson(flags, trials, 4)])
+    return rows
+
+
 def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
@@ -474,7 +497,15 @@ def analyse(data: Mapping, args: argparse.Namespace) -> str:
                 "a genuine gain moves both alike):", "",
                 table(["case", "test gain (pt)", "validation gain (pt)", "seeds", "trials",
                        "flagged"],
-                      leak_simulation_rows(pool, rule, args.seeds, args.leak_trials, rng)), ""]
+                      leak_simulation_rows(pool, rule, args.seeds, args.leak_trials, rng)), "",
+                f"The guard's promises at 5, 10 and 20 seeds ({args.leak_trials} simulated "
+                "trials per row, the pool's paired covariance; the baseline's seed sd "
+                f"{100 * np.std(pool['salt 0']['test'][rule], ddof=1):.2f} pt; rates with 95% "
+                "Wilson intervals): a genuine gain of 7.5 seed sds in a cell without "
+                "validation (the spread rule, which plans from the 95% upper bound of the "
+                "seed sd) flagged ≤ 5%; a gross leak flagged ≥ 99%.", "",
+                table(["case", "test gain (pt)", "seeds", "trials", "flagged"],
+                      leak_promise_rows(pool, rule, args.leak_trials, rng)), ""]
     return "\n".join(out) + "\n"
 
 
