@@ -431,7 +431,8 @@ def cmd_history(args: argparse.Namespace) -> int:
     from pytest_graphnetz.cli.history.page import run_history
 
     return run_history(args.directory, args.output, anchor=args.anchor, alpha=args.alpha,
-                       reuse=ReuseBudget(factor=args.reuse_factor, beta=args.reuse_beta))
+                       reuse=ReuseBudget(share=args.reuse_share, beta=args.reuse_beta,
+                                         delta=args.reuse_delta))
 
 
 def cmd_bisect(args: argparse.Namespace) -> int:
