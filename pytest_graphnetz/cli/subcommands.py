@@ -12,6 +12,7 @@ cell, ``history``'s drift, ``bisect`` stopped undecided, ``next-seeds`` with non
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -336,15 +337,10 @@ def cmd_next_seeds(args: argparse.Namespace) -> int:
     (the most any open row's next look asks for, capped at ``--budget``) and exit 0; print
     nothing and exit 1 when there is none (every row decided, the budget reached); say why on
     stderr either way (docs/ci.md)."""
-    import json
-
     from pytest_graphnetz.cli.nextlook import next_look
+    from pytest_graphnetz.report.codec import read_json
 
-    with open(args.verdicts, encoding="utf-8") as fh:
-        try:
-            data = json.load(fh)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{args.verdicts}: not JSON ({exc})") from None
+    data = read_json(Path(args.verdicts), what="verdict file")
     try:
         look = next_look(data, budget=args.budget, current=args.current)
     except ValueError as exc:
@@ -430,9 +426,16 @@ def cmd_history(args: argparse.Namespace) -> int:
     from pytest_graphnetz.cli.history.ledger import ReuseBudget
     from pytest_graphnetz.cli.history.page import run_history
 
-    return run_history(args.directory, args.output, anchor=args.anchor, alpha=args.alpha,
-                       reuse=ReuseBudget(share=args.reuse_share, beta=args.reuse_beta,
-                                         delta=args.reuse_delta))
+    try:
+        return run_history(args.directory, args.output, anchor=args.anchor, alpha=args.alpha,
+                           reuse=ReuseBudget(share=args.reuse_share, beta=args.reuse_beta,
+                                             delta=args.reuse_delta))
+    except KeyboardInterrupt:
+        # Ctrl-C while it reads or draws: one line, not a traceback (each file it writes is
+        # written whole or not at all).
+        print("graphnetz history: interrupted; every file it wrote is whole, the page is "
+              "updated only by a run that ends: run it again", file=sys.stderr)
+        return 128 + signal.SIGINT
 
 
 def cmd_bisect(args: argparse.Namespace) -> int:

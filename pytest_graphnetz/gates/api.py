@@ -10,6 +10,7 @@ import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pytest_graphnetz import stats
 from pytest_graphnetz.base.text import fmt_num
@@ -21,7 +22,7 @@ from pytest_graphnetz.gates.compare import (
     compare_spec,
     refuse_off_schedule,
 )
-from pytest_graphnetz.gates.pairing import refuse_other_hardware
+from pytest_graphnetz.gates.pairing import check_cells, missing_cells, refuse_other_hardware
 from pytest_graphnetz.gates.recorder import GateRecorder, current_recorder, saved_note
 from pytest_graphnetz.gates.schedule import Schedule, split_schedule
 from pytest_graphnetz.gates.spec import GateSpec
@@ -31,6 +32,9 @@ from pytest_graphnetz.gates.verdicts.values import CellVerdict, GateRefusal, Wid
 from pytest_graphnetz.report import BenchmarkReport
 from pytest_graphnetz.stats.planning import seeds_for_width
 from pytest_graphnetz.stats.suite import DEFAULT_SUITE_WEIGHT
+
+if TYPE_CHECKING:
+    from pytest_graphnetz.gates.ratchet import Judge
 
 BaselineLike = BenchmarkReport | BaselineHandle | str | os.PathLike
 
@@ -180,7 +184,9 @@ def _comparison_gate(recorder: GateRecorder, given: BenchmarkReport, baseline: B
     # RESOLVABLE: δ = what the seeds resolve, by the calibration beside the baseline
     resolvable = spec.resolvable
     spec = spec.with_delta(spec.delta)
-    refreshing = isinstance(baseline, BaselineHandle) and baseline.update
+    # --graphnetz-add-missing on a test without a baseline file writes it, as a refresh does
+    refreshing = isinstance(baseline, BaselineHandle) and (
+        baseline.update or (baseline.add_missing and not baseline.exists()))
     report, schedule = split_schedule(given)
     # A schedule's candidate is saved once the seeds it is judged on are trained (below), from
     # this gate's extensions on.
@@ -199,22 +205,32 @@ def _comparison_gate(recorder: GateRecorder, given: BenchmarkReport, baseline: B
             # (its weighted family has one look) use MAX seeds.
             report, schedule = schedule.complete(report), None
             recorder.announce(report)
-        if isinstance(baseline, BaselineHandle) and baseline.update:
+        if refreshing and isinstance(baseline, BaselineHandle):
             return _refresh(recorder, report, baseline, spec)
         source, base = _load(recorder, baseline, report)
         refuse_other_hardware(report, base, source, accept=recorder.accept_hardware)
+        # Cells the baseline lacks (a new model or task) fail alone, or are written under
+        # --graphnetz-add-missing; every cell the baseline has is gated all the same.
+        lacking = missing_cells(report, base)
+        if lacking and isinstance(baseline, BaselineHandle) and baseline.add_missing:
+            _add_missing(recorder, report, schedule, baseline, base, spec)
+            if len(lacking) == len(report.tasks) * len(report.models):
+                return []   # every cell was new: written, and nothing left to compare
+            gated, lacking = _present(report, base), []
+        else:
+            gated = _present(report, base) if lacking else report
         command = baseline.update_command if isinstance(baseline, BaselineHandle) else None
         if resolvable:
             seeds = report.seeds if schedule is None else schedule.planned_seeds
-            spec = spec.with_delta(_resolvable_min_effect(report, seeds, base, baseline,
+            spec = spec.with_delta(_resolvable_min_effect(gated, seeds, base, baseline,
                                                           spec.margin))
         if schedule is not None and spec.rerun_safe:
             refuse_off_schedule(schedule.planned_seeds, schedule.min_seeds, source)
         if schedule is not None:
-            verdicts, header = _adaptive_gate(report, schedule, base, spec, source=source,
+            verdicts, header = _adaptive_gate(gated, schedule, base, spec, source=source,
                                               refresh_command=command)
         else:
-            verdicts = compare_spec(report, base, spec, source=source, refresh_command=command,
+            verdicts = compare_spec(gated, base, spec, source=source, refresh_command=command,
                                     canonical=True)
             header = f"{_TITLE[gate]} against {source} ({_config(verdicts, alpha=spec.alpha)})"
             if not spec.rerun_safe:
@@ -252,8 +268,60 @@ def _comparison_gate(recorder: GateRecorder, given: BenchmarkReport, baseline: B
     )
 
     verdicts = annotate_verdicts(verdicts, baseline, resolvable=resolvable)
-    recorder.finish(f"assert_{gate}", verdicts, header=header, notes=notes)
+    try:
+        recorder.finish(f"assert_{gate}", verdicts, header=header, notes=notes,
+                        lacking=_lacking_message(lacking, source, baseline))
+    finally:   # the rows of the cells without a baseline follow the compared cells' rows
+        recorder.lacking(gate, report, lacking, baseline)
     return verdicts
+
+
+def _present(report: BenchmarkReport, base: BenchmarkReport) -> BenchmarkReport:
+    """The cells of ``report`` that ``base`` has (a task × model grid, as ``base`` is one);
+    none at all: the refusal that names the missing cells."""
+    tasks = [t for t in report.tasks if t in base.tasks]
+    models = [m for m in report.models if m in base.models]
+    if not (tasks and models):
+        check_cells(report, base, "the baseline")   # raises BaselineMissingError
+    return report.subset(tasks=tasks, models=models)
+
+
+def _lacking_message(cells: Sequence[tuple[str, str]], source: str,
+                     baseline: BaselineLike) -> str:
+    """Why the call fails on cells its baseline lacks, and how to write only those."""
+    if not cells:
+        return ""
+    command = baseline.add_command if isinstance(baseline, BaselineHandle) else None
+    how = (f"`{command}` writes only those cells" if command else
+           "a gate's test run with `pytest NODEID --graphnetz-add-missing` writes only those "
+           "cells")
+    return (f"MISSING BASELINE: {source} has no baseline for "
+            f"{', '.join(f'{t}/{m}' for t, m in cells)} (a new model or task); every other "
+            f"cell was compared above. {how}, leaving every other cell's baseline as it is")
+
+
+def _add_missing(recorder: GateRecorder, report: BenchmarkReport, schedule: Schedule | None,
+                 handle: BaselineHandle, base: BenchmarkReport, spec: GateSpec) -> None:
+    """``--graphnetz-add-missing``: write the cells of ``report`` that ``base`` (the file's
+    report) lacks, as a refresh writes new cells (at MAX seeds under adaptive seeds, with their
+    own anchors), leaving every cell the file has untouched. The file stays a task × model
+    grid: first the new models on the file's tasks, then the new tasks for every model."""
+    from pytest_graphnetz.gates.ratchet import refresh
+
+    old_tasks = [t for t in report.tasks if t in base.tasks]
+    new_tasks = [t for t in report.tasks if t not in base.tasks]
+    new_models = [m for m in report.models if m not in base.models]
+    parts = []
+    if old_tasks and new_models:
+        parts.append(report.subset(tasks=old_tasks, models=new_models))
+    if new_tasks:
+        parts.append(report.subset(tasks=new_tasks))
+    for part in parts:
+        if schedule is not None:
+            part = schedule.complete(part)
+        # only cells new to the file: the ratchet has nothing to judge, so nothing refuses
+        refresh(handle, part, _ratchet_judge(spec))
+        recorder.written(part, spec.gate, [(t, m) for t in part.tasks for m in part.models])
 
 
 def _resolvable_min_effect(report: BenchmarkReport, seeds: Sequence[int], base: BenchmarkReport,
@@ -300,19 +368,9 @@ def _refresh(recorder: GateRecorder, report: BenchmarkReport, handle: BaselineHa
     candidate unless the ratchet refuses; here its not-worse comparisons (the call's test,
     margin, δ and alpha) are made and reported. Returns the ratchet's verdicts."""
     __tracebackhide__ = True
-    from pytest_graphnetz.gates.ratchet import REFRESH_ALONE, refresh
+    from pytest_graphnetz.gates.ratchet import refresh
 
-    def judge(candidate: BenchmarkReport, reference: BenchmarkReport,
-              source: str) -> list[CellVerdict]:
-        from pytest_graphnetz.gates.verdicts.leak import mark_suspects
-
-        # A refresh is judged alone at alpha: the ratchet is not a rerun of a gate.
-        judged = GateSpec(gate="not_worse", test=spec.test, margin=spec.margin,
-                          min_effect=spec.delta, alpha=spec.alpha, rng=spec.rng, rerun_safe=False)
-        return mark_suspects(compare_spec(candidate, reference, judged, source=source,
-                                          alone_reason=REFRESH_ALONE), [candidate], reference)
-
-    outcome = refresh(handle, report, judge)
+    outcome = refresh(handle, report, _ratchet_judge(spec))
     status = "UPDATED" if outcome.written else "REFUSED"
     failing = () if outcome.written else outcome.refused
     recorder.record(outcome.previous, status=status, failing=failing)
@@ -323,6 +381,24 @@ def _refresh(recorder: GateRecorder, report: BenchmarkReport, handle: BaselineHa
     recorder.written(report, spec.gate, [(t, m) for t in report.tasks for m in report.models
                                     if (t, m) not in judged], outcome.replaced)
     return [*outcome.previous, *outcome.anchored]
+
+
+def _ratchet_judge(spec: GateSpec) -> Judge:
+    """How a refresh judges the candidate against the baseline it replaces and the anchors:
+    not-worse at the call's test, margin, δ and alpha."""
+
+    def judge(candidate: BenchmarkReport, reference: BenchmarkReport,
+              source: str) -> list[CellVerdict]:
+        from pytest_graphnetz.gates.ratchet import REFRESH_ALONE
+        from pytest_graphnetz.gates.verdicts.leak import mark_suspects
+
+        # A refresh is judged alone at alpha: the ratchet is not a rerun of a gate.
+        judged = GateSpec(gate="not_worse", test=spec.test, margin=spec.margin,
+                          min_effect=spec.delta, alpha=spec.alpha, rng=spec.rng, rerun_safe=False)
+        return mark_suspects(compare_spec(candidate, reference, judged, source=source,
+                                          alone_reason=REFRESH_ALONE), [candidate], reference)
+
+    return judge
 
 
 def _load(recorder: GateRecorder, baseline: BaselineLike,

@@ -15,16 +15,21 @@ Files written before this format (full reports with histories, schema
 which takes the old values as the anchor.
 
 Reading never guesses: a missing file, a malformed one and one from a newer schema each raise
-their own error, and none of them is ever overwritten unless the caller forces it.
+their own error, and none of them is ever overwritten unless the caller forces it. Malformed
+includes what a merge can leave valid JSON: a name given twice (json would read the last copy),
+a cell whose values and anchor come from two refreshes; and a path that holds something other
+than a regular file (a FIFO, a device, a dangling link) is malformed, never missing.
 """
 
 from __future__ import annotations
 
 import errno
 import hashlib
+import os
 import re
+import tempfile
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,8 +37,14 @@ import numpy as np
 
 from pytest_graphnetz.gates.replicates import Replicates, paired_report
 from pytest_graphnetz.report import BenchmarkReport
-from pytest_graphnetz.report.codec import dumps, read_json, values_to_json
-from pytest_graphnetz.report.files import file_lock, remove_stale_temp_files, write_text_atomic
+from pytest_graphnetz.report.codec import DuplicateNameError, dumps, read_json, values_to_json
+from pytest_graphnetz.report.files import (
+    file_lock,
+    ignored_temp_dir,
+    remove_stale_temp_dirs,
+    remove_stale_temp_files,
+    write_text_atomic,
+)
 from pytest_graphnetz.report.schema import (
     SCHEMA,
     VALUES_SCHEMA,
@@ -72,9 +83,11 @@ class BaselineSchemaError(BaselineFormatError):
 # Most file systems allow 255 bytes per name; the temp file of an atomic write, a report dir's
 # labels (".10-seeds") and ".json" add to the stem, so a longer stem is shortened (see below).
 MAX_STEM_BYTES = 150
-# Temp files of baseline writes go in this directory beside the baselines, whose .gitignore
-# ignores everything: a write killed before its rename (kill -9, a power cut) leaves a complete
-# copy that `git add -A` must not commit. Same directory tree, so the rename stays atomic.
+# A baseline write's temp file goes in a directory of its own beside the baseline (same file
+# system, so the rename stays atomic), named TEMP_DIR + a random tail and holding a .gitignore
+# that ignores everything: a write killed before its rename (kill -9, a power cut) leaves a
+# complete copy that `git add -A` must not commit. The write removes its directory when it ends,
+# and the next write in that folder sweeps what a killed one left, so only baselines stay.
 TEMP_DIR = ".graphnetz-tmp"
 
 
@@ -136,6 +149,8 @@ class Anchor:
         seeds = d["seeds"]
         if not isinstance(seeds, list) or any(type(s) is not int for s in seeds):
             raise ValueError(f"anchor `seeds` must be a list of integers, got {seeds!r}")
+        if len(set(seeds)) != len(seeds):
+            raise ValueError(f"anchor `seeds` names a seed twice: {seeds!r}")
         values = rule_values_from_json(d, version, "anchor")
         for rule, vec in values.items():
             if len(vec) != len(seeds):
@@ -220,12 +235,15 @@ def write_baseline(path: str | Path, report: BenchmarkReport,
     never sees half); messages print ``path`` relative to ``root`` (the rootdir) when it lies
     inside."""
     path = Path(path)
+    text = to_text(report, anchors, replicates, written)
     # Older versions wrote temp files beside the baseline, where a killed write's could get
-    # committed; sweep those, then write through the ignored temp directory.
+    # committed; sweep those and the temp directories killed writes left, then write through
+    # an ignored temp directory of this write's own.
     remove_stale_temp_files(path.parent)
+    remove_stale_temp_dirs(path.parent, prefix=TEMP_DIR)
     try:
-        write_text_atomic(path, to_text(report, anchors, replicates, written),
-                          temp_dir=_temp_dir(path.parent))
+        with ignored_temp_dir(path.parent, prefix=TEMP_DIR) as temp:
+            write_text_atomic(path, text, temp_dir=temp)
     except OSError as exc:
         raise BaselineError(_unwritable(path, exc, shown(path, root))) from None
     return path
@@ -245,10 +263,10 @@ def read_baseline(path: str | Path, *, update_command: str | None = None,
             f"baseline {name} is a directory, not a report file; move it away or delete it, "
             f"then {_how_to_create(name, update_command)}"
         )
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise BaselineMissingError(f"no baseline at {name}: {_how_to_create(name, update_command)}")
     try:
-        data = read_json(path)
+        data = read_json(path, what="baseline")
         report = BenchmarkReport.from_dict(data, source=name)
         if data["schema"] == SCHEMA:
             return StoredBaseline(report, legacy=True)
@@ -263,12 +281,27 @@ def read_baseline(path: str | Path, *, update_command: str | None = None,
                 if cell.get("replicates") is not None:
                     replicates[(task, model)] = Replicates.from_json(
                         cell["replicates"], f"cell {task}/{model}")
+        for cell_key, anchor in anchors.items():
+            _check_anchor(report, cell_key, anchor, written.get(cell_key, {}))
         return StoredBaseline(report, anchors, replicates=replicates, written=written)
     except ReportSchemaError as exc:
         raise BaselineSchemaError(
             f"baseline {name} was written by a newer pytest-graphnetz (schema version "
             f"{exc.version}; this one reads up to {VALUES_SCHEMA_VERSION}). Upgrade "
             "pytest-graphnetz (`pip install -U pytest-graphnetz`); the file was left as it is."
+        ) from None
+    except FileNotFoundError:   # a link to nothing: a file is meant to be here
+        raise BaselineFormatError(
+            f"baseline {name} is a symbolic link to {os.readlink(path)!r}, which does not "
+            f"exist: not a regular file, so not read. Fix it from version control (`git "
+            f"checkout -- {name}`), or remove it, then {_how_to_create(name, update_command)}"
+        ) from None
+    except DuplicateNameError as exc:
+        raise BaselineFormatError(
+            f"baseline {name} cannot be read: {exc}. A merge that kept both sides of a "
+            "conflict leaves this: resolve the merge by keeping one copy (or one side whole, "
+            f"`git checkout --ours -- {name}` or `--theirs`), or replace the file with "
+            f"{_force_hint(update_command)}; the file was left as it is"
         ) from None
     except (ReportFormatError, KeyError, TypeError, ValueError, AttributeError) as exc:
         detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
@@ -277,6 +310,29 @@ def read_baseline(path: str | Path, *, update_command: str | None = None,
             f"version control (`git checkout -- {name}`), or replace it with "
             f"{_force_hint(update_command)}"
         ) from None
+
+
+def _check_anchor(report: BenchmarkReport, cell: Cell, anchor: Anchor,
+                  record: Mapping[str, object]) -> None:
+    """Refuse a cell whose anchor cannot be the one its refresh wrote: a refresh that reset the
+    anchor (a ``NEW`` cell, an accepted loss, a forced refresh) set it to the values it wrote,
+    and a later refresh keeps that record only when it changed no value. So such a cell
+    whose values differ from its anchor on the anchor's seeds holds lines of two refreshes (a
+    merge or a rebase that took one side's values and the other's anchor or record)."""
+    if record.get("verdict") != "NEW" and not record.get("accepted") and not record.get("forced"):
+        return
+    task, model = cell
+    at = {s: i for i, s in enumerate(report.seeds)}
+    values = rule_values(report, task, model)
+    differ = [s for k, s in enumerate(anchor.seeds) if s not in at or any(
+        not np.array_equal(vec[k], values[rule][at[s]], equal_nan=True)
+        for rule, vec in anchor.values.items() if rule in values)]
+    if differ:
+        raise ValueError(
+            f"cell {task}/{model}: its `refresh` record ({dict(record)}) says its anchor was "
+            f"reset to the values written then, but the anchor differs from `values` at seed(s) "
+            f"{differ[:10]}: the cell holds lines of two refreshes (a merge or a rebase that "
+            "mixed them). Take one side's cell whole")
 
 
 def load_baseline(path: str | Path, *, update_command: str | None = None) -> BenchmarkReport:
@@ -306,17 +362,22 @@ def baseline_lock(path: Path, *, root: Path | None = None) -> Iterator[None]:
     shared baseline take turns at its read-merge-write).
 
     The lock file follows the package's one convention (:func:`~.report.files.file_lock`) in
-    the git-ignored temp directory beside the baselines (:data:`TEMP_DIR`), so no ``.lock``
-    file can be committed; it is removed on release. A directory that cannot be written
-    raises :class:`BaselineError` as :func:`write_baseline` would (``path`` shown relative to
-    ``root``).
+    the system's temp directory, named by the baseline's absolute path, so nothing but
+    baselines is ever left beside them (a read-only baseline folder is refused by the write,
+    naming it); it is removed on release. A lock that cannot be taken raises
+    :class:`BaselineError` (``path`` shown relative to ``root``).
     """
     path = Path(path)
-    try:
-        lock_dir = _temp_dir(path.parent)
-    except OSError as exc:
-        raise BaselineError(_unwritable(path, exc, shown(path, root))) from None
-    with file_lock(path, lock_dir=lock_dir, remove=True):
+    locks = Path(tempfile.gettempdir()) / f"pytest-graphnetz-locks-{getattr(os, 'getuid', str)()}"
+    key = locks / hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:32]
+    with ExitStack() as held:
+        try:
+            held.enter_context(file_lock(key, remove=True))
+        except OSError as exc:
+            raise BaselineError(
+                f"cannot take the lock of baseline {shown(path, root)} in {locks} "
+                f"({exc.strerror or exc}); make that directory writable, or point TMPDIR at "
+                "one that is. The baseline is unchanged") from None
         yield
 
 
@@ -335,6 +396,9 @@ class BaselineHandle:
     - ``accept``: with ``update``, the cells (``"task/model"``) whose loss the refresh accepts:
       the ratchet does not refuse on them and their anchors are reset to the candidate's
       values; every other cell keeps its anchor (``--graphnetz-accept``).
+    - ``add_missing``: a gate given this handle writes the cells the baseline lacks (a new
+      model or task; the whole file when there is none) and compares the others as usual
+      (``--graphnetz-add-missing``).
     """
 
     path: Path
@@ -342,6 +406,7 @@ class BaselineHandle:
     force: bool = False
     update_command: str | None = None
     accept: frozenset[str] = frozenset()
+    add_missing: bool = False
     root: Path | None = None  # messages print ``path`` relative to it (the rootdir)
 
     @property
@@ -350,7 +415,10 @@ class BaselineHandle:
         return shown(self.path, self.root)
 
     def exists(self) -> bool:
-        return self.path.is_file()
+        """Whether anything is at ``path``: a FIFO, a device or a dangling link there is a
+        baseline that cannot be read (refused by :meth:`read`), never a missing one that a
+        refresh would create past the ratchet."""
+        return os.path.lexists(self.path)
 
     def read(self) -> StoredBaseline:
         """The file's content; each kind of problem raises its own :class:`BaselineError`."""
@@ -359,6 +427,14 @@ class BaselineHandle:
     def load(self) -> BenchmarkReport:
         """The baseline report; each kind of problem raises its own :class:`BaselineError`."""
         return self.read().report
+
+    @property
+    def add_command(self) -> str | None:
+        """The command that writes only the cells this baseline lacks, if known."""
+        if not self.update_command:
+            return None
+        return self.update_command.replace("--graphnetz-update-baselines",
+                                           "--graphnetz-add-missing")
 
     def force_command(self) -> str:
         return _force_hint(self.update_command)
@@ -372,16 +448,6 @@ class BaselineHandle:
         if self.update_command:
             return f"`{self.update_command} {accept}`"
         return f"`pytest --graphnetz-update-baselines {accept}`"
-
-
-def _temp_dir(directory: Path) -> Path:
-    """``<directory>/.graphnetz-tmp``, created with a .gitignore that ignores all of it."""
-    temp = directory / TEMP_DIR
-    ignore = temp / ".gitignore"
-    if not ignore.is_file():
-        temp.mkdir(parents=True, exist_ok=True)
-        ignore.write_text("# pytest-graphnetz: temp files of baseline writes\n*\n")
-    return temp
 
 
 def _unwritable(path: Path, exc: OSError, name: str) -> str:

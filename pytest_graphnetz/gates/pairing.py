@@ -178,9 +178,14 @@ def shared_seeds(report: BenchmarkReport, baseline: BenchmarkReport, source: str
     return seeds
 
 
+def missing_cells(report: BenchmarkReport, baseline: BenchmarkReport) -> list[tuple[str, str]]:
+    """The cells of ``report`` that ``baseline`` lacks (a new task or model), in report order."""
+    return [(t, m) for t in report.tasks for m in report.models
+            if t not in baseline.tasks or m not in baseline.models]
+
+
 def check_cells(report: BenchmarkReport, baseline: BenchmarkReport, source: str) -> None:
-    missing = [(t, m) for t in report.tasks for m in report.models
-               if t not in baseline.tasks or m not in baseline.models]
+    missing = missing_cells(report, baseline)
     if missing:
         exc = BaselineMissingError(
             f"{source} has no baseline for cell(s) {[f'{t}/{m}' for t, m in missing]} (it has "

@@ -120,33 +120,47 @@ class GateRecorder:
         concerned = getattr(exc, "cells", None)
         unpaired = {(u.task, u.model): u for u in getattr(exc, "unpaired", ())}
         for task in report.tasks:
-            spec = report.metric(task)
             for model in report.models:
                 mine = concerned is None or (task, model) in concerned
-                values = describe_values(report.values(task, model), report, metric=spec.name)
-                row = {"cell": f"{task}/{model}",
-                       "metric": metric_label(spec.name, spec.higher_is_better),
-                       "candidate": fmt_mean_ci(values, short=True),
-                       "verdict": status if mine else "NOT COMPARED", "gate": gate,
-                       "failed": "yes" if mine else "",
-                       "note": reason if mine else f"the gate stopped on another cell ({status})"}
+                row = _candidate_row(report, task, model, gate,
+                                     verdict=status if mine else "NOT COMPARED",
+                                     failed="yes" if mine else "",
+                                     note=reason if mine
+                                     else f"the gate stopped on another cell ({status})")
                 if (task, model) in unpaired:
                     u = unpaired[(task, model)]
                     row.update(baseline=fmt_mean_ci(u.baseline, short=True), delta=u.delta(),
                                note=f"{reason}; {u.sides()}")
                 self.keep(row)
 
+    def lacking(self, gate: str, report: BenchmarkReport, cells: Sequence[tuple[str, str]],
+                baseline: object) -> None:
+        """MISSING BASELINE rows for ``cells``, which the baseline lacks while the call's other
+        cells were compared: each fails, naming the command that writes only such cells."""
+        if self.keep is None:
+            return
+        reason = _cells_missing_reason(baseline)
+        for task, model in cells:
+            self.keep(_candidate_row(report, task, model, gate, verdict="MISSING BASELINE",
+                                     failed="yes", note=reason))
+
     def finish(self, name: str, verdicts: Sequence[Verdict], *, header: str,
-               notes: Sequence[str] = ()) -> None:
+               notes: Sequence[str] = (), lacking: str = "") -> None:
         """Record ``verdicts``, then raise one ``AssertionError`` for the failed ones (its
-        first line ``name: k of n cell(s) failed (header)``, then each message and ``notes``)."""
+        first line ``name: k of n cell(s) failed (header)``, then each message and ``notes``).
+        ``lacking``: why cells that have no baseline fail the call (their rows are recorded by
+        :meth:`lacking`); the compared cells' verdicts stand beside it, and when none of them
+        failed the error is a :class:`BaselineMissingError`."""
         __tracebackhide__ = True
         self.record(verdicts)
         failed = [v for v in verdicts if v.failed]
-        if failed:
-            raise AssertionError(
-                f"{name}: {len(failed)} of {len(verdicts)} cell(s) failed ({header})\n\n"
-                + "\n\n".join([*(v.message() for v in failed), *(f"note: {n}" for n in notes)])
+        if failed or lacking:
+            count = f"{len(failed)} of {len(verdicts)} {'compared ' if lacking else ''}cell(s)"
+            error = AssertionError if failed else BaselineMissingError
+            raise error(
+                f"{name}: {count} failed ({header})\n\n"
+                + "\n\n".join([*(v.message() for v in failed), *([lacking] if lacking else []),
+                                *(f"note: {n}" for n in notes)])
             )
 
 
@@ -184,17 +198,33 @@ def saved_note(paths: Sequence[str], reports: Sequence[BenchmarkReport]) -> str:
 def _stop_reason(baseline: object, exc: Exception) -> tuple[str, str]:
     """The status and one-line reason of a gate call stopped by ``exc``."""
     if isinstance(exc, BaselineMissingError):
-        command = baseline.update_command if isinstance(baseline, BaselineHandle) else None
         if exc.cells is not None:
-            reason = "no baseline for this cell"
-        else:
-            reason = "no baseline file" if command else _first_line(exc, 100)
+            return "MISSING BASELINE", _cells_missing_reason(baseline)
+        command = baseline.update_command if isinstance(baseline, BaselineHandle) else None
+        reason = "no baseline file" if command else _first_line(exc, 100)
         if command:
             reason += f"; create it: `{command}`"
         return "MISSING BASELINE", reason
     if isinstance(exc, GateRefusal):
         return "REFUSED", exc.reason
     return "ERROR", f"{type(exc).__name__}: {_first_line(exc)}"
+
+
+def _cells_missing_reason(baseline: object) -> str:
+    """Why a cell the baseline file lacks fails, and the command that writes only such cells
+    (a refresh of the whole test would rewrite the others too)."""
+    command = baseline.add_command if isinstance(baseline, BaselineHandle) else None
+    return "no baseline for this cell" + (
+        f"; create only the missing cells: `{command}`" if command else "")
+
+
+def _candidate_row(report: BenchmarkReport, task: str, model: str, gate: str,
+                   **fields: str) -> dict[str, Any]:
+    """A row for a cell judged against nothing: its metric and the candidate's numbers."""
+    spec = report.metric(task)
+    values = describe_values(report.values(task, model), report, metric=spec.name)
+    return {"cell": f"{task}/{model}", "metric": metric_label(spec.name, spec.higher_is_better),
+            "candidate": fmt_mean_ci(values, short=True), "gate": gate, **fields}
 
 
 def _first_line(exc: BaseException, limit: int = 160) -> str:

@@ -75,6 +75,19 @@ class ConfiguredFactory:
         return model
 
 
+def trial_model(build: Callable[[Mapping[str, Any]], Any], config: Mapping[str, Any]) -> Any:
+    """What a trial of ``config`` runs: on a command task, the
+    :class:`~pytest_graphnetz.runner.command.Command` that ``build(config)`` returns (its
+    arguments or ``env`` carry the configuration to the script, and key the cache); else a
+    :class:`ConfiguredFactory`, whose models are marked with the configuration."""
+    from pytest_graphnetz.runner.command import Command
+
+    made = build(config)
+    if isinstance(made, Command):
+        return made
+    return ConfiguredFactory(build, json.dumps(config, sort_keys=True))
+
+
 @dataclass(frozen=True)
 class TuneResult:
     """A search and its confirmation: ``report``, the winner trained on the confirmation seeds
@@ -250,7 +263,8 @@ def tune(tasks: Any, models: Mapping[str, Callable[[Mapping[str, Any]], Any]],
 
     - ``tasks``: what ``run_benchmark`` takes, naming exactly one task;
       ``models``: ``{name: build}``, one model, ``build(config)`` returning its factory
-      (``factory(in_channels, out_channels) -> nn.Module``).
+      (``factory(in_channels, out_channels) -> nn.Module``), or on a command task its
+      ``Command`` (the script's arguments carry the configuration: :func:`trial_model`).
     - ``space``: the configurations (:func:`grid`, or a list of dicts of JSON values); the keys
       ``epochs``, ``lr``, ``weight_decay``, ``batch_size`` also set the run.
     - ``search_seeds``: the seeds per trial, a count ``S`` (seeds ``2**31 + 0..S−1``,
@@ -294,9 +308,8 @@ def tune(tasks: Any, models: Mapping[str, Callable[[Mapping[str, Any]], Any]],
     reports, trials, direction = [], [], None
     for config in configs:
         settings = {k: config[k] for k in RUN_KEYS if k in config}
-        factory = ConfiguredFactory(build, json.dumps(config, sort_keys=True))
-        report = runner(tasks, {name: factory}, **{**run_kwargs, **settings,
-                                                         "seeds": list(searched)})
+        report = runner(tasks, {name: trial_model(build, config)},
+                        **{**run_kwargs, **settings, "seeds": list(searched)})
         report.epoch_selection = epoch_selection
         task = _one_task(report)
         values, direction, metric = validation_scores(report, task, name)
@@ -313,8 +326,7 @@ def tune(tasks: Any, models: Mapping[str, Callable[[Mapping[str, Any]], Any]],
                                        if k in configs[winner]}}
     if seeds is not None:
         confirm_kwargs["seeds"] = list(seeds)
-    confirmed = runner(tasks, {name: ConfiguredFactory(
-        build, json.dumps(configs[winner], sort_keys=True))}, **confirm_kwargs)
+    confirmed = runner(tasks, {name: trial_model(build, configs[winner])}, **confirm_kwargs)
     confirmed.epoch_selection = epoch_selection
     _refuse_overlap(searched, confirmed.seeds)
     values, _, _ = validation_scores(confirmed, task, name)
@@ -342,5 +354,5 @@ def _refuse_overlap(searched: Sequence[int], seeds: Sequence[int]) -> None:
 
 
 __all__ = ["CONFIG_ATTRIBUTE", "RUN_KEYS", "SELECTION_ALPHA", "ConfiguredFactory", "TuneResult",
-           "grid", "incumbent_record", "incumbent_trial", "select", "select_incumbent", "tune",
-           "validation_scores", "winner_stability"]
+           "grid", "incumbent_record", "incumbent_trial", "select", "select_incumbent",
+           "trial_model", "tune", "validation_scores", "winner_stability"]

@@ -25,9 +25,11 @@ def graphnetz_run(request: pytest.FixtureRequest) -> Iterator[Callable[..., Benc
     """``graphnetz_run(tasks, models, **kwargs)`` → a report from ``run_benchmark``.
 
     Seeds, device, workers and cache come from the session's options; ``kwargs`` (anything
-    ``run_benchmark`` takes) override them for this call. With ``--graphnetz-calibrate`` each
-    call also trains its models under salted seeds (every configured seed, also under adaptive
-    seeds), and after the test the calibration is written beside each baseline it used.
+    ``run_benchmark`` takes) override them for this call; ``epoch_selection="best_val"`` sets
+    the report's epoch rule (default ``"final"``), which the gates then read. With
+    ``--graphnetz-calibrate`` each call also trains its models under salted seeds (every
+    configured seed, also under adaptive seeds), and after the test the calibration is
+    written beside each baseline it used.
     With ``--graphnetz-update-baselines --graphnetz-baseline-replicates=R`` each call also
     trains its models under R - 1 salts (:mod:`pytest_graphnetz.gates.replicates`).
     """

@@ -110,6 +110,9 @@ OPTIONS = (
             "δ, verdict) as JSON to PATH (docs/verdicts-json.md)", metavar="PATH"),
     Option("fail-unused", "fail the run when a baseline holds cells no gate used (after a "
             "run of the whole test; never after a partial run)", flag=True),
+    Option("add-missing", "gates given a baseline write only the cells it lacks (a new model "
+            "or task) and compare every other cell as usual (command line only)", flag=True,
+            command_line_only=True),
     Option("accept", "with --graphnetz-update-baselines: accept this cell's loss (TASK/MODEL, "
             "repeatable or comma-separated): the ratchet lets it through and resets its anchor; "
             "every other cell keeps its anchor (command line only)", metavar="TASK/MODEL",

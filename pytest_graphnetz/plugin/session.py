@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -85,6 +86,7 @@ class GraphnetzSession:
         # --graphnetz-executor: opened at the first run that trains, closed at session end.
         self._executor: Any = None
         self._close_executor: Any = None
+        self._terminal = threading.RLock()   # a run's heartbeat thread writes progress too
         # The executor of command tasks' scripts (warm servers, process groups), made by the
         # first run that needs one and closed at the session's end (close).
         self.commands: CommandExecutor | None = None
@@ -99,10 +101,11 @@ class GraphnetzSession:
 
     # fixtures
 
-    def run(self, item: pytest.Item, tasks: Any, models: Any, **kwargs: Any) -> BenchmarkReport:
+    def run(self, item: pytest.Item, tasks: Any, models: Any, *,
+            epoch_selection: str | None = None, **kwargs: Any) -> BenchmarkReport:
         """``run_benchmark`` with the session's seeds, device, workers, cache; ``kwargs`` win.
         With adaptive seeds (and no ``seeds`` given), the first look of the schedule, as a
-        report the gates extend through this same method."""
+        report the gates extend through this same method; every look has ``epoch_selection``."""
         __tracebackhide__ = True
         from pytest_graphnetz.runner import run_benchmark
 
@@ -111,7 +114,8 @@ class GraphnetzSession:
             from pytest_graphnetz.gates.adaptive import run_adaptive
 
             def runner(tasks: Any, models: Any, **more: Any) -> BenchmarkReport:
-                return self.run(item, tasks, models, **{**kwargs, **more})
+                return self.run(item, tasks, models, epoch_selection=epoch_selection,
+                                **{**kwargs, **more})
 
             return run_adaptive(tasks, models, seeds=s.seeds, min_seeds=s.min_seeds,
                                 runner=runner)
@@ -131,12 +135,11 @@ class GraphnetzSession:
             kwargs["commands"] = self.commands
         counts: dict[str, float] = {"trained": 0, "cached": 0}
         user_progress = kwargs.pop("progress", None)
-        from pytest_graphnetz.runner.progress import live_progress
+        from pytest_graphnetz.runner.progress import heartbeat, live_progress
 
         with self._uncaptured():  # its first line (0/N) is written at once
             live = live_progress(self.config, tasks, models, kwargs["seeds"],
                                  worker=self.is_xdist_worker)
-
         def progress(task: str, model: str, seed: int, status: str, seconds: float) -> None:
             counts[status] = counts.get(status, 0) + 1
             if live is not None:
@@ -154,12 +157,21 @@ class GraphnetzSession:
             if user_started is not None:
                 user_started(task, model, seed)
 
+        def beat() -> None:   # on the heartbeat's thread
+            if live is not None and live.beat_due():
+                with self._uncaptured():
+                    live.beat()
+
         start = time.monotonic()
         try:
-            report = run_benchmark(tasks, models, progress=progress, started=started, **kwargs)
+            with heartbeat(beat):
+                report = run_benchmark(tasks, models, progress=progress, started=started,
+                                       **kwargs)
             checked = report.protocol.get("cache") or {}
             counts["checked"] = checked.get("checked", 0)
             counts["not_reproduced"] = len(checked.get("not_reproduced", ()))
+            if epoch_selection is not None:
+                report.epoch_selection = epoch_selection
             return report
         finally:
             if live is not None:
@@ -220,6 +232,7 @@ class GraphnetzSession:
             command.append(f"--graphnetz-baseline-dir={s.cli_baseline_dir}")
         return BaselineHandle(path, update=s.update_baselines, force=s.force,
                               update_command=shlex.join(command), accept=s.accept,
+                              add_missing=s.add_missing,
                               root=self.config.rootpath)
 
     def mark_test(self, item: pytest.Item) -> None:
@@ -362,13 +375,15 @@ class GraphnetzSession:
 
     @contextmanager
     def _uncaptured(self) -> Iterator[None]:
-        """Inside a test, output is captured; progress is for the person watching."""
+        """Inside a test, output is captured; progress is for the person watching. One
+        writer at a time: capture is suspended process-wide."""
         capture = self.config.pluginmanager.get_plugin("capturemanager")
-        if capture is None:
-            yield
-            return
-        with capture.global_and_fixture_disabled():
-            yield
+        with self._terminal:
+            if capture is None:
+                yield
+                return
+            with capture.global_and_fixture_disabled():
+                yield
 
 
 class GatesInTest:

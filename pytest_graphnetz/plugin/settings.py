@@ -65,6 +65,7 @@ class Settings(SimpleNamespace):
     json: Path | None          # the JSON verdict file
     fail_unused: bool          # baseline cells no gate used fail the run
     accept: frozenset[str]     # TASK/MODEL cells whose loss a refresh accepts
+    add_missing: bool          # --graphnetz-add-missing: write only the cells a baseline lacks
     calibrate: bool            # --graphnetz-calibrate (calibration/)
     baseline_replicates: int   # R: runs per seed a refresh trains (replicates.py)
     single_run: bool           # --graphnetz-single-run: every run judged alone at α
@@ -189,6 +190,7 @@ class Settings(SimpleNamespace):
             comment=path_value(config, "comment", follow=False) if get("comment", None) else None,
             json=path_value(config, "json", follow=False) if get("json", None) else None,
             fail_unused=bool(get("fail-unused", False)), accept=_accepted(config),
+            add_missing=bool(get("add-missing", False)),
             calibrate=bool(get("calibrate", False)), first_look=first_look,
             baseline_replicates=replicates, executor=_executor(config, get("executor", None)),
             accept_hardware=bool(get("accept-hardware", False)),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pytest_graphnetz.report.epochs import History, MetricSpec
-from pytest_graphnetz.report.files import NotARegularFileError, read_regular_file
+from pytest_graphnetz.report.files import MAX_READ_BYTES, NotARegularFileError, read_regular_file
 from pytest_graphnetz.report.schema import (
     EPOCH_RULE_KEYS,
     NON_FINITE,
@@ -30,26 +31,116 @@ if TYPE_CHECKING:
     from pytest_graphnetz.report.record import ReportRecord
 
 
-def read_json(path: Path) -> Any:
-    """The JSON document in ``path``; :class:`ReportFormatError` if it is not UTF-8 JSON."""
+class DuplicateNameError(ReportFormatError):
+    """A JSON object that names one key twice: ``json`` keeps the last copy silently, so a
+    merge that kept both sides of a conflicting line would be read as its second side while a
+    reader of the file sees the first. ``path``: the keys down to it; ``lines``: where the two
+    copies start (None when they could not be located)."""
+
+    def __init__(self, source: object, path: tuple[str | int, ...],
+                 lines: tuple[int, int] | None) -> None:
+        self.source, self.path, self.lines = source, path, lines
+        inside = "".join(f"[{k}]" if isinstance(k, int) else f"/{k}" for k in path[:-1])
+        where = f"in {inside.lstrip('/')}" if inside else "at the top level"
+        at = f" (lines {lines[0]} and {lines[1]})" if lines else ""
+        super().__init__(f"{source}: the name {str(path[-1])!r} appears twice {where}{at}; "
+                         "a JSON reader would keep the last copy and ignore the first")
+
+
+def read_json(path: Path, *, limit: int = MAX_READ_BYTES, what: str = "report") -> Any:
+    """The JSON document in ``path`` (a ``what`` file: a report, a verdict file...) read as a
+    regular file of at most ``limit`` bytes and parsed by :func:`parse_json`.
+
+    Raises FileNotFoundError, or :class:`ReportFormatError` (a directory, a FIFO, a device, a
+    file past ``limit``, not UTF-8, not JSON, a duplicated name: :class:`DuplicateNameError`).
+    """
     try:
-        text = read_regular_file(path).decode("utf-8")
+        text = read_regular_file(path, limit).decode("utf-8")
     except FileNotFoundError:
-        raise FileNotFoundError(f"no report at {path}") from None
+        raise FileNotFoundError(f"no {what} at {path}") from None
     except IsADirectoryError:
-        raise ReportFormatError(f"{path}: is a directory, not a report file") from None
+        raise ReportFormatError(f"{path}: is a directory, not a {what} file") from None
     except NotARegularFileError as exc:
         raise ReportFormatError(str(exc)) from None
     except UnicodeDecodeError as exc:
         raise ReportFormatError(f"{path}: not a UTF-8 text file ({exc})") from exc
+    return parse_json(text, path)
+
+
+def parse_json(text: str, source: object, *, constants: bool = False) -> Any:
+    """The JSON document ``text`` (from ``source``, which errors name): the one JSON reader of
+    this package, for every file it reads. :class:`ReportFormatError` when it is not JSON,
+    nests too deeply, or holds a bare ``NaN``/``Infinity`` (unless ``constants``: a command
+    task's metrics file may); :class:`DuplicateNameError` when an object names a key twice."""
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text, object_pairs_hook=_unique,
+                          parse_constant=None if constants else _reject_constant)
+    except _Duplicate:
+        raise DuplicateNameError(source, *_first_duplicate(text)) from None
     except ValueError as exc:  # JSONDecodeError, or a bare NaN/Infinity (_reject_constant)
-        raise ReportFormatError(f"{path}: not valid JSON ({exc})") from exc
+        raise ReportFormatError(f"{source}: not valid JSON ({exc})") from exc
     except RecursionError:
         raise ReportFormatError(
-            f"{path}: JSON nested too deeply to read (a report is a few levels deep)"
-        ) from None
+            f"{source}: JSON nested too deeply to read (the files of this package are a few "
+            "levels deep)") from None
+
+
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+
+
+class _Duplicate(Exception):
+    pass
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise _Duplicate
+    return obj
+
+
+def _first_duplicate(text: str) -> tuple[tuple[str | int, ...], tuple[int, int] | None]:
+    """The keys down to the first name an object of ``text`` repeats, and the lines of its two
+    copies: a walk with json's own scanners, run only once a duplicate was found."""
+    scan = json.JSONDecoder().raw_decode
+    key_at = json.decoder.scanstring  # type: ignore[attr-defined]  # (not in typeshed)
+
+    def skip(i: int) -> int:
+        """The index of the first character at or after ``i`` that is not white space."""
+        return _WHITESPACE.match(text, i).end()  # type: ignore[union-attr]  # (* matches "")
+
+    class Found(Exception):
+        def __init__(self, path: tuple[str | int, ...], first: int, second: int) -> None:
+            self.path, self.first, self.second = path, first, second
+
+    def walk(i: int, path: tuple[str | int, ...]) -> int:
+        """The end of the value starting at ``i``."""
+        if text[i] not in "{[":
+            return int(scan(text, i)[1])
+        closing, n = "}" if text[i] == "{" else "]", 0
+        seen: dict[str, int] = {}
+        i = skip(i + 1)
+        while text[i] != closing:
+            if closing == "}":
+                key, after = key_at(text, i + 1)
+                if key in seen:
+                    raise Found((*path, key), seen[key], i)
+                seen[key] = i
+                i = skip(walk(skip(skip(after) + 1), (*path, key)))   # (past the colon)
+            else:
+                i, n = skip(walk(i, (*path, n))), n + 1
+            if text[i] == ",":
+                i = skip(i + 1)
+        return i + 1
+
+    try:
+        walk(skip(0), ())
+    except Found as found:
+        return found.path, (text.count("\n", 0, found.first) + 1,
+                            text.count("\n", 0, found.second) + 1)
+    except (ValueError, IndexError, RecursionError):
+        pass
+    return ("?",), None
 
 
 # -- histories in JSON: float32 values at float32 length -----------------------------------------

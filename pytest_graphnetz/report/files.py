@@ -1,7 +1,8 @@
 """Atomic files: what every writer of this package uses, so no reader sees half a file.
 
 :func:`atomic_file` writes to a temp file and renames it over the target; a temp file left by a
-killed write is swept by the next write (:func:`remove_stale_temp_files`).
+killed write is swept by the next write (:func:`remove_stale_temp_files`); a file under version
+control is written through an :func:`ignored_temp_dir` (swept by :func:`remove_stale_temp_dirs`).
 :func:`read_regular_file` refuses what is not a bounded regular file (a FIFO, a device, a giant).
 :func:`file_lock` is the one lock convention: the lock of ``path`` is the file ``.<name>.lock``
 beside it, or in a directory git ignores for files under version control (baselines).
@@ -15,6 +16,7 @@ import contextlib
 import errno
 import functools
 import os
+import shutil
 import stat
 import tempfile
 import time
@@ -124,6 +126,36 @@ def remove_stale_temp_files(directory: Path, *, target: str | None = None,
                 leftover.unlink()
                 removed.append(leftover)
     return removed
+
+
+@contextlib.contextmanager
+def ignored_temp_dir(directory: Path, *, prefix: str) -> Iterator[Path]:
+    """A new ``<directory>/<prefix><random>`` holding a .gitignore that ignores all of it, for
+    the temp file of a write to a file under version control (a write killed before its rename
+    leaves a complete copy that `git add -A` must not commit); removed when the block ends."""
+    directory.mkdir(parents=True, exist_ok=True)
+    temp = Path(tempfile.mkdtemp(prefix=prefix, dir=directory))
+    try:
+        (temp / ".gitignore").write_text("# pytest-graphnetz: temp files of writes\n*\n")
+        yield temp
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def remove_stale_temp_dirs(directory: Path, *, prefix: str) -> None:
+    """Remove what killed writes left of :func:`ignored_temp_dir` in ``directory``: their temp
+    files once stale (:func:`remove_stale_temp_files`), then a directory once nothing but its
+    .gitignore is left and that is :data:`UNLOCKED_TEMP_SECONDS` old (a live write's is
+    younger, or holds its locked temp file)."""
+    for temp in Path(directory).glob(f"{prefix}*"):
+        if temp.is_symlink() or not temp.is_dir():
+            continue
+        remove_stale_temp_files(temp)
+        with contextlib.suppress(OSError):   # gone already, another process's, read-only
+            left = {p.name for p in temp.iterdir()}
+            made = (temp / ".gitignore" if left else temp).stat().st_mtime
+            if left <= {".gitignore"} and time.time() - made > UNLOCKED_TEMP_SECONDS:
+                shutil.rmtree(temp)
 
 
 def _hold(fd: int) -> None:

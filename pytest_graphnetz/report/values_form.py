@@ -75,6 +75,10 @@ def rule_values_from_json(d: Mapping, version: int, what: str) -> dict[str, np.n
         if not isinstance(vectors, Mapping):
             raise ValueError(f"{what}: `values` must be an object of per-seed lists by epoch "
                              f"rule, got {vectors!r}")
+        unknown = [k for k in vectors if k not in (*EPOCH_SELECTIONS, FLOAT32_MARK)]
+        if unknown:   # (a rule spelled otherwise by a hand or a merge would never be read)
+            raise ValueError(f"{what}: `values` holds {unknown}, which is not an epoch rule "
+                             f"({', '.join(EPOCH_SELECTIONS)})")
         found = values_from_json(vectors, [k for k in vectors if k != FLOAT32_MARK])
     else:
         found = values_from_json(d, ("final", "best_val"))

@@ -17,17 +17,17 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import tempfile
 import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_graphnetz.report.codec import dumps, history_from_json, history_to_json
+from pytest_graphnetz.report.codec import dumps, history_from_json, history_to_json, read_json
 from pytest_graphnetz.report.epochs import History
 from pytest_graphnetz.report.files import (
     file_lock,
-    read_regular_file,
     remove_stale_temp_files,
     write_text_atomic,
 )
@@ -128,8 +128,7 @@ class TripleCache:
         try:
             # Regular files of bounded size only: a FIFO or a link to /dev/zero planted in a
             # shared cache must not block the run or exhaust its memory.
-            text = read_regular_file(path).decode("utf-8")
-            entry = json.loads(text)
+            entry = read_json(path, what="cache entry")
             problem = _entry_problem(entry, key)
             history = None
             if problem is None:
@@ -162,8 +161,7 @@ class TripleCache:
         """Delete ``key``'s entry (every result it keeps), when there is one and the cache can
         be written."""
         if not self.read_only:
-            with contextlib.suppress(OSError):
-                self.path(key).unlink()
+            _remove(self.path(key))
 
     def put(self, key: str, history: History, fields: Mapping[str, Any] | None = None,
             depends: Any = None) -> Path:
@@ -191,8 +189,8 @@ class TripleCache:
         """The results ``key``'s entry keeps now, newest first, each with what its run read and
         its digest ([] when there is no usable entry)."""
         try:
-            entry = json.loads(read_regular_file(self.path(key)).decode("utf-8"))
-        except (OSError, ValueError, RecursionError):
+            entry = read_json(self.path(key), what="cache entry")
+        except (OSError, ValueError):
             return []
         if _entry_problem(entry, key) is not None:
             return []
@@ -269,12 +267,7 @@ class TripleCache:
         """
         path = self.record_path(key)
         try:
-            if not path.is_file() or path.stat().st_size > _MAX_RECORD_BYTES:
-                problem = "not a regular file, or larger than 64 MiB" if path.exists() else None
-                if problem is None:
-                    return None
-                raise ValueError(problem)
-            entry = json.loads(path.read_bytes().decode("utf-8"))
+            entry = read_json(path, limit=_MAX_RECORD_BYTES, what="cache record")
             if not isinstance(entry, dict) or entry.get("schema") != RECORD_SCHEMA \
                     or entry.get("version") != CACHE_VERSION or entry.get("key") != key \
                     or not isinstance(entry.get("record"), dict):
@@ -282,13 +275,12 @@ class TripleCache:
             return entry["record"]
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, RecursionError) as exc:
+        except (OSError, ValueError) as exc:
             warnings.warn(f"discarding unusable graphnetz cache record {path} "
                           f"({type(exc).__name__}: {str(exc)[:200]}); it will be recomputed",
                           CacheWarning, stacklevel=2)
-            with contextlib.suppress(OSError):
-                if path.is_file() and not self.read_only:
-                    path.unlink()
+            if not self.read_only:
+                _remove(path)
             return None
 
     def put_record(self, key: str, record: Mapping[str, Any]) -> None:
@@ -310,6 +302,17 @@ class CacheWarning(UserWarning):
 
 _DIGEST_PROBLEM = ("its values do not match its digest: edited or damaged after it was "
                    "written")
+
+
+def _remove(path: Path) -> None:
+    """Delete what is at an entry's or record's ``path``: a file, a link, a FIFO, or a
+    directory that took the name (its contents are no one's but the cache's), so a damaged
+    entry is replaced by the next write instead of warned about on every run."""
+    with contextlib.suppress(OSError):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
 
 
 def _digest(key: str, variant: Mapping[str, Any]) -> str:

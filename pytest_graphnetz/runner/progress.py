@@ -5,14 +5,26 @@ and an estimate of the time left.
 Standard library only (the plugin imports it on every run that trains). :class:`RunProgress`
 counts and formats; :class:`TerminalProgress` decides when a line is written: rewritten in place
 on a terminal, else (a CI log) one line at most every ``interval`` seconds plus the last one.
+Under ``-q`` a run says nothing until it has run ``QUIET_FOR`` seconds, then one line per
+finished triple; :meth:`TerminalProgress.beat`, called every second by the plugin, adds a line
+while one triple trains for long (``HEARTBEAT`` seconds without a line), so slow never looks
+like hung.
 """
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
+
+# Under -q: a run shorter than this prints nothing (seconds).
+QUIET_FOR = 5.0
+# A line at least this often while a run is showing progress and no triple finishes (seconds).
+HEARTBEAT = 30.0
+TICK = 1.0   # how often the heartbeat's thread looks (seconds)
 
 
 def duration(seconds: float) -> str:
@@ -84,17 +96,41 @@ class TerminalProgress:
     - On a terminal every update rewrites one line; elsewhere (CI logs, captured output) a line
       is written when the run starts, at most every ``interval`` seconds, and when it ends;
       ``every_triple`` (pytest ``-v``) writes one line per finished triple.
+    - ``quiet_for`` (pytest ``-q``): nothing until the run has taken that many seconds, then
+      one line per finished triple (never rewritten in place).
+    - :meth:`beat`: a line when none was written for ``heartbeat`` seconds (a triple that
+      trains for minutes), once the run shows progress at all.
     """
 
     def __init__(self, progress: RunProgress, *, write: Callable[[str], None],
                  rewrite: Callable[[str], None], end: Callable[[], None], tty: bool,
-                 every_triple: bool = False, interval: float = 10.0) -> None:
+                 every_triple: bool = False, interval: float = 10.0,
+                 quiet_for: float | None = None, heartbeat: float | None = None) -> None:
         self.progress = progress
         self._write, self._rewrite, self._end = write, rewrite, end
-        self.tty, self.every_triple, self.interval = tty, every_triple, interval
+        self.quiet_for = quiet_for
+        self.tty = tty and quiet_for is None
+        self.every_triple, self.interval = every_triple, interval
+        self.heartbeat = HEARTBEAT if heartbeat is None else heartbeat
         self._last_write = progress.clock()
-        self._shown = -1  # the `done` count of the last line written
-        self._show(progress.line())
+        self._shown = -1  # the `done` count of the last line written (-1: none yet)
+        if quiet_for is None:
+            self._show(progress.line())
+
+    def _speaking(self) -> bool:
+        """Whether lines are written yet: always, but under -q only once the run is slow."""
+        return self.quiet_for is None or \
+            self.progress.clock() - self.progress.started_at >= self.quiet_for
+
+    def beat_due(self) -> bool:
+        """Whether :meth:`beat` would write: no line for ``heartbeat`` seconds."""
+        return self._speaking() and \
+            self.progress.clock() - self._last_write >= self.heartbeat
+
+    def beat(self) -> None:
+        """A heartbeat: the line again, so a long triple does not look like a hang."""
+        self._last_write = self.progress.clock()
+        self._show(self.progress.line())
 
     def start(self, task: str, model: str, seed: int) -> None:
         """A triple starts: shown in place on a terminal; a log waits for the next count."""
@@ -105,12 +141,19 @@ class TerminalProgress:
     def update(self, task: str, model: str, seed: int, status: str) -> None:
         self.progress.update(task, model, seed, status)
         now = self.progress.clock()
-        if self.tty or self.every_triple or now - self._last_write >= self.interval:
+        if self.quiet_for is not None:
+            due = self._speaking()
+        else:
+            due = self.tty or self.every_triple or now - self._last_write >= self.interval
+        if due:
             self._last_write = now
             self._show(self.progress.line())
 
     def finish(self) -> None:
-        """The final line (kept on screen), whether the run completed or failed."""
+        """The final line (kept on screen), whether the run completed or failed; under -q
+        only after a run that showed progress."""
+        if self.quiet_for is not None and self._shown < 0:
+            return
         if self.tty or self._shown != self.progress.done:
             self._show(self.progress.line())
         if self.tty:
@@ -121,13 +164,33 @@ class TerminalProgress:
         (self._rewrite if self.tty else self._write)(line)
 
 
+@contextmanager
+def heartbeat(beat: Callable[[], None]) -> Iterator[None]:
+    """Within the block, a daemon thread calls ``beat`` every ``TICK`` seconds (a run's
+    callbacks come only when a triple starts or ends: one that trains for minutes says
+    nothing in between)."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(TICK):
+            beat()
+
+    thread = threading.Thread(target=loop, name="graphnetz-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 def live_progress(config: Any, tasks: Any, models: Any, seeds: Any, *,
                   worker: bool) -> TerminalProgress | None:
-    """The live progress display of one run of a pytest session (``config``); None under
-    ``-q``, on an xdist ``worker`` (whose output nobody sees: the controller prints per-test
-    counts) or without a terminal."""
+    """The live progress display of one run of a pytest session (``config``): under ``-q``,
+    silent for a run shorter than ``QUIET_FOR`` seconds. None on an xdist ``worker`` (whose
+    output nobody sees: the controller prints per-test counts) or without a terminal."""
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is None or worker or config.get_verbosity() < 0:
+    if reporter is None or worker:
         return None
 
     def rewrite(line: str) -> None:
@@ -137,7 +200,8 @@ def live_progress(config: Any, tasks: Any, models: Any, seeds: Any, *,
     return TerminalProgress(
         RunProgress(_count_triples(tasks, models, seeds)), write=reporter.write_line,
         rewrite=rewrite, end=lambda: reporter.line(""), tty=bool(reporter.isatty),
-        every_triple=config.get_verbosity() > 0)
+        every_triple=config.get_verbosity() > 0,
+        quiet_for=QUIET_FOR if config.get_verbosity() < 0 else None)
 
 
 def _count_triples(tasks: Any, models: Any, seeds: Any) -> int | None:

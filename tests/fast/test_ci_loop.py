@@ -72,7 +72,7 @@ def test_open_rows_that_cannot_take_a_look_are_said_not_looped_on(tmp_path, caps
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("{", "not JSON"),
+    ("{", "not valid JSON"),
     (json.dumps({"schema": "other"}), "not a graphnetz verdict file"),
     (json.dumps({"schema": JSON_SCHEMA, "version": 99, "rows": []}), "version 99"),
     (json.dumps({"schema": JSON_SCHEMA, "version": JSON_VERSION, "rows": 3}), "`rows`"),

@@ -23,20 +23,32 @@ def read_only(directory: Path) -> None:
     directory.chmod(stat.S_IRUSR | stat.S_IXUSR)
 
 
-def test_a_read_only_baseline_directory_names_itself(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize("earlier", [False, True], ids=["empty", "after a refresh"])
+def test_a_read_only_baseline_directory_names_itself(pytester: pytest.Pytester, earlier) -> None:
+    from pytest_graphnetz.gates.baselines import TEMP_DIR
+
     pytester.makepyfile(test_model=BASELINE_GATE)
     folder = pytester.path / "baselines" / "test_model"
+    if earlier:   # a baseline, and the temp folder older versions kept beside it (`chmod -R`)
+        run_pytest(pytester, "--graphnetz-update-baselines").assert_outcomes(passed=1)
+        (folder / TEMP_DIR).mkdir(exist_ok=True)
+        (folder / TEMP_DIR / ".gitignore").write_text("*\n")
+        read_only(folder / TEMP_DIR)
+    before = {p.name: p.read_bytes() for p in folder.glob("*") if p.is_file()}
     read_only(folder)
     try:
         result = run_pytest(pytester, "--graphnetz-update-baselines")
     finally:
-        folder.chmod(0o755)
+        for directory in (folder, folder / TEMP_DIR):
+            if directory.is_dir():
+                directory.chmod(0o755)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*cannot write baseline baselines/test_model/test_gcn.json: no "
                                  "permission to write in baselines/test_model "
                                  "*--graphnetz-baseline-dir*"])
     result.stdout.no_fnmatch_line("*.tmp*")
-    assert list(folder.iterdir()) == []
+    result.stdout.no_fnmatch_line("*.lock*")   # the lock is not filelock's error in the folder
+    assert {p.name: p.read_bytes() for p in folder.glob("*") if p.is_file()} == before
 
 
 # -- the triple cache ----------------------------------------------------------------------------

@@ -215,8 +215,10 @@ def test_baseline_as_path_and_missing_path(tmp_path) -> None:
 
 
 def test_missing_cell_names_it() -> None:
-    with pytest.raises(BaselineMissingError, match=r"cell\(s\) \['karate/GAT'\]"):
+    with pytest.raises(BaselineMissingError, match=r"no baseline for karate/GAT \("):
         assert_not_worse(make([BASE, BASE], models=("GCN", "GAT")), make(BASE))
+    with pytest.raises(BaselineMissingError, match=r"cell\(s\) \['karate/GAT'\]"):
+        assert_not_worse(make([BASE], models=("GAT",)), make(BASE))   # nothing to compare
 
 
 def test_observer_supplies_defaults_and_collects_rows() -> None:

@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+import pytest_graphnetz.runner.progress as progress_module
 from pytest_graphnetz.runner.progress import RunProgress, TerminalProgress, duration
 
 # In-process pytester runs drop modules first imported inside them; torch cannot be imported
@@ -42,10 +43,89 @@ def test_verbose_prints_every_triple_with_the_time_left(project):
     assert len(re.findall(r", ~\d+:\d\d left", result.stdout.str())) == 2  # after 1 and 2
 
 
-def test_quiet_under_q(project):
+def test_quiet_under_q_for_a_short_run(project, monkeypatch):
+    monkeypatch.setattr(progress_module, "QUIET_FOR", 1e9)   # every run is short
     result = project.runpytest("-q", "--graphnetz-seeds=3")
     result.assert_outcomes(passed=1)
     assert "graphnetz: " not in result.stdout.str()
+
+
+SLOW = '''
+import time
+
+from conftest_tiny import gcn, tiny_csbm, tiny_task
+
+import pytest_graphnetz.runner.progress as progress
+
+
+def slow(root, *, seed):
+    # a triple that lasts until the heartbeat has spoken (a minute at most)
+    deadline = time.monotonic() + 60
+    while not getattr(progress, "beaten", False) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return tiny_csbm(root, seed=seed)
+
+
+def test_trains(graphnetz_run):
+    graphnetz_run({"tiny": tiny_task(epochs=2, loader=slow)}, {"GCN": gcn})
+    print("the test's own output")
+    assert False, "fails, so that pytest shows the test's captured output"
+'''
+
+
+def test_a_long_run_under_q_shows_progress_on_the_terminal_only(project, monkeypatch):
+    """Under -q, a run past QUIET_FOR writes a line per finished triple, and a heartbeat while
+    one triple takes long; on the terminal, never in the test's captured output."""
+    monkeypatch.setattr(progress_module, "QUIET_FOR", 0.0)
+    monkeypatch.setattr(progress_module, "HEARTBEAT", 0.0)
+    monkeypatch.setattr(progress_module, "TICK", 0.01)
+    beat = TerminalProgress.beat
+
+    def beat_and_tell(self):
+        beat(self)
+        progress_module.beaten = True
+
+    monkeypatch.setattr(TerminalProgress, "beat", beat_and_tell)
+    monkeypatch.setattr(progress_module, "beaten", False, raising=False)
+    project.makepyfile(test_p=SLOW)
+    result = project.runpytest("-q", "--graphnetz-seeds=2")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    terminal, captured = out.split("Captured stdout call")
+    assert "the test's own output" in captured and "graphnetz: " not in captured
+    heartbeats = re.findall(r"graphnetz: 0/2 triples \(0 trained, 0 from cache\) · \d", terminal)
+    assert heartbeats, terminal
+    # each finished triple has its line (heartbeats, every tick here, repeat the count)
+    assert sorted({line[:2] for line in live_lines(terminal)}) == [(0, 2), (1, 2), (2, 2)]
+    assert live_lines(terminal)[-1] == (2, 2, 2, 0)
+
+
+def test_quiet_progress_waits_then_writes_each_triple_and_beats():
+    clock, lines = Clock(), []
+    live = TerminalProgress(RunProgress(total=3, clock=clock), write=lines.append,
+                            rewrite=pytest.fail, end=pytest.fail, tty=True, quiet_for=5.0,
+                            heartbeat=30.0)
+    clock.now += 2.0
+    live.update("t", "m", 0, "trained")
+    assert lines == [] and not live.beat_due()   # a short run says nothing
+    clock.now += 4.0
+    live.update("t", "m", 1, "trained")           # past 5 s: a line per finished triple
+    assert [line.split(" triples")[0] for line in lines] == ["graphnetz: 2/3"]
+    clock.now += 29.0
+    assert not live.beat_due()
+    clock.now += 1.0
+    assert live.beat_due()                        # 30 s without a line: a heartbeat
+    live.beat()
+    live.update("t", "m", 2, "cached")
+    live.finish()
+    assert [line.split(" triples")[0] for line in lines] == [
+        "graphnetz: 2/3", "graphnetz: 2/3", "graphnetz: 3/3"]
+    silent: list[str] = []
+    short = TerminalProgress(RunProgress(total=1, clock=clock), write=silent.append,
+                             rewrite=pytest.fail, end=pytest.fail, tty=False, quiet_for=5.0)
+    short.update("t", "m", 0, "trained")
+    short.finish()
+    assert silent == []
 
 
 class Clock:

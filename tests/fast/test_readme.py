@@ -18,11 +18,13 @@ def test_blocks_are_found_and_marks_are_read():
     found = blocks("intro\n<!-- fragment: a sketch -->\n<!-- x: begin -->\n```python\nx\n```\n"
                    "\n```bash\na \\\n  b  # why\n$ c\n```\n```\nout\n```\n"
                    "````markdown\n```python\ny\n```\n````\n"
-                   "<!-- continues: reads x -->\n```sh\nd\n```\n")
+                   "<!-- continues: reads x -->\n```sh\nd\n```\n"
+                   "```toml\n# pyproject.toml\n[tool.pytest.ini_options]\n```\n")
     assert [(b.lang, b.line, b.fragment, b.continues, b.runs) for b in found] == [
         ("python", 4, True, False, False), ("bash", 8, False, False, True),
         ("", 13, False, False, False), ("markdown", 16, False, False, False),
-        ("sh", 22, False, True, True)]
+        ("sh", 22, False, True, True), ("toml", 25, False, False, False)]
+    assert [b.target for b in found] == [None, None, None, None, None, "pyproject.toml"]
     assert found[3].text == "```python\ny\n```\n"
     assert commands(found[1].text) == ["a    b  # why", "c"]
 
@@ -55,6 +57,20 @@ def test_the_readme_is_a_first_screen_and_links():
     first = blocks(text)[0]
     assert first.lang == "bash" and len(commands(first.text)) == 2, first
     assert [c for c in commands(first.text) if "pytest examples" in c], first
+    assert max(map(len, first.text.splitlines())) <= 100, "a first-screen line too long to read"
+
+
+def test_the_readme_gate_configures_pytest_for_the_users_package():
+    """The README's gated model imports ``mypkg`` under a bare ``pytest`` because its own
+    pyproject.toml block says ``pythonpath``: the chain that runs it writes that file (and
+    tests/slow/test_readme_slow.py removes the scratch project's pytest.ini for it)."""
+    chain = next(c for c in CHAINS if c.document == "README.md"
+                 and any(b.target == "tests/test_models.py" for b in c.steps))
+    files = {b.target: b.text for b in chain.steps if b.target is not None}
+    assert "from mypkg" in files["tests/test_models.py"]
+    assert re.search(r'^pythonpath = \["\."\]$', files["pyproject.toml"], re.M)
+    runs = [c for b in chain.steps if b.target is None for c in commands(b.text)]
+    assert runs[0].startswith("pytest "), "the README runs bare pytest, as a user types it"
 
 
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -49,3 +50,20 @@ def sweep(root, cache, seeds=(0,), **kwargs):
                            root=root, cache_dir=cache,
                            progress=lambda *a: statuses.append(a[3]), **kwargs)
     return report, statuses
+
+
+# -- what is planted where a file is expected (tests/*/test_faults_reads*.py) ---------------------
+
+def fifo_at(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)
+
+
+def zero_link_at(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.symlink_to("/dev/zero")
+
+
+def dangling_link_at(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.symlink_to(path.parent / "gone.json")

@@ -13,7 +13,8 @@ RUN = {"python", "py", "bash", "sh", "shell", "console"}
 FENCE = re.compile(r"^(`{3,}|~{3,})\s*([\w+-]*)")
 FRAGMENT = re.compile(r"^\s*<!--\s*fragment\b")
 CONTINUES = re.compile(r"^\s*<!--\s*continues\b")
-FILE_BLOCK = re.compile(r"^#\s*([\w./-]+\.py)\s*$")
+FILE_BLOCK = re.compile(r"^#\s*([\w./-]+\.(?:py|toml))\s*$")
+FILE_LANGS = {"python", "py", "toml"}
 
 
 @dataclass(frozen=True)
@@ -30,8 +31,9 @@ class Block:
 
     @property
     def target(self) -> str | None:
-        """The path a file block writes (``# tests/test_models.py``), else None."""
-        if self.lang not in ("python", "py") or not self.text.strip():
+        """The path a file block writes (``# tests/test_models.py`` in a Python block,
+        ``# pyproject.toml`` in a TOML block), else None."""
+        if self.lang not in FILE_LANGS or self.fragment or not self.text.strip():
             return None
         match = FILE_BLOCK.match(self.text.lstrip().splitlines()[0])
         return match.group(1) if match else None
@@ -101,7 +103,7 @@ def chains(text: str, document: str) -> list[Chain]:
     files: list[Block] = []
     current: Chain | None = None
     for block in blocks(text):
-        if not block.runs:
+        if block.target is None and not block.runs:
             continue
         if block.target is not None:
             files.append(block)

@@ -31,7 +31,11 @@ def test_a_baseline_path_that_is_a_directory_says_so(pytester: pytest.Pytester) 
     # the suggested refresh fails with the same clear reason, not an IsADirectoryError
     refresh = pytester.runpytest_subprocess("--graphnetz-update-baselines")
     refresh.assert_outcomes(failed=1)
-    refresh.stdout.fnmatch_lines(["*cannot write baseline *test_gcn.json: it is a directory*"])
+    refresh.stdout.fnmatch_lines(["*baseline *test_gcn.json is a directory, not a report file*"])
+    # and so does a forced one, which would replace an unreadable file
+    forced = pytester.runpytest_subprocess("--graphnetz-update-baselines", "--graphnetz-force")
+    forced.assert_outcomes(failed=1)
+    forced.stdout.fnmatch_lines(["*cannot write baseline *test_gcn.json: it is a directory*"])
     refresh.stdout.no_fnmatch_line("*IsADirectoryError*")
     assert occupied.is_dir()
 
@@ -230,15 +234,21 @@ def test_temp_files_of_a_killed_baseline_write_are_cleaned_by_the_next_write(
     BenchmarkReport.from_arrays([[[0.5, 0.6]]], tasks=["t"], models=["m"], seeds=[0, 1],
                                 metric="accuracy").to_json(target)
     assert sorted(p.name for p in target.parent.iterdir()) == [other.name, target.name]
-    # a refresh sweeps every stale temp file of its baseline directory
+    # a refresh sweeps every stale temp file of its baseline directory, and the git-ignored
+    # temp directories of killed refreshes (and of older versions): only baselines stay
     target.unlink()
-    pytester.makepyfile(test_model=BASELINE_GATE)
-    pytester.runpytest_subprocess("--graphnetz-update-baselines").assert_outcomes(passed=1)
-    # (the refresh's own temp files go in the git-ignored .graphnetz-tmp/, empty after it)
     from pytest_graphnetz.gates.baselines import TEMP_DIR
 
-    assert sorted(p.name for p in target.parent.iterdir()) == [TEMP_DIR, target.name]
-    assert [p.name for p in (target.parent / TEMP_DIR).iterdir()] == [".gitignore"]
+    for killed in (TEMP_DIR, f"{TEMP_DIR}k1ll3d"):
+        (target.parent / killed).mkdir()
+        (target.parent / killed / ".gitignore").write_text("*\n")
+        _age(target.parent / killed / ".gitignore", STALE_TEMP_SECONDS + 60)
+    (target.parent / f"{TEMP_DIR}k1ll3d" / ".test_gcn.json.abcdefgh.tmp").write_text("{")
+    _age(target.parent / f"{TEMP_DIR}k1ll3d" / ".test_gcn.json.abcdefgh.tmp",
+         STALE_TEMP_SECONDS + 60)
+    pytester.makepyfile(test_model=BASELINE_GATE)
+    pytester.runpytest_subprocess("--graphnetz-update-baselines").assert_outcomes(passed=1)
+    assert sorted(p.name for p in target.parent.iterdir()) == [target.name]
 
 
 # -- a session stopped mid-training leaves no old verdict that reads as current -------------------

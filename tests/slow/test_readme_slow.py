@@ -25,9 +25,13 @@ The convention (for everyone editing the README or a page under docs/):
   ``mypkg/models.py`` with ``gcn`` and ``sage`` factories (PyG's GCN and GraphSAGE, 16 hidden
   channels) and ``gin`` (a GIN pooled per graph, for graph tasks), and a ``pytest.ini``
   with ``pythonpath = .`` and ``graphnetz_seeds = 5``: the smallest seed count at which the
-  documents' gates and interval widths still mean what the text says. Datasets are shared
-  through ``$GRAPHNETZ_ROOT`` (one directory per xdist worker, whose tests run one at a time);
-  ``python``, ``pytest`` and ``graphnetz`` are this interpreter's.
+  documents' gates and interval widths still mean what the text says. A document that writes
+  its own ``pyproject.toml`` (a ```` ```toml ```` block whose first line is
+  ``# pyproject.toml``) configures pytest itself, as the README's "Gate your own model" does:
+  the ``pytest.ini`` (which pytest would read first) is removed, so ``import mypkg`` works only
+  if that block makes it work, and ``PYTEST_ADDOPTS=-o graphnetz_seeds=5`` sets the seeds.
+  Datasets are shared through ``$GRAPHNETZ_ROOT`` (one directory per xdist worker, whose
+  tests run one at a time); ``python``, ``pytest`` and ``graphnetz`` are this interpreter's.
 """
 
 from __future__ import annotations
@@ -96,7 +100,7 @@ def data_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("readme-data")
 
 
-def environment(data_root: Path) -> dict[str, str]:
+def environment(data_root: Path, project: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
@@ -104,12 +108,14 @@ def environment(data_root: Path) -> dict[str, str]:
     env["MPLBACKEND"] = "Agg"
     for name in ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "GITHUB_STEP_SUMMARY"):
         env.pop(name, None)
+    if not (project / "pytest.ini").exists():   # the document's own pyproject.toml configures
+        env["PYTEST_ADDOPTS"] = "-o graphnetz_seeds=5"   # the ini key, as pytest.ini sets it
     return env
 
 
 def run(argv: list[str], project: Path, data_root: Path, where: str) -> None:
-    done = subprocess.run(argv, cwd=project, env=environment(data_root), capture_output=True,
-                          text=True, timeout=900)
+    done = subprocess.run(argv, cwd=project, env=environment(data_root, project),
+                          capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
         pytest.fail(f"{where} exits {done.returncode}:\n--- stdout\n{done.stdout[-6000:]}\n"
                     f"--- stderr\n{done.stderr[-6000:]}\n(a block that needs what an earlier "
@@ -122,6 +128,8 @@ def test_block_runs_as_written(chain: Chain, template: Path, data_root: Path,
                                tmp_path: Path) -> None:
     project = tmp_path / "project"
     shutil.copytree(template, project)
+    if any(block.target == "pyproject.toml" for block in chain.steps):
+        (project / "pytest.ini").unlink()   # pytest would read it before pyproject.toml
     for block in chain.steps:
         if block.target is not None:
             path = project / block.target

@@ -34,7 +34,6 @@ flagging any cell of a flat history at most ``alpha`` (simulated in tests/fast/t
 from __future__ import annotations
 
 import functools
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -52,6 +51,7 @@ from pytest_graphnetz.report.epochs import MetricSpec
 from pytest_graphnetz.report.values_form import plain_cell_values
 
 MANIFEST, REPORTS, VERDICTS = "commit.json", "reports", "graphnetz-verdicts.json"
+MAX_MANIFEST_BYTES = 1 << 20   # a commit file is one line; a larger one is not one
 Cell = tuple[str, str, str]
 """(report name, task, model)."""
 
@@ -189,11 +189,11 @@ def _load_run(folder: Path) -> CommitRun:
     fix = ('write it with `git show -s --format=\'{"commit": "%H", "date": "%cI"}\' HEAD > '
            f"{MANIFEST}` (docs/history-bisect.md)")
     try:
-        meta = json.loads(manifest.read_text(encoding="utf-8"))
+        meta = read_json(manifest, limit=MAX_MANIFEST_BYTES, what="commit file")
     except FileNotFoundError:
         raise HistoryError(f"{manifest}: missing; every commit folder says which commit it is: "
                            f"{fix}") from None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError) as exc:   # ReportFormatError: not a regular file, not JSON
         raise HistoryError(f"{manifest}: not readable JSON ({exc}); {fix}") from None
     if not isinstance(meta, dict) or not isinstance(meta.get("commit"), str) \
             or not meta["commit"] or not isinstance(meta.get("date"), str):
@@ -249,11 +249,11 @@ def cell_values_of(data: Mapping, path: Path) -> tuple[dict[str, MetricSpec],
 
 def _load_verdicts(path: Path) -> dict[Cell, str]:
     """The verdict of each cell in a --graphnetz-json file, keyed as the reports are."""
-    if not path.exists():
-        return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path, what="verdict file")
         rows = data["rows"]
+    except FileNotFoundError:
+        return {}
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise HistoryError(f"{path}: not a --graphnetz-json verdict file ({exc})") from None
     out: dict[Cell, str] = {}

@@ -144,28 +144,24 @@ def write_calibration(calibration: Calibration, path: str | Path,
 
 def read_calibration(path: str | Path) -> Calibration:
     """The calibration in ``path``; anything that is not one raises ``CalibrationError``."""
-    from pytest_graphnetz.report.files import read_regular_file
+    return calibration_from_dict(_read(path), path=Path(path))
 
-    path = Path(path)
+
+def _read(path: str | Path) -> Any:
+    """The JSON in calibration file ``path`` (a regular file, UTF-8, no duplicated name)."""
+    from pytest_graphnetz.report.codec import read_json
+
     try:
-        data = json.loads(read_regular_file(path).decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise CalibrationError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); "
-                               "rewrite it with `graphnetz calibrate`") from None
-    except json.JSONDecodeError as exc:
-        raise CalibrationError(f"{path}: not JSON ({exc}); rewrite it with "
-                               "`graphnetz calibrate`") from None
-    except RecursionError:
-        raise CalibrationError(f"{path}: JSON nested too deeply to be a calibration; "
-                               "rewrite it with `graphnetz calibrate`") from None
-    return calibration_from_dict(data, path=path)
+        return read_json(Path(path), what="calibration")
+    except ValueError as exc:   # ReportFormatError: not a regular file, UTF-8 or JSON
+        raise CalibrationError(f"{exc}; rewrite it with `graphnetz calibrate`") from None
 
 
 def read_min_effects(path: str | Path) -> dict[tuple[str, str], float]:
     """Per cell of the calibration in ``path`` the δ its gate used when it was written (cells
     written without one are left out); read errors as :func:`read_calibration`'s."""
-    read_calibration(path)   # the file is a calibration, or this raises naming it
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    data = _read(path)
+    calibration_from_dict(data, path=Path(path))   # a calibration, or this raises naming it
     return {(str(e["task"]), str(e["model"])): float(e["min_effect"]) for e in data["cells"]
             if e.get("min_effect")}
 

@@ -7,7 +7,6 @@ epoch fields. Anything else is refused with what is wrong, never gated under the
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -46,10 +45,9 @@ def read_output(text: str, *, metric: str) -> History:
     ``metric`` must be the task's metric (case aside): a script reporting another one is
     refused rather than gated under the wrong name.
     """
-    try:
-        data = json.loads(text)  # bare NaN / Infinity accepted: a diverged run
-    except RecursionError:
-        raise ValueError("JSON nested too deeply (a metrics file is one flat object)") from None
+    from pytest_graphnetz.report.codec import parse_json
+
+    data = parse_json(text, "the metrics file", constants=True)  # bare NaN: a diverged run
     if not isinstance(data, Mapping):
         raise ValueError(f"expected a JSON object, got {type(data).__name__}")
     if data.get("format", script_side.FORMAT) != script_side.FORMAT or \

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import stat
 from collections.abc import Callable, Mapping, Sequence
@@ -80,7 +79,7 @@ def reads_record(path: Path, *, cwd: str, ignore_env: set[str],
     :func:`~pytest_graphnetz.runner.fingerprint.project_code_files`
     of the script) are left out. None when the file is missing or not one :data:`CHILD`
     writes (the script left by ``os._exit``, or overwrote it)."""
-    from pytest_graphnetz.report.files import read_regular_file
+    from pytest_graphnetz.report.codec import read_json
     from pytest_graphnetz.runner.fingerprint import (
         in_library_location,
         is_project_file,
@@ -88,7 +87,7 @@ def reads_record(path: Path, *, cwd: str, ignore_env: set[str],
     )
 
     try:
-        raw = json.loads(read_regular_file(path, limit=_MAX_READS_BYTES).decode("utf-8"))
+        raw = read_json(path, limit=_MAX_READS_BYTES, what="reads file")
         files, dirs, env, modules = raw["files"], raw["dirs"], raw["env"], raw["modules"]
         if not (isinstance(files, dict) and isinstance(dirs, dict) and isinstance(env, dict)
                 and isinstance(modules, list)):

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
 
+from pytest_graphnetz.report.codec import read_json
 from pytest_graphnetz.report.files import atomic_file, write_text_atomic
 from pytest_graphnetz.runner.command.task import file_sha256
 
@@ -51,7 +52,7 @@ CORRUPTION_ERRORS: tuple[type[BaseException], ...] = (
 
 def _manifest(folder: Path) -> dict[str, dict]:
     try:
-        return json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        return read_json(folder / MANIFEST, what="dataset manifest")
     except (OSError, ValueError):
         return {}  # no manifest (files pre-filled by hand) or a damaged one: nothing to check
 
