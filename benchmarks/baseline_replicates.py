@@ -171,6 +171,22 @@ def paired_values(own: np.ndarray, salted: np.ndarray) -> np.ndarray:
     return reps.means({"final": own})["final"]
 
 
+def replicate_sampler(shared: float, r: int, within: float = 0.61, seeds: int = 80):
+    """A sampler of paired differences in points, the conformance harness's form
+    ``draw(rng, paths, shift) -> D`` (paths, seeds): per seed a data-and-split effect (sd 1.5),
+    run noise of sd ``within``, the candidate's noise correlated ``shared`` with the baseline's
+    own run, the baseline's R = ``r`` runs paired through ``Replicates.means``."""
+    def draw(rng: np.random.Generator, paths: int, shift: float) -> np.ndarray:
+        m = paths * seeds
+        effect = rng.normal(0, 1.5, m)
+        noise = rng.normal(0, within, (m, r + 1))
+        own = effect + noise[:, 0]
+        cand = effect + shift + shared * noise[:, 0] + np.sqrt(1 - shared ** 2) * noise[:, r]
+        base = own if r == 1 else paired_values(own, effect[:, None] + noise[:, 1:r])
+        return (cand - base).reshape(paths, seeds)
+    return draw
+
+
 def stream_rates(shared: float, r: int, drop: float, within: float, n: int, trials: int,
                  seed: int) -> tuple[float, float]:
     """(false REGRESSED at no change, REGRESSED at a true drop of ``drop``) of the gate's one

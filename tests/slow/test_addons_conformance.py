@@ -30,7 +30,7 @@ def conformance():
 def test_every_add_on_keeps_its_promise_in_the_quick_run(conformance) -> None:
     rows = conformance.all_rows(quick=True)
     assert {r.addon for r in rows} == {"replicates", "leak guard", "calibrate", "reuse ledger"}
-    assert len(rows) == 10
+    assert len(rows) == 14
     assert [r.promise for r in rows if not r.met] == []
 
 
