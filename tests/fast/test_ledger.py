@@ -167,6 +167,8 @@ def test_history_speaks_only_when_it_matters(tmp_path, capsys) -> None:
     page = (tmp_path / "page" / "index.html").read_text()
     assert page.count('<span class="drift">PAST BUDGET</span>') == 1
     assert '<span class="muted">TOO SMALL FOR δ</span>' in page
+    assert '<p class="muted">t (split tiny0): 120 test examples' in page
+    assert '<p class="drift">t (split mid0): 10 gate reads' in page
     # a wider share lifts the budget; δ can be set for every split
     assert main(["history", str(root), "-o", str(tmp_path / "page2"), "--reuse-share", "3"]) == 0
     assert "PAST BUDGET" not in capsys.readouterr().out.split("docs/history-bisect.md):")[1]

@@ -277,37 +277,41 @@ def ledger_rows(splits: Sequence[SplitReads]) -> list[list[str]]:
              num(s.reuse, "+"), s.status] for s in splits]
 
 
+def split_advice(s: SplitReads) -> str | None:
+    """What a split that needs action asks for: past its budget, rotate the split; too small
+    for δ from the first read, a larger test set. None: nothing to do."""
+    from pytest_graphnetz.base.text import fmt_num
+
+    where = f"{s.task} (split {s.fingerprint[:12]})"
+    if s.too_small:
+        assert s.fresh_tolerance is not None and s.delta is not None
+        return (f"{where}: {s.n} test examples bound even a fresh read only to "
+                f"±{fmt_num(s.fresh_tolerance)}, more than δ = {fmt_num(s.delta)}: no count of "
+                "reads is safe and rotating the split cannot help. The remedy is a larger test "
+                f"set (about {s.rule.examples_for(s.delta):,} examples for ±δ at a fresh read)")
+    if s.over_budget:
+        assert s.reuse is not None and s.delta is not None and s.budget is not None
+        return (f"{where}: {s.reads} gate reads revealed {s.bits:.0f} bits, past its budget of "
+                f"{s.budget:.0f}: the next read's bound is ±{fmt_num(s.tolerance or 0.0)}, its "
+                f"reuse term +{fmt_num(s.reuse)} exceeds {s.rule.share:g}·δ = "
+                f"{fmt_num(s.rule.share * s.delta)}, so choices made from these verdicts may "
+                "have fitted the split itself. Rotate or refresh the test split (a new seed "
+                "range of a seeded split, or held-out data) and confirm there")
+    return None
+
+
 def ledger_lines(splits: Sequence[SplitReads]) -> list[str]:
     """The ledger as ``graphnetz history`` prints it: the rule, a table, then one line per
-    split that needs action: past its budget (rotate the split), or too small for δ from the
-    first read (a larger test set)."""
-    from pytest_graphnetz.base.text import fmt_num, format_table
+    split that needs action (:func:`split_advice`)."""
+    from pytest_graphnetz.base.text import format_table
 
     if not splits:
         return ["test-set reuse: no report names its data fingerprint, no split to count"]
     lines = [f"test-set reuse (distinct gate reads per test split; {splits[0].rule.describe()}; "
              "docs/history-bisect.md):",
              format_table(list(LEDGER_HEADERS), ledger_rows(splits))]
-    for s in splits:
-        where = f"{s.task} (split {s.fingerprint[:12]})"
-        if s.too_small:
-            assert s.fresh_tolerance is not None and s.delta is not None
-            lines.append(
-                f"{where}: {s.n} test examples bound even a fresh read only to "
-                f"±{fmt_num(s.fresh_tolerance)}, more than δ = {fmt_num(s.delta)}: no count of "
-                "reads is safe and rotating the split cannot help. The remedy is a larger test "
-                f"set (about {s.rule.examples_for(s.delta):,} examples for ±δ at a fresh read)")
-        elif s.over_budget:
-            assert s.reuse is not None and s.delta is not None and s.budget is not None
-            lines.append(
-                f"{where}: {s.reads} gate reads revealed {s.bits:.0f} bits, past its budget of "
-                f"{s.budget:.0f}: the next read's bound is ±{fmt_num(s.tolerance or 0.0)}, its "
-                f"reuse term +{fmt_num(s.reuse)} exceeds {s.rule.share:g}·δ = "
-                f"{fmt_num(s.rule.share * s.delta)}, so choices made from these verdicts may "
-                "have fitted the split itself. Rotate or refresh the test split (a new seed "
-                "range of a seeded split, or held-out data) and confirm there")
-    return lines
+    return lines + [a for a in map(split_advice, splits) if a is not None]
 
 
 __all__ = ["EXPECTED", "LEDGER_HEADERS", "ReuseBudget", "SplitFacts", "SplitReads",
-           "ledger_lines", "ledger_rows", "reuse_ledger", "split_facts"]
+           "ledger_lines", "ledger_rows", "reuse_ledger", "split_advice", "split_facts"]

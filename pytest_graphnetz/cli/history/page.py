@@ -24,6 +24,7 @@ from pytest_graphnetz.cli.history.ledger import (
     ledger_lines,
     ledger_rows,
     reuse_ledger,
+    split_advice,
 )
 from pytest_graphnetz.cli.history.svg import cell_svg
 from pytest_graphnetz.cli.history.trend import (
@@ -152,7 +153,8 @@ def ledger_html(ledger: Sequence[SplitReads]) -> list[str]:
                  *(f"<td class=\"num\">{e(x)}</td>" for x in row[2:-1]),
                  f"<td><span class=\"{css.get(row[-1], 'muted')}\">{e(row[-1])}</span></td>"]
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    advice = [f"<p class=\"drift\">{e(line)}</p>" for line in ledger_lines(ledger)[2:]]
+    advice = [f"<p class=\"{'drift' if s.over_budget else 'muted'}\">{e(line)}</p>"
+              for s in ledger if (line := split_advice(s)) is not None]
     header = "".join(f"<th>{e(h)}</th>" for h in LEDGER_HEADERS)
     return ["<h2>Test-set reuse</h2>",
             f"<p class=\"muted\">Distinct gate reads per test split across these commits; "
