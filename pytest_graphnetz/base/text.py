@@ -44,11 +44,32 @@ def seed_list(seeds: Sequence[int]) -> str:
 
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """A GitHub-flavoured Markdown table; every cell goes through :func:`markdown_escape`."""
-    out = ["| " + " | ".join(markdown_escape(h) for h in headers) + " |",
+    """A GitHub-flavoured Markdown table; every cell goes through :func:`markdown_text`, its
+    code spans kept as code."""
+    out = ["| " + " | ".join(markdown_text(h, cell=True) for h in headers) + " |",
            "|" + "|".join("---" for _ in headers) + "|"]
-    out += ["| " + " | ".join(markdown_escape(c) for c in row) + " |" for row in rows]
+    out += ["| " + " | ".join(markdown_text(c, cell=True) for c in row) + " |" for row in rows]
     return "\n".join(out)
+
+
+# A code span as CommonMark reads one: a backtick run, then the shortest text up to a run of
+# the same length (a longer or shorter run inside does not close it).
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
+
+
+def markdown_text(text: object, *, cell: bool = False) -> str:
+    """``text`` as Markdown inline text in which its code spans (`` `pytest -x` ``) stay code:
+    outside them as :func:`markdown_escape`; inside, nothing is escaped (a code span shows
+    backslashes as written, and raw HTML, links and mentions do not work there) but, in a
+    table ``cell``, the pipe, which GitHub's tables split cells on even in code and read back
+    from ``\\|``. Controls are made visible everywhere."""
+    shown, out, end = visible(text), [], 0
+    for m in _CODE_SPAN.finditer(shown):
+        body = m.group(2).replace("|", "\\|") if cell else m.group(2)
+        out += [markdown_escape(shown[end:m.start()]), m.group(1), body, m.group(1)]
+        end = m.end()
+    out.append(markdown_escape(shown[end:]))
+    return "".join(out)
 
 
 def visible(text: object) -> str:
@@ -177,12 +198,32 @@ def seed_trainings(n: int) -> str:
 # One line of a failing test's message, or one table cell, beyond this is cut (a script's
 # 3 MB stderr line): the whole message stays in pytest's output and the JUnit XML.
 LINE_BUDGET = 2_000
+# The first line of a failure or refusal (what pytest's short summary and a terminal show):
+# at most this many characters; the detail goes on the lines after it.
+FIRST_LINE_WIDTH = 80
 
 
 def first_line(text: str, limit: int = 200) -> str:
     """The first non-empty line of a failure message, clipped."""
     line = next((s.strip() for s in str(text).splitlines() if s.strip()), "")
     return line if len(line) <= limit else line[:limit - 1] + "…"
+
+
+# How a failure message names a cell: a triple's ("task 'cora' × model 'GCN' × seed 3", the
+# runner's and command tasks'), a verdict's first line ("cora/GCN — accuracy ..."), a task's.
+_NAMED_CELL = (re.compile(r"task '([^'\n]+)' × model '([^'\n]+)'"),
+               re.compile(r"^\s*([^\s/]+/[^\s/]+) — ", re.M),
+               re.compile(r"task '([^'\n]+)'"))
+
+
+def named_cell(message: str) -> str:
+    """The cell a failure ``message`` names ("cora/GCN"; a task alone when only it is named),
+    for an ERROR row's Cell column; "-" when it names none."""
+    for pattern in _NAMED_CELL:
+        found = pattern.search(message)
+        if found:
+            return "/".join(found.groups())
+    return "-"
 
 
 def clip_line(text: str, limit: int = LINE_BUDGET, where: str | None = None) -> str:

@@ -48,7 +48,7 @@ def next_look(data: Mapping[str, Any], *, budget: int, current: int | None = Non
                  and isinstance(r.get("stats"), Mapping)]
     if not open_rows:
         return NextLook(None, "every row is decided")
-    looks, short, spent, stuck = [], 0, 0, 0
+    looks, short, spent, stuck = [], [], 0, 0
     for s in open_rows:
         wanted = s.get("next_seeds")
         if type(wanted) is not int:
@@ -60,7 +60,7 @@ def next_look(data: Mapping[str, Any], *, budget: int, current: int | None = Non
         if look > current:
             looks.append(look)
         elif type(held) is int and held < min(wanted, budget):
-            short += 1
+            short.append(s)
         else:
             spent += 1
     if looks:
@@ -74,11 +74,23 @@ def next_look(data: Mapping[str, Any], *, budget: int, current: int | None = Non
     if spent:
         why.append(f"{spent} at the budget of {budget} seeds")
     if short:
-        why.append(f"{short} whose baseline lacks the seeds: refresh it with "
-                   f"--graphnetz-seeds={budget}")
+        why.append(_refresh_advice(short, budget))
     if stuck:
         why.append(f"{stuck} that no affordable seed count resolves")
     return NextLook(None, "; ".join(why))
+
+
+def _refresh_advice(rows: list[Mapping[str, Any]], budget: int) -> str:
+    """What rows whose baseline lacks the next look's seeds need: a refresh at the size their
+    Notes name (each row's ``refresh_seeds``, the verdict's one refresh size; the largest)."""
+    sizes = [s["refresh_seeds"] for s in rows if type(s.get("refresh_seeds")) is int]
+    n = max(sizes, default=budget)
+    text = (f"{len(rows)} whose baseline lacks the seeds: refresh it with "
+            f"--graphnetz-seeds={n} first, as the row's Note says")
+    if n > budget:
+        text += (f" (past the budget of {budget} seeds: this loop looks up to {budget}, the "
+                 "row expects to need more)")
+    return text
 
 
 __all__ = ["NextLook", "next_look"]

@@ -268,8 +268,11 @@ def _comparison_gate(recorder: GateRecorder, given: BenchmarkReport, baseline: B
     )
 
     verdicts = annotate_verdicts(verdicts, baseline, resolvable=resolvable)
+    # every output of a run judged alone says so: pytest's one-line summary too
+    alone = ("" if spec.rerun_safe or schedule is not None
+             else f"judged alone at α: {NOT_RERUN_SAFE}")
     try:
-        recorder.finish(f"assert_{gate}", verdicts, header=header, notes=notes,
+        recorder.finish(f"assert_{gate}", verdicts, header=header, notes=notes, mark=alone,
                         lacking=_lacking_message(lacking, source, baseline))
     finally:   # the rows of the cells without a baseline follow the compared cells' rows
         recorder.lacking(gate, report, lacking, baseline)

@@ -22,6 +22,7 @@ from pytest_graphnetz.gates.pairing import (
     changed_model_table_note,
     collapse_notes,
     tuning_table_note,
+    unpaired_table_note,
 )
 from pytest_graphnetz.gates.schedule import Schedule
 from pytest_graphnetz.gates.spec import GateSpec
@@ -123,7 +124,8 @@ class GateCell:
         if not self.skew.fires:
             return evidence
         if not self.skew.corrects:   # too few seeds to correct with: named, not corrected
-            return replace(evidence, notes=(*evidence.notes, skew_note(self.skew)))
+            return replace(evidence, notes=(*evidence.notes, skew_note(
+                self.skew, self._baseline_lacks(SKEW_HOLDS_FROM))))
         p_reg, p_nw, p_bt = corrected_p_values(evidence.p_value, evidence.p_reverse,
                                                evidence.p_better, n=evidence.n,
                                                skewness=self.skew.skewness)
@@ -164,11 +166,13 @@ class GateCell:
             self._described(self.candidate, seeds, report),
             tuple(seeds), failed_verdict("not_worse", name, strict),
             (*notes, *self.notes, *changed, *collapsed, *cache), tuple(baseline.seeds),
-            refresh_command, stop=None if schedule is None else self._stop(schedule, k, fam),
+            refresh_command, stop=None if schedule is None else self._stop(schedule, k, fam, i),
             table_note="; ".join(x for x in (self._table_note(
                 name, look, changed=changed_model_table_note(changed), collapsed=collapse_note),
                 diverged_note(comp.diverged_seeds),
-                skew_table_note(self.skew if self.tested else None), cache_note,
+                skew_table_note(self.skew if self.tested else None,
+                                self._baseline_lacks(SKEW_HOLDS_FROM)),
+                unpaired_table_note(report, baseline), cache_note,
                 tuning_table_note(report, baseline)) if x),
             folds=self.folds, call_alpha=self.design.alpha, look=look,
             skew=self.skew if self.tested else None)
@@ -184,24 +188,28 @@ class GateCell:
         notes: list[str] = []
         if self.tested and fam is not None:
             m = len(fam.rejected)
-            level = fam.level if fam.levels is None else fam.levels[i]
-            low, high = self.design.nominal[k], self.design.at_level(level).nominal[k]
+            # REGRESSED's level for this cell: the step of Holm's step-down that rejected it,
+            # or the last step for a cell not rejected; the MDE and the interval's upper end
+            # are both read at it, the lower end at the look's (NOT WORSE's and BETTER's)
+            low = self.design.nominal[k]
+            high = self.design.at_level(fam.level_of(i)).nominal[k]
+            if high != low:
+                regressed = high
+            # the plan reads REGRESSED at Holm's first step α/m, the level a drop must pass
+            planned = self.design.at_level(self.design.alpha / m).nominal[k] if m > 1 else None
             if fam.levels is not None:   # weighted with suite rows (one look): own level
-                p_adjusted = fam.p_adjusted[i] if fam.p_adjusted else None
+                p_adjusted, planned = (fam.p_adjusted[i] if fam.p_adjusted else None), None
                 notes.append("p adjusted by weighted Holm across the tested cells and the suite "
                              f"row(s) (suite weight {DEFAULT_SUITE_WEIGHT:g})")
             elif len(self.design.looks) == 1 and fam.p_adjusted is not None and m > 1:
-                p_adjusted, regressed = fam.p_adjusted[i], evidence.alpha / m
+                p_adjusted = fam.p_adjusted[i]
                 notes.append(f"p Holm-adjusted across the {m} tested cells")
             elif m > 1:
-                # several looks: the MDE at the level REGRESSED is tested at here, look k of
-                # the design at Holm's α/m (what a one-look family reads at)
-                regressed = self.design.at_level(self.design.alpha / m).nominal[k]
                 notes.append(f"MDE at the Holm level across the {m} tested cells")
             if len(self.design.looks) > 1:
                 notes.append(f"p is the fixed-n p at {self.design.looks[k]} seeds; the verdict "
                              "is the sequential boundary's")
-            plan = self._plan(evidence, regressed, self.design.alpha / max(m, 1))
+            plan = self._plan(evidence, planned, self.design.alpha / max(m, 1))
             if (low, high) != (evidence.alpha, evidence.alpha):   # else the evidence's interval
                 ci_alphas = (low, high)
         if self.folds is not None:
@@ -222,6 +230,10 @@ class GateCell:
                               [self.candidate[s] for s in seeds], seeds,
                               higher_is_better=self.spec.higher_is_better)
 
+    def _baseline_lacks(self, n: int) -> bool:
+        """Whether the baseline lacks any of the seeds 0..n−1 (more seeds need a refresh)."""
+        return any(s not in self.baseline for s in range(n))
+
     def _described(self, values: dict[int, float], seeds: Sequence[int],
                    source: BenchmarkReport) -> stats.CellStats:
         return describe_values(np.array([values[s] for s in seeds]), source,
@@ -235,19 +247,20 @@ class GateCell:
             look.describe() if shown else "",
             changed,
             collapsed,
-            NO_MIN_EFFECT_NOTE if self.min_effect is None and shown else "",
+            NO_MIN_EFFECT_NOTE if self.min_effect is None and name in (
+                "NOT WORSE", "INCONCLUSIVE") else "",
             self.capped if shown else "") if x)
 
-    def _stop(self, schedule: Schedule, k: int, fam: FamilyDecision | None) -> Stop:
+    def _stop(self, schedule: Schedule, k: int, fam: FamilyDecision | None, i: int) -> Stop:
         """Where an adaptive cell stopped."""
         trained = len([s for s in self.seeds if s in self.candidate])
         return Stop(n=self.design.looks[k], trained=trained, min_seeds=schedule.min_seeds,
                     max_seeds=self.design.looks[-1], planned_max=schedule.max_seeds,
                     look=k + 1, n_looks=len(self.design.looks),
                     critical=self.design.critical[k] if self.tested else None,
-                    critical_regressed=(self.design.at_level(fam.level).critical[k]
+                    critical_regressed=(self.design.at_level(fam.level_of(i)).critical[k]
                                         if self.tested and fam is not None else None),
-                    regressed_alpha=fam.level if fam is not None else self.design.alpha)
+                    regressed_alpha=fam.level_of(i) if fam is not None else self.design.alpha)
 
     def _plan(self, evidence: Evidence, regressed: float | None, level: float) -> Plan:
         """What an INCONCLUSIVE cell does next: the seeds of its next run and those it is
@@ -283,9 +296,12 @@ class GateCell:
         return Plan(plan.next_look, plan.expected)
 
 
-def skew_note(check: SkewCheck) -> str:
+def skew_note(check: SkewCheck, baseline_short: bool = False) -> str:
     """The message's note on a cell where the skew guard fired: the skew, what it does to the
-    plain t test, and what decided the cell (benchmarks/skew_sequential_results.md)."""
+    plain t test, and what decided the cell (benchmarks/skew_sequential_results.md); asking
+    for more seeds, it says to refresh first when the baseline lacks them."""
+    refresh = (f"; the baseline lacks them: refresh it with {SKEW_HOLDS_FROM} seeds first"
+               if baseline_short else "")
     threat = "false REGRESSED" if check.side == "right" else "a wrong NOT WORSE or BETTER"
     decided = (
         "these p-values and the verdict are Hall's skew-corrected t (Hall 1992), which holds it "
@@ -293,8 +309,8 @@ def skew_note(check: SkewCheck) -> str:
         "t's" if check.corrects else
         f"the verdict is the plain t's: {check.n} seeds are too few to correct with (the "
         f"corrected t only trims the excess there), so hold {SKEW_HOLDS_FROM} or more seeds "
-        f"(--graphnetz-seeds={SKEW_HOLDS_FROM}), from which the gate decides such a cell on "
-        "the skew-corrected t")
+        f"(--graphnetz-seeds={SKEW_HOLDS_FROM}{refresh}), from which the gate decides such a "
+        "cell on the skew-corrected t")
     return (f"skewed paired differences: skewness {check.skewness:+.2f} on the {check.n} held "
             f"seeds, {abs(check.z):.1f} standard errors from 0 (the guard fires above "
             f"{check.threshold:g}). On such differences the plain t test gives {threat} up to "
@@ -302,14 +318,17 @@ def skew_note(check: SkewCheck) -> str:
             f"docs/guarantees.md); {decided}")
 
 
-def skew_table_note(check: SkewCheck | None) -> str:
-    """The table's Note on a cell where the skew guard fired ("" otherwise)."""
+def skew_table_note(check: SkewCheck | None, baseline_short: bool = False) -> str:
+    """The table's Note on a cell where the skew guard fired ("" otherwise); asking for more
+    seeds, it says to refresh first when the baseline lacks them (``baseline_short``)."""
     if check is None or not check.fires:
         return ""
     if check.corrects:
         return f"skewed (skew {check.skewness:+.1f}): skew-corrected t"
+    first = (f"refresh the baseline with {SKEW_HOLDS_FROM} seeds, then " if baseline_short
+             else "")
     return (f"skewed (skew {check.skewness:+.1f}): t test less reliable, "
-            f"hold {SKEW_HOLDS_FROM}+ seeds")
+            f"{first}hold {SKEW_HOLDS_FROM}+ seeds")
 
 
 def decide_cells(cells: Sequence[GateCell], spec: GateSpec, *,

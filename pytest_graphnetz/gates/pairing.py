@@ -14,6 +14,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from pytest_graphnetz.base.text import NOT_REPRODUCED, fmt_level, fmt_num, fmt_signed
 from pytest_graphnetz.gates.baselines import BaselineMissingError
 from pytest_graphnetz.gates.verdicts.formatting import describe_values, refresh_hint, seed_list
@@ -155,21 +157,49 @@ def collapse_notes(baseline: Sequence[float], candidate: Sequence[float], seeds:
                              ("candidate", check.candidate_seeds, check.g_candidate)):
         if not flagged:
             continue
+        values = [(baseline if side == "baseline" else candidate)[i] for i in finite]
+        at = [seeds[i] for i in finite].index(flagged[0])
+        grubbs = (f"one-sided Grubbs G = {g:.2f} > {check.critical:.2f}, "
+                  f"{fmt_level(check.alpha)} per side, n = {check.n}")
+        rates = (f"when seeds of the {side} collapse 5% of the time by 4 sd, "
+                 f"{_COLLAPSE_RATES[side]} (5-20 seeds, benchmarks/skew_results.md)")
+        if _far_below(values, at, higher_is_better=higher_is_better, alpha=check.alpha):
+            notes.append(
+                f"the {side} collapsed at seed(s) {seed_list(flagged)}: far below its other "
+                f"seeds ({grubbs}). The verdict stands, but the t test is less reliable on such "
+                f"seeds: {rates}. Rerun or inspect that seed before trusting a close verdict")
+            short.append(f"seed {seed_list(flagged)} collapsed ({side}): t test less reliable")
+            continue
+        # the difference is an outlier but the run itself scored an ordinary value there
         notes.append(
-            f"the {side} collapsed at seed(s) {seed_list(flagged)}: far below its other seeds "
-            f"(one-sided Grubbs G = {g:.2f} > {check.critical:.2f}, {fmt_level(check.alpha)} per "
-            f"side, n = {check.n}). The verdict stands, but the t test is less reliable on such "
-            f"seeds: when seeds of the {side} collapse 5% of the time by 4 sd, "
-            f"{_COLLAPSE_RATES[side]} (5-20 seeds, benchmarks/skew_results.md). Rerun or "
-            "inspect that seed before trusting a close verdict")
-        short.append(f"seed {seed_list(flagged)} collapsed ({side}): t test less reliable")
+            f"the paired difference at seed(s) {seed_list(flagged)} is an outlier ({grubbs}), "
+            f"although the {side}'s own value there is not far from its other seeds: an "
+            "unusual pairing, not a collapsed run. The verdict stands, but the t test is less "
+            "reliable on such differences. Inspect that seed before trusting a close verdict")
+        short.append(f"seed {seed_list(flagged)}: outlying paired difference, t test less "
+                     "reliable")
     return tuple(notes), "; ".join(short)
+
+
+def _far_below(values: Sequence[float], at: int, *, higher_is_better: bool,
+               alpha: float) -> bool:
+    """Whether ``values[at]`` is itself an outlier on its bad side among one side's values
+    (a collapsed run), by the one-sided Grubbs test at ``alpha`` that flagged the difference."""
+    from pytest_graphnetz.stats.robust import grubbs_critical
+
+    x = np.asarray(values, dtype=float)
+    sd = float(x.std(ddof=1)) if x.size >= 3 else 0.0
+    if not sd > 0:
+        return False
+    g = (x.mean() - x[at]) / sd if higher_is_better else (x[at] - x.mean()) / sd
+    return bool(g > grubbs_critical(x.size, alpha))
 
 
 def shared_seeds(report: BenchmarkReport, baseline: BenchmarkReport, source: str) -> list[int]:
     seeds = [s for s in report.seeds if s in baseline.seeds]
     if len(seeds) < 2:
         raise GateRefusal(
+            f"cannot pair: the candidate and the baseline share {len(seeds)} seed(s)\n"
             f"cannot pair the candidate with {source}: they share {len(seeds)} seed(s) "
             f"{seeds} (candidate seeds {seed_list(report.seeds)}, baseline seeds "
             f"{seed_list(baseline.seeds)}); a paired test needs at least 2. Run the seeds the "
@@ -201,6 +231,7 @@ def check_metrics(report: BenchmarkReport, baseline: BenchmarkReport, source: st
         a, b = report.metric(task), baseline.metric(task)
         if (a.name, a.higher_is_better) != (b.name, b.higher_is_better):
             raise GateRefusal(
+                f"cannot pair task {task!r}: {a.name} against the baseline's {b.name}\n"
                 f"task {task!r}: the candidate reports {a.name} ({a.direction}) but {source} "
                 f"has {b.name} ({b.direction}); two different metrics cannot be paired. "
                 "Refresh the baseline if the metric change is intended."
@@ -253,7 +284,9 @@ def refuse_changed_data(report: BenchmarkReport, baseline: BenchmarkReport, seed
                 for task in changed for model in report.models]
     which = "; ".join(f"task {task!r}: its data or split differs from {source} for the same "
                       f"seed(s) {s}" for task, s in changed.items())
+    tasks = ", ".join(f"task {task!r}" for task in changed)
     raise GateRefusal(
+        f"no paired verdict: the data or split of {tasks} changed\n"   # fits a terminal
         f"{which}, so a per-seed pairing would be fictional: no verdict. If the data change is "
         "intended, refresh the baseline (--graphnetz-update-baselines --graphnetz-force).\n\n"
         f"What the change did, UNPAIRED (Welch's t; {unpaired[0].sides()}; "
@@ -298,6 +331,17 @@ def unpaired_notes(report: BenchmarkReport, baseline: BenchmarkReport, seeds: Se
             f"holds {seed_list(baseline.seeds)}) and are not used; to pair them, refresh the "
             f"baseline with those seeds from the baseline's code "
             f"({refresh_hint(refresh_command, max(report.seeds) + 1)})",)
+
+
+def unpaired_table_note(report: BenchmarkReport, baseline: BenchmarkReport) -> str:
+    """The table's Note on candidate seeds the baseline lacks (trained, never read): which,
+    and the refresh that pairs them ("" when every candidate seed pairs)."""
+    extra = [s for s in report.seeds if s not in set(baseline.seeds)]
+    if not extra:
+        return ""
+    return (f"candidate seeds {seed_list(extra)} unpaired, not read (the baseline holds "
+            f"{seed_list(baseline.seeds)}): refresh it with {max(report.seeds) + 1} seeds "
+            "first to use them")
 
 
 def tuning_notes(report: BenchmarkReport, baseline: BenchmarkReport,

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_graphnetz.base.text import FIRST_LINE_WIDTH
 from pytest_graphnetz.gates.baselines import (
     Anchor,
     BaselineError,
@@ -95,8 +96,12 @@ class RefreshOutcome:
 
     def refusal(self) -> str:
         """The message of a refused refresh: the rule, each refusing cell's evidence, the fix."""
-        parts = [f"refusing to update baseline {self.handle.shown}: {RULE}. "
-                 f"{len(self.refused)} comparison(s) refuse:"]
+        cells = ", ".join(dict.fromkeys(f"{v.cell} {v.verdict}" for v in self.refused))
+        first = f"refusing to update baseline {self.handle.shown}"
+        if len(first) + len(cells) + 2 <= FIRST_LINE_WIDTH:
+            first += f": {cells}"
+        parts = [f"{first}\n{RULE[:1].upper()}{RULE[1:]}. {len(self.refused)} comparison(s) "
+                 "refuse:"]
         for label, verdicts in (("against the baseline it replaces", self.previous),
                                 ("against the cell's anchor (its first baseline)", self.anchored)):
             refused = [v for v in verdicts if any(v is r for r in self.refused)]

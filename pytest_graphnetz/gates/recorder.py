@@ -11,6 +11,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_graphnetz.base.text import FIRST_LINE_WIDTH
 from pytest_graphnetz.gates.baselines import BaselineHandle, BaselineMissingError
 from pytest_graphnetz.gates.pairing import unpaired_cell
 from pytest_graphnetz.gates.verdicts.formatting import (
@@ -145,20 +146,30 @@ class GateRecorder:
                                      failed="yes", note=reason))
 
     def finish(self, name: str, verdicts: Sequence[Verdict], *, header: str,
-               notes: Sequence[str] = (), lacking: str = "") -> None:
-        """Record ``verdicts``, then raise one ``AssertionError`` for the failed ones (its
-        first line ``name: k of n cell(s) failed (header)``, then each message and ``notes``).
-        ``lacking``: why cells that have no baseline fail the call (their rows are recorded by
-        :meth:`lacking`); the compared cells' verdicts stand beside it, and when none of them
-        failed the error is a :class:`BaselineMissingError`."""
+               notes: Sequence[str] = (), lacking: str = "", mark: str = "") -> None:
+        """Record ``verdicts``, then raise one error for the failed ones (its first line
+        ``name: k of n cell(s) failed: CELL VERDICT, ...``, short enough for a terminal, the
+        ``header`` on the next, then each message and ``notes``). ``lacking``: why cells that
+        have no baseline fail the call (their rows are recorded by :meth:`lacking`); the
+        compared cells' verdicts stand beside it, and when none of them failed the error is a
+        :class:`BaselineMissingError`. ``mark``: what every output of the call must say
+        ("judged alone at α: ..."), on the first line too, in place of the cells when both do
+        not fit."""
         __tracebackhide__ = True
         self.record(verdicts)
         failed = [v for v in verdicts if v.failed]
         if failed or lacking:
-            count = f"{len(failed)} of {len(verdicts)} {'compared ' if lacking else ''}cell(s)"
+            compared = "compared " if lacking else ""
+            first = f"{name}: {len(failed)} of {len(verdicts)} {compared}cell(s) failed"
+            which = ", ".join(f"{v.cell} {v.verdict}" for v in failed)
+            if which and (len(first) + len(which) + len(mark) + (4 if mark else 2)
+                          <= FIRST_LINE_WIDTH):
+                first += f": {which}"
+            if mark:
+                first += f"; {mark}"
             error = AssertionError if failed else BaselineMissingError
             raise error(
-                f"{name}: {count} failed ({header})\n\n"
+                f"{first}\n{header[:1].upper()}{header[1:]}.\n\n"
                 + "\n\n".join([*(v.message() for v in failed), *([lacking] if lacking else []),
                                 *(f"note: {n}" for n in notes)])
             )

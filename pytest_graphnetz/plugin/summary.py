@@ -33,8 +33,9 @@ from pytest_graphnetz.base.text import (
     first_line,
     format_table,
     html_escape,
-    markdown_escape,
     markdown_table,
+    markdown_text,
+    named_cell,
     seed_trainings,
 )
 
@@ -71,8 +72,7 @@ def verdict_stats(verdict: CellVerdict | WidthVerdict, test: str | None = None
     """The numbers of a gate verdict (a ``CellVerdict`` or ``WidthVerdict``), JSON-ready: NaN
     and infinities become None. Read from the verdict's public attributes; a comparison's
     :class:`~pytest_graphnetz.gates.verdicts.guidance.Guidance` too (``test``: the node id its
-    next-look
-    command runs)."""
+    next-look command runs); ``p`` is the verdict's (a BETTER's: the gain's)."""
     from pytest_graphnetz.gates.verdicts.values import (
         WidthVerdict,  # loaded already: the verdict came from it
     )
@@ -87,8 +87,7 @@ def verdict_stats(verdict: CellVerdict | WidthVerdict, test: str | None = None
         c = verdict.comparison
         out = {"kind": c.kind, "test": c.test, "n": c.n, "mean_diff": c.mean_diff,
                "ci_low": c.ci.low, "ci_high": c.ci.high, "level": c.confidence_level,
-               # a suite row's p_adjusted may be None (gates.py): its raw p then
-               "p": c.p_value if c.p_adjusted is None else c.p_adjusted, "p_raw": c.p_value,
+               "p": verdict.p, "p_raw": c.p_value,
                "alpha": c.alpha, "margin": c.margin,
                "min_effect": c.min_effect, "mde": c.mde, "seeds": list(verdict.seeds),
                # the MDE recomputes from these: the one-sided level, the paired sd, the power
@@ -180,8 +179,9 @@ class GateSummary:
         for test in dict.fromkeys(self.graphnetz_tests):
             if test in self.failures and test not in failing:
                 # Red build, green page no more: the test failed outside (or after) its gates.
-                rows.append({"test": test, "cell": "-", "verdict": "ERROR", "failed": "yes",
-                             "note": first_line(self.failures[test])})
+                failure = self.failures[test]   # the cell it names, if any
+                rows.append({"test": test, "cell": named_cell(failure), "verdict": "ERROR",
+                             "failed": "yes", "note": first_line(failure)})
         object.__setattr__(self, "rows", tuple(rows))
 
     # -- classification -----------------------------------------------------------------------
@@ -330,7 +330,7 @@ class GateSummary:
         not fit are counted and pointed to)."""
         parts = ["### graphnetz gates", ""]
         if self.rows:
-            headline = markdown_escape(self.headline())
+            headline = markdown_text(self.headline())
             parts += [f"**{headline}**" if self.build_failed() else headline, ""]
             headers, body = self.table()
             lines = markdown_table(headers, [[clip_line(c, 500, WHERE_THE_ROWS_ARE) for c in row]
@@ -341,7 +341,7 @@ class GateSummary:
             parts.append("\n".join(lines[:kept]))
             if kept < len(lines):
                 parts += ["", f"_… and {len(lines) - kept} more row(s) not shown: "
-                              f"{markdown_escape(WHERE_THE_ROWS_ARE)}._"]
+                              f"{markdown_text(WHERE_THE_ROWS_ARE)}._"]
             room -= sum(len(line.encode()) + 1 for line in lines[:kept])
             failing = self._failing_tests()
             details = ["\n" + "\n".join(self._details(test)) + "\n" for test in failing]
@@ -350,20 +350,20 @@ class GateSummary:
                 parts += ["", *self._details(test)]
             if shown < len(failing):
                 parts += ["", f"_… and the messages of {len(failing) - shown} more failing "
-                              f"test(s) not shown: {markdown_escape(WHERE_THE_MESSAGE_IS)}._"]
+                              f"test(s) not shown: {markdown_text(WHERE_THE_MESSAGE_IS)}._"]
         else:
-            parts.append(f"{markdown_escape(self.headline())}.")
+            parts.append(f"{markdown_text(self.headline())}.")
         if self.unused:
             head, *rest = self.unused_cell_lines()
-            files = [f"- {markdown_escape(clip_line(line.strip()))}" for line in rest]
+            files = [f"- {markdown_text(clip_line(line.strip()))}" for line in rest]
             kept = _fitting([f + "\n" for f in files], 50_000)
-            parts += ["", markdown_escape(head.removeprefix("graphnetz: ")), "", *files[:kept]]
+            parts += ["", markdown_text(head.removeprefix("graphnetz: ")), "", *files[:kept]]
             if kept < len(files):
                 parts.append(f"- _… and {len(files) - kept} more baseline file(s): the JSON "
                              "verdict file lists every cell_")
         looks = self.looks_line()
         if looks:
-            parts += ["", markdown_escape(looks)]
+            parts += ["", markdown_text(looks)]
         if self.trained or self.cached:
             parts += ["", f"Triples: {self.trained} trained, {self.cached} from cache"
                           f"{self._checked_text()}."]
@@ -393,10 +393,10 @@ class GateSummary:
         n = self.counts()
         mark = "✗" if self.build_failed() else "✓"
         parts = [f"### graphnetz gates {mark}", "",
-                 f"**{markdown_escape(self.headline())}**"]
+                 f"**{markdown_text(self.headline())}**"]
         looks = self.looks_line()
         if looks:
-            parts += ["", markdown_escape(looks)]
+            parts += ["", markdown_text(looks)]
         where = WHERE_THE_REST_IS if self._failing_tests() else WHERE_THE_TABLE_IS
         widths = sum(self.is_width_within(r) for r in self.rows)
         folded = [f"{n.identical} IDENTICAL row(s) (every paired seed scored exactly the "
@@ -406,16 +406,16 @@ class GateSummary:
             parts += ["", f"Not listed: {' and '.join(f for f in folded if f)}."]
         if self.unused:
             head, *files = self.unused_cell_lines()
-            parts += ["", markdown_escape(head.removeprefix("graphnetz: ")), ""]
-            cells = [f"- {markdown_escape(clip_line(line.strip(), 500))}" for line in files]
+            parts += ["", markdown_text(head.removeprefix("graphnetz: ")), ""]
+            cells = [f"- {markdown_text(clip_line(line.strip(), 500))}" for line in files]
             kept = _fitting([c + "\n" for c in cells], 2_000)
             parts += cells[:kept]
             if kept < len(cells):
                 parts.append(f"- _… and {len(cells) - kept} more baseline file(s): "
-                             f"{markdown_escape(where)}_")
+                             f"{markdown_text(where)}_")
         listed = sorted((r for r in self.rows if not self.is_folded(r)),
                         key=lambda r: not self.failed_build(r))
-        closing = f"\n\n<sub>{markdown_escape(where[0].upper() + where[1:])}.</sub>"
+        closing = f"\n\n<sub>{markdown_text(where[0].upper() + where[1:])}.</sub>"
         text = "\n".join(parts)
         if listed:
             header = "\n\n" + markdown_table(COMMENT_HEADERS, [])
@@ -434,7 +434,7 @@ class GateSummary:
                 rest = listed[shown:]
                 failing = sum(self.failed_build(r) for r in rest)
                 text += (f"\n\n_… and {len(rest)} more row(s) ({failing} failing the build) not "
-                         f"shown here: {markdown_escape(where)}._")
+                         f"shown here: {markdown_text(where)}._")
         for test in self._failing_tests():
             details = "\n\n" + "\n".join(self._details(test, lines=25))
             if len(text) + len(details) + len(closing) > budget:

@@ -18,6 +18,7 @@ read it.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -320,14 +321,32 @@ def budget_problem(candidate: TuningRecord | None, baseline: TuningRecord | None
     accepted = (differ and candidate is not None and baseline is not None
                 and candidate.accepted_budget == baseline.budget)
     if differ and not accepted:
-        hint = ("tune(..., accept_budget=" f"'{baseline.budget.trials}x{baseline.budget.seeds}')"
-                if baseline is not None and candidate is not None else
-                "tune both arms over the same space and budget")
         return (f"tuning budgets differ (candidate {cand}, baseline {base}): a larger search "
-                f"expects a better winner whatever the change; tune both on one budget, or "
-                f"accept the baseline's explicitly with {hint}"), None
+                f"expects a better winner whatever the change; {_way_through(candidate, baseline)}"
+                ), None
     lead = "tuned on different budgets, accepted explicitly" if accepted else "tuned"
     return None, f"{lead}: candidate {cand}, baseline {base}"
+
+
+def _way_through(candidate: TuningRecord | None, baseline: TuningRecord | None) -> str:
+    """How to make two arms of different budgets comparable, in one sentence per case."""
+    if candidate is not None and baseline is not None:
+        budget = f"{baseline.budget.trials}x{baseline.budget.seeds}"
+        return ("tune both on one budget, or accept the baseline's explicitly with "
+                f"tune(..., accept_budget='{budget}')")
+    if candidate is not None:   # a tuned candidate against a fixed recipe
+        winner = json.dumps(dict(candidate.winner_config), sort_keys=True)
+        return ("to ask whether the tuned model beats the fixed recipe, gate its winner "
+                f"{winner} as a fixed recipe (the factory built with that configuration, "
+                "without tune; the confirmation seeds never served the search), or tune the "
+                "baseline's recipe over the same space and budget and refresh its baseline")
+    if baseline is None:   # two fixed recipes: nothing differs
+        return ""
+    return ("to ask whether the fixed recipe beats the tuned baseline, gate it against the "
+            f"baseline's winner {json.dumps(dict(baseline.winner_config), sort_keys=True)} "
+            "refreshed as a fixed recipe, or tune the candidate over the baseline's space and "
+            f"budget (tune(..., search_seeds={baseline.budget.seeds}) over "
+            f"{baseline.budget.trials} configurations)")
 
 
 __all__ = ["PROTOCOL_KEY", "SEARCH_SEED_BASE", "VALIDATION", "Budget", "Incumbent", "Trial",

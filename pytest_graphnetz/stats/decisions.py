@@ -20,11 +20,19 @@ from pytest_graphnetz.stats.planning import seeds_for_min_effect, seeds_to_decid
 
 @dataclass(frozen=True)
 class HolmResult:
-    """Holm step-down adjustment: adjusted p-values and rejections, in the input order."""
+    """Holm step-down adjustment: adjusted p-values and rejections, in the input order, and
+    per hypothesis the divisor of the step it was last tested at (``alpha / steps[i]``): m − j
+    for the j-th rejection (0-based), m − r for one not rejected (r rejections)."""
 
     p_adjusted: tuple[float, ...]
     reject: tuple[bool, ...]
     alpha: float
+    steps: tuple[int, ...] = ()
+
+    def level(self, i: int) -> float:
+        """The level hypothesis ``i`` was last tested at: the step that rejected it, or the
+        last step of the step-down for one not rejected."""
+        return self.alpha / self.steps[i]
 
 
 def compare(candidate: ArrayLike, baseline: ArrayLike, *, higher_is_better: bool = True,
@@ -220,8 +228,11 @@ def holm(p_values: Sequence[float], alpha: float = 0.05) -> HolmResult:
     adjusted_sorted = np.maximum.accumulate(np.minimum(1.0, (m - np.arange(m)) * p[order]))
     adjusted = np.empty(m)
     adjusted[order] = adjusted_sorted
-    return HolmResult(p_adjusted=tuple(float(v) for v in adjusted),
-                      reject=tuple(bool(v <= alpha) for v in adjusted), alpha=alpha)
+    reject = tuple(bool(v <= alpha) for v in adjusted)
+    r, steps = sum(reject), np.empty(m, dtype=int)
+    steps[order] = np.where(np.arange(m) < r, m - np.arange(m), m - r)
+    return HolmResult(p_adjusted=tuple(float(v) for v in adjusted), reject=reject, alpha=alpha,
+                      steps=tuple(int(x) for x in steps))
 
 
 def compare_many(cells: Sequence[Mapping[str, Any]], **common: Any) -> list[Comparison]:
@@ -233,8 +244,10 @@ def compare_many(cells: Sequence[Mapping[str, Any]], **common: Any) -> list[Comp
 
     The family is the ``not_worse`` cells a test ran on: IDENTICAL cells (no test) are not in
     it. Only the primary p, the one that fails the gate (REGRESSED), is adjusted; the passing
-    decisions (NOT WORSE, BETTER) stay at raw ``alpha``. The MDE and the seeds plan of each
-    tested cell are at ``alpha / m``, the level Holm demands of the most significant cell.
+    decisions (NOT WORSE, BETTER) stay at raw ``alpha``. The MDE and the interval's upper end of
+    each tested cell are at the level Holm's step-down tested it at last (the step that rejected
+    it, else the last step); its seeds plan at ``alpha / m``, the level Holm demands of the most
+    significant cell.
     ``better`` and ``equivalent`` cells are each judged alone: those gates pass only when every
     cell passes (an intersection-union test), which holds its level without Holm.
     """
@@ -247,8 +260,9 @@ def compare_many(cells: Sequence[Mapping[str, Any]], **common: Any) -> list[Comp
         raise ValueError(f"Holm needs one `alpha` for the whole family, got {sorted(alphas)}")
     alpha = alphas.pop()
     m = len(tested)
-    adjusted = dict(zip(tested, holm([evidence[i].p_value for i in tested], alpha).p_adjusted,
-                        strict=True))
+    family = holm([evidence[i].p_value for i in tested], alpha)
+    adjusted = dict(zip(tested, family.p_adjusted, strict=True))
+    levels = {i: family.level(j) for j, i in enumerate(tested)}
     out = []
     for i, e in enumerate(evidence):
         if i not in adjusted:
@@ -256,8 +270,11 @@ def compare_many(cells: Sequence[Mapping[str, Any]], **common: Any) -> list[Comp
             continue
         verdict = final_verdict_at(e, level=alpha, regressed_level=alpha,
                                    p_regressed=adjusted[i])
+        # REGRESSED's level, the step that tested it last: the MDE and the upper end read at it
+        level = levels[i]
         out.append(Comparison(
-            e, decision_of(e, verdict, p_adjusted=adjusted[i], regressed_level=alpha / m),
+            e, decision_of(e, verdict, p_adjusted=adjusted[i], regressed_level=level,
+                           ci_alphas=None if level == alpha else (alpha, level)),
             Plan(plan_seeds(e, verdict, alpha / m)),
             (*e.notes, f"p Holm-adjusted across the {m} tested cells")))
     return out

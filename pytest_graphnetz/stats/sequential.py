@@ -269,7 +269,9 @@ class FamilyDecision:
     ``alpha / (m - r)`` with r rejections; ``p_adjusted``: classical Holm-adjusted p per cell
     for one-look families (None otherwise, whose decision is the boundaries'); ``levels``: per
     cell, the level it was last tested at when the cells' levels differ (a weighted family,
-    e.g. with a suite row), else None.
+    e.g. with a suite row), else None; ``tested_at``: per cell of a step-down family, the level
+    of the step that rejected it (``α / (m − j)`` for the j-th rejection), or ``level`` for a
+    cell never rejected (empty: ``level`` for every cell).
     """
 
     rejected: tuple[bool, ...]
@@ -277,6 +279,14 @@ class FamilyDecision:
     level: float
     p_adjusted: tuple[float, ...] | None
     levels: tuple[float, ...] | None = None
+    tested_at: tuple[float, ...] = ()
+
+    def level_of(self, i: int) -> float:
+        """The level cell ``i``'s REGRESSED was last tested at: the step that rejected it, or
+        the family's last step for a cell it did not reject (a weighted family: its own)."""
+        if self.levels is not None:
+            return self.levels[i]
+        return self.tested_at[i] if self.tested_at else self.level
 
 
 def sequential_holm(histories: Sequence[Sequence[float]],
@@ -311,8 +321,10 @@ def sequential_holm(histories: Sequence[Sequence[float]],
         result = holm([h[0] for h in histories], first.pop())
         r = sum(result.reject)
         return FamilyDecision(result.reject, tuple(0 if x else None for x in result.reject),
-                              alpha / max(m - r, 1), result.p_adjusted)
+                              alpha / max(m - r, 1), result.p_adjusted,
+                              tested_at=tuple(alpha / k for k in result.steps))
     at: list[int | None] = [None] * m
+    steps: list[float | None] = [None] * m
     while None in at:
         level = alpha / at.count(None)
         new = {}
@@ -328,10 +340,11 @@ def sequential_holm(histories: Sequence[Sequence[float]],
         if not new:
             break
         for i, k in new.items():
-            at[i] = k
+            at[i], steps[i] = k, level
     r = m - at.count(None)
-    return FamilyDecision(tuple(k is not None for k in at), tuple(at), alpha / max(m - r, 1),
-                          None)
+    last = alpha / max(m - r, 1)
+    return FamilyDecision(tuple(k is not None for k in at), tuple(at), last, None,
+                          tested_at=tuple(last if x is None else x for x in steps))
 
 
 def _simulate(sd_diff: float | np.ndarray, min_effect: float, design: Design, *, margin: float,

@@ -157,7 +157,8 @@ def test_refused_comparison_exits_2_with_the_unpaired_numbers(tmp_path, capsys) 
     cand = fingerprinted(tmp_path / "b.json", BASE + 0.01, "b")
     assert run(["compare", base, cand]) == 2
     err = capsys.readouterr().err
-    assert "refused: task 'karate': its data or split differs" in err
+    assert "refused: no paired verdict: the data or split of task 'karate' changed\n" in err
+    assert "task 'karate': its data or split differs" in err
     assert "UNPAIRED" in err and "Welch Δ +0.01" in err
 
 

@@ -147,6 +147,9 @@ def _recompute(v, base_values, cand_values, margin, delta, alpha):
     assert c.ci.low == pytest.approx(d.mean() - sps.t.isf(low_a, df) * se, rel=1e-9, abs=1e-12)
     assert c.ci.high == pytest.approx(d.mean() + sps.t.isf(high_a, df) * se, rel=1e-9,
                                       abs=1e-12)
+    # one level for REGRESSED on the row: the MDE is read where the upper end is
+    if c.ci_alphas is not None and c.mde_alpha is not None:
+        assert c.mde_alpha == pytest.approx(high_a, rel=1e-12)
     # the boundaries the message prints are those levels' t quantiles
     if v.stop is not None and v.stop.critical is not None:
         assert v.stop.critical == pytest.approx(sps.t.isf(low_a, df), rel=1e-6)
@@ -355,7 +358,12 @@ def test_each_reported_comparison_is_the_kernels_decision_on_its_own_evidence() 
                 np.minimum(1, (len(p) - np.arange(len(p))) * p[order]))
             assert len(tested) == 5
             np.testing.assert_allclose([tested[i].p_adjusted for i in order], adjusted)
-            assert all(c.mde_alpha == pytest.approx(c.alpha / 5) for c in tested)
+            # each cell's MDE at the step that tested it last: α/(5 − j) for the j-th
+            # rejection, α/(5 − r) for the r cells not rejected
+            r = sum(c.verdict == "REGRESSED" for c in tested)
+            for j, i in enumerate(order):
+                step = 5 - j if j < r else 5 - r
+                assert tested[i].mde_alpha == pytest.approx(tested[i].alpha / step)
     assert {("not_worse", "REGRESSED"), ("not_worse", "IDENTICAL"),
             ("better", "BETTER")} <= seen
 

@@ -63,7 +63,9 @@ def test_regressed_matches_scipy_paired_t(rerun_safe: bool, level: float, label:
     look = ", look 1 of 8→…" if rerun_safe else ""
     assert f"paired Δ {delta:+.4g} ({label}{look} CI [{ci.low:.4g}, {ci.high:.4g}])" in msg
     assert f"p = {ref.pvalue:.2g}" in msg
-    assert f"test paired-t, margin 0, min_effect 0.01, alpha {level:.4g}\n" in msg
+    # one α, the call's; the level the look decides at named as a level, not a second α
+    decides = " (this look: one-sided level 0.0425)" if rerun_safe else ""
+    assert f"test paired-t, margin 0, min_effect 0.01, alpha 0.05{decides}\n" in msg
     assert "over 8 seeds 0-7" in msg and "minimum detectable effect at n=8" in msg
     assert ("look 1 of the schedule 8→…" in msg) is rerun_safe
     assert ("judged alone at alpha (not rerun-safe (--graphnetz-single-run)" in msg) \
@@ -347,10 +349,11 @@ def test_gate_intervals_of_a_bounded_metric_are_clipped_and_say_so() -> None:
     with recording(GateRecorder(alpha=0.05, strict=False, keep=rows.append)):
         verdicts = assert_not_worse(cand, base, min_effect=0.05, first_look=10)
     message = verdicts[0].message()
-    assert "0.99 [0.9674, 1] (t, clipped to [0, 1] 95% CI, n=10)" in message, message
-    assert rows[0]["baseline"] == "0.99 [0.9674, 1]", rows
+    assert "0.99 [0.9674, 1] (t 95% CI of the mean, clipped to [0, 1], n=10)" in message, message
+    # the table's cell (terminal, Markdown, comment) says so too
+    assert rows[0]["baseline"] == "0.99 [0.9674, 1] (clipped)", rows
     table = gate_table(verdicts)
-    assert "0.99 [0.9674, 1]" in table and "1.013" not in table
+    assert "0.99 [0.9674, 1] (clipped)" in table and "1.013" not in table
     # the unclipped width is what assert_ci_width judges
     with pytest.raises(AssertionError, match=re.escape(f"is {raw[1] - raw[0]:.4g} wide")):
         assert_ci_width(base, max_width=0.04)

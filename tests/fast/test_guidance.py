@@ -209,8 +209,9 @@ def test_no_affordable_seed_count_says_so_and_what_the_seeds_resolve() -> None:
     assert g.next_seeds is None and g.next_option is None and g.command("t.py::x") is None
     c = v.comparison
     assert g.resolvable == pytest.approx(c.margin + c.mde)
-    assert (f"no affordable seed count resolves δ; these 10 seeds resolve δ ≥ "
-            f"{_points(c.margin + c.mde)} points") in g.note()
+    # one resolution figure on the row: the MDE column's, named, not rounded a second way
+    assert "no affordable seed count resolves δ; these 10 seeds resolve δ ≥ the MDE" in g.note()
+    assert v.row()["mde"] == f"{c.mde:.4g}" and "point" not in g.note().split("δ ≥")[-1]
     assert g.numbers()["resolvable_min_effect"] == pytest.approx(c.mde)
 
 
@@ -258,3 +259,47 @@ def test_the_notes_next_step_is_what_next_seeds_prints_for_the_same_row(
         capsys.readouterr()
         assert main(["next-seeds", str(path), "--budget", "100000"]) == 0
         assert capsys.readouterr().out == f"{said.group(1)}\n", row["note"]
+
+
+SHORT = """
+import numpy as np
+import pytest
+
+from pytest_graphnetz import BenchmarkReport, assert_not_worse
+
+
+@pytest.mark.parametrize("sd", [0.03, 0.05])
+def test_short(sd):
+    rng = np.random.default_rng(7)
+    base = 0.8 + 0.02 * rng.standard_normal((1, 1, 10))
+    z = rng.standard_normal(10)
+    cand = base + sd * (z - z.mean()) / z.std(ddof=1)   # mean Δ exactly 0: INCONCLUSIVE
+    make = lambda x: BenchmarkReport.from_arrays(x, tasks=["t"], models=["m"],
+                                                 seeds=range(10), metric="accuracy")
+    assert_not_worse(make(cand), make(base))
+"""
+
+
+@pytest.mark.parametrize("budget", [80, 1280])
+def test_a_short_baselines_refresh_size_is_one_number_in_the_note_and_next_seeds(
+        pytester: pytest.Pytester, tmp_path, capsys: pytest.CaptureFixture, budget: int) -> None:
+    """A baseline too short for the next look: the Note's refresh size is the one `graphnetz
+    next-seeds` names for the same row, at any budget (it says when the budget is below it)."""
+    from pytest_graphnetz.cli.main import main
+
+    pytester.makepyfile(test_short=SHORT)
+    pytester.runpytest("--graphnetz-json=verdicts.json", "-p", "no:cacheprovider")
+    data = json.loads((pytester.path / "verdicts.json").read_text())
+    short = [r for r in data["rows"] if r["stats"].get("baseline_short")]
+    assert len(short) >= 2, [r["note"] for r in data["rows"]]
+    for row in short:
+        said = re.search(r"refresh the baseline with (\d+) seeds, then", row["note"])
+        assert said, row["note"]
+        assert int(said[1]) == row["stats"]["refresh_seeds"] >= row["stats"]["expected_seeds"]
+        path = tmp_path / "one.json"
+        path.write_text(json.dumps({**data, "rows": [row]}))
+        capsys.readouterr()
+        assert main(["next-seeds", str(path), "--budget", str(budget), "--current", "10"]) == 1
+        err = capsys.readouterr().err
+        assert f"refresh it with --graphnetz-seeds={said[1]} first" in err, (row["note"], err)
+        assert ("past the budget" in err) is (int(said[1]) > budget)

@@ -217,7 +217,7 @@ def test_a_planted_label_leak_reads_suspect_and_its_refresh_needs_accept(
     refused = leaky.runpytest("--graphnetz-update-baselines", "-o", "graphnetz_seeds=5",
                               "--graphnetz-no-cache")
     refused.assert_outcomes(failed=1)
-    refused.stdout.fnmatch_lines(["*refusing to update baseline*suspect*",
+    refused.stdout.fnmatch_lines(["*refusing to update baseline*", "*suspect*",
                                   "*noisy/MLP: the gain is suspect; check for test leakage*"
                                   "--graphnetz-accept=noisy/MLP*"])
     assert path.read_bytes() == honest

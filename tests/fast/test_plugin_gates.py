@@ -79,13 +79,14 @@ def test_worse_model_fails_as_regressed_with_paired_evidence(project: pytest.Pyt
     assert trained(project) == 8, "a changed model must be retrained, never served stale"
     assert verdicts(out) == ["REGRESSED"]
     for evidence in (r"toy/GCN — accuracy \(higher is better\): REGRESSED",
-                     r"baseline  0\.\d+ \[0\.\d+, [01]\.\d+\] \(t 95% CI, n=4\)",
-                     r"candidate 0\.\d+ \[0\.\d+, [01]\.\d+\] \(t 95% CI, n=4\)",
+                     r"baseline  0\.\d+ \[0\.\d+, [01]\.\d+\] \(t 95% CI of the mean, n=4\)",
+                     r"candidate 0\.\d+ \[0\.\d+, [01]\.\d+\] \(t 95% CI of the mean, n=4\)",
                      # the interval matches the one-sided decision (look 1 of the schedule:
                      # ρα = 0.85 × 0.05, so 91.5%): it excludes 0
                      r"paired Δ -0\.\d+ \(91\.5%, look 1 of 4→… CI \[-0\.\d+, -0\.\d+\]\) "
                      r"over 4 seeds 0-3; "
-                     r"p = 0\.0\d+; test paired-t, margin 0, min_effect 0\.01, alpha 0\.0425",
+                     r"p = 0\.0\d+; test paired-t, margin 0, min_effect 0\.01, alpha 0\.05 "
+                     r"\(this look: one-sided level 0\.0425\)",
                      r"minimum detectable effect at n=4: 0\.\d+"):
         assert re.search(evidence, out), evidence
 
@@ -99,7 +100,8 @@ def test_ratchet_refuses_a_regressed_refresh_unless_forced(project: pytest.Pytes
     refused = project.runpytest(SEEDS, "--graphnetz-update-baselines")
     refused.assert_outcomes(failed=1)
     refused.stdout.fnmatch_lines([
-        "*refusing to update baseline*test_gcn.json: the ratchet refuses*",
+        "*refusing to update baseline*test_gcn.json",
+        "*The ratchet refuses*",
         "*against the baseline it replaces:*",
         "*toy/GCN — accuracy (higher is better): REGRESSED*",
         "*pytest test_model.py::test_gcn --graphnetz-update-baselines --graphnetz-force*",
@@ -254,7 +256,7 @@ def test_verdicts_in_a_session_default_min_effect(pytester: pytest.Pytester) -> 
     result.stdout.fnmatch_lines([
         "*karate/GCN — accuracy (higher is better): REGRESSED",
         "*paired Δ -0.0029* (91.5%, look 1 of 10→… CI [[]*]) over 10 seeds 0-9; p = *; test "
-        "paired-t, margin 0, min_effect 0.01, alpha 0.0425",
+        "paired-t, margin 0, min_effect 0.01, alpha 0.05 (this look: one-sided level 0.0425)",
         "*the drop is significant but smaller than min_effect 0.01 *accept it with margin=0.00*",
     ])
     markdown = (pytester.path / "gates.md").read_text()
@@ -291,3 +293,15 @@ def test_min_effect_option_is_validated(pytester: pytest.Pytester) -> None:
                                  "number > 0 (*got -0.01*"])
     result = pytester.runpytest("--graphnetz-min-effect=one point")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_the_ratchet_refusals_first_line_fits_a_terminal(project: pytest.Pytester) -> None:
+    from pytest_graphnetz.base.text import FIRST_LINE_WIDTH
+
+    project.runpytest(SEEDS, "--graphnetz-update-baselines").assert_outcomes(passed=1)
+    project.makepyfile(toy=TOY.format(hidden=16, lr=0.0025))
+    refused = project.runpytest(SEEDS, "--graphnetz-update-baselines")
+    refused.assert_outcomes(failed=1)
+    (first,) = [line for line in refused.stdout.lines
+                if line.startswith("E       AssertionError: refusing to update baseline")]
+    assert len(first.removeprefix("E       AssertionError: ")) <= FIRST_LINE_WIDTH, first

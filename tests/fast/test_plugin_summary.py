@@ -52,14 +52,16 @@ def test_data_change_refusal_shows_the_unpaired_comparison(pytester: pytest.Pyte
     base_ci = sps.t.interval(0.95, 5, loc=BASE.mean(), scale=sps.sem(BASE))
     cand_ci = sps.t.interval(0.95, 5, loc=cand.mean(), scale=sps.sem(cand))
     result.stdout.fnmatch_lines([
-        "E       *GateRefusal: task 'karate': its data or split differs from the baseline "
+        "E       *GateRefusal: no paired verdict: the data or split of task 'karate' changed",
+        "E       task 'karate': its data or split differs from the baseline "
         "report for the same seed(s) [[]0, 1, 2, 3, 4, 5[]], so a per-seed pairing would be "
         "fictional: no verdict.*",
         "E       What the change did, UNPAIRED (Welch's t; seeds 0-5 of each side; not a "
         "verdict*",
         f"E         karate/GCN: baseline {BASE.mean():.4g} [[]{base_ci[0]:.4g}, "
-        f"{base_ci[1]:.4g}[]] (t 95% CI, n=6); candidate {cand.mean():.4g} [[]{cand_ci[0]:.4g}, "
-        f"{cand_ci[1]:.4g}[]] (t 95% CI, n=6); Welch Δ {cand.mean() - BASE.mean():+.4g} "
+        f"{base_ci[1]:.4g}[]] (t 95% CI of the mean, n=6); candidate {cand.mean():.4g} "
+        f"[[]{cand_ci[0]:.4g}, {cand_ci[1]:.4g}[]] (t 95% CI of the mean, n=6); Welch Δ "
+        f"{cand.mean() - BASE.mean():+.4g} "
         f"(95% CI [[]{ci.low:.4g}, {ci.high:.4g}[]], p = {ref.pvalue:.3f})",
     ])
     (row,) = [line for line in table(result.stdout.str()) if "test_data_changed" in line]
@@ -84,8 +86,8 @@ def test_sides():
     result.assert_outcomes(failed=1)
     sides = "baseline seeds 0-11, candidate seeds 0-5; Welch Δ on the 6 both ran (0-5)"
     result.stdout.fnmatch_lines([f"E       What the change did, UNPAIRED (Welch's t; {sides}; *",
-                                 "E         karate/GCN: baseline * (t 95% CI, n=12); "
-                                 "candidate * (t 95% CI, n=6); Welch Δ *"])
+                                 "E         karate/GCN: baseline * (t 95% CI of the mean, n=12); "
+                                 "candidate * (t 95% CI of the mean, n=6); Welch Δ *"])
     assert "of each side" not in result.stdout.str()
     (row,) = [line for line in table(result.stdout.str()) if "test_sides" in line]
     assert "REFUSED" in row and sides in row

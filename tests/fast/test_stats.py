@@ -481,10 +481,13 @@ def test_holm_family_is_the_tested_cells_only():
     reject, adjusted, _, _ = multipletests(raw, alpha=0.05, method="holm")
     assert [m.p_adjusted for m in many[:2]] == pytest.approx(adjusted)
     assert [m.verdict is Verdict.REGRESSED for m in many[:2]] == list(reject)
-    # the MDE is stated at the Holm level α/m used for the family of 2
-    for m in many[:2]:
-        assert m.mde_alpha == pytest.approx(0.025)
-        assert m.mde == pytest.approx(mde(m.sd_diff, m.n, alpha=0.025), rel=1e-6)
+    # the MDE is stated at the level Holm tested each cell at last: α/2 for the smaller p
+    # (the first step), α/2 again for the other unless the first was rejected (then α)
+    first = int(np.argmin(raw))
+    for i, m in enumerate(many[:2]):
+        level = 0.025 if i == first or not reject[first] else 0.05
+        assert m.mde_alpha == pytest.approx(level)
+        assert m.mde == pytest.approx(mde(m.sd_diff, m.n, alpha=level), rel=1e-6)
 
 
 @pytest.mark.parametrize("kind, margin", [("better", 0.0), ("equivalent", 0.02)])
@@ -537,7 +540,8 @@ def test_compare_many_plans_seeds_at_the_callers_power_and_holm_alpha():
     for power in (0.8, 0.95):
         many = compare_many(cells, power=power, min_effect=0.01)
         for m in many[:2]:  # the two INCONCLUSIVE cells, REGRESSED planned at alpha / 3
-            assert m.power == power and m.mde_alpha == pytest.approx(0.05 / 3)
+            # (their MDE at the last step of the step-down, one cell rejected: alpha / 2)
+            assert m.power == power and m.mde_alpha == pytest.approx(0.05 / 2)
             assert m.seeds_needed == max(
                 gs.seeds_for_min_effect(m.sd_diff, 0.01, alpha=0.05, alpha_regressed=0.05 / 3,
                                         power=power), m.n + 1)

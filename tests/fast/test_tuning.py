@@ -278,3 +278,26 @@ def test_winner_stability_matches_exact_enumeration_of_resamples():
     assert winner_stability([Trial({}, 0.5, (0.5, 0.5)), Trial({}, 0.4, (0.4, 0.4))],
                             True) == 1.0
     assert winner_stability([Trial({}, 0.5)], True) is None
+
+
+def test_a_tuned_candidate_against_a_fixed_recipe_is_told_a_way_through_that_works():
+    """The refusal is one sentence that parses and names a way through: the winner, gated as
+    a fixed recipe (its confirmation seeds never served the search), which then is judged."""
+    result = tuned()
+    fixed = fake_runner("toy", {"M": {"q": 0}}, seeds=range(10))
+    with pytest.raises(GateRefusal) as info:
+        gate(result.report, fixed)
+    text = str(info.value)
+    assert ("tuning budgets differ (candidate 4 trials × 3 seeds, baseline not tuned (a fixed "
+            "recipe)): a larger search expects a better winner whatever the change; to ask "
+            "whether the tuned model beats the fixed recipe, gate its winner {\"q\": 3} as a "
+            "fixed recipe") in text
+    assert "with tune both" not in text
+    # the way through: the winner's configuration as a fixed recipe, on the same seeds
+    winner = fake_runner("toy", {"M": dict(result.winner)}, seeds=range(10))
+    (verdict,) = gate(winner, fixed)
+    assert verdict.verdict in ("REGRESSED", "NOT WORSE", "BETTER", "INCONCLUSIVE")
+    # the other way round: a fixed candidate against a tuned baseline
+    with pytest.raises(GateRefusal, match=r"to ask whether the fixed recipe beats the tuned "
+                                          r"baseline, gate it against the baseline's winner"):
+        gate(fixed, result.report)

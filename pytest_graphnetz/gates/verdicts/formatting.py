@@ -84,11 +84,16 @@ def fmt_ci(ci: stats.ConfidenceInterval) -> str:
 
 
 def fmt_mean_ci(cell: stats.CellStats, *, short: bool = False) -> str:
+    """One side's mean and interval: "0.8 [0.78, 0.82] (t 95% CI of the mean, n=10)"; ``short``
+    (a table's cell) "0.8 [0.78, 0.82]". An interval clipped to [0, 1] says so in both."""
+    method, clipped = cell.method.removesuffix(f", {CLIPPED}"), CLIPPED in cell.method
     text = f"{fmt_num(cell.mean)} {fmt_ci(cell.ci)}"
     if short:
-        return text
+        return text + (" (clipped)" if clipped else "")
     extra = f", {cell.n_diverged} diverged" if getattr(cell, "n_diverged", 0) else ""
-    return f"{text} ({cell.method} {fmt_level(cell.confidence_level)} CI, n={cell.n}{extra})"
+    extra = f", {CLIPPED}" * clipped + extra
+    return (f"{text} ({method} {fmt_level(cell.confidence_level)} CI of the mean{extra}, "
+            f"n={cell.n})")
 
 
 __all__ = ["TABLE_COLUMNS", "TABLE_HEADERS", "ci_level", "describe_values", "fmt_ci",

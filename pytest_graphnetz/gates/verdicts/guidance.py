@@ -89,13 +89,17 @@ class Guidance:
             if self.expected_seeds is not None:
                 parts.append(f"expected to decide by ~{int(float(f'{self.expected_seeds:.2g}'))}")
         elif self.resolvable is not None:
+            # one resolution figure per row: the MDE column's, not a second rounding of it
+            of = "the MDE" if not self.margin else "margin + MDE"
             parts.append(f"no affordable seed count resolves δ; these {self.n} seeds resolve "
-                         f"δ ≥ {self.amount(self.resolvable, up=True)}")
+                         f"δ ≥ {of}")
         return "; ".join(parts)
 
     def refresh_seeds(self) -> int | None:
         """The seeds a baseline short of the next look should hold: the first look of the
-        schedule at or past the expected need (the next look off the schedule)."""
+        schedule at or past the expected need (the next look off the schedule). The one
+        refresh size: the Note says it, the JSON row carries it (``refresh_seeds``) and
+        ``graphnetz next-seeds`` prints it for the same row."""
         if self.next_seeds is None:
             return None
         n = self.next_seeds
@@ -119,6 +123,7 @@ class Guidance:
                 "next_option": self.next_option, "next_command": self.command(test),
                 "expected_seeds": self.expected_seeds,
                 "baseline_short": self.baseline_short, "baseline_seeds": self.baseline_n,
+                "refresh_seeds": self.refresh_seeds() if self.baseline_short else None,
                 "resolvable_min_effect": self.resolvable, "trained": self.trained,
                 "look": self.look, "n_looks": self.n_looks}
 

@@ -87,21 +87,36 @@ class CellVerdict:
     def cell(self) -> str:
         return f"{self.task}/{self.model}"
 
+    @property
+    def p(self) -> float:
+        """The p-value this row's verdict rests on: a not-worse BETTER's is the gain's (H1 mean
+        Δ > +margin, never Holm-adjusted); else REGRESSED's test, Holm-adjusted in a family."""
+        c = self.comparison
+        if self.gate == "not_worse" and self.verdict == Verdict.BETTER:
+            return c.p_better
+        return c.p_value if c.p_adjusted is None else c.p_adjusted
+
     def message(self) -> str:
         """The cell's evidence, as a reviewer reads it."""
         c, direction = self.comparison, "higher" if self.higher_is_better else "lower"
         p = f"p = {fmt_p(c.p_value)}"
         if c.p_adjusted is not None and c.p_adjusted != c.p_value:
             p += f" (Holm-adjusted {fmt_p(c.p_adjusted)})"
+        if self.gate == "not_worse" and self.verdict == Verdict.BETTER:
+            p = f"p = {fmt_p(self.p)} (of the gain; of a drop: {fmt_p(c.p_value)})"
         flipped = ""
         if not self.higher_is_better:
             flipped = (f" (+ = better: the sign is flipped, {self.metric} candidate − baseline "
                        f"is {fmt_signed(-c.mean_diff)})")
         delta = f", min_effect {fmt_num(c.min_effect)}" if self.gate == "not_worse" else ""
         level = ""
-        if c.mde_alpha is not None and c.mde_alpha < c.alpha:
-            # the MDE is quoted at the level REGRESSED was tested at, not at a second level
-            level = f" (REGRESSED tested at the Holm level α = {fmt_num(c.mde_alpha)})"
+        if c.mde_alpha is not None and c.mde_alpha != c.alpha:
+            # the MDE is quoted at the level REGRESSED was tested at, the interval's upper end's
+            level = f" (at REGRESSED's one-sided level {fmt_num(c.mde_alpha)}, after Holm)"
+        # one α (the call's, as the message's first lines state it); a look decides at a level
+        alpha = self.comparison.alpha if self.call_alpha is None else self.call_alpha
+        decides = ("" if alpha == c.alpha else
+                   f" (this look: one-sided level {fmt_num(c.alpha)})")
         # Adaptive: the MDE is a one-look t test's at the seeds used, not the sequential design's.
         mde_of = " of a fixed-n test" if self.stop is not None else ""
         lines = [
@@ -111,7 +126,7 @@ class CellVerdict:
             f"  paired Δ {fmt_signed(c.mean_diff)}{flipped} ({self.ci_label()} CI {fmt_ci(c.ci)}"
             f"{_level_note(c)}) over "
             f"{c.n} seeds {seed_list(self.seeds)}; {p}; test {c.test}, margin "
-            f"{fmt_num(c.margin)}{delta}, alpha {fmt_num(c.alpha)}",
+            f"{fmt_num(c.margin)}{delta}, alpha {fmt_num(alpha)}{decides}",
             f"  minimum detectable effect{mde_of} at n={c.n}: {fmt_num(c.mde)}{level}",
         ]
         if self.stop is not None:   # adaptive seeds: where the schedule stopped this cell
@@ -226,8 +241,7 @@ class CellVerdict:
 
     def row(self) -> dict[str, str]:
         """The summary-table row (plain strings: it travels through xdist and JUnit XML)."""
-        c = self.comparison
-        p = c.p_adjusted if c.p_adjusted is not None else c.p_value
+        c, p = self.comparison, self.p
         verdict = str(self.verdict) + (": refresh baseline" if self.verdict == Verdict.BETTER
                                        and not self.suspect else "")
         row = {"cell": self.cell, "metric": metric_label(self.metric, self.higher_is_better),
@@ -388,8 +402,8 @@ def _level_note(c: stats.Comparison) -> str:
     if c.ci_alphas is None:
         return ""
     low, high = c.ci_alphas
-    return (f" (lower end: one-sided level {fmt_num(low)}, NOT WORSE's and BETTER's; upper "
-            f"end: {fmt_num(high)}, REGRESSED's{' after Holm' if high < low else ''})")
+    return (f" (lower end at one-sided level {fmt_num(low)}, NOT WORSE's and BETTER's; upper "
+            f"end at {fmt_num(high)}, REGRESSED's{', after Holm' if high < low else ''})")
 
 
 def _accepting_margin(ci: stats.ConfidenceInterval, min_effect: float) -> str:
