@@ -30,6 +30,13 @@ nothing.
     python benchmarks/bisect_search.py --pool benchmarks/bisect_pool.json --trials 40  # quick
     python benchmarks/bisect_search.py --pool benchmarks/bisect_pool.json \
         --out benchmarks/bisect_results.md                # 400 trials, the results file
+
+``--drift`` measures a drift against a step instead (:func:`run_drift`): the same pool, one
+−2δ step, or the −2δ spread over 5 or 8 consecutive commits (each step below δ), searched
+with and without the drift checks (``bisection.drift_split``, ``bisection.culprit_step``):
+
+    python benchmarks/bisect_search.py --drift --trials 150 --pool benchmarks/bisect_pool.json \
+        --out benchmarks/bisect_drift_results.md
 """
 
 from __future__ import annotations
@@ -290,6 +297,117 @@ def run(trials: int, seed: int, pool_file: str | None) -> str:
     return "\n".join(lines) + "\n"
 
 
+# -- a drift against a step (--drift) -----------------------------------------------------------
+
+# (label, commits that move, each moving the cell by this share of −2δ)
+DRIFTS = (("one step of −2δ", 1), ("5 steps of −0.4δ (drift)", 5), ("8 steps of −0.25δ (drift)", 8))
+
+
+class DriftTrial(Trial):
+    """A history whose cell moves over ``steps`` consecutive commits from a uniform start, each
+    by 1/steps of the −2δ model's effect: commit i's per-seed values are GOOD's plus the share
+    of the −2δ model's paired difference (same stream and seed) reached by then."""
+
+    def __init__(self, pool: np.ndarray, streams: Sequence[int], perm: np.ndarray, start: int,
+                 steps: int) -> None:
+        self.pool, self.perm = pool, perm
+        self.shares = [min(max(i - start + 1, 0), steps) / steps for i in range(COMMITS)]
+        self.streams = list(streams)
+        self.trained: set[tuple[float, int, int]] = set()
+
+    def values(self, i: int, n: int) -> np.ndarray:
+        share, stream = self.shares[i], self.streams[i]
+        self.trained.update((share, stream, int(s)) for s in self.perm[:n])
+        good, worse = self.pool[0, stream, self.perm[:n]], self.pool[1, stream, self.perm[:n]]
+        return good + share * (worse - good)
+
+
+def drift_search(trial: Trial, *, check: bool) -> str:
+    """What the search says: "culprit N", "drift", "undecided" or "refused"; ``check`` False
+    runs it without the drift check (what bisect did before)."""
+    from pytest_graphnetz.cli.bisection import search as bisection
+    from pytest_graphnetz.cli.bisection.search import NothingRegressed, bisect_commits
+
+    split, step = bisection.drift_split, bisection.culprit_step
+    if not check:
+        bisection.drift_split = lambda *a, **k: None   # type: ignore[assignment]
+        bisection.culprit_step = lambda *a, **k: ()    # type: ignore[assignment]
+    try:
+        result = bisect_commits([str(i) for i in range(COMMITS)], trial.probe, seeds=10,
+                                max_seeds=DEFAULT_BUDGET, alpha=ALPHA)
+    except NothingRegressed:
+        return "refused"
+    finally:
+        bisection.drift_split, bisection.culprit_step = split, step
+    finding = result.findings[0]
+    if finding.drift:
+        return "drift"
+    return "undecided" if finding.culprit is None else f"culprit {finding.culprit}"
+
+
+DEFAULT_BUDGET = 160
+
+
+def run_drift(trials: int, seed: int, pool_file: str | None) -> str:
+    from pytest_graphnetz.gates.verdicts.rules import DEFAULT_MIN_EFFECT
+
+    raw, trained = load_or_train(pool_file)
+    delta = DEFAULT_MIN_EFFECT
+    pool = raw.copy()
+    pool[1] = raw[1] - float((raw[1] - raw[0]).mean()) - 2 * delta   # exactly −2δ in all
+    rng = np.random.default_rng(seed)
+    methods = {"graphnetz bisect (drift check)": True, "without the drift check (before)": False}
+    keys = [(label, m) for label, _ in DRIFTS for m in methods]
+    counts: dict[tuple[str, str], dict[str, int]] = {k: {} for k in keys}
+    cost: dict[tuple[str, str], list[int]] = {k: [] for k in keys}
+    t1 = time.perf_counter()
+    for _ in range(trials):
+        commits, _ = history(rng, STREAMS)
+        streams = [s for _, s in commits]
+        perm = rng.permutation(SEEDS)
+        for label, steps in DRIFTS:
+            start = int(rng.integers(1, COMMITS - steps + 1))
+            for method, check in methods.items():
+                trial = DriftTrial(pool, streams, perm, start, steps)
+                got = drift_search(trial, check=check)
+                if got.startswith("culprit"):
+                    first = int(got.split()[1])
+                    got = ("right culprit" if steps == 1 and first == start else
+                           "wrong culprit" if steps == 1 else "one commit blamed")
+                counts[label, method][got] = counts[label, method].get(got, 0) + 1
+                cost[label, method].append(len(trial.trained))
+    search_s = time.perf_counter() - t1
+    outcomes = ["right culprit", "wrong culprit", "one commit blamed", "drift", "undecided",
+                "refused"]
+    lines = [f"# Bisect on a drift and on a step: {trials} histories of {COMMITS} commits, "
+             f"seed {seed}", "",
+             f"Command: `python benchmarks/bisect_search.py --drift --trials {trials} --seed "
+             f"{seed}`" + (f" (pool: `--pool {pool_file}`)" if pool_file else ""), "",
+             f"The pool of benchmarks/bisect_results.md ({trained}), its 11-epoch model moved "
+             f"to exactly −2δ (δ = {delta}). A step: one commit at a uniform position takes "
+             "the whole −2δ. A drift: k consecutive commits from a uniform start each take "
+             "1/k of it (per seed, GOOD's value plus that share of the −2δ model's paired "
+             "difference), so each step is below δ and the total is 2δ. Innocent commits "
+             f"change RNG streams with probability {STREAM_CHANGE}, as there. Searches "
+             f"{search_s:.0f} s; budget 10 → {DEFAULT_BUDGET} seeds, alpha {ALPHA}.", "",
+             "| history | search | " + " | ".join(outcomes)
+             + " | seed-trainings per search (mean, max) |",
+             "|---|---|" + "---|" * len(outcomes) + "---|"]
+    for label, method in keys:
+        got = counts[label, method]
+        c = np.array(cost[label, method])
+        lines.append(f"| {label} | {method} | "
+                     + " | ".join(f"{100 * got.get(o, 0) / trials:.1f}%" for o in outcomes)
+                     + f" | {c.mean():.1f}, {c.max()} |")
+    lines += ["", "right culprit / wrong culprit: a step's commit named or another one; one "
+              "commit blamed: a drift read as a single culprit (the first commit where the "
+              "cumulative drop read REGRESSED); drift: the search said no single commit carries "
+              "the drop; undecided: a probe stayed INCONCLUSIVE at the budget; refused: BAD did "
+              "not read REGRESSED against GOOD (nothing to bisect). A drift's cost includes "
+              "probing each commit at 10 seeds to name those that moved."]
+    return "\n".join(lines) + "\n"
+
+
 def wilson(k: int, n: int) -> tuple[float, float]:
     from scipy.stats import binomtest
 
@@ -303,8 +421,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--pool", help="JSON file of the pool: read when it fits, else written")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", help="also write the table to this file")
+    parser.add_argument("--drift", action="store_true",
+                        help="measure a drift against a step (bisect_drift_results.md)")
     args = parser.parse_args(argv)
-    text = run(args.trials, args.seed, args.pool)
+    text = (run_drift if args.drift else run)(args.trials, args.seed, args.pool)
     print(text, end="")
     if args.out:
         Path(args.out).write_text(text)

@@ -11,10 +11,21 @@ cache, after an untimed one-seed warm-up sweep. Printed per mode and cell:
 - the seed spread: standard deviation of the test metric over seeds (first run);
 
 and the wall-time ratio of a deterministic to a non-deterministic sweep (median of the runs).
+Then two checks of what travels in the cache key (docs/cache.md):
+
+- TF32: a GCN and a GAT sweep of ``karate`` under ``deterministic=off`` with
+  ``torch.set_float32_matmul_precision("high")`` (TF32) against ``"highest"``: whether the values
+  differ and the largest difference, and whether the cache keys differ (they must); under
+  ``on`` the precision is pinned, so values and keys must not differ.
+- ``CUBLAS_WORKSPACE_CONFIG``: in a fresh interpreter with the variable unset and the runner's
+  own setting of it switched off, two ``deterministic=on`` runs of the same sweep: are they
+  still bit-identical on this torch? (PyTorch removed its check of the variable in PR
+  #161749; the runner keeps pinning it only while a GPU shows it is needed.)
 ``CUBLAS_WORKSPACE_CONFIG`` is set by the first ``on`` run before CUDA starts and stays set
 for the process, as in a pytest session: ``off`` differs from ``on`` by torch's flag only.
 
-On a machine without CUDA it says so and exits 0 (nothing to check).
+On a machine without CUDA it says "no CUDA device", prints the CPU part of the key check (the
+matmul precision in the key) and exits 0.
 
     .venv/bin/python benchmarks/gpu_check.py               # 10 seeds
     .venv/bin/python benchmarks/gpu_check.py --seeds 3     # quicker
@@ -76,6 +87,7 @@ def main() -> int:
     if not torch.cuda.is_available():
         print(f"gpu_check: no CUDA device on this machine (torch {torch.__version__}, built "
               f"with CUDA {torch.version.cuda}); nothing to check. Run it on a GPU machine.")
+        print(key_check("cpu"))
         return 0
     sys.path.insert(0, str(EXAMPLES))
     seeds = list(range(args.seeds))
@@ -101,7 +113,99 @@ def main() -> int:
     on, off = (statistics.median(seconds[m]) for m in MODES)
     print(f"\nwall per sweep (median of 2): on {on:.1f} s, off {off:.1f} s; "
           f"ratio deterministic/non-deterministic {on / off:.3f}")
+    print(key_check("cuda"))
+    for mode in MODES:
+        print(tf32_check(mode, seeds, args.root))
+    print(cublas_check(seeds, args.root))
     return 0
+
+
+def key_check(device: str) -> str:
+    """Whether the float32 matmul precision enters the cache key's context on ``device``."""
+    import torch
+
+    from pytest_graphnetz.runner import environment
+
+    def context(precision: str, mode: str) -> str:
+        before = torch.get_float32_matmul_precision()
+        torch.set_float32_matmul_precision(precision)
+        try:
+            return repr(environment.key_context(environment.machine(device, mode), mode))
+        finally:
+            torch.set_float32_matmul_precision(before)
+
+    lines = [f"\nkey check on {device}:"]
+    for mode in ("on", "off"):
+        differ = context("highest", mode) != context("high", mode)
+        lines.append(f"  deterministic={mode}: precision high vs highest -> keys "
+                     f"{'differ' if differ else 'are the same'}")
+    return "\n".join(lines)
+
+
+def tf32_check(mode: str, seeds: list[int], root: str | None) -> str:
+    """Values of a GCN and a GAT on karate with TF32 matmuls against full float32 in ``mode``."""
+    import numpy as np
+    import torch
+    from models import gat, gcn
+
+    from pytest_graphnetz import run_benchmark
+
+    reports = {}
+    for precision in ("highest", "high"):
+        torch.set_float32_matmul_precision(precision)
+        try:
+            reports[precision] = run_benchmark(["karate"], {"GCN": gcn, "GAT": gat},
+                                               seeds=seeds, device="cuda", root=root,
+                                               deterministic=mode)
+        finally:
+            torch.set_float32_matmul_precision("highest")
+    a, b = reports["highest"], reports["high"]
+    lines = [f"\nTF32 (precision high vs highest), deterministic={mode}:"]
+    for model in a.models:
+        va, vb = a.values("karate", model), b.values("karate", model)
+        same = all(a.histories[("karate", model, s)] == b.histories[("karate", model, s)]
+                   for s in a.seeds)
+        lines.append(f"  karate/{model}: histories {'identical' if same else 'differ'}, max "
+                     f"|Δ test| {float(np.nanmax(np.abs(va - vb))):.3g}; recorded "
+                     f"{b.protocol['numerics']['float32_matmul_precision']}")
+    return "\n".join(lines)
+
+
+CUBLAS_PROBE = """
+import json, os, sys
+os.environ.pop("CUBLAS_WORKSPACE_CONFIG", None)
+sys.path.insert(0, sys.argv[1])
+from models import gat, gcn
+from pytest_graphnetz import run_benchmark
+from pytest_graphnetz.runner import determinism
+determinism.prepare_cublas = lambda mode: None   # leave the variable unset
+runs = [run_benchmark(["karate"], {"GCN": gcn, "GAT": gat}, seeds=json.loads(sys.argv[2]),
+                      device="cuda", deterministic="on") for _ in range(2)]
+differ = {m: sum(runs[0].histories[("karate", m, s)] != runs[1].histories[("karate", m, s)]
+                 for s in runs[0].seeds) for m in runs[0].models}
+print(json.dumps({"cublas": os.environ.get("CUBLAS_WORKSPACE_CONFIG"), "differ": differ}))
+"""
+
+
+def cublas_check(seeds: list[int], root: str | None) -> str:
+    """Two deterministic runs in a fresh interpreter without ``CUBLAS_WORKSPACE_CONFIG``."""
+    import json
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k != "CUBLAS_WORKSPACE_CONFIG"}
+    if root is not None:
+        env["GRAPHNETZ_ROOT"] = root
+    out = subprocess.run([sys.executable, "-c", CUBLAS_PROBE, str(EXAMPLES), json.dumps(seeds)],
+                         capture_output=True, text=True, env=env, check=False)
+    if out.returncode != 0:
+        return f"\nCUBLAS_WORKSPACE_CONFIG unset: the probe failed:\n{out.stderr[-2000:]}"
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    verdict = ("still bit-identical: the pin is not needed on this torch"
+               if not any(found["differ"].values()) else
+               f"NOT bit-identical ({found['differ']} seeds differ): keep the pin")
+    return (f"\nCUBLAS_WORKSPACE_CONFIG unset (was {found['cublas']!r}), deterministic=on, two "
+            f"runs of karate/GCN and karate/GAT: {verdict}")
 
 
 if __name__ == "__main__":

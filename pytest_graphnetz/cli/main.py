@@ -15,6 +15,13 @@
     graphnetz bisect GOOD BAD [--seeds 10] [--max-seeds 160] [--min-effect D] [--alpha 0.05]
                      [--cache-dir DIR] -- [PYTEST ARGS...]
     graphnetz next-seeds VERDICTS.json --budget N [--current N]
+    graphnetz plan [--shards N] [PYTEST ARGS...]
+    graphnetz cache list|size|purge|explain [--dir DIR | --remote URL] [--producer TEXT]
+                    [--older-than DAYS] [--key KEY]... [--yes]
+    graphnetz compare --mlflow BASELINE CANDIDATE --metric NAME [--tracking-uri URI]
+                      [--best-by VAL_METRIC] [--pair-by seed] [--task-param P] [--model-param P]
+    graphnetz export mlflow VERDICTS_OR_REPORT.json [--reports DIR] [--tracking-uri URI]
+                            [--no-series]
 
 This module is the command line: the argument types (a bad value is a usage error naming the
 argument), the parser (:func:`build_parser`) and :func:`main`, which runs one small function
@@ -43,6 +50,7 @@ from pytest_graphnetz.cli.subcommands import (
     cmd_bisect,
     cmd_calibrate,
     cmd_compare,
+    cmd_export,
     cmd_history,
     cmd_latex,
     cmd_markdown,
@@ -107,6 +115,11 @@ def _report_file(text: str) -> str:
     return text
 
 
+# The compare options that only --mlflow reads.
+MLFLOW_ONLY = ("tracking_uri", "metric", "best_by", "pair_by", "task_param", "model_param",
+               "direction")
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (and exit code 2), not the usage block."""
 
@@ -142,6 +155,30 @@ def _gate_arguments(parser: argparse.ArgumentParser) -> None:
                              "rerun-safe), as pytest's --graphnetz-single-run")
 
 
+def _mlflow_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "runs logged to MLflow", "--mlflow: BASELINE and REPORT are EXPERIMENT[:FILTER], an "
+        "experiment name or id and an optional MLflow filter string (docs/mlflow.md)")
+    group.add_argument("--mlflow", action="store_true",
+                       help="judge runs logged to MLflow instead of report files")
+    group.add_argument("--tracking-uri", default=None,
+                       help="the tracking store (default: MLFLOW_TRACKING_URI)")
+    group.add_argument("--metric", default=None,
+                       help="the metric that gives each run's value (required with --mlflow)")
+    group.add_argument("--best-by", default=None, metavar="VAL_METRIC",
+                       help="take the metric at the epoch (step) this validation metric is "
+                            "best (default: the metric's last value)")
+    group.add_argument("--pair-by", default=None,
+                       help="the whole-number param that pairs runs (default: seed)")
+    group.add_argument("--task-param", default=None,
+                       help="the param naming each run's task or dataset (default: one task)")
+    group.add_argument("--model-param", default=None,
+                       help="the param naming each run's model (default: one model)")
+    group.add_argument("--direction", choices=("higher", "lower"), default=None,
+                       help="which way the metric is better (default: detected from its name: "
+                            "accuracy, AUC, MRR, Hits@K higher; MAE, RMSE, loss lower)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="graphnetz", description="Statistically aware regression testing of GNNs.")
@@ -170,7 +207,28 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--accept-hardware", action="store_true",
                          help="pair reports made on different kinds of hardware (architecture, "
                               "device, accelerator model): noted on each verdict, not refused")
+    compare.add_argument("--json", metavar="PATH", default=None,
+                         help="also write the verdicts as the plugin's JSON verdict file "
+                              "(docs/verdicts-json.md)")
+    _mlflow_arguments(compare)
     compare.set_defaults(func=cmd_compare)
+
+    export = sub.add_parser("export", help="send a session's gates to a tracker: export mlflow "
+                                           "FILE")
+    trackers = export.add_subparsers(dest="tracker", required=True, metavar="TRACKER")
+    to_mlflow = trackers.add_parser(
+        "mlflow", help="a parent run per gate call, a child per cell, a run per seed "
+                       "(docs/mlflow.md); idempotent")
+    to_mlflow.add_argument("file", type=_report_file,
+                           help="a JSON verdict file (--graphnetz-json) or a saved report")
+    to_mlflow.add_argument("--reports", default=None, metavar="DIR",
+                           help="with a verdict file: the candidate reports the session saved "
+                                "(--graphnetz-report-dir), for the per-seed runs")
+    to_mlflow.add_argument("--tracking-uri", default=None,
+                           help="the MLflow tracking store (default: MLFLOW_TRACKING_URI)")
+    to_mlflow.add_argument("--no-series", action="store_true",
+                           help="do not send the per-epoch series (they can be large)")
+    to_mlflow.set_defaults(func=cmd_export)
 
     plot = sub.add_parser("plot", help="forest plot of REPORT, or the paired comparison of "
                                        "CANDIDATE against REPORT")
@@ -194,6 +252,9 @@ def build_parser() -> argparse.ArgumentParser:
                           help="interval method (default: the report's)")
         view.set_defaults(func=func)
 
+    from pytest_graphnetz.cli.distributed import add_parsers
+
+    add_parsers(sub)
     refresh = sub.add_parser(
         "refresh", help="rewrite baselines: pytest --graphnetz-update-baselines [PYTEST ARGS]")
     refresh.add_argument("pytest_args", nargs=argparse.REMAINDER,
@@ -291,11 +352,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in ("refresh", "calibrate"):
         # Everything after the command is pytest's, in order (-k, -x, --graphnetz-seeds ...).
         args.pytest_args = argv[argv.index(args.command) + 1:]
+    elif args.command == "plan":
+        from pytest_graphnetz.cli.distributed import plan_arguments
+
+        try:
+            args.shards, args.pytest_args = plan_arguments(argv[argv.index("plan") + 1:])
+        except ValueError as exc:
+            parser.error(str(exc))
     elif args.command == "prune":
         rest = argv[argv.index(args.command) + 1:]
         args.yes, args.pytest_args = "--yes" in rest, [a for a in rest if a != "--yes"]
     elif unknown:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if args.command == "compare":
+        _check_mlflow_arguments(parser, args)
     if getattr(args, "gate", None) == "equivalent" and args.margin is not None \
             and not args.margin > 0:
         parser.error("argument --margin: --gate equivalent needs the equivalence bound "
@@ -330,6 +400,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"graphnetz {args.command}: internal error (please report it with the traceback "
               "above)", file=sys.stderr)
         return EXIT_UNUSABLE
+
+
+def _check_mlflow_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    given = [f"--{k.replace('_', '-')}" for k in MLFLOW_ONLY if getattr(args, k) is not None]
+    if not args.mlflow and given:
+        parser.error(f"argument {given[0]}: it reads runs logged to MLflow; add --mlflow")
+    if args.mlflow and args.metric is None:
+        parser.error("argument --mlflow: name the metric that gives each run's value, e.g. "
+                     "--metric test_acc")
 
 
 def _one_line(exc: BaseException) -> str:

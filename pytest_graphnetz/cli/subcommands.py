@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from pytest_graphnetz.gates.verdicts.values import CellVerdict
     from pytest_graphnetz.report import BenchmarkReport
+    from pytest_graphnetz.stats.boundaries import LookSchedule
 
 EXIT_OK, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
 GATES = {"not-worse": "not_worse", "better": "better", "equivalent": "equivalent"}
@@ -73,7 +74,8 @@ def gate_settings(args: argparse.Namespace, candidate: BenchmarkReport) -> list[
 
 
 def _verdicts(args: argparse.Namespace, baseline: BenchmarkReport,
-              candidate: BenchmarkReport) -> list[CellVerdict]:
+              candidate: BenchmarkReport, bound: LookSchedule | None = None
+              ) -> list[CellVerdict]:
     from pytest_graphnetz.gates import compare_reports
     from pytest_graphnetz.gates.compare import TESTS
     from pytest_graphnetz.gates.pairing import refuse_other_hardware
@@ -93,14 +95,18 @@ def _verdicts(args: argparse.Namespace, baseline: BenchmarkReport,
                            margin=args.margin, min_effect=args.min_effect, alpha=args.alpha,
                            strict=getattr(args, "strict", False), source=args.baseline,
                            rerun_safe=not args.single_run, first_look=args.first_look,
-                           canonical=True, alone_reason=ALONE)
+                           canonical=True, alone_reason=ALONE, bound=bound)
 
 
-def _load_pair(args: argparse.Namespace) -> tuple[BenchmarkReport, BenchmarkReport]:
-    from pytest_graphnetz.gates.baselines import load_baseline
+def _load_pair(args: argparse.Namespace
+               ) -> tuple[BenchmarkReport, BenchmarkReport, LookSchedule]:
+    """The baseline, the candidate and the schedule the baseline binds (``--first-look`` and
+    ``--alpha`` other than it are refused unless ``--single-run``)."""
+    from pytest_graphnetz.gates.baselines import read_baseline
     from pytest_graphnetz.report import BenchmarkReport
 
-    return load_baseline(args.baseline), BenchmarkReport.from_json(args.report)
+    stored = read_baseline(args.baseline)
+    return stored.report, BenchmarkReport.from_json(args.report), stored.schedule
 
 
 # Why `compare --single-run` judges alone, as its rows and messages say; and the line it prints
@@ -113,9 +119,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
     """The chosen gate of REPORT against BASELINE: every cell's verdict; exit 1 on a failure."""
     from pytest_graphnetz.gates.verdicts.formatting import gate_table
 
-    baseline, candidate = _load_pair(args)
-    verdicts = _verdicts(args, baseline, candidate)
+    if args.mlflow:
+        from pytest_graphnetz.cli.mlflow_commands import load_mlflow_pair
+
+        # runs in a tracker store no schedule: they bind none, as a report in memory
+        (baseline, candidate), bound = load_mlflow_pair(args), None
+    else:
+        baseline, candidate, bound = _load_pair(args)
+    verdicts = _verdicts(args, baseline, candidate, bound)
     failed = [v for v in verdicts if v.failed]
+    if args.json:
+        from pytest_graphnetz.cli.mlflow_commands import write_verdicts_json
+
+        write_verdicts_json(args.json, verdicts,
+                            test=f"graphnetz compare {args.baseline} {args.report}")
     if args.markdown:
         print(compare_markdown(verdicts, args), end="")
     else:
@@ -126,6 +143,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
             print()
             print(verdict.message())
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """``export mlflow FILE``: a session's gate calls and their seeds as MLflow runs."""
+    from pytest_graphnetz.cli.mlflow_commands import export_mlflow
+
+    return export_mlflow(args)
 
 
 def compare_markdown(verdicts: Sequence[CellVerdict], args: argparse.Namespace) -> str:
@@ -364,7 +388,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
         plot_forest(load_report(args.report, args.ci), path=args.output)
         return EXIT_OK
     args.baseline, args.report = args.report, args.candidate
-    baseline, candidate = _load_pair(args)
+    baseline, candidate, _ = _load_pair(args)   # a figure, not a gate: not bound
     plot_comparison(_verdicts(args, baseline, candidate), path=args.output,
                     reports=(baseline, candidate))
     return EXIT_OK

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,7 @@ from pytest_graphnetz.gates.compare import (
     compare_schedule,
     compare_spec,
     refuse_off_schedule,
+    refuse_other_schedule,
 )
 from pytest_graphnetz.gates.pairing import check_cells, missing_cells, refuse_other_hardware
 from pytest_graphnetz.gates.recorder import GateRecorder, current_recorder, saved_note
@@ -30,6 +32,7 @@ from pytest_graphnetz.gates.suite_row import SUITE
 from pytest_graphnetz.gates.verdicts.formatting import describe_values
 from pytest_graphnetz.gates.verdicts.values import CellVerdict, GateRefusal, WidthVerdict
 from pytest_graphnetz.report import BenchmarkReport
+from pytest_graphnetz.stats.boundaries import LookSchedule
 from pytest_graphnetz.stats.planning import seeds_for_width
 from pytest_graphnetz.stats.suite import DEFAULT_SUITE_WEIGHT
 
@@ -207,13 +210,15 @@ def _comparison_gate(recorder: GateRecorder, given: BenchmarkReport, baseline: B
             recorder.announce(report)
         if refreshing and isinstance(baseline, BaselineHandle):
             return _refresh(recorder, report, baseline, spec)
-        source, base = _load(recorder, baseline, report)
+        source, base, bound = _load(recorder, baseline, report)
         refuse_other_hardware(report, base, source, accept=recorder.accept_hardware)
         # Cells the baseline lacks (a new model or task) fail alone, or are written under
         # --graphnetz-add-missing; every cell the baseline has is gated all the same.
         lacking = missing_cells(report, base)
         if lacking and isinstance(baseline, BaselineHandle) and baseline.add_missing:
-            _add_missing(recorder, report, schedule, baseline, base, spec)
+            # the cells added keep the schedule the file binds
+            _add_missing(recorder, report, schedule, replace(baseline, schedule=bound), base,
+                         spec)
             if len(lacking) == len(report.tasks) * len(report.models):
                 return []   # every cell was new: written, and nothing left to compare
             gated, lacking = _present(report, base), []
@@ -225,13 +230,16 @@ def _comparison_gate(recorder: GateRecorder, given: BenchmarkReport, baseline: B
             spec = spec.with_delta(_resolvable_min_effect(gated, seeds, base, baseline,
                                                           spec.margin))
         if schedule is not None and spec.rerun_safe:
+            if bound is not None:   # adaptive seeds: the first look is MIN
+                refuse_other_schedule(bound, LookSchedule(schedule.min_seeds, spec.alpha),
+                                      source, command)
             refuse_off_schedule(schedule.planned_seeds, schedule.min_seeds, source)
         if schedule is not None:
             verdicts, header = _adaptive_gate(gated, schedule, base, spec, source=source,
                                               refresh_command=command)
         else:
             verdicts = compare_spec(gated, base, spec, source=source, refresh_command=command,
-                                    canonical=True)
+                                    canonical=True, bound=bound)
             header = f"{_TITLE[gate]} against {source} ({_config(verdicts, alpha=spec.alpha)})"
             if not spec.rerun_safe:
                 header += f"; judged alone at α: {NOT_RERUN_SAFE}"
@@ -373,7 +381,10 @@ def _refresh(recorder: GateRecorder, report: BenchmarkReport, handle: BaselineHa
     __tracebackhide__ = True
     from pytest_graphnetz.gates.ratchet import refresh
 
-    outcome = refresh(handle, report, _ratchet_judge(spec))
+    # the schedule this gate walks, bound to the baseline it writes
+    first = spec.first_look if spec.first_look is not None else LookSchedule().first_look
+    outcome = refresh(replace(handle, schedule=LookSchedule(first, spec.alpha)), report,
+                      _ratchet_judge(spec))
     status = "UPDATED" if outcome.written else "REFUSED"
     failing = () if outcome.written else outcome.refused
     recorder.record(outcome.previous, status=status, failing=failing)
@@ -404,19 +415,23 @@ def _ratchet_judge(spec: GateSpec) -> Judge:
     return judge
 
 
-def _load(recorder: GateRecorder, baseline: BaselineLike,
-          candidate: BenchmarkReport) -> tuple[str, BenchmarkReport]:
+def _load(recorder: GateRecorder, baseline: BaselineLike, candidate: BenchmarkReport
+          ) -> tuple[str, BenchmarkReport, LookSchedule | None]:
+    """What the gate says the baseline is, the report it pairs with, and the schedule the
+    baseline binds (a file's; None for a report held in memory, which stores none)."""
     __tracebackhide__ = True
     if isinstance(baseline, BenchmarkReport):
-        return "the baseline report", baseline
+        return "the baseline report", baseline, None
     if isinstance(baseline, BaselineHandle):
         # relative to the rootdir in pytest; a cell's replicate means where it has them
-        base, note = baseline.read().paired_with(candidate)
-        return baseline.shown + note, base
+        stored = baseline.read()
+        base, note = stored.paired_with(candidate)
+        return baseline.shown + note, base, stored.schedule
     if isinstance(baseline, (str, os.PathLike)):
         recorder.used(str(Path(baseline).resolve()))
-        base, note = read_baseline(Path(baseline)).paired_with(candidate)
-        return str(baseline) + note, base
+        stored = read_baseline(Path(baseline))
+        base, note = stored.paired_with(candidate)
+        return str(baseline) + note, base, stored.schedule
     raise TypeError(f"`baseline` must be a BenchmarkReport, a path or a baseline handle, "
                     f"got {type(baseline).__name__}")
 

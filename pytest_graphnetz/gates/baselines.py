@@ -54,6 +54,7 @@ from pytest_graphnetz.report.schema import (
 )
 from pytest_graphnetz.report.session_files import shown
 from pytest_graphnetz.report.values_form import rule_values, rule_values_from_json
+from pytest_graphnetz.stats.boundaries import LookSchedule
 
 # Characters that are not portable in file names (Windows forbids these; "/" would nest), and
 # "%" itself: each is written as %XX (its UTF-8 bytes), so distinct names stay distinct files.
@@ -180,6 +181,8 @@ class StoredBaseline:
     legacy: bool = False
     replicates: Mapping[Cell, Replicates] = field(default_factory=dict)
     written: Mapping[Cell, Mapping[str, object]] = field(default_factory=dict)
+    # the schedule the baseline was refreshed under (the default where the file has none)
+    schedule: LookSchedule = field(default_factory=LookSchedule)
 
     def paired_with(self, candidate: BenchmarkReport) -> tuple[BenchmarkReport, str]:
         """The report a gate pairs ``candidate`` with, and what the gate's header says of it
@@ -211,10 +214,14 @@ class StoredBaseline:
 
 def to_text(report: BenchmarkReport, anchors: Mapping[Cell, Anchor],
             replicates: Mapping[Cell, Replicates] | None = None,
-            written: Mapping[Cell, Mapping[str, object]] | None = None) -> str:
+            written: Mapping[Cell, Mapping[str, object]] | None = None,
+            schedule: LookSchedule | None = None) -> str:
     """The file text of a baseline: ``report``'s values-only form with each cell's anchor,
-    replicates (those that hold ``report``'s seeds) and the refresh it was written under."""
+    replicates (those that hold ``report``'s seeds) and the refresh it was written under, and
+    the ``schedule`` the gates against it walk (None: not stored, read as the default)."""
     data = report.to_values_dict()
+    if schedule is not None:
+        data["schedule"] = schedule.to_json()
     for (task, model), anchor in anchors.items():
         data["models"][model]["tasks"][task]["anchor"] = anchor.to_json()
     for (task, model), record in (written or {}).items():
@@ -230,12 +237,13 @@ def to_text(report: BenchmarkReport, anchors: Mapping[Cell, Anchor],
 def write_baseline(path: str | Path, report: BenchmarkReport,
                    anchors: Mapping[Cell, Anchor], *, root: Path | None = None,
                    replicates: Mapping[Cell, Replicates] | None = None,
-                   written: Mapping[Cell, Mapping[str, object]] | None = None) -> Path:
-    """Write ``report`` with ``anchors`` (and ``replicates``) to ``path`` atomically (a reader
-    never sees half); messages print ``path`` relative to ``root`` (the rootdir) when it lies
-    inside."""
+                   written: Mapping[Cell, Mapping[str, object]] | None = None,
+                   schedule: LookSchedule | None = None) -> Path:
+    """Write ``report`` with ``anchors`` (and ``replicates``, and the ``schedule`` it binds) to
+    ``path`` atomically (a reader never sees half); messages print ``path`` relative to
+    ``root`` (the rootdir) when it lies inside."""
     path = Path(path)
-    text = to_text(report, anchors, replicates, written)
+    text = to_text(report, anchors, replicates, written, schedule)
     # Older versions wrote temp files beside the baseline, where a killed write's could get
     # committed; sweep those and the temp directories killed writes left, then write through
     # an ignored temp directory of this write's own.
@@ -268,8 +276,9 @@ def read_baseline(path: str | Path, *, update_command: str | None = None,
     try:
         data = read_json(path, what="baseline")
         report = BenchmarkReport.from_dict(data, source=name)
+        schedule = LookSchedule.from_json(data.get("schedule"))
         if data["schema"] == SCHEMA:
-            return StoredBaseline(report, legacy=True)
+            return StoredBaseline(report, legacy=True, schedule=schedule)
         anchors, replicates, written = {}, {}, {}
         for model, block in data["models"].items():
             for task, cell in block["tasks"].items():
@@ -283,7 +292,8 @@ def read_baseline(path: str | Path, *, update_command: str | None = None,
                         cell["replicates"], f"cell {task}/{model}")
         for cell_key, anchor in anchors.items():
             _check_anchor(report, cell_key, anchor, written.get(cell_key, {}))
-        return StoredBaseline(report, anchors, replicates=replicates, written=written)
+        return StoredBaseline(report, anchors, replicates=replicates, written=written,
+                              schedule=schedule)
     except ReportSchemaError as exc:
         raise BaselineSchemaError(
             f"baseline {name} was written by a newer pytest-graphnetz (schema version "
@@ -399,6 +409,8 @@ class BaselineHandle:
     - ``add_missing``: a gate given this handle writes the cells the baseline lacks (a new
       model or task; the whole file when there is none) and compares the others as usual
       (``--graphnetz-add-missing``).
+    - ``schedule``: with ``update``, the schedule the refresh writes into the file (the
+      refreshing gate's; None: none written, read as the default).
     """
 
     path: Path
@@ -408,6 +420,7 @@ class BaselineHandle:
     accept: frozenset[str] = frozenset()
     add_missing: bool = False
     root: Path | None = None  # messages print ``path`` relative to it (the rootdir)
+    schedule: LookSchedule | None = None   # what a refresh writes: the refreshing gate's
 
     @property
     def shown(self) -> str:

@@ -40,7 +40,7 @@ from pytest_graphnetz.stats.boundaries import Design
 from pytest_graphnetz.stats.comparison import Comparison, Evidence, Plan, measure
 from pytest_graphnetz.stats.decisions import decision_of, plan_seeds, verdict_at
 from pytest_graphnetz.stats.sequential import FamilyDecision
-from pytest_graphnetz.stats.skew import SKEW_HOLDS_FROM, SkewCheck, corrected_p_values, skew_check
+from pytest_graphnetz.stats.skew import SkewCheck, corrected_p_values, skew_check
 from pytest_graphnetz.stats.suite import DEFAULT_SUITE_WEIGHT
 
 Family = Callable[[Sequence[Sequence[float]], Sequence[Design]], FamilyDecision]
@@ -80,7 +80,8 @@ class GateCell:
     # The evidence of every held seed, when that decides the cell without a look (a diverged
     # candidate, or every held seed identical: fixed runs)
     whole: Evidence | None = None
-    skew: SkewCheck | None = None   # the skew guard on the held seeds, at the last look compared
+    # the skew guard at each look compared, by its seed count (on exactly that look's seeds)
+    skews: dict[int, SkewCheck] = field(default_factory=dict)
 
     @property
     def held(self) -> list[int]:
@@ -107,30 +108,27 @@ class GateCell:
                            kind="not_worse", test=test, margin=margin,
                            min_effect=self.min_effect, alpha=self.design.nominal[self.look],
                            rng=rng, label=f"{self.task}/{self.model}", seeds=seeds)
-        return self._skew_guarded(evidence, test)
+        return self._skew_guarded(evidence, test, seeds)
 
-    def _skew_guarded(self, evidence: Evidence, test: str) -> Evidence:
+    def _skew_guarded(self, evidence: Evidence, test: str, seeds: Sequence[int]) -> Evidence:
         """``evidence`` with its p-values from Hall's skew-corrected t where the skew guard, on
-        every seed the cell holds, corrects (:mod:`~pytest_graphnetz.stats.skew`: it fires on 20
-        or more), with a note where it fires; the paired t only (not on folds, whose differences
-        are not independent). The corrected test's evidence, before anything is decided on it."""
+        exactly the ``seeds`` this evidence measured (a look's prefix: no seed past it), fires
+        (:mod:`~pytest_graphnetz.stats.skew`: from 10 seeds), with a note saying so; the paired
+        t only (not on folds, whose differences are not independent). The corrected test's
+        evidence, before anything is decided on it."""
         if (test != "paired-t" or self.folds is not None or evidence.diverged_seeds
                 or evidence.identical or evidence.n < 2):
             return evidence
         sign = 1.0 if self.spec.higher_is_better else -1.0
-        d = np.array([sign * (self.candidate[s] - self.baseline[s]) for s in self.held
-                      if s in self.candidate and s in self.baseline])
-        self.skew = skew_check(d[np.isfinite(d)])
-        if not self.skew.fires:
+        d = np.array([sign * (self.candidate[s] - self.baseline[s]) for s in seeds])
+        check = self.skews[len(seeds)] = skew_check(d[np.isfinite(d)])
+        if not check.fires:
             return evidence
-        if not self.skew.corrects:   # too few seeds to correct with: named, not corrected
-            return replace(evidence, notes=(*evidence.notes, skew_note(
-                self.skew, self._baseline_lacks(SKEW_HOLDS_FROM))))
         p_reg, p_nw, p_bt = corrected_p_values(evidence.p_value, evidence.p_reverse,
                                                evidence.p_better, n=evidence.n,
-                                               skewness=self.skew.skewness)
+                                               skewness=check.skewness)
         return replace(evidence, p_value=p_reg, p_reverse=p_nw, p_better=p_bt,
-                       notes=(*evidence.notes, skew_note(self.skew)))
+                       notes=(*evidence.notes, skew_note(check)))
 
     def look_verdict(self, evidence: Evidence) -> stats.Verdict | None:
         """The kernel at this look: NOT WORSE's and BETTER's boundaries (REGRESSED is the
@@ -151,6 +149,7 @@ class GateCell:
         seeds = self.held if self.whole is not None else self.seeds[:self.design.looks[k]]
         comp = self._reported(k, fam, i)
         name = verdict_name(comp.verdict)
+        skew = self.skews.get(len(seeds)) if self.tested else None
         changed = (changed_model_notes(report, baseline, self.model, seeds, task=self.task)
                    if name == "IDENTICAL" else ())
         collapsed, collapse_note = self._collapse(seeds)
@@ -170,12 +169,10 @@ class GateCell:
             table_note="; ".join(x for x in (self._table_note(
                 name, look, changed=changed_model_table_note(changed), collapsed=collapse_note),
                 diverged_note(comp.diverged_seeds),
-                skew_table_note(self.skew if self.tested else None,
-                                self._baseline_lacks(SKEW_HOLDS_FROM)),
-                unpaired_table_note(report, baseline), cache_note,
+                skew_table_note(skew), unpaired_table_note(report, baseline), cache_note,
                 tuning_table_note(report, baseline)) if x),
             folds=self.folds, call_alpha=self.design.alpha, look=look,
-            skew=self.skew if self.tested else None)
+            skew=skew)
 
     def _reported(self, k: int, fam: FamilyDecision | None, i: int) -> Comparison:
         """The comparison of look ``k`` as reported, built once from its evidence: the cell's
@@ -229,10 +226,6 @@ class GateCell:
         return collapse_notes([self.baseline[s] for s in seeds],
                               [self.candidate[s] for s in seeds], seeds,
                               higher_is_better=self.spec.higher_is_better)
-
-    def _baseline_lacks(self, n: int) -> bool:
-        """Whether the baseline lacks any of the seeds 0..n−1 (more seeds need a refresh)."""
-        return any(s not in self.baseline for s in range(n))
 
     def _described(self, values: dict[int, float], seeds: Sequence[int],
                    source: BenchmarkReport) -> stats.CellStats:
@@ -296,39 +289,24 @@ class GateCell:
         return Plan(plan.next_look, plan.expected)
 
 
-def skew_note(check: SkewCheck, baseline_short: bool = False) -> str:
+def skew_note(check: SkewCheck) -> str:
     """The message's note on a cell where the skew guard fired: the skew, what it does to the
-    plain t test, and what decided the cell (benchmarks/skew_sequential_results.md); asking
-    for more seeds, it says to refresh first when the baseline lacks them."""
-    refresh = (f"; the baseline lacks them: refresh it with {SKEW_HOLDS_FROM} seeds first"
-               if baseline_short else "")
+    plain t test, and what decided the cell (benchmarks/skew_chain_results.md)."""
     threat = "false REGRESSED" if check.side == "right" else "a wrong NOT WORSE or BETTER"
-    decided = (
-        "these p-values and the verdict are Hall's skew-corrected t (Hall 1992), which holds it "
-        f"at or under 1.5α from {SKEW_HOLDS_FROM} held seeds; the interval shown is the plain "
-        "t's" if check.corrects else
-        f"the verdict is the plain t's: {check.n} seeds are too few to correct with (the "
-        f"corrected t only trims the excess there), so hold {SKEW_HOLDS_FROM} or more seeds "
-        f"(--graphnetz-seeds={SKEW_HOLDS_FROM}{refresh}), from which the gate decides such a "
-        "cell on the skew-corrected t")
-    return (f"skewed paired differences: skewness {check.skewness:+.2f} on the {check.n} held "
-            f"seeds, {abs(check.z):.1f} standard errors from 0 (the guard fires above "
+    return (f"skewed paired differences: skewness {check.skewness:+.2f} on this look's "
+            f"{check.n} seeds, {abs(check.z):.1f} standard errors from 0 (the guard fires above "
             f"{check.threshold:g}). On such differences the plain t test gives {threat} up to "
-            "9-15% of the time instead of α (gamma and exponential, 10-80 seeds: "
-            f"docs/guarantees.md); {decided}")
+            "9-15% of the time instead of α (gamma and exponential, 10-80 seeds); these "
+            "p-values and the verdict are Hall's skew-corrected t (Hall 1992), which holds it "
+            "near 2α in the rerun chain 10 → 20 → 40 → 80 (benchmarks/skew_chain_results.md, "
+            "docs/guarantees.md); the interval shown is the plain t's")
 
 
-def skew_table_note(check: SkewCheck | None, baseline_short: bool = False) -> str:
-    """The table's Note on a cell where the skew guard fired ("" otherwise); asking for more
-    seeds, it says to refresh first when the baseline lacks them (``baseline_short``)."""
+def skew_table_note(check: SkewCheck | None) -> str:
+    """The table's Note on a cell where the skew guard fired ("" otherwise)."""
     if check is None or not check.fires:
         return ""
-    if check.corrects:
-        return f"skewed (skew {check.skewness:+.1f}): skew-corrected t"
-    first = (f"refresh the baseline with {SKEW_HOLDS_FROM} seeds, then " if baseline_short
-             else "")
-    return (f"skewed (skew {check.skewness:+.1f}): t test less reliable, "
-            f"{first}hold {SKEW_HOLDS_FROM}+ seeds")
+    return f"skewed (skew {check.skewness:+.1f}): skew-corrected t"
 
 
 def decide_cells(cells: Sequence[GateCell], spec: GateSpec, *,

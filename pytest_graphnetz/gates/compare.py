@@ -21,7 +21,7 @@ from pytest_graphnetz.gates.pairing import (
     changed_model_notes,
     changed_model_table_note,
     check_cells,
-    check_metrics,
+    comparable_baseline,
     environment_notes,
     refuse_changed_data,
     refuse_diverged_baseline,
@@ -42,6 +42,7 @@ from pytest_graphnetz.stats.boundaries import (
     DEFAULT_FIRST_LOOK,
     DEFAULT_RHO,
     Design,
+    LookSchedule,
     design,
     single_look,
 )
@@ -59,8 +60,8 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
                     rng: stats.RngLike = None, refresh_command: str | None = None,
                     suite: bool = False, suite_min_effect: float | None = None,
                     rerun_safe: bool = True, first_look: int | None = None,
-                    canonical: bool = False, alone_reason: str | None = None
-                    ) -> list[CellVerdict]:
+                    canonical: bool = False, alone_reason: str | None = None,
+                    bound: LookSchedule | None = None) -> list[CellVerdict]:
     """Every candidate cell of ``report`` against ``baseline`` (``not_worse``: Holm across the
     tested cells, on the one decision path, :func:`decide_cells`; ``suite``: the suite rows
     after the cells, see :func:`assert_not_worse`); raises nothing but :class:`GateRefusal` /
@@ -80,19 +81,23 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
     non-finite at a paired seed is refused (:func:`refuse_diverged_baseline`: a refresh,
     which is not canonical, excludes such a seed). ``alone_reason``: what the rows say when
     ``rerun_safe`` is False (a refresh, a bisect probe; default: the
-    ``--graphnetz-single-run`` option, :data:`NOT_RERUN_SAFE`).
+    ``--graphnetz-single-run`` option, :data:`NOT_RERUN_SAFE`). ``bound``: the schedule stored
+    with the baseline (:class:`~.schedule.LookSchedule`); with ``rerun_safe``, a call whose
+    first look or α differs from it is refused (:func:`refuse_other_schedule`). None: a
+    baseline that binds none (a report held in memory).
     """
     __tracebackhide__ = True
     call = GateSpec(gate=gate, test=test, margin=margin, min_effect=min_effect, alpha=alpha,
                     strict=strict, rng=rng, suite=suite, suite_min_effect=suite_min_effect,
                     rerun_safe=rerun_safe, first_look=first_look)
     return compare_spec(report, baseline, call, source=source, refresh_command=refresh_command,
-                        canonical=canonical, alone_reason=alone_reason)
+                        canonical=canonical, alone_reason=alone_reason, bound=bound)
 
 
 def compare_spec(report: BenchmarkReport, baseline: BenchmarkReport, call: GateSpec, *,
                  source: str = "the baseline", refresh_command: str | None = None,
-                 canonical: bool = False, alone_reason: str | None = None) -> list[CellVerdict]:
+                 canonical: bool = False, alone_reason: str | None = None,
+                 bound: LookSchedule | None = None) -> list[CellVerdict]:
     """:func:`compare_reports` with the call's settings in ``call`` (its δ a number or None)."""
     __tracebackhide__ = True
     gate, test, margin, alpha, rng = call.gate, call.test, call.margin, call.alpha, call.rng
@@ -105,14 +110,16 @@ def compare_spec(report: BenchmarkReport, baseline: BenchmarkReport, call: GateS
             "`min_effect`", "`suite_min_effect`"))
     check_cells(report, baseline, source)
     seeds = shared_seeds(report, baseline, source)
-    check_metrics(report, baseline, source)
+    baseline, ruled = comparable_baseline(report, baseline, source)
     first = DEFAULT_FIRST_LOOK if call.first_look is None else int(call.first_look)
+    if bound is not None and rerun_safe:
+        refuse_other_schedule(bound, LookSchedule(first, alpha), source, refresh_command)
     if canonical and rerun_safe:
         refuse_off_schedule(seeds, first, source)
     refuse_changed_data(report, baseline, seeds, source)
     if canonical:
         refuse_diverged_baseline(report, baseline, seeds, source, refresh_command)
-    notes = (environment_notes(report, baseline) + tuning_notes(report, baseline, seeds)
+    notes = (ruled + environment_notes(report, baseline) + tuning_notes(report, baseline, seeds)
              + unpaired_notes(report, baseline, seeds, refresh_command))
     cand_idx = [report.seeds.index(s) for s in seeds]
     base_idx = [baseline.seeds.index(s) for s in seeds]
@@ -212,6 +219,21 @@ def refuse_off_schedule(seeds: Sequence[int], first: int, source: str) -> None:
         raise GateRefusal(message, reason=message.removeprefix("graphnetz: "))
 
 
+def refuse_other_schedule(bound: LookSchedule, asked: LookSchedule, source: str,
+                          refresh_command: str | None = None) -> None:
+    """Refuse a run whose schedule (``asked``: its first look, α, ρ) is not the one stored with
+    the baseline (``bound``): a run under another first look or α is not a later look of the
+    schedule the baseline's earlier verdicts were read on, but a fresh chance at a pass. One
+    line: both schedules and the fix."""
+    if asked == bound:
+        return
+    refresh = f"`{refresh_command}`" if refresh_command else "--graphnetz-update-baselines"
+    message = (f"graphnetz: {source} binds the schedule {bound.describe()}; this run asks "
+               f"{asked.describe()}: run under the baseline's schedule, or refresh the "
+               f"baseline under the new one ({refresh}), or pass --graphnetz-single-run "
+               "(rerun_safe=False) to judge this run alone at α (not rerun-safe)")
+    raise GateRefusal(message, reason=message.removeprefix("graphnetz: "))
+
 
 def compare_schedule(report: BenchmarkReport, schedule: Schedule, baseline: BenchmarkReport,
                      call: GateSpec | None = None, *, source: str = "the baseline",
@@ -235,8 +257,8 @@ def compare_schedule(report: BenchmarkReport, schedule: Schedule, baseline: Benc
     if min_effect is not None and not min_effect > margin:
         raise ValueError(min_effect_error(min_effect, margin))
     check_cells(report, baseline, source)
-    check_metrics(report, baseline, source)
-    tuned = tuning_notes(report, baseline, schedule.planned_seeds)
+    baseline, ruled = comparable_baseline(report, baseline, source)
+    tuned = ruled + tuning_notes(report, baseline, schedule.planned_seeds)
     # a baseline non-finite at a planned seed is refused before any look, as in a fixed run:
     # a look that reached that seed would have nothing to read the candidate's value against
     refuse_diverged_baseline(report, baseline,

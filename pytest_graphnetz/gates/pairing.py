@@ -10,6 +10,7 @@ where they can be shown); a device or library difference is a note on the verdic
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -29,7 +30,7 @@ from pytest_graphnetz.report import BenchmarkReport
 from pytest_graphnetz.stats.paired import paired_test
 
 # Protocol entries that change the last digits but not the protocol: noted, never refused.
-_ENVIRONMENT_KEYS = ("device", "threads", "versions", "gpu", "hardware")
+_ENVIRONMENT_KEYS = ("device", "threads", "versions", "gpu", "hardware", "numerics")
 # The kind of hardware (protocol["hardware"]) that a gate refuses to pair across unless
 # accepted: another architecture, device kind or accelerator model runs other kernels. The CPU
 # model, torch and CUDA versions are noted only: a dependency upgrade is a change to gate, and
@@ -119,7 +120,7 @@ def training_unchanged(report: BenchmarkReport, task: str, model: str,
         return None
     series = np.array([v for h in histories if h is not None for v in h.test], dtype=float)
     distinct = np.unique(series[np.isfinite(series)])
-    values = report.values(task, model)[[list(report.seeds).index(s) for s in seeds]]
+    values = report.values(task, model)[report.seed_positions(seeds)]
     if distinct.size < _LATTICE_VALUES or values.size < 2 or not np.isfinite(values).all():
         return None
     step = float(np.diff(distinct).min())
@@ -196,7 +197,8 @@ def _far_below(values: Sequence[float], at: int, *, higher_is_better: bool,
 
 
 def shared_seeds(report: BenchmarkReport, baseline: BenchmarkReport, source: str) -> list[int]:
-    seeds = [s for s in report.seeds if s in baseline.seeds]
+    held = set(baseline.seeds)
+    seeds = [s for s in report.seeds if s in held]
     if len(seeds) < 2:
         raise GateRefusal(
             f"cannot pair: the candidate and the baseline share {len(seeds)} seed(s)\n"
@@ -226,7 +228,38 @@ def check_cells(report: BenchmarkReport, baseline: BenchmarkReport, source: str)
         raise exc
 
 
-def check_metrics(report: BenchmarkReport, baseline: BenchmarkReport, source: str) -> None:
+def comparable_baseline(report: BenchmarkReport, baseline: BenchmarkReport, source: str
+                        ) -> tuple[BenchmarkReport, tuple[str, ...]]:
+    """``(baseline read as the candidate reads, notes)``: a number means the same on both
+    sides of a pair. The metric, its direction and the fold scheme must agree (else
+    :class:`GateRefusal`); the epoch rule is the candidate's: a baseline written under the
+    other rule is read at the candidate's (it holds both where its task has validation
+    series; a note says so), or refused naming both rules where it cannot be."""
+    _check_scheme(report, baseline, source)
+    rule, written = report.epoch_selection, baseline.epoch_selection
+    if rule == written:
+        return baseline, ()
+    support = baseline.epoch_selection_support()
+    lacking = [t for t in report.tasks if rule == "best_val" and not support.get(t)]
+    if lacking:
+        raise GateRefusal(
+            f"cannot pair: the candidate reads {rule}, the baseline {written}\n"
+            f"the candidate selects each seed's epoch by {rule!r} but {source} was written "
+            f"under {written!r} and has no validation series for task(s) {lacking} to select "
+            f"by {rule!r}: the two sides would be read at different epochs. Compare at one "
+            f"rule: set `epoch_selection = {written!r}` on the candidate, or refresh the "
+            "baseline from a run that records validation series",
+            reason=f"epoch rules differ (candidate {rule}, baseline {written}): not paired")
+    aligned = copy.copy(baseline)   # the caller's baseline keeps its own rule
+    aligned.epoch_selection = rule
+    return aligned, (f"{source} was written under epoch rule {written!r}; it is read at the "
+                     f"candidate's rule {rule!r} (it holds both), so both sides are compared "
+                     "at one rule",)
+
+
+def _check_scheme(report: BenchmarkReport, baseline: BenchmarkReport, source: str) -> None:
+    """Refuse a task whose metric, direction or fold scheme differs between the sides (the
+    fold scheme where both record their task's configuration: ``from_arrays`` records none)."""
     for task in report.tasks:
         a, b = report.metric(task), baseline.metric(task)
         if (a.name, a.higher_is_better) != (b.name, b.higher_is_better):
@@ -236,6 +269,18 @@ def check_metrics(report: BenchmarkReport, baseline: BenchmarkReport, source: st
                 f"has {b.name} ({b.direction}); two different metrics cannot be paired. "
                 "Refresh the baseline if the metric change is intended."
             )
+        ours, theirs = report.folds(task), baseline.folds(task)
+        recorded = all((r.protocol.get("tasks") or {}).get(task) for r in (report, baseline))
+        if recorded and ours != theirs:
+            def scheme(k: int | None) -> str:
+                return "plain seeds (no folds)" if k is None else f"{k}-fold cross-validation"
+            raise GateRefusal(
+                f"cannot pair task {task!r}: another fold scheme than the baseline's\n"
+                f"task {task!r}: the candidate ran {scheme(ours)} but {source} "
+                f"{scheme(theirs)}; seed s names another split on each side, so a per-seed "
+                "pairing would be fictional. Run the baseline's scheme, or refresh the "
+                "baseline if the change is intended.",
+                reason=f"fold schemes differ on {task}: not paired")
 
 
 def refuse_diverged_baseline(report: BenchmarkReport, baseline: BenchmarkReport,
@@ -245,7 +290,7 @@ def refuse_diverged_baseline(report: BenchmarkReport, baseline: BenchmarkReport,
     cannot read the candidate's seed there against anything, so a pass would rest on a seed
     nobody judged. One line per cell: the cell, the side, the seeds, the fix. (A candidate
     diverged where the baseline did not is a verdict, REGRESSED, not this refusal.)"""
-    idx = [baseline.seeds.index(s) for s in seeds]
+    idx = baseline.seed_positions(seeds)
     bad = {}
     for task in report.tasks:
         for model in report.models:
@@ -305,9 +350,10 @@ def unpaired_cell(report: BenchmarkReport, baseline: BenchmarkReport, task: str,
     spec = report.metric(task)
     cand, base = report.values(task, model), baseline.values(task, model)
     if seeds is None:
-        seeds = [s for s in report.seeds if s in baseline.seeds]
-    c = cand[[report.seeds.index(s) for s in seeds]]
-    b = base[[baseline.seeds.index(s) for s in seeds]]
+        held = set(baseline.seeds)
+        seeds = [s for s in report.seeds if s in held]
+    c = cand[report.seed_positions(seeds)]
+    b = base[baseline.seed_positions(seeds)]
     better, worse = (c, b) if spec.higher_is_better else (b, c)
     try:
         # A seed diverged on either side is left out (and noted), as in every comparison.
@@ -324,7 +370,8 @@ def unpaired_cell(report: BenchmarkReport, baseline: BenchmarkReport, task: str,
 def unpaired_notes(report: BenchmarkReport, baseline: BenchmarkReport, seeds: Sequence[int],
                     refresh_command: str | None) -> tuple[str, ...]:
     """Candidate seeds the baseline lacks are left out: say so, and how to pair them."""
-    extra = [s for s in report.seeds if s not in seeds]
+    paired = set(seeds)
+    extra = [s for s in report.seeds if s not in paired]
     if not extra:
         return ()
     return (f"candidate seed(s) {seed_list(extra)} have no baseline counterpart (the baseline "

@@ -169,7 +169,8 @@ def refresh(handle: BaselineHandle, candidate: BenchmarkReport, judge: Judge) ->
         report, anchors = _merge(stored, candidate, handle)
         write_baseline(handle.path, report, anchors, root=handle.root,
                        replicates=_replicates(stored, candidate),
-                       written=_written(stored, candidate, handle, previous, anchored))
+                       written=_written(stored, candidate, handle, previous, anchored),
+                       schedule=handle.schedule)
         return RefreshOutcome(handle, True, previous, anchored, refused, new_cells,
                               outcome.replaced)
 
@@ -357,7 +358,8 @@ def drop_cells(path: Path, cells: Collection[Cell], *, write: bool,
     A baseline is a task × model grid, so a cell goes only with its whole model (every task of
     it among ``cells``) or its whole task (every model); the rest of ``cells`` is kept and
     listed, and so is every cell of a file that would be left empty (delete the file, or the
-    test, instead). Every other cell keeps its values, anchor, replicates and refresh record.
+    test, instead). Every other cell keeps its values, anchor, replicates and refresh record,
+    and the file its schedule.
     ``write=False``: what a removal would do, nothing written."""
     with baseline_lock(path, root=root):
         stored = read_baseline(path, root=root)
@@ -373,7 +375,8 @@ def drop_cells(path: Path, cells: Collection[Cell], *, write: bool,
             write_baseline(path, report.subset(tasks=tasks, models=models),
                            {c: a for c, a in stored.anchors.items() if c in rest}, root=root,
                            replicates={c: r for c, r in stored.replicates.items() if c in rest},
-                           written={c: r for c, r in stored.written.items() if c in rest})
+                           written={c: r for c, r in stored.written.items() if c in rest},
+                           schedule=stored.schedule)
         return dropped, kept
 
 

@@ -41,6 +41,8 @@ def finish(session: GraphnetzSession, exitstatus: int) -> list[Section]:
         if lines:
             sections.append(("graphnetz gates", lines))
         written = write_outputs(session, summary)
+        if s.mlflow is not None:
+            written.append(export_mlflow(session, summary))
     else:
         written = []
     if session.usage.unused_cells and s.fail_unused:
@@ -50,7 +52,7 @@ def finish(session: GraphnetzSession, exitstatus: int) -> list[Section]:
     calibration = calibration_lines(session)
     if calibration:
         sections.append(("graphnetz calibration", calibration))
-    if session.reports:
+    if session.reports and not s.report_dir_temporary:
         sections.append((None, [
             f"graphnetz: {len(session.reports)} candidate report(s) saved under "
             f"{session.shown(s.report_dir)}"]))
@@ -97,6 +99,35 @@ def write_outputs(session: GraphnetzSession, summary: GateSummary) -> list[str]:
     written, failed = write_summaries(text, s.summary, session.step_summary, show=session.shown)
     lines += [f"graphnetz: Markdown summary written to {session.shown(path)}" for path in written]
     return lines + failed
+
+
+def export_mlflow(session: GraphnetzSession, summary: GateSummary) -> str:
+    """``--graphnetz-mlflow``: the session's gate calls sent to MLflow; one line, a warning when
+    the store is down or refuses (the verdicts and the exit status stay as they are)."""
+    from pytest_graphnetz.plugin.tracker import export_session
+
+    s = session.settings
+    try:
+        from pytest_graphnetz.plugin.mlflow_export import MlflowTracker
+
+        tracker = MlflowTracker(None if s.mlflow == "default" else s.mlflow,
+                                option="--graphnetz-mlflow")
+    except Exception as exc:   # the package missing, a URI MLflow does not accept
+        return f"graphnetz: warning: nothing exported to MLflow ({exc})"
+    try:
+        return export_session(summary.to_json(), session.reports, tracker,
+                              root=session.config.rootpath, series=s.mlflow_series)
+    finally:
+        if s.report_dir_temporary and s.report_dir is not None:
+            import shutil
+
+            # this process's folder, and under xdist each worker's (its reports' paths name it)
+            prefix = s.report_dir.name.rsplit("-", 1)[0]
+            folders = {s.report_dir} | {parent for p in session.reports
+                                        for parent in Path(p).parents
+                                        if parent.name.startswith(prefix)}
+            for folder in folders:
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 def calibration_lines(session: GraphnetzSession) -> list[str]:

@@ -152,6 +152,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     # written here.
     graphnetz = session.config.stash[STASH_KEY]
     graphnetz.close()
+    if graphnetz.settings.plan is not None:
+        from pytest_graphnetz.plugin.sharding import write_plan
+
+        write_plan(graphnetz.settings.plan, graphnetz.planned)
     session.config.stash[USAGE_KEY].finish(session, int(exitstatus))
     # The controller writes, from every worker's reports; a session with nothing to write or
     # show (plain tests) need not load the module that would.

@@ -47,11 +47,11 @@ class Option:
     where typing compiles each annotation of a NamedTuple and a dataclass compiles the methods
     it generates (benchmarks/plugin_overhead.py counts what a run pays)."""
 
-    __slots__ = ("name", "help", "flag", "metavar", "repeat", "command_line_only")
+    __slots__ = ("name", "help", "flag", "metavar", "repeat", "command_line_only", "const")
 
     def __init__(self, name: str, help: str, *, flag: bool = False,  # noqa: A002 (argparse's)
                  metavar: str | None = None, repeat: bool = False,
-                 command_line_only: bool = False) -> None:
+                 command_line_only: bool = False, const: str | None = None) -> None:
         self.name = name
         self.help = help
         self.flag = flag
@@ -60,6 +60,8 @@ class Option:
         # Command line only: its ini key exists so that setting it is refused with the reason
         # (:func:`refuse_command_line_only`), not ignored as an unknown key.
         self.command_line_only = command_line_only
+        # The value of the option given without one (``--graphnetz-mlflow``); None: it needs one.
+        self.const = const
 
     def __repr__(self) -> str:
         return f"Option({self.name!r})"
@@ -135,6 +137,26 @@ OPTIONS = (
     Option("baseline-replicates", "with --graphnetz-update-baselines: train each baseline "
             "seed R times (its run and R-1 salted reruns: same data and split) and pair every "
             "candidate seed with their mean (default 1; docs/gates.md)", metavar="R"),
+    Option("remote-cache", "a team's shared triple cache beside the local one: any fsspec URL "
+            "(s3://bucket/prefix, gs://..., file:///shared/mount); read on a local miss, "
+            "written only with --graphnetz-remote-cache-write (docs/cache.md)", metavar="URL"),
+    Option("remote-cache-write", "also write what this run trains to the remote cache "
+            "(create-only; for CI, docs/cache.md)", flag=True),
+    Option("shard", "train only shard I of N's share of the triples (counted from 1: 1/4 .. "
+            "4/4), balanced by expected cost, and gate nothing: each graphnetz test is skipped "
+            "with what it trained (docs/distributed.md)", metavar="I/N"),
+    Option("cache-only", "train nothing: a triple the cache (local or remote) lacks fails its "
+            "test, named (the gate job after the shard jobs)", flag=True),
+    Option("plan", "train nothing: write the triples the caches lack as JSON to PATH (what "
+            "`graphnetz plan` prints); a test whose triples are missing is skipped, one whose "
+            "triples are all cached is gated (an adaptive gate then plans its next look)",
+            metavar="PATH"),
+    Option("mlflow", "export every gate call to MLflow at the session's end: a parent run per "
+            "call, a run per cell, a run per seed (docs/mlflow.md); TRACKING_URI, or none: "
+            "MLFLOW_TRACKING_URI (ini: a URI, or `default`)", metavar="TRACKING_URI",
+            const="default"),
+    Option("mlflow-no-series", "with --graphnetz-mlflow: do not send the per-epoch series "
+            "(they can be large)", flag=True),
 )
 
 
@@ -243,8 +265,10 @@ def add_options(parser: pytest.Parser) -> None:
             parser.addini(option.dest, option.help, type="bool",
                           default=None if option.command_line_only else False)
         else:
+            optional = {} if option.const is None else {"nargs": "?", "const": option.const}
             group.addoption(flag, default=None, dest=option.dest, metavar=option.metavar,
-                            help=option.help, action="append" if option.repeat else "store")
+                            help=option.help, action="append" if option.repeat else "store",
+                            **optional)
             parser.addini(option.dest, option.help, default=None)
 
 

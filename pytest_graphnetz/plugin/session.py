@@ -15,6 +15,7 @@ PyG, scipy) are imported inside the methods that use them.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shlex
@@ -90,6 +91,14 @@ class GraphnetzSession:
         # The executor of command tasks' scripts (warm servers, process groups), made by the
         # first run that needs one and closed at the session's end (close).
         self.commands: CommandExecutor | None = None
+        self.planned: list[dict[str, Any]] = []   # --graphnetz-plan: the missing triples
+
+    @functools.cached_property
+    def commit(self) -> str | None:
+        """The git commit checked out at the root (None: not a checkout), read once."""
+        from pytest_graphnetz.plugin.tracker import git_commit
+
+        return git_commit(self.config.rootpath)
 
     @property
     def is_xdist_worker(self) -> bool:
@@ -119,12 +128,7 @@ class GraphnetzSession:
 
             return run_adaptive(tasks, models, seeds=s.seeds, min_seeds=s.min_seeds,
                                 runner=runner)
-        kwargs.setdefault("seeds", s.seeds)
-        kwargs.setdefault("device", s.device)
-        kwargs.setdefault("workers", s.workers)
-        kwargs.setdefault("cache_dir", s.cache_dir)
-        kwargs.setdefault("deterministic", s.deterministic)
-        kwargs.setdefault("verify_cache", s.verify_cache)
+        kwargs = {**s.run_arguments(), **kwargs}
         if s.executor is not None and "executor" not in kwargs:
             kwargs["executor"] = self.executor()
         if "commands" not in kwargs:
@@ -162,9 +166,11 @@ class GraphnetzSession:
                 with self._uncaptured():
                     live.beat()
 
+        from pytest_graphnetz.plugin.sharding import shard_outcomes
+
         start = time.monotonic()
         try:
-            with heartbeat(beat):
+            with shard_outcomes(self.planned, item.nodeid), heartbeat(beat):
                 report = run_benchmark(tasks, models, progress=progress, started=started,
                                        **kwargs)
             checked = report.protocol.get("cache") or {}
@@ -312,7 +318,9 @@ class GraphnetzSession:
                 self.not_reproduced += runs[-1].get("not_reproduced", 0)
         if runs and self.is_xdist_controller and self.config.get_verbosity() >= 0:
             # Workers' output is not shown: their live progress becomes one line per test.
-            self._write_line(_test_counts(report.nodeid, runs))
+            from pytest_graphnetz.runner.progress import triple_counts
+
+            self._write_line(triple_counts(_short_test(report.nodeid), runs))
 
     # the summary
 
@@ -412,7 +420,9 @@ class GatesInTest:
             # the schedule the session judged on, so `graphnetz compare` refuses or judges
             # alone the same seed sets
             call = {**call, "first_look": settings.first_look,
-                    "single_run": not settings.rerun_safe}
+                    "single_run": not settings.rerun_safe, "node": self.item.nodeid}
+            if settings.report_dir is not None:   # what a later export tags the call with
+                call["commit"] = self.session.commit
             calls = self.session.gate_calls.setdefault(self.item.nodeid, {})
             for path in self.current:
                 _add_cell(calls.setdefault(path, []), call, v.cell)
@@ -460,17 +470,6 @@ class GatesInTest:
         self.item.user_properties += [(REPORT_PROPERTY, str(p)) for p in paths]
         self.current[:] = [str(p) for p in paths]
         return [str(p) for p in paths]
-
-
-def _test_counts(nodeid: str, runs: list[dict[str, float]]) -> str:
-    """``graphnetz: test_m.py::test_a: 30 triples (27 trained, 3 from cache) in 0:41``."""
-    from pytest_graphnetz.runner.progress import duration
-
-    trained = sum(int(r.get("trained", 0)) for r in runs)
-    cached = sum(int(r.get("cached", 0)) for r in runs)
-    seconds = sum(float(r.get("seconds", 0.0)) for r in runs)
-    return (f"graphnetz: {_short_test(nodeid)}: {trained + cached} triples ({trained} trained, "
-            f"{cached} from cache) in {duration(seconds)}")
 
 
 def _crash_message(report: pytest.TestReport) -> str:

@@ -74,6 +74,16 @@ class Settings(SimpleNamespace):
     # The schedule's first look (seeds): the ini's graphnetz_seeds (its N, or MIN of MIN..MAX),
     # else MIN of adaptive seeds on the command line, else 10 (stats.DEFAULT_FIRST_LOOK).
     first_look: int
+    remote_cache: str | None   # --graphnetz-remote-cache: an fsspec URL, checked
+    remote_cache_write: bool   # --graphnetz-remote-cache-write
+    shard: str | None          # --graphnetz-shard: "I/N", checked (runner/shard.py)
+    cache_only: bool           # --graphnetz-cache-only: train nothing
+    plan: Path | None          # --graphnetz-plan: the missing triples' JSON file
+    # --graphnetz-mlflow: the tracking URI ("default": MLFLOW_TRACKING_URI); None: no export
+    mlflow: str | None
+    mlflow_series: bool        # the export sends the per-epoch series
+    # report_dir is a temporary folder the export reads the seeds from (removed after it)
+    report_dir_temporary: bool
 
     def __init__(self, **fields: Any) -> None:
         declared = type(self).__annotations__.keys()
@@ -88,6 +98,21 @@ class Settings(SimpleNamespace):
     def __delattr__(self, name: str) -> None:
         raise AttributeError(f"Settings are read once, at session start: {name} cannot be "
                              "deleted")
+
+    def run_arguments(self) -> dict[str, Any]:
+        """``run_benchmark``'s arguments from these settings: seeds, device, workers, the
+        caches (local and remote), the determinism mode, the shard and what may train."""
+        found: dict[str, Any] = {
+            "seeds": self.seeds, "device": self.device, "workers": self.workers,
+            "cache_dir": self.cache_dir, "deterministic": self.deterministic,
+            "verify_cache": self.verify_cache, "cache_only": self.cache_only,
+            "plan": self.plan is not None}
+        if self.remote_cache is not None:
+            found.update(remote_cache=self.remote_cache,
+                         remote_cache_write=self.remote_cache_write)
+        if self.shard is not None:
+            found["shard"] = self.shard
+        return found
 
     @property
     def rerun_safe(self) -> bool:
@@ -176,6 +201,12 @@ class Settings(SimpleNamespace):
         baseline_dir = (path_value(config, "baseline-dir") if get("baseline-dir", None) is not None
                         else config.rootpath / "baselines")
         report_dir = path_value(config, "report-dir") if get("report-dir", None) else None
+        mlflow = _mlflow(config, get("mlflow", None))
+        if mlflow is not None and report_dir is None:
+            # The export's per-seed runs come from the candidate reports: keep them for it.
+            import tempfile
+
+            report_dir = Path(tempfile.mkdtemp(prefix="graphnetz-mlflow-"))
         return cls(
             seeds=seeds, min_seeds=adaptive[0] if adaptive else None,
             device=str(get("device", "auto")), workers=workers, cache_dir=cache_dir,
@@ -194,7 +225,29 @@ class Settings(SimpleNamespace):
             calibrate=bool(get("calibrate", False)), first_look=first_look,
             baseline_replicates=replicates, executor=_executor(config, get("executor", None)),
             accept_hardware=bool(get("accept-hardware", False)),
+            remote_cache=_remote_cache(config, get("remote-cache", None), cache_dir),
+            remote_cache_write=bool(get("remote-cache-write", False)),
+            shard=_shard(config, get("shard", None), bool(get("cache-only", False))),
+            cache_only=bool(get("cache-only", False)),
+            plan=path_value(config, "plan", follow=False) if get("plan", None) else None,
+            mlflow=mlflow,
+            mlflow_series=not get("mlflow-no-series", False),
+            report_dir_temporary=mlflow is not None and not get("report-dir", None),
         )
+
+
+def _mlflow(config: pytest.Config, uri: str | None) -> str | None:
+    """``--graphnetz-mlflow``'s tracking URI, refused when it is a test path that the optional
+    value swallowed (``pytest --graphnetz-mlflow tests/``: argparse reads ``tests/`` as the
+    URI)."""
+    if uri is None or "://" in str(uri):
+        return uri
+    path = config.invocation_params.dir / str(uri)
+    if "::" in str(uri) or path.is_file() or (path.is_dir() and any(path.glob("*.py"))):
+        raise pytest.UsageError(
+            f"graphnetz: {named(config, 'mlflow')} took {uri!r}, a test path, as its tracking "
+            "URI; write `--graphnetz-mlflow=URI` (or the option alone after the paths)")
+    return str(uri).strip()
 
 
 def _deterministic(config: pytest.Config, given: str | None) -> str:
@@ -220,6 +273,44 @@ def _executor(config: pytest.Config, spec: str | None) -> str | None:
     except ExecutorFactoryError as exc:
         raise pytest.UsageError(f"graphnetz: {exc}") from None
     return str(spec).strip()
+
+
+def _remote_cache(config: pytest.Config, url: str | None, cache_dir: Path | None
+                  ) -> str | None:
+    """``--graphnetz-remote-cache`` checked now (a URL fsspec can open, its package
+    installed), so a typo or a missing extra is one usage error at session start."""
+    if url is None:
+        return None
+    from pytest_graphnetz.runner.remote import RemoteCacheError, check_url
+
+    option = named(config, "remote-cache")
+    if cache_dir is None:
+        raise pytest.UsageError(
+            f"graphnetz: {option} needs the local cache to copy its hits into; drop "
+            "--graphnetz-no-cache (or -p no:cacheprovider), or name one with "
+            "--graphnetz-cache-dir")
+    try:
+        return check_url(str(url), option=option)
+    except RemoteCacheError as exc:
+        raise pytest.UsageError(f"graphnetz: {exc}") from None
+
+
+def _shard(config: pytest.Config, text: str | None, cache_only: bool) -> str | None:
+    """``--graphnetz-shard`` checked now (``I/N`` with 1 <= I <= N), as ``"I/N"``."""
+    if text is None:
+        return None
+    from pytest_graphnetz.runner.shard import parse_shard
+
+    try:
+        shard = parse_shard(text, option=named(config, "shard"))
+    except ValueError as exc:
+        raise pytest.UsageError(f"graphnetz: {exc}") from None
+    if cache_only:
+        raise pytest.UsageError(
+            f"graphnetz: {named(config, 'shard')} trains its share and "
+            f"{named(config, 'cache-only')} trains nothing: a shard job gives the first, the "
+            "gate job after the shards the second")
+    return str(shard)
 
 
 def _accepted(config: pytest.Config) -> frozenset[str]:
@@ -293,6 +384,9 @@ def header_line(settings: Settings, root: Path) -> str:
         f"workers {settings.workers}"
     return (f"graphnetz: seeds {which}, α {alpha}, δ {effect}, device "
             f"{settings.device}, {where}, cache {cache}"
+            + (f", remote cache {settings.remote_cache} ("
+               f"{'read, write' if settings.remote_cache_write else 'read only'})"
+               if settings.remote_cache else "")
             + (", updating baselines" if settings.update_baselines else "")
             + (f", scripts run cold ({cold})" if cold else ""))
 

@@ -109,6 +109,37 @@ class BenchmarkReport(ReportRecord):
 
         return plot_forest(self, path=path, ax=ax, **kwargs)
 
+    @classmethod
+    def from_mlflow(cls, experiment: str, *, metric: str, filter_string: str = "",
+                    tracking_uri: str | None = None, best_by: str | None = None,
+                    pair_by: str = "seed", task_param: str | None = None,
+                    model_param: str | None = None, higher_is_better: bool | None = None
+                    ) -> BenchmarkReport:
+        """A report from runs a team logged to MLflow with its own training code: one run per
+        (task, model, seed), the experiment's runs matching ``filter_string``; the value is
+        ``metric``'s last, or (``best_by``: a validation metric) the epoch the ``best_val`` rule
+        picks on the two per-step series; seeds are the integer param ``pair_by``, cells the
+        params ``task_param`` and ``model_param`` (None: one label). ``tracking_uri`` None:
+        ``MLFLOW_TRACKING_URI``. See :mod:`pytest_graphnetz.report.mlflow_runs` for the
+        refusals; docs/mlflow.md for a worked example."""
+        from pytest_graphnetz.report.mlflow_runs import (
+            RunSelection,
+            failing_fast,
+            mlflow_client,
+            read_runs,
+        )
+
+        selection = RunSelection(experiment, filter_string)
+        with failing_fast():
+            client = mlflow_client(tracking_uri)
+            runs = read_runs(client, selection, metric=metric, best_by=best_by,
+                             pair_by=pair_by, task_param=task_param, model_param=model_param,
+                             higher_is_better=higher_is_better)
+        return cls(tasks=runs.tasks, models=runs.models, seeds=runs.seeds,
+                   metrics=runs.metrics, histories=runs.histories,
+                   protocol=runs.protocol(selection, client.tracking_uri),
+                   epoch_selection=runs.epoch_selection)
+
     # -- JSON ----------------------------------------------------------------------------------
 
     def to_dict(self) -> dict:

@@ -257,6 +257,18 @@ class ReportRecord:
         cell = self.subset(tasks=[task], models=[model])  # checks both labels
         return cell.to_array(epoch_selection, strict=strict)[0, 0].copy()
 
+    def seed_positions(self, seeds: Iterable[int]) -> list[int]:
+        """Where each of ``seeds`` lies on the seed axis (``X[..., position]``), in the order
+        given; ``KeyError`` naming a seed the report does not hold. Linear in the seeds (a
+        baseline may hold 100,000)."""
+        at = {s: i for i, s in enumerate(self.seeds)}
+        out = []
+        for s in seeds:
+            if int(s) not in at:
+                self._check_label("seed", s, self.seeds)
+            out.append(at[int(s)])
+        return out
+
     def diverged(self) -> list[Triple]:
         """Triples whose loss or metric went NaN/inf: reported, never dropped."""
         return [k for k, h in self.histories.items() if h.diverged]
@@ -292,8 +304,10 @@ class ReportRecord:
         seeds = self.seeds if seeds is None else tuple(int(s) for s in seeds)
         for axis, labels, have in (("task", tasks, self.tasks), ("model", models, self.models),
                                    ("seed", seeds, self.seeds)):
+            known = set(have)   # a set: 100,000 seeds checked in linear time
             for label in labels:
-                self._check_label(axis, label, have)
+                if label not in known:
+                    self._check_label(axis, label, have)
         return dict(
             tasks=tasks, models=models, seeds=seeds, metrics=self.metrics,
             histories=self.histories, protocol=self.protocol,
@@ -367,6 +381,7 @@ class ReportRecord:
 
     def _fingerprints_for(self, tasks, models, seeds) -> dict:
         keep = {"data": set(tasks), "model": set(models)}
+        seeds = set(seeds)
         return {
             kind: {name: {s: fp for s, fp in per_seed.items() if s in seeds}
                    for name, per_seed in by_name.items() if name in keep.get(kind, {name})}

@@ -22,7 +22,7 @@ import tempfile
 import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pytest_graphnetz.report.codec import dumps, history_from_json, history_to_json, read_json
 from pytest_graphnetz.report.epochs import History
@@ -55,13 +55,27 @@ def make_key(fields: Mapping[str, Any]) -> str:
 Check = Callable[[History], "str | None"]
 
 
+class RemoteTier(Protocol):
+    """A shared store beside the local cache (:class:`~.remote.RemoteCache`): verified entries
+    fetched by key, new ones published."""
+
+    def fetch(self, key: str) -> dict[str, Any] | None:
+        """``key``'s entry as :meth:`TripleCache.put` writes it, verified; None: none."""
+
+    def publish(self, key: str, entry: dict[str, Any]) -> None:
+        """Offer ``key``'s freshly written entry to the store."""
+
+
 class TripleCache:
     """Histories on disk under ``directory``, one ``<key>.json`` per key from :func:`make_key`."""
 
-    def __init__(self, directory: str | os.PathLike, *, read_only: bool = False) -> None:
+    def __init__(self, directory: str | os.PathLike, *, read_only: bool = False,
+                 remote: RemoteTier | None = None) -> None:
         self.directory = Path(directory)
         # Read-only: hits are served, nothing is written, locked or deleted.
         self.read_only = read_only
+        # A shared store consulted on a local miss; what is trained here is offered to it.
+        self.remote = remote
 
     @classmethod
     def open(cls, directory: str | os.PathLike) -> TripleCache | None:
@@ -157,6 +171,23 @@ class TripleCache:
         self.discard(key)
         return None
 
+    def has(self, key: str) -> bool:
+        """Whether ``key`` has an entry here: on disk, or fetched from the remote tier (then
+        copied here, where :meth:`get` checks it like any other entry)."""
+        path = self.path(key)
+        if path.exists():
+            return True
+        if self.remote is None or self.read_only:
+            return False
+        entry = self.remote.fetch(key)
+        if entry is None:
+            return False
+        try:
+            write_text_atomic(path, dumps(entry))
+        except OSError:
+            return False
+        return True
+
     def discard(self, key: str) -> None:
         """Delete ``key``'s entry (every result it keeps), when there is one and the cache can
         be written."""
@@ -227,7 +258,7 @@ class TripleCache:
         (given). ``depends`` None with ``valid`` given: what the run read is unknown, so its
         history is returned and not stored."""
         path = self.path(key)
-        hit = self.get(key, check, valid) if path.exists() else None
+        hit = self.get(key, check, valid) if self.has(key) else None
         if hit is not None:
             return hit, True
         if self.read_only:   # no lock can be taken, nothing is saved
@@ -252,6 +283,9 @@ class TripleCache:
                 # A read-only or full cache directory costs a retrain next time, not this run.
                 warnings.warn(f"could not write graphnetz cache entry {path}: {exc}",
                               CacheWarning, stacklevel=2)
+            else:
+                if self.remote is not None:
+                    self.remote.publish(key, read_json(path, what="cache entry"))
             return history, False
 
     def record_path(self, key: str) -> Path:
@@ -319,6 +353,19 @@ def _digest(key: str, variant: Mapping[str, Any]) -> str:
     """sha256 binding one result of an entry (its history and what its run read) to ``key``."""
     body = {"key": key, "history": variant.get("history"), "depends": variant.get("depends")}
     return hashlib.sha256(canonical_json(body).encode()).hexdigest()
+
+
+def entry_problem(entry: Any, key: str) -> str | None:
+    """What makes a decoded entry unusable for ``key``, its digests included (None: nothing);
+    a remote object's entry is checked with it before it is copied into a local cache."""
+    problem = _entry_problem(entry, key)
+    if problem is not None:
+        return problem
+    variants = [entry, *entry.get("earlier", ())]
+    if any(not isinstance(v.get("digest"), str) or v["digest"] != _digest(key, v)
+           for v in variants):
+        return _DIGEST_PROBLEM
+    return None
 
 
 def _entry_problem(entry: Any, key: str) -> str | None:

@@ -12,6 +12,12 @@ operations that have none raise instead of silently varying.
   warning.
 - ``off``: torch's non-deterministic defaults (faster on some models; reruns vary).
 
+The numeric settings a run trains under (:func:`numerics`: the float32 matmul precision, both
+TF32 flags, ``cudnn.benchmark`` and the deterministic-algorithms state) enter every cache key
+and the report's protocol, on CPU too: a ``conftest.py`` that sets the matmul precision changes
+the key. On CUDA, ``on`` and ``warn`` pin them (:data:`PINNED`) for each triple, whatever the
+user's code set, so a key read on another machine means the same numbers.
+
 On CPU and MPS the mode changes nothing: the CPU kernels the built-in trainers use are already
 deterministic at the pinned thread count, and torch's flag would only switch a few CPU ops to
 other kernels (and fill every ``torch.empty`` with NaN) — changing CPU numbers and costs for no
@@ -22,6 +28,7 @@ Only this module touches torch's determinism flags; torch is imported inside the
 
 from __future__ import annotations
 
+import contextlib
 import os
 import warnings
 from collections.abc import Iterator
@@ -34,6 +41,11 @@ OPTION = "--graphnetz-deterministic"
 CUBLAS_ENV = "CUBLAS_WORKSPACE_CONFIG"
 CUBLAS_VALUE = ":4096:8"
 _CUBLAS_DETERMINISTIC = (":4096:8", ":16:8")  # the two values torch accepts
+# What `on` and `warn` pin on CUDA for each triple (deterministic_scope): full float32 matmuls,
+# no TF32 (its 10-bit mantissa changes values), no cuDNN benchmarking (it may pick another
+# convolution algorithm per run).
+PINNED: dict[str, Any] = {"float32_matmul_precision": "highest", "cuda_matmul_tf32": False,
+                          "cudnn_tf32": False, "cudnn_benchmark": False}
 # How torch words the error of an operation that has no deterministic implementation.
 _NO_DETERMINISTIC = " does not have a deterministic implementation"
 
@@ -66,6 +78,84 @@ def gpu_protocol(device: str) -> dict[str, Any] | None:
     cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
     return {"name": torch.cuda.get_device_name(int(device.partition(":")[2] or 0)),
             "cuda": torch.version.cuda, "cudnn": cudnn}
+
+
+def numerics(device: str, mode: str) -> dict[str, Any]:
+    """The numeric settings a triple on ``device`` trains under in ``mode``: on CUDA under
+    ``on`` or ``warn``, the pinned ones (:data:`PINNED`, and the mode's deterministic
+    algorithms); otherwise torch's flags as this process holds them now
+    (:func:`current_numerics`)."""
+    if applies(device) and mode != "off":
+        return {**PINNED, "deterministic_algorithms": mode}
+    return current_numerics()
+
+
+def current_numerics() -> dict[str, Any]:
+    """torch's process-wide numeric flags now: ``float32_matmul_precision`` (highest, high,
+    medium: ``medium`` also lets oneDNN multiply in bfloat16 on CPU), ``cuda_matmul_tf32``,
+    ``cudnn_tf32``, ``cudnn_benchmark`` and ``deterministic_algorithms`` (on, warn or off).
+
+    Code that set the precision through both of torch's APIs (``set_float32_matmul_precision``
+    and the per-backend ``fp32_precision``) leaves the first three unreadable: they then read
+    ``mixed`` and ``fp32_precision`` holds every backend's setting."""
+    import torch
+
+    algorithms = "off"
+    if torch.are_deterministic_algorithms_enabled():
+        algorithms = "warn" if torch.is_deterministic_algorithms_warn_only_enabled() else "on"
+    found: dict[str, Any] = {"cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
+                             "deterministic_algorithms": algorithms}
+    try:
+        found.update(float32_matmul_precision=torch.get_float32_matmul_precision(),
+                     cuda_matmul_tf32=bool(torch.backends.cuda.matmul.allow_tf32),
+                     cudnn_tf32=bool(torch.backends.cudnn.allow_tf32))
+    except RuntimeError:
+        found.update(float32_matmul_precision="mixed", cuda_matmul_tf32="mixed",
+                     cudnn_tf32="mixed", fp32_precision={
+                         name: backend.fp32_precision for name, backend in _backends()})
+    return found
+
+
+def _backends() -> list[tuple[str, Any]]:
+    """torch's per-backend float32 precision settings (``fp32_precision``), by name."""
+    import torch
+
+    found = []
+    for name in ("cuda.matmul", "cudnn.conv", "cudnn.rnn", "mkldnn.matmul", "mkldnn.conv",
+                 "mkldnn.rnn"):
+        backend: Any = torch.backends
+        for part in name.split("."):
+            backend = getattr(backend, part)
+        found.append((name, backend))
+    return found
+
+
+@contextmanager
+def _numerics_pinned() -> Iterator[None]:
+    """:data:`PINNED`'s precision and TF32 flags for the block, through the API the process
+    used (torch refuses to read the legacy flags once both were used); restored after."""
+    import torch
+
+    cudnn = torch.backends.cudnn
+    try:
+        legacy = (torch.get_float32_matmul_precision(), cudnn.allow_tf32)
+    except RuntimeError:
+        saved = [(backend, backend.fp32_precision) for _, backend in _backends()]
+        for backend, _ in saved:
+            backend.fp32_precision = "ieee"
+        try:
+            yield
+        finally:
+            for backend, value in saved:
+                backend.fp32_precision = value
+        return
+    torch.set_float32_matmul_precision(PINNED["float32_matmul_precision"])
+    cudnn.allow_tf32 = PINNED["cudnn_tf32"]
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(legacy[0])
+        cudnn.allow_tf32 = legacy[1]
 
 
 def prepare_cublas(mode: str) -> None:
@@ -111,9 +201,9 @@ def deterministic_scope(mode: str, device: str) -> Iterator[None]:
     """Apply ``mode`` to torch's process-wide flags for one triple on ``device``; restore them.
 
     On CUDA: ``torch.use_deterministic_algorithms`` (``warn_only`` for ``warn``; off for
-    ``off``) and, unless ``off``, ``cudnn.benchmark = False`` (benchmarking may pick another
-    convolution algorithm per run). The previous flags come back afterwards, also when the
-    triple raises. An operation without a deterministic implementation is re-raised as
+    ``off``) and, unless ``off``, the :data:`PINNED` numerics (no TF32, full float32 matmuls,
+    no cuDNN benchmarking). The previous flags come back afterwards, also when the triple
+    raises. An operation without a deterministic implementation is re-raised as
     :class:`DeterminismError` naming it and the option that relaxes it. Elsewhere: nothing.
     """
     if not applies(device):
@@ -127,9 +217,10 @@ def deterministic_scope(mode: str, device: str) -> Iterator[None]:
                 torch.is_deterministic_algorithms_warn_only_enabled(), cudnn.benchmark)
     torch.use_deterministic_algorithms(mode != "off", warn_only=mode == "warn")
     if mode != "off":
-        cudnn.benchmark = False
+        cudnn.benchmark = PINNED["cudnn_benchmark"]
     try:
-        yield
+        with _numerics_pinned() if mode != "off" else contextlib.nullcontext():
+            yield
     except RuntimeError as exc:
         operation = nondeterministic_operation(exc)
         if operation is None or mode != "on":
@@ -146,4 +237,5 @@ def deterministic_scope(mode: str, device: str) -> Iterator[None]:
         cudnn.benchmark = previous[2]
 
 
-__all__ = ["MODES", "DEFAULT_MODE", "DeterminismError", "check_mode", "deterministic_scope"]
+__all__ = ["MODES", "DEFAULT_MODE", "PINNED", "DeterminismError", "check_mode", "current_numerics",
+           "deterministic_scope", "numerics"]

@@ -151,12 +151,14 @@ def device_info(device: str) -> dict[str, str]:
     return {"kind": kind, "name": name}
 
 
-def machine(device: str, deterministic: str) -> dict[str, Any]:
+def machine(device: str, deterministic: str, *, in_process: bool = True) -> dict[str, Any]:
     """Where the triples run, described where they run: ``device`` resolved (``auto`` picks
     this machine's accelerator), cuBLAS prepared for the determinism mode before CUDA starts,
     and what the cache key and the report record of it (``info``, ``gpu``, ``versions``,
-    ``hardware``, ``platform``). The sweep calls it in its own process; with an executor, each
-    triple calls it where it runs: a cluster's workers, not the machine that submits, are
+    ``hardware``, ``platform``, and ``numerics``: the numeric settings and scatter backend the
+    triples train under, for a sweep that trains in this process, ``in_process``; a command
+    task's script sets its own). The sweep calls it in its own process; with an executor,
+    each triple calls it where it runs: a cluster's workers, not the machine that submits, are
     described (and key their cache entries)."""
     from pytest_graphnetz.runner import determinism
 
@@ -166,17 +168,34 @@ def machine(device: str, deterministic: str) -> dict[str, Any]:
     info = device_info(resolved)
     gpu = determinism.gpu_protocol(resolved)
     found = versions()
+    numerics = None if not in_process else {
+        **determinism.numerics(resolved, deterministic), "scatter": scatter_backend()}
     return {"device": resolved, "info": info, "gpu": gpu, "versions": found,
+            "numerics": numerics,
             "hardware": {"arch": platform.machine(), "cpu": _cpu_name(), "device": info["kind"],
                          "accelerator": None if info["kind"] == "cpu" else info["name"],
                          "torch": found["torch"], "cuda": None if gpu is None else gpu["cuda"]},
             "platform": platform.platform()}
 
 
+def scatter_backend() -> dict[str, str | None]:
+    """Which scatter and sparse kernels PyG picks up: the version of each optional package it
+    prefers when installed (``torch_scatter``, ``torch_sparse``, ``pyg_lib``), None where
+    absent (then torch's own ``scatter_reduce``). Found from the installed metadata, nothing
+    imported."""
+    import importlib.util
+
+    return {name: installed_version(name) if importlib.util.find_spec(name) else None
+            for name in ("torch_scatter", "torch_sparse", "pyg_lib")}
+
+
 def key_context(machine: dict[str, Any], deterministic: str) -> dict[str, Any]:
-    """What of ``machine`` enters every cache key: the device, the versions and, on CUDA, the
+    """What of ``machine`` enters every cache key: the device, the versions, the numeric
+    settings and scatter backend (when the triples train in this process) and, on CUDA, the
     GPU and the determinism mode (CPU keys leave the mode out: it changes no number there)."""
     context: dict[str, Any] = {"device": machine.get("info"), "versions": machine.get("versions")}
+    if machine.get("numerics") is not None:
+        context["numerics"] = machine["numerics"]
     if machine.get("gpu") is not None:
         context.update(gpu=machine["gpu"], deterministic=deterministic)
     return context
@@ -189,7 +208,9 @@ def one_machine(machines: list[dict[str, Any]]) -> dict[str, Any]:
 
     found: dict[str, dict[str, Any]] = {}
     for machine in machines:
-        found.setdefault(json.dumps(key_context(machine, ""), sort_keys=True), machine)
+        # A command task's triples describe no numerics (their scripts set their own).
+        hardware = {**machine, "numerics": None}
+        found.setdefault(json.dumps(key_context(hardware, ""), sort_keys=True), machine)
     if len(found) > 1:
         kinds = "; ".join(f"{m['info']['kind']} {m['info']['name']!r} (versions "
                           f"{m['versions']})" for m in found.values())
@@ -198,7 +219,8 @@ def one_machine(machines: list[dict[str, Any]]) -> dict[str, Any]:
             "A report must come from one kind of machine (the last digits differ between "
             "them); send the run to one kind (a Slurm partition or constraint, Dask worker "
             "resources) and rerun: what each machine trained stays cached under its own key")
-    return next(iter(found.values()))
+    return next((m for m in machines if m.get("numerics") is not None),
+                next(iter(found.values())))
 
 
 def check_worker(device: str, expected: dict[str, str]) -> None:

@@ -68,6 +68,11 @@ def run_benchmark(
     deterministic: str = determinism.DEFAULT_MODE,
     verify_cache: int | None = None,
     commands: CommandExecutor | None = None,
+    remote_cache: str | None = None,
+    remote_cache_write: bool = False,
+    shard: str | None = None,
+    cache_only: bool = False,
+    plan: bool = False,
 ) -> BenchmarkReport:
     """Train every model on every task under every seed; the per-seed, per-epoch report.
 
@@ -103,6 +108,19 @@ def run_benchmark(
     - ``commands``: the :class:`~pytest_graphnetz.runner.command.run.CommandExecutor` that runs
       command tasks' scripts, so its warm servers serve several runs (the pytest session's);
       None: one opened for this call and closed at its end.
+    - ``remote_cache``: an fsspec URL (``s3://bucket/prefix``, ``file:///mnt/shared``) of a
+      team's shared triple cache beside ``cache_dir`` (which it needs): read on a local miss,
+      written only with ``remote_cache_write`` (:mod:`~pytest_graphnetz.runner.remote`).
+    - ``shard``: ``"I/N"``: train only shard I's share of the triples (1-based; the share is
+      the same in every shard job: :mod:`~pytest_graphnetz.runner.shard`) and return no report:
+      raises :class:`~pytest_graphnetz.runner.shard.ShardTrained` saying what it trained.
+    - ``cache_only``: train nothing; a triple the cache lacks raises
+      :class:`~pytest_graphnetz.runner.shard.MissingTriplesError` naming every one (the
+      verify sample is the shards' job then: nothing is retrained).
+    - ``plan``: train nothing; when triples are missing, raise
+      :class:`~pytest_graphnetz.runner.shard.Planned` listing them (with their shard of
+      ``shard``'s N, when given); when none are, the report, from the cache (so an adaptive
+      gate asks for its next look, which is then planned).
 
     Returns a :class:`BenchmarkReport` with ``X[task, model, seed]`` in the order of ``tasks``,
     ``models`` and ``seeds``, every history, data/model fingerprints and the run's protocol.
@@ -136,17 +154,30 @@ def run_benchmark(
     if int(workers) < 1:
         raise ValueError(f"`workers` must be >= 1, got {workers!r}")
     mode = determinism.check_mode(deterministic)
+    from pytest_graphnetz.runner import shard as sharding
+
+    split = None if shard is None else sharding.parse_shard(shard, option="`shard`")
+    triple_mode = "plan" if plan else "cache-only" if cache_only else "train"
     # With an executor, each triple is described where it runs (its worker resolves `auto`
     # and keys its cache entry by its own device); here, once for the sweep.
     here: dict[str, Any] | None = None
     if executor is not None:
         executor = as_executor(executor)
     else:
-        here = environment.machine(device, mode)
+        here = environment.machine(device, mode, in_process=any(
+            task.kind != "command" for task in task_map.values()))
     base = Path(root if root is not None else os.environ.get(ROOT_ENV) or default_root())
     if verify_cache is not None and (isinstance(verify_cache, bool) or int(verify_cache) < 0):
         raise ValueError(f"`verify_cache` must be a whole number >= 0 (seeds per cached cell "
                          f"to retrain and compare; 0: none), got {verify_cache!r}")
+    remote = None
+    if remote_cache is not None:
+        from pytest_graphnetz.runner.remote import RemoteSettings
+
+        if cache_dir is None:
+            raise ValueError("`remote_cache` needs a local cache to copy its hits into: pass "
+                             "`cache_dir` too (in pytest: not with --graphnetz-no-cache)")
+        remote = RemoteSettings.from_environment(remote_cache, write=bool(remote_cache_write))
     opened = None if cache_dir is None else TripleCache.open(Path(cache_dir).resolve())
     cache = None if opened is None else str(opened.directory)
     context = None if here is None else environment.key_context(here, mode)
@@ -161,9 +192,18 @@ def run_benchmark(
              threads=int(threads), root=str((base / task.category / task.name).resolve()),
              cache_dir=cache, context=context, deterministic=mode,
              code=code.get((task.name, model)),
-             cache_read_only=opened is not None and opened.read_only)
+             cache_read_only=opened is not None and opened.read_only,
+             remote=None if opened is None else remote, mode=triple_mode)
         for task in task_map.values() for model in models for seed in seed_list
     ]
+    shard_of: list[int | None] = [None] * len(jobs)
+    if split is not None:
+        shard_of = list(sharding.assign(
+            [sharding.triple_label(j.task.name, j.model, j.seed) for j in jobs],
+            [float(j.task.epochs or 1) for j in jobs], split.count))
+    all_jobs = jobs
+    if split is not None and not plan:
+        jobs = [job for job, s in zip(jobs, shard_of, strict=True) if s == split.index]
     # More processes than triples would only sit idle (24 workers for 2 triples).
     pool = max(1, min(int(workers), len(jobs)))
     own = None
@@ -174,12 +214,22 @@ def run_benchmark(
     try:
         outcomes = execute(jobs, workers=pool, executor=executor, device=device_str,
                            progress=progress, started=started, commands=commands)
+        missing = [sharding.triple_label(j.task.name, j.model, j.seed)
+                   for j, out in zip(jobs, outcomes, strict=True) if out.missing]
+        if plan and missing:
+            raise sharding.Planned([
+                {"task": j.task.name, "model": j.model, "seed": j.seed,
+                 "cost": float(j.task.epochs or 1), "shard": s}
+                for j, out, s in zip(jobs, outcomes, shard_of, strict=True) if out.missing],
+                total=len(all_jobs))
+        if missing:
+            raise sharding.MissingTriplesError(missing)
         if here is None:
             here = environment.one_machine([out.machine or {} for out in outcomes])
             device_str, context = here["device"], environment.key_context(here, mode)
             jobs = [replace(job, device=device_str, context=context) for job in jobs]
         checked = CacheCheck()
-        if cache is not None:
+        if cache is not None and triple_mode == "train":
             outcomes, checked = verify_hits(
                 jobs, outcomes, per_cell=verify_cache, run=lambda more: execute(
                     more, workers=max(1, min(pool, len(more))), executor=executor,
@@ -189,9 +239,12 @@ def run_benchmark(
     finally:
         if own is not None:
             own.close()
+    if split is not None and not plan:
+        trained = sum(not out.cached for out in outcomes)
+        raise sharding.ShardTrained(split, trained=trained, cached=len(outcomes) - trained)
     protocol = {"device": here["info"], "threads": int(threads), "versions": here["versions"],
                 "deterministic": mode, "gpu": here["gpu"], "platform": here["platform"],
-                "hardware": here["hardware"],
+                "hardware": here["hardware"], "numerics": here.get("numerics"),
                 "tasks": {t.name: _task_protocol(t) for t in task_map.values()}}
     if checked.protocol() is not None:
         protocol["cache"] = checked.protocol()

@@ -39,6 +39,7 @@ from pytest_graphnetz.runner.tasks.base import Task
 
 if TYPE_CHECKING:
     from pytest_graphnetz.runner.command.run import CommandExecutor
+    from pytest_graphnetz.runner.remote import RemoteSettings
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,9 @@ class Job:
     # the parent process; None without a cache.
     code: Mapping[str, Any] | None = None
     cache_read_only: bool = False   # a cache directory that is read, never written
+    remote: RemoteSettings | None = None  # the remote tier of the cache (runner/remote.py)
+    # "train" a miss; "cache-only" or "plan": a miss is not trained (shard.MODES)
+    mode: str = "train"
 
     def key_context(self) -> Mapping[str, Any]:
         """``context``, which :func:`run_triple` has filled in before any key is made."""
@@ -72,8 +76,14 @@ class Job:
 
     def cache(self) -> TripleCache | None:
         """The triple cache this job reads (and writes), or None."""
-        return None if self.cache_dir is None else TripleCache(self.cache_dir,
-                                                               read_only=self.cache_read_only)
+        if self.cache_dir is None:
+            return None
+        remote = None
+        if self.remote is not None:
+            from pytest_graphnetz.runner.remote import open_remote
+
+            remote = open_remote(self.remote)
+        return TripleCache(self.cache_dir, read_only=self.cache_read_only, remote=remote)
 
 
 @dataclass(frozen=True)
@@ -88,6 +98,8 @@ class Outcome:
     model_info: dict[str, Any]    # what the model was: its repr and parameter count
     key: str | None = None        # the cache key of the triple's entry (None: no cache)
     machine: dict[str, Any] | None = None  # where it ran, for a job that had no context
+    # Not in the cache, in a run that must not train (`mode`): the history is a placeholder.
+    missing: bool = False
 
 
 def _trainer_identity(task: Task, trainer: Callable[..., Any] | None) -> Any:
@@ -117,11 +129,31 @@ def run_triple(job: Job, commands: CommandExecutor | None = None) -> Outcome:
         if job.context is not None:
             # the machine the sweep was described on, which its cache key names
             environment.check_worker(job.device, job.context["device"])
-            return _run_one(job, commands)
-        machine = environment.machine(job.device, job.deterministic)
+            return _run_or_miss(job, commands)
+        machine = environment.machine(job.device, job.deterministic,
+                                      in_process=job.task.kind != "command")
         job = dataclasses.replace(job, device=machine["device"],
                                   context=environment.key_context(machine, job.deterministic))
-        return dataclasses.replace(_run_one(job, commands), machine=machine)
+        return dataclasses.replace(_run_or_miss(job, commands), machine=machine)
+
+
+def _run_or_miss(job: Job, commands: CommandExecutor | None) -> Outcome:
+    """:func:`_run_one`, or, where the job may not train (its ``mode``) and the cache lacks
+    it, an outcome that says it is missing."""
+    from pytest_graphnetz.runner.shard import NotCached
+
+    try:
+        return _run_one(job, commands)
+    except NotCached:
+        return Outcome(History(test=(math.nan,)), "", "", False, 0.0, {}, missing=True)
+
+
+def _may_train(job: Job) -> None:
+    """Refuse to train in a run that only reads the cache (``mode`` other than train)."""
+    if job.mode != "train":
+        from pytest_graphnetz.runner.shard import NotCached
+
+        raise NotCached
 
 
 def _run_one(job: Job, commands: CommandExecutor | None) -> Outcome:
@@ -185,6 +217,7 @@ def _run_triple_alone(job: Job) -> Outcome:
     model_fp = model_fingerprint(model, job.factory)
 
     def train() -> History:
+        _may_train(job)
         device = torch.device(job.device)
         with determinism.deterministic_scope(job.deterministic, job.device):
             moved = model.to(device)
@@ -343,7 +376,7 @@ def _cached_without_loading(job: Job, cache: TripleCache, load_key: str) -> Outc
     model = job.factory(*record["channels"])
     model_fp = model_fingerprint(model, job.factory)
     key = make_key(_triple_fields(job, record["data"], record["channels"], model_fp))
-    if not cache.path(key).exists():
+    if not cache.has(key):
         return None
     history = cache.get(key, _entry_check(job.task, job.task.trainer_for(job.model)))
     if history is None:
@@ -383,6 +416,7 @@ def _run_command(job: Job, start: float, commands: CommandExecutor) -> Outcome:
         return make_key({"derived": path, "sha256": digest})
 
     def train() -> tuple[History, Any]:
+        _may_train(job)
         history, reads = commands.run_traced(script, task=task.name, model=job.model,
                                              **settings)
         for path, digest, inputs in command_reads.derivations(reads or {}):

@@ -80,7 +80,9 @@ def verify_hits(jobs: Sequence[Job], outcomes: Sequence[Outcome], *, per_cell: i
         if cache is not None and key is not None:
             cache.discard(key)
     if redo:
-        again = run([jobs[i] if not jobs[i].cache_read_only
+        # Retrained here: never served again from the remote cache, whose object may be the
+        # one that did not reproduce.
+        again = run([dataclasses.replace(jobs[i], remote=None) if not jobs[i].cache_read_only
                      else dataclasses.replace(jobs[i], cache_dir=None) for i in redo])
         for i, out in zip(redo, again, strict=True):
             result[i] = dataclasses.replace(out, cached=False)

@@ -71,6 +71,44 @@ def spending(n: int, first: int, *, alpha: float = 0.05, rho: float = DEFAULT_RH
 
 
 @dataclass(frozen=True)
+class LookSchedule:
+    """Everything that shapes a run's looks (:mod:`pytest_graphnetz.stats.boundaries`): the
+    first look in seeds, the one-sided α each boundary spends and ρ, the share of it the first
+    look spends. Written into a baseline when it is refreshed; a run under another schedule is
+    refused (a rerun with another first look would be a fresh chance at a pass, not a later
+    look). A baseline written before schedules were stored carries the default, the schedule
+    every run was judged under then."""
+
+    first_look: int = DEFAULT_FIRST_LOOK
+    alpha: float = 0.05
+    rho: float = DEFAULT_RHO
+
+    def describe(self) -> str:
+        """``first look 10 seeds, α 0.05, ρ 0.85``."""
+        return f"first look {self.first_look} seeds, α {self.alpha:g}, ρ {self.rho:g}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"first_look": self.first_look, "alpha": self.alpha, "rho": self.rho}
+
+    @classmethod
+    def from_json(cls, data: Any) -> LookSchedule:
+        """A stored schedule (:meth:`to_json`); None (a baseline written before schedules were
+        stored) is the default."""
+        if data is None:
+            return cls()
+        if not isinstance(data, Mapping) or set(data) != {"first_look", "alpha", "rho"}:
+            raise ValueError(f"`schedule` must hold first_look, alpha and rho, got {data!r}")
+        first, alpha, rho = data["first_look"], data["alpha"], data["rho"]
+        if type(first) is not int or first < 2:
+            raise ValueError(f"`schedule.first_look` must be an integer >= 2, got {first!r}")
+        for name, value in (("alpha", alpha), ("rho", rho)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not 0 < value <= 1:
+                raise ValueError(f"`schedule.{name}` must be a number in (0, 1], got {value!r}")
+        return cls(first, float(alpha), float(rho))
+
+
+@dataclass(frozen=True)
 class Design:
     """The boundaries of a cell's looks.
 

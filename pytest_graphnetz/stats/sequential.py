@@ -119,8 +119,8 @@ def run_schedule(D: Any, design: Design, *, margin: float = 0.0,
     if each cell had taken more seeds only while open (an adaptive run); ``every_look``: as a
     run that holds all MAX seeds, which reads every look (a REGRESSED crossing at any look
     wins over an earlier NOT WORSE or BETTER). The skew guard (:mod:`.skew`) acts as in the
-    gate: on every column of ``D`` with ``every_look``, else on each look's seeds;
-    ``skew_threshold`` None turns it off (the plain t test). For simulation and benchmarks."""
+    gate, on each look's seeds; ``skew_threshold`` None turns it off (the plain t test). For
+    simulation and benchmarks."""
     D = np.asarray(D, dtype=float)
     if D.ndim != 2 or D.shape[1] < design.max_seeds or not np.all(np.isfinite(D)):
         raise ValueError(f"`D` must be finite, shaped (cells, >= {design.max_seeds}), got "
@@ -137,26 +137,24 @@ def walk_differences(D: np.ndarray, design: Design, *, margin: float, min_effect
                      skew_threshold: float | None = DEFAULT_SKEW_Z
                      ) -> tuple[np.ndarray, np.ndarray, tuple]:
     """:func:`walk_looks` on raw differences ``D`` (rows, seeds), with the skew guard at
-    ``skew_threshold`` (None: off) measured on every column of ``D`` (``every_look``: the seeds
-    the rows hold) or on each look's seeds (a row holds no more)."""
+    ``skew_threshold`` (None: off) measured at each look on that look's seeds only: no look
+    reads a seed past it, whatever the rows hold."""
 
     def at(k: int, n: int, open_: np.ndarray) -> _LookStats:
         X = D[open_, :n]
         mean, sd, _ = t_moments(X)   # scaled before squaring: finite never gives inf
         return mean, sd, np.max(np.abs(X), axis=1), np.all(X == 0, axis=1)
 
-    threshold = DEFAULT_SKEW_Z if skew_threshold is None else skew_threshold
-    held = (guarded_skewness(D, threshold=threshold)
-            if skew_threshold is not None and every_look else None)
+    skew = None
+    if skew_threshold is not None:
+        threshold = float(skew_threshold)
 
-    def skew(k: int, n: int, open_: np.ndarray) -> np.ndarray:
-        if held is not None:
-            return held[open_]
-        return guarded_skewness(D[open_, :n], threshold=threshold)
+        def skew(k: int, n: int, open_: np.ndarray) -> np.ndarray:
+            return guarded_skewness(D[open_, :n], threshold=threshold)
 
     return walk_looks(at, D.shape[0], design, margin=margin, min_effect=min_effect,
                       regressed_alpha=regressed_alpha, upto=upto, first=first,
-                      every_look=every_look, skew=None if skew_threshold is None else skew)
+                      every_look=every_look, skew=skew)
 
 
 # Per open row at a look: mean, sd, the largest |difference| (the rounding scale of

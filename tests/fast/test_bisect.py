@@ -213,3 +213,21 @@ def test_the_command_exits_2_outside_a_git_repository(pytester: pytest.Pytester)
                           "HEAD", "--", "-q")
     assert result.ret == 2
     assert "not inside a git repository" in result.stderr.str()
+
+
+def test_a_drift_is_told_from_a_step() -> None:
+    """Five commits each lose 0.6 points (δ is 1 point, the total 3): no single commit carries
+    the drop. The search says so, names the commits that moved and points to history, and
+    stops there instead of taking look after look near the crossing. A single 3-point step in
+    the same range still names its culprit."""
+    drift = History([{"GCN": (-0.006 * min(i, 5), i)} for i in range(6)])
+    result = bisect_commits([str(i) for i in range(6)], drift.probe, min_effect=0.01)
+    (finding,) = result.findings
+    assert finding.culprit is None and finding.drift and not result.resolved
+    text = "\n".join(result.lines())
+    assert "DRIFT, no single commit carries the drop" in text, text
+    assert "the commits that moved" in text and "graphnetz history" in text
+    assert max(n for _, n in drift.calls) < DEFAULT_MAX_SEEDS, drift.calls
+    step = History([{"GCN": (-0.03 if i >= 3 else 0.0, i)} for i in range(6)])
+    (found,) = bisect_commits([str(i) for i in range(6)], step.probe, min_effect=0.01).findings
+    assert found.culprit == "3" and not found.drift

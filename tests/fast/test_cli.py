@@ -9,7 +9,8 @@ import pytest
 
 from pytest_graphnetz import BenchmarkReport
 from pytest_graphnetz.cli.main import main as cli_main
-from tests.helpers.cli import BASE, FIRST_LOOK, write
+from pytest_graphnetz.stats.boundaries import LookSchedule
+from tests.helpers.cli import BASE, FIRST_LOOK, bind, write
 
 
 def main(argv: list[str]) -> int:
@@ -101,7 +102,7 @@ def test_compare_gates_better_and_equivalent(tmp_path, capsys) -> None:
 
 
 def test_compare_markdown(tmp_path, capsys) -> None:
-    base = write(tmp_path / "base.json", BASE)
+    base = write(tmp_path / "base.json", BASE, alpha=0.01)   # the schedule it binds: α 0.01
     worse = write(tmp_path / "worse.json", BASE - [0.03, 0.02, 0.04, 0.03, 0.02, 0.03])
     assert run(["compare", base, worse, "--markdown", "--alpha", "0.01"]) == 1
     out = capsys.readouterr().out
@@ -110,8 +111,10 @@ def test_compare_markdown(tmp_path, capsys) -> None:
     assert "| Cell | Metric | Baseline | Candidate |" in out and "| REGRESSED |" in out
     assert "<details><summary>Why it failed</summary>" in out
     assert "karate/GCN — accuracy (higher is better): REGRESSED" in out
-    assert run(["compare", base, base, "--markdown"]) == 0
+    assert run(["compare", base, base, "--markdown", "--alpha", "0.01"]) == 0
     assert "All 1 cell(s) pass the not-worse gate" in capsys.readouterr().out
+    assert run(["compare", base, base, "--markdown"]) == 2   # α 0.05: not its schedule
+    assert "binds the schedule first look 6 seeds, α 0.01" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -153,7 +156,7 @@ def test_refused_comparison_exits_2_with_the_unpaired_numbers(tmp_path, capsys) 
             fingerprints={"data": {"karate": {s: data for s in range(6)}}}).to_json(path)
         return str(path)
 
-    base = fingerprinted(tmp_path / "a.json", BASE, "a")
+    base = bind(fingerprinted(tmp_path / "a.json", BASE, "a"), LookSchedule(6))
     cand = fingerprinted(tmp_path / "b.json", BASE + 0.01, "b")
     assert run(["compare", base, cand]) == 2
     err = capsys.readouterr().err

@@ -278,9 +278,12 @@ def test_compare_refuses_seeds_off_the_schedule_unless_single_run(
         assert main(["compare", str(base), str(cand), "--single-run", "--gate", "better"]) == 1
         out = capsys.readouterr().out
         assert "not rerun-safe (--single-run)" in out and "--graphnetz-single-run" not in out
-    # the first look is the project's: 6 seeds are a canonical run of a project at 6
-    assert main(["compare", str(base), str(cand), "--first-look", "6"]) == 0
-    assert "look 1 of 6→…" in capsys.readouterr().out
+    # the first look is the baseline's (a report stored without a schedule binds the default,
+    # 10): 6 seeds under a first look of 6 are refused against it (tests/fast/
+    # test_schedule_bound.py), judged alone on request
+    assert main(["compare", str(base), str(cand), "--first-look", "6"]) == 2
+    assert "binds the schedule first look 10 seeds" in capsys.readouterr().err
+    assert main(["compare", str(base), str(cand), "--first-look", "6", "--single-run"]) == 0
     # a baseline diverged at a paired seed: refused, naming the seed and side
     broken = tmp_path / "broken.json"
     report(with_nan(BASE[:20], 15)).to_json(broken)

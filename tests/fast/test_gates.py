@@ -14,6 +14,8 @@ from pytest_graphnetz.gates.baselines import BaselineMissingError
 from pytest_graphnetz.gates.recorder import GateRecorder, recording
 from pytest_graphnetz.gates.verdicts.formatting import gate_table
 from pytest_graphnetz.gates.verdicts.values import GateRefusal
+from pytest_graphnetz.stats.boundaries import LookSchedule
+from tests.helpers.cli import bind
 
 BASE = np.array([0.80, 0.82, 0.78, 0.81, 0.79, 0.83, 0.80, 0.84])
 
@@ -209,7 +211,7 @@ def test_ci_width_against_scipy() -> None:
 
 
 def test_baseline_as_path_and_missing_path(tmp_path) -> None:
-    make(BASE).to_json(tmp_path / "base.json")
+    bind(make(BASE).to_json(tmp_path / "base.json"), LookSchedule(8))   # the first look here
     (verdict,) = assert_not_worse(make(BASE), tmp_path / "base.json")
     assert verdict.verdict == "IDENTICAL"
     with pytest.raises(BaselineMissingError, match=r"no baseline at .*nope.json"):
@@ -319,7 +321,7 @@ def test_seeds_the_baseline_lacks_are_named_with_the_refresh_command(tmp_path) -
     base = rng.normal(0.8, 0.02, 8)
     cand = np.concatenate([base + rng.normal(-0.002, 0.012, 8), rng.normal(0.8, 0.02, 4)])
     path = tmp_path / "base.json"
-    make(base).to_json(path)
+    bind(make(base).to_json(path), LookSchedule(8))
     handle = BaselineHandle(path, update_command="pytest t.py::test_x --graphnetz-update-baselines")
     with pytest.raises(AssertionError) as info:
         assert_not_worse(make(cand), handle, strict=True)

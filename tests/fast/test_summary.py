@@ -23,6 +23,8 @@ import pytest_graphnetz.gates  # noqa: E402,F401
 from pytest_graphnetz import BenchmarkReport  # noqa: E402
 from pytest_graphnetz.base.text import code_block, markdown_escape  # noqa: E402
 from pytest_graphnetz.plugin.summary import GateSummary  # noqa: E402
+from pytest_graphnetz.stats.boundaries import LookSchedule  # noqa: E402
+from tests.helpers.cli import bind  # noqa: E402
 from tests.helpers.summary import BASE, COMMON, DROPS, OUTCOMES, declare_six_seeds  # noqa: E402
 
 
@@ -188,6 +190,7 @@ def test_compare_markdown_is_fenced_and_escaped(tmp_path, capsys) -> None:
         BenchmarkReport.from_arrays(np.array([[BASE + shift]]), tasks=["karate"],
                                     models=[model], seeds=range(6), metric="accuracy"
                                     ).to_json(tmp_path / file)
+    bind(tmp_path / "base.json", LookSchedule(6))   # a baseline of a project at 6 seeds
     code = main(["compare", str(tmp_path / "base.json"), str(tmp_path / "cand.json"),
                  "--markdown", "--first-look", "6"])
     assert code == 1
@@ -497,12 +500,14 @@ def test_compare_reads_the_gates_settings_from_the_saved_report(
     result = pytester.runpytest("-p", "no:cacheprovider", "--graphnetz-report-dir=reports")
     result.assert_outcomes(passed=1)
     assert "  NOT WORSE  " in result.stdout.str()
-    base = str(pytester.path / "base.json")
+    base = bind(pytester.path / "base.json", LookSchedule(6))   # the project's schedule
     cand = pytester.path / "reports" / "test_gate" / "test_gated.json"
     (call,) = BenchmarkReport.from_json(cand).protocol["gates"]
+    assert "commit" in call   # the checkout's git commit (None outside one), for an export
+    del call["commit"]
     assert call == {"gate": "not_worse", "test": "paired-t", "margin": 0.01, "min_effect": 0.02,
                     "alpha": 0.05, "strict": False, "first_look": 6, "single_run": False,
-                    "cells": ["karate/GCN"]}
+                    "node": "test_gate.py::test_gated", "cells": ["karate/GCN"]}
 
     capsys.readouterr()
     assert main(["compare", base, str(cand)]) == 0            # the gate's verdict, no flags

@@ -10,10 +10,8 @@ import pytest
 
 pytest.importorskip("scipy.stats")
 from pytest_graphnetz import BenchmarkReport  # noqa: E402
-from pytest_graphnetz.gates.cells import skew_table_note  # noqa: E402
 from pytest_graphnetz.gates.compare import compare_reports  # noqa: E402
 from pytest_graphnetz.gates.pairing import collapse_notes  # noqa: E402
-from pytest_graphnetz.stats.skew import SKEW_HOLDS_FROM, skew_check  # noqa: E402
 
 
 def _make(x: np.ndarray, seeds, metric: str = "accuracy") -> BenchmarkReport:
@@ -58,16 +56,6 @@ def test_candidate_seeds_the_baseline_cannot_pair_are_named_on_the_row() -> None
             "with 20 seeds first to use them") in v.row()["note"]
     (v,) = compare_reports(_make(cand[:, :, :10], range(10)), _make(base, range(20)))
     assert "unpaired" not in v.row().get("note", "")
-
-
-def test_a_skewed_rows_more_seeds_says_refresh_first_when_the_baseline_lacks_them() -> None:
-    d = np.array([0.0, 0.001, -0.001, 0.0, 0.002, -0.001, 0.0, 0.001, -0.002, 0.03])
-    check = skew_check(d)
-    assert check.fires and not check.corrects
-    assert skew_table_note(check, baseline_short=False).endswith(
-        f"hold {SKEW_HOLDS_FROM}+ seeds")
-    assert skew_table_note(check, baseline_short=True).endswith(
-        f"refresh the baseline with {SKEW_HOLDS_FROM} seeds, then hold {SKEW_HOLDS_FROM}+ seeds")
 
 
 def test_a_refusals_first_line_fits_a_terminal_and_the_detail_follows() -> None:

@@ -121,9 +121,11 @@ def _holding_history(repo) -> tuple[str, str]:
     return commit(repo.path, "good"), commit(repo.path, "bad", shift=-0.03)
 
 
-def _start_held_bisect(repo, tmp_path, good: str, bad: str) -> tuple[subprocess.Popen, int, str]:
+def _start_held_bisect(repo, tmp_path, good: str, bad: str
+                       ) -> tuple[subprocess.Popen, list[int], str]:
     """`graphnetz bisect` in a fresh interpreter, held inside its first probe: the process,
-    the probe's pid and the folder bisect works in (from its worktree's lock)."""
+    the pids the probe wrote (its own first) and the folder bisect works in (from its
+    worktree's lock)."""
     import os
     import select
 
@@ -140,11 +142,11 @@ def _start_held_bisect(repo, tmp_path, good: str, bad: str) -> tuple[subprocess.
     try:
         while not select.select([fd], [], [], 5)[0]:
             assert proc.poll() is None, proc.communicate()
-        pid = int(os.read(fd, 64))
+        pids = [int(p) for p in os.read(fd, 64).split()]
     finally:
         os.close(fd)
     (locked,) = [w for w in _worktrees(repo) if "locked graphnetz bisect pid" in w]
-    return proc, pid, locked.split(" work ")[1].strip()
+    return proc, pids, locked.split(" work ")[1].strip()
 
 
 def _wait_gone(pid: int) -> None:
@@ -167,7 +169,7 @@ def test_a_signal_to_bisect_removes_its_worktrees_and_probe(repo, tmp_path, sign
     import os
     import signal
 
-    proc, probe_pid, work = _start_held_bisect(repo, tmp_path, *_holding_history(repo))
+    proc, (probe_pid,), work = _start_held_bisect(repo, tmp_path, *_holding_history(repo))
     sig = getattr(signal, signum)
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=300)
@@ -192,7 +194,7 @@ def test_after_sigkill_the_next_bisect_sweeps_only_its_own_leftovers(repo, tmp_p
     away = tmp_path.parent / f"{tmp_path.name}-usb"
     subprocess.run(["git", "worktree", "add", "-q", "--detach", "--lock", "--reason",
                     "on a usb disk", str(away)], cwd=repo.path, check=True)
-    proc, probe_pid, work = _start_held_bisect(repo, tmp_path, good, bad)
+    proc, (probe_pid,), work = _start_held_bisect(repo, tmp_path, good, bad)
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=300)
     _wait_gone(probe_pid)   # the kernel ends the probe with its parents
@@ -235,3 +237,61 @@ def test_warm_probes_read_what_cold_ones_do_and_start_with_fresh_random_state(re
     assert len(set(values["cold"] + values["warm"])) == 1
     got = draws.read_text().split()
     assert len(got) == 4 and len(set(got)) == 4
+
+
+# -- what bisect says about the work tree and a probe's own failures ------------------------
+
+def test_a_dirty_work_tree_is_named_before_the_search(repo, capsys) -> None:
+    good = commit(repo.path, "good")
+    bad = commit(repo.path, "bad", shift=-0.03)
+    script = repo.path / "test_model.py"
+    script.write_text(script.read_text().replace("SHIFT, STREAM", "SHIFT , STREAM"))
+    assert main(["bisect", good, bad, "--min-effect", "0.01", "--", "-q"]) == 0
+    err = capsys.readouterr().err
+    assert "uncommitted changes to 1 tracked file(s) (test_model.py)" in err, err
+    assert "no probe includes them" in err
+
+
+def test_a_probed_test_that_raises_is_shown_with_its_exception(repo, capsys) -> None:
+    good = commit(repo.path, "good")
+    commit(repo.path, "a comment", comment="# nothing changes")
+    script = repo.path / "test_model.py"
+    script.write_text(script.read_text().replace(
+        "    report = ", "    raise RuntimeError('the loader broke at seed 3')\n    report = "))
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam",
+                    "raises"], cwd=repo.path, check=True)
+    bad = commit(repo.path, "bad", shift=-0.03)
+    assert main(["bisect", good, bad, "--min-effect", "0.01", "--", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "no gate ran" in err and "RuntimeError: the loader broke at seed 3" in err, err
+
+
+# The probed session starts a process of its own (as a command task's script or a loader's
+# worker would), tells the test both pids through the FIFO, and holds.
+SPAWNING_CONFTEST = '''
+import os
+import subprocess
+import sys
+
+
+def pytest_sessionstart(session):
+    ready = os.environ.get("BISECT_READY")
+    if ready:
+        worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        with open(ready, "w") as fifo:
+            fifo.write(f"{os.getpid()} {worker.pid}")
+        with open(os.environ["BISECT_HOLD"]) as never:
+            never.read()
+'''
+
+
+def test_sigkill_of_bisect_ends_what_the_probed_test_started(repo, tmp_path) -> None:
+    import signal
+
+    (repo.path / "conftest.py").write_text(SPAWNING_CONFTEST)
+    good, bad = commit(repo.path, "good"), commit(repo.path, "bad", shift=-0.03)
+    proc, (probe_pid, worker_pid), _ = _start_held_bisect(repo, tmp_path, good, bad)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=300)
+    _wait_gone(probe_pid)
+    _wait_gone(worker_pid)   # before, it slept on, orphaned

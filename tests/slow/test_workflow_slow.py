@@ -74,3 +74,18 @@ def test_workflow_is_one_a_team_can_adopt() -> None:
     assert steps[0]["uses"].startswith("actions/checkout@") and "with" not in steps[0]
     assert any(s.get("uses", "").startswith("actions/download-artifact@") for s in steps)
     assert check_jsonschema(COMMENT_WORKFLOW).returncode == 0
+
+
+def test_the_sharded_workflow_is_valid_and_runs_plan_train_gate() -> None:
+    sharded = ROOT / "examples" / "ci" / "graphnetz-sharded.yml"
+    result = check_jsonschema(sharded)
+    assert result.returncode == 0, result.stdout + result.stderr
+    jobs = YAML_LOAD(sharded)["jobs"]
+    assert jobs["train"]["needs"] == "plan" and jobs["gate"]["needs"] == ["plan", "train"]
+    assert jobs["train"]["strategy"]["matrix"] == "${{ fromJSON(needs.plan.outputs.matrix) }}"
+    runs = {name: " ".join(s.get("run", "") for s in job["steps"]) for name, job in jobs.items()}
+    assert "graphnetz plan --shards" in runs["plan"]
+    assert "--graphnetz-shard=${{ matrix.shard }}" in runs["train"]
+    assert "--graphnetz-remote-cache-write" in runs["train"]
+    assert "--graphnetz-cache-only" in runs["gate"]
+    assert "--graphnetz-remote-cache-write" not in runs["gate"] + runs["plan"]

@@ -10,10 +10,12 @@ that it lacks, so the next probe starts warm. End of input ends the server. Each
 new process group, starts with the global random state a new interpreter would have, ends
 as one does (threads joined, exit handlers run, streams flushed) but for the teardown of every
 module, and is killed by the kernel when the server goes
-(Linux), as the server is when its parent goes: SIGKILL of ``graphnetz bisect`` leaves no
-probe running.
+(Linux), as the server is when its parent goes; a guard per probe (:func:`guard`) then
+kills the probe's whole process group: SIGKILL of ``graphnetz bisect`` leaves no probe, and no
+process a probed test started, running.
 
     python -m pytest_graphnetz.cli.bisection.probe_server        # what BisectProbe starts
+    python -m pytest_graphnetz.cli.bisection.probe_server --guard GROUP PARENT   # a guard
 """
 
 from __future__ import annotations
@@ -38,6 +40,32 @@ def tie_to_parent() -> None:
         import signal
 
         ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)
+
+
+def guard(group: int, parent: int) -> None:
+    """A probe's guard: wait until ``parent`` (``graphnetz bisect``) ends or tells it to stop
+    (SIGTERM), then SIGKILL process group ``group``, the probe's pytest session and whatever
+    its tests started. The session itself dies with its parent (:func:`tie_to_parent`), but a
+    process a test started (a command task's script, a data loader's worker) is only in its
+    group; after a SIGKILL of bisect nothing else is left to end it. Linux: the kernel sends
+    the guard SIGTERM when its parent ends; elsewhere the guard acts when told to stop only."""
+    import signal
+
+    def end(signum: int, frame: object) -> None:
+        with contextlib.suppress(OSError):
+            os.killpg(group, signal.SIGKILL)
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, end)
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)
+    if os.getppid() != parent:   # the parent ended before the line above: act now
+        end(signal.SIGTERM, None)
+    while True:
+        signal.pause()
 
 
 def installed_roots() -> tuple[str, ...]:
@@ -173,4 +201,6 @@ def serve() -> None:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--guard"]:
+        guard(int(sys.argv[2]), int(sys.argv[3]))
     serve()

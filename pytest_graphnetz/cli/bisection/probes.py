@@ -161,7 +161,8 @@ class WarmServer:
                                           "log": str(log)}) + "\n")
         self.proc.stdin.flush()
         self.child = int(_answer(self.proc.stdout)["pid"])
-        rc = int(_answer(self.proc.stdout)["rc"])
+        with _guarded(self.child):
+            rc = int(_answer(self.proc.stdout)["rc"])
         self.child = None   # only once it has ended: close() kills one still running
         return rc
 
@@ -179,11 +180,48 @@ class WarmServer:
             self.proc.wait()
 
 
+def failed_tests(log: Path, most: int = 5) -> list[str]:
+    """The ``FAILED``/``ERROR`` lines of pytest's short summary in ``log`` (each names the test
+    and its exception), at most ``most`` of them, the count of the rest after."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return []
+    lines = [line.strip() for line in text.splitlines()
+             if line.startswith(("FAILED ", "ERROR "))]
+    return lines[:most] + ([f"... and {len(lines) - most} more"] if len(lines) > most else [])
+
+
 def _answer(stream: IO[str]) -> dict:
     line = stream.readline()
     if not line:
         raise OSError("the warm interpreter ended")
     return json.loads(line)
+
+
+@contextlib.contextmanager
+def _guarded(group: int) -> Iterator[None]:
+    """While the block runs, a guard process (:func:`.probe_server.guard`) kills process group
+    ``group`` should this process end, even by SIGKILL; at the block's end the guard kills
+    what is left in the group (a process a probed test started and left running) and ends."""
+    guard = subprocess.Popen([sys.executable, "-m", "pytest_graphnetz.cli.bisection.probe_server",
+                              "--guard", str(group), str(os.getpid())],
+                             stdin=subprocess.DEVNULL, env=_package_env())
+    try:
+        yield
+    finally:
+        guard.terminate()
+        guard.wait()
+
+
+def _package_env() -> dict[str, str]:
+    """This environment with the folder holding this package first on PYTHONPATH, so a process
+    started with ``-m pytest_graphnetz...`` imports this very checkout."""
+    env = dict(os.environ)
+    here = str(Path(cast(str, sys.modules["pytest_graphnetz"].__file__)).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(
+        [here, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
+    return env
 
 
 def _kill_group(pid: int | None) -> None:
@@ -214,14 +252,11 @@ class GitProbe:
         self.workspace, self.prefix, self.pytest_args = workspace, prefix, list(pytest_args)
         self.cache_dir, self.log = cache_dir, log
         self.runs = 0
-        self.env = dict(os.environ)
-        # The folder that holds this package, so each probe imports this very checkout.
-        here = str(Path(cast(str, sys.modules["pytest_graphnetz"].__file__)).resolve().parents[1])
-        self.env["PYTHONPATH"] = os.pathsep.join(
-            [here, *([self.env["PYTHONPATH"]] if self.env.get("PYTHONPATH") else [])])
+        self.env = _package_env()   # each probe imports this very checkout
         self.server = (WarmServer(self.env, workspace.root) if warm and hasattr(os, "fork")
                        else None)
         self.cold: subprocess.Popen[bytes] | None = None
+        self.failures: tuple[str, list[str]] = ("", [])   # the last probe's failed tests
 
     def __call__(self, commit: str, n: int) -> Reports:
         self.runs += 1
@@ -242,13 +277,20 @@ class GitProbe:
                 f"{commit}: the probe cannot be built: pytest exited {rc} "
                 f"({PYTEST_EXIT.get(rc, 'error')}) with "
                 f"`pytest {' '.join(self.pytest_args)}`; its output ends:\n{tail}")
+        self.failures = (commit, failed_tests(log))
         reports = {p.relative_to(out).as_posix().removesuffix(".json"):
                    BenchmarkReport.from_json(p) for p in sorted(out.rglob("*.json"))}
         if not reports:
             raise BisectRefusal(
-                f"{commit}: pytest saved no candidate report (no gate ran on a graphnetz run); "
-                "give pytest arguments that select gated tests")
+                f"{commit}: pytest saved no candidate report (no gate ran on a graphnetz run)"
+                + (f"; its tests failed before a gate ran:\n{self.failure_lines()}"
+                   if self.failures[1] else
+                   "; give pytest arguments that select gated tests"))
         return reports
+
+    def failure_lines(self) -> str:
+        """The last probe's failed tests with their exceptions, as pytest summarised them."""
+        return "\n".join(f"  {line}" for line in self.failures[1])
 
     def _pytest(self, cwd: Path, args: list[str], log: Path) -> int:
         if self.server is not None:
@@ -263,7 +305,8 @@ class GitProbe:
                                          env=self.env, stdin=subprocess.DEVNULL, stdout=sink,
                                          stderr=subprocess.STDOUT, start_new_session=True,
                                          preexec_fn=tie_to_parent)
-            rc = self.cold.wait()
+            with _guarded(self.cold.pid):
+                rc = self.cold.wait()
             self.cold = None   # only once it has ended: close() kills one still running
             return rc
 
@@ -322,6 +365,12 @@ def run_bisect(good: str, bad: str, pytest_args: Sequence[str], *, seeds: int,
                             "bisect from the project's checkout") from None
     prefix = git(Path.cwd(), "rev-parse", "--show-prefix")
     commits = commit_range(repo, good, bad)
+    changed = git(repo, "diff", "--name-only", "HEAD").splitlines()   # staged or not
+    if changed:
+        names = ", ".join(changed[:3]) + (", ..." if len(changed) > 3 else "")
+        log(f"bisect: warning: the work tree has uncommitted changes to {len(changed)} tracked "
+            f"file(s) ({names}); each probe checks out a commit, so no probe includes them "
+            "(commit them, or stash them, to bisect them)")
     swept = sweep(repo)
     if swept:
         log(f"bisect: removed {swept} worktree(s) an earlier bisect left (its process is gone)")
@@ -337,6 +386,12 @@ def run_bisect(good: str, bad: str, pytest_args: Sequence[str], *, seeds: int,
                                     max_seeds=DEFAULT_MAX_SEEDS if max_seeds is None
                                     else max_seeds, alpha=alpha, min_effect=min_effect,
                                     margin=margin)
+        except BisectRefusal as exc:
+            # a report or cell a probe lacks: show what its tests raised
+            if probe is None or not probe.failures[1] or probe.failure_lines() in str(exc):
+                raise
+            raise BisectRefusal(f"{exc}\nThe last probe ({probe.failures[0]}) had failed "
+                                f"tests:\n{probe.failure_lines()}") from None
         finally:
             if probe is not None:
                 probe.close()

@@ -27,6 +27,10 @@ GOOD:
   last) the most; an equal share per look found fewer culprits (``benchmarks/bisect_results.md``),
   and so did the gate's sequential boundaries per probe, whose first look spends 0.85 of the
   level (an earlier measurement, in docs/history-bisect.md).
+- A drift is not a step: a probe that reads REGRESSED against GOOD while BAD reads REGRESSED
+  against it (:func:`drift_split`), or a named culprit whose own step reads same while BAD's
+  drop exceeds δ (:func:`culprit_step`), shows that no single commit carries the drop; that
+  cell's search stops, names no culprit and lists the commits that moved.
 """
 
 from __future__ import annotations
@@ -82,6 +86,7 @@ class Evidence:
     sd_diff: float | None = None
     min_effect: float | None = None
     alpha: float | None = None
+    mean_diff: float | None = None
 
     @property
     def label(self) -> str:
@@ -130,13 +135,20 @@ class Step:
 class Finding:
     """A regressed cell's result: ``culprit`` is the first commit that reads regressed after a
     commit that reads same (None: the search stopped undecided and the culprit lies in
-    ``(last_same, first_regressed]``); ``steps`` are the probes that decided it."""
+    ``(last_same, first_regressed]``, or the cell drifted); ``steps`` are the probes that
+    decided it. ``drift``: the evidence that no single commit carries the drop (one line per
+    gate call that shows it; empty for a step, see :func:`drift_split` and
+    :func:`culprit_step`); ``moved``: then
+    each commit whose values differ from its parent's, with the mean of that step (first look's
+    seeds), or the probed commits against GOOD for a range too long to probe whole."""
 
     cell: Cell
     culprit: str | None
     last_same: str
     first_regressed: str
     steps: tuple[Step, ...]
+    drift: tuple[str, ...] = ()
+    moved: tuple[tuple[str, float], ...] = ()
 
     @property
     def label(self) -> str:
@@ -166,6 +178,9 @@ class BisectResult:
         out = [error_control(self.alpha, self.tests, self.seed_counts)]
         for f in self.findings:
             out.append("")
+            if f.drift:
+                out += drift_lines(f)
+                continue
             if f.culprit is not None:
                 out.append(f"{f.label}: culprit {f.culprit} (last same: {f.last_same})")
             else:
@@ -180,6 +195,25 @@ class BisectResult:
             if f.culprit is None and unknown is not None and unknown.hint():
                 out.append(f"  to resolve it: {unknown.hint()}")
         return out
+
+
+def drift_lines(f: Finding) -> list[str]:
+    """How a drifted cell reads: no culprit, the gate calls that show it, the commits that moved
+    and where to look next."""
+    if f.moved:
+        what = "each commit whose values differ from its parent's, its step's mean Δ"
+        moved = f.moved
+    else:   # a range too long to probe whole
+        what = "the probed commits, Δ against GOOD"
+        moved = tuple((step.commit, ev.mean_diff) for step in sorted(f.steps, key=lambda s: s.index)
+                      for ev in step.evidence if ev.cell == f.cell and ev.mean_diff is not None)
+    path = ", ".join(f"{commit} {fmt_signed(d)}" for commit, d in moved)
+    return [f"{f.label}: DRIFT, no single commit carries the drop: several commits moved the "
+            "cell, each by less than the whole; no culprit is named",
+            *(f"  {line}" for line in f.drift),
+            f"  the commits that moved ({what}): {path}",
+            "  `graphnetz history` over the range's saved reports shows the trend commit by "
+            "commit"]
 
 
 def seed_schedule(seeds: int, max_seeds: int) -> tuple[int, ...]:
@@ -260,6 +294,7 @@ def bisect_commits(commits: Sequence[str], probe: Probe, *, seeds: int = 10,
     lo = dict.fromkeys(targets, 0)
     hi = dict.fromkeys(targets, bad)
     stuck: set[Cell] = set()
+    drifted: dict[Cell, tuple[str, ...]] = {}
     steps = [ends]
     while True:
         open_cells = [c for c in targets if hi[c] - lo[c] > 1 and c not in stuck]
@@ -273,16 +308,121 @@ def bisect_commits(commits: Sequence[str], probe: Probe, *, seeds: int = 10,
         for ev in now.evidence:
             if ev.verdict == REGRESSED:
                 hi[ev.cell] = mid
+                n = next(n for n in looks if n >= ev.seeds)   # the look that decided it
+                split = drift_split(ev, get(bad, n), get(mid, n), min_effect=min_effect,
+                                    margin=margin, commit=commits[bad], at=commits[mid])
+                if split is not None:
+                    drifted[ev.cell] = (f"{commits[mid]} against GOOD: {ev.detail}",
+                                        f"BAD against {commits[mid]}: {split.detail} (the drop "
+                                        f"lies on both sides of {commits[mid]})")
+                    stuck.add(ev.cell)
             elif ev.verdict == SAME:
                 lo[ev.cell] = mid
             else:
                 stuck.add(ev.cell)
+    for c in targets:
+        if hi[c] - lo[c] == 1 and c not in drifted:
+            found = _last_evidence(steps, hi[c], c)
+            n = next(n for n in looks if n >= found.seeds)
+            total = _judge(get(bad, n), get(0, n), [c], alpha=levels[looks.index(n)],
+                           min_effect=min_effect, margin=margin, commit=commits[bad],
+                           good_commit=commits[0])[c]
+            lines = culprit_step(found, total, get(hi[c], n), get(lo[c], n), margin=margin,
+                                 min_effect=min_effect, culprit_id=commits[hi[c]],
+                                 parent_id=commits[lo[c]])
+            if lines:
+                drifted[c] = lines
     findings = []
     for c in targets:
         mine = tuple(s for s in steps if any(ev.cell == c for ev in s.evidence))
-        culprit = commits[hi[c]] if hi[c] - lo[c] == 1 else None
-        findings.append(Finding(c, culprit, commits[lo[c]], commits[hi[c]], mine))
+        culprit = commits[hi[c]] if hi[c] - lo[c] == 1 and c not in drifted else None
+        moved = _moved(commits, get, c, looks[0]) if c in drifted else ()
+        findings.append(Finding(c, culprit, commits[lo[c]], commits[hi[c]], mine,
+                                drifted.get(c, ()), moved))
     return BisectResult(tuple(findings), tuple(steps), alpha, levels, tests, looks, probed)
+
+
+# A drifted cell's commits are each probed at the first look to name those that moved, in a
+# range of at most this many: 32 × 10 seed-trainings, below a search's mean of 356 at −2δ
+# (benchmarks/bisect_results.md); a longer range lists its probed commits.
+MOVED_RANGE = 32
+
+
+def _moved(commits: Sequence[str], get: Callable[[int, int], Reports], cell: Cell,
+           n: int) -> tuple[tuple[str, float], ...]:
+    """Each commit of a drifted ``cell`` whose values on ``n`` seeds differ from its parent's,
+    with the mean of its step (+ = better); ``()`` for a range longer than
+    :data:`MOVED_RANGE`."""
+    if len(commits) > MOVED_RANGE:
+        return ()
+    sign = 1.0 if get(0, n)[cell[0]].metric(cell[1]).higher_is_better else -1.0
+    out = []
+    before = _cell_values(get(0, n), cell, commits[0])
+    for i in range(1, len(commits)):
+        now = _cell_values(get(i, n), cell, commits[i])
+        shared = [s for s in now if s in before]
+        step = np.array([now[s] for s in shared]) - np.array([before[s] for s in shared])
+        if step.any():
+            out.append((commits[i], sign * float(np.nanmean(step))))
+        before = now
+    return tuple(out)
+
+
+def _last_evidence(steps: Sequence[Step], index: int, cell: Cell) -> Evidence:
+    """``cell``'s evidence at the last step that probed commit ``index``."""
+    return next(ev for step in reversed(steps) if step.index == index
+                for ev in step.evidence if ev.cell == cell)
+
+
+def culprit_step(found: Evidence, total: Evidence, culprit: Reports, parent: Reports, *,
+                 margin: float, min_effect: float | None, culprit_id: str,
+                 parent_id: str) -> tuple[str, ...]:
+    """The lines that show a named culprit's own step is smaller than δ while the whole drop
+    is larger (a drift), or ``()``. ``found``: the culprit's evidence against GOOD; ``total``:
+    BAD's; the culprit and its parent (the last same commit) on the seeds that decided it.
+
+    Two claims, each at the level of the look that decided the culprit: its step (culprit
+    against parent) reads NOT WORSE, IDENTICAL or BETTER (the one-sided bound of its mean
+    difference lies above −δ), and BAD's drop against GOOD exceeds δ (the one-sided bound of
+    its mean difference lies below −δ). Under a single culprit whose step is δ or more, the
+    first is wrong with probability at most that level; under a single step smaller than δ,
+    the second is. A culprit decided bit for bit, or a metric without δ, is left as named."""
+    if found.alpha is None or total.alpha is None or total.sd_diff is None \
+            or total.mean_diff is None or total.min_effect is None:
+        return ()
+    from scipy import stats as st
+
+    bound = total.mean_diff + st.t.ppf(1 - total.alpha, total.seeds - 1) * \
+        total.sd_diff / math.sqrt(total.seeds)
+    if not bound < -total.min_effect:
+        return ()
+    step = _judge(culprit, parent, [found.cell], alpha=found.alpha, min_effect=min_effect,
+                  margin=margin, commit=culprit_id, good_commit=parent_id)[found.cell]
+    if step.verdict != SAME:
+        return ()
+    return (f"{culprit_id} (the first commit that read REGRESSED against GOOD) against its "
+            f"parent {parent_id}: {step.detail}: its own step is smaller than δ",
+            f"BAD against GOOD: {total.detail}; its one-sided bound {fmt_signed(bound)} lies "
+            f"below −δ: the whole drop is larger than δ")
+
+
+def drift_split(ev: Evidence, bad: Reports, probe: Reports, *, min_effect: float | None,
+                margin: float, commit: str, at: str) -> Evidence | None:
+    """Whether BAD also reads REGRESSED against the probe ``at`` that just read REGRESSED
+    against GOOD (``ev``), on the same seeds at the same level: the evidence when it does,
+    None otherwise (and for a probe decided bit for bit, which took no test).
+
+    If a single commit carried the drop, one side of any probe would hold none of it: the
+    probe would equal GOOD (and not read REGRESSED against it) or BAD would equal the probe.
+    Both sides reading REGRESSED rejects that at the look's level (an intersection-union
+    test: each side at the level), so a drift is claimed where a single culprit is the truth
+    with probability at most ``alpha`` over the search, as a wrong culprit is (the same
+    Bonferroni shares; ``benchmarks/bisect_search.py --drift`` measures both)."""
+    if ev.alpha is None:
+        return None
+    right = _judge(bad, probe, [ev.cell], alpha=ev.alpha, min_effect=min_effect,
+                   margin=margin, commit=commit, good_commit=at)[ev.cell]
+    return right if right.verdict == REGRESSED else None
 
 
 def _nothing_regressed(commits: Sequence[str], evidence: Sequence[Evidence]) -> NothingRegressed:
@@ -351,5 +491,6 @@ def _judge(candidate: Reports, good: Reports, cells: Sequence[Cell], *, alpha: f
                     f"{v.verdict} at {c.n} seeds: paired Δ {fmt_signed(c.mean_diff)} "
                     f"({fmt_level(c.confidence_level)} CI {fmt_interval(c.ci.low, c.ci.high)}), "
                     f"p {fmt_p(p)}, δ {fmt_num(c.min_effect)}, alpha {fmt_num(c.alpha)}",
-                    sd_diff=float(c.sd_diff), min_effect=c.min_effect, alpha=float(c.alpha))
+                    sd_diff=float(c.sd_diff), min_effect=c.min_effect, alpha=float(c.alpha),
+                    mean_diff=float(c.mean_diff))
     return out

@@ -18,7 +18,8 @@
   what a loader carries and the files it read, so a cache hit can skip running it.
 
 One module per concept: :mod:`.content` (data and models), :mod:`.code` (a callable's code),
-:mod:`.project` (the project's modules) and :mod:`.loader` (what a loader reads).
+:mod:`.project` (the project's modules), with :mod:`.locate` (where a module is found) and
+:mod:`.libraries` (what is not the user's code), and :mod:`.loader` (what a loader reads).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from pytest_graphnetz.runner.fingerprint.code import (
 )
 from pytest_graphnetz.runner.fingerprint.content import data_fingerprint, model_fingerprint
 from pytest_graphnetz.runner.fingerprint.interpreter import interpreter_identity, looks_like_python
+from pytest_graphnetz.runner.fingerprint.libraries import in_library_location
 from pytest_graphnetz.runner.fingerprint.loader import (
     callable_state,
     data_files_stamp,
@@ -37,7 +39,6 @@ from pytest_graphnetz.runner.fingerprint.loader import (
     recording_opened_files,
 )
 from pytest_graphnetz.runner.fingerprint.project import (
-    in_library_location,
     is_project_file,
     module_digest,
     project_code_files,

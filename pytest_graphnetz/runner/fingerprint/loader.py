@@ -14,7 +14,7 @@ from typing import Any
 
 from pytest_graphnetz.runner.fingerprint.code import callable_identity, is_plain
 from pytest_graphnetz.runner.fingerprint.content import data_fingerprint
-from pytest_graphnetz.runner.fingerprint.project import in_library_location
+from pytest_graphnetz.runner.fingerprint.libraries import in_library_location
 
 
 def callable_state(fn: Any) -> str | None:

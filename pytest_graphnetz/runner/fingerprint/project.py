@@ -13,9 +13,23 @@ import sys
 import types
 import warnings
 from collections.abc import Iterable
-from typing import Any, cast
+from typing import Any
 
 from pytest_graphnetz.runner.fingerprint.interpreter import installed_version
+from pytest_graphnetz.runner.fingerprint.libraries import (
+    in_environment,
+    in_library_location,
+    installed_into,
+    installed_tops,
+)
+from pytest_graphnetz.runner.fingerprint.locate import (
+    FingerprintError,
+    absolute_imports,
+    find_spec,
+    locate,
+    script_search_path,
+    source_file,
+)
 
 
 def project_code_key(targets: Iterable[Any]) -> str:
@@ -60,17 +74,22 @@ def project_code_files(targets: Iterable[Any]) -> frozenset[str]:
     return _walk(targets)[2]
 
 
-def _walk(targets: Iterable[Any]) -> tuple[set[str], set[str], frozenset[str]]:
+def _walk(targets: Iterable[Any]) -> tuple[set[str], dict[str, str | None], frozenset[str]]:
     """``(digests, library top-level names, files)`` of the project code ``targets`` reach."""
     digests: set[str] = set()
-    libraries: set[str] = set()
+    libraries: dict[str, str | None] = {}
     whole: list[_Where] = []
     reach = _Reach(digests, libraries, whole)
-    for target in targets:
-        reach.add_target(target)
-    reach.run()
     seen: set[str] = set()
-    _whole_closure(whole, digests, libraries, seen)
+    targets = list(targets)
+    try:
+        for target in targets:
+            reach.add_target(target)
+        reach.run()
+        _whole_closure(whole, digests, libraries, seen)
+    except FingerprintError as exc:
+        named = ", ".join(_label(t) for t in targets)
+        raise FingerprintError(f"{exc}, reached from {named}") from exc.__cause__
     return digests, libraries, frozenset(reach.visited | seen)
 
 
@@ -86,7 +105,8 @@ class _Reach:
     ``import_module``, and one whose classes may register themselves on creation go to
     ``whole`` (counted whole, with everything it imports)."""
 
-    def __init__(self, digests: set[str], libraries: set[str], whole: list[_Where]) -> None:
+    def __init__(self, digests: set[str], libraries: dict[str, str | None],
+                 whole: list[_Where]) -> None:
         self.digests, self.libraries, self.whole = digests, libraries, whole
         self.todo: list[tuple[_Where, str, tuple[str, ...]]] = []
         self.visited: set[str] = set()
@@ -98,7 +118,7 @@ class _Reach:
 
         name, file, _, _ = where
         if file is None or not is_project_file(file):
-            self.libraries.add(name.partition(".")[0])
+            _count_library(self.libraries, where)
             return None
         try:
             st = os.stat(file)
@@ -165,7 +185,7 @@ class _Reach:
         name, _, search, fresh = where
         parts = name.split(".")
         for i in range(1, len(parts)):
-            found, file = _locate(".".join(parts[:i]), search, fresh)
+            found, file = locate(".".join(parts[:i]), search, fresh)
             if found:
                 self.info((".".join(parts[:i]), file, search, fresh))
 
@@ -223,16 +243,16 @@ class _Reach:
         name, file, _, _ = where
         package = name if os.path.basename(file or "") == "__init__.py" else \
             name.rpartition(".")[0]
-        resolved = _absolute_imports(((binding.module, binding.level, ()),), package)
+        resolved = absolute_imports(((binding.module, binding.level, ()),), package)
         return resolved[0][0] if resolved else ""
 
     def resolve_module(self, where: _Where, binding: Any) -> _Where | None:
         module = self.absolute(where, binding)
         if binding.member is not None:
-            found, file = _locate(f"{module}.{binding.member}", where[2], where[3])
+            found, file = locate(f"{module}.{binding.member}", where[2], where[3])
             if found:
                 return (f"{module}.{binding.member}", file, where[2], where[3])
-        found, file = _locate(module, where[2], where[3]) if module else (False, None)
+        found, file = locate(module, where[2], where[3]) if module else (False, None)
         return (module, file, where[2], where[3]) if found else None
 
     def follow(self, where: _Where, binding: Any, attrs: tuple[str, ...]) -> None:
@@ -242,7 +262,7 @@ class _Reach:
         if not module:
             return
         _, search, fresh = where[1], where[2], where[3]
-        found, file = _locate(module, search, fresh)
+        found, file = locate(module, search, fresh)
         if not found:
             return
         current: _Where = (module, file, search, fresh)
@@ -250,22 +270,44 @@ class _Reach:
         rest = list(attrs) if binding.member is None else [binding.member, *attrs]
         if binding.member is None and "." in module:   # `import a.b` binds a: start at a
             top = module.partition(".")[0]
-            found, file = _locate(top, search, fresh)
+            found, file = locate(top, search, fresh)
             current = (top, file, search, fresh)
         while rest:
             sub = f"{current[0]}.{rest[0]}"
-            found, file = _locate(sub, search, fresh)
+            found, file = locate(sub, search, fresh)
             if not found:
                 break
             current = (sub, file, search, fresh)
             self.info(current)
             rest.pop(0)
         if current[1] is None or not is_project_file(current[1]):
-            self.libraries.add(current[0].partition(".")[0])
+            _count_library(self.libraries, current)
         elif rest:
             self.todo.append((current, rest[0], tuple(rest[1:])))
         else:
             self.whole.append(current)   # the module object itself is used
+
+
+def _count_library(libraries: dict[str, str | None], where: _Where) -> None:
+    """Count module ``where`` (not a project file) by its library's version; a namespace package
+    of the project (a folder without ``__init__.py``) holds no code and is no library."""
+    name, file, search, fresh = where
+    top = name.partition(".")[0]
+    if file is None:
+        spec = None if name in sys.modules and not fresh else find_spec(name, search, fresh)
+        portions = [] if spec is None or spec.loader is not None else \
+            list(spec.submodule_search_locations or ())
+        if portions and not any(in_library_location(p) for p in portions):
+            return
+    if libraries.get(top) is None:
+        libraries[top] = file
+
+
+def _label(target: Any) -> str:
+    """How an error names ``target``: a script's path, a callable's module and name."""
+    if isinstance(target, (str, os.PathLike)):
+        return os.fspath(target)
+    return f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', target)}"
 
 
 def _stamp(file: str | None) -> tuple[str, int, int]:
@@ -273,13 +315,13 @@ def _stamp(file: str | None) -> tuple[str, int, int]:
     return file or "", st.st_mtime_ns, st.st_size
 
 
-def _whole_closure(todo: list[_Where], digests: set[str], libraries: set[str],
+def _whole_closure(todo: list[_Where], digests: set[str], libraries: dict[str, str | None],
                    seen: set[str]) -> None:
     """Each module of ``todo`` whole, and every module it imports, transitively."""
     while todo:
         name, file, search, fresh = todo.pop()
         if file is None or not is_project_file(file):
-            libraries.add(name.partition(".")[0])
+            _count_library(libraries, (name, file, search, fresh))
             continue
         if file in seen:
             continue
@@ -292,10 +334,10 @@ def _whole_closure(todo: list[_Where], digests: set[str], libraries: set[str],
             continue
         digests.add(digest)
         package = name if os.path.basename(file) == "__init__.py" else name.rpartition(".")[0]
-        for module, members in _absolute_imports(imports, package):
+        for module, members in absolute_imports(imports, package):
             parts = module.split(".")
             for i in range(1, len(parts) + 1):  # `import a.b` runs a/__init__.py too
-                found, found_file = _locate(".".join(parts[:i]), search, fresh)
+                found, found_file = locate(".".join(parts[:i]), search, fresh)
                 if found:
                     todo.append((".".join(parts[:i]), found_file, search, fresh))
             if found and found_file is not None and is_project_file(found_file) \
@@ -303,7 +345,7 @@ def _whole_closure(todo: list[_Where], digests: set[str], libraries: set[str],
                 # `from package import name`: name may be a submodule (of a project package
                 # only: a library's submodules count through its version already).
                 for member in members:
-                    found, found_file = _locate(f"{module}.{member}", search, fresh)
+                    found, found_file = locate(f"{module}.{member}", search, fresh)
                     if found:
                         todo.append((f"{module}.{member}", found_file, search, fresh))
 
@@ -314,7 +356,7 @@ def _target_module(target: Any) -> tuple[str, str | None, tuple[str, ...], bool]
     this process's ``sys.modules``)."""
     if isinstance(target, (str, os.PathLike)):
         path = os.path.abspath(os.fspath(target))
-        return "__main__", _source_file(path), _script_search_path(path), True
+        return "__main__", source_file(path), script_search_path(path), True
     while isinstance(target, functools.partial):
         target = target.func
     module: types.ModuleType | None
@@ -326,74 +368,8 @@ def _target_module(target: Any) -> tuple[str, str | None, tuple[str, ...], bool]
         module = sys.modules.get(getattr(owner, "__module__", None) or "")
     if module is None:
         return "", None, tuple(sys.path), False
-    return (module.__name__, _source_file(getattr(module, "__file__", None)), tuple(sys.path),
+    return (module.__name__, source_file(getattr(module, "__file__", None)), tuple(sys.path),
             False)
-
-
-def _script_search_path(script: str) -> tuple[str, ...]:
-    """Where a new process running ``script`` finds its imports: the script's directory (links
-    resolved, as Python does), ``$PYTHONPATH``, then this interpreter's library directories.
-    Not the rest of this process's ``sys.path``: ``python -m pytest`` adds the current
-    directory there and ``pytest`` its ``bin`` directory, and neither reaches the script."""
-    extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    return (os.path.dirname(os.path.realpath(script)), *extra,
-            *(p for p in sys.path if p and in_library_location(p)))
-
-
-def _source_file(file: str | None) -> str | None:
-    """The absolute path of ``file`` when it is Python source (not bytecode or a C extension)."""
-    if not file or not file.endswith(".py"):
-        return None
-    return os.path.abspath(file)
-
-
-def _locate(name: str, search: tuple[str, ...], fresh: bool) -> tuple[bool, str | None]:
-    """Whether module ``name`` exists, and its source file (None: builtin, extension...);
-    ``fresh``: as a new process would find it, ignoring ``sys.modules``."""
-    module = None if fresh else sys.modules.get(name)
-    if module is not None:
-        return True, _source_file(getattr(module, "__file__", None))
-    spec = _find_spec(name, search, fresh)
-    if spec is None:
-        return False, None
-    return True, _source_file(spec.origin if spec.has_location else None)
-
-
-def _find_spec(name: str, search: tuple[str, ...], fresh: bool) -> Any:
-    """The spec of ``name`` found on the file system, importing nothing (None: not found)."""
-    from importlib.machinery import PathFinder
-
-    parent = name.rpartition(".")[0]
-    if parent:
-        imported = None if fresh else sys.modules.get(parent)
-        if imported is not None:
-            locations = getattr(imported, "__path__", None)
-        else:
-            parent_spec = _find_spec(parent, search, fresh)
-            locations = None if parent_spec is None else parent_spec.submodule_search_locations
-        if not locations:
-            return None
-        search = tuple(locations)
-    try:
-        return PathFinder.find_spec(name, list(search))
-    except (ImportError, ValueError, OSError):
-        return None
-
-
-def _absolute_imports(imports: tuple[tuple[str, int, tuple[str, ...]], ...],
-                      package: str) -> list[tuple[str, tuple[str, ...]]]:
-    """``(absolute module name, imported names)`` of ``imports`` (from :func:`_module_code`),
-    relative ones resolved against ``package``; ones that cannot resolve are left out."""
-    out = []
-    for module, level, members in imports:
-        if level:
-            bits = package.rsplit(".", level - 1) if package else []
-            if len(bits) < level:
-                continue  # a relative import above the top package fails at run time too
-            module = bits[0] + (f".{module}" if module else "")
-        if module:
-            out.append((module, members))
-    return out
 
 
 def module_digest(path: str) -> str:
@@ -458,43 +434,17 @@ def is_project_file(path: str | os.PathLike) -> bool:
     return path.endswith(".py") and not in_library_location(path)
 
 
-@functools.lru_cache(maxsize=16384)
-def in_library_location(path: str) -> bool:
-    """Whether ``path`` lies in this interpreter's standard library or site-packages, in any
-    directory named ``site-packages`` or ``dist-packages``, or in pytest-graphnetz itself."""
-    real = os.path.realpath(path)
-    parts = real.split(os.sep)
-    if "site-packages" in parts or "dist-packages" in parts:
-        return True
-    return any(real == d or real.startswith(d + os.sep) for d in _library_dirs())
-
-
-@functools.lru_cache(maxsize=1)
-def _library_dirs() -> tuple[str, ...]:
-    import site
-    import sysconfig
-
-    # Not sys.prefix itself: a system Python's prefix is /usr, and a project under /usr/src
-    # would then not count as code at all.
-    dirs = [sysconfig.get_paths().get(key) for key in ("stdlib", "platstdlib", "purelib",
-                                                       "platlib")]
-    with contextlib.suppress(AttributeError):  # some embedded interpreters lack these
-        dirs += site.getsitepackages() + [site.getusersitepackages()]
-    # pytest-graphnetz itself counts by its version (and its built-in trainers by their code,
-    # in the trainer's identity), also when run from a checkout: hashing its 40 modules would
-    # cost every session here a second.
-    # (the package is loaded, this module being in it: asked where, not climbed to)
-    package = cast(str, sys.modules["pytest_graphnetz"].__file__)
-    dirs.append(os.path.dirname(os.path.abspath(package)))
-    return tuple(sorted({os.path.realpath(d) for d in dirs if d}))
-
-
-def _library_versions(tops: set[str]) -> list[str]:
-    """``top==version`` for each non-stdlib top-level module in ``tops``: the version of the
-    installed distribution that provides it ("?" when none does).
-
-    Read from the installation, never from the imported module: a process that has imported
-    ``xdist`` and one that has not must give one key (before, the first read ``__version__``
-    and the second looked for a distribution named ``xdist``, found none, and wrote "?")."""
-    return [f"{top}=={installed_version(top)}"
-            for top in sorted(tops - set(sys.stdlib_module_names) - {"", "__main__"})]
+def _library_versions(libraries: dict[str, str | None]) -> list[str]:
+    """``top==version`` for each non-stdlib top-level module of ``libraries`` (name → a source
+    file of it, or None): the version of the distribution that provides it ("?" when none does),
+    read from the installation, never from the imported module (a process that has imported
+    ``xdist`` and one that has not must give one key). A library installed into a project folder
+    (``pip install --target``) counts by the ``*.dist-info`` beside it."""
+    out = []
+    for top in sorted(set(libraries) - set(sys.stdlib_module_names) - {"", "__main__"}):
+        file = libraries[top]
+        into = None if file is None or in_environment(file) else \
+            installed_into(os.path.realpath(file))
+        version = installed_tops(into[0])[into[1]] if into else installed_version(top)
+        out.append(f"{top}=={version}")
+    return out

@@ -1,0 +1,94 @@
+"""The conformance harness's quick mode (benchmarks/conformance.py): every invariant of the one
+design holds exactly through the real gate on a fixed seed (a longer run only adds looks,
+REGRESSED stays REGRESSED, no look reads a seed past it, canonical seeds only, the schedule bound
+to the baseline), and its pure parts against independent references."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "conformance.py"
+
+
+@pytest.fixture(scope="module")
+def conformance():
+    spec = importlib.util.spec_from_file_location("conformance", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["conformance"] = module
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop("conformance", None)
+
+
+def test_every_invariant_holds_through_the_real_gate(conformance) -> None:
+    assert conformance.check_invariants(seed=0) == {
+        name: [] for name in ("chain_is_one_call", "no_seed_past_the_look_is_read",
+                              "canonical_seeds_only", "schedule_is_bound")}
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 20), (1, 20), (50, 1000), (20, 20)])
+def test_rates_carry_statsmodels_wilson_interval(conformance, k: int, n: int) -> None:
+    from statsmodels.stats.proportion import proportion_confint
+
+    low, high = proportion_confint(k, n, alpha=0.05, method="wilson")
+    assert conformance.wilson(k, n) == pytest.approx((low, high), abs=1e-12)
+
+
+def test_the_rows_draw_the_shapes_they_name(conformance) -> None:
+    """Sd, skewness and discreteness of each row's sampler on 200,000 values, against scipy."""
+    from scipy import stats
+
+    rng = np.random.default_rng(3)
+    for row in conformance.ROWS:
+        d = row.draw(rng, 2500, 0.0).ravel()
+        if "sd" in row.name:
+            sd = float(row.name.rsplit("sd ", 1)[1])
+            assert d.std() == pytest.approx(sd, rel=0.06 if "t(3)" in row.name else 0.02)
+        skew = stats.skew(d)
+        expected = {"exponential +2": 2, "exponential −2": -2, "gamma +1": 1, "gamma −1": -1}
+        for kind, g in expected.items():
+            if row.name.startswith(kind):
+                assert skew == pytest.approx(g, abs=0.15), row.name
+        if row.name.startswith("accuracy"):
+            nodes = int(row.name.split()[2].replace(",", ""))
+            assert np.allclose(d * nodes / 100, np.round(d * nodes / 100))   # whole nodes
+    # each target: α where the design promises it, 2α on skewed shapes
+    assert {r.target for r in conformance.ROWS} == {0.05, 0.1}
+
+
+def _cells(text: str, header_start: str) -> list[list[str]]:
+    lines = text.splitlines()
+    at = next(i for i, x in enumerate(lines) if x.startswith(header_start))
+    rows = []
+    for line in lines[at + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip().replace("**", "") for c in line.strip("|").split("|")])
+    return rows
+
+
+def test_the_guarantees_page_quotes_the_committed_rates() -> None:
+    """docs/guarantees.md's skew-guard table is benchmarks/conformance_results.md's rates."""
+    root = SCRIPT.parents[1]
+    results = {r[0]: r for r in _cells((root / "benchmarks" / "conformance_results.md")
+                                       .read_text(), "| row |")}
+    page = _cells((root / "docs" / "guarantees.md").read_text(), "| paired differences |")
+    assert len(page) == 7 and len(results) == 14
+
+    def rate(row: str, column: int) -> str:
+        return results[row][column].split(" [")[0]
+
+    for label, first, second, detection in page:
+        shape = label.split(",")[0]
+        if shape.startswith("accuracy"):
+            names = ["accuracy on 100 test nodes", "accuracy on 1,000 test nodes"]
+        else:
+            names = [f"{shape}, sd 2", f"{shape}, sd 4"]
+        assert first == ", ".join(f"{rate(n, 2)} / {rate(n, 3)}" for n in names), label
+        assert second == ", ".join(rate(n, 4) for n in names), label
+        assert detection == ", ".join(f"{rate(n, 5)} ({rate(n, 6)})" for n in names), label

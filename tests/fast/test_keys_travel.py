@@ -1,0 +1,143 @@
+"""Keys that travel: the numeric settings and the scatter backend a triple trains under are in
+its cache key and the report's protocol (CPU runs too), pinned on CUDA under the determinism
+mode. Relocation (another path, HOME and user) is checked in tests/slow/test_keys_travel_slow.py.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+import torch
+from conftest import gcn, tiny_task
+
+from pytest_graphnetz import run_benchmark
+from pytest_graphnetz.runner import determinism, environment
+
+
+@pytest.fixture(autouse=True)
+def _numerics_restored():
+    """Every test leaves torch's numeric flags as it found them."""
+    before = determinism.current_numerics()
+    yield
+    torch.set_float32_matmul_precision(before["float32_matmul_precision"])
+    torch.backends.cuda.matmul.allow_tf32 = before["cuda_matmul_tf32"]
+    torch.backends.cudnn.allow_tf32 = before["cudnn_tf32"]
+    torch.backends.cudnn.benchmark = before["cudnn_benchmark"]
+    assert determinism.current_numerics() == before
+
+
+def _sweep(root, cache):
+    statuses: dict = {}
+    report = run_benchmark({"tiny": tiny_task()}, {"GCN": gcn}, seeds=[0, 1], device="cpu",
+                           root=root, cache_dir=cache,
+                           progress=lambda t, m, s, status, secs: statuses.__setitem__(s, status))
+    return report, statuses
+
+
+def test_the_matmul_precision_changes_the_key_and_is_recorded(root, tmp_path):
+    _, first = _sweep(root, tmp_path / "cache")
+    torch.set_float32_matmul_precision("medium")
+    report, second = _sweep(root, tmp_path / "cache")
+    assert first == {0: "trained", 1: "trained"}
+    assert second == {0: "trained", 1: "trained"}, "another precision must not hit"
+    assert report.protocol["numerics"]["float32_matmul_precision"] == "medium"
+    torch.set_float32_matmul_precision("highest")
+    _, third = _sweep(root, tmp_path / "cache")
+    assert third == {0: "cached", 1: "cached"}
+
+
+@pytest.mark.parametrize("flag", ["cudnn_tf32", "cudnn_benchmark"])
+def test_each_cuda_flag_changes_a_cpu_key(root, tmp_path, flag):
+    _sweep(root, tmp_path / "cache")
+    backends = torch.backends.cudnn
+    setattr(backends, {"cudnn_tf32": "allow_tf32", "cudnn_benchmark": "benchmark"}[flag],
+            not determinism.current_numerics()[flag])
+    _, again = _sweep(root, tmp_path / "cache")
+    assert again == {0: "trained", 1: "trained"}
+
+
+def test_the_protocol_records_numerics_and_the_scatter_backend(root):
+    report = run_benchmark({"tiny": tiny_task()}, {"GCN": gcn}, seeds=[0], device="cpu",
+                           root=root)
+    numerics = report.protocol["numerics"]
+    assert numerics["float32_matmul_precision"] == torch.get_float32_matmul_precision()
+    assert numerics["deterministic_algorithms"] == "off"
+    assert set(numerics["scatter"]) == {"torch_scatter", "torch_sparse", "pyg_lib"}
+    for name, version in numerics["scatter"].items():
+        assert (version is None) == (importlib.util.find_spec(name) is None)
+
+
+def test_a_command_only_machine_reads_no_torch_flags():
+    assert environment.machine("cpu", "on", in_process=False)["numerics"] is None
+
+
+@pytest.mark.parametrize("mode", ["on", "warn"])
+def test_cuda_pins_the_numerics_under_the_mode(monkeypatch, mode):
+    monkeypatch.setattr(determinism, "applies", lambda device: True)
+    torch.set_float32_matmul_precision("medium")
+    torch.backends.cudnn.benchmark = True
+    assert determinism.numerics("cuda:0", mode) == {**determinism.PINNED,
+                                                    "deterministic_algorithms": mode}
+    with determinism.deterministic_scope(mode, "cuda:0"):
+        inside = determinism.current_numerics()
+    assert inside == {**determinism.PINNED, "deterministic_algorithms": mode}
+    after = determinism.current_numerics()
+    assert after["float32_matmul_precision"] == "medium" and after["cudnn_benchmark"]
+
+
+def test_cuda_off_keys_the_flags_the_user_set(monkeypatch):
+    monkeypatch.setattr(determinism, "applies", lambda device: True)
+    torch.set_float32_matmul_precision("high")
+    assert determinism.numerics("cuda:0", "off")["float32_matmul_precision"] == "high"
+
+
+GATE = """
+from pytest_graphnetz import Task
+from pytest_graphnetz.runner.tasks.synthetic import CSBM, load_csbm
+
+
+def tiny(root, *, seed):
+    return load_csbm(CSBM("tiny", num_classes=3, nodes_per_class=20, p_in=0.2, p_out=0.03,
+                          num_features=8, mean_norm=1.0), root, seed)
+
+
+def gcn(in_channels, out_channels):
+    from torch_geometric.nn import GCN
+
+    return GCN(in_channels, 16, 2, out_channels)
+
+
+def test_run(graphnetz_run):
+    graphnetz_run({"tiny": Task("tiny", tiny, epochs=3)}, {"GCN": gcn})
+"""
+
+
+def test_a_conftest_that_sets_the_precision_changes_the_key(pytester, tmp_path):
+    """Through a real session: a conftest.py line is enough to miss the cache."""
+    pytester.makepyfile(test_gate=GATE)
+    args = ("--graphnetz-seeds=2", f"--graphnetz-cache-dir={tmp_path / 'cache'}",
+            "--graphnetz-device=cpu", "-p", "no:cacheprovider")
+    assert pytester.runpytest(*args).ret == 0
+    entries = set((tmp_path / "cache").glob("*.json"))
+    pytester.makeconftest("""
+        import torch
+        torch.set_float32_matmul_precision("medium")
+        """)
+    assert pytester.runpytest(*args).ret == 0
+    assert len(set((tmp_path / "cache").glob("*.json")) - entries) == 2
+
+
+def test_a_verdict_notes_other_numerics(root):
+    from pytest_graphnetz.gates.pairing import environment_notes
+
+    baseline = run_benchmark({"tiny": tiny_task()}, {"GCN": gcn}, seeds=[0, 1], device="cpu",
+                             root=root)
+    torch.set_float32_matmul_precision("medium")
+    candidate = run_benchmark({"tiny": tiny_task()}, {"GCN": gcn}, seeds=[0, 1], device="cpu",
+                              root=root)
+    notes = environment_notes(candidate, baseline)
+    # medium also lets cuBLAS use TF32: both are named
+    assert notes == ("numerics differs (baseline cuda_matmul_tf32 False, float32_matmul_precision"
+                     " highest, candidate cuda_matmul_tf32 True, float32_matmul_precision "
+                     "medium): the protocol is the same, the last digits may not be",)

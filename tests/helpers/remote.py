@@ -1,0 +1,136 @@
+"""A real S3-protocol server on loopback (moto's standalone server) for the remote-cache tests,
+driven through s3fs exactly as a user's bucket is: credentials and endpoint from the
+environment (``AWS_ENDPOINT_URL``), nothing mocked in the client."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+BUCKET = "team-cache"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class S3Server:
+    """A running moto server: its endpoint, and the server itself (``stop()``)."""
+
+    server: object
+    endpoint: str
+
+    def client(self, **credentials: str):
+        import boto3
+
+        return boto3.client("s3", endpoint_url=self.endpoint, region_name="us-east-1",
+                            **credentials)
+
+    def objects(self) -> dict[str, bytes]:
+        s3 = self.client()
+        found = s3.list_objects_v2(Bucket=BUCKET).get("Contents", [])
+        return {o["Key"]: s3.get_object(Bucket=BUCKET, Key=o["Key"])["Body"].read()
+                for o in found}
+
+
+def aws_environment(monkeypatch: pytest.MonkeyPatch, endpoint: str) -> None:
+    """What a user's CI sets for a bucket: credentials, region and (for an S3-compatible
+    store) the endpoint; botocore reads them when s3fs makes its client."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    # s3fs keeps one filesystem per set of arguments: a fresh one sees this environment.
+    import s3fs
+
+    s3fs.S3FileSystem.clear_instance_cache()
+
+
+@contextlib.contextmanager
+def moto_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Server]:
+    from moto.server import ThreadedMotoServer
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    aws_environment(monkeypatch, endpoint)
+    running = S3Server(server, endpoint)
+    # moto keeps its state per process, not per server: start from an empty account
+    import urllib.request
+
+    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset",
+                                                  method="POST"), timeout=10).close()
+    running.client().create_bucket(Bucket=BUCKET)
+    try:
+        yield running
+    finally:
+        with contextlib.suppress(Exception):
+            server.stop()
+
+
+@contextlib.contextmanager
+def silent_server() -> Iterator[str]:
+    """An endpoint that accepts connections and never answers (a hung store)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                held.append(listener.accept()[0])
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join()
+        for conn in held:
+            conn.close()
+        listener.close()
+
+
+@contextlib.contextmanager
+def read_only_credentials(server: S3Server, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Credentials of an IAM user allowed to read the bucket and nothing else, with moto's
+    authorisation switched on: a write is a real 403 AccessDenied."""
+    import json
+
+    import boto3
+    from moto import settings
+
+    iam = boto3.client("iam", endpoint_url=server.endpoint, region_name="us-east-1")
+    iam.create_user(UserName="reader")
+    iam.put_user_policy(UserName="reader", PolicyName="read", PolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": [
+            "s3:GetObject", "s3:ListBucket", "s3:HeadObject"], "Resource": "*"}]}))
+    key = iam.create_access_key(UserName="reader")["AccessKey"]
+    import s3fs
+
+    before = settings.INITIAL_NO_AUTH_ACTION_COUNT
+    with monkeypatch.context() as inside:
+        inside.setenv("AWS_ACCESS_KEY_ID", key["AccessKeyId"])
+        inside.setenv("AWS_SECRET_ACCESS_KEY", key["SecretAccessKey"])
+        s3fs.S3FileSystem.clear_instance_cache()
+        settings.INITIAL_NO_AUTH_ACTION_COUNT = 0
+        try:
+            yield
+        finally:
+            settings.INITIAL_NO_AUTH_ACTION_COUNT = before
+    s3fs.S3FileSystem.clear_instance_cache()
