@@ -37,7 +37,9 @@ Each rate comes with its 95% Wilson interval; a row's target is ≤ α (normal, 
 or ≤ 2α (skewed shapes) for the three error rates, met when the interval's upper end is under
 it, and detection within 5 points of the plain t's.
 
-How to add a row (calibration, replicates, the ledger, the leak guard...): write a sampler
+The statistical add-ons (replicates, the leak guard, calibrate, the reuse ledger) have their
+own section (:func:`addon_lines`, from ``addons_conformance.py``): their promises are not all
+rates of the gate's walk. How to add a row of the walk: write a sampler
 ``draw(rng, paths, shift) -> D`` (paths, 80) of paired differences in points (candidate −
 baseline, + = better; ``shift`` is the true mean), and, if the rule changes how a look decides,
 a ``walk(D, delta, every_look) -> codes`` that decides as the gate does with the rule (prove it
@@ -358,6 +360,22 @@ def schedule_is_bound(rng: np.random.Generator) -> list[str]:
     return failures
 
 
+def addon_lines() -> list[str]:
+    """The statistical add-ons' rows (replicates, the leak guard, calibrate, the reuse ledger):
+    what each promises and what it delivers in its worst measured setting, on the real code
+    (``addons_conformance.py``, its own fixed draws, so a rerun reproduces them bit for bit)."""
+    import addons_conformance
+
+    body = [[r.addon, r.promise, r.setting, str(r.rate), "met" if r.met else "**not met**",
+             f"`{r.benchmark}`"] for r in addons_conformance.all_rows(quick=False)]
+    return ["## The statistical add-ons", "",
+            "Each promise in its worst measured setting (`benchmarks/addons_conformance.py`, "
+            "the full runs in the benchmark named); rates with 95% Wilson intervals; met unless "
+            "the interval lies wholly past the promise.", "",
+            *table(["add-on", "promises", "worst setting measured", "delivers", "verdict",
+                    "benchmark"], body), ""]
+
+
 INVARIANTS: list[Callable[[np.random.Generator], list[str]]] = [
     chain_is_one_call, no_seed_past_the_look_is_read, canonical_seeds_only, schedule_is_bound]
 
@@ -399,6 +417,7 @@ def main() -> None:
                   "", "Each rate with its 95% Wilson interval; a target is met when the "
                   "interval's upper end is under it; detection within 5 points of the plain "
                   "t's.", "", *table(header, body), ""]
+        lines += addon_lines()
     emit(lines, args.out)
     if any(held.values()):
         sys.exit(1)

@@ -10,8 +10,8 @@
                    [--margin]
     graphnetz latex REPORT [-o FILE.tex] [--ci t|bootstrap]
     graphnetz markdown REPORT [-o FILE.md] [--ci t|bootstrap]
-    graphnetz history DIR -o OUTDIR [--anchor COMMIT] [--alpha 0.05] [--reuse-factor 2]
-                                    [--reuse-beta 0.05]
+    graphnetz history DIR -o OUTDIR [--anchor COMMIT] [--alpha 0.05] [--reuse-share 0.5]
+                                    [--reuse-beta 0.05] [--reuse-delta D]
     graphnetz bisect GOOD BAD [--seeds 10] [--max-seeds 160] [--min-effect D] [--alpha 0.05]
                      [--cache-dir DIR] -- [PYTEST ARGS...]
     graphnetz next-seeds VERDICTS.json --budget N [--current N]
@@ -80,14 +80,6 @@ def _alpha(text: str) -> float:
     if not 0.0 < alpha < 0.5:
         raise argparse.ArgumentTypeError(f"must lie in (0, 0.5), got {text}")
     return alpha
-
-
-def _reuse_factor(text: str) -> float:
-    factor = _float(text)
-    if not factor > 1.0:
-        raise argparse.ArgumentTypeError(
-            f"must be > 1 (1 would allow no read after the first), got {text}")
-    return factor
 
 
 def _margin(text: str) -> float:
@@ -296,9 +288,12 @@ def build_parser() -> argparse.ArgumentParser:
                                           "(default: the oldest)")
     history.add_argument("--alpha", type=_alpha, default=0.05,
                          help="family-wise level of the drift check (default 0.05)")
-    history.add_argument("--reuse-factor", type=_reuse_factor, default=2.0,
-                         help="test-set reuse budget: how many times looser than a fresh "
-                              "split's the latest read's guarantee may be (default 2)")
+    history.add_argument("--reuse-share", type=_positive, default=0.5,
+                         help="test-set reuse budget: the share of δ the next read's reuse "
+                              "term may take (default 0.5)")
+    history.add_argument("--reuse-delta", type=_positive, default=None,
+                         help="test-set reuse budget: δ in metric units (default: the gates' "
+                              "recorded min_effect, else 0.01 for a metric in [0, 1])")
     history.add_argument("--reuse-beta", type=_alpha, default=0.05,
                          help="test-set reuse budget: the guarantee's failure probability "
                               "(default 0.05)")

@@ -452,7 +452,8 @@ def cmd_history(args: argparse.Namespace) -> int:
 
     try:
         return run_history(args.directory, args.output, anchor=args.anchor, alpha=args.alpha,
-                           reuse=ReuseBudget(factor=args.reuse_factor, beta=args.reuse_beta))
+                           reuse=ReuseBudget(share=args.reuse_share, beta=args.reuse_beta,
+                                             delta=args.reuse_delta))
     except KeyboardInterrupt:
         # Ctrl-C while it reads or draws: one line, not a traceback (each file it writes is
         # written whole or not at all).

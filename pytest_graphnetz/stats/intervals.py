@@ -50,6 +50,18 @@ class CellStats:
     confidence_level: float
 
 
+def sd_upper_bound(sd: float, n: int, *, confidence_level: float = 0.95) -> float:
+    """The one-sided upper confidence bound of a normal population's sd from a sample sd ``sd``
+    of ``n`` values: sd·√((n − 1)/χ²_{1−level}(n − 1)). A sample sd of 10 seeds is off by ±25%
+    (1 sd); a rule that plans or flags from it uses this bound where erring low costs."""
+    from scipy import special
+
+    level = check_level(confidence_level)
+    if n < 2:
+        return float("nan")
+    return float(sd * np.sqrt((n - 1) / special.chdtri(n - 1, level)))
+
+
 def t_interval(x: ArrayLike, *, confidence_level: float = 0.95) -> ConfidenceInterval:
     """Student's t interval ``mean ± t_{1-α/2, n-1} · s / sqrt(n)`` of finite values ``x`` (n,)."""
     arr = finite_vector(x, "x")

@@ -59,6 +59,8 @@ def test_the_value_at_a_budget_is_what_a_shorter_run_reports():
 
 
 def test_the_curve_is_the_paired_sd_per_budget_and_the_cheapest_budget_holds_from_there_on():
+    from scipy import stats
+
     rng = np.random.default_rng(1)
     base = rng.normal(0.8, 0.02, (6, 10))
     noise = rng.standard_normal((6, 10)) * np.array([0.05, 0.004, 0.03, 0.01, 0.004, 0.003])[:,
@@ -76,14 +78,48 @@ def test_the_curve_is_the_paired_sd_per_budget_and_the_cheapest_budget_holds_fro
     cal = Calibration({("t", "m"): cell})
     resolved = [cal.resolvable_at(("t", "m"), i, 10) for i in range(6)]
     assert resolved[1] == pytest.approx(resolvable_min_effect(curve.sd_paired[1], 10))
-    delta = max(resolved[3:]) * 1.001
-    assert resolved[1] <= delta < resolved[2]   # budget 2 resolves, but 3 does not
+    # the budget is planned from the paired sd's one-sided 90% upper bound (χ², scipy)
+    bound = [cal.resolvable_at(("t", "m"), i, 10, bound=True) for i in range(6)]
+    upper = curve.sd_paired[1] * np.sqrt(9 / stats.chi2.ppf(0.10, 9))
+    assert bound[1] == pytest.approx(resolvable_min_effect(upper, 10), rel=1e-6)
+    delta = max(bound[3:]) * 1.001
+    assert bound[1] <= delta < bound[2]   # budget 2 resolves, but 3 does not
     assert cal.cheapest_budget(("t", "m"), delta) == 4
-    assert cal.cheapest_budget(("t", "m"), min(resolved) / 2) is None
+    # a δ the estimates resolve from budget 4 on: the bound, allowing for the sd's error,
+    # names 5
+    tight = max(resolved[3:]) * 1.001
+    assert resolved[3] <= tight < bound[3] and bound[4] <= tight
+    assert cal.cheapest_budget(("t", "m"), tight) == 5
     line = budget_line(cal, ("t", "m"), delta)
     assert line.startswith(f"6 epochs: 10 seeds resolve {ceil_significant(100 * resolved[5]):.2g} "
                            "pt; 1 epoch: ")
-    assert "cheapest budget resolving δ" in line and ": 4 epochs (mean " in line
+    assert (" resolved from 4 epochs on, planned from each budget's 90% upper bound of the "
+            "paired sd (mean ") in line
+
+
+def test_the_self_check_is_one_test_per_calibration_holm_over_its_cells():
+    """The salted-mean check is Holm-adjusted over the calibration's cells (statsmodels'
+    ``multipletests`` as the reference), so 10 innocent cells warn in at most α of
+    calibrations (400 simulated; the per-cell rule warns in about 40%)."""
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(7)
+    per_cell = holm = 0
+    trials = 400
+    for k in range(trials):
+        base = rng.normal(0.8, 0.02, (10, 10))
+        salted = base + rng.normal(0, 0.01, (10, 10))
+        cal = Calibration({(f"t{i}", "m"): CellCalibration(
+            f"t{i}", "m", "accuracy", tuple(range(10)), tuple(base[i]), tuple(salted[i]))
+            for i in range(10)})
+        if k < 20:
+            ps = [c.shift_p for c in cal.cells.values()]
+            reference = multipletests(ps, method="holm")[1]
+            assert [cal.shift_p_adjusted(key) for key in cal.cells] == pytest.approx(reference)
+        per_cell += any(c.shift_p < 0.05 for c in cal.cells.values())
+        holm += any(cal.shifted(key) for key in cal.cells)
+    assert holm / trials <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / trials)
+    assert per_cell / trials > 0.3
 
 
 def test_shown_budgets_spread_over_the_run_with_the_cheapest_among_them():
@@ -177,9 +213,11 @@ def test_calibrate_prints_each_budget_and_the_cheapest_resolving_delta(
     assert cheapest is not None and 1 < cheapest < 12
     text = result.stdout.str()
     assert "toy/Net per training budget" in text
-    result.stdout.fnmatch_lines([f"* {cheapest}  *yes (cheapest)",
+    result.stdout.fnmatch_lines([f"* {cheapest}  *← δ resolved from here on",
                                  "toy/Net: 12 epochs: 6 seeds resolve * pt; 3 epochs: * pt; "
-                                 f"cheapest budget resolving δ = 0.3 pt: {cheapest} epochs *"])
+                                 f"δ = 0.3 pt resolved from {cheapest} epochs on, planned from "
+                                 "each budget's 90% upper bound of the paired sd *"])
+    assert " yes" not in text and " no " not in text   # no per-budget verdict
     assert "WARNING" not in text and "moved" not in text
 
 
@@ -200,7 +238,9 @@ def test_a_shifted_salted_rerun_is_warned_about_and_calibrate_exits_0_without_a_
     # the salted mean moved by 0.03 on every seed: in the table, as a warning, and in the file
     assert ": moved" in out
     assert re.search(r"graphnetz: WARNING toy/Net: the salted rerun's mean moved by \+0\.0[23]\d* "
-                     r"\(paired t, two-sided p = \S+ < 0\.0425 over 6 seeds\)", out), out
+                     r"\(paired t, two-sided p = \S+ over 6 seeds; Holm over the calibration's "
+                     r"1 cell: \S+ < 0\.0425\): an innocent change must not move it\. Chance "
+                     r"alone warns in at most 4\.25% of innocent calibrations", out), out
     entry = json.loads(path.read_text())["cells"][0]
     assert entry["shift_p"] < 0.001 and "the salt moved the split or the data" in entry["warning"]
     pytest.importorskip("matplotlib")

@@ -1,6 +1,6 @@
-"""The test-set reuse ledger: per test split, how many gate reads it has had across commits,
-against the number of adaptive reads after which what a read says of the split is no longer
-nearly as trustworthy as on a fresh split.
+"""The test-set reuse ledger: per test split, the gate reads it has had across commits, each
+charged by what its verdict revealed, and whether the bound on the next read's estimate has
+loosened by more than a stated share of δ, the smallest change that matters.
 
 A split is a task's data and split as the report fingerprints them (its data fingerprint at
 the smallest seed the report holds: the same data and split rule give the same fingerprint at
@@ -8,22 +8,26 @@ every commit). A **read** is one cell (report, model) judged on that split at on
 cell whose per-seed values equal, bit for bit, those of an earlier read of the same cell (an
 unchanged model, a cache hit) tells the team nothing new and is not counted again.
 
-**The budget** (docs/history-bisect.md, "Test-set reuse"): the description-length bound of
+**The bound** (docs/history-bisect.md, "Test-set reuse"): the description-length bound of
 Dwork, Feldman, Hardt, Pitassi, Reingold & Roth (2015, "Generalization in adaptive data
-analysis and holdout reuse", NIPS 2015, arXiv:1506.02629; the Science paper "The reusable
-holdout", 349(6248):636-638, rests on it): if everything the analyst learned from a split of n
-examples before choosing a query can be written in b bits, that query's estimate on the split
-lies within τ of its true value with probability at least 1 − β whenever
-2^b · 2·exp(−2τ²n) ≤ β (Hoeffding's bound, union over the 2^b possible histories), so
+analysis and holdout reuse", NIPS 2015, arXiv:1506.02629): if everything the analyst learned
+from a split of n examples before choosing a query is written in b bits of a prefix code fixed
+in advance, that query's estimate on the split lies within τ of its true value with
+probability at least 1 − β whenever 2^b · 2·exp(−2τ²n) ≤ β (Hoeffding's bound; Kraft's
+inequality makes the union over histories cost at most β), so
 
     τ(b) = √((b·ln 2 + ln(2/β)) / (2n)).
 
-A read answers with its verdict, one of the ``K`` kinds a gate gives (``len(Verdict)``), so
-the k-th read is chosen knowing b = (k − 1)·log₂ K bits (the first knows nothing of the
-split: it is a fresh read). Its guarantee is looser than a fresh split's τ(0) by the factor
-√(1 + (k − 1)·ln K / ln(2/β)), in which n cancels; the **budget** is the most reads whose
-every guarantee stays within ``factor`` times the fresh one:
-1 + floor((factor² − 1)·ln(2/β) / ln K). Past it, confirm on a split the team has not read.
+**What a read costs** (the code, fixed in advance, in the spirit of Blum & Hardt's Ladder: an
+answer that repeats the last one says little): a read whose verdict equals the cell's previous
+verdict (for its first read: NOT WORSE, the ordinary answer) costs 1 bit; any other verdict
+1 + log₂(K − 1) bits (K = ``len(Verdict)``); a read whose verdict was not recorded log₂ K.
+
+**When it speaks.** With δ the gates' smallest change that matters (recorded in the reports,
+else 0.01 for a metric in [0, 1]) and τ_1 = τ(0) a fresh read's bound: the split is **PAST
+BUDGET** when the reuse term τ(b) − τ_1 of the next read exceeds ``share``·δ; its budget is
+the bits that keep it within. Where τ_1 > δ already, no count of reads is safe and rotating
+the split cannot help: the remedy is a larger test set.
 """
 
 from __future__ import annotations
@@ -44,99 +48,138 @@ class _Run(Protocol):
     @property
     def values(self) -> Mapping[tuple[str, str, str], Mapping[int, float]]: ...
     @property
+    def verdicts(self) -> Mapping[tuple[str, str, str], str]: ...
+    @property
     def splits(self) -> Mapping[tuple[str, str], SplitFacts]: ...
+
+
+#: The verdict a cell's first read is expected to give (its code word costs 1 bit).
+EXPECTED = str(Verdict.NOT_WORSE)
 
 
 @dataclass(frozen=True)
 class ReuseBudget:
-    """The budget's rule (module docstring). ``factor``: how much looser than a fresh split's
-    the latest read's guarantee may be (> 1); ``beta``: the guarantee's failure probability;
-    ``answers``: the kinds of answer one read gives (the gates' verdicts)."""
+    """The rule (module docstring). ``share``: the part of δ the reuse term may take (> 0);
+    ``beta``: the guarantee's failure probability; ``answers``: the kinds of answer one read
+    gives (the gates' verdicts); ``delta``: δ for every split (None: each split's own, from
+    its reports, else 0.01 for a metric in [0, 1])."""
 
-    factor: float = 2.0
+    share: float = 0.5
     beta: float = 0.05
     answers: int = len(Verdict)
+    delta: float | None = None
 
     def __post_init__(self) -> None:
-        if not self.factor > 1.0:
-            raise ValueError(f"`factor` must be > 1 (1 would allow no reuse), got {self.factor}")
+        if not self.share > 0.0:
+            raise ValueError(f"`share` must be > 0, got {self.share}")
         if not 0.0 < self.beta < 1.0:
             raise ValueError(f"`beta` must lie in (0, 1), got {self.beta}")
-        if self.answers < 2:
-            raise ValueError(f"`answers` must be at least 2, got {self.answers}")
+        if self.answers < 3:
+            raise ValueError(f"`answers` must be at least 3, got {self.answers}")
+        if self.delta is not None and not self.delta > 0:
+            raise ValueError(f"`delta` must be > 0, got {self.delta}")
 
-    def bits(self, reads: int) -> float:
-        """What the ``reads``-th read was chosen knowing: (reads − 1)·log₂ K bits."""
-        return max(reads - 1, 0) * math.log2(self.answers)
+    def cost(self, verdict: str | None, previous: str | None) -> float:
+        """Bits a read reveals: 1 when ``verdict`` repeats ``previous`` (None: the cell's first
+        read, expected :data:`EXPECTED`), 1 + log₂(K − 1) for another verdict, log₂ K when the
+        verdict is unknown."""
+        if verdict is None:
+            return math.log2(self.answers)
+        if verdict == (EXPECTED if previous is None else previous):
+            return 1.0
+        return 1.0 + math.log2(self.answers - 1)
 
-    def tolerance(self, reads: int, n: int) -> float:
-        """τ of the ``reads``-th read of a split of ``n`` examples, at 1 − β."""
-        return math.sqrt((self.bits(reads) * math.log(2) + math.log(2 / self.beta)) / (2 * n))
+    def tolerance(self, bits: float, n: int) -> float:
+        """τ of a read chosen knowing ``bits`` bits of a split of ``n`` examples, at 1 − β."""
+        return math.sqrt((bits * math.log(2) + math.log(2 / self.beta)) / (2 * n))
 
-    def looseness(self, reads: int) -> float:
-        """τ of the ``reads``-th read over τ of a fresh read (the same for every n)."""
-        return math.sqrt(1 + self.bits(reads) * math.log(2) / math.log(2 / self.beta))
+    def budget_bits(self, n: int, delta: float) -> float:
+        """The most bits whose reuse term τ(b) − τ(0) on ``n`` examples stays within
+        ``share``·δ."""
+        limit = self.tolerance(0, n) + self.share * delta
+        return (2 * n * limit * limit - math.log(2 / self.beta)) / math.log(2)
 
-    @property
-    def reads(self) -> int:
-        """The budget: the most reads whose looseness stays at most ``factor``."""
-        room = (self.factor ** 2 - 1) * math.log(2 / self.beta) / math.log(self.answers)
-        return 1 + math.floor(room + 1e-12)
+    def examples_for(self, delta: float) -> int:
+        """The test examples at which a fresh read's τ(0) is δ."""
+        return math.ceil(math.log(2 / self.beta) / (2 * delta * delta))
 
     def describe(self) -> str:
-        return (f"budget {self.reads} reads: each read releases a verdict (log2 "
-                f"{self.answers} bits), and past the budget the latest read's guarantee "
-                f"(Hoeffding at 1 − β = {1 - self.beta:.3g}, Dwork et al. 2015's "
-                f"description-length bound) is more than {self.factor:g} times a fresh "
-                "split's")
+        return (f"a read costs 1 bit when its verdict repeats the cell's last, "
+                f"{1 + math.log2(self.answers - 1):.2g} bits otherwise; PAST BUDGET when the "
+                f"next read's reuse term (Hoeffding at 1 − β = {1 - self.beta:.3g}, Dwork et "
+                f"al. 2015's description-length bound) exceeds {self.share:g}·δ")
 
 
 @dataclass(frozen=True)
 class SplitReads:
     """One split's reads. ``fingerprint``: its data fingerprint (the split's identity);
     ``commits``: the commits whose reports read it; ``reads``: distinct reads (module
-    docstring); ``n``: its test examples (None: no per-example outcomes recorded);
-    ``rule``: the budget it is held to."""
+    docstring); ``bits``: what they revealed; ``n``: its test examples (None: no per-example
+    outcomes recorded); ``delta``: δ (None: unknown); ``rule``: the rule it is held to."""
 
     task: str
     fingerprint: str
     commits: int
     reads: int
+    bits: float
     n: int | None
+    delta: float | None
     rule: ReuseBudget = field(default_factory=ReuseBudget)
 
     @property
-    def budget(self) -> int:
-        return self.rule.reads
-
-    @property
-    def over_budget(self) -> bool:
-        return self.reads > self.budget
-
-    @property
-    def looseness(self) -> float:
-        """The latest read's guarantee over a fresh read's."""
-        return self.rule.looseness(self.reads)
-
-    @property
     def tolerance(self) -> float | None:
-        """±τ of the latest read's estimate at 1 − β (None: ``n`` unknown)."""
-        return None if self.n is None else self.rule.tolerance(self.reads, self.n)
+        """±τ of the next read's estimate at 1 − β (None: ``n`` unknown)."""
+        return None if self.n is None else self.rule.tolerance(self.bits, self.n)
 
     @property
     def fresh_tolerance(self) -> float | None:
-        """±τ of one read of a fresh split of the same size."""
-        return None if self.n is None else self.rule.tolerance(1, self.n)
+        """±τ_1 of one read of a fresh split of the same size."""
+        return None if self.n is None else self.rule.tolerance(0, self.n)
+
+    @property
+    def reuse(self) -> float | None:
+        """The reuse term τ(b) − τ_1, in metric units (None: ``n`` unknown)."""
+        if self.tolerance is None or self.fresh_tolerance is None:
+            return None
+        return self.tolerance - self.fresh_tolerance
+
+    @property
+    def budget(self) -> float | None:
+        """The bits the split may reveal (None: ``n`` or δ unknown, or too small)."""
+        if self.n is None or self.delta is None or self.too_small:
+            return None
+        return self.rule.budget_bits(self.n, self.delta)
+
+    @property
+    def too_small(self) -> bool:
+        """Whether a fresh read's bound already exceeds δ (a larger test set is the remedy)."""
+        fresh = self.fresh_tolerance
+        return fresh is not None and self.delta is not None and fresh > self.delta
+
+    @property
+    def over_budget(self) -> bool:
+        reuse = self.reuse
+        return (not self.too_small and reuse is not None and self.delta is not None
+                and reuse > self.rule.share * self.delta)
+
+    @property
+    def status(self) -> str:
+        if self.n is None or self.delta is None:
+            return "?"
+        return "TOO SMALL FOR δ" if self.too_small else \
+            "PAST BUDGET" if self.over_budget else "ok"
 
 
 @dataclass(frozen=True)
 class SplitFacts:
     """What one report says of one task's test split: its ``fingerprint`` (the data
-    fingerprint at the report's smallest seed) and its test examples ``n`` (from the
-    per-example outcomes, None if none were recorded)."""
+    fingerprint at the report's smallest seed), its test examples ``n`` (from the per-example
+    outcomes, None if none were recorded) and δ (the gates' recorded ``min_effect``, else 0.01
+    for a metric in [0, 1]; None: unknown)."""
 
     fingerprint: str
     n: int | None
+    delta: float | None = None
 
 
 def split_facts(data: Mapping[str, Any]) -> dict[str, SplitFacts]:
@@ -154,8 +197,24 @@ def split_facts(data: Mapping[str, Any]) -> dict[str, SplitFacts]:
         seed = min(per_seed, key=int)
         if not per_seed[seed]:
             continue
-        out[task] = SplitFacts(str(per_seed[seed]), _split_size(histories.get(task)))
+        out[task] = SplitFacts(str(per_seed[seed]), _split_size(histories.get(task)),
+                               _delta(data, task))
     return out
+
+
+def _delta(data: Mapping[str, Any], task: str) -> float | None:
+    """δ of a report's task: the smallest ``min_effect`` its gates recorded, else 0.01 for a
+    metric bounded in [0, 1] (the gates' default), else None."""
+    from pytest_graphnetz.report.epochs import in_unit_interval
+
+    gates = (data.get("protocol") or {}).get("gates") or []
+    recorded = [g.get("min_effect") for g in gates if isinstance(g, Mapping)]
+    numbers = [float(x) for x in recorded if isinstance(x, int | float) and x > 0]
+    if numbers:
+        return min(numbers)
+    metric = (data.get("metrics") or {}).get(task)
+    name = metric.get("name") if isinstance(metric, Mapping) else metric
+    return 0.01 if isinstance(name, str) and in_unit_interval(name) else None
 
 
 def _split_size(by_model: Any) -> int | None:
@@ -171,7 +230,8 @@ def _split_size(by_model: Any) -> int | None:
 
 def reuse_ledger(runs: Sequence[_Run], rule: ReuseBudget | None = None) -> list[SplitReads]:
     """Every split the reports of ``runs`` (oldest first) read, in order of first read, each
-    held to ``rule`` (None: :class:`ReuseBudget`'s defaults)."""
+    held to ``rule`` (None: :class:`ReuseBudget`'s defaults): its distinct reads, each charged
+    :meth:`ReuseBudget.cost` against the cell's previous verdict."""
     rule = ReuseBudget() if rule is None else rule
     found: dict[tuple[str, str], dict] = {}
     for run in runs:
@@ -180,47 +240,78 @@ def reuse_ledger(runs: Sequence[_Run], rule: ReuseBudget | None = None) -> list[
             cells.setdefault((name, task), []).append((model, per_seed))
         for (name, task), facts in run.splits.items():
             entry = found.setdefault((task, facts.fingerprint), {
-                "commits": set(), "seen": {}, "reads": 0, "n": None})
+                "commits": set(), "seen": {}, "said": {}, "reads": 0, "bits": 0.0,
+                "n": None, "delta": None})
             entry["commits"].add(run.commit)
             entry["n"] = entry["n"] or facts.n
+            entry["delta"] = entry["delta"] or facts.delta
             for model, per_seed in cells.get((name, task), ()):
                 values = tuple(sorted(per_seed.items()))
-                if entry["seen"].get((name, model)) != values:
-                    entry["seen"][(name, model)] = values
-                    entry["reads"] += 1
-    return [SplitReads(task, fp, len(e["commits"]), e["reads"], e["n"], rule)
+                if entry["seen"].get((name, model)) == values:
+                    continue
+                entry["seen"][(name, model)] = values
+                entry["reads"] += 1
+                verdict = run.verdicts.get((name, task, model))
+                entry["bits"] += rule.cost(verdict, entry["said"].get((name, model)))
+                if verdict is not None:
+                    entry["said"][(name, model)] = verdict
+    return [SplitReads(task, fp, len(e["commits"]), e["reads"], e["bits"], e["n"],
+                       rule.delta or e["delta"], rule)
             for (task, fp), e in found.items()]
 
 
+LEDGER_HEADERS = ("task", "split", "commits", "reads", "bits", "budget (bits)", "test n", "δ",
+                  "fresh ±τ_1", "next ±τ", "reuse term", "status")
+
+
+def ledger_rows(splits: Sequence[SplitReads]) -> list[list[str]]:
+    """One row of :data:`LEDGER_HEADERS` per split (numbers in metric units)."""
+    from pytest_graphnetz.base.text import fmt_num
+
+    def num(x: float | None, sign: str = "") -> str:
+        return "?" if x is None else f"{sign}{fmt_num(x)}"
+
+    return [[s.task, s.fingerprint[:12], str(s.commits), str(s.reads), f"{s.bits:.1f}",
+             "—" if s.budget is None else f"{s.budget:.0f}", "?" if s.n is None else str(s.n),
+             num(s.delta), num(s.fresh_tolerance, "±"), num(s.tolerance, "±"),
+             num(s.reuse, "+"), s.status] for s in splits]
+
+
+def split_advice(s: SplitReads) -> str | None:
+    """What a split that needs action asks for: past its budget, rotate the split; too small
+    for δ from the first read, a larger test set. None: nothing to do."""
+    from pytest_graphnetz.base.text import fmt_num
+
+    where = f"{s.task} (split {s.fingerprint[:12]})"
+    if s.too_small:
+        assert s.fresh_tolerance is not None and s.delta is not None
+        return (f"{where}: {s.n} test examples bound even a fresh read only to "
+                f"±{fmt_num(s.fresh_tolerance)}, more than δ = {fmt_num(s.delta)}: no count of "
+                "reads is safe and rotating the split cannot help. The remedy is a larger test "
+                f"set (about {s.rule.examples_for(s.delta):,} examples for ±δ at a fresh read)")
+    if s.over_budget:
+        assert s.reuse is not None and s.delta is not None and s.budget is not None
+        return (f"{where}: {s.reads} gate reads revealed {s.bits:.0f} bits, past its budget of "
+                f"{s.budget:.0f}: the next read's bound is ±{fmt_num(s.tolerance or 0.0)}, its "
+                f"reuse term +{fmt_num(s.reuse)} exceeds {s.rule.share:g}·δ = "
+                f"{fmt_num(s.rule.share * s.delta)}, so choices made from these verdicts may "
+                "have fitted the split itself. Rotate or refresh the test split (a new seed "
+                "range of a seeded split, or held-out data) and confirm there")
+    return None
+
+
 def ledger_lines(splits: Sequence[SplitReads]) -> list[str]:
-    """The ledger as ``graphnetz history`` prints it: what the budget is, a table, then one
-    line per split read past its budget saying what that means and what to do."""
-    from pytest_graphnetz.base.text import fmt_num, format_table
+    """The ledger as ``graphnetz history`` prints it: the rule, a table, then one line per
+    split that needs action (:func:`split_advice`)."""
+    from pytest_graphnetz.base.text import format_table
 
     if not splits:
         return ["test-set reuse: no report names its data fingerprint, no split to count"]
-    rows = [[s.task, s.fingerprint[:12], str(s.commits), str(s.reads), str(s.budget),
-             f"{s.looseness:.2f}x", "?" if s.n is None else str(s.n),
-             "?" if s.tolerance is None else f"±{fmt_num(s.tolerance)}",
-             "?" if s.fresh_tolerance is None else f"±{fmt_num(s.fresh_tolerance)}",
-             "PAST BUDGET" if s.over_budget else "ok"] for s in splits]
     lines = [f"test-set reuse (distinct gate reads per test split; {splits[0].rule.describe()}; "
              "docs/history-bisect.md):",
-             format_table(["task", "split", "commits", "reads", "budget", "looseness",
-                           "test n", "latest ±τ", "fresh ±τ", "status"], rows)]
-    for s in splits:
-        if s.over_budget:
-            size = ("" if s.n is None else
-                    f" (±{fmt_num(s.tolerance)} against ±{fmt_num(s.fresh_tolerance)} at "
-                    f"n = {s.n})")
-            lines.append(
-                f"{s.task} (split {s.fingerprint[:12]}): {s.reads} gate reads, past its budget "
-                f"of {s.budget}: the latest read's guarantee is {s.looseness:.2f} times as "
-                f"loose as a fresh split's{size}, so choices made from these verdicts may have "
-                "fitted the split itself. Rotate or refresh the test split (a new seed range of "
-                "a seeded split, or held-out data) and confirm there")
-    return lines
+             format_table(list(LEDGER_HEADERS), ledger_rows(splits))]
+    return lines + [a for a in map(split_advice, splits) if a is not None]
 
 
-__all__ = ["ReuseBudget", "SplitFacts", "SplitReads", "ledger_lines", "reuse_ledger",
-           "split_facts"]
+__all__ = ["EXPECTED", "LEDGER_HEADERS", "ReuseBudget", "SplitFacts", "SplitReads",
+           "ledger_lines", "ledger_rows", "reuse_ledger", "split_advice", "split_facts"]

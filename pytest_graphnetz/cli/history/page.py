@@ -17,7 +17,15 @@ from pytest_graphnetz.base.text import (
     fmt_signed,
     html_escape,
 )
-from pytest_graphnetz.cli.history.ledger import ReuseBudget, SplitReads, ledger_lines, reuse_ledger
+from pytest_graphnetz.cli.history.ledger import (
+    LEDGER_HEADERS,
+    ReuseBudget,
+    SplitReads,
+    ledger_lines,
+    ledger_rows,
+    reuse_ledger,
+    split_advice,
+)
 from pytest_graphnetz.cli.history.svg import cell_svg
 from pytest_graphnetz.cli.history.trend import (
     Cell,
@@ -133,31 +141,25 @@ def render_page(history: CommitHistory, ledger: Sequence[SplitReads] = ()) -> st
 
 
 def ledger_html(ledger: Sequence[SplitReads]) -> list[str]:
-    """The test-set reuse ledger as the page shows it: the rule, a table, and what a split
-    past its budget asks for (the terminal's lines, as HTML)."""
+    """The test-set reuse ledger as the page shows it: the rule, a table (PAST BUDGET in red
+    only), and what a split that needs action asks for (the terminal's lines, as HTML)."""
     if not ledger:
         return []
     e = html_escape
+    css = {"PAST BUDGET": "drift", "ok": "ok"}
     rows = []
-    for s in ledger:
-        state = '<span class="drift">PAST BUDGET</span>' if s.over_budget else \
-            '<span class="ok">ok</span>'
-        rows.append(
-            f"<tr><td><code>{e(s.task)}</code></td><td><code>{e(s.fingerprint[:12])}</code>"
-            f"</td><td class=\"num\">{s.commits}</td><td class=\"num\">{s.reads}</td>"
-            f"<td class=\"num\">{s.budget}</td><td class=\"num\">{s.looseness:.2f}x</td>"
-            f"<td class=\"num\">{'?' if s.n is None else s.n}</td><td class=\"num\">"
-            f"{'?' if s.tolerance is None else '±' + fmt_num(s.tolerance)}</td>"
-            f"<td class=\"num\">"
-            f"{'?' if s.fresh_tolerance is None else '±' + fmt_num(s.fresh_tolerance)}</td>"
-            f"<td>{state}</td></tr>")
-    advice = [f"<p class=\"drift\">{e(line)}</p>" for line in ledger_lines(ledger)[2:]]
+    for row in ledger_rows(ledger):
+        cells = [f"<td><code>{e(row[0])}</code></td>", f"<td><code>{e(row[1])}</code></td>",
+                 *(f"<td class=\"num\">{e(x)}</td>" for x in row[2:-1]),
+                 f"<td><span class=\"{css.get(row[-1], 'muted')}\">{e(row[-1])}</span></td>"]
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    advice = [f"<p class=\"{'drift' if s.over_budget else 'muted'}\">{e(line)}</p>"
+              for s in ledger if (line := split_advice(s)) is not None]
+    header = "".join(f"<th>{e(h)}</th>" for h in LEDGER_HEADERS)
     return ["<h2>Test-set reuse</h2>",
             f"<p class=\"muted\">Distinct gate reads per test split across these commits; "
             f"{e(ledger[0].rule.describe())} (docs/history-bisect.md).</p>",
-            "<table><tr><th>task</th><th>split</th><th>commits</th><th>reads</th>"
-            "<th>budget</th><th>looseness</th><th>test n</th><th>latest ±τ</th>"
-            "<th>fresh ±τ</th><th>status</th></tr>", *rows, "</table>", *advice]
+            f"<table><tr>{header}</tr>", *rows, "</table>", *advice]
 
 
 def run_history(directory: str, output: str, *, anchor: str | None, alpha: float,

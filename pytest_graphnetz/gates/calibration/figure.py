@@ -20,9 +20,11 @@ def plot_budgets(calibrations: Sequence[Calibration], path: str | os.PathLike | 
                  *, min_effect: dict[tuple[str, str], float | None] | None = None) -> Figure:
     """Two panels over every cell with a per-epoch record in ``calibrations``: the paired sd of
     an innocent change (left) and the δ the calibrated seeds resolve (right) per training
-    budget, ``min_effect[cell]`` (the gate's δ) drawn dotted on the right. Writes ``path`` (the
-    format from its suffix) when given; returns the figure. Raises ``ImportError`` naming the
-    extra when matplotlib is missing, ``ValueError`` when no cell has a per-epoch record."""
+    budget, at the estimate and (dashed) at the paired sd's upper bound the cheapest budget is
+    planned from, ``min_effect[cell]`` (the gate's δ) drawn dotted on the right. Writes
+    ``path`` (the format from its suffix) when given; returns the figure. Raises
+    ``ImportError`` naming the extra when matplotlib is missing, ``ValueError`` when no cell has
+    a per-epoch record."""
     try:
         from matplotlib.figure import Figure
     except ImportError as exc:
@@ -43,13 +45,17 @@ def plot_budgets(calibrations: Sequence[Calibration], path: str | os.PathLike | 
         sd_ax.plot(budgets, cell.curve.sd_paired, color=colour, label=label)
         delta_ax.plot(budgets, [cal.resolvable_at(key, i, cell.n) for i in range(len(budgets))],
                       color=colour, label=f"{label} ({cell.n} seeds)")
+        # what the cheapest budget is planned from: the sd's upper bound
+        delta_ax.plot(budgets, [cal.resolvable_at(key, i, cell.n, bound=True)
+                                for i in range(len(budgets))],
+                      color=colour, linestyle="--", linewidth=0.9)
         delta = (min_effect or {}).get(key)
         if delta:
             delta_ax.axhline(delta, color=colour, linestyle=":", linewidth=0.9)
     sd_ax.set(xlabel="training budget (epochs)", ylabel="paired sd of an innocent change",
               title="innocent noise")
     delta_ax.set(xlabel="training budget (epochs)", ylabel="smallest δ resolved",
-                 title="δ the seeds resolve (dotted: the gate's δ)")
+                 title="δ the seeds resolve (dashed: at the sd's upper bound; dotted: δ)")
     for ax in (sd_ax, delta_ax):
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)

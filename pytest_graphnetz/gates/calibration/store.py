@@ -104,11 +104,15 @@ def shift_warning(calibration: Calibration, key: tuple[str, str]) -> str:
     from pytest_graphnetz.base.text import fmt_p, fmt_signed
 
     c = calibration.cells[key]
+    cells = sum(1 for x in calibration.cells.values() if math.isfinite(x.shift_p))
     return (f"the salted rerun's mean moved by {fmt_signed(c.mean_paired)} (paired t, two-sided "
-            f"p = {fmt_p(c.shift_p)} < {calibration.alpha:g} over {c.n} seeds): an innocent "
-            "change must not move it, so the salt moved the split or the data (draw them from "
-            "graphnetz.data_seed() or in the loader), or the script is not deterministic given "
-            "its seed; the paired sd then measures more than seed noise")
+            f"p = {fmt_p(c.shift_p)} over {c.n} seeds; Holm over the calibration's {cells} "
+            f"cell{'' if cells == 1 else 's'}: {fmt_p(calibration.shift_p_adjusted(key))} < "
+            f"{calibration.alpha:g}): an innocent change must not move it. Chance alone warns "
+            f"in at most {100 * calibration.alpha:.3g}% of innocent calibrations; otherwise the "
+            "salt moved the split or the data (draw them from graphnetz.data_seed() or in the "
+            "loader), or the script is not deterministic given its seed; the paired sd then "
+            "measures more than seed noise")
 
 
 def _curve(data: Any) -> EpochCurve:

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 SUMMARY_HEADERS = ("Cell", "Metric", "n", "sd per seed", "paired sd (innocent)",
                    "smallest δ resolved", "δ", "seeds δ needs", "salted − baseline")
-EPOCH_HEADERS = ("epochs", "mean", "paired sd (innocent)", "δ the seeds resolve", "resolves δ")
+EPOCH_HEADERS = ("epochs", "mean", "paired sd (innocent)", "δ the seeds resolve",
+                 "δ at the sd's upper bound", "")
 # Budgets shown per cell: about this many, evenly spread, plus the cheapest one.
 SHOWN_BUDGETS = 8
 
@@ -65,8 +66,10 @@ def shown_budgets(budgets: Sequence[int], extra: int | None = None) -> list[int]
 def epoch_rows(calibration: Calibration, key: tuple[str, str],
                delta: float | None) -> list[list[str]]:
     """A cell's rows of :data:`EPOCH_HEADERS` at :func:`shown_budgets`: the baseline's mean, the
-    paired sd and the δ the calibrated seeds resolve after that many epochs, and whether that
-    resolves ``delta`` (blank without one); empty without a per-epoch record."""
+    paired sd and the δ the calibrated seeds resolve after that many epochs, at the estimate
+    and at the sd's :data:`~.resolution.BUDGET_LEVEL` upper bound, and the mark of the budget
+    from which on ``delta`` is resolved (no yes/no per budget: near the threshold the estimate
+    flips between neighbouring budgets by chance); empty without a per-epoch record."""
     cell = calibration.cells[key]
     curve = cell.curve
     if curve is None:
@@ -76,11 +79,11 @@ def epoch_rows(calibration: Calibration, key: tuple[str, str],
     for budget in shown_budgets(curve.budgets, cheapest):
         i = curve.budgets.index(budget)
         resolved = calibration.resolvable_at(key, i, cell.n)
-        mark = "" if not delta else "yes" if resolved <= delta else "no"
-        if budget == cheapest:
-            mark += " (cheapest)"
+        bound = calibration.resolvable_at(key, i, cell.n, bound=True)
+        mark = "← δ resolved from here on" if budget == cheapest else ""
         rows.append([str(budget), fmt_num(curve.mean[i]), fmt_num(curve.sd_paired[i]),
-                     fmt_num(ceil_significant(resolved)), mark])
+                     fmt_num(ceil_significant(resolved)), fmt_num(ceil_significant(bound)),
+                     mark])
     return rows
 
 
@@ -93,10 +96,13 @@ def amount(metric: str, x: float) -> str:
 
 
 def budget_line(calibration: Calibration, key: tuple[str, str], delta: float | None) -> str:
-    """E.g. "200 epochs: 10 seeds resolve 0.93 pt; 50 epochs: 2.6 pt; cheapest budget resolving
-    δ = 1 pt: 150 epochs (mean 0.8112; 0.8135 at 200)": the longest budget, a quarter of it,
-    and the fewest epochs from which on the calibrated seeds resolve ``delta``
-    (:meth:`~.resolution.Calibration.cheapest_budget`); "" without a per-epoch record."""
+    """E.g. "200 epochs: 10 seeds resolve 0.93 pt; 50 epochs: 2.6 pt; δ = 1 pt resolved from
+    150 epochs on, planned from each budget's 90% upper bound of the paired sd (mean 0.8112;
+    0.8135 at 200)": the longest budget, a quarter of it, and the fewest epochs from which on
+    the calibrated seeds resolve ``delta`` (:meth:`~.resolution.Calibration.cheapest_budget`,
+    which allows for the error of a few seeds' sd); "" without a per-epoch record."""
+    from pytest_graphnetz.gates.calibration.resolution import BUDGET_LEVEL
+
     cell = calibration.cells[key]
     curve = cell.curve
     if curve is None:
@@ -112,12 +118,14 @@ def budget_line(calibration: Calibration, key: tuple[str, str], delta: float | N
         cheapest = calibration.cheapest_budget(key, delta, n)
         if cheapest is None:
             words.append(f"no budget up to {_epochs(curve.budgets[last])} resolves δ = "
-                         f"{amount(cell.metric, delta)} at {n} seeds "
-                         f"({calibration.seeds_needed(key, delta)} seeds would)")
+                         f"{amount(cell.metric, delta)} at {n} seeds at the "
+                         f"{BUDGET_LEVEL:.0%} upper bound of its paired sd "
+                         f"({calibration.seeds_needed(key, delta)} seeds would at the estimate)")
         else:
             i = curve.budgets.index(cheapest)
-            words.append(f"cheapest budget resolving δ = {amount(cell.metric, delta)}: "
-                         f"{_epochs(cheapest)} (mean {fmt_num(curve.mean[i])}; "
+            words.append(f"δ = {amount(cell.metric, delta)} resolved from {_epochs(cheapest)} "
+                         f"on, planned from each budget's {BUDGET_LEVEL:.0%} upper bound of the "
+                         f"paired sd (mean {fmt_num(curve.mean[i])}; "
                          f"{fmt_num(curve.mean[last])} at {curve.budgets[last]})")
     return "; ".join(words)
 
