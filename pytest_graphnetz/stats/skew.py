@@ -51,6 +51,23 @@ MIN_SKEW_SEEDS = 3   # a skewness needs three values
 # error exceeds 0.69 and it cannot tell an exponential's skew 2 from noise often enough to help.
 MIN_GUARD_SEEDS = 10
 
+# What the guard leaves above α, as the conformance harness measures it in the rerun chain
+# 10 → 20 → 40 → 80 (CHAIN_RATES_FILE, 100,000 paths per row): per side of the skew, the lowest
+# and highest over its gamma (skew ±1) and exponential (±2) rows at sd 2 and 4 of the error
+# that side threatens: right skew, false REGRESSED (the chain and a run holding 80 seeds); left
+# skew, a wrong NOT WORSE or BETTER at a drop of δ. A row the guard corrects names its side's
+# figure; tests/fast/test_conformance.py checks it is the file's.
+CHAIN_RATES_FILE = "benchmarks/conformance_results.md"
+CHAIN_RATES = {"right": (0.082, 0.107), "left": (0.083, 0.105)}
+
+
+def chain_rate(side: str) -> str:
+    """``side``'s (``"right"`` or ``"left"``) measured rate in the chain, as a row names it:
+    ``"false REGRESSED 8.2-10.7%"``, ``"wrong NOT WORSE/BETTER 8.3-10.5%"``."""
+    low, high = CHAIN_RATES[side]
+    error = "false REGRESSED" if side == "right" else "wrong NOT WORSE/BETTER"
+    return f"{error} {100 * low:.1f}-{100 * high:.1f}%"
+
 
 def skewness(D: ArrayLike) -> np.ndarray:
     """Per row of ``D`` (rows, n) — or of a vector, shape (n,) — the adjusted Fisher–Pearson
