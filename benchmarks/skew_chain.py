@@ -43,10 +43,13 @@ SHAPES = ("normal, sd 2", "t(3), sd 2", "exponential +2, sd 2", "exponential −
           "gamma +1, sd 2", "gamma −1, sd 2", "exponential +2, sd 4", "exponential −2, sd 4")
 
 
-def hall_walk(threshold: float, from_seeds: int) -> Callable[[np.ndarray, float, bool],
-                                                              np.ndarray]:
-    """The walk with Hall's correction where the look's own skewness is over ``threshold``
-    standard errors (0: always) on a look of at least ``from_seeds`` seeds."""
+Rule = Callable[[np.ndarray], np.ndarray]   # a look's seeds (rows, n) -> the G Hall uses (0: none)
+WalkFn = Callable[[np.ndarray, float, bool], np.ndarray]
+
+
+def rule_walk(rule: Rule | None) -> WalkFn:
+    """The gate's walk (``stats.sequential.walk_looks``) with Hall's correction at the skewness
+    ``rule`` gives from each look's own seeds (None: the plain t)."""
 
     def walk(D: np.ndarray, delta: float, every_look: bool) -> np.ndarray:
         def at(k: int, n: int, open_: np.ndarray):
@@ -55,16 +58,39 @@ def hall_walk(threshold: float, from_seeds: int) -> Callable[[np.ndarray, float,
                     np.all(X == 0, axis=1))
 
         def skew(k: int, n: int, open_: np.ndarray) -> np.ndarray:
-            if n < from_seeds:
-                return np.zeros(int(open_.sum()))
-            g = skewness(D[open_, :n])
-            return np.where(np.abs(g) > threshold * skewness_se(n), g, 0.0)
+            assert rule is not None
+            return rule(D[open_, :n])
 
         codes = walk_looks(at, D.shape[0], DESIGN, margin=0.0, min_effect=delta,
-                           regressed_alpha=None, upto=MAX, every_look=every_look, skew=skew)[0]
+                           regressed_alpha=None, upto=MAX, every_look=every_look,
+                           skew=None if rule is None else skew)[0]
         return np.array([LOOK_VERDICTS[c] for c in codes], dtype=object)
 
     return walk
+
+
+def hall_walk(threshold: float, from_seeds: int) -> WalkFn:
+    """The walk with Hall's correction where the look's own skewness is over ``threshold``
+    standard errors (0: always) on a look of at least ``from_seeds`` seeds."""
+
+    def rule(X: np.ndarray) -> np.ndarray:
+        n = X.shape[1]
+        if n < from_seeds:
+            return np.zeros(X.shape[0])
+        g = skewness(X)
+        return np.where(np.abs(g) > threshold * skewness_se(n), g, 0.0)
+
+    return rule_walk(rule)
+
+
+def results_lines(title: str, note: str, header: list[str], body: list[list[str]]) -> list[str]:
+    """The results text: ``title``, the schedule and targets (``note``: what else to say of the
+    paths), the table."""
+    return [title, "",
+            f"Looks {' → '.join(map(str, DESIGN.looks))}, α = 0.05, δ = {DELTA:g} point, "
+            f"{note}each look on its own seeds; 95% Wilson intervals; targets: ≤ α = "
+            f"{pct(0.05)} (normal, t(3)), ≤ 2α on skewed shapes, detection within 5 points of "
+            "the plain t's.", "", *table(header, body), ""]
 
 
 def bootstrap_walk(resamples: int, seed: int) -> Callable[[np.ndarray, float, bool], np.ndarray]:
@@ -130,12 +156,8 @@ def main() -> None:
             body.append([shape, name, f"{paths:,}",
                          *(got[k].text() for k in header[3:])])
             print(shape, name, file=sys.stderr, flush=True)
-    lines = [f"# Skewed differences in the rerun chain: the candidates (seed {args.seed})", "",
-             f"Looks {' → '.join(map(str, DESIGN.looks))}, α = 0.05, δ = {DELTA:g} point, "
-             f"each look on its own seeds; 95% Wilson intervals; targets: ≤ α = {pct(0.05)} "
-             f"(normal, t(3)), ≤ 2α on skewed shapes, detection within 5 points of the plain "
-             "t's.", "", *table(header, body), ""]
-    emit(lines, args.out)
+    emit(results_lines(f"# Skewed differences in the rerun chain: the candidates (seed "
+                       f"{args.seed})", "", header, body), args.out)
 
 
 if __name__ == "__main__":

@@ -40,7 +40,13 @@ from pytest_graphnetz.stats.boundaries import Design
 from pytest_graphnetz.stats.comparison import Comparison, Evidence, Plan, measure
 from pytest_graphnetz.stats.decisions import decision_of, plan_seeds, verdict_at
 from pytest_graphnetz.stats.sequential import FamilyDecision
-from pytest_graphnetz.stats.skew import SkewCheck, corrected_p_values, skew_check
+from pytest_graphnetz.stats.skew import (
+    CHAIN_RATES_FILE,
+    SkewCheck,
+    chain_rate,
+    corrected_p_values,
+    skew_check,
+)
 from pytest_graphnetz.stats.suite import DEFAULT_SUITE_WEIGHT
 
 Family = Callable[[Sequence[Sequence[float]], Sequence[Design]], FamilyDecision]
@@ -291,22 +297,25 @@ class GateCell:
 
 def skew_note(check: SkewCheck) -> str:
     """The message's note on a cell where the skew guard fired: the skew, what it does to the
-    plain t test, and what decided the cell (benchmarks/skew_chain_results.md)."""
+    plain t test, what decided the cell and the rate it leaves on the skew's side, measured by
+    the conformance harness (:data:`~pytest_graphnetz.stats.skew.CHAIN_RATES`)."""
     threat = "false REGRESSED" if check.side == "right" else "a wrong NOT WORSE or BETTER"
     return (f"skewed paired differences: skewness {check.skewness:+.2f} on this look's "
             f"{check.n} seeds, {abs(check.z):.1f} standard errors from 0 (the guard fires above "
             f"{check.threshold:g}). On such differences the plain t test gives {threat} up to "
             "9-15% of the time instead of α (gamma and exponential, 10-80 seeds); these "
-            "p-values and the verdict are Hall's skew-corrected t (Hall 1992), which holds it "
-            "near 2α in the rerun chain 10 → 20 → 40 → 80 (benchmarks/skew_chain_results.md, "
-            "docs/guarantees.md); the interval shown is the plain t's")
+            "p-values and the verdict are Hall's skew-corrected t (Hall 1992), which leaves "
+            f"{chain_rate(check.side)} in the rerun chain 10 → 20 → 40 → 80, above α "
+            f"({CHAIN_RATES_FILE}, docs/guarantees.md); the interval shown is the plain t's")
 
 
 def skew_table_note(check: SkewCheck | None) -> str:
-    """The table's Note on a cell where the skew guard fired ("" otherwise)."""
+    """The table's Note on a cell where the skew guard fired ("" otherwise), with the rate the
+    harness measures on the skew's side."""
     if check is None or not check.fires:
         return ""
-    return f"skewed (skew {check.skewness:+.1f}): skew-corrected t"
+    return (f"skewed (skew {check.skewness:+.1f}): skew-corrected t, "
+            f"{chain_rate(check.side)} in the chain")
 
 
 def decide_cells(cells: Sequence[GateCell], spec: GateSpec, *,

@@ -92,3 +92,33 @@ def test_the_guarantees_page_quotes_the_committed_rates() -> None:
         assert first == ", ".join(f"{rate(n, 2)} / {rate(n, 3)}" for n in names), label
         assert second == ", ".join(rate(n, 4) for n in names), label
         assert detection == ", ".join(f"{rate(n, 5)} ({rate(n, 6)})" for n in names), label
+
+
+def test_a_skewed_row_names_the_rate_the_harness_measured_on_its_side() -> None:
+    """stats.skew.CHAIN_RATES, which a corrected row's Note and message name, is the lowest and
+    highest of the committed results file's rates on each side of the skew: false REGRESSED
+    (chain and 80 held) on the right-skewed rows, a wrong pass at −δ on the left-skewed ones."""
+    from pytest_graphnetz.gates.cells import skew_note, skew_table_note
+    from pytest_graphnetz.stats.skew import CHAIN_RATES, CHAIN_RATES_FILE, SkewCheck
+
+    root = SCRIPT.parents[1]
+    results = _cells((root / CHAIN_RATES_FILE).read_text(), "| row |")
+
+    def figures(sign: str, columns: tuple[int, ...]) -> list[float]:
+        return [float(r[c].split("%")[0]) for r in results
+                if r[0].startswith((f"gamma {sign}1", f"exponential {sign}2")) for c in columns]
+
+    measured = {"right": figures("+", (2, 3)), "left": figures("−", (4,))}
+    assert all(len(v) >= 4 for v in measured.values())
+    for side, values in measured.items():
+        low, high = CHAIN_RATES[side]
+        assert (f"{100 * low:.1f}", f"{100 * high:.1f}") == (f"{min(values):.1f}",
+                                                             f"{max(values):.1f}"), side
+    right, left = SkewCheck(10, 1.7, 0.69, 2.5, 2.0), SkewCheck(10, -1.7, 0.69, -2.5, 2.0)
+    named = {side: f"{100 * low:.1f}-{100 * high:.1f}%" for side, (low, high)
+             in CHAIN_RATES.items()}
+    assert skew_table_note(right).endswith(f"false REGRESSED {named['right']} in the chain")
+    assert skew_table_note(left).endswith(f"wrong NOT WORSE/BETTER {named['left']} in the chain")
+    assert f"false REGRESSED {named['right']} in the rerun chain" in skew_note(right)
+    assert f"wrong NOT WORSE/BETTER {named['left']} in the rerun chain" in skew_note(left)
+    assert CHAIN_RATES_FILE in skew_note(left)
