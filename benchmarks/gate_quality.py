@@ -267,12 +267,15 @@ def verdict(candidate: np.ndarray, baseline: np.ndarray, *,
             min_effect: float = MIN_EFFECT) -> str:
     """The verdict of ``assert_not_worse`` (paired t, margin 0, δ = ``min_effect``, α) on one
     PR whose per-seed values are ``candidate`` and ``baseline`` (shape [S], paired by position,
-    higher is better)."""
-    from pytest_graphnetz.stats.decisions import compare
+    higher is better), judged alone at α: the one-look walk the gate takes, its skew guard
+    included."""
+    from pytest_graphnetz.stats.boundaries import single_look
+    from pytest_graphnetz.stats.sequential import run_schedule
 
-    return compare(candidate, baseline, higher_is_better=True, kind="not_worse",
-                   test="paired-t", margin=0.0, min_effect=min_effect, alpha=ALPHA,
-                   rng=0).verdict.value
+    d = (np.asarray(candidate, dtype=float) - np.asarray(baseline, dtype=float))[None, :]
+    verdicts, _ = run_schedule(d, single_look(d.shape[1], alpha=ALPHA), margin=0.0,
+                               min_effect=min_effect)
+    return str(verdicts[0])
 
 
 def resampled_trials(n_pool: int, S: int, n: int, seed: int = 0) -> list[np.ndarray]:
