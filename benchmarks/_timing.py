@@ -63,3 +63,25 @@ def paired_ratio(times: Mapping[str, list[float]], numerator: str, denominator: 
     return statistics.median(
         a / b for a, b in zip(times[numerator], times[denominator], strict=True)
     )
+
+
+def ratio_interval(times: Mapping[str, list[float]], numerator: str, denominator: str,
+                   confidence: float = 0.95) -> tuple[float, float]:
+    """A distribution-free interval for the median of the per-round ratios (what
+    :func:`paired_ratio` prints): the order statistics ``r_(k)``, ``r_(n+1-k)`` with the
+    largest ``k`` whose binomial(n, 1/2) coverage is at least ``confidence``; ``(-inf, inf)``
+    when there are too few rounds for any."""
+    import math
+
+    ratios = sorted(a / b for a, b in zip(times[numerator], times[denominator], strict=True))
+    n = len(ratios)
+    # P(r_(k) <= median < r_(n+1-k)) = 1 - 2 P(Binomial(n, 1/2) <= k - 1)
+    found = None
+    for k in range(1, n // 2 + 1):
+        below = sum(math.comb(n, i) for i in range(k)) / 2 ** n
+        if 1 - 2 * below < confidence:
+            break
+        found = k
+    if found is None:
+        return -math.inf, math.inf
+    return ratios[found - 1], ratios[n - found]

@@ -50,18 +50,22 @@ def callable_identity(fn: Any) -> dict[str, str | None]:
 
 
 _Parsed = tuple[str | None, ast.Module | None]
+# What the identity reads of one object's code: its normalised text (``ast.dump`` of the tree,
+# or the raw source when it does not parse alone; None: no source) and the names it uses.
+_Normalised = tuple[str | None, frozenset[str]]
 
-# Per live object: the stamp of its source file and what `_parse` found there. A class's source
-# costs a parse of its whole module file (inspect.findsource), for every triple that names it;
-# the same object with an unchanged file has the same source. Weak keys: a reloaded module's
-# new objects are new keys, and a collected object's entry goes with it.
-_PARSED: weakref.WeakKeyDictionary[Any, tuple[tuple[str, int, int], _Parsed]] = \
+# Per live object: the stamp of its source file and what `_normalised` made of it. A class's
+# source costs a parse of its whole module file (inspect.findsource) and a dump of its tree,
+# for every triple that names it; the same object with an unchanged file has the same source.
+# Weak keys: a reloaded module's new objects are new keys, and a collected object's entry goes
+# with it.
+_PARSED: weakref.WeakKeyDictionary[Any, tuple[tuple[str, int, int], _Normalised]] = \
     weakref.WeakKeyDictionary()
 
 
-def _parse(obj: Any) -> _Parsed:
-    """``obj``'s source and its syntax tree without docstrings (None for what is missing).
-    The tree is shared between calls: read it, never change it."""
+def _normalised(obj: Any) -> _Normalised:
+    """``obj``'s normalised code and the names in it (:data:`_Normalised`), parsed and dumped
+    once per object and version of its file."""
     stamp = _file_stamp(obj)
     try:
         hit = _PARSED.get(obj)
@@ -69,11 +73,15 @@ def _parse(obj: Any) -> _Parsed:
         hit = None
     if stamp is not None and hit is not None and hit[0] == stamp:
         return hit[1]
-    parsed = parse_now(obj)
+    source, tree = parse_now(obj)
+    found: _Normalised = (source, frozenset())
+    if tree is not None:
+        found = (ast.dump(tree), frozenset(n.id for n in ast.walk(tree)
+                                           if isinstance(n, ast.Name)))
     if stamp is not None:
         with contextlib.suppress(TypeError):
-            _PARSED[obj] = (stamp, parsed)
-    return parsed
+            _PARSED[obj] = (stamp, found)
+    return found
 
 
 def _file_stamp(obj: Any) -> tuple[str, int, int] | None:
@@ -130,30 +138,26 @@ def _without_docstrings(tree: ast.Module) -> ast.Module:
 def _code_closure(target: Any) -> list[str] | None:
     """The normalised code of ``target`` and of the same-module globals it names, in a stable
     order; None when ``target``'s own source cannot be read."""
-    source, tree = _parse(target)
-    if source is None:
+    text, names = _normalised(target)
+    if text is None:
         return None
-    parts = [ast.dump(tree) if tree is not None else source]
+    parts = [text]
     if inspect.ismodule(target):
         return parts  # every function of the module is in its own source already
-    seen, todo = {id(target)}, [(target, tree)]
+    seen, todo = {id(target)}, [(target, names)]
     while todo:
-        obj, obj_tree = todo.pop()
-        if obj_tree is None:
-            continue
+        obj, names = todo.pop()
         module = sys.modules.get(getattr(obj, "__module__", None) or "")
         namespace = vars(module) if module is not None else {}
-        names = {n.id for n in ast.walk(obj_tree) if isinstance(n, ast.Name)}
         for ref in sorted(names & namespace.keys()):
             value = namespace[ref]
             if (inspect.isfunction(value) or inspect.isclass(value)) \
                     and getattr(value, "__module__", None) == obj.__module__:
                 if id(value) not in seen:
                     seen.add(id(value))
-                    ref_source, ref_tree = _parse(value)
-                    todo.append((value, ref_tree))
-                    parts.append(f"{ref}=" + (ast.dump(ref_tree) if ref_tree is not None
-                                              else str(ref_source)))
+                    ref_text, ref_names = _normalised(value)
+                    todo.append((value, ref_names))
+                    parts.append(f"{ref}={ref_text}")
             elif is_plain(value):
                 parts.append(f"{ref}={value!r}")
     return parts
