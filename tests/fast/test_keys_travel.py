@@ -13,6 +13,7 @@ from conftest import gcn, tiny_task
 
 from pytest_graphnetz import run_benchmark
 from pytest_graphnetz.runner import determinism, environment
+from tests.helpers.remote import TINY_PROJECT
 
 
 @pytest.fixture(autouse=True)
@@ -92,21 +93,7 @@ def test_cuda_off_keys_the_flags_the_user_set(monkeypatch):
     assert determinism.numerics("cuda:0", "off")["float32_matmul_precision"] == "high"
 
 
-GATE = """
-from pytest_graphnetz import Task
-from pytest_graphnetz.runner.tasks.synthetic import CSBM, load_csbm
-
-
-def tiny(root, *, seed):
-    return load_csbm(CSBM("tiny", num_classes=3, nodes_per_class=20, p_in=0.2, p_out=0.03,
-                          num_features=8, mean_norm=1.0), root, seed)
-
-
-def gcn(in_channels, out_channels):
-    from torch_geometric.nn import GCN
-
-    return GCN(in_channels, 16, 2, out_channels)
-
+GATE = TINY_PROJECT + """
 
 def test_run(graphnetz_run):
     graphnetz_run({"tiny": Task("tiny", tiny, epochs=3)}, {"GCN": gcn})

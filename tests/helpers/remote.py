@@ -134,3 +134,22 @@ def read_only_credentials(server: S3Server, monkeypatch: pytest.MonkeyPatch) -> 
         finally:
             settings.INITIAL_NO_AUTH_ACTION_COUNT = before
     s3fs.S3FileSystem.clear_instance_cache()
+
+
+# The scratch project of the tests that move a cache between checkouts, shards and stores: a
+# tiny CSBM task and a GCN factory (a test module adds its tasks and gates below it).
+TINY_PROJECT = '''
+from pytest_graphnetz import Task
+from pytest_graphnetz.runner.tasks.synthetic import CSBM, load_csbm
+
+
+def tiny(root, *, seed):
+    return load_csbm(CSBM("tiny", num_classes=3, nodes_per_class=20, p_in=0.2, p_out=0.03,
+                          num_features=8, mean_norm=1.0), root, seed)
+
+
+def gcn(in_channels, out_channels):
+    from torch_geometric.nn import GCN
+
+    return GCN(in_channels, 16, 2, out_channels)
+'''

@@ -20,22 +20,9 @@ import pytest_graphnetz.gates  # noqa: F401
 import pytest_graphnetz.runner  # noqa: F401
 import pytest_graphnetz.runner.tasks.synthetic  # noqa: F401
 import pytest_graphnetz.runner.training.node  # noqa: F401
+from tests.helpers.remote import TINY_PROJECT
 
-MODELS = """
-from pytest_graphnetz import Task
-from pytest_graphnetz.runner.tasks.synthetic import CSBM, load_csbm
-
-
-def tiny(root, *, seed):
-    return load_csbm(CSBM("tiny", num_classes=3, nodes_per_class=20, p_in=0.2, p_out=0.03,
-                          num_features=8, mean_norm=1.0), root, seed)
-
-
-def gcn(in_channels, out_channels):
-    from torch_geometric.nn import GCN
-
-    return GCN(in_channels, 16, 2, out_channels)
-
+MODELS = TINY_PROJECT + """
 
 def sage(in_channels, out_channels):
     from torch_geometric.nn import GraphSAGE
