@@ -6,7 +6,6 @@ cells: the committed results files and their hashes are written by these exact s
 from __future__ import annotations
 
 import hashlib
-import math
 from pathlib import Path
 
 
@@ -20,12 +19,12 @@ def pct(x: float) -> str:
 
 
 def wilson(k: float, n: int, digits: int = 3) -> str:
-    """The rate ``k``/``n`` and its 95% Wilson interval, e.g. "0.050 [0.047, 0.053]"."""
-    z, p = 1.959964, k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (f"{p:.{digits}f} [{max(0.0, centre - half):.{digits}f}, "
-            f"{min(1.0, centre + half):.{digits}f}]")
+    """The rate ``k``/``n`` and its 95% Wilson interval (the package's ``wilson_interval``),
+    e.g. "0.050 [0.047, 0.053]"."""
+    from pytest_graphnetz.stats.heldout import wilson_interval
+
+    ci = wilson_interval(k, n)
+    return f"{k / n:.{digits}f} [{ci.low:.{digits}f}, {ci.high:.{digits}f}]"
 
 
 def emit(lines: list[str], out: str | None) -> None:
