@@ -20,6 +20,9 @@ fixed seed and asserts that none fails). Constructed reports go through the real
 - *schedule bound*: against a baseline file refreshed under first look 10 and α 0.05, another
   first look or α is refused naming both, and judged alone only on request.
 
+Each invariant runs again on the schedules whose first look is below 10
+(:data:`FIRST_LOOKS_BELOW_10`, a baseline bound to each).
+
 *Rates* (the default run): per row, paths of paired differences walked through the schedule
 10 → 20 → 40 → 80 by ``stats.sequential.run_schedule``, the walk the gate takes
 (``tests/fast/test_stats_design.py`` and ``tests/fast/test_stats_skew.py`` check that it decides
@@ -32,6 +35,9 @@ every cell as ``compare_reports`` does), vectorised, 100,000 paths per row:
 - *wrong pass*: at a drop of δ, the chain's first decision is NOT WORSE or BETTER;
 - *detection*: at a drop of δ, the chain reads REGRESSED; beside it the plain paired t's (the
   gate with its skew guard off) on the same paths.
+
+Rows named ``first look N`` walk the schedule N → 2N → … up to 80 seeds instead (normal and
+discrete differences; their plain t on the same looks).
 
 Each rate comes with its 95% Wilson interval; a row's target is ≤ α (normal, t(3), discrete)
 or ≤ 2α (skewed shapes) for the three error rates, met when the interval's upper end is under
@@ -79,7 +85,7 @@ from pytest_graphnetz.gates import compare_reports  # noqa: E402
 from pytest_graphnetz.gates.baselines import BaselineHandle  # noqa: E402
 from pytest_graphnetz.gates.verdicts.values import GateRefusal  # noqa: E402
 from pytest_graphnetz.stats import sequential  # noqa: E402
-from pytest_graphnetz.stats.boundaries import design  # noqa: E402
+from pytest_graphnetz.stats.boundaries import design, schedule  # noqa: E402
 from pytest_graphnetz.stats.decisions import Verdict  # noqa: E402
 from pytest_graphnetz.stats.heldout import wilson_interval  # noqa: E402
 from pytest_graphnetz.stats.sequential import LookPlan, run_schedule  # noqa: E402
@@ -147,6 +153,7 @@ class Row:
     draw: Sampler
     target: float
     walk: Walk = gate_walk
+    plain: Walk = plain_walk   # the reference for detection: the plain t on the same looks
 
 
 ROWS: list[Row] = [
@@ -158,6 +165,28 @@ ROWS: list[Row] = [
       for kind in ("exponential +2", "exponential −2", "gamma +1", "gamma −1")
       for sd in (2.0, 4.0)),
 ]
+
+
+def walk_from(first: int, *, skew_guard: bool = True) -> Walk:
+    """The gate's walk (or, without ``skew_guard``, the plain t's) on the schedule whose first
+    look is ``first``: ``first, 2·first, ...`` up to 80 seeds."""
+
+    def walk(D: np.ndarray, delta: float, every_look: bool) -> np.ndarray:
+        return run_schedule(D, design(first, MAX), margin=0.0, min_effect=delta,
+                            every_look=every_look,
+                            **({} if skew_guard else {"skew_threshold": None}))[0]
+
+    return walk
+
+
+# A project may declare a first look below 10 (``graphnetz_seeds = 8``; at Cora noise it trains
+# about one seed fewer per pull request: decisive_cora_options_results.md).
+FIRST_LOOKS_BELOW_10 = (5, 8)
+ROWS += [Row(f"first look {first}: {name}", draw, ALPHA, walk=walk_from(first),
+             plain=walk_from(first, skew_guard=False))
+         for first in FIRST_LOOKS_BELOW_10
+         for name, draw in (("normal, sd 2", shaped("normal", 2.0)),
+                            ("accuracy on 100 test nodes", accuracy(100)))]
 
 
 def wilson(k: int, n: int) -> tuple[float, float]:
@@ -186,7 +215,7 @@ def rates(row: Row, rng: np.random.Generator, paths: int) -> dict[str, Rate]:
     chain_null = row.walk(null, DELTA, False)
     held_null = row.walk(null, DELTA, True)
     chain_drop = row.walk(drop, DELTA, False)
-    plain_drop = plain_walk(drop, DELTA, False)
+    plain_drop = row.plain(drop, DELTA, False)
 
     def count(codes: np.ndarray, *verdicts: Verdict) -> Rate:
         return Rate(int(np.isin(codes, verdicts).sum()), paths)
@@ -233,9 +262,9 @@ def cells(rng: np.random.Generator, count: int) -> np.ndarray:
                       for i in range(count)])
 
 
-def judged(D: np.ndarray, n: int) -> list:
+def judged(D: np.ndarray, n: int, first: int = FIRST) -> list:
     cand, base = reports(D, range(n))
-    return compare_reports(cand, base, min_effect=DELTA / 100, first_look=FIRST, canonical=True)
+    return compare_reports(cand, base, min_effect=DELTA / 100, first_look=first, canonical=True)
 
 
 def numbers(v, *, family: bool = False) -> tuple:
@@ -256,35 +285,36 @@ def without_advice() -> Iterator[None]:
 
 
 def chain_is_one_call(rng: np.random.Generator, *, calls: int = 4, family: int = 3,
-                      single: int = 12) -> list[str]:
+                      single: int = 12, first: int = FIRST) -> list[str]:
     """A longer run only adds looks: what a run reports at look k is what the run of exactly
     n_k seeds reports; REGRESSED stays REGRESSED; INCONCLUSIVE at N was INCONCLUSIVE before."""
     failures = []
+    looks = schedule(first, MAX)
     for size, count in ((family, calls), (1, single)):
         for c in range(count):
             D = cells(rng, size)
-            runs = {n: judged(D, n) for n in LOOKS}
+            runs = {n: judged(D, n, first) for n in looks}
             for i in range(size):
                 label = f"{size}-cell call {c}, cell {i}"
-                for n in LOOKS:
+                for n in looks:
                     v = runs[n][i]
                     k = v.comparison.n
                     if v.verdict == "REGRESSED":
-                        later = [m for m in LOOKS if m > n and runs[m][i].verdict != "REGRESSED"]
+                        later = [m for m in looks if m > n and runs[m][i].verdict != "REGRESSED"]
                         if later:
                             failures.append(f"{label}: REGRESSED at {n} seeds, not at {later}")
                         if size == 1 and numbers(runs[k][i]) != numbers(v):
                             failures.append(f"{label}: REGRESSED at look {k} of a {n}-seed run "
                                             f"is not the {k}-seed run's {numbers(runs[k][i])}")
                     elif v.verdict in ("NOT WORSE", "BETTER"):
-                        for m in (m for m in LOOKS if k <= m <= n):
+                        for m in (m for m in looks if k <= m <= n):
                             fam = size > 1
                             if numbers(runs[m][i], family=fam) != numbers(v, family=fam):
                                 failures.append(f"{label}: {v.verdict} at look {k} of a "
                                                 f"{n}-seed run; the {m}-seed run reads "
                                                 f"{numbers(runs[m][i])}")
                     elif v.verdict == "INCONCLUSIVE":
-                        before = [m for m in LOOKS if m < n and runs[m][i].verdict
+                        before = [m for m in looks if m < n and runs[m][i].verdict
                                   != "INCONCLUSIVE"]
                         if before:
                             failures.append(f"{label}: INCONCLUSIVE at {n} seeds but decided "
@@ -292,19 +322,20 @@ def chain_is_one_call(rng: np.random.Generator, *, calls: int = 4, family: int =
     return failures
 
 
-def no_seed_past_the_look_is_read(rng: np.random.Generator, *, cells_: int = 16) -> list[str]:
+def no_seed_past_the_look_is_read(rng: np.random.Generator, *, cells_: int = 16,
+                                  first: int = FIRST) -> list[str]:
     """A cell decided at look k keeps its verdict and numbers whatever seeds n_k.. hold
     (replaced by gains of 10-18 points: skewed, if anything reads them)."""
     failures = []
     for c in range(cells_):
         D = cells(rng, 1)
-        (v,) = judged(D, MAX)
+        (v,) = judged(D, MAX, first)
         k = v.comparison.n
         if v.verdict not in ("REGRESSED", "NOT WORSE", "BETTER") or k == MAX:
             continue
         other = D.copy()
         other[:, k:] = np.minimum(10.0 + rng.exponential(2.0, (1, MAX - k)), 18.0)
-        (w,) = judged(other, MAX)
+        (w,) = judged(other, MAX, first)
         if v.verdict == "REGRESSED" and numbers(w) != numbers(v):
             failures.append(f"cell {c}: REGRESSED at look {k} moved to {numbers(w)} when the "
                             "seeds past it changed")
@@ -314,37 +345,39 @@ def no_seed_past_the_look_is_read(rng: np.random.Generator, *, cells_: int = 16)
     return failures
 
 
-def canonical_seeds_only(rng: np.random.Generator) -> list[str]:
+def canonical_seeds_only(rng: np.random.Generator, *, first: int = FIRST) -> list[str]:
     """Fresh seeds, a dropped seed and a run below the first look are refused."""
     D = cells(rng, 1)
     failures = []
-    for seeds in (list(range(10, 20)), [0, 1, 2, 3, 5, 6, 7, 8, 9, 10], list(range(6))):
+    for seeds in (list(range(10, 20)), [0, 1, 2, 3, 5, 6, 7, 8, 9, 10],
+                  list(range(first // 2 + 1))):
         cand = BenchmarkReport.from_arrays((0.8 + D[:, seeds] / 100)[None], tasks=["t"],
                                            models=["m0"], seeds=seeds, metric="accuracy")
         base = BenchmarkReport.from_arrays(np.full((1, 1, MAX), 0.8), tasks=["t"],
                                            models=["m0"], seeds=range(MAX), metric="accuracy")
         try:
-            compare_reports(cand, base, min_effect=0.01, first_look=FIRST, canonical=True)
+            compare_reports(cand, base, min_effect=0.01, first_look=first, canonical=True)
         except GateRefusal:
             continue
         failures.append(f"seeds {seeds} were judged, not refused")
     return failures
 
 
-def schedule_is_bound(rng: np.random.Generator) -> list[str]:
-    """Against a baseline file refreshed under first look 10 and α 0.05, another first look or
-    α is refused naming both schedules; judged alone only on request."""
+def schedule_is_bound(rng: np.random.Generator, *, first: int = FIRST) -> list[str]:
+    """Against a baseline file refreshed under first look ``first`` and α 0.05, another first
+    look or α is refused naming both schedules; judged alone only on request."""
     D = cells(rng, 1)
     cand, base = reports(D, range(MAX))
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "baseline.json"
-        assert_not_worse(base, BaselineHandle(path, update=True), first_look=FIRST, alpha=ALPHA)
-        for asked in ({"first_look": 11}, {"first_look": 5}, {"alpha": 0.1}):
+        assert_not_worse(base, BaselineHandle(path, update=True), first_look=first, alpha=ALPHA)
+        other = 5 if first != 5 else 10
+        for asked in ({"first_look": first + 1}, {"first_look": other}, {"alpha": 0.1}):
             try:
                 assert_not_worse(cand, path, min_effect=0.01, **asked)
             except GateRefusal as exc:
-                if "binds the schedule first look 10 seeds, α 0.05" not in str(exc):
+                if f"binds the schedule first look {first} seeds, α 0.05" not in str(exc):
                     failures.append(f"{asked}: refused without naming the bound schedule: "
                                     f"{exc}")
                 continue
@@ -352,7 +385,8 @@ def schedule_is_bound(rng: np.random.Generator) -> list[str]:
                 pass
             failures.append(f"{asked}: judged against a baseline bound to another schedule")
         try:
-            assert_not_worse(cand, path, min_effect=0.01, first_look=11, rerun_safe=False)
+            assert_not_worse(cand, path, min_effect=0.01, first_look=first + 1,
+                             rerun_safe=False)
         except GateRefusal as exc:
             failures.append(f"judged alone on request, still refused: {exc}")
         except AssertionError:
@@ -376,8 +410,21 @@ def addon_lines() -> list[str]:
                     "benchmark"], body), ""]
 
 
+def at_first_look(check: Callable[..., list[str]], first: int
+                  ) -> Callable[[np.random.Generator], list[str]]:
+    """``check`` on the schedule whose first look is ``first`` (a baseline bound to it)."""
+
+    def run(rng: np.random.Generator) -> list[str]:
+        return check(rng, first=first)
+
+    run.__name__ = f"{check.__name__}, first look {first}"
+    return run
+
+
 INVARIANTS: list[Callable[[np.random.Generator], list[str]]] = [
     chain_is_one_call, no_seed_past_the_look_is_read, canonical_seeds_only, schedule_is_bound]
+INVARIANTS += [at_first_look(check, first) for first in FIRST_LOOKS_BELOW_10
+               for check in tuple(INVARIANTS)]
 
 
 def check_invariants(seed: int) -> dict[str, list[str]]:
@@ -413,7 +460,8 @@ def main() -> None:
                          verdict_of(row, got)])
             print(f"{row.name}: {time.process_time() - start:.1f} CPU s", file=sys.stderr)
         lines += [f"## Rates: {args.paths:,} paths per row and per shift, looks "
-                  f"{' → '.join(map(str, LOOKS))}, α = {ALPHA}, δ = {DELTA:g} point, margin 0",
+                  f"{' → '.join(map(str, LOOKS))} (rows named first look N: N → 2N → … ≤ 80), "
+                  f"α = {ALPHA}, δ = {DELTA:g} point, margin 0",
                   "", "Each rate with its 95% Wilson interval; a target is met when the "
                   "interval's upper end is under it; detection within 5 points of the plain "
                   "t's.", "", *table(header, body), ""]

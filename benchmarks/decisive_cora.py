@@ -192,15 +192,16 @@ def pull_request(base: np.ndarray, cand: np.ndarray, *, budget: int) -> tuple[st
         seeds = look.seeds
 
 
-def walk(D: np.ndarray, *, budget: int, min_effect: float) -> tuple[np.ndarray, np.ndarray]:
+def walk(D: np.ndarray, *, budget: int, min_effect: float, first: int = FIRST_LOOK
+         ) -> tuple[np.ndarray, np.ndarray]:
     """The design's walk (``stats.sequential.run_schedule``: the same ``decide_look`` as the
     gate, tied to it cell for cell by tests/fast/test_stats_design.py) on paired differences ``D``
-    (trials, >= budget): looks 10, 20, 40, ... up to ``budget``, each taken while the cell is
-    open. Returns the verdict names and the seeds each trial used."""
+    (trials, >= budget): looks ``first`` (10), 20, 40, ... up to ``budget``, each taken while the
+    cell is open. Returns the verdict names and the seeds each trial used."""
     from pytest_graphnetz.stats.boundaries import design
     from pytest_graphnetz.stats.sequential import run_schedule
 
-    verdicts, used = run_schedule(D[:, :budget], design(FIRST_LOOK, budget, alpha=ALPHA),
+    verdicts, used = run_schedule(D[:, :budget], design(first, budget, alpha=ALPHA),
                                   min_effect=min_effect)
     return np.array([str(v) for v in verdicts]), used
 
@@ -235,17 +236,21 @@ def rates(verdicts: Mapping[str, np.ndarray], used: Mapping[str, np.ndarray]) ->
             "seeds": {s: float(np.mean(u)) for s, u in used.items()}}
 
 
-def setups(sd: float, pool_size: int, budgets: Sequence[int]) -> list[tuple[str, int, float]]:
-    """(label, budget, δ): today's one look at 10 seeds (δ 1 point, and δ at what 10 seeds
-    resolve at the measured sd, ``--graphnetz-min-effect=resolvable``), then the CI loop up to
-    each budget the pool holds."""
+def setups(sd: float, pool_size: int, budgets: Sequence[int]
+           ) -> list[tuple[str, int, float, int]]:
+    """(label, budget, δ, first look): today's one look at 10 seeds (δ 1 point, and δ at what 10
+    seeds resolve at the measured sd, ``--graphnetz-min-effect=resolvable``), then the CI loop up
+    to each budget the pool holds; then the loop up to 40 seeds from a first look a project may
+    declare below 10 (``graphnetz_seeds = 8``: ``decisive_cora_options.py`` weighs it)."""
     from pytest_graphnetz.gates.calibration.resolution import resolvable_min_effect
 
     resolvable = resolvable_min_effect(sd, FIRST_LOOK, alpha=ALPHA)
-    out = [("today: 10 seeds", FIRST_LOOK, DELTA),
+    out = [("today: 10 seeds", FIRST_LOOK, DELTA, FIRST_LOOK),
            (f"today: 10 seeds, δ resolvable ({100 * resolvable:.2f} pt)", FIRST_LOOK,
-            resolvable)]
-    out += [(f"next looks, budget {b}", b, DELTA) for b in budgets if b <= pool_size]
+            resolvable, FIRST_LOOK)]
+    out += [(f"next looks, budget {b}", b, DELTA, FIRST_LOOK) for b in budgets if b <= pool_size]
+    out += [(f"first look {first}, next looks, budget 40", 40, DELTA, first)
+            for first in (8, 5) if pool_size >= 40]
     return out
 
 
@@ -253,12 +258,13 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
-def walked_rates(rows: Mapping[str, np.ndarray], *, budget: int, min_effect: float
-                 ) -> dict[str, Any]:
+def walked_rates(rows: Mapping[str, np.ndarray], *, budget: int, min_effect: float,
+                 first: int = FIRST_LOOK) -> dict[str, Any]:
     """:func:`rates` of the design's walk over each scenario's paired differences."""
     verdicts, used = {}, {}
     for scenario, D in rows.items():
-        verdicts[scenario], used[scenario] = walk(D, budget=budget, min_effect=min_effect)
+        verdicts[scenario], used[scenario] = walk(D, budget=budget, min_effect=min_effect,
+                                                  first=first)
     return rates(verdicts, used)
 
 
@@ -285,9 +291,9 @@ def table(model: str, v: Mapping[str, Any], *, trials: int, budgets: Sequence[in
     size = max(budgets + [FIRST_LOOK])
     for data, rows in (("pool resamples", resampled(v, trials, rng)),
                        (f"normal, sd {100 * sd:.2f} pt", normal_model(sd, size, trials, rng))):
-        for label, budget, delta in setups(sd, len(v["baseline"]) if data.startswith("pool")
-                                           else size, budgets):
-            r = walked_rates(rows, budget=budget, min_effect=delta)
+        for label, budget, delta, first in setups(
+                sd, len(v["baseline"]) if data.startswith("pool") else size, budgets):
+            r = walked_rates(rows, budget=budget, min_effect=delta, first=first)
             lines.append(f"| {data} | {label} | {rate_cells(r)} "
                          f"| {r['seeds']['innocent'] * v['seconds'] / 60:.1f} min |")
     return lines

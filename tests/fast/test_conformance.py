@@ -26,9 +26,32 @@ def conformance():
 
 
 def test_every_invariant_holds_through_the_real_gate(conformance) -> None:
+    """On the default schedule and on first looks 5 and 8 (a baseline bound to each)."""
+    checks = ("chain_is_one_call", "no_seed_past_the_look_is_read", "canonical_seeds_only",
+              "schedule_is_bound")
     assert conformance.check_invariants(seed=0) == {
-        name: [] for name in ("chain_is_one_call", "no_seed_past_the_look_is_read",
-                              "canonical_seeds_only", "schedule_is_bound")}
+        name: [] for name in (*checks, *(f"{c}, first look {first}" for first in (5, 8)
+                                         for c in checks))}
+
+
+def test_a_first_look_below_10_walks_its_own_looks_through_the_gate(conformance) -> None:
+    """The rows at first looks 5 and 8 decide at those looks (the gate's walk, not 10's), and a
+    run below the first look is refused there too: the invariants above are not vacuous."""
+    rng = np.random.default_rng(5)
+    for first in (5, 8):
+        decided = set()
+        with conformance.without_advice():
+            for _ in range(12):
+                D = conformance.cells(rng, 1)
+                (v,) = conformance.judged(D, first, first)
+                decided.add((str(v.verdict), v.comparison.n))
+        assert {("REGRESSED", first), ("NOT WORSE", first)} <= decided, decided
+        row = next(r for r in conformance.ROWS if r.name == f"first look {first}: normal, sd 2")
+        # REGRESSED at look `first`, gains after it: a walk from look 10 would not read it
+        D = np.full((1, 80), 6.0)
+        D[0, :first] = [-3.0, -2.5, -3.5, -2.0, -3.0, -2.8, -3.2, -2.6][:first]
+        assert list(row.walk(D, 1.0, False)) == ["REGRESSED"]
+        assert list(conformance.gate_walk(D, 1.0, False)) != ["REGRESSED"]
 
 
 @pytest.mark.parametrize(("k", "n"), [(0, 20), (1, 20), (50, 1000), (20, 20)])
@@ -78,7 +101,7 @@ def test_the_guarantees_page_quotes_the_committed_rates() -> None:
     results = {r[0]: r for r in _cells((root / "benchmarks" / "conformance_results.md")
                                        .read_text(), "| row |")}
     page = _cells((root / "docs" / "guarantees.md").read_text(), "| paired differences |")
-    assert len(page) == 7 and len(results) == 14
+    assert len(page) == 7 and len(results) == 18
 
     def rate(row: str, column: int) -> str:
         return results[row][column].split(" [")[0]
