@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_graphnetz.runner.fingerprint import file_sha256
+
 
 class CommandError(RuntimeError):
     """A command task's script failed, or wrote no usable metrics file."""
@@ -188,14 +190,3 @@ class DataFiles:
                 raise FileNotFoundError(f"DataFiles: {given!r} does not exist (the data the "
                                         "command task's script reads)")
         return out
-
-
-
-def file_sha256(path: Path) -> str:
-    """The sha256 of the bytes of the file at ``path``, read in blocks of 1 MiB."""
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
