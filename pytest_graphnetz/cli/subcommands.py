@@ -471,12 +471,19 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         Interrupted,
         run_bisect,
     )
-    from pytest_graphnetz.cli.bisection.search import BisectRefusal, NothingRegressed
+    from pytest_graphnetz.cli.bisection.search import (
+        DEFAULT_MAX_SEEDS,
+        BisectRefusal,
+        NothingRegressed,
+        SearchSettings,
+    )
 
+    settings = SearchSettings(
+        seeds=args.seeds, max_seeds=DEFAULT_MAX_SEEDS if args.max_seeds is None
+        else args.max_seeds, alpha=args.alpha, min_effect=args.min_effect,
+        margin=args.margin or 0.0)
     try:
-        return run_bisect(args.good, args.bad, args.pytest_args, seeds=args.seeds,
-                          max_seeds=args.max_seeds, alpha=args.alpha,
-                          min_effect=args.min_effect, margin=args.margin or 0.0,
+        return run_bisect(args.good, args.bad, args.pytest_args, settings,
                           cache_dir=args.cache_dir)
     except BisectRefusal as exc:
         print(f"graphnetz bisect: refused: {exc}", file=sys.stderr)
