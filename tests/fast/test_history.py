@@ -241,7 +241,7 @@ def test_reports_are_read_as_the_report_reads_them(tmp_path) -> None:
                     else None)
         return BenchmarkReport(tasks=["t"], models=["GCN", "GAT"], seeds=range(4),
                                metrics={"t": MetricSpec("accuracy", True)},
-                               histories=histories, **settings)
+                               histories=histories, settings=settings)
 
     cases = {"final": report(), "best_val": report(epoch_selection="best_val"),
              "restored": report(restore=1)}
