@@ -15,7 +15,9 @@
    on CUDA under the run's determinism mode (:mod:`~pytest_graphnetz.runner.determinism`).
 
 The cache key's code parts (:func:`code_identities`: the trainer, the project code, the
-loader) are computed once per sweep, in the calling process.
+loader) are computed once per sweep, in the calling process. A command task's triple is its
+executor's (:mod:`~pytest_graphnetz.runner.command.keyed`: its key, derived files, the check
+of a hit's reads); here it is only dispatched.
 """
 
 from __future__ import annotations
