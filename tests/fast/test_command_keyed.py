@@ -12,6 +12,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from pytest_graphnetz import run_benchmark
 from pytest_graphnetz.gates.calibration.salting import salted_seed, salted_seed_map
 from pytest_graphnetz.runner.cache import make_key
@@ -82,3 +84,35 @@ def test_a_seed_map_reaches_the_script_and_keeps_its_own_cache_entries(tmp_path:
     assert statuses == ["cached"] * 3
     assert list(again.values("t", "M")) == list(salted.values("t", "M"))
     assert again.fingerprints["model"]["M"] != plain.fingerprints["model"]["M"]
+
+
+def test_a_refresh_with_replicates_salts_a_command_by_its_seed_map(
+        pytester: pytest.Pytester) -> None:
+    (pytester.path / "train.py").write_text(SCRIPT)
+    (pytester.path / "data.txt").write_text("data\n")
+    pytester.makepyfile(test_keyed_refresh='''
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_graphnetz import Task, assert_not_worse
+from pytest_graphnetz.runner.command import Command, DataFiles
+
+HERE = Path(__file__).parent
+TASK = {"t": Task("t", DataFiles([HERE / "data.txt"]), kind="command")}
+MODEL = {"M": Command([sys.executable, "train.py", "{seed}", "{output}"], cwd=HERE)}
+
+
+def test_script(graphnetz_run, graphnetz_baseline):
+    assert_not_worse(graphnetz_run(TASK, MODEL), graphnetz_baseline())
+''')
+    result = pytester.runpytest("-o", "graphnetz_seeds=3", "--graphnetz-no-cache",
+                                "--graphnetz-update-baselines",
+                                "--graphnetz-baseline-replicates=2")
+    result.assert_outcomes(passed=1)
+    path = pytester.path / "baselines" / "test_keyed_refresh" / "test_script.json"
+    cell = json.loads(path.read_text())["models"]["M"]["tasks"]["t"]
+    assert cell["values"]["final"] == [0.0, 0.001, 0.002]
+    assert cell["replicates"]["runs"]["final"] == [[salted_seed(s, 1) % 1000 / 1000]
+                                                   for s in range(3)]
