@@ -5,7 +5,7 @@ Per model, a pool of per-seed test accuracies is trained once and kept in a JSON
 ``graphnetz calibrate``'s salted seeds (an innocent change: other initialisation and dropout
 draws, the same data and split). PyG's ``examples/gcn.py`` runs as a command task, three lines
 added to a temporary copy (``command_task_cora.gateable_copy``; its Planetoid split is fixed),
-salted through the seed the script receives (``calibration.salting.SaltedCommand``); the
+salted through the seed the script receives (``calibration.salting.salted_seed_map``); the
 in-process GCN is ``gate_quality_cora``'s (PyG's example layers, gnn-benchmark's per-seed split).
 
 The verdicts are then simulated from the pool, without training. A pull request is the
@@ -82,7 +82,7 @@ def train_in_process(npz: str, seeds: Sequence[int], epochs: int, root: str
 def train_command(npz: Path, script: Path, seeds: Sequence[int], epochs: int
                   ) -> tuple[dict[str, list[float]], float]:
     from pytest_graphnetz import run_benchmark
-    from pytest_graphnetz.gates.calibration.salting import salted_models
+    from pytest_graphnetz.gates.calibration.salting import salted_seed_map
     from pytest_graphnetz.runner.command import Command, DataFiles
     from pytest_graphnetz.runner.tasks.base import Task
 
@@ -95,8 +95,9 @@ def train_command(npz: Path, script: Path, seeds: Sequence[int], epochs: int
         tasks = {"cora": Task("cora", DataFiles([data]), kind="command")}
         command = {"GCN": Command([sys.executable, str(copy), "--epochs", str(epochs)])}
         start = time.perf_counter()
-        for variant, models in (("baseline", command), ("salted", salted_models(command))):
-            report = run_benchmark(tasks, models, seeds=list(seeds), device="cpu")
+        for variant, seed_map in (("baseline", None), ("salted", salted_seed_map())):
+            report = run_benchmark(tasks, command, seeds=list(seeds), device="cpu",
+                                   seed_map=seed_map)
             out[variant] = [float(v) for v in report.values("cora", "GCN")]
         return out, (time.perf_counter() - start) / (2 * len(seeds))
 

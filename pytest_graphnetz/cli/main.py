@@ -42,6 +42,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from pytest_graphnetz.base.text import fmt_num
 from pytest_graphnetz.cli.subcommands import (
@@ -190,6 +191,19 @@ def build_parser() -> argparse.ArgumentParser:
                         version=f"graphnetz (pytest-graphnetz) {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    _add_report_commands(sub)
+    _add_render_commands(sub)
+    from pytest_graphnetz.cli.distributed import add_parsers
+
+    add_parsers(sub)
+    _add_pytest_commands(sub)
+    _add_history_commands(sub)
+    return parser
+
+
+def _add_report_commands(sub: Any) -> None:
+    """``show``, ``compare`` and ``export``: a report read, gated against a baseline, sent to
+    a tracker."""
     show = sub.add_parser("show", help="summary table of a report")
     show.add_argument("report", type=_report_file, help="a report JSON file")
     show.add_argument("--ci", choices=("t", "bootstrap"), default=None,
@@ -230,6 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
                            help="do not send the per-epoch series (they can be large)")
     to_mlflow.set_defaults(func=cmd_export)
 
+
+def _add_render_commands(sub: Any) -> None:
+    """``plot``, ``latex`` and ``markdown``: a report drawn or written as a table."""
     plot = sub.add_parser("plot", help="forest plot of REPORT, or the paired comparison of "
                                        "CANDIDATE against REPORT")
     plot.add_argument("report", type=_report_file, help="a report (the baseline, with CANDIDATE)")
@@ -252,9 +269,9 @@ def build_parser() -> argparse.ArgumentParser:
                           help="interval method (default: the report's)")
         view.set_defaults(func=func)
 
-    from pytest_graphnetz.cli.distributed import add_parsers
 
-    add_parsers(sub)
+def _add_pytest_commands(sub: Any) -> None:
+    """``refresh``, ``prune`` and ``calibrate``: pytest runs of the gates with one purpose each."""
     refresh = sub.add_parser(
         "refresh", help="rewrite baselines: pytest --graphnetz-update-baselines [PYTEST ARGS]")
     refresh.add_argument("pytest_args", nargs=argparse.REMAINDER,
@@ -279,6 +296,10 @@ def build_parser() -> argparse.ArgumentParser:
                                 "--graphnetz-seeds=10 --graphnetz-min-effect=0.02)")
     calibrate.set_defaults(func=cmd_calibrate)
 
+
+def _add_history_commands(sub: Any) -> None:
+    """``history``, ``bisect`` and ``next-seeds``: a cell across commits, the commit that
+    regressed it, and the CI loop's next look."""
     history = sub.add_parser("history", help="each cell across commits: an HTML page, figures "
                                              "and a drift check (exit 1 on drift)")
     history.add_argument("directory", help="one folder per commit (commit.json, reports/)")
@@ -335,7 +356,7 @@ def build_parser() -> argparse.ArgumentParser:
     nxt.add_argument("--current", type=_seed_count, default=None,
                      help="the seeds the run used (default: the most any row used)")
     nxt.set_defaults(func=cmd_next_seeds)
-    return parser
+
 
 
 def main(argv: Sequence[str] | None = None) -> int:

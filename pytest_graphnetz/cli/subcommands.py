@@ -466,22 +466,22 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     """The first commit between GOOD and BAD that regressed each cell BAD regressed on (exit 1:
     a search stopped undecided; 2: a refusal; 3: nothing regressed, BAD reads same against
     GOOD on every cell); see docs/history-bisect.md."""
+    from pytest_graphnetz.cli.bisection import search
     from pytest_graphnetz.cli.bisection.probes import (
         EXIT_NOTHING_REGRESSED,
         Interrupted,
         run_bisect,
     )
-    from pytest_graphnetz.cli.bisection.search import BisectRefusal, NothingRegressed
 
+    settings = search.SearchSettings(args.seeds, args.max_seeds or search.DEFAULT_MAX_SEEDS,
+                                     args.alpha, args.min_effect, args.margin or 0.0)
     try:
-        return run_bisect(args.good, args.bad, args.pytest_args, seeds=args.seeds,
-                          max_seeds=args.max_seeds, alpha=args.alpha,
-                          min_effect=args.min_effect, margin=args.margin or 0.0,
+        return run_bisect(args.good, args.bad, args.pytest_args, settings,
                           cache_dir=args.cache_dir)
-    except BisectRefusal as exc:
+    except search.BisectRefusal as exc:
         print(f"graphnetz bisect: refused: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
-    except NothingRegressed as exc:
+    except search.NothingRegressed as exc:
         print(f"graphnetz bisect: {'undecided' if exc.undecided else 'nothing regressed'}: "
               f"{exc}", file=sys.stderr)
         return EXIT_FAILED if exc.undecided else EXIT_NOTHING_REGRESSED

@@ -126,7 +126,7 @@ class AdaptiveReport(BenchmarkReport):
         super().__init__(tasks=report.tasks, models=report.models, seeds=report.seeds,
                          metrics=report.metrics, histories=report.histories,
                          protocol=report.protocol, fingerprints=report.fingerprints,
-                         **report.settings())
+                         settings=report.settings())
         self.schedule = schedule
 
 

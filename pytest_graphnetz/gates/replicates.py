@@ -165,7 +165,7 @@ class ReplicatedReport(BenchmarkReport):
         super().__init__(tasks=report.tasks, models=report.models, seeds=report.seeds,
                          metrics=report.metrics, histories=report.histories,
                          protocol=report.protocol, fingerprints=report.fingerprints,
-                         **report.settings())
+                         settings=report.settings())
         self.replicates = {c: Replicates.of(salted, *c) for c in _cells_of(report)}
 
 

@@ -48,13 +48,14 @@ def graphnetz_run(request: pytest.FixtureRequest) -> Iterator[Callable[..., Benc
         """A refresh with replicates: every seed of the baseline (adaptive seeds: MAX, what a
         refresh holds) and R - 1 salted reruns of it, which the refresh writes beside it."""
         __tracebackhide__ = True
-        from pytest_graphnetz.gates.calibration.salting import salted_models
+        from pytest_graphnetz.gates.calibration.salting import salted_models, salted_seed_map
         from pytest_graphnetz.gates.replicates import ReplicatedReport
 
         kwargs.setdefault("seeds", settings.seeds)
         report = (calibrated(tasks, models, **kwargs) if settings.calibrate
                   else session.run(request.node, tasks, models, **kwargs))
-        salted = [session.run(request.node, tasks, salted_models(models, salt), **kwargs)
+        salted = [session.run(request.node, tasks, salted_models(models, salt),
+                              seed_map=salted_seed_map(salt), **kwargs)
                   for salt in range(1, settings.baseline_replicates)]
         return ReplicatedReport(report, salted)
 

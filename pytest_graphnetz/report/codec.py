@@ -385,7 +385,7 @@ def report_arguments(data: Mapping) -> dict[str, Any]:
     }
     return {"tasks": data["tasks"], "models": data["models"], "seeds": data["seeds"],
             "metrics": metrics, "histories": histories, "protocol": data.get("protocol", {}),
-            "fingerprints": fingerprints, **data.get("settings", {})}
+            "fingerprints": fingerprints, "settings": data.get("settings", {})}
 
 
 def _cell_history(task: str, model: str, seed: str, d: Any) -> History:

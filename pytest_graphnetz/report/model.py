@@ -138,7 +138,7 @@ class BenchmarkReport(ReportRecord):
         return cls(tasks=runs.tasks, models=runs.models, seeds=runs.seeds,
                    metrics=runs.metrics, histories=runs.histories,
                    protocol=runs.protocol(selection, client.tracking_uri),
-                   epoch_selection=runs.epoch_selection)
+                   settings={"epoch_selection": runs.epoch_selection})
 
     # -- JSON ----------------------------------------------------------------------------------
 

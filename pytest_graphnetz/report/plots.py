@@ -13,7 +13,7 @@ import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -192,8 +192,6 @@ def plot_comparison(
     Writes the figure to ``path`` when given; returns the Figure.
     """
     _require_matplotlib()
-    from matplotlib.lines import Line2D
-
     verdicts = list(verdicts)
     if not verdicts:
         raise ValueError("`verdicts` is empty: nothing to plot")
@@ -203,43 +201,12 @@ def plot_comparison(
     fig = _root_figure(ax)
 
     ys = np.arange(n)[::-1].astype(float)
-    seen: dict[Verdict, str] = {}
-    bounds: set[float] = set()
-    deltas: set[float] = set()
-    for y, v in zip(ys, verdicts, strict=True):
-        c = v.comparison
-        name = c.verdict
-        colour = VERDICT_COLOURS.get(name, "#000000")
-        seen.setdefault(name, colour)
-        m = float(c.margin if margin is None else margin)
-        bounds.update({"not_worse": [-m], "better": [m]}.get(c.kind, [-m, m]))
-        if c.kind == "not_worse" and c.min_effect is not None:
-            deltas.add(-float(c.min_effect))
-        if reports is not None:
-            d = _paired_differences(v, *reports)
-            jitter = np.linspace(-0.18, 0.18, d.size) if d.size > 1 else np.zeros(d.size)
-            ax.scatter(d, y + jitter, s=14, color=colour, alpha=0.35, linewidths=0, zorder=1)
-        xerr = [[c.mean_diff - c.ci.low], [c.ci.high - c.mean_diff]]
-        ax.errorbar([c.mean_diff], [y], xerr=xerr, fmt="o", color=colour, ms=5, capsize=3,
-                    elinewidth=1.6, zorder=3)
+    seen, bounds, deltas = _comparison_rows(ax, verdicts, ys, margin, reports)
     for k in range(1, n):
         if verdicts[k].task != verdicts[k - 1].task:
             ax.axhline(ys[k] + 0.5, color="0.6", lw=0.6, zorder=1)
     ax.axvline(0.0, color="black", lw=0.9, zorder=2)
-    handles = [Line2D([], [], color=col, marker="o", ls="", label=str(name))
-               for name, col in seen.items()]
-    for b in sorted(bounds - {0.0}):
-        ax.axvline(b, color=_MARGIN_COLOUR, lw=_BOUND_LW, ls="--", zorder=2)
-    if bounds - {0.0}:
-        text = ", ".join(fmt_signed(b) for b in sorted(bounds - {0.0}))
-        handles.append(Line2D([], [], color=_MARGIN_COLOUR, lw=_BOUND_LW, ls="--",
-                              label=f"margin ({text})"))
-    for b in sorted(deltas):
-        ax.axvline(b, color=_DELTA_COLOUR, lw=_BOUND_LW, ls=":", zorder=2)
-    if deltas:
-        text = ", ".join(fmt_signed(b) for b in sorted(deltas))
-        handles.append(Line2D([], [], color=_DELTA_COLOUR, lw=_BOUND_LW, ls=":",
-                              label=f"−δ, min_effect ({text})"))
+    handles = _bound_lines(ax, seen, bounds - {0.0}, deltas)
     ax.set_yticks(ys, [f"{v.task} · {v.model}\n{v.comparison.verdict}" for v in verdicts])
     ax.set_ylim(-0.6, n - 0.4)
     # Each comparison's interval at its own level (1 - 2 alpha, or its ends' levels after Holm
@@ -255,6 +222,53 @@ def plot_comparison(
               frameon=False)
     _save(fig, path)
     return fig
+
+
+def _comparison_rows(ax: Axes, verdicts: Sequence[CellVerdict], ys: np.ndarray,
+                     margin: float | None,
+                     reports: tuple[ReportRecord, ReportRecord] | None,
+                     ) -> tuple[dict[Verdict, str], set[float], set[float]]:
+    """Draw each verdict's mean paired Δ and interval at its row ``ys[i]`` (with each seed's
+    own difference as a light dot when ``reports`` are given); the colour of each verdict
+    drawn, the gate's bounds (±margin by kind) and the −δ lines, for the legend."""
+    seen: dict[Verdict, str] = {}
+    bounds: set[float] = set()
+    deltas: set[float] = set()
+    for y, v in zip(ys, verdicts, strict=True):
+        c = v.comparison
+        colour = VERDICT_COLOURS.get(c.verdict, "#000000")
+        seen.setdefault(c.verdict, colour)
+        m = float(c.margin if margin is None else margin)
+        bounds.update({"not_worse": [-m], "better": [m]}.get(c.kind, [-m, m]))
+        if c.kind == "not_worse" and c.min_effect is not None:
+            deltas.add(-float(c.min_effect))
+        if reports is not None:
+            d = _paired_differences(v, *reports)
+            jitter = np.linspace(-0.18, 0.18, d.size) if d.size > 1 else np.zeros(d.size)
+            ax.scatter(d, y + jitter, s=14, color=colour, alpha=0.35, linewidths=0, zorder=1)
+        xerr = [[c.mean_diff - c.ci.low], [c.ci.high - c.mean_diff]]
+        ax.errorbar([c.mean_diff], [y], xerr=xerr, fmt="o", color=colour, ms=5, capsize=3,
+                    elinewidth=1.6, zorder=3)
+    return seen, bounds, deltas
+
+
+def _bound_lines(ax: Axes, seen: Mapping[Verdict, str], bounds: set[float],
+                 deltas: set[float]) -> list[Any]:
+    """Draw the margin ``bounds`` (dashed) and the −δ lines (dotted); the legend's handles: a
+    dot per verdict in ``seen`` (its colour), then the margin and δ lines drawn."""
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=col, marker="o", ls="", label=str(name))
+               for name, col in seen.items()]
+    for values, colour, style, label in ((bounds, _MARGIN_COLOUR, "--", "margin"),
+                                         (deltas, _DELTA_COLOUR, ":", "−δ, min_effect")):
+        for b in sorted(values):
+            ax.axvline(b, color=colour, lw=_BOUND_LW, ls=style, zorder=2)
+        if values:
+            text = ", ".join(fmt_signed(b) for b in sorted(values))
+            handles.append(Line2D([], [], color=colour, lw=_BOUND_LW, ls=style,
+                                  label=f"{label} ({text})"))
+    return handles
 
 
 def _root_figure(ax: Axes) -> Figure:

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from typing import Self
 
 Triple = tuple[str, str, int]
+# The report-wide settings and their defaults (ReportRecord.settings()).
+SETTINGS: dict[str, Any] = {"ci_method": "t", "confidence_level": 0.95, "epoch_selection": "final"}
 
 
 class EpochSelectionError(ValueError):
@@ -36,7 +38,9 @@ class EpochSelectionError(ValueError):
 class ReportRecord:
     """Per-seed results ``X[task, model, seed]`` plus the histories they were selected from:
     the data of a :class:`~pytest_graphnetz.report.BenchmarkReport`, which is what the package
-    builds and returns (the views take a record, so a report does)."""
+    builds and returns (the views take a record, so a report does). ``settings``: how it is
+    read, a mapping as :meth:`settings` returns (``ci_method``, ``confidence_level``,
+    ``epoch_selection``; :data:`SETTINGS` gives the defaults)."""
 
     def __init__(
         self,
@@ -48,9 +52,7 @@ class ReportRecord:
         histories: Mapping[Triple, History],
         protocol: Mapping[str, Any] | None = None,
         fingerprints: Mapping[str, Mapping[str, Mapping[int, str]]] | None = None,
-        ci_method: str = "t",
-        confidence_level: float = 0.95,
-        epoch_selection: str = "final",
+        settings: Mapping[str, Any] | None = None,
     ) -> None:
         self.tasks = tuple(str(t) for t in tasks)
         self.models = tuple(str(m) for m in models)
@@ -82,9 +84,14 @@ class ReportRecord:
                    for name, per_seed in by_name.items()}
             for kind, by_name in (fingerprints or {}).items()
         }
-        self.ci_method = ci_method
-        self.confidence_level = confidence_level
-        self.epoch_selection = epoch_selection
+        # How the record is read (what settings() returns, and a report file keeps), each
+        # validated by its property; unset ones take their defaults.
+        given = dict(settings or {})
+        if unknown := sorted(set(given) - set(SETTINGS)):
+            raise TypeError(f"unknown report setting(s) {unknown}; the settings are "
+                            f"{list(SETTINGS)}")
+        for name, default in SETTINGS.items():
+            setattr(self, name, given.get(name, default))
 
     # -- settings, validated on assignment -------------------------------------------------
 
@@ -132,6 +139,7 @@ class ReportRecord:
         seeds: Sequence[int],
         metric: str | MetricSpec | Mapping[str, str | MetricSpec],
         higher_is_better: bool | None = None,
+        fingerprints: Mapping[str, Mapping[str, Mapping[int, str]]] | None = None,
         **settings: Any,
     ) -> Self:
         """A report from per-seed numbers a user already has.
@@ -139,6 +147,8 @@ class ReportRecord:
         ``X`` has shape ``(len(tasks), len(models), len(seeds))``; ``metric`` is one metric name
         (or :class:`MetricSpec`) for every task, or a ``{task: metric}`` mapping. The report has
         one-epoch histories and no validation series, so only ``"final"`` selection applies.
+        ``fingerprints``: as the constructor's; ``settings``: ``ci_method``,
+        ``confidence_level``, ``epoch_selection`` (:data:`SETTINGS`).
         """
         arr = np.asarray(X, dtype=float)
         shape = (len(tasks), len(models), len(seeds))
@@ -159,7 +169,8 @@ class ReportRecord:
             for k, s in enumerate(seeds)
         }
         return cls(tasks=tasks, models=models, seeds=seeds, metrics=metrics,
-                   histories=histories, protocol={"source": "from_arrays"}, **settings)
+                   histories=histories, protocol={"source": "from_arrays"},
+                   fingerprints=fingerprints, settings=settings)
 
     # -- the data ----------------------------------------------------------------------------
 
@@ -311,7 +322,7 @@ class ReportRecord:
         return dict(
             tasks=tasks, models=models, seeds=seeds, metrics=self.metrics,
             histories=self.histories, protocol=self.protocol,
-            fingerprints=self._fingerprints_for(tasks, models, seeds), **self.settings(),
+            fingerprints=self._fingerprints_for(tasks, models, seeds), settings=self.settings(),
         )
 
     @classmethod
@@ -342,7 +353,7 @@ class ReportRecord:
         return cls(
             tasks=tasks, models=models, seeds=seeds, metrics={**base.metrics, **update.metrics},
             histories=histories, protocol=protocol,
-            fingerprints=fingerprints, **update.settings(),
+            fingerprints=fingerprints, settings=update.settings(),
         )
 
     # -- statistics and views (thin: the work lives in views, stats, export and plots) --------

@@ -200,7 +200,7 @@ def from_values_dict(cls: type[R], data: Mapping, source: str) -> R:
         return cls(tasks=tasks, models=models, seeds=seeds, metrics=metrics,
                    histories=histories, protocol=protocol,
                    fingerprints={"data": data_fps, "model": model_fps},
-                   **data.get("settings", {}))
+                   settings=data.get("settings", {}))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
         raise ReportFormatError(f"{source}: malformed baseline: {detail}") from exc

@@ -10,7 +10,8 @@ torch's thread count is pinned; so the same seeds on the same stack and hardware
 the same report whatever the order of the models dict, the number of workers or the cache state.
 
 One module per concept: :mod:`.sweep` (``run_benchmark``: arguments, the run's context, the
-jobs, the report), :mod:`.triple` (one triple: load, build, fingerprint, cache or train),
+jobs, the report), :mod:`.triple` (one triple: load, build, fingerprint, cache or train; a
+command task's through :mod:`.command.keyed`),
 :mod:`.workers` (in this process, a process pool or a user's executor; the triple errors) and
 :mod:`.environment` (seeding, device, versions).
 """

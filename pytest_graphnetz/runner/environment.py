@@ -1,5 +1,6 @@
-"""What a triple runs in: torch and PyG imported quietly, every RNG reseeded, the device resolved
-and described, and the library versions that enter the cache key."""
+"""What a triple runs in: torch and PyG imported quietly, every RNG reseeded (a command's script
+under the run's :class:`SeedMap`), the device resolved and described, and the library versions
+that enter the cache key."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import functools
 import os
 import platform
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -65,6 +67,21 @@ def reseed(seed: int) -> None:
     np.random.seed(seed)
     torch.manual_seed(seed)
     torch.cuda.manual_seed_all(seed)
+
+
+@dataclass(frozen=True)
+class SeedMap:
+    """The seed a command task's script receives in place of the benchmark seed: a
+    calibration's salted run (:func:`~pytest_graphnetz.gates.calibration.salting.salted_seed_map`)
+    moves every draw of initialisation and training while the data and splits stay at the
+    benchmark seed (the script reads it as ``GRAPHNETZ_DATA_SEED``).
+
+    ``seed``: benchmark seed -> the script's seed (picklable, for worker processes); ``key``:
+    what the cache key and the model fingerprint hold for the map (``{"salt": 1}``), so a run
+    under a map never reuses a run without it, nor one under another map."""
+
+    seed: Callable[[int], int]
+    key: Mapping[str, Any]
 
 
 def resolve_device(device: str = "auto") -> str:

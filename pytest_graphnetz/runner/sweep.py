@@ -26,6 +26,7 @@ from pytest_graphnetz.runner.workers import Progress, execute
 
 if TYPE_CHECKING:
     from pytest_graphnetz.runner.command.run import CommandExecutor
+    from pytest_graphnetz.runner.environment import SeedMap
 
 ROOT_ENV = "GRAPHNETZ_ROOT"
 
@@ -73,6 +74,7 @@ def run_benchmark(
     shard: str | None = None,
     cache_only: bool = False,
     plan: bool = False,
+    seed_map: SeedMap | None = None,
 ) -> BenchmarkReport:
     """Train every model on every task under every seed; the per-seed, per-epoch report.
 
@@ -121,6 +123,9 @@ def run_benchmark(
       :class:`~pytest_graphnetz.runner.shard.Planned` listing them (with their shard of
       ``shard``'s N, when given); when none are, the report, from the cache (so an adaptive
       gate asks for its next look, which is then planned).
+    - ``seed_map``: the seed a command task's script receives for each benchmark seed (a
+      calibration's salted run: :class:`~pytest_graphnetz.runner.environment.SeedMap`); the
+      data stays at the benchmark seed. In-process models are salted by their factory.
 
     Returns a :class:`BenchmarkReport` with ``X[task, model, seed]`` in the order of ``tasks``,
     ``models`` and ``seeds``, every history, data/model fingerprints and the run's protocol.
@@ -193,7 +198,7 @@ def run_benchmark(
              cache_dir=cache, context=context, deterministic=mode,
              code=code.get((task.name, model)),
              cache_read_only=opened is not None and opened.read_only,
-             remote=None if opened is None else remote, mode=triple_mode)
+             remote=None if opened is None else remote, mode=triple_mode, seed_map=seed_map)
         for task in task_map.values() for model in models for seed in seed_list
     ]
     shard_of: list[int | None] = [None] * len(jobs)

@@ -15,7 +15,9 @@
    on CUDA under the run's determinism mode (:mod:`~pytest_graphnetz.runner.determinism`).
 
 The cache key's code parts (:func:`code_identities`: the trainer, the project code, the
-loader) are computed once per sweep, in the calling process.
+loader) are computed once per sweep, in the calling process. A command task's triple is its
+executor's (:mod:`~pytest_graphnetz.runner.command.keyed`: its key, derived files, the check
+of a hit's reads); here it is only dispatched.
 """
 
 from __future__ import annotations
@@ -33,12 +35,14 @@ from typing import TYPE_CHECKING, Any, TypeGuard, cast
 from pytest_graphnetz.report.epochs import History
 from pytest_graphnetz.runner import determinism, environment
 from pytest_graphnetz.runner.cache import TripleCache
-from pytest_graphnetz.runner.command import Command, DataFiles
+from pytest_graphnetz.runner.command import Command
 from pytest_graphnetz.runner.fingerprint import model_fingerprint
 from pytest_graphnetz.runner.tasks.base import Task
 
 if TYPE_CHECKING:
+    from pytest_graphnetz.runner.command.keyed import CommandTriple
     from pytest_graphnetz.runner.command.run import CommandExecutor
+    from pytest_graphnetz.runner.environment import SeedMap
     from pytest_graphnetz.runner.remote import RemoteSettings
 
 
@@ -66,6 +70,7 @@ class Job:
     remote: RemoteSettings | None = None  # the remote tier of the cache (runner/remote.py)
     # "train" a miss; "cache-only" or "plan": a miss is not trained (shard.MODES)
     mode: str = "train"
+    seed_map: SeedMap | None = None  # the seed a command task's script receives instead
 
     def key_context(self) -> Mapping[str, Any]:
         """``context``, which :func:`run_triple` has filled in before any key is made."""
@@ -162,11 +167,11 @@ def _run_one(job: Job, commands: CommandExecutor | None) -> Outcome:
     if job.task.kind != "command":
         return _run_triple_alone(job)
     if commands is not None:
-        return _run_command(job, time.perf_counter(), commands)
+        return _run_command(job, commands)
     from pytest_graphnetz.runner.command.run import CommandExecutor
 
     with CommandExecutor() as own:
-        return _run_command(job, time.perf_counter(), own)
+        return _run_command(job, own)
 
 
 def _run_triple_alone(job: Job) -> Outcome:
@@ -394,72 +399,35 @@ def _usable_record(record: Any) -> TypeGuard[dict[str, Any]]:
                     for f in record["files"]))
 
 
-def _run_command(job: Job, start: float, commands: CommandExecutor) -> Outcome:
-    """One triple of a command task: fingerprint the data its loader names, then fetch the run
-    from the cache or run the script (reseeding is the script's job: see command/run.py)."""
-    from pytest_graphnetz.runner.cache import make_key
-    from pytest_graphnetz.runner.command import reads as command_reads
-    from pytest_graphnetz.runner.command import run as command_run
-    from pytest_graphnetz.runner.fingerprint import data_fingerprint
+def command_triple(job: Job) -> CommandTriple:
+    """``job`` as its command task's executor runs and keys it."""
+    from pytest_graphnetz.runner.command.keyed import CommandTriple
 
     # run_benchmark admits only Commands as the models of a command task.
-    task, script = job.task, cast(Command, job.factory)
-    if not isinstance(task.loader, DataFiles):  # which draws nothing: no torch to import
-        environment.reseed(job.seed if task.seeded else 0)
-    data_fp = data_fingerprint(task.load(job.root, job.seed))
-    settings: dict[str, Any] = {"seed": job.seed, "device": job.device, "threads": job.threads,
-                "deterministic": job.deterministic, "metric": task.metric_name}
+    return CommandTriple(job.task, job.model, cast(Command, job.factory), job.seed, job.device,
+                         job.threads, job.deterministic, job.root, job.seed_map)
 
-    cache = job.cache()
 
-    def derived_key(path: str, digest: str) -> str:
-        return make_key({"derived": path, "sha256": digest})
+def _run_command(job: Job, commands: CommandExecutor) -> Outcome:
+    """One triple of a command task, on ``commands`` (:func:`.command.keyed.run_triple`)."""
+    from pytest_graphnetz.runner.command.keyed import run_triple
 
-    def train() -> tuple[History, Any]:
-        _may_train(job)
-        history, reads = commands.run_traced(script, task=task.name, model=job.model,
-                                             **settings)
-        for path, digest, inputs in command_reads.derivations(reads or {}):
-            if cache is not None:
-                cache.put_record(derived_key(path, digest), {"inputs": inputs})
-        return history, reads
-
-    def derived(path: str, digest: str) -> Any:
-        record = None if cache is None else cache.get_record(derived_key(path, digest))
-        return None if record is None else record.get("inputs")
-
-    key = None
-    if cache is None:
-        history, cached = train()[0], False
-    else:
-        # What the script read (files, variables, project modules) is not known before it
-        # runs: it is stored with the entry, and a hit needs all of it unchanged.
-        fields = {"task": {"data": data_fp, "config": task.config()},
-                  "command": script.identity(),
-                  "environment": command_run.environment(**settings),
-                  "seed": job.seed, "threads": job.threads, **job.key_context()}
-        key = make_key(fields)
-        history, cached = cache.get_or_compute_tracked(
-            key, train, fields,
-            valid=lambda depends: commands.reads_unchanged(script, depends, derived))
-    return Outcome(history, data_fp, script.fingerprint(), cached, time.perf_counter() - start,
-                    {"repr": str(script), "parameters": None}, key)
+    start = time.perf_counter()
+    triple = command_triple(job)
+    ran = run_triple(commands, triple, cache=job.cache(), context=job.key_context(),
+                     may_train=lambda: _may_train(job))
+    return Outcome(ran.history, ran.data_fp, triple.fingerprint(), ran.cached,
+                   time.perf_counter() - start, triple.model_info(), ran.key)
 
 
 def check_commands(jobs: list[Job], outcomes: list[Outcome], commands: CommandExecutor) -> None:
-    """Rerun, uncached, the first seed of every command model that asks for it
-    (``Command(check_determinism=True)``) on ``commands``; a script whose two runs differ is
-    refused."""
-    checked: set[tuple[str, str]] = set()
-    for job, outcome in zip(jobs, outcomes, strict=True):
-        script = job.factory
-        if not (isinstance(script, Command) and script.check_determinism) or \
-                (job.task.name, job.model) in checked:
-            continue
-        checked.add((job.task.name, job.model))
-        commands.check_rerun(script, outcome.history, task=job.task.name, model=job.model,
-                                seed=job.seed, device=job.device, threads=job.threads,
-                                deterministic=job.deterministic, metric=job.task.metric_name)
+    """The determinism rerun of the sweep's command models that ask for it
+    (:func:`.command.keyed.check_determinism`)."""
+    from pytest_graphnetz.runner.command.keyed import check_determinism
+
+    check_determinism(commands, [(command_triple(job), outcome.history) for job, outcome
+                                 in zip(jobs, outcomes, strict=True)
+                                 if isinstance(job.factory, Command)])
 
 
 def _entry_check(task: Task, trainer: Callable[..., Any] | None,

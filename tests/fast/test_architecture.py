@@ -144,6 +144,76 @@ def test_gate_settings_travel_as_one_spec_not_long_parameter_lists():
         MAX_INTERNAL_PARAMETERS   # the check counts what it should
 
 
+# No function runs 80 lines or more (def line to last line, docstring included) or takes 10
+# parameters or more (self and cls aside): a longer one does several jobs, a wider one carries
+# settings that belong in one value. What remains over either limit is listed here, by
+# "path:qualified name"; the list can only shrink (a name that is no longer over a limit must
+# leave it, a new one cannot join it).
+MAX_FUNCTION_LINES = 80
+MAX_PARAMETERS = 10
+WIDE_FUNCTIONS = {
+    "gates/api.py:_comparison_gate",
+    "gates/api.py:assert_not_worse",
+    "gates/compare.py:compare_reports",
+    "gates/compare.py:compare_spec",
+    "gates/tuning.py:tune",
+    "plugin/settings.py:Settings.from_config",
+    "runner/sweep.py:run_benchmark",
+    "stats/comparison.py:measure",
+    "stats/decisions.py:compare",
+    "stats/sequential.py:advise_next_look",
+    "stats/sequential.py:plan_next_look",
+    "stats/sequential.py:walk_looks",
+    "stats/tables.py:pairwise_table",
+}
+
+
+def wide_functions(source: str, where: str) -> dict[str, str]:
+    """``{"where:qualified name": why}`` for every function in ``source`` (nested ones and
+    methods too) of at least :data:`MAX_FUNCTION_LINES` lines or :data:`MAX_PARAMETERS`
+    parameters."""
+    out = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                visit(child, f"{prefix}{child.name}.")
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = child.args
+                names = [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+                names = names[1:] if names[:1] in (["self"], ["cls"]) else names
+                params = len(names) + (a.vararg is not None) + (a.kwarg is not None)
+                lines = (child.end_lineno or child.lineno) - child.lineno + 1
+                if lines >= MAX_FUNCTION_LINES or params >= MAX_PARAMETERS:
+                    out[f"{where}:{prefix}{child.name}"] = f"{lines} lines, {params} parameters"
+                visit(child, f"{prefix}{child.name}.")
+
+    visit(ast.parse(source), "")
+    return out
+
+
+def test_no_new_long_or_wide_function_and_the_list_only_shrinks():
+    found = {}
+    for path in modules():
+        where = path.relative_to(PACKAGE).as_posix()
+        found.update(wide_functions(path.read_text(encoding="utf-8"), where))
+    new = {name: why for name, why in found.items() if name not in WIDE_FUNCTIONS}
+    assert not new, (f"functions of {MAX_FUNCTION_LINES}+ lines or {MAX_PARAMETERS}+ "
+                     f"parameters: split them by job, or pass one value: {new}")
+    gone = sorted(WIDE_FUNCTIONS - set(found))
+    assert not gone, f"no longer over a limit: remove them from WIDE_FUNCTIONS: {gone}"
+
+
+def test_the_function_limits_count_what_they_should():
+    body = "\n".join(f"    x{i} = {i}" for i in range(77))
+    source = (f'def long(a):\n    """doc"""\n{body}\n    return a\n\n\n'
+              "class C:\n    def wide(self, a, b, c, d, e, f, g, h, *i, j, **k):\n        pass\n"
+              "    def narrow(self, a, b, c, d, e, f, g, h, i):\n        pass\n")
+    assert wide_functions(source, "m.py") == {"m.py:long": "80 lines, 1 parameters",
+                                              "m.py:C.wide": "2 lines, 11 parameters"}
+    assert wide_functions(source.replace("    x0 = 0\n", ""), "m.py").keys() == {"m.py:C.wide"}
+
+
 def test_the_checks_can_fail():
     assert "foo" not in {n for r in architecture_rows().values() for n in listed(r)}
     assert listed("| `stats/` | `boundaries`, `decisions` |") == {"stats/", "boundaries",

@@ -18,9 +18,9 @@ from pytest_graphnetz.cli.history.svg import cell_svg
 from pytest_graphnetz.cli.history.trend import (
     HistoryError,
     Point,
+    cell_values_of,
     drift_check,
     load_history,
-    read_cell_values,
 )
 from pytest_graphnetz.cli.main import main
 from pytest_graphnetz.report.codec import dumps, read_json
@@ -241,7 +241,7 @@ def test_reports_are_read_as_the_report_reads_them(tmp_path) -> None:
                     else None)
         return BenchmarkReport(tasks=["t"], models=["GCN", "GAT"], seeds=range(4),
                                metrics={"t": MetricSpec("accuracy", True)},
-                               histories=histories, **settings)
+                               histories=histories, settings=settings)
 
     cases = {"final": report(), "best_val": report(epoch_selection="best_val"),
              "restored": report(restore=1)}
@@ -252,7 +252,7 @@ def test_reports_are_read_as_the_report_reads_them(tmp_path) -> None:
         for p in (path, values_path):
             fast = plain_cell_values(read_json(p), str(p)) is not None
             assert fast == (p == values_path or name == "final")   # which reader was used
-            metrics, cells = read_cell_values(p)
+            metrics, cells = cell_values_of(read_json(p), p)
             assert metrics == {"t": MetricSpec("accuracy", True)}
             for m in rep.models:
                 expect = rep.values("t", m)
@@ -263,7 +263,7 @@ def test_reports_are_read_as_the_report_reads_them(tmp_path) -> None:
     bad["histories"]["t"]["GCN"]["1"]["test"][-1] = "0.9"
     (tmp_path / "bad.json").write_text(json.dumps(bad))
     with pytest.raises(ValueError, match=r"bad.json.*'GCN' × seed 1"):
-        read_cell_values(tmp_path / "bad.json")
+        cell_values_of(read_json(tmp_path / "bad.json"), tmp_path / "bad.json")
 
 
 def test_the_command_exits_2_on_a_folder_without_commits(pytester: pytest.Pytester) -> None:

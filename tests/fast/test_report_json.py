@@ -53,9 +53,8 @@ def reports(draw) -> BenchmarkReport:
     return BenchmarkReport(
         tasks=tasks, models=models, seeds=seeds, metrics=metrics, histories=histories,
         protocol=protocol, fingerprints=fingerprints,
-        ci_method=draw(st.sampled_from(["t", "bootstrap"])),
-        confidence_level=draw(st.floats(0.5, 0.999)),
-        epoch_selection="final",
+        settings={"ci_method": draw(st.sampled_from(["t", "bootstrap"])),
+                  "confidence_level": draw(st.floats(0.5, 0.999)), "epoch_selection": "final"},
     )
 
 

@@ -121,7 +121,7 @@ def _with(**changes) -> dict:
     (_with(tasks=[1]), "`tasks[0]` must be a string, got 1"),
     (_with(tasks="t"), "`tasks` must be a list, got a string"),
     (_with(settings={"confidence_level": "0.9"}), "`settings.confidence_level` must be a number"),
-    (_with(settings={"pickle": "x"}), "unexpected keyword argument 'pickle'"),
+    (_with(settings={"pickle": "x"}), "unknown report setting(s) ['pickle']"),
     (_with(histories__t__m={"0": {"test": [0.5]}, "1.0": {"test": [0.6]}}),
      "`histories.t.m.1.0` is not one of `seeds`"),
     (_with(histories__t__m__0={"test": [True]}),

@@ -14,6 +14,7 @@ process is gone, never the user's.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -27,9 +28,10 @@ from typing import IO, cast
 
 from pytest_graphnetz.cli.bisection.probe_server import tie_to_parent
 from pytest_graphnetz.cli.bisection.search import (
-    DEFAULT_MAX_SEEDS,
     BisectRefusal,
+    BisectResult,
     Reports,
+    SearchSettings,
     bisect_commits,
 )
 from pytest_graphnetz.report import BenchmarkReport
@@ -342,13 +344,13 @@ def _signals_end_the_run() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def run_bisect(good: str, bad: str, pytest_args: Sequence[str], *, seeds: int,
-               max_seeds: int | None, alpha: float, min_effect: float | None, margin: float,
-               cache_dir: str | None, warm: bool = True) -> int:
+def run_bisect(good: str, bad: str, pytest_args: Sequence[str], settings: SearchSettings, *,
+               cache_dir: str | None = None, warm: bool = True) -> int:
     """``graphnetz bisect``: 0 when every regressed cell's culprit is named, 1 when a search
     stopped undecided; raises :class:`BisectRefusal` (exit 2),
     :class:`~pytest_graphnetz.cli.bisection.search.NothingRegressed` (exit 3, or 1 when BAD stayed
-    undecided) and :class:`Interrupted` (128 + the signal) for the command to print."""
+    undecided) and :class:`Interrupted` (128 + the signal) for the command to print.
+    ``settings``: the search's seeds, budget, level, δ and margin."""
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
@@ -358,6 +360,34 @@ def run_bisect(good: str, bad: str, pytest_args: Sequence[str], *, seeds: int,
             raise BisectRefusal(f"pytest argument {arg}: bisect sets the seeds, report dir and "
                                 "cache dir of each probe itself (--seeds, --max-seeds, "
                                 "--cache-dir); leave it out")
+    repo, prefix, commits = _commits_to_search(good, bad, log)
+    with _signals_end_the_run():
+        workspace = Workspace(repo)
+        probe = None
+        try:
+            cache = Path(cache_dir).resolve() if cache_dir else workspace.root / "cache"
+            probe = GitProbe(workspace, prefix, pytest_args, cache_dir=cache, log=log,
+                             warm=warm)
+            result = bisect_commits(commits, probe, **dataclasses.asdict(settings))
+        except BisectRefusal as exc:
+            # a report or cell a probe lacks: show what its tests raised
+            if probe is None or not probe.failures[1] or probe.failure_lines() in str(exc):
+                raise
+            raise BisectRefusal(f"{exc}\nThe last probe ({probe.failures[0]}) had failed "
+                                f"tests:\n{probe.failure_lines()}") from None
+        finally:
+            if probe is not None:
+                probe.close()
+            workspace.close()
+    _print_result(result, repo)
+    return 0 if result.resolved else 1
+
+
+def _commits_to_search(good: str, bad: str,
+                       log: Callable[[str], None]) -> tuple[Path, str, list[str]]:
+    """The repository around the working directory, the directory's path inside it and the
+    commits from GOOD to BAD; warns of uncommitted changes (no probe has them) and sweeps the
+    worktrees an earlier, killed bisect left."""
     try:
         repo = Path(git(Path.cwd(), "rev-parse", "--show-toplevel"))
     except BisectRefusal:
@@ -375,27 +405,11 @@ def run_bisect(good: str, bad: str, pytest_args: Sequence[str], *, seeds: int,
     if swept:
         log(f"bisect: removed {swept} worktree(s) an earlier bisect left (its process is gone)")
     log(f"bisect: {len(commits)} commits from GOOD {commits[0]} to BAD {commits[-1]}")
-    with _signals_end_the_run():
-        workspace = Workspace(repo)
-        probe = None
-        try:
-            cache = Path(cache_dir).resolve() if cache_dir else workspace.root / "cache"
-            probe = GitProbe(workspace, prefix, pytest_args, cache_dir=cache, log=log,
-                             warm=warm)
-            result = bisect_commits(commits, probe, seeds=seeds,
-                                    max_seeds=DEFAULT_MAX_SEEDS if max_seeds is None
-                                    else max_seeds, alpha=alpha, min_effect=min_effect,
-                                    margin=margin)
-        except BisectRefusal as exc:
-            # a report or cell a probe lacks: show what its tests raised
-            if probe is None or not probe.failures[1] or probe.failure_lines() in str(exc):
-                raise
-            raise BisectRefusal(f"{exc}\nThe last probe ({probe.failures[0]}) had failed "
-                                f"tests:\n{probe.failure_lines()}") from None
-        finally:
-            if probe is not None:
-                probe.close()
-            workspace.close()
+    return repo, prefix, commits
+
+
+def _print_result(result: BisectResult, repo: Path) -> None:
+    """The search's report, each culprit with its commit's subject, and what it cost."""
     for line in result.lines():
         print(line)
     for f in result.findings:
@@ -404,4 +418,3 @@ def run_bisect(good: str, bad: str, pytest_args: Sequence[str], *, seeds: int,
     trainings = sum(result.probed.values())
     print(f"\n{len(result.probed)} commits probed, {trainings} seed-runs requested "
           f"(the shared triple cache trains each (code, seed) once)")
-    return 0 if result.resolved else 1

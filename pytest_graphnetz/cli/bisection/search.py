@@ -42,13 +42,20 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pytest_graphnetz.base.text import fmt_interval, fmt_level, fmt_num, fmt_p, fmt_signed
-from pytest_graphnetz.cli.history.trend import Cell, cell_label
+from pytest_graphnetz.cli.bisection.findings import (
+    REGRESSED,
+    SAME,
+    UNKNOWN,
+    Evidence,
+    Finding,
+    Step,
+)
+from pytest_graphnetz.cli.history.trend import Cell
 from pytest_graphnetz.gates import compare_reports
 from pytest_graphnetz.report import BenchmarkReport
 from pytest_graphnetz.stats import Verdict
 from pytest_graphnetz.stats.boundaries import schedule
 
-REGRESSED, SAME, UNKNOWN = "regressed", "same", "unknown"
 _THREE = {Verdict.REGRESSED: REGRESSED, Verdict.NOT_WORSE: SAME, Verdict.IDENTICAL: SAME,
           Verdict.BETTER: SAME, Verdict.INCONCLUSIVE: UNKNOWN}
 DEFAULT_MAX_SEEDS = 160   # the budget: the schedule 10 → 20 → 40 → 80 → 160
@@ -57,6 +64,19 @@ Reports = Mapping[str, BenchmarkReport]
 """A probe's saved reports by name (``graphnetz bisect``: the path under the report dir)."""
 Probe = Callable[[str, int], Reports]
 """``probe(commit, n)``: the reports of ``commit``'s benchmark on seeds ``0..n-1``."""
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """What a search is asked (:func:`bisect_commits`'s keywords): the first look's ``seeds``,
+    the budget ``max_seeds``, the level ``alpha`` over the whole search, δ ``min_effect``
+    (None: the metric's default) and the gate's ``margin``."""
+
+    seeds: int = 10
+    max_seeds: int = DEFAULT_MAX_SEEDS
+    alpha: float = 0.05
+    min_effect: float | None = None
+    margin: float = 0.0
 
 
 class BisectRefusal(ValueError):
@@ -71,88 +91,6 @@ class NothingRegressed(Exception):
     def __init__(self, message: str, evidence: Sequence[Evidence], undecided: bool) -> None:
         super().__init__(message)
         self.evidence, self.undecided = tuple(evidence), undecided
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """One cell's verdict at one probe: ``verdict`` (regressed / same / unknown), the seeds it
-    was decided on, ``detail`` (the gate's numbers or the bit-for-bit match), and for a gate
-    call the paired sd, δ and the level it used (None for a bit-for-bit match)."""
-
-    cell: Cell
-    verdict: str
-    seeds: int
-    detail: str
-    sd_diff: float | None = None
-    min_effect: float | None = None
-    alpha: float | None = None
-    mean_diff: float | None = None
-
-    @property
-    def label(self) -> str:
-        return cell_label(self.cell)
-
-    def hint(self) -> str:
-        """For an unknown probe: the δ its seeds resolve at the level it used, and the budget
-        the δ it was asked for needs ("" when there is nothing to plan on)."""
-        if self.verdict != UNKNOWN or not self.sd_diff or self.alpha is None:
-            return ""
-        from pytest_graphnetz.gates.calibration.resolution import resolvable_min_effect
-        from pytest_graphnetz.stats.planning import seeds_for_min_effect
-
-        resolved = resolvable_min_effect(self.sd_diff, self.seeds, alpha=self.alpha)
-        text = (f"at {self.seeds} seeds and alpha {fmt_num(self.alpha)} this probe's paired sd "
-                f"{fmt_num(self.sd_diff)} resolves δ ≥ {fmt_num(_round_up(resolved))} at power "
-                f"0.8: rerun with --min-effect {fmt_num(_round_up(resolved))}")
-        if self.min_effect:
-            need = seeds_for_min_effect(self.sd_diff, self.min_effect, alpha=self.alpha)
-            # the schedule's next look, or the first after it that holds `need`
-            looks = schedule(self.seeds, 2 * max(need, 2 * self.seeds))
-            budget = next(n for n in looks[1:] if n >= need)
-            text += (f"; δ {fmt_num(self.min_effect)} needs about {need} seeds "
-                     f"(--max-seeds {budget}, a smaller alpha per look with it)")
-        return text
-
-
-def _round_up(x: float) -> float:
-    """``x`` rounded up to two significant digits (a δ to type)."""
-    if x <= 0:
-        return x
-    scale = 10 ** (math.floor(math.log10(x)) - 1)
-    return math.ceil(x / scale - 1e-9) * scale
-
-
-@dataclass(frozen=True)
-class Step:
-    """One probed commit (``index`` into the commit list) and each cell's evidence there."""
-
-    commit: str
-    index: int
-    evidence: tuple[Evidence, ...]
-
-
-@dataclass(frozen=True)
-class Finding:
-    """A regressed cell's result: ``culprit`` is the first commit that reads regressed after a
-    commit that reads same (None: the search stopped undecided and the culprit lies in
-    ``(last_same, first_regressed]``, or the cell drifted); ``steps`` are the probes that
-    decided it. ``drift``: the evidence that no single commit carries the drop (one line per
-    gate call that shows it; empty for a step, see :func:`drift_split` and
-    :func:`culprit_step`); ``moved``: then
-    each commit whose values differ from its parent's, with the mean of that step (first look's
-    seeds), or the probed commits against GOOD for a range too long to probe whole."""
-
-    cell: Cell
-    culprit: str | None
-    last_same: str
-    first_regressed: str
-    steps: tuple[Step, ...]
-    drift: tuple[str, ...] = ()
-    moved: tuple[tuple[str, float], ...] = ()
-
-    @property
-    def label(self) -> str:
-        return cell_label(self.cell)
 
 
 @dataclass(frozen=True)
@@ -253,93 +191,138 @@ def bisect_commits(commits: Sequence[str], probe: Probe, *, seeds: int = 10,
         raise BisectRefusal("bisect needs two commits, GOOD and BAD")
     looks = seed_schedule(seeds, max_seeds)
     tests = math.ceil(math.log2(len(commits))) + 2
-    levels = look_alphas(alpha, tests, looks)
-    memo: dict[tuple[int, int], Reports] = {}
-    probed: dict[str, int] = {}
-
-    def get(i: int, n: int) -> Reports:
-        if (i, n) not in memo:
-            memo[i, n] = probe(commits[i], n)
-            probed[commits[i]] = max(n, probed.get(commits[i], 0))
-        return memo[i, n]
-
-    def step(i: int, cells: Sequence[Cell], neighbours: Mapping[Cell, Sequence[int]]) -> Step:
-        decided: dict[Cell, Evidence] = {}
-        first = get(i, looks[0])
-        for cell in cells:
-            for j, verdict in zip(neighbours.get(cell, ()), (SAME, REGRESSED), strict=False):
-                if _bitwise_equal(first, get(j, looks[0]), cell, commits[i], commits[j]):
-                    decided[cell] = Evidence(cell, verdict, looks[0],
-                                             f"per-seed values equal {commits[j]}'s bit for bit "
-                                             "(no test)")
-                    break
-        for n, level in zip(looks, levels, strict=True):
-            todo = [c for c in cells if c not in decided]
-            if not todo:
-                break
-            judged = _judge(get(i, n), get(0, n), todo, alpha=level, min_effect=min_effect,
-                            margin=margin, commit=commits[i], good_commit=commits[0])
-            for cell, ev in judged.items():
-                if ev.verdict != UNKNOWN or n == looks[-1]:
-                    decided[cell] = ev
-        return Step(commits[i], i, tuple(decided[c] for c in cells))
-
-    good = get(0, looks[0])
+    search = _Search(commits, probe, looks, look_alphas(alpha, tests, looks), min_effect, margin)
+    good = search.get(0, looks[0])
     cells = [(name, t, m) for name, r in good.items() for t in r.tasks for m in r.models]
-    bad = len(commits) - 1
-    ends = step(bad, cells, {c: (0,) for c in cells})
+    ends = search.step(search.bad, cells, {c: (0,) for c in cells})
     targets = [ev.cell for ev in ends.evidence if ev.verdict == REGRESSED]
     if not targets:
         raise _nothing_regressed(commits, ends.evidence)
-    lo = dict.fromkeys(targets, 0)
-    hi = dict.fromkeys(targets, bad)
-    stuck: set[Cell] = set()
-    drifted: dict[Cell, tuple[str, ...]] = {}
-    steps = [ends]
-    while True:
-        open_cells = [c for c in targets if hi[c] - lo[c] > 1 and c not in stuck]
-        if not open_cells:
-            break
-        widest = max(open_cells, key=lambda c: hi[c] - lo[c])
-        mid = (lo[widest] + hi[widest]) // 2
-        group = [c for c in open_cells if lo[c] < mid < hi[c]]
-        now = step(mid, group, {c: (lo[c], hi[c]) for c in group})
-        steps.append(now)
-        for ev in now.evidence:
-            if ev.verdict == REGRESSED:
-                hi[ev.cell] = mid
-                n = next(n for n in looks if n >= ev.seeds)   # the look that decided it
-                split = drift_split(ev, get(bad, n), get(mid, n), min_effect=min_effect,
-                                    margin=margin, commit=commits[bad], at=commits[mid])
-                if split is not None:
-                    drifted[ev.cell] = (f"{commits[mid]} against GOOD: {ev.detail}",
-                                        f"BAD against {commits[mid]}: {split.detail} (the drop "
-                                        f"lies on both sides of {commits[mid]})")
-                    stuck.add(ev.cell)
-            elif ev.verdict == SAME:
-                lo[ev.cell] = mid
-            else:
-                stuck.add(ev.cell)
-    for c in targets:
-        if hi[c] - lo[c] == 1 and c not in drifted:
-            found = _last_evidence(steps, hi[c], c)
-            n = next(n for n in looks if n >= found.seeds)
-            total = _judge(get(bad, n), get(0, n), [c], alpha=levels[looks.index(n)],
-                           min_effect=min_effect, margin=margin, commit=commits[bad],
-                           good_commit=commits[0])[c]
-            lines = culprit_step(found, total, get(hi[c], n), get(lo[c], n), margin=margin,
-                                 min_effect=min_effect, culprit_id=commits[hi[c]],
-                                 parent_id=commits[lo[c]])
+    search.narrow(targets, ends)
+    search.check_culprits(targets)
+    return BisectResult(tuple(search.finding(c) for c in targets), tuple(search.steps), alpha,
+                        search.levels, tests, looks, search.probed)
+
+
+@dataclass
+class _Search:
+    """One search's state: the probes taken (``get``, memoised per commit index and seeds), the
+    steps in order, and per regressed cell its bracket ``(lo, hi]`` (last same, first
+    regressed), the cells stopped undecided and the drifted ones with their evidence."""
+
+    commits: Sequence[str]
+    probe: Probe
+    looks: tuple[int, ...]
+    levels: tuple[float, ...]
+    min_effect: float | None
+    margin: float
+    memo: dict[tuple[int, int], Reports] = field(default_factory=dict)
+    probed: dict[str, int] = field(default_factory=dict)
+    steps: list[Step] = field(default_factory=list)
+    lo: dict[Cell, int] = field(default_factory=dict)
+    hi: dict[Cell, int] = field(default_factory=dict)
+    stuck: set[Cell] = field(default_factory=set)
+    drifted: dict[Cell, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def bad(self) -> int:
+        return len(self.commits) - 1
+
+    def get(self, i: int, n: int) -> Reports:
+        """Commit ``i``'s reports on seeds ``0..n-1`` (probed once)."""
+        if (i, n) not in self.memo:
+            self.memo[i, n] = self.probe(self.commits[i], n)
+            self.probed[self.commits[i]] = max(n, self.probed.get(self.commits[i], 0))
+        return self.memo[i, n]
+
+    def judge(self, i: int, cells: Sequence[Cell], n: int, level: float,
+              against: int = 0) -> dict[Cell, Evidence]:
+        """:func:`_judge` of commit ``i`` against commit ``against`` (GOOD) on ``n`` seeds."""
+        return _judge(self.get(i, n), self.get(against, n), cells, alpha=level,
+                      min_effect=self.min_effect, margin=self.margin, commit=self.commits[i],
+                      good_commit=self.commits[against])
+
+    def step(self, i: int, cells: Sequence[Cell],
+             neighbours: Mapping[Cell, Sequence[int]]) -> Step:
+        """Probe commit ``i`` for ``cells``: a cell whose values equal a neighbour's bit for
+        bit (last same, then first regressed) takes its verdict; the rest are judged against
+        GOOD look by look until decided or at the budget."""
+        decided: dict[Cell, Evidence] = {}
+        first = self.get(i, self.looks[0])
+        for cell in cells:
+            for j, verdict in zip(neighbours.get(cell, ()), (SAME, REGRESSED), strict=False):
+                if _bitwise_equal(first, self.get(j, self.looks[0]), cell, self.commits[i],
+                                  self.commits[j]):
+                    decided[cell] = Evidence(cell, verdict, self.looks[0],
+                                             f"per-seed values equal {self.commits[j]}'s bit "
+                                             "for bit (no test)")
+                    break
+        for n, level in zip(self.looks, self.levels, strict=True):
+            todo = [c for c in cells if c not in decided]
+            if not todo:
+                break
+            for cell, ev in self.judge(i, todo, n, level).items():
+                if ev.verdict != UNKNOWN or n == self.looks[-1]:
+                    decided[cell] = ev
+        return Step(self.commits[i], i, tuple(decided[c] for c in cells))
+
+    def narrow(self, targets: Sequence[Cell], ends: Step) -> None:
+        """Bisect every target's bracket, the widest first (probing its middle for every
+        target whose bracket holds it), until each is one commit wide, undecided or drifted
+        (:func:`drift_split`)."""
+        self.lo, self.hi = dict.fromkeys(targets, 0), dict.fromkeys(targets, self.bad)
+        self.steps.append(ends)
+        while True:
+            open_cells = [c for c in targets if self.hi[c] - self.lo[c] > 1
+                          and c not in self.stuck]
+            if not open_cells:
+                return
+            widest = max(open_cells, key=lambda c: self.hi[c] - self.lo[c])
+            mid = (self.lo[widest] + self.hi[widest]) // 2
+            group = [c for c in open_cells if self.lo[c] < mid < self.hi[c]]
+            now = self.step(mid, group, {c: (self.lo[c], self.hi[c]) for c in group})
+            self.steps.append(now)
+            for ev in now.evidence:
+                if ev.verdict == REGRESSED:
+                    self.hi[ev.cell] = mid
+                    n = next(n for n in self.looks if n >= ev.seeds)   # the look that decided
+                    split = drift_split(ev, self.get(self.bad, n), self.get(mid, n),
+                                        min_effect=self.min_effect, margin=self.margin,
+                                        commit=self.commits[self.bad], at=self.commits[mid])
+                    if split is not None:
+                        at = self.commits[mid]
+                        self.drifted[ev.cell] = (f"{at} against GOOD: {ev.detail}",
+                                                 f"BAD against {at}: {split.detail} (the drop "
+                                                 f"lies on both sides of {at})")
+                        self.stuck.add(ev.cell)
+                elif ev.verdict == SAME:
+                    self.lo[ev.cell] = mid
+                else:
+                    self.stuck.add(ev.cell)
+
+    def check_culprits(self, targets: Sequence[Cell]) -> None:
+        """Mark as drifted each named culprit whose own step is smaller than δ while BAD's
+        whole drop is larger (:func:`culprit_step`)."""
+        for c in targets:
+            if self.hi[c] - self.lo[c] != 1 or c in self.drifted:
+                continue
+            found = _last_evidence(self.steps, self.hi[c], c)
+            n = next(n for n in self.looks if n >= found.seeds)
+            total = self.judge(self.bad, [c], n, self.levels[self.looks.index(n)])[c]
+            lines = culprit_step(found, total, self.get(self.hi[c], n), self.get(self.lo[c], n),
+                                 margin=self.margin, min_effect=self.min_effect,
+                                 culprit_id=self.commits[self.hi[c]],
+                                 parent_id=self.commits[self.lo[c]])
             if lines:
-                drifted[c] = lines
-    findings = []
-    for c in targets:
-        mine = tuple(s for s in steps if any(ev.cell == c for ev in s.evidence))
-        culprit = commits[hi[c]] if hi[c] - lo[c] == 1 and c not in drifted else None
-        moved = _moved(commits, get, c, looks[0]) if c in drifted else ()
-        findings.append(Finding(c, culprit, commits[lo[c]], commits[hi[c]], mine,
-                                drifted.get(c, ()), moved))
-    return BisectResult(tuple(findings), tuple(steps), alpha, levels, tests, looks, probed)
+                self.drifted[c] = lines
+
+    def finding(self, c: Cell) -> Finding:
+        """Cell ``c``'s result: its culprit, bracket, steps, and for a drift what moved."""
+        lo, hi, drift = self.lo[c], self.hi[c], self.drifted.get(c, ())
+        mine = tuple(s for s in self.steps if any(ev.cell == c for ev in s.evidence))
+        culprit = self.commits[hi] if hi - lo == 1 and not drift else None
+        moved = _moved(self.commits, self.get, c, self.looks[0]) if drift else ()
+        return Finding(c, culprit, self.commits[lo], self.commits[hi], mine, drift, moved)
 
 
 # A drifted cell's commits are each probed at the first look to name those that moved, in a

@@ -225,19 +225,13 @@ def _load_run(folder: Path) -> CommitRun:
                      metrics, _load_verdicts(folder / VERDICTS), splits)
 
 
-def read_cell_values(path: Path) -> tuple[dict[str, MetricSpec],
-                                          dict[tuple[str, str], dict[int, float]]]:
-    """The report file at ``path`` read once: each task's metric and each (task, model)
-    cell's per-seed values under the report's own epoch rule, as
+def cell_values_of(data: Mapping, path: Path) -> tuple[dict[str, MetricSpec],
+                                                      dict[tuple[str, str], dict[int, float]]]:
+    """The report ``data`` decoded from the file at ``path``: each task's metric and each
+    (task, model) cell's per-seed values under the report's own epoch rule, as
     ``BenchmarkReport.from_json(path).values(task, model)`` gives them (straight from the JSON
     where :func:`~pytest_graphnetz.report.values_form.plain_cell_values` can, else through the
     report)."""
-    return cell_values_of(read_json(path), path)
-
-
-def cell_values_of(data: Mapping, path: Path) -> tuple[dict[str, MetricSpec],
-                                                      dict[tuple[str, str], dict[int, float]]]:
-    """:func:`read_cell_values` of the report ``data`` decoded from ``path``."""
     plain = plain_cell_values(data, str(path))
     if plain is not None:
         return plain

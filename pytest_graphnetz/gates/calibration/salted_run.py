@@ -18,7 +18,7 @@ from pytest_graphnetz.gates.calibration.resolution import (
     EpochCurve,
     value_at_budget,
 )
-from pytest_graphnetz.gates.calibration.salting import salted_models
+from pytest_graphnetz.gates.calibration.salting import salted_models, salted_seed_map
 from pytest_graphnetz.gates.calibration.store import calibration_path, write_calibration
 from pytest_graphnetz.gates.calibration.terminal import summary_rows
 
@@ -104,8 +104,8 @@ def calibrate(tasks: Any, models: Mapping[str, Callable[[int, int], Any]], *,
     if baseline is None:
         baseline = runner(tasks, models, **run_kwargs)
     run_kwargs.setdefault("seeds", list(baseline.seeds))
-    salted_ones: Mapping[str, Any] = salted_models(models, salt)
-    salted = runner(tasks, salted_ones, **run_kwargs)
+    salted = runner(tasks, salted_models(models, salt), seed_map=salted_seed_map(salt),
+                    **run_kwargs)
     salted.epoch_selection = baseline.epoch_selection
     return calibrate_reports(baseline, salted, salt=salt, alpha=alpha, power=power)
 

@@ -1,16 +1,21 @@
 """The innocent change a calibration measures: every model of a benchmark trained under salted
 seeds (:func:`salted_seed`), so that every random draw of initialisation and training moves
-while the data and splits do not — :class:`SaltedFactory` for a model factory,
-:class:`SaltedCommand` for a command task's script, :func:`salted_models` for a models dict."""
+while the data and splits do not — :class:`SaltedFactory` for a model factory
+(:func:`salted_models` for a models dict), :func:`salted_seed_map` for a command task's script
+(the run's seed map: the script receives the salted seed, the runner loads the data at the
+benchmark seed)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from pytest_graphnetz.gates.calibration.resolution import DEFAULT_SALT
-from pytest_graphnetz.runner.command import Command
+
+if TYPE_CHECKING:
+    from pytest_graphnetz.runner.environment import SeedMap
 
 SALT_LABEL = "graphnetz-calibrate"
 # A plain attribute set on every salted model: the model fingerprint (and so the triple cache
@@ -54,38 +59,34 @@ class SaltedFactory:
         return model
 
 
-@dataclass(frozen=True)
-class SaltedCommand(Command):
-    """A command task's model (:class:`~pytest_graphnetz.runner.command.Command`) under salted
-    randomness: the script receives :func:`salted_seed` as its seed (``{seed}``,
+def salted_models(models: Mapping[str, Any], salt: int = DEFAULT_SALT) -> dict[str, Any]:
+    """Every model factory of a ``run_benchmark`` call as ``SaltedFactory(factory, salt)``; a
+    command task's script (a ``Command``, which is no factory) as it is: the run salts it
+    through ``seed_map=salted_seed_map(salt)``."""
+    salt = _checked(salt)
+    return {name: SaltedFactory(model, salt) if callable(model) else model
+            for name, model in models.items()}
+
+
+def salted_seed_map(salt: int = DEFAULT_SALT) -> SeedMap:
+    """The seed map of a run under ``salt`` (``run_benchmark(..., seed_map=)``): a command
+    task's script receives :func:`salted_seed` for each benchmark seed (``{seed}``,
     ``GRAPHNETZ_SEED``, so ``graphnetz.seed()`` reseeds every RNG with it) and the benchmark
     seed in ``GRAPHNETZ_DATA_SEED`` (``graphnetz.data_seed()``), for a split drawn from the
     seed. The runner loads and fingerprints the data at the benchmark seed, so the pairing
-    checks of :func:`~.salted_run.calibrate_reports` hold. The salt is part of
-    :meth:`identity`, hence of the cache key: a salted run never reuses an unsalted one."""
+    checks of :func:`~.salted_run.calibrate_reports` hold. The salt is in the map's key, hence
+    in the cache key: a salted run never reuses an unsalted one."""
+    from pytest_graphnetz.runner.environment import SeedMap
 
-    salt: int = DEFAULT_SALT
-
-    @classmethod
-    def of(cls, command: Command, salt: int) -> SaltedCommand:
-        return cls(**{f.name: getattr(command, f.name) for f in fields(Command)}, salt=salt)
-
-    def script_seed(self, seed: int) -> int:
-        return salted_seed(seed, self.salt)
-
-    def identity(self) -> dict[str, Any]:
-        return {**super().identity(), "salt": int(self.salt)}
+    salt = _checked(salt)
+    return SeedMap(functools.partial(salted_seed, salt=salt), {"salt": salt})
 
 
-def salted_models(models: Mapping[str, Callable[[int, int], Any] | Command],
-                  salt: int = DEFAULT_SALT) -> dict[str, SaltedFactory | SaltedCommand]:
-    """Every model of a ``run_benchmark`` call under salted randomness: a factory as
-    ``SaltedFactory(factory, salt)``, a command task's script as ``SaltedCommand``."""
+def _checked(salt: int) -> int:
     if isinstance(salt, bool) or int(salt) != salt or int(salt) < 1:
         raise ValueError(f"`salt` must be a positive integer (0 is the unsalted run), got {salt!r}")
-    return {name: SaltedCommand.of(model, int(salt)) if isinstance(model, Command)
-            else SaltedFactory(model, int(salt)) for name, model in models.items()}
+    return int(salt)
 
 
-__all__ = ["SALT_ATTRIBUTE", "SALT_LABEL", "SaltedCommand", "SaltedFactory", "salted_models",
-           "salted_seed"]
+__all__ = ["SALT_ATTRIBUTE", "SALT_LABEL", "SaltedFactory", "salted_models", "salted_seed",
+           "salted_seed_map"]

@@ -1,5 +1,7 @@
 """Command tasks: a user's training script run per (model, seed) in a process of its own.
 
+- :mod:`.keyed`: one command triple as the cache keeps it (its key with the run's seed map,
+  the files it derived, the check that a hit's reads are unchanged, the determinism rerun);
 - :mod:`.task`: the values a user writes (:class:`Command`, :class:`DataFiles`) and the errors;
 - :mod:`.run`: one run of one seed (placeholders, environment, metrics, determinism rerun);
 - :mod:`.process`: the run as a process group of its own, its output on disk and bounded;

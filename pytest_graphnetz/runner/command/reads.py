@@ -19,7 +19,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from pytest_graphnetz.runner.command.task import Command, file_sha256
+from pytest_graphnetz.runner.command.task import Command
+from pytest_graphnetz.runner.fingerprint import file_sha256
 
 # The record of a run that was not traced (not a Python script, or `track_reads=False`): its
 # cache entry is keyed as before tracking existed, by the code, arguments and DataFiles only.

@@ -110,19 +110,25 @@ class CommandExecutor:
             self._at_exit = False
 
     def run(self, command: Command, *, task: str, model: str, metric: str, seed: int,
-            device: str, threads: int, deterministic: str) -> History:
+            device: str, threads: int, deterministic: str,
+            script_seed: int | None = None) -> History:
         """Run ``command`` for one seed; the History its metrics file holds (see
         :meth:`run_traced`)."""
         return self.run_traced(command, task=task, model=model, metric=metric, seed=seed,
-                               device=device, threads=threads, deterministic=deterministic)[0]
+                               device=device, threads=threads, deterministic=deterministic,
+                               script_seed=script_seed)[0]
 
     def run_traced(self, command: Command, *, task: str, model: str, metric: str, seed: int,
-                   device: str, threads: int,
-                   deterministic: str) -> tuple[History, dict[str, Any] | None]:
-        """Run ``command`` for one seed: the History its metrics file holds, and what the run
-        read (:func:`~.reads.reads_record`): :data:`UNTRACKED` for a command that is not a
-        Python script (or ``-c``, or ``track_reads=False``); None when the script left by
-        ``os._exit`` (what it read is unknown: the runner does not cache the run).
+                   device: str, threads: int, deterministic: str,
+                   script_seed: int | None = None) -> tuple[History, dict[str, Any] | None]:
+        """Run ``command`` for benchmark seed ``seed``: the History its metrics file holds, and
+        what the run read (:func:`~.reads.reads_record`): :data:`UNTRACKED` for a command that
+        is not a Python script (or ``-c``, or ``track_reads=False``); None when the script left
+        by ``os._exit`` (what it read is unknown: the runner does not cache the run).
+
+        ``script_seed``: the seed the script receives instead of ``seed`` (a run under a
+        :class:`~pytest_graphnetz.runner.environment.SeedMap`; ``seed`` then reaches it as
+        ``GRAPHNETZ_DATA_SEED``, for the data and splits).
 
         A non-zero exit, a timeout, a missing or invalid metrics file raise
         :class:`CommandError` with the command line, the exit code and the tail of its stderr.
@@ -135,13 +141,13 @@ class CommandExecutor:
             atexit.register(self.close)
             self._at_exit = True
         where = f"task {task!r} × model {model!r} × seed {seed}"
-        given = command.script_seed(seed)
+        given = seed if script_seed is None else int(script_seed)
         with tempfile.TemporaryDirectory(prefix="graphnetz-command-") as tmp:
             output = str(Path(tmp) / "metrics.json")
             reads = str(Path(tmp) / "reads.json")
             env = environment(seed=given, device=device, threads=threads,
                               deterministic=deterministic, metric=metric, output=output)
-            if given != seed:   # salted (calibration): the benchmark seed, for data and splits
+            if given != seed:   # under a seed map: the benchmark seed, for data and splits
                 env[script_side.DATA_SEED_ENV] = str(seed)
             values = {"seed": str(given), "device": env[script_side.DEVICE_ENV],
                       "output": output, "threads": str(threads), "metric": metric}

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_graphnetz.runner.fingerprint import file_sha256
+
 
 class CommandError(RuntimeError):
     """A command task's script failed, or wrote no usable metrics file."""
@@ -106,15 +108,15 @@ class Command:
             out["project"] = project
         return out
 
-    def script_seed(self, seed: int) -> int:
-        """The seed the script receives for benchmark seed ``seed`` (``{seed}``,
-        ``GRAPHNETZ_SEED``): the seed itself; a calibration's salted command moves it
-        (:class:`pytest_graphnetz.gates.calibration.salting.SaltedCommand`)."""
-        return seed
-
     def fingerprint(self) -> str:
-        """sha256 of :meth:`identity`, the model fingerprint of this command's cells."""
-        return hashlib.sha256(json.dumps(self.identity(), sort_keys=True).encode()).hexdigest()
+        """The model fingerprint of this command's cells: :func:`identity_digest` of
+        :meth:`identity`."""
+        return identity_digest(self.identity())
+
+
+def identity_digest(identity: Mapping[str, Any]) -> str:
+    """sha256 of a command's ``identity`` (as JSON with sorted keys): a model fingerprint."""
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
 
 def portable_args(args: Sequence[str], cwd: str, env: Mapping[str, str]) -> list[Any]:
@@ -188,14 +190,3 @@ class DataFiles:
                 raise FileNotFoundError(f"DataFiles: {given!r} does not exist (the data the "
                                         "command task's script reads)")
         return out
-
-
-
-def file_sha256(path: Path) -> str:
-    """The sha256 of the bytes of the file at ``path``, read in blocks of 1 MiB."""
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-

@@ -29,7 +29,11 @@ from pytest_graphnetz.runner.fingerprint.code import (
     names_in_code,
     normalised_source,
 )
-from pytest_graphnetz.runner.fingerprint.content import data_fingerprint, model_fingerprint
+from pytest_graphnetz.runner.fingerprint.content import (
+    data_fingerprint,
+    file_sha256,
+    model_fingerprint,
+)
 from pytest_graphnetz.runner.fingerprint.interpreter import interpreter_identity, looks_like_python
 from pytest_graphnetz.runner.fingerprint.libraries import in_library_location
 from pytest_graphnetz.runner.fingerprint.loader import (
@@ -46,7 +50,8 @@ from pytest_graphnetz.runner.fingerprint.project import (
 )
 
 __all__ = [
-    "callable_identity", "callable_state", "data_files_stamp", "data_fingerprint", "files_under",
+    "callable_identity", "callable_state", "data_files_stamp", "data_fingerprint", "file_sha256",
+    "files_under",
     "in_library_location", "interpreter_identity", "is_project_file", "looks_like_python",
     "model_fingerprint", "module_digest", "names_in_code", "normalised_source",
     "project_code_files", "project_code_key", "recording_opened_files",

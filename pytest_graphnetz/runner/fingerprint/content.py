@@ -5,6 +5,7 @@
 - :func:`model_fingerprint`: the *built* model (repr, parameter/buffer names, shapes, dtypes
   and initial bytes), the code of its user-defined module classes and the factory's identity.
   Whatever changes the built model — source, a global, an env var, a config file — changes it.
+- :func:`file_sha256`: a file's bytes (a command task's data files, a dataset's manifest).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from pytest_graphnetz.runner.fingerprint.code import callable_identity
@@ -25,6 +27,15 @@ def data_fingerprint(data: Any) -> str:
     """sha256 of everything a loader returned (a ``Data``, a dataset, tuples/dicts of them)."""
     h = hashlib.sha256()
     _feed(h, data)
+    return h.hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 of the bytes of the file at ``path``, read in blocks of 1 MiB."""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
     return h.hexdigest()
 
 

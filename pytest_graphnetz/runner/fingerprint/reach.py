@@ -148,63 +148,12 @@ def analyse(path: str, mtime_ns: int, size: int) -> ModuleInfo | None:
             tree = without_docstrings(ast.parse(fh.read(), filename=path))
     except (SyntaxError, ValueError, OSError):
         return None
-    bindings: dict[str, Binding] = {}
-    defs: dict[str, list[ast.AST]] = {}
-    others: list[ast.AST] = []
-    dynamic = False
-    for stmt in tree.body:
-        names: list[str] = []
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names = [stmt.name]
-        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            if isinstance(stmt, ast.ImportFrom) and any(a.name == "*" for a in stmt.names):
-                dynamic = True
-            for bound, binding in _import_bindings(stmt):
-                bindings[bound] = binding
-                names.append(bound)
-        elif isinstance(stmt, ast.Assign) and all(
-                isinstance(t, ast.Name) or isinstance(t, ast.Tuple)
-                and all(isinstance(e, ast.Name) for e in t.elts) for t in stmt.targets):
-            for t in stmt.targets:
-                if isinstance(t, ast.Name):
-                    names.append(t.id)
-                elif isinstance(t, ast.Tuple):
-                    names += [e.id for e in t.elts if isinstance(e, ast.Name)]
-        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) \
-                and stmt.value is not None:
-            names = [stmt.target.id]
-        if names:
-            for name in names:
-                defs.setdefault(name, []).append(stmt)
-        else:
-            others.append(stmt)
-            for inner in ast.walk(stmt):   # `try: import yaml` binds a module-level name too
-                if isinstance(inner, (ast.Import, ast.ImportFrom)):
-                    for bound, binding in _import_bindings(inner):
-                        bindings.setdefault(bound, binding)
-    imported = set(bindings)
+    bindings, defs, others, star = _top_level(tree)
+    dynamic = star or _dynamic(tree, set(bindings))
     lambdas: dict[int, list[ast.Lambda]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Lambda):
             lambdas.setdefault(node.lineno, []).append(node)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            if any(_dotted(d) not in _PURE_DECORATORS for d in node.decorator_list):
-                dynamic = True
-        elif isinstance(node, ast.Call):
-            fn = _dotted(node.func)
-            literal = len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
-            computed_attribute = fn in ("getattr", "setattr", "hasattr", "delattr") and \
-                not literal and bool(node.args) and isinstance(node.args[0], ast.Name) and \
-                node.args[0].id in imported
-            computed_import = fn in ("import_module", "__import__") and not (
-                node.args and isinstance(node.args[0], ast.Constant))
-            if fn in _DYNAMIC_CALLS or (fn == "vars" and not node.args) or \
-                    computed_attribute or computed_import:
-                dynamic = True
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and (
-                node.attr == "__dict__" and node.value.id in imported
-                or node.attr == "modules" and node.value.id == "sys"):
-            dynamic = True
     nested = {name: [b for stmt in stmts if not isinstance(stmt, (ast.Import, ast.ImportFrom))
                      for inner in ast.walk(stmt) if isinstance(inner, (ast.Import, ast.ImportFrom))
                      for _, b in _import_bindings(inner)]
@@ -235,3 +184,71 @@ def analyse(path: str, mtime_ns: int, size: int) -> ModuleInfo | None:
         lambdas={line: (_digest(list(nodes)), [r for n in nodes for r in _refs(n)])
                  for line, nodes in lambdas.items()},
         all_refs=_refs(tree))
+
+
+def _top_level(tree: ast.Module) -> tuple[dict[str, Binding], dict[str, list[ast.AST]],
+                                          list[ast.AST], bool]:
+    """The module's top-level statements by job: the names its imports bind (also inside a
+    ``try:`` or ``if``), the statements that define each name (a def, a class, an import, a
+    plain assignment), every other statement, and whether a star import binds unknown names."""
+    bindings: dict[str, Binding] = {}
+    defs: dict[str, list[ast.AST]] = {}
+    others: list[ast.AST] = []
+    star = False
+    for stmt in tree.body:
+        names: list[str] = []
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [stmt.name]
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            if isinstance(stmt, ast.ImportFrom) and any(a.name == "*" for a in stmt.names):
+                star = True
+            for bound, binding in _import_bindings(stmt):
+                bindings[bound] = binding
+                names.append(bound)
+        elif isinstance(stmt, ast.Assign) and all(
+                isinstance(t, ast.Name) or isinstance(t, ast.Tuple)
+                and all(isinstance(e, ast.Name) for e in t.elts) for t in stmt.targets):
+            for t in stmt.targets:
+                if isinstance(t, ast.Name):
+                    names.append(t.id)
+                elif isinstance(t, ast.Tuple):
+                    names += [e.id for e in t.elts if isinstance(e, ast.Name)]
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) \
+                and stmt.value is not None:
+            names = [stmt.target.id]
+        if names:
+            for name in names:
+                defs.setdefault(name, []).append(stmt)
+        else:
+            others.append(stmt)
+            for inner in ast.walk(stmt):   # `try: import yaml` binds a module-level name too
+                if isinstance(inner, (ast.Import, ast.ImportFrom)):
+                    for bound, binding in _import_bindings(inner):
+                        bindings.setdefault(bound, binding)
+    return bindings, defs, others, star
+
+
+def _dynamic(tree: ast.Module, imported: set[str]) -> bool:
+    """Whether the module reaches names in ways reach cannot follow: a decorator that is not
+    known to be pure, ``exec``-like calls, ``vars()``, a computed attribute of an ``imported``
+    module, a computed import, an imported module's ``__dict__`` or ``sys.modules``."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if any(_dotted(d) not in _PURE_DECORATORS for d in node.decorator_list):
+                return True
+        elif isinstance(node, ast.Call):
+            fn = _dotted(node.func)
+            literal = len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
+            computed_attribute = fn in ("getattr", "setattr", "hasattr", "delattr") and \
+                not literal and bool(node.args) and isinstance(node.args[0], ast.Name) and \
+                node.args[0].id in imported
+            computed_import = fn in ("import_module", "__import__") and not (
+                node.args and isinstance(node.args[0], ast.Constant))
+            if fn in _DYNAMIC_CALLS or (fn == "vars" and not node.args) or \
+                    computed_attribute or computed_import:
+                return True
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and (
+                node.attr == "__dict__" and node.value.id in imported
+                or node.attr == "modules" and node.value.id == "sys"):
+            return True
+    return False

@@ -27,7 +27,7 @@ from typing import TypeVar
 
 from pytest_graphnetz.report.codec import read_json
 from pytest_graphnetz.report.files import atomic_file, write_text_atomic
-from pytest_graphnetz.runner.command.task import file_sha256
+from pytest_graphnetz.runner.fingerprint import file_sha256
 
 T = TypeVar("T")
 
