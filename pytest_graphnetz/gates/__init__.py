@@ -17,7 +17,7 @@ seeds that would decide it, planned for δ).
 
 Pairing that would be fictional is refused (:class:`GateRefusal`): fewer than two shared
 seeds, a task whose data or split fingerprint differs for the same seed, a metric mismatch
-(:mod:`pytest_graphnetz.gates.pairing`, at every look). Every not-worse cell, fixed or adaptive
+(:mod:`.comparing.pairing`, at every look). Every not-worse cell, fixed or adaptive
 seeds, is decided on one path (:func:`~.cells.decide_cells`: a fixed seed count is a one-look
 schedule); what a verdict holds and how it reads is :mod:`pytest_graphnetz.gates.verdicts`.
 
@@ -42,7 +42,7 @@ from pytest_graphnetz.gates.api import (
            assert_equivalent,
            assert_not_worse,
 )
-from pytest_graphnetz.gates.compare import compare_reports
+from pytest_graphnetz.gates.comparing.compare import compare_reports
 
 __all__ = ["assert_better", "assert_ci_width", "assert_equivalent", "assert_not_worse",
            "compare_reports"]

@@ -2,7 +2,7 @@
 ``assert_ci_width``. Each takes the session's defaults from its recorder (:mod:`.recorder`),
 splits an adaptive report from its schedule (:mod:`.schedule`), loads the baseline, compares
 (:mod:`.compare`), refreshes a baseline under ``--graphnetz-update-baselines``
-(:mod:`pytest_graphnetz.gates.ratchet`), records its rows and fails with one message."""
+(:mod:`pytest_graphnetz.gates.refreshing.ratchet`), records its rows and fails with one message."""
 
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING
 
 from pytest_graphnetz import stats
 from pytest_graphnetz.base.text import fmt_num
-from pytest_graphnetz.gates.baselines import BaselineError, BaselineHandle, read_baseline
-from pytest_graphnetz.gates.compare import (
+from pytest_graphnetz.gates.comparing.compare import (
     NOT_RERUN_SAFE,
     TESTS,
     compare_schedule,
@@ -24,11 +23,16 @@ from pytest_graphnetz.gates.compare import (
     refuse_off_schedule,
     refuse_other_schedule,
 )
-from pytest_graphnetz.gates.pairing import check_cells, missing_cells, refuse_other_hardware
+from pytest_graphnetz.gates.comparing.pairing import (
+    check_cells,
+    missing_cells,
+    refuse_other_hardware,
+)
+from pytest_graphnetz.gates.comparing.schedule import Schedule, split_schedule
+from pytest_graphnetz.gates.comparing.spec import GateSpec
+from pytest_graphnetz.gates.comparing.suite_row import SUITE
 from pytest_graphnetz.gates.recorder import GateRecorder, current_recorder, saved_note
-from pytest_graphnetz.gates.schedule import Schedule, split_schedule
-from pytest_graphnetz.gates.spec import GateSpec
-from pytest_graphnetz.gates.suite_row import SUITE
+from pytest_graphnetz.gates.refreshing.baselines import BaselineError, BaselineHandle, read_baseline
 from pytest_graphnetz.gates.verdicts.formatting import describe_values
 from pytest_graphnetz.gates.verdicts.values import CellVerdict, GateRefusal, WidthVerdict
 from pytest_graphnetz.report import BenchmarkReport
@@ -37,7 +41,7 @@ from pytest_graphnetz.stats.planning import seeds_for_width
 from pytest_graphnetz.stats.suite import DEFAULT_SUITE_WEIGHT
 
 if TYPE_CHECKING:
-    from pytest_graphnetz.gates.ratchet import Judge
+    from pytest_graphnetz.gates.refreshing.ratchet import Judge
 
 BaselineLike = BenchmarkReport | BaselineHandle | str | os.PathLike
 
@@ -317,7 +321,7 @@ def _add_missing(recorder: GateRecorder, report: BenchmarkReport, schedule: Sche
     report) lacks, as a refresh writes new cells (at MAX seeds under adaptive seeds, with their
     own anchors), leaving every cell the file has untouched. The file stays a task × model
     grid: first the new models on the file's tasks, then the new tasks for every model."""
-    from pytest_graphnetz.gates.ratchet import refresh
+    from pytest_graphnetz.gates.refreshing.ratchet import refresh
 
     old_tasks = [t for t in report.tasks if t in base.tasks]
     new_tasks = [t for t in report.tasks if t not in base.tasks]
@@ -375,11 +379,11 @@ def _adaptive_gate(report: BenchmarkReport, schedule: Schedule, base: BenchmarkR
 
 def _refresh(recorder: GateRecorder, report: BenchmarkReport, handle: BaselineHandle,
              spec: GateSpec) -> list[CellVerdict]:
-    """``--graphnetz-update-baselines``: :func:`pytest_graphnetz.gates.ratchet.refresh` writes the
+    """``--graphnetz-update-baselines``: :func:`.refreshing.ratchet.refresh` writes the
     candidate unless the ratchet refuses; here its not-worse comparisons (the call's test,
     margin, δ and alpha) are made and reported. Returns the ratchet's verdicts."""
     __tracebackhide__ = True
-    from pytest_graphnetz.gates.ratchet import refresh
+    from pytest_graphnetz.gates.refreshing.ratchet import refresh
 
     # the schedule this gate walks, bound to the baseline it writes
     first = spec.first_look if spec.first_look is not None else LookSchedule().first_look
@@ -403,7 +407,7 @@ def _ratchet_judge(spec: GateSpec) -> Judge:
 
     def judge(candidate: BenchmarkReport, reference: BenchmarkReport,
               source: str) -> list[CellVerdict]:
-        from pytest_graphnetz.gates.ratchet import REFRESH_ALONE
+        from pytest_graphnetz.gates.refreshing.ratchet import REFRESH_ALONE
         from pytest_graphnetz.gates.verdicts.leak import mark_suspects
 
         # A refresh is judged alone at alpha: the ratchet is not a rerun of a gate.

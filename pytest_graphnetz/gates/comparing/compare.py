@@ -1,6 +1,6 @@
 """Comparing a candidate report with a baseline report, cell by cell, without failing:
 :func:`compare_reports` (fixed seeds, every gate) and :func:`compare_schedule` (adaptive seeds,
-the not-worse gate), both pairing through :mod:`pytest_graphnetz.gates.pairing` and deciding
+the not-worse gate), both pairing through :mod:`.pairing` and deciding
 not-worse cells on the one decision path (:func:`~.cells.decide_cells`)."""
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ from typing import NoReturn
 
 from pytest_graphnetz import stats
 from pytest_graphnetz.base.seedspec import off_prefix
-from pytest_graphnetz.gates.cells import (
+from pytest_graphnetz.gates.comparing.cells import (
     GateCell,
     cell_min_effect,
     decide_cells,
     folded,
     min_effect_error,
 )
-from pytest_graphnetz.gates.pairing import (
+from pytest_graphnetz.gates.comparing.pairing import (
     cache_notes,
     changed_model_notes,
     changed_model_table_note,
@@ -30,9 +30,9 @@ from pytest_graphnetz.gates.pairing import (
     tuning_notes,
     unpaired_notes,
 )
-from pytest_graphnetz.gates.schedule import Schedule
-from pytest_graphnetz.gates.spec import GateSpec, Resolvable
-from pytest_graphnetz.gates.suite_row import SuiteRow, suite_rows, suite_rows_family
+from pytest_graphnetz.gates.comparing.schedule import Schedule
+from pytest_graphnetz.gates.comparing.spec import GateSpec, Resolvable
+from pytest_graphnetz.gates.comparing.suite_row import SuiteRow, suite_rows, suite_rows_family
 from pytest_graphnetz.gates.verdicts.formatting import describe_values, seed_list, verdict_name
 from pytest_graphnetz.gates.verdicts.guidance import LookNote
 from pytest_graphnetz.gates.verdicts.rules import failed_verdict
