@@ -24,7 +24,7 @@ holds, until the cell is accepted: a refresh must not lock a test leak into the 
 baseline's replicate means, as the gate is, and writes its replicates beside each cell it
 writes; a cell refreshed without them loses the old ones.
 
-The comparisons themselves are the gates' (``judge``, given by :mod:`.gates`): this module
+The comparisons themselves are comparing's (``judge``, given by :mod:`.update`): this module
 decides and writes, the gates compare and report. Read, compare and write happen under the
 baseline's lock (:func:`~.baselines.baseline_lock`), so two pytest-xdist
 workers refreshing one shared baseline each merge into what the other wrote.
