@@ -259,3 +259,31 @@ def test_the_may_import_check_can_fail():
     assert "calibration" not in below("gates.verdicts", layers)
     assert declared("runner, report, stats", "gates", layers) == {"runner", "report", "stats"}
     assert imported("report") >= {"stats", "base"} and "gates" not in imported("report")
+
+
+# -- gates/ by job: refreshing calls comparing, never the reverse ------------------------------
+
+def test_comparing_never_imports_refreshing_and_refreshing_calls_comparing():
+    """The split pyproject.toml's forbidden contract states (lint-imports runs in .ci/run),
+    seen here in grimp's graph with type-only and lazy imports: no chain of imports leads from
+    gates.comparing to gates.refreshing, and refreshing does import comparing (the ratchet
+    judges through it), so the check is not vacuous."""
+    graph = import_graph()
+    comparing, refreshing = "pytest_graphnetz.gates.comparing", "pytest_graphnetz.gates.refreshing"
+    chains = graph.find_shortest_chains(importer=comparing, imported=refreshing)
+    assert not chains, f"gates.comparing reaches gates.refreshing: {sorted(chains)}"
+    assert graph.find_shortest_chains(importer=refreshing, imported=comparing)
+
+
+MAX_GATE_FUNCTION_LINES = 80
+
+
+def test_the_public_gates_are_short_functions():
+    """gates/api.py chooses refresh or compare and hands over; no function of it runs to 80
+    lines (the docstrings of the public gates included)."""
+    tree = ast.parse((PACKAGE / "gates" / "api.py").read_text(encoding="utf-8"))
+    lengths = {node.name: node.end_lineno - node.lineno + 1 for node in ast.walk(tree)
+               if isinstance(node, ast.FunctionDef) and node.end_lineno is not None}
+    assert "_comparison_gate" in lengths and "assert_not_worse" in lengths
+    long = {name: n for name, n in lengths.items() if n >= MAX_GATE_FUNCTION_LINES}
+    assert not long, f"functions in gates/api.py of {MAX_GATE_FUNCTION_LINES}+ lines: {long}"
