@@ -15,7 +15,7 @@ Two laws:
   discrete case where two equal non-zero differences give t = ±inf.
 
 The karate rows also run a small grid of MIN..MAX (MAX a look of the schedule, MIN·2^k; MIN < 3
-is refused, see ``pytest_graphnetz.gates.adaptive.check_adaptive``), m = 1.
+is refused, see ``pytest_graphnetz.gates.comparing.adaptive.check_adaptive``), m = 1.
 
 The advice an INCONCLUSIVE row carries (``seeds_needed``: about a second of simulation per
 row here) is stubbed out (``--with-advice`` keeps it): it sets the message's seed count, never
@@ -65,7 +65,7 @@ def trial(law: str, m: int, lo: int, hi: int, rng: np.random.Generator,
           karate: np.ndarray) -> tuple[bool, str | None, int]:
     """One gate call under the null: (any REGRESSED, exception text or None, seeds trained)."""
     from pytest_graphnetz import BenchmarkReport, assert_not_worse
-    from pytest_graphnetz.gates.adaptive import run_adaptive
+    from pytest_graphnetz.gates.comparing.adaptive import run_adaptive
 
     models = [f"m{i}" for i in range(m)]
     if law == "normal":

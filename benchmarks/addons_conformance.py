@@ -5,7 +5,7 @@ interval, and whether that meets the promise).
 The measurements are those of the add-ons' own benchmarks, run smaller here; each row names
 the benchmark whose committed results file holds the full run:
 
-- replicates (``gates/replicates.py``; ``baseline_replicates.py``): at R = 2 and 3, detection
+- replicates (``refreshing/replicates.py``; ``baseline_replicates.py``): at R = 2 and 3, detection
   of a drop that R = 1 detects about 80% of the time is at least R = 1's, whether the candidate
   shares the baseline run's stream (correlation 0.8) or not; false REGRESSED ≤ α; the same
   through the gate's own sequential walk (looks 10 → 80: false REGRESSED with 80 seeds held,

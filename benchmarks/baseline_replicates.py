@@ -165,7 +165,7 @@ def baseline_mean(pool: Mapping, rule: str, r: int, part: str = "test") -> np.nd
 def paired_values(own: np.ndarray, salted: np.ndarray) -> np.ndarray:
     """The library's pairing (``Replicates.means``) of own runs (shape [m]) and their salted
     reruns (shape [m, R - 1])."""
-    from pytest_graphnetz.gates.replicates import Replicates
+    from pytest_graphnetz.gates.refreshing.replicates import Replicates
 
     reps = Replicates(tuple(range(len(own))), {"final": salted})
     return reps.means({"final": own})["final"]
@@ -317,7 +317,7 @@ def correlation_rows(pool: Mapping, rule: str) -> list[list[str]]:
 
 def variance_factor(r: int) -> float:
     """var d over the within-seed variance for an independent candidate at R = ``r``."""
-    from pytest_graphnetz.gates.replicates import own_weight
+    from pytest_graphnetz.gates.refreshing.replicates import own_weight
 
     w = own_weight(r)
     return 1 + w * w + ((1 - w) ** 2 / (r - 1) if r > 1 else 0.0)

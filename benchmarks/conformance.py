@@ -82,7 +82,7 @@ from _tables import emit, pct, table  # noqa: E402
 
 from pytest_graphnetz import BenchmarkReport, assert_not_worse  # noqa: E402
 from pytest_graphnetz.gates import compare_reports  # noqa: E402
-from pytest_graphnetz.gates.baselines import BaselineHandle  # noqa: E402
+from pytest_graphnetz.gates.refreshing.baselines import BaselineHandle  # noqa: E402
 from pytest_graphnetz.gates.verdicts.values import GateRefusal  # noqa: E402
 from pytest_graphnetz.stats import sequential  # noqa: E402
 from pytest_graphnetz.stats.boundaries import design, schedule  # noqa: E402

@@ -7,7 +7,7 @@ paired design assumes). Two rules decide whether a refresh is written:
 
 - ``previous only``: the rule before anchors (refuse only a cell REGRESSED against the
   baseline being replaced);
-- ``ratchet``: :func:`pytest_graphnetz.gates.ratchet.refresh` itself, on real baseline files, with
+- ``ratchet``: :func:`gates.refreshing.ratchet.refresh` itself, on real baseline files, with
   the gates' not-worse comparison (refuse REGRESSED, or INCONCLUSIVE with a negative mean Δ,
   against the replaced baseline or the anchor).
 
@@ -26,8 +26,8 @@ import numpy as np
 
 from pytest_graphnetz import BenchmarkReport
 from pytest_graphnetz.gates import compare_reports
-from pytest_graphnetz.gates.baselines import BaselineHandle
-from pytest_graphnetz.gates.ratchet import refresh
+from pytest_graphnetz.gates.refreshing.baselines import BaselineHandle
+from pytest_graphnetz.gates.refreshing.ratchet import refresh
 
 
 def cell(values: np.ndarray, seeds: range) -> BenchmarkReport:

@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> str:
     from pytest_graphnetz import Task, grid, tune
     from pytest_graphnetz.base.text import fmt_num
     from pytest_graphnetz.gates.calibration.salting import SaltedFactory
-    from pytest_graphnetz.gates.compare import compare_reports
+    from pytest_graphnetz.gates.comparing.compare import compare_reports
 
     task = {TASK: Task(TASK, CoraNpz(args.npz), epochs=args.epochs)}
     space = grid(hidden=[16, 64], dropout=[0.5, 0.8], lr=[0.01, 0.005])[: args.trials]

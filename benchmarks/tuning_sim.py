@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from pytest_graphnetz import BenchmarkReport
-from pytest_graphnetz.gates.compare import compare_reports
+from pytest_graphnetz.gates.comparing.compare import compare_reports
 from pytest_graphnetz.gates.tuning import SELECTION_ALPHA, select_incumbent, winner_stability
 from pytest_graphnetz.report.trials import PROTOCOL_KEY, Trial, TuningRecord, search_seeds
 

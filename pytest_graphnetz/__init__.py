@@ -13,7 +13,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "run_benchmark": "runner",
-    "run_adaptive": "gates.adaptive",
+    "run_adaptive": "gates.comparing.adaptive",
     "BenchmarkReport": "report",
     "MetricSpec": "report.epochs",
     "History": "report.epochs",
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
         assert_equivalent,
         assert_not_worse,
     )
-    from pytest_graphnetz.gates.adaptive import run_adaptive
+    from pytest_graphnetz.gates.comparing.adaptive import run_adaptive
     from pytest_graphnetz.gates.tuning import grid, tune
     from pytest_graphnetz.report import BenchmarkReport
     from pytest_graphnetz.report.epochs import History, MetricSpec

@@ -396,7 +396,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"argument --min-effect: δ ({fmt_num(args.min_effect)}) must be larger "
                      f"than --margin ({fmt_num(args.margin)}): it is the smallest regression "
                      "that matters")
-    from pytest_graphnetz.gates.baselines import BaselineError
+    from pytest_graphnetz.gates.refreshing.baselines import BaselineError
     from pytest_graphnetz.gates.verdicts.values import GateRefusal
 
     try:

@@ -77,8 +77,8 @@ def _verdicts(args: argparse.Namespace, baseline: BenchmarkReport,
               candidate: BenchmarkReport, bound: LookSchedule | None = None
               ) -> list[CellVerdict]:
     from pytest_graphnetz.gates import compare_reports
-    from pytest_graphnetz.gates.compare import TESTS
-    from pytest_graphnetz.gates.pairing import refuse_other_hardware
+    from pytest_graphnetz.gates.comparing.compare import TESTS
+    from pytest_graphnetz.gates.comparing.pairing import refuse_other_hardware
 
     taken = gate_settings(args, candidate)
     if taken:
@@ -102,7 +102,7 @@ def _load_pair(args: argparse.Namespace
                ) -> tuple[BenchmarkReport, BenchmarkReport, LookSchedule]:
     """The baseline, the candidate and the schedule the baseline binds (``--first-look`` and
     ``--alpha`` other than it are refused unless ``--single-run``)."""
-    from pytest_graphnetz.gates.baselines import read_baseline
+    from pytest_graphnetz.gates.refreshing.baselines import read_baseline
     from pytest_graphnetz.report import BenchmarkReport
 
     stored = read_baseline(args.baseline)
@@ -225,7 +225,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
     arguments prune cannot take."""
     import pytest
 
-    from pytest_graphnetz.gates.ratchet import drop_cells
+    from pytest_graphnetz.gates.refreshing.ratchet import drop_cells
     from pytest_graphnetz.report.session_files import shown
 
     pytest_args = [a for a in args.pytest_args if a != "--"]
@@ -327,7 +327,8 @@ class CalibrateOutcome:
             crash = getattr(report.longrepr, "reprcrash", None)
             why = first_line(str(getattr(crash, "message", None) or report.longreprtext
                                  or report.when))
-            # "pytest_graphnetz.gates.baselines.BaselineMissingError: no baseline at ...": the words
+            # "pytest_graphnetz.gates.verdicts.values.BaselineMissingError: no baseline at ...":
+            # the words
             self.failed[report.nodeid] = re.sub(r"^[\w.]+\.\w+: ", "", why)
         if report.when != "teardown":
             return
@@ -397,7 +398,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
 def plot_tuning_curves(args: argparse.Namespace) -> int:
     """``plot --tuning REPORT [CANDIDATE]``: each tuned report's expected-max curve (its search
     record: a saved report's, or the summary a committed baseline keeps)."""
-    from pytest_graphnetz.gates.baselines import load_baseline
+    from pytest_graphnetz.gates.refreshing.baselines import load_baseline
     from pytest_graphnetz.report.plots import plot_tuning
     from pytest_graphnetz.report.trials import record_of
 

@@ -17,8 +17,8 @@ seeds that would decide it, planned for δ).
 
 Pairing that would be fictional is refused (:class:`GateRefusal`): fewer than two shared
 seeds, a task whose data or split fingerprint differs for the same seed, a metric mismatch
-(:mod:`pytest_graphnetz.gates.pairing`, at every look). Every not-worse cell, fixed or adaptive
-seeds, is decided on one path (:func:`~.cells.decide_cells`: a fixed seed count is a one-look
+(:mod:`.comparing.pairing`, at every look). Every not-worse cell, fixed or adaptive seeds, is
+decided on one path (:func:`~.comparing.cells.decide_cells`: a fixed seed count is a one-look
 schedule); what a verdict holds and how it reads is :mod:`pytest_graphnetz.gates.verdicts`.
 
 Inside pytest, the plugin sets a :class:`~.recorder.GateRecorder` for each test body: it
@@ -27,9 +27,12 @@ supplies the session's ``--graphnetz-alpha`` / ``--graphnetz-strict`` /
 Outside pytest the defaults are ``alpha=0.05``, ``strict=False`` and δ from the metric
 (:func:`~pytest_graphnetz.gates.verdicts.default_min_effect`).
 
-The package by concept: :mod:`.api` (the ``assert_*`` gates), :mod:`.compare` (report against
-report, no failing), :mod:`.cells` (the one decision path), :mod:`.suite_row` (the suite row),
-:mod:`.schedule` (what the gates ask of adaptive seeds), :mod:`.recorder` (where the rows go).
+The package by job: :mod:`.api` (the ``assert_*`` gates: build the call's spec, refresh or
+compare, record), :mod:`.comparing` (report against report, no failing and no writing: pairing,
+the one decision path, the suite row, the adaptive schedule; its entry point
+:func:`~.comparing.compare.compare_gate`), :mod:`.refreshing` (the baseline store, replicates
+and the ratchet; it calls comparing, never the reverse), :mod:`.verdicts` (what a verdict holds
+and says), :mod:`.recorder` (where the rows go), :mod:`.calibration` and :mod:`.tuning`.
 Only the gates and ``compare_reports`` are exported here; the rest is imported from the module
 that defines it.
 """
@@ -42,7 +45,7 @@ from pytest_graphnetz.gates.api import (
            assert_equivalent,
            assert_not_worse,
 )
-from pytest_graphnetz.gates.compare import compare_reports
+from pytest_graphnetz.gates.comparing.compare import compare_reports
 
 __all__ = ["assert_better", "assert_ci_width", "assert_equivalent", "assert_not_worse",
            "compare_reports"]

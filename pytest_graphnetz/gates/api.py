@@ -1,43 +1,53 @@
 """The gates a test calls: ``assert_not_worse``, ``assert_better``, ``assert_equivalent`` and
-``assert_ci_width``. Each takes the session's defaults from its recorder (:mod:`.recorder`),
-splits an adaptive report from its schedule (:mod:`.schedule`), loads the baseline, compares
-(:mod:`.compare`), refreshes a baseline under ``--graphnetz-update-baselines``
-(:mod:`pytest_graphnetz.gates.ratchet`), records its rows and fails with one message."""
+``assert_ci_width``. Each builds its call's :class:`~.comparing.spec.GateSpec` (the session's
+defaults from its recorder, :mod:`.recorder`), splits an adaptive report from its schedule
+(:mod:`.comparing.schedule`), then chooses: refresh the baseline under
+``--graphnetz-update-baselines`` (:mod:`.refreshing.update`, the ratchet), or load it and
+compare (:func:`~.comparing.compare.compare_gate`, the one entry point of comparing); and hands
+the verdicts to the recorder, which fails with one message."""
 
 from __future__ import annotations
 
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pytest_graphnetz import stats
 from pytest_graphnetz.base.text import fmt_num
-from pytest_graphnetz.gates.baselines import BaselineError, BaselineHandle, read_baseline
-from pytest_graphnetz.gates.compare import (
+from pytest_graphnetz.gates.comparing.compare import (
     NOT_RERUN_SAFE,
-    TESTS,
-    compare_schedule,
-    compare_spec,
-    refuse_off_schedule,
-    refuse_other_schedule,
+    Against,
+    compare_gate,
+    paired_test,
 )
-from pytest_graphnetz.gates.pairing import check_cells, missing_cells, refuse_other_hardware
+from pytest_graphnetz.gates.comparing.pairing import (
+    check_cells,
+    missing_cells,
+    refuse_other_hardware,
+)
+from pytest_graphnetz.gates.comparing.schedule import Schedule, split_schedule
+from pytest_graphnetz.gates.comparing.spec import GateSpec
+from pytest_graphnetz.gates.comparing.suite_row import SUITE
 from pytest_graphnetz.gates.recorder import GateRecorder, current_recorder, saved_note
-from pytest_graphnetz.gates.schedule import Schedule, split_schedule
-from pytest_graphnetz.gates.spec import GateSpec
-from pytest_graphnetz.gates.suite_row import SUITE
+from pytest_graphnetz.gates.refreshing.baselines import BaselineHandle, read_baseline
+from pytest_graphnetz.gates.refreshing.update import (
+    add_missing_cells,
+    refreshes,
+    update_baseline,
+)
 from pytest_graphnetz.gates.verdicts.formatting import describe_values
-from pytest_graphnetz.gates.verdicts.values import CellVerdict, GateRefusal, WidthVerdict
+from pytest_graphnetz.gates.verdicts.values import (
+    BaselineError,
+    CellVerdict,
+    GateRefusal,
+    WidthVerdict,
+)
 from pytest_graphnetz.report import BenchmarkReport
 from pytest_graphnetz.stats.boundaries import LookSchedule
 from pytest_graphnetz.stats.planning import seeds_for_width
 from pytest_graphnetz.stats.suite import DEFAULT_SUITE_WEIGHT
-
-if TYPE_CHECKING:
-    from pytest_graphnetz.gates.ratchet import Judge
 
 BaselineLike = BenchmarkReport | BaselineHandle | str | os.PathLike
 
@@ -180,16 +190,15 @@ def _width_verdict(report: BenchmarkReport, task: str, model: str, max_width: fl
 
 def _comparison_gate(recorder: GateRecorder, given: BenchmarkReport, baseline: BaselineLike,
                      spec: GateSpec) -> list[CellVerdict]:
+    """One comparison gate call: refresh or compare, then record. What fails, and how, is
+    the recorder's (:meth:`~.recorder.GateRecorder.finish`) or the refusal's."""
     # Hidden from pytest's traceback (as are the helpers below): a failing gate shows the test's
     # own line and the verdict message, not the plugin's frames and their locals.
     __tracebackhide__ = True
-    gate = spec.gate
     # RESOLVABLE: δ = what the seeds resolve, by the calibration beside the baseline
     resolvable = spec.resolvable
     spec = spec.with_delta(spec.delta)
-    # --graphnetz-add-missing on a test without a baseline file writes it, as a refresh does
-    refreshing = isinstance(baseline, BaselineHandle) and (
-        baseline.update or (baseline.add_missing and not baseline.exists()))
+    refreshing = refreshes(baseline)
     report, schedule = split_schedule(given)
     # A schedule's candidate is saved once the seeds it is judged on are trained (below), from
     # this gate's extensions on.
@@ -199,91 +208,121 @@ def _comparison_gate(recorder: GateRecorder, given: BenchmarkReport, baseline: B
     saved: Sequence[str] = ()
     decided: Sequence[BenchmarkReport] = ()
     try:
-        if spec.test not in TESTS:
-            raise ValueError(f"`test` must be one of {sorted(TESTS)} (every gate test is paired "
-                             f"by seed), got {spec.test!r}")
-        spec = spec.replace(test=TESTS[spec.test])
-        if schedule is not None and (gate != "not_worse" or spec.suite or refreshing):
+        spec = spec.replace(test=paired_test(spec.test))
+        if schedule is not None and (spec.gate != "not_worse" or spec.suite or refreshing):
             # Only the not-worse gate is sequential; the others, refreshes and a suite row
             # (its weighted family has one look) use MAX seeds.
             report, schedule = schedule.complete(report), None
             recorder.announce(report)
         if refreshing and isinstance(baseline, BaselineHandle):
             return _refresh(recorder, report, baseline, spec)
-        source, base, bound = _load(recorder, baseline, report)
-        refuse_other_hardware(report, base, source, accept=recorder.accept_hardware)
-        # Cells the baseline lacks (a new model or task) fail alone, or are written under
-        # --graphnetz-add-missing; every cell the baseline has is gated all the same.
-        lacking = missing_cells(report, base)
-        if lacking and isinstance(baseline, BaselineHandle) and baseline.add_missing:
-            # the cells added keep the schedule the file binds
-            _add_missing(recorder, report, schedule, replace(baseline, schedule=bound), base,
-                         spec)
-            if len(lacking) == len(report.tasks) * len(report.models):
-                return []   # every cell was new: written, and nothing left to compare
-            gated, lacking = _present(report, base), []
-        else:
-            gated = _present(report, base) if lacking else report
-        command = baseline.update_command if isinstance(baseline, BaselineHandle) else None
-        if resolvable:
-            seeds = report.seeds if schedule is None else schedule.planned_seeds
-            spec = spec.with_delta(_resolvable_min_effect(gated, seeds, base, baseline,
-                                                          spec.margin))
-        if schedule is not None and spec.rerun_safe:
-            if bound is not None:   # adaptive seeds: the first look is MIN
-                refuse_other_schedule(bound, LookSchedule(schedule.min_seeds, spec.alpha),
-                                      source, command)
-            refuse_off_schedule(schedule.planned_seeds, schedule.min_seeds, source)
-        if schedule is not None:
-            verdicts, header = _adaptive_gate(gated, schedule, base, spec, source=source,
-                                              refresh_command=command)
-        else:
-            verdicts = compare_spec(gated, base, spec, source=source, refresh_command=command,
-                                    canonical=True, bound=bound)
-            header = f"{_TITLE[gate]} against {source} ({_config(verdicts, alpha=spec.alpha)})"
-            if not spec.rerun_safe:
-                header += f"; judged alone at α: {NOT_RERUN_SAFE}"
+        compared = _compare(recorder, report, schedule, baseline, spec, resolvable)
+        if compared is None:
+            return []   # every cell was new: written, and nothing left to compare
     except AssertionError:
         raise  # a refused refresh: its rows are recorded already
     except (GateRefusal, BaselineError) as exc:
-        recorder.stopped(gate, report, baseline, exc)
+        recorder.stopped(spec.gate, report, baseline, exc)
         # The message says all there is; the frames inside the baseline store add nothing.
         raise exc.with_traceback(None) from None
     except Exception as exc:
-        recorder.stopped(gate, report, baseline, exc)
+        recorder.stopped(spec.gate, report, baseline, exc)
         raise
     finally:
         # The sequential gate, decided or stopped: its cells at the seeds they were judged on.
-        # A failed write warns: it must not hide the verdicts (or the error) of the gate itself.
         if schedule is not None and recorder.saves_reports:
             decided = schedule.decided(report, since)
-            try:
-                saved = recorder.announce(*decided)
-            except OSError as exc:
-                import warnings
-
-                warnings.warn(f"graphnetz: the candidate report was not saved: {exc}",
-                              stacklevel=2)
+            saved = _save(recorder, decided)
     notes = (saved_note(saved, decided),) if len(saved) > 1 else ()
+    looks = [report] if schedule is None else [report, *schedule.extensions]
+    return _record(recorder, compared, looks, baseline, resolvable, notes)
+
+
+@dataclass(frozen=True)
+class _Compared:
+    """What a compared gate call hands to the recorder: its verdicts and the failure message's
+    header, the baseline report paired with and how it is named, the cells it lacks, and the
+    call's spec (its δ read)."""
+
+    verdicts: list[CellVerdict]
+    header: str
+    base: BenchmarkReport
+    source: str
+    lacking: list[tuple[str, str]]
+    spec: GateSpec
+    adaptive: bool
+
+
+def _compare(recorder: GateRecorder, report: BenchmarkReport, schedule: Schedule | None,
+             baseline: BaselineLike, spec: GateSpec, resolvable: bool) -> _Compared | None:
+    """Load the baseline, refuse other hardware, write or set aside the cells it lacks, read
+    δ from the calibration when asked, and compare (:func:`compare_gate`). None: every cell
+    was new and was written under ``--graphnetz-add-missing``."""
+    __tracebackhide__ = True
+    source, base, bound = _load(recorder, baseline, report)
+    refuse_other_hardware(report, base, source, accept=recorder.accept_hardware)
+    # Cells the baseline lacks (a new model or task) fail alone, or are written under
+    # --graphnetz-add-missing; every cell the baseline has is gated all the same.
+    lacking = missing_cells(report, base)
+    if lacking and isinstance(baseline, BaselineHandle) and baseline.add_missing:
+        # the cells added keep the schedule the file binds
+        for part in add_missing_cells(replace(baseline, schedule=bound), report, base, spec,
+                                      schedule):
+            recorder.written(part, spec.gate, [(t, m) for t in part.tasks for m in part.models])
+        if len(lacking) == len(report.tasks) * len(report.models):
+            return None
+        gated, lacking = _present(report, base), []
+    else:
+        gated = _present(report, base) if lacking else report
+    command = baseline.update_command if isinstance(baseline, BaselineHandle) else None
+    if resolvable:
+        seeds = report.seeds if schedule is None else schedule.planned_seeds
+        spec = spec.with_delta(_resolvable_min_effect(gated, seeds, base, baseline,
+                                                      spec.margin))
+    verdicts = compare_gate(gated, base, spec, Against(source, command, bound, canonical=True),
+                            schedule)
+    return _Compared(verdicts, _header(verdicts, spec, source, schedule), base, source, lacking,
+                     spec, schedule is not None)
+
+
+def _save(recorder: GateRecorder, decided: Sequence[BenchmarkReport]) -> Sequence[str]:
+    """Save the sequential gate's candidate reports (:meth:`~.recorder.GateRecorder.announce`).
+    A failed write warns: it must not hide the verdicts (or the error) of the gate itself."""
+    try:
+        return recorder.announce(*decided)
+    except OSError as exc:
+        import warnings
+
+        warnings.warn(f"graphnetz: the candidate report was not saved: {exc}", stacklevel=3)
+        return ()
+
+
+def _record(recorder: GateRecorder, compared: _Compared, looks: Sequence[BenchmarkReport],
+            baseline: BaselineLike, resolvable: bool, notes: Sequence[str]) -> list[CellVerdict]:
+    """Mark suspect gains and δ finer than the seeds resolve, then hand the verdicts to the
+    recorder (which raises when the call fails), the rows of the cells without a baseline
+    after them. ``looks``: the candidate's reports, the first look first."""
+    __tracebackhide__ = True
     from pytest_graphnetz.gates.verdicts.leak import (
         mark_suspects,  # a BETTER not matched on validation: suspect
     )
 
-    looks = [report] if schedule is None else [report, *schedule.extensions]
-    verdicts = mark_suspects(verdicts, looks, base)
+    verdicts = mark_suspects(compared.verdicts, looks, compared.base)
     from pytest_graphnetz.gates.calibration.annotation import (
         annotate_verdicts,  # δ finer than the seeds resolve: a note
     )
 
     verdicts = annotate_verdicts(verdicts, baseline, resolvable=resolvable)
+    gate = compared.spec.gate
     # every output of a run judged alone says so: pytest's one-line summary too
-    alone = ("" if spec.rerun_safe or schedule is not None
+    alone = ("" if compared.spec.rerun_safe or compared.adaptive
              else f"judged alone at α: {NOT_RERUN_SAFE}")
     try:
-        recorder.finish(f"assert_{gate}", verdicts, header=header, notes=notes, mark=alone,
-                        lacking=_lacking_message(lacking, source, baseline))
+        recorder.finish(f"assert_{gate}", verdicts, header=compared.header, notes=notes,
+                        mark=alone,
+                        lacking=_lacking_message(compared.lacking, compared.source, baseline))
     finally:   # the rows of the cells without a baseline follow the compared cells' rows
-        recorder.lacking(gate, report, lacking, baseline)
+        recorder.lacking(gate, looks[0], compared.lacking, baseline)
     return verdicts
 
 
@@ -311,30 +350,6 @@ def _lacking_message(cells: Sequence[tuple[str, str]], source: str,
             f"cell was compared above. {how}, leaving every other cell's baseline as it is")
 
 
-def _add_missing(recorder: GateRecorder, report: BenchmarkReport, schedule: Schedule | None,
-                 handle: BaselineHandle, base: BenchmarkReport, spec: GateSpec) -> None:
-    """``--graphnetz-add-missing``: write the cells of ``report`` that ``base`` (the file's
-    report) lacks, as a refresh writes new cells (at MAX seeds under adaptive seeds, with their
-    own anchors), leaving every cell the file has untouched. The file stays a task × model
-    grid: first the new models on the file's tasks, then the new tasks for every model."""
-    from pytest_graphnetz.gates.ratchet import refresh
-
-    old_tasks = [t for t in report.tasks if t in base.tasks]
-    new_tasks = [t for t in report.tasks if t not in base.tasks]
-    new_models = [m for m in report.models if m not in base.models]
-    parts = []
-    if old_tasks and new_models:
-        parts.append(report.subset(tasks=old_tasks, models=new_models))
-    if new_tasks:
-        parts.append(report.subset(tasks=new_tasks))
-    for part in parts:
-        if schedule is not None:
-            part = schedule.complete(part)
-        # only cells new to the file: the ratchet has nothing to judge, so nothing refuses
-        refresh(handle, part, _ratchet_judge(spec))
-        recorder.written(part, spec.gate, [(t, m) for t in part.tasks for m in part.models])
-
-
 def _resolvable_min_effect(report: BenchmarkReport, seeds: Sequence[int], base: BenchmarkReport,
                            baseline: BaselineLike, margin: float) -> float:
     """δ for ``min_effect="resolvable"``: what the paired seeds (of ``seeds``, those the
@@ -351,40 +366,13 @@ def _resolvable_min_effect(report: BenchmarkReport, seeds: Sequence[int], base: 
         raise GateRefusal(str(exc), reason=str(exc)) from None
 
 
-def _adaptive_gate(report: BenchmarkReport, schedule: Schedule, base: BenchmarkReport,
-                   spec: GateSpec, *, source: str,
-                   refresh_command: str | None) -> tuple[list[CellVerdict], str]:
-    """``assert_not_worse`` on an adaptive report: :func:`compare_schedule`, and the header of
-    the failure message, which says what the schedule saved."""
-    from pytest_graphnetz.base.text import seed_trainings
-
-    if spec.test != "paired-t":
-        raise ValueError(f"adaptive seeds (--graphnetz-seeds={schedule.seeds_option}) decide "
-                         f"with the paired t test's sequential boundaries; got test={spec.test!r}: "
-                         "use test='paired', or fixed seeds (e.g. --graphnetz-seeds=20)")
-    verdicts = compare_schedule(report, schedule, base, spec, source=source,
-                                refresh_command=refresh_command)
-    stops = [v.stop for v in verdicts if v.stop is not None]   # every adaptive cell's
-    used = sum(stop.trained for stop in stops)
-    pairable = sum(stop.max_seeds for stop in stops)
-    return verdicts, (
-        f"{_TITLE['not_worse']} against {source} ({_config(verdicts)}; adaptive seeds "
-        f"{schedule.seeds_option}: {seed_trainings(used)}, {pairable - used} saved against the "
-        f"{pairable} the baseline could pair)")
-
-
 def _refresh(recorder: GateRecorder, report: BenchmarkReport, handle: BaselineHandle,
              spec: GateSpec) -> list[CellVerdict]:
-    """``--graphnetz-update-baselines``: :func:`pytest_graphnetz.gates.ratchet.refresh` writes the
-    candidate unless the ratchet refuses; here its not-worse comparisons (the call's test,
-    margin, δ and alpha) are made and reported. Returns the ratchet's verdicts."""
+    """``--graphnetz-update-baselines``: :func:`~.refreshing.update.update_baseline` writes
+    the candidate unless the ratchet refuses; here its not-worse comparisons (the call's test,
+    margin, δ and alpha) are reported. Returns the ratchet's verdicts."""
     __tracebackhide__ = True
-    from pytest_graphnetz.gates.ratchet import refresh
-
-    # the schedule this gate walks, bound to the baseline it writes
-    first = spec.first_look if spec.first_look is not None else LookSchedule().first_look
-    outcome = refresh(replace(handle, schedule=LookSchedule(first, spec.alpha)), report,
-                      _ratchet_judge(spec))
+    outcome = update_baseline(handle, report, spec)
     status = "UPDATED" if outcome.written else "REFUSED"
     failing = () if outcome.written else outcome.refused
     recorder.record(outcome.previous, status=status, failing=failing)
@@ -397,22 +385,21 @@ def _refresh(recorder: GateRecorder, report: BenchmarkReport, handle: BaselineHa
     return [*outcome.previous, *outcome.anchored]
 
 
-def _ratchet_judge(spec: GateSpec) -> Judge:
-    """How a refresh judges the candidate against the baseline it replaces and the anchors:
-    not-worse at the call's test, margin, δ and alpha."""
+def _header(verdicts: Sequence[CellVerdict], spec: GateSpec, source: str,
+            schedule: Schedule | None) -> str:
+    """The first line of the failure message: the gate, its baseline and settings; for an
+    adaptive report, what the schedule saved."""
+    if schedule is None:
+        header = f"{_TITLE[spec.gate]} against {source} ({_config(verdicts, alpha=spec.alpha)})"
+        return header + ("" if spec.rerun_safe else f"; judged alone at α: {NOT_RERUN_SAFE}")
+    from pytest_graphnetz.base.text import seed_trainings
 
-    def judge(candidate: BenchmarkReport, reference: BenchmarkReport,
-              source: str) -> list[CellVerdict]:
-        from pytest_graphnetz.gates.ratchet import REFRESH_ALONE
-        from pytest_graphnetz.gates.verdicts.leak import mark_suspects
-
-        # A refresh is judged alone at alpha: the ratchet is not a rerun of a gate.
-        judged = GateSpec(gate="not_worse", test=spec.test, margin=spec.margin,
-                          min_effect=spec.delta, alpha=spec.alpha, rng=spec.rng, rerun_safe=False)
-        return mark_suspects(compare_spec(candidate, reference, judged, source=source,
-                                          alone_reason=REFRESH_ALONE), [candidate], reference)
-
-    return judge
+    stops = [v.stop for v in verdicts if v.stop is not None]   # every adaptive cell's
+    used = sum(stop.trained for stop in stops)
+    pairable = sum(stop.max_seeds for stop in stops)
+    return (f"{_TITLE['not_worse']} against {source} ({_config(verdicts)}; adaptive seeds "
+            f"{schedule.seeds_option}: {seed_trainings(used)}, {pairable - used} saved against "
+            f"the {pairable} the baseline could pair)")
 
 
 def _load(recorder: GateRecorder, baseline: BaselineLike, candidate: BenchmarkReport

@@ -12,15 +12,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_graphnetz.base.text import FIRST_LINE_WIDTH
-from pytest_graphnetz.gates.baselines import BaselineHandle, BaselineMissingError
-from pytest_graphnetz.gates.pairing import unpaired_cell
+from pytest_graphnetz.gates.comparing.pairing import unpaired_cell
+from pytest_graphnetz.gates.refreshing.baselines import BaselineHandle
 from pytest_graphnetz.gates.verdicts.formatting import (
     describe_values,
     fmt_mean_ci,
     metric_label,
     seed_list,
 )
-from pytest_graphnetz.gates.verdicts.values import CellVerdict, GateRefusal, WidthVerdict
+from pytest_graphnetz.gates.verdicts.values import (
+    BaselineMissingError,
+    CellVerdict,
+    GateRefusal,
+    WidthVerdict,
+)
 from pytest_graphnetz.report import BenchmarkReport
 
 Verdict = CellVerdict | WidthVerdict
@@ -36,7 +41,7 @@ class GateRecorder:
     alpha: float = 0.05
     strict: bool = False
     # The session's δ as spelled: a number, None, or "resolvable" (each gate call parses it into
-    # its GateSpec: gates/spec.py).
+    # its GateSpec: gates/comparing/spec.py).
     min_effect: float | str | None = None
     # The schedule every not-worse cell walks: False with --graphnetz-single-run (each run
     # judged alone at α); its first look, from the project's configured seeds.

@@ -181,7 +181,7 @@ def incumbent_record(incumbent: Any) -> TuningRecord | None:
     if isinstance(incumbent, TuneResult):
         return incumbent.record
     if hasattr(incumbent, "exists") and hasattr(incumbent, "load"):
-        from pytest_graphnetz.gates.baselines import BaselineError
+        from pytest_graphnetz.gates.verdicts.values import BaselineError
 
         if not incumbent.exists():
             return None

@@ -16,7 +16,7 @@ from pytest_graphnetz.plugin.keys import CALIBRATION_PROPERTY
 from pytest_graphnetz.plugin.session import CALIBRATION_KEY, STASH_KEY, Calibrating
 
 if TYPE_CHECKING:
-    from pytest_graphnetz.gates.baselines import BaselineHandle
+    from pytest_graphnetz.gates.refreshing.baselines import BaselineHandle
     from pytest_graphnetz.report import BenchmarkReport
 
 
@@ -31,7 +31,7 @@ def graphnetz_run(request: pytest.FixtureRequest) -> Iterator[Callable[..., Benc
     configured seed, also under adaptive seeds), and after the test the calibration is
     written beside each baseline it used.
     With ``--graphnetz-update-baselines --graphnetz-baseline-replicates=R`` each call also
-    trains its models under R - 1 salts (:mod:`pytest_graphnetz.gates.replicates`).
+    trains its models under R - 1 salts (:mod:`pytest_graphnetz.gates.refreshing.replicates`).
     """
     session = request.config.stash[STASH_KEY]
     settings = session.settings
@@ -49,7 +49,7 @@ def graphnetz_run(request: pytest.FixtureRequest) -> Iterator[Callable[..., Benc
         refresh holds) and R - 1 salted reruns of it, which the refresh writes beside it."""
         __tracebackhide__ = True
         from pytest_graphnetz.gates.calibration.salting import salted_models, salted_seed_map
-        from pytest_graphnetz.gates.replicates import ReplicatedReport
+        from pytest_graphnetz.gates.refreshing.replicates import ReplicatedReport
 
         kwargs.setdefault("seeds", settings.seeds)
         report = (calibrated(tasks, models, **kwargs) if settings.calibrate

@@ -43,8 +43,8 @@ from pytest_graphnetz.plugin.settings import Settings
 from pytest_graphnetz.plugin.usage import BaselineUsage, baseline_name
 
 if TYPE_CHECKING:
-    from pytest_graphnetz.gates.baselines import BaselineHandle
     from pytest_graphnetz.gates.recorder import GateRecorder
+    from pytest_graphnetz.gates.refreshing.baselines import BaselineHandle
     from pytest_graphnetz.gates.verdicts.values import CellVerdict, WidthVerdict
     from pytest_graphnetz.plugin.summary import GateSummary
     from pytest_graphnetz.report import BenchmarkReport
@@ -120,7 +120,7 @@ class GraphnetzSession:
 
         s = self.settings
         if s.min_seeds is not None and "seeds" not in kwargs:
-            from pytest_graphnetz.gates.adaptive import run_adaptive
+            from pytest_graphnetz.gates.comparing.adaptive import run_adaptive
 
             def runner(tasks: Any, models: Any, **more: Any) -> BenchmarkReport:
                 return self.run(item, tasks, models, epoch_selection=epoch_selection,
@@ -214,7 +214,8 @@ class GraphnetzSession:
     def baseline(self, item: pytest.Item, name: str | None = None) -> BaselineHandle:
         """The baseline handle of ``item``: ``<baseline dir>/<module>/<name or test>.json``
         (``<Class>.<test>`` for a test in a class)."""
-        from pytest_graphnetz.gates.baselines import BaselineError, BaselineHandle, default_path
+        from pytest_graphnetz.gates.refreshing.baselines import BaselineHandle, default_path
+        from pytest_graphnetz.gates.verdicts.values import BaselineError
 
         s = self.settings
         path = default_path(s.baseline_dir, Path(str(item.path)).stem,
@@ -283,7 +284,7 @@ class GraphnetzSession:
         """``<report dir>/<module>/<test>.json`` (laid out as the baselines are, so a CI job can
         run ``graphnetz compare`` on the pair); a test's k-th distinct report adds ``-k``, and
         the part of it an adaptive gate trained further adds ``.<label>`` (``.10-seeds``)."""
-        from pytest_graphnetz.gates.baselines import default_path
+        from pytest_graphnetz.gates.refreshing.baselines import default_path
 
         assert self.settings.report_dir is not None
         name = baseline_name(item) + (f"-{k}" if k > 1 else "") + (f".{label}" if label else "")

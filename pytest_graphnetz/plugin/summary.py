@@ -63,7 +63,7 @@ WHERE_THE_TABLE_IS = ("the full table is in the job's step summary and in the gr
 MARKDOWN_BUDGET = 900_000
 WHERE_THE_MESSAGE_IS = "the full message is in pytest's output (the job log, the JUnit XML)"
 WHERE_THE_ROWS_ARE = "every row is in the JSON verdict file (--graphnetz-json)"
-# The Note of a row judged alone under --graphnetz-single-run (gates.compare.NOT_RERUN_SAFE)
+# The Note of a row judged alone under --graphnetz-single-run (comparing.compare.NOT_RERUN_SAFE)
 JUDGED_ALONE = "judged alone at α: not rerun-safe"
 
 

@@ -77,7 +77,7 @@ class BaselineUsage:
     def sharing(self, nodeid: str) -> list[str]:
         """Other collected tests whose default baseline is the same file as ``nodeid``'s (a file
         name keeps only the module's name, and some file systems ignore case)."""
-        from pytest_graphnetz.gates.baselines import default_path
+        from pytest_graphnetz.gates.refreshing.baselines import default_path
 
         keys = {n: str(default_path(self.settings.baseline_dir, stem, name)).casefold()
                 for n, stem, name in self.baseline_users}
@@ -168,7 +168,7 @@ class BaselineUsage:
         """After a refresh: delete the baselines no test used, or (a partial run) list them."""
         if not self.settings.update_baselines or self.is_xdist_worker:
             return
-        from pytest_graphnetz.gates.ratchet import prune_unused
+        from pytest_graphnetz.gates.refreshing.ratchet import prune_unused
 
         reasons = self.partial_reasons(exitstatus)
         self.unused_lines = prune_unused(
@@ -192,7 +192,7 @@ class BaselineUsage:
         if not self.baseline_tests:
             self.cells_checked = True
             return  # no baseline handed out: nothing to read (and numpy not to pay for)
-        from pytest_graphnetz.gates.baselines import BaselineError, read_baseline
+        from pytest_graphnetz.gates.refreshing.baselines import BaselineError, read_baseline
 
         self.cells_checked = True
         unused = []

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pytest_graphnetz import BenchmarkReport, assert_better, assert_not_worse
-from pytest_graphnetz.gates.adaptive import AdaptiveReport, run_adaptive
+from pytest_graphnetz.gates.comparing.adaptive import AdaptiveReport, run_adaptive
 
 SEEDS = range(20)
 BASE = {s: 0.80 + 0.03 * np.sin(7.0 * s) for s in range(40)}  # per-seed baseline accuracy

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_graphnetz import BenchmarkReport, History, MetricSpec
-from pytest_graphnetz.gates.baselines import (
+from pytest_graphnetz.gates.refreshing.baselines import (
     BaselineError,
     BaselineFormatError,
     BaselineHandle,
@@ -29,7 +29,7 @@ from pytest_graphnetz.report.schema import VALUES_SCHEMA_VERSION
 
 pytest.importorskip("scipy.stats")
 import pytest_graphnetz.gates as gates  # noqa: E402  (loaded once: see test_plugin.py)
-from pytest_graphnetz.gates.ratchet import refresh  # noqa: E402
+from pytest_graphnetz.gates.refreshing.ratchet import refresh  # noqa: E402
 from tests.helpers.baselines import judge, report
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_graphnetz import BenchmarkReport
-from pytest_graphnetz.gates.baselines import write_baseline
+from pytest_graphnetz.gates.refreshing.baselines import write_baseline
 
 # In-process pytester runs drop modules first imported inside them, and scipy's extensions do
 # not survive a second import: load the gates (and the scipy they use) here, once.
@@ -85,8 +85,8 @@ def test_a_full_refresh_deletes_no_baseline_of_a_module_it_did_not_see(
 
 
 def test_pruning_finds_the_folder_of_a_module_whose_name_was_shortened(tmp_path: Path) -> None:
-    from pytest_graphnetz.gates.baselines import default_path
-    from pytest_graphnetz.gates.ratchet import prune_unused
+    from pytest_graphnetz.gates.refreshing.baselines import default_path
+    from pytest_graphnetz.gates.refreshing.ratchet import prune_unused
 
     stem = "test_" + "m" * 200  # its folder name is shortened with a hash
     stale = write_baseline(default_path(tmp_path, stem, "test_old"), _report([0.5, 0.6]), {})
@@ -107,7 +107,7 @@ def test_a_missing_baseline_is_named_relative_to_the_rootdir(pytester: pytest.Py
 
 
 def test_a_long_parametrized_id_gets_a_short_file_name(pytester: pytest.Pytester) -> None:
-    from pytest_graphnetz.gates.baselines import MAX_STEM_BYTES, short_stem
+    from pytest_graphnetz.gates.refreshing.baselines import MAX_STEM_BYTES, short_stem
 
     pytester.makepyfile(test_long="""
 import pytest
@@ -131,7 +131,7 @@ def test_cfg(config, graphnetz_baseline):
 
 
 def test_short_stems_keep_escapes_whole_and_names_distinct() -> None:
-    from pytest_graphnetz.gates.baselines import MAX_STEM_BYTES, file_name, short_stem
+    from pytest_graphnetz.gates.refreshing.baselines import MAX_STEM_BYTES, file_name, short_stem
 
     assert short_stem("test_a[1]") == "test_a[1]"
     long = file_name("t[" + "a/" * 100 + "]")  # every "/" is %2F: the cut must not split one

@@ -17,8 +17,8 @@ from scipy import stats as sps
 
 from pytest_graphnetz import BenchmarkReport, assert_not_worse
 from pytest_graphnetz.gates import compare_reports
-from pytest_graphnetz.gates.adaptive import run_adaptive
-from pytest_graphnetz.gates.compare import compare_schedule
+from pytest_graphnetz.gates.comparing.adaptive import run_adaptive
+from pytest_graphnetz.gates.comparing.compare import compare_schedule
 from pytest_graphnetz.gates.verdicts.values import GateRefusal
 from pytest_graphnetz.stats.decisions import compare_many
 from pytest_graphnetz.stats.skew import hall_t

@@ -25,7 +25,7 @@ def read_only(directory: Path) -> None:
 
 @pytest.mark.parametrize("earlier", [False, True], ids=["empty", "after a refresh"])
 def test_a_read_only_baseline_directory_names_itself(pytester: pytest.Pytester, earlier) -> None:
-    from pytest_graphnetz.gates.baselines import TEMP_DIR
+    from pytest_graphnetz.gates.refreshing.baselines import TEMP_DIR
 
     pytester.makepyfile(test_model=BASELINE_GATE)
     folder = pytester.path / "baselines" / "test_model"

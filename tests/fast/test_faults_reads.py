@@ -80,7 +80,7 @@ def read_report(tmp: Path, plant) -> str:
 
 
 def read_baseline_file(tmp: Path, plant) -> str:
-    from pytest_graphnetz.gates.baselines import read_baseline
+    from pytest_graphnetz.gates.refreshing.baselines import read_baseline
 
     plant(tmp / "baselines" / "m" / "t.json")
     return _refusal(lambda: read_baseline(tmp / "baselines" / "m" / "t.json"))

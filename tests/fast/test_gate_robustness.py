@@ -84,7 +84,7 @@ def test_a_collapsed_candidate_seed_is_named_in_the_table(pytester: pytest.Pytes
 
 
 def test_no_collapse_no_note() -> None:
-    from pytest_graphnetz.gates.pairing import collapse_notes
+    from pytest_graphnetz.gates.comparing.pairing import collapse_notes
 
     base = [0.80, 0.82, 0.79, 0.81, 0.80, 0.83, 0.78, 0.80, 0.81, 0.79]
     cand = [b + d for b, d in zip(base, [0.01, -0.01, 0.0, 0.02, -0.02, 0.01, 0.0, -0.01,

@@ -10,8 +10,8 @@ from scipy import stats as sps
 
 import pytest_graphnetz as gates
 from pytest_graphnetz import BenchmarkReport, assert_ci_width
-from pytest_graphnetz.gates.baselines import BaselineMissingError
 from pytest_graphnetz.gates.recorder import GateRecorder, recording
+from pytest_graphnetz.gates.refreshing.baselines import BaselineMissingError
 from pytest_graphnetz.gates.verdicts.formatting import gate_table
 from pytest_graphnetz.gates.verdicts.values import GateRefusal
 from pytest_graphnetz.stats.boundaries import LookSchedule
@@ -315,7 +315,7 @@ def test_interval_in_the_table_matches_the_decision() -> None:
 
 
 def test_seeds_the_baseline_lacks_are_named_with_the_refresh_command(tmp_path) -> None:
-    from pytest_graphnetz.gates.baselines import BaselineHandle
+    from pytest_graphnetz.gates.refreshing.baselines import BaselineHandle
 
     rng = np.random.default_rng(3)
     base = rng.normal(0.8, 0.02, 8)

@@ -116,7 +116,7 @@ def test_a_conftest_that_sets_the_precision_changes_the_key(pytester, tmp_path):
 
 
 def test_a_verdict_notes_other_numerics(root):
-    from pytest_graphnetz.gates.pairing import environment_notes
+    from pytest_graphnetz.gates.comparing.pairing import environment_notes
 
     baseline = run_benchmark({"tiny": tiny_task()}, {"GCN": gcn}, seeds=[0, 1], device="cpu",
                              root=root)

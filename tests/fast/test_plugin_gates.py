@@ -157,7 +157,7 @@ def test_summary_markdown_and_junit_properties(project: pytest.Pytester, shared_
 
     # --graphnetz-report-dir: the gated test's candidate, whole (every epoch of every history)
     from pytest_graphnetz import BenchmarkReport
-    from pytest_graphnetz.gates.baselines import load_baseline
+    from pytest_graphnetz.gates.refreshing.baselines import load_baseline
 
     saved = BenchmarkReport.from_json(project.path / "reports" / "test_model" / "test_gcn.json")
     baseline = load_baseline(project.path / "baselines" / "test_model" / "test_gcn.json")

@@ -33,7 +33,7 @@ def test_failure_first_without_plugin_frames(pytester: pytest.Pytester) -> None:
     ])
     result.stdout.fnmatch_lines([
         ">       assert_not_worse(report(BASE), graphnetz_baseline())",
-        "E       pytest_graphnetz.gates.baselines.BaselineMissingError: no baseline at *",
+        "E       pytest_graphnetz.gates.verdicts.values.BaselineMissingError: no baseline at *",
     ])
     for internal in ("gates.py", "pytest_graphnetz/gates", "baselines.py", "plugin/",
                      "CellVerdict(", "_comparison_gate",

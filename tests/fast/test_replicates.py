@@ -19,8 +19,12 @@ import pytest_graphnetz.runner  # noqa: E402,F401
 import pytest_graphnetz.runner.training.node  # noqa: E402,F401
 from pytest_graphnetz import BenchmarkReport, assert_not_worse  # noqa: E402
 from pytest_graphnetz.base.text import fmt_num  # noqa: E402
-from pytest_graphnetz.gates.baselines import BaselineHandle, read_baseline, write_baseline  # noqa: E402
-from pytest_graphnetz.gates.replicates import ReplicatedReport, Replicates  # noqa: E402
+from pytest_graphnetz.gates.refreshing.baselines import (  # noqa: E402
+    BaselineHandle,
+    read_baseline,
+    write_baseline,
+)
+from pytest_graphnetz.gates.refreshing.replicates import ReplicatedReport, Replicates  # noqa: E402
 
 ALPHA, DELTA = 0.05, 0.01
 

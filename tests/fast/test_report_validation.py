@@ -12,7 +12,11 @@ from pathlib import Path
 import pytest
 
 from pytest_graphnetz import BenchmarkReport
-from pytest_graphnetz.gates.baselines import BaselineFormatError, read_baseline, write_baseline
+from pytest_graphnetz.gates.refreshing.baselines import (
+    BaselineFormatError,
+    read_baseline,
+    write_baseline,
+)
 from pytest_graphnetz.report import ReportFormatError
 
 

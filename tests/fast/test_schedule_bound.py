@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from pytest_graphnetz import BenchmarkReport, assert_not_worse
-from pytest_graphnetz.gates.baselines import BaselineHandle, read_baseline
+from pytest_graphnetz.gates.refreshing.baselines import BaselineHandle, read_baseline
 from pytest_graphnetz.gates.verdicts.values import GateRefusal
 from pytest_graphnetz.stats.boundaries import LookSchedule
 
@@ -76,7 +76,7 @@ def test_a_baseline_written_before_schedules_binds_the_default(tmp_path) -> None
                                  {"first_look": 10, "alpha": True, "rho": 0.85},
                                  {"first_look": 10, "alpha": 0.05, "rho": 1.5}])
 def test_a_malformed_schedule_is_a_format_error_naming_it(tmp_path, bad) -> None:
-    from pytest_graphnetz.gates.baselines import BaselineFormatError
+    from pytest_graphnetz.gates.refreshing.baselines import BaselineFormatError
 
     path = refreshed(tmp_path)
     data = json.loads(Path(path).read_text())

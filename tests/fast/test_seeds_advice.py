@@ -12,8 +12,8 @@ import pytest
 
 from pytest_graphnetz import BenchmarkReport
 from pytest_graphnetz.gates import compare_reports
-from pytest_graphnetz.gates.adaptive import run_adaptive
-from pytest_graphnetz.gates.compare import compare_schedule
+from pytest_graphnetz.gates.comparing.adaptive import run_adaptive
+from pytest_graphnetz.gates.comparing.compare import compare_schedule
 from pytest_graphnetz.stats import Verdict
 from pytest_graphnetz.stats.boundaries import design
 from pytest_graphnetz.stats.planning import fold_min_effect_floor, fold_seeds_for_min_effect

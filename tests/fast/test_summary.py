@@ -284,7 +284,7 @@ def test_prune_lists_then_removes_the_unused_cells(pytester: pytest.Pytester,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """`graphnetz prune` runs the gates, lists the cells no gate used and, with --yes only,
     removes them; a partial run removes nothing (it cannot tell)."""
-    from pytest_graphnetz.gates.baselines import read_baseline
+    from pytest_graphnetz.gates.refreshing.baselines import read_baseline
 
     declare_six_seeds(pytester)
     pytester.makepyfile(test_unused=UNUSED)
@@ -328,8 +328,8 @@ def test_prune_refuses_to_refresh(capsys) -> None:
 def test_prune_keeps_a_cell_the_grid_needs(tmp_path) -> None:
     """A baseline is a task × model grid: a cell goes with its whole model or task only."""
     from pytest_graphnetz.gates import compare_reports
-    from pytest_graphnetz.gates.baselines import BaselineHandle, read_baseline
-    from pytest_graphnetz.gates.ratchet import drop_cells, refresh
+    from pytest_graphnetz.gates.refreshing.baselines import BaselineHandle, read_baseline
+    from pytest_graphnetz.gates.refreshing.ratchet import drop_cells, refresh
 
     X = np.tile(BASE, (2, 2, 1))
     grid = BenchmarkReport.from_arrays(X, tasks=["a", "b"], models=["GCN", "GAT"],
@@ -396,7 +396,7 @@ def test_pair(graphnetz_baseline):
 
 def test_accepting_one_cell_resets_only_its_anchor(pytester: pytest.Pytester,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_graphnetz.gates.baselines import read_baseline
+    from pytest_graphnetz.gates.refreshing.baselines import read_baseline
 
     def values(x: np.ndarray) -> str:
         return ",".join(str(v) for v in x)

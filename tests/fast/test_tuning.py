@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from pytest_graphnetz import BenchmarkReport, assert_not_worse
 from pytest_graphnetz.cli.main import main
-from pytest_graphnetz.gates.compare import compare_reports
+from pytest_graphnetz.gates.comparing.compare import compare_reports
 from pytest_graphnetz.gates.tuning import grid, tune
 from pytest_graphnetz.gates.verdicts.values import GateRefusal
 from pytest_graphnetz.report.epochs import History, MetricSpec

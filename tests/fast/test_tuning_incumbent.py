@@ -12,7 +12,7 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from pytest_graphnetz import BenchmarkReport
-from pytest_graphnetz.gates.baselines import BaselineHandle
+from pytest_graphnetz.gates.refreshing.baselines import BaselineHandle
 from pytest_graphnetz.gates.tuning import SELECTION_ALPHA, select_incumbent, tune
 from pytest_graphnetz.gates.verdicts.values import GateRefusal
 from pytest_graphnetz.report.epochs import History, MetricSpec

@@ -14,7 +14,7 @@ sps = pytest.importorskip("scipy.stats")
 TTestPower = pytest.importorskip("statsmodels.stats.power").TTestPower
 from pytest_graphnetz import BenchmarkReport, assert_not_worse  # noqa: E402
 from pytest_graphnetz.base.text import fmt_num, fmt_p  # noqa: E402
-from pytest_graphnetz.gates.compare import compare_reports  # noqa: E402
+from pytest_graphnetz.gates.comparing.compare import compare_reports  # noqa: E402
 
 RHO_ALPHA = 0.85 * 0.05   # what look 1 of the schedule spends at α = 0.05 (docs/guarantees.md)
 

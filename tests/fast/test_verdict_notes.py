@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("scipy.stats")
 from pytest_graphnetz import BenchmarkReport  # noqa: E402
-from pytest_graphnetz.gates.compare import compare_reports  # noqa: E402
-from pytest_graphnetz.gates.pairing import collapse_notes  # noqa: E402
+from pytest_graphnetz.gates.comparing.compare import compare_reports  # noqa: E402
+from pytest_graphnetz.gates.comparing.pairing import collapse_notes  # noqa: E402
 
 
 def _make(x: np.ndarray, seeds, metric: str = "accuracy") -> BenchmarkReport:

@@ -21,7 +21,7 @@ import os, signal, sys
 from pathlib import Path
 
 from pytest_graphnetz import BenchmarkReport
-from pytest_graphnetz.gates.baselines import write_baseline
+from pytest_graphnetz.gates.refreshing.baselines import write_baseline
 
 def die(src, dst):  # the temp file is whole and synced: die before the rename
     os.kill(os.getpid(), signal.SIGKILL)

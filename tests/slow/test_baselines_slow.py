@@ -10,14 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_graphnetz.gates.baselines import (
+from pytest_graphnetz.gates.refreshing.baselines import (
     BaselineHandle,
     load_baseline,
     write_baseline,
 )
 
 pytest.importorskip("scipy.stats")
-from pytest_graphnetz.gates.ratchet import refresh  # noqa: E402
+from pytest_graphnetz.gates.refreshing.ratchet import refresh  # noqa: E402
 from tests.helpers.baselines import judge, report
 
 

@@ -99,7 +99,7 @@ REFUSED = {
 
 
 def test_merges_that_leave_a_baseline_valid_json_and_wrong_are_refused(pytester):
-    from pytest_graphnetz.gates.baselines import BaselineFormatError, read_baseline
+    from pytest_graphnetz.gates.refreshing.baselines import BaselineFormatError, read_baseline
 
     pytester.makepyfile(test_model=GATE.format(values=BEFORE))
     _run(pytester, "--graphnetz-update-baselines").assert_outcomes(passed=1)

@@ -237,7 +237,7 @@ def test_temp_files_of_a_killed_baseline_write_are_cleaned_by_the_next_write(
     # a refresh sweeps every stale temp file of its baseline directory, and the git-ignored
     # temp directories of killed refreshes (and of older versions): only baselines stay
     target.unlink()
-    from pytest_graphnetz.gates.baselines import TEMP_DIR
+    from pytest_graphnetz.gates.refreshing.baselines import TEMP_DIR
 
     for killed in (TEMP_DIR, f"{TEMP_DIR}k1ll3d"):
         (target.parent / killed).mkdir()

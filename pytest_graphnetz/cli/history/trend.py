@@ -44,7 +44,7 @@ import numpy as np
 
 from pytest_graphnetz.base.text import fmt_interval, fmt_num, fmt_p, fmt_signed
 from pytest_graphnetz.cli.history.ledger import SplitFacts, split_facts
-from pytest_graphnetz.gates.baselines import default_path
+from pytest_graphnetz.gates.refreshing.baselines import default_path
 from pytest_graphnetz.report import BenchmarkReport
 from pytest_graphnetz.report.codec import read_json
 from pytest_graphnetz.report.epochs import MetricSpec

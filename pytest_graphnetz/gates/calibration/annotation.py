@@ -53,7 +53,7 @@ def _read_beside(baseline: object) -> Calibration | None:
     an unreadable one warns and is None: it must never decide or break a gate."""
     import warnings
 
-    from pytest_graphnetz.gates.baselines import BaselineHandle
+    from pytest_graphnetz.gates.refreshing.baselines import BaselineHandle
 
     if not isinstance(baseline, BaselineHandle) or baseline.update:
         return None
@@ -76,7 +76,7 @@ def resolvable_gate_min_effect(baseline: object, cells: Sequence[tuple[str, str]
     and still resolved), read from the calibration beside the ``baseline`` handle.
     Raises :class:`CalibrationError` naming the file and the command when there is none or it
     lacks a cell: never a silent fallback to the default δ."""
-    from pytest_graphnetz.gates.baselines import BaselineHandle
+    from pytest_graphnetz.gates.refreshing.baselines import BaselineHandle
 
     if not isinstance(baseline, BaselineHandle):
         raise CalibrationError(
@@ -113,7 +113,7 @@ def annotate_verdicts(verdicts: Sequence[CellVerdict], baseline: object, *,
     """
     import warnings
 
-    from pytest_graphnetz.gates.baselines import BaselineHandle
+    from pytest_graphnetz.gates.refreshing.baselines import BaselineHandle
 
     calibration = _read_beside(baseline)
     if calibration is None or not isinstance(baseline, BaselineHandle):

@@ -26,7 +26,7 @@ What the guard cannot see: a leak that lifts validation with test. In transducti
 prediction, message passing over every edge (test edges included) lifts both (+5.9 / +5.2
 points on PyG's ``link_pred.py``); such a cell reads an ordinary BETTER.
 A suspect cell still reads BETTER (it passes); its Note says why, and a refresh that would keep
-it is refused (:mod:`pytest_graphnetz.gates.ratchet`) unless the cell is accepted
+it is refused (:mod:`pytest_graphnetz.gates.refreshing.ratchet`) unless the cell is accepted
 (``--graphnetz-accept=TASK/MODEL``).
 """
 

@@ -1,7 +1,8 @@
 """The verdict values and what they say: :class:`CellVerdict` (a comparison gate's cell, fixed or
 adaptive seeds: its message, its advice, its table row), :class:`WidthVerdict`
 (``assert_ci_width``), :class:`UnpairedCell` (the numbers shown beside a refusal) and the
-refusal itself (:class:`GateRefusal`)."""
+refusals (:class:`GateRefusal`; :class:`BaselineMissingError`, no baseline for a cell, and its
+base :class:`BaselineError`, which the baseline store raises too)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,17 @@ class GateRefusal(ValueError):
         self.reason = reason or message.split("\n", 1)[0]
         self.cells = None if cells is None else list(cells)
         self.unpaired = tuple(unpaired)
+
+
+class BaselineError(Exception):
+    """A baseline that cannot be used as it is."""
+
+
+class BaselineMissingError(BaselineError, FileNotFoundError):
+    """No baseline file, or no cell for part of the candidate in it: ``cells``, the
+    (task, model) cells missing (None: the whole file), for the summary rows."""
+
+    cells: list[tuple[str, str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -415,5 +427,5 @@ def _accepting_margin(ci: stats.ConfidenceInterval, min_effect: float) -> str:
     return fmt_num(up if up < min_effect else x)
 
 
-__all__ = ["CHANGED_MODEL_NOTE", "UNCHANGED_TRAINING_NOTE", "CellVerdict", "GateRefusal",
-           "UnpairedCell", "WidthVerdict"]
+__all__ = ["CHANGED_MODEL_NOTE", "UNCHANGED_TRAINING_NOTE", "BaselineError", "BaselineMissingError",
+           "CellVerdict", "GateRefusal", "UnpairedCell", "WidthVerdict"]

@@ -19,6 +19,9 @@ their own error, and none of them is ever overwritten unless the caller forces i
 includes what a merge can leave valid JSON: a name given twice (json would read the last copy),
 a cell whose values and anchor come from two refreshes; and a path that holds something other
 than a regular file (a FIFO, a device, a dangling link) is malformed, never missing.
+:class:`BaselineError` and :class:`BaselineMissingError` are defined beside the gates' other
+refusals (:mod:`pytest_graphnetz.gates.verdicts.values`: comparing raises them too, and never
+imports this store) and exported here with the store's own errors.
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pytest_graphnetz.gates.replicates import Replicates, paired_report
+from pytest_graphnetz.gates.refreshing.replicates import Replicates, paired_report
+from pytest_graphnetz.gates.verdicts.values import BaselineError, BaselineMissingError
 from pytest_graphnetz.report import BenchmarkReport
 from pytest_graphnetz.report.codec import DuplicateNameError, dumps, read_json, values_to_json
 from pytest_graphnetz.report.files import (
@@ -60,17 +64,6 @@ from pytest_graphnetz.stats.boundaries import LookSchedule
 # "%" itself: each is written as %XX (its UTF-8 bytes), so distinct names stay distinct files.
 _UNSAFE = re.compile(r'[%\\/:*?"<>|\s\x00-\x1f\x7f]')
 Cell = tuple[str, str]  # (task, model)
-
-
-class BaselineError(Exception):
-    """A baseline that cannot be used as it is."""
-
-
-class BaselineMissingError(BaselineError, FileNotFoundError):
-    """No baseline file, or no cell for part of the candidate in it: ``cells``, the
-    (task, model) cells missing (None: the whole file), for the summary rows."""
-
-    cells: list[tuple[str, str]] | None = None
 
 
 class BaselineFormatError(BaselineError, ValueError):
@@ -171,7 +164,7 @@ class StoredBaseline:
     """A baseline file's content: the report (values only), each cell's anchor and, for a
     baseline refreshed with replicates, each cell's :class:`Replicates`; ``written``: per cell
     the refresh its values were written under (``refresh`` in the file, see
-    :func:`pytest_graphnetz.gates.ratchet.refresh`).
+    :func:`pytest_graphnetz.gates.refreshing.ratchet.refresh`).
 
     ``anchors`` lacks the cells of a file written before anchors existed (``legacy``).
     """
@@ -399,7 +392,7 @@ class BaselineHandle:
     """Where one gate's baseline lives and how the session treats it.
 
     - ``update``: a gate given this handle refreshes the baseline with the candidate (through
-      the ratchet, :func:`pytest_graphnetz.gates.ratchet.refresh`) instead of comparing against it.
+      the ratchet, :func:`.ratchet.refresh`) instead of comparing against it.
     - ``force``: with ``update``, replace even a baseline the ratchet refuses, or one that
       cannot be read; the cells written get new anchors.
     - ``update_command``: the shell command that (re)creates this baseline, quoted in errors.

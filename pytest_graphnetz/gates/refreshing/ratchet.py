@@ -20,13 +20,13 @@ values it held before the refresh.
 matched on validation, or lies far beyond the seeds' spread) is refused too, whatever else
 holds, until the cell is accepted: a refresh must not lock a test leak into the baseline.
 **Replicates**: a candidate that carries salted reruns
-(:class:`~pytest_graphnetz.gates.replicates.ReplicatedReport`) is judged against the replaced
+(:class:`~.replicates.ReplicatedReport`) is judged against the replaced
 baseline's replicate means, as the gate is, and writes its replicates beside each cell it
 writes; a cell refreshed without them loses the old ones.
 
-The comparisons themselves are the gates' (``judge``, given by :mod:`.gates`): this module
+The comparisons themselves are comparing's (``judge``, given by :mod:`.update`): this module
 decides and writes, the gates compare and report. Read, compare and write happen under the
-baseline's lock (:func:`~pytest_graphnetz.gates.baselines.baseline_lock`), so two pytest-xdist
+baseline's lock (:func:`~.baselines.baseline_lock`), so two pytest-xdist
 workers refreshing one shared baseline each merge into what the other wrote.
 """
 
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_graphnetz.base.text import FIRST_LINE_WIDTH
-from pytest_graphnetz.gates.baselines import (
+from pytest_graphnetz.gates.refreshing.baselines import (
     Anchor,
     BaselineError,
     BaselineHandle,
@@ -48,7 +48,7 @@ from pytest_graphnetz.gates.baselines import (
     read_baseline,
     write_baseline,
 )
-from pytest_graphnetz.gates.replicates import Replicates, replicates_of
+from pytest_graphnetz.gates.refreshing.replicates import Replicates, replicates_of
 from pytest_graphnetz.report import BenchmarkReport
 from pytest_graphnetz.stats import Verdict
 
@@ -317,7 +317,7 @@ def prune_unused(baseline_dir: Path, *, used: set[str], users: Sequence[tuple[st
     be unused: those are listed as kept. A partial run only looks in the module directories of
     the tests it collected. ``show``: how a path is printed (relative to the rootdir, say).
     """
-    from pytest_graphnetz.gates.baselines import default_path, find_baselines
+    from pytest_graphnetz.gates.refreshing.baselines import default_path, find_baselines
 
     known = {default_path(baseline_dir, stem, name).resolve() for _, stem, name in users}
     used_paths = {Path(p).resolve() for p in used}

@@ -2,8 +2,8 @@
 that trains a report's further looks, and :func:`split_schedule`, the one place where what a
 gate was given is taken apart into the report it judges and that schedule (None: fixed seeds).
 
-:class:`~pytest_graphnetz.gates.adaptive.AdaptiveSchedule` is the one implementation; the gates sit
-below :mod:`pytest_graphnetz.gates.adaptive`, hence a protocol. Only the not-worse gate is
+:class:`~.adaptive.AdaptiveSchedule` is the one implementation; the gates sit
+below :mod:`.adaptive`, hence a protocol. Only the not-worse gate is
 sequential; the other gates, and refreshes, ``complete`` the report to MAX seeds.
 """
 
@@ -41,7 +41,7 @@ class Schedule(Protocol):
 @runtime_checkable
 class Scheduled(Protocol):
     """A report that comes with the schedule of its further looks
-    (:class:`~pytest_graphnetz.gates.adaptive.AdaptiveReport`, what ``run_adaptive`` and the
+    (:class:`~.adaptive.AdaptiveReport`, what ``run_adaptive`` and the
     ``graphnetz_run`` fixture return with adaptive seeds)."""
 
     schedule: Schedule

@@ -5,7 +5,7 @@ here decides.
 :class:`AdaptiveReport`: that first look's report (a plain value: every view sees its seeds)
 with its :class:`AdaptiveSchedule`, the planned seeds and the runner that trains more.
 ``assert_not_worse`` given such a report takes the two apart
-(:func:`~pytest_graphnetz.gates.schedule.split_schedule`), decides each cell on the one
+(:func:`~pytest_graphnetz.gates.comparing.schedule.split_schedule`), decides each cell on the one
 decision path of :mod:`pytest_graphnetz.gates` with the group-sequential design of
 :mod:`pytest_graphnetz.stats.sequential`, and asks :meth:`AdaptiveSchedule.extend` for the next
 seeds of the cells still open. Extended seeds are ordinary triples: they go through

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from pytest_graphnetz import stats
-from pytest_graphnetz.gates.pairing import (
+from pytest_graphnetz.gates.comparing.pairing import (
     cache_notes,
     changed_model_notes,
     changed_model_table_note,
@@ -24,8 +24,8 @@ from pytest_graphnetz.gates.pairing import (
     tuning_table_note,
     unpaired_table_note,
 )
-from pytest_graphnetz.gates.schedule import Schedule
-from pytest_graphnetz.gates.spec import GateSpec
+from pytest_graphnetz.gates.comparing.schedule import Schedule
+from pytest_graphnetz.gates.comparing.spec import GateSpec
 from pytest_graphnetz.gates.verdicts.formatting import describe_values, verdict_name
 from pytest_graphnetz.gates.verdicts.guidance import LookNote, Stop
 from pytest_graphnetz.gates.verdicts.rules import (

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pytest_graphnetz import stats
-from pytest_graphnetz.gates.cells import Family
+from pytest_graphnetz.gates.comparing.cells import Family
 from pytest_graphnetz.gates.verdicts.formatting import describe_values, seed_list, verdict_name
 from pytest_graphnetz.gates.verdicts.rules import default_min_effect, failed_verdict
 from pytest_graphnetz.gates.verdicts.values import CellVerdict

@@ -1,23 +1,26 @@
 """Comparing a candidate report with a baseline report, cell by cell, without failing:
-:func:`compare_reports` (fixed seeds, every gate) and :func:`compare_schedule` (adaptive seeds,
-the not-worse gate), both pairing through :mod:`pytest_graphnetz.gates.pairing` and deciding
-not-worse cells on the one decision path (:func:`~.cells.decide_cells`)."""
+:func:`compare_gate`, the one entry point (a call's :class:`~.spec.GateSpec`, what it is
+:class:`Against`, and the schedule of an adaptive run), over :func:`compare_spec` (fixed seeds,
+every gate) and :func:`compare_schedule` (adaptive seeds, the not-worse gate), both pairing
+through :mod:`.pairing` and deciding not-worse cells on the one decision path
+(:func:`~.cells.decide_cells`). :func:`compare_reports` is the public keyword form."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import NoReturn
 
 from pytest_graphnetz import stats
 from pytest_graphnetz.base.seedspec import off_prefix
-from pytest_graphnetz.gates.cells import (
+from pytest_graphnetz.gates.comparing.cells import (
     GateCell,
     cell_min_effect,
     decide_cells,
     folded,
     min_effect_error,
 )
-from pytest_graphnetz.gates.pairing import (
+from pytest_graphnetz.gates.comparing.pairing import (
     cache_notes,
     changed_model_notes,
     changed_model_table_note,
@@ -30,9 +33,9 @@ from pytest_graphnetz.gates.pairing import (
     tuning_notes,
     unpaired_notes,
 )
-from pytest_graphnetz.gates.schedule import Schedule
-from pytest_graphnetz.gates.spec import GateSpec, Resolvable
-from pytest_graphnetz.gates.suite_row import SuiteRow, suite_rows, suite_rows_family
+from pytest_graphnetz.gates.comparing.schedule import Schedule
+from pytest_graphnetz.gates.comparing.spec import GateSpec, Resolvable
+from pytest_graphnetz.gates.comparing.suite_row import SuiteRow, suite_rows, suite_rows_family
 from pytest_graphnetz.gates.verdicts.formatting import describe_values, seed_list, verdict_name
 from pytest_graphnetz.gates.verdicts.guidance import LookNote
 from pytest_graphnetz.gates.verdicts.rules import failed_verdict
@@ -53,6 +56,57 @@ from pytest_graphnetz.stats.decisions import judge
 # "paired" is the default spelling of the paired t-test; every test here pairs by seed.
 TESTS = {"paired": "paired-t", "paired-t": "paired-t", "wilcoxon": "wilcoxon",
           "permutation": "permutation", "bootstrap": "bootstrap"}
+
+
+def paired_test(name: str) -> str:
+    """The test a gate's ``test=name`` runs (``"paired"`` is the paired t); any other name is
+    refused."""
+    if name not in TESTS:
+        raise ValueError(f"`test` must be one of {sorted(TESTS)} (every gate test is paired "
+                         f"by seed), got {name!r}")
+    return TESTS[name]
+
+
+@dataclass(frozen=True)
+class Against:
+    """What a comparison is against, beside the baseline's report: ``source`` (how the rows
+    name it), ``refresh_command`` (the command that refreshes it, for the advice), ``bound``
+    (the schedule stored with it; None: it binds none), ``canonical`` (a gate's run: only
+    the canonical seeds decide) and ``alone_reason`` (what rows judged alone say; see
+    :func:`compare_reports`)."""
+
+    source: str = "the baseline"
+    refresh_command: str | None = None
+    bound: LookSchedule | None = None
+    canonical: bool = False
+    alone_reason: str | None = None
+
+
+def compare_gate(report: BenchmarkReport, baseline: BenchmarkReport, call: GateSpec,
+                 against: Against = Against(),
+                 schedule: Schedule | None = None) -> list[CellVerdict]:
+    """The one entry point of comparing: every candidate cell of ``report`` against
+    ``baseline`` under ``call``; raises nothing but refusals (the gates decide what fails).
+    ``schedule`` (an adaptive run's further looks, not-worse only): each cell walks it,
+    training the next look only while open (:func:`compare_schedule`), after the refusals of
+    a run that is no later look of the baseline's schedule; None: :func:`compare_spec`."""
+    __tracebackhide__ = True
+    if schedule is None:
+        return compare_spec(report, baseline, call, source=against.source,
+                            refresh_command=against.refresh_command,
+                            canonical=against.canonical, alone_reason=against.alone_reason,
+                            bound=against.bound)
+    if call.rerun_safe:
+        if against.bound is not None:   # adaptive seeds: the first look is MIN
+            refuse_other_schedule(against.bound, LookSchedule(schedule.min_seeds, call.alpha),
+                                  against.source, against.refresh_command)
+        refuse_off_schedule(schedule.planned_seeds, schedule.min_seeds, against.source)
+    if call.test != "paired-t":
+        raise ValueError(f"adaptive seeds (--graphnetz-seeds={schedule.seeds_option}) decide "
+                         f"with the paired t test's sequential boundaries; got test={call.test!r}: "
+                         "use test='paired', or fixed seeds (e.g. --graphnetz-seeds=20)")
+    return compare_schedule(report, schedule, baseline, call, source=against.source,
+                            refresh_command=against.refresh_command)
 
 
 def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate: str = "not_worse",
@@ -91,8 +145,8 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
     call = GateSpec(gate=gate, test=test, margin=margin, min_effect=min_effect, alpha=alpha,
                     strict=strict, rng=rng, suite=suite, suite_min_effect=suite_min_effect,
                     rerun_safe=rerun_safe, first_look=first_look)
-    return compare_spec(report, baseline, call, source=source, refresh_command=refresh_command,
-                        canonical=canonical, alone_reason=alone_reason, bound=bound)
+    return compare_gate(report, baseline, call,
+                        Against(source, refresh_command, bound, canonical, alone_reason))
 
 
 def compare_spec(report: BenchmarkReport, baseline: BenchmarkReport, call: GateSpec, *,

@@ -18,11 +18,11 @@ from typing import Any
 import numpy as np
 
 from pytest_graphnetz.base.text import NOT_REPRODUCED, fmt_level, fmt_num, fmt_signed
-from pytest_graphnetz.gates.baselines import BaselineMissingError
 from pytest_graphnetz.gates.verdicts.formatting import describe_values, refresh_hint, seed_list
 from pytest_graphnetz.gates.verdicts.values import (
     CHANGED_MODEL_NOTE,
     UNCHANGED_TRAINING_NOTE,
+    BaselineMissingError,
     GateRefusal,
     UnpairedCell,
 )
