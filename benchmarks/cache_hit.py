@@ -25,8 +25,9 @@ Two projects:
 
 ``--against-trivial``: the examples' warm session (10 seeds, every triple and model found in the
 cache) against a session of 20 trivial tests, both fresh ``pytest -q`` processes of this
-interpreter, interleaved over ``--repeats`` rounds: the CPU seconds (user + system) of each, the
-median of the per-round ratios, and ``-X importtime`` of one warm session, counting the torch
+interpreter, interleaved over ``--repeats`` rounds, as installed and with the other third-party
+plugins off in both: the CPU seconds (user + system) of each, the median of the per-round
+ratios, and ``-X importtime`` of one warm session, counting the torch
 and torch_geometric modules it imported (0: neither was imported). Issue 59's target: <= 3x.
 
     .venv/bin/python benchmarks/cache_hit.py --against-trivial --repeats 7
@@ -176,6 +177,11 @@ def import_seconds() -> float:
                                 check=True).stdout)
 
 
+# What plugin_overhead.py switches off: the third-party plugins installed here (xdist,
+# hypothesis, anyio through mlflow) that a project may not have; the trivial session's cost
+# without them is pytest's and ours.
+OTHER_PLUGINS_OFF = ("-p", "no:hypothesispytest", "-p", "no:xdist", "-p", "no:xdist.looponfail",
+                     "-p", "no:anyio")
 TRIVIAL = "".join(f"def test_{i}():\n    assert {i} + 1 > {i}\n\n\n" for i in range(20))
 
 
@@ -198,12 +204,18 @@ def against_trivial(repeats: int) -> None:
             subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, check=True)
 
         load = os.getloadavg()
-        wall, cpu = interleaved({"warm examples": lambda: run(warm_cmd, REPO),
-                                 "20 trivial tests": lambda: run(trivial_cmd, trivial)},
-                                repeats)
+        wall, cpu = interleaved({
+            "warm examples": lambda: run(warm_cmd, REPO),
+            "20 trivial tests": lambda: run(trivial_cmd, trivial),
+            "warm, plugins off": lambda: run([*warm_cmd, *OTHER_PLUGINS_OFF], REPO),
+            "trivial, plugins off": lambda: run([*trivial_cmd, *OTHER_PLUGINS_OFF], trivial),
+        }, repeats)
         load_after = os.getloadavg()
-        timed = subprocess.run([sys.executable, "-X", "importtime", *warm_cmd[1:]], cwd=REPO,
-                               env=env, capture_output=True, text=True, check=True)
+        # --capture=sys: pytest's default (fd) capture would swallow what -X importtime
+        # writes to file descriptor 2 while the tests run.
+        timed = subprocess.run([sys.executable, "-X", "importtime", *warm_cmd[1:],
+                                "--capture=sys"], cwd=REPO, env=env, capture_output=True,
+                               text=True, check=True)
     imported = [line.rpartition("|")[2].strip() for line in timed.stderr.splitlines()
                 if line.startswith("import time:")]
     heavy = [name for name in imported
@@ -213,9 +225,12 @@ def against_trivial(repeats: int) -> None:
           f"load average {load[0]:.1f} before, {load_after[0]:.1f} after (2 cores here)")
     print(describe(cpu, "cpu"))
     print(describe(wall, "wall"))
-    low, high = ratio_interval(cpu, "warm examples", "20 trivial tests")
-    print(f"ratio warm / trivial, CPU: {paired_ratio(cpu, 'warm examples', '20 trivial tests'):.2f}"
-          f" (median of per-round ratios; 95% interval {low:.2f}-{high:.2f}; target <= 3)")
+    for warm, plain, what in (("warm examples", "20 trivial tests", "installed plugins on"),
+                              ("warm, plugins off", "trivial, plugins off",
+                               "other third-party plugins off in both")):
+        low, high = ratio_interval(cpu, warm, plain)
+        print(f"ratio warm / trivial, CPU, {what}: {paired_ratio(cpu, warm, plain):.2f} "
+              f"(median of per-round ratios; 95% interval {low:.2f}-{high:.2f}; target <= 3)")
     print(f"-X importtime of one warm session: {len(imported)} modules imported, "
           f"{len(heavy)} of them torch or torch_geometric"
           + (f" (first: {heavy[:3]})" if heavy else ""))
