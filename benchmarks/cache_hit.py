@@ -22,6 +22,15 @@ Two projects:
     .venv/bin/python benchmarks/cache_hit.py --seeds 10 --repeats 2  # the CI seed count
     .venv/bin/python benchmarks/cache_hit.py --slow-loader --seeds 10 --repeats 1
     .venv/bin/python benchmarks/cache_hit.py --slow-loader --quick   # 3 seeds, 1 round
+
+``--against-trivial``: the examples' warm session (10 seeds, every triple and model found in the
+cache) against a session of 20 trivial tests, both fresh ``pytest -q`` processes of this
+interpreter, interleaved over ``--repeats`` rounds, as installed and with the other third-party
+plugins off in both: the CPU seconds (user + system) of each, the median of the per-round
+ratios, and ``-X importtime`` of one warm session, counting the torch
+and torch_geometric modules it imported (0: neither was imported). Issue 59's target: <= 3x.
+
+    .venv/bin/python benchmarks/cache_hit.py --against-trivial --repeats 7
 """
 
 from __future__ import annotations
@@ -36,7 +45,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _timing import paired_ratio
+from _timing import describe, interleaved, paired_ratio, ratio_interval
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -168,6 +177,65 @@ def import_seconds() -> float:
                                 check=True).stdout)
 
 
+# What plugin_overhead.py switches off: the third-party plugins installed here (xdist,
+# hypothesis, anyio through mlflow) that a project may not have; the trivial session's cost
+# without them is pytest's and ours.
+OTHER_PLUGINS_OFF = ("-p", "no:hypothesispytest", "-p", "no:xdist", "-p", "no:xdist.looponfail",
+                     "-p", "no:anyio")
+TRIVIAL = "".join(f"def test_{i}():\n    assert {i} + 1 > {i}\n\n\n" for i in range(20))
+
+
+def against_trivial(repeats: int) -> None:
+    """The warm examples session against 20 trivial tests, in CPU; -X importtime's evidence."""
+    seeds = 10
+    with tempfile.TemporaryDirectory() as tmp:
+        data, cache, trivial = Path(tmp) / "data", Path(tmp) / "cache", Path(tmp) / "trivial"
+        trivial.mkdir()
+        (trivial / "test_trivial_twenty.py").write_text(TRIVIAL)
+        print(f"cold: {gates(cache, data, seeds)[1]}", flush=True)
+        # The second run records what the cold one (made by an older key path) may lack.
+        print(f"warm: {gates(cache, data, seeds)[1]}", flush=True)
+        env = {**os.environ, "GRAPHNETZ_ROOT": str(data)}
+        warm_cmd = [sys.executable, "-m", "pytest", "examples", "-q", "-p", "no:cacheprovider",
+                    f"--graphnetz-cache-dir={cache}", f"--graphnetz-seeds={seeds}"]
+        trivial_cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+
+        def run(cmd: list[str], cwd: Path) -> None:
+            subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, check=True)
+
+        load = os.getloadavg()
+        wall, cpu = interleaved({
+            "warm examples": lambda: run(warm_cmd, REPO),
+            "20 trivial tests": lambda: run(trivial_cmd, trivial),
+            "warm, plugins off": lambda: run([*warm_cmd, *OTHER_PLUGINS_OFF], REPO),
+            "trivial, plugins off": lambda: run([*trivial_cmd, *OTHER_PLUGINS_OFF], trivial),
+        }, repeats)
+        load_after = os.getloadavg()
+        # --capture=sys: pytest's default (fd) capture would swallow what -X importtime
+        # writes to file descriptor 2 while the tests run.
+        timed = subprocess.run([sys.executable, "-X", "importtime", *warm_cmd[1:],
+                                "--capture=sys"], cwd=REPO, env=env, capture_output=True,
+                               text=True, check=True)
+    imported = [line.rpartition("|")[2].strip() for line in timed.stderr.splitlines()
+                if line.startswith("import time:")]
+    heavy = [name for name in imported
+             if name.split(".")[0] in ("torch", "torch_geometric")]
+    print(f"warm examples session (pytest examples --graphnetz-seeds={seeds}, 70 triples from "
+          f"cache) vs 20 trivial tests, fresh processes of {sys.executable}, {repeats} rounds; "
+          f"load average {load[0]:.1f} before, {load_after[0]:.1f} after (2 cores here)")
+    print(describe(cpu, "cpu"))
+    print(describe(wall, "wall"))
+    for warm, plain, what in (("warm examples", "20 trivial tests", "installed plugins on"),
+                              ("warm, plugins off", "trivial, plugins off",
+                               "other third-party plugins off in both")):
+        low, high = ratio_interval(cpu, warm, plain)
+        print(f"ratio warm / trivial, CPU, {what}: {paired_ratio(cpu, warm, plain):.2f} "
+              f"(median of per-round ratios; 95% interval {low:.2f}-{high:.2f}; target <= 3)")
+    print(f"-X importtime of one warm session: {len(imported)} modules imported, "
+          f"{len(heavy)} of them torch or torch_geometric"
+          + (f" (first: {heavy[:3]})" if heavy else ""))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
@@ -175,10 +243,15 @@ def main() -> None:
     parser.add_argument("--slow-loader", action="store_true",
                         help="the generated project whose loader takes --load-seconds")
     parser.add_argument("--load-seconds", type=float, default=1.0)
+    parser.add_argument("--against-trivial", action="store_true",
+                        help="the warm examples session against 20 trivial tests, in CPU")
     parser.add_argument("--quick", action="store_true", help="3 seeds, 1 round")
     args = parser.parse_args()
     if args.quick:
         args.seeds, args.repeats = 3, 1
+    if args.against_trivial:
+        against_trivial(args.repeats)
+        return
     if args.slow_loader:
         slow_loader(args.seeds, args.repeats, args.load_seconds)
         return

@@ -294,10 +294,12 @@ class TripleCache:
         return self.directory / "loads" / self.path(key).name
 
     def get_record(self, key: str) -> dict[str, Any] | None:
-        """The JSON object :meth:`put_record` stored under ``key``, or None: missing, or
-        unusable (not a regular file, over 64 MiB, not JSON, another schema, version or key),
-        then warned about and deleted. A record only saves work (the runner's load records:
-        what a task's loader returned), so losing one costs a recomputation, never a result.
+        """The JSON object :meth:`put_record` stored under ``key``, or None: missing, written
+        before records carried a digest, or unusable (not a regular file, over 64 MiB, not
+        JSON, another schema, version or key, content that does not match its digest), then
+        warned about and deleted. A record only saves work (what a task's loader returned,
+        what building a model gave the key, the numeric settings of a fresh torch), so losing
+        one costs a recomputation, never a result.
         """
         path = self.record_path(key)
         try:
@@ -306,16 +308,24 @@ class TripleCache:
                     or entry.get("version") != CACHE_VERSION or entry.get("key") != key \
                     or not isinstance(entry.get("record"), dict):
                 raise ValueError(f"not a {RECORD_SCHEMA} record of this key and version")
+            if "digest" not in entry:
+                return None   # written before digests: recomputed, without a warning
+            if entry["digest"] != _record_digest(key, entry["record"]):
+                raise ValueError(_DIGEST_PROBLEM)
             return entry["record"]
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:
-            warnings.warn(f"discarding unusable graphnetz cache record {path} "
-                          f"({type(exc).__name__}: {str(exc)[:200]}); it will be recomputed",
-                          CacheWarning, stacklevel=2)
-            if not self.read_only:
-                _remove(path)
+            self.discard_record(key, f"{type(exc).__name__}: {str(exc)[:200]}")
             return None
+
+    def discard_record(self, key: str, problem: str) -> None:
+        """Warn that record ``key`` is unusable (``problem``) and delete it, so it is rebuilt."""
+        path = self.record_path(key)
+        warnings.warn(f"discarding unusable graphnetz cache record {path} ({problem}); it will "
+                      "be recomputed", CacheWarning, stacklevel=3)
+        if not self.read_only:
+            _remove(path)
 
     def put_record(self, key: str, record: Mapping[str, Any]) -> None:
         """Store the JSON object ``record`` under ``key`` atomically; a write that fails (a
@@ -323,8 +333,9 @@ class TripleCache:
         if self.read_only:
             return
         path = self.record_path(key)
-        entry = {"schema": RECORD_SCHEMA, "version": CACHE_VERSION, "key": key,
-                 "record": json.loads(canonical_json(record))}
+        body = json.loads(canonical_json(record))
+        entry = {"schema": RECORD_SCHEMA, "version": CACHE_VERSION, "key": key, "record": body,
+                 "digest": _record_digest(key, body)}
         with contextlib.suppress(OSError):
             path.parent.mkdir(exist_ok=True)
             write_text_atomic(path, dumps(entry))
@@ -353,6 +364,11 @@ def _digest(key: str, variant: Mapping[str, Any]) -> str:
     """sha256 binding one result of an entry (its history and what its run read) to ``key``."""
     body = {"key": key, "history": variant.get("history"), "depends": variant.get("depends")}
     return hashlib.sha256(canonical_json(body).encode()).hexdigest()
+
+
+def _record_digest(key: str, record: Any) -> str:
+    """sha256 binding a record's content to its ``key``."""
+    return hashlib.sha256(canonical_json({"key": key, "record": record}).encode()).hexdigest()
 
 
 def entry_problem(entry: Any, key: str) -> str | None:

@@ -11,7 +11,10 @@ import platform
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_graphnetz.runner.cache import TripleCache
 
 
 class DeviceError(RuntimeError):
@@ -168,7 +171,8 @@ def device_info(device: str) -> dict[str, str]:
     return {"kind": kind, "name": name}
 
 
-def machine(device: str, deterministic: str, *, in_process: bool = True) -> dict[str, Any]:
+def machine(device: str, deterministic: str, *, in_process: bool = True,
+            records: TripleCache | None = None) -> dict[str, Any]:
     """Where the triples run, described where they run: ``device`` resolved (``auto`` picks
     this machine's accelerator), cuBLAS prepared for the determinism mode before CUDA starts,
     and what the cache key and the report record of it (``info``, ``gpu``, ``versions``,
@@ -176,7 +180,9 @@ def machine(device: str, deterministic: str, *, in_process: bool = True) -> dict
     triples train under, for a sweep that trains in this process, ``in_process``; a command
     task's script sets its own). The sweep calls it in its own process; with an executor,
     each triple calls it where it runs: a cluster's workers, not the machine that submits, are
-    described (and key their cache entries)."""
+    described (and key their cache entries). With ``records`` (the sweep's cache), numeric
+    settings that would need torch imported come from a record when they can
+    (:func:`numerics`)."""
     from pytest_graphnetz.runner import determinism
 
     resolved = resolve_device(device)
@@ -186,13 +192,65 @@ def machine(device: str, deterministic: str, *, in_process: bool = True) -> dict
     gpu = determinism.gpu_protocol(resolved)
     found = versions()
     numerics = None if not in_process else {
-        **determinism.numerics(resolved, deterministic), "scatter": scatter_backend()}
+        **_numerics(resolved, deterministic, records), "scatter": scatter_backend()}
     return {"device": resolved, "info": info, "gpu": gpu, "versions": found,
             "numerics": numerics,
             "hardware": {"arch": platform.machine(), "cpu": _cpu_name(), "device": info["kind"],
                          "accelerator": None if info["kind"] == "cpu" else info["name"],
                          "torch": found["torch"], "cuda": None if gpu is None else gpu["cuda"]},
             "platform": platform.platform()}
+
+
+# The prefixes of the environment variables torch (and the BLAS, OpenMP and CUDA libraries it
+# loads) may read when imported: part of what a fresh import's settings depend on.
+TORCH_VARIABLES = ("TORCH", "PYTORCH", "CUBLAS", "CUDNN", "CUDA", "NVIDIA", "OMP_", "MKL", "KMP_",
+                   "DNNL", "ONEDNN", "GOMP", "OPENBLAS")
+
+
+def _numerics(device: str, mode: str, records: TripleCache | None) -> dict[str, Any]:
+    """:func:`~.determinism.numerics` of ``device`` under ``mode``, without importing torch
+    where it is not imported yet: torch's flags are then those of a fresh import, a function
+    of the interpreter, torch's installed files and the environment variables it reads
+    (:func:`fresh_torch`), so they are read once, recorded in ``records`` under that, and
+    read back while it is unchanged. Once torch is imported (by anyone), its flags are read."""
+    import sys
+
+    from pytest_graphnetz.runner import determinism
+    from pytest_graphnetz.runner.cache import make_key
+
+    if records is None or "torch" in sys.modules or (
+            determinism.applies(device) and mode != "off"):  # pinned: torch not asked
+        return determinism.numerics(device, mode)
+    key = make_key({"numerics_of": fresh_torch(), "device": device, "mode": mode})
+    record = records.get_record(key)
+    if record is not None and isinstance(record.get("numerics"), dict):
+        return record["numerics"]
+    with environment_kept():
+        found = determinism.numerics(device, mode)   # imports torch: a fresh import's flags
+    records.put_record(key, {"numerics": found})
+    return found
+
+
+def fresh_torch() -> dict[str, Any]:
+    """What a fresh ``import torch`` here depends on, known without importing it: the
+    interpreter, torch's version and the stamp (size, mtime) of its package's top files, and
+    the environment variables of :data:`TORCH_VARIABLES`."""
+    import importlib.machinery
+    import importlib.util
+    import sys
+
+    spec = importlib.util.find_spec("torch")
+    files = []
+    for name in ("__init__.py", "version.py", "_C" + importlib.machinery.EXTENSION_SUFFIXES[0],
+                 os.path.join("lib", "libtorch_cpu.so")):
+        if spec is not None and spec.submodule_search_locations:
+            path = os.path.join(list(spec.submodule_search_locations)[0], name)
+            with contextlib.suppress(OSError):
+                st = os.stat(path)
+                files.append([name, st.st_size, st.st_mtime_ns])
+    return {"python": [sys.executable, sys.version], "torch": installed_version("torch"),
+            "files": files, "environment": {name: value for name, value in os.environ.items()
+                                            if name.startswith(TORCH_VARIABLES)}}
 
 
 def scatter_backend() -> dict[str, str | None]:

@@ -134,9 +134,10 @@ def run_benchmark(
     """
     task_map = _tuned(resolve_tasks(tasks), epochs=epochs, lr=lr, weight_decay=weight_decay,
                       batch_size=batch_size, options=options)
-    if any(task.kind != "command" for task in task_map.values()):
-        # Command tasks train in their scripts' processes: a sweep of them alone, every
-        # triple a cache hit, never imports torch or PyG (docs/performance.md).
+    if int(workers) > 1 and any(task.kind != "command" for task in task_map.values()):
+        # Imported once here, so forked workers start with it. In this process a triple imports
+        # them when it builds or trains: a sweep whose triples and models are all found in the
+        # cache never imports torch or PyG (docs/cache.md, "The model record").
         environment.import_torch_geometric()
     seed_list = _check_seeds(seeds)
     if not isinstance(models, Mapping) or not models:
@@ -166,11 +167,12 @@ def run_benchmark(
     # With an executor, each triple is described where it runs (its worker resolves `auto`
     # and keys its cache entry by its own device); here, once for the sweep.
     here: dict[str, Any] | None = None
+    opened = None if cache_dir is None else TripleCache.open(Path(cache_dir).resolve())
     if executor is not None:
         executor = as_executor(executor)
     else:
         here = environment.machine(device, mode, in_process=any(
-            task.kind != "command" for task in task_map.values()))
+            task.kind != "command" for task in task_map.values()), records=opened)
     base = Path(root if root is not None else os.environ.get(ROOT_ENV) or default_root())
     if verify_cache is not None and (isinstance(verify_cache, bool) or int(verify_cache) < 0):
         raise ValueError(f"`verify_cache` must be a whole number >= 0 (seeds per cached cell "
@@ -183,7 +185,6 @@ def run_benchmark(
             raise ValueError("`remote_cache` needs a local cache to copy its hits into: pass "
                              "`cache_dir` too (in pytest: not with --graphnetz-no-cache)")
         remote = RemoteSettings.from_environment(remote_cache, write=bool(remote_cache_write))
-    opened = None if cache_dir is None else TripleCache.open(Path(cache_dir).resolve())
     cache = None if opened is None else str(opened.directory)
     context = None if here is None else environment.key_context(here, mode)
     device_str = str(device) if here is None else here["device"]

@@ -4,8 +4,9 @@
 
 0. with a cache, a full hit without the loader: the load record of the task and seed (data
    fingerprint and channels from the loader's last run, trusted while its data files are
-   unchanged) and the freshly built model's fingerprint give the key; its entry, when there
-   is one, is the outcome (:func:`_cached_without_loading`);
+   unchanged) and the model's fingerprint (from its record while its code and environment are
+   unchanged, :mod:`.model_record`; else freshly built) give the key; its entry, when there
+   is one, is the outcome (:func:`_cached_without_loading`), torch not imported unless built;
 1. reseed (with the seed; with 0 for a loader that takes no seed, so its data is the same
    for every seed), load the task data; refuse data a task cannot train with;
 2. reseed again, build the model (so loading — from disk or freshly generated — never shifts
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import math
 import threading
 import time
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 from pytest_graphnetz.report.epochs import History
-from pytest_graphnetz.runner import determinism, environment
+from pytest_graphnetz.runner import determinism, environment, model_record
 from pytest_graphnetz.runner.cache import TripleCache
 from pytest_graphnetz.runner.command import Command
 from pytest_graphnetz.runner.fingerprint import model_fingerprint
@@ -176,6 +176,12 @@ def _run_one(job: Job, commands: CommandExecutor | None) -> Outcome:
 
 def _run_triple_alone(job: Job) -> Outcome:
     start = time.perf_counter()
+    cache = job.cache()
+    load_key = _load_key(job)
+    if cache is not None and load_key is not None:
+        hit = _cached_without_loading(job, cache, load_key)
+        if hit is not None:
+            return dataclasses.replace(hit, seconds=time.perf_counter() - start)
     import torch
 
     from pytest_graphnetz.runner import training
@@ -192,12 +198,6 @@ def _run_triple_alone(job: Job) -> Outcome:
     task = job.task
     trainer = task.trainer_for(job.model)
     torch.set_num_threads(job.threads)
-    cache = job.cache()
-    load_key = _load_key(job)
-    if cache is not None and load_key is not None:
-        hit = _cached_without_loading(job, cache, load_key)
-        if hit is not None:
-            return dataclasses.replace(hit, seconds=time.perf_counter() - start)
     # An unseeded loader is reseeded with one fixed value: its data is then the same for every
     # seed (DESIGN: "constant across seeds"), even when it draws random numbers.
     environment.reseed(job.seed if task.seeded else 0)
@@ -214,12 +214,10 @@ def _run_triple_alone(job: Job) -> Outcome:
             files, walked = data_files_stamp(files_under(job.root)), True
         cache.put_record(load_key, {"data": data_fp, "channels": [in_channels, out_channels],
                                     "files": files, "walked_root": walked})
-    environment.reseed(job.seed)
-    model = job.factory(in_channels, out_channels)
+    model, model_fp, model_info = _built(job, cache, [in_channels, out_channels])
     if trainer is None:
         training.check_fits(model, kind=task.kind, task=task.name, model_name=job.model)
     training.check_backends(task, job.factory, model_name=job.model)
-    model_fp = model_fingerprint(model, job.factory)
 
     def train() -> History:
         _may_train(job)
@@ -242,54 +240,27 @@ def _run_triple_alone(job: Job) -> Outcome:
         history, cached = cache.get_or_compute(key, train, fields,
                                                check=_entry_check(task, trainer))
     return Outcome(history, data_fp, model_fp, cached, time.perf_counter() - start,
-                    _model_info(model), key)
+                    model_info, key)
 
 
-def _model_info(model: Any) -> dict[str, Any]:
-    """What the model was, as reports and baselines keep it: its repr with a digest of its
-    structure, and its parameter count (lazy parameters, sized at the first forward, do not
-    count: they have no size yet)."""
-    from torch.nn.parameter import UninitializedParameter
-
-    settings = hyperparameters(model)
-    described = f"{model!r} {{{settings}}}" if settings else repr(model)
-    return {"repr": f"{described} [structure {structure_digest(model)}]", "parameters": sum(
-        p.numel() for p in model.parameters() if not isinstance(p, UninitializedParameter))}
-
-
-def hyperparameters(model: Any, limit: int = 400) -> str:
-    """The model's settings as ``name=value`` pairs: the public numbers, flags and strings it
-    and its direct submodules keep as attributes (``hidden_channels=96, dropout.p=0.5``), the
-    way most models (PyG's among them) hold what they were built with. A compact repr can
-    hide them (PyG's ``GCN(16, 7, num_layers=2)`` at any hidden width), so a baseline's diff
-    names the setting that changed; cut at ``limit`` characters."""
-    def scalars(module: Any, prefix: str) -> list[str]:
-        return [f"{prefix}{name}={value!r}" for name, value in vars(module).items()
-                if not name.startswith("_") and name != "training"
-                and type(value) in (int, float, bool, str)]
-
-    pairs = scalars(model, "")
-    for name, child in model.named_children():
-        pairs += scalars(child, f"{name}.")
-    text = ", ".join(pairs)
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+def _built(job: Job, cache: TripleCache | None, channels: list[int],
+           ) -> tuple[Any, str, dict[str, Any]]:
+    """``(model, fingerprint, description)`` of ``job``'s model, built (reseeded with its seed)
+    and, with a cache, recorded for the sessions that find it unchanged (:mod:`.model_record`)."""
+    environment.import_torch_geometric()   # before a factory's own import of PyG (its warnings)
+    model, variables, files = model_record.build(job.factory, job.seed, channels)
+    model_fp, info = model_fingerprint(model, job.factory), model_record.describe(model)
+    key = None if cache is None else _record_key(job, channels)
+    if cache is not None and key is not None:
+        model_record.store(cache, key, model_fp, info, variables, files)
+    return model, model_fp, info
 
 
-def structure_digest(model: Any) -> str:
-    """8 hex digits of the model's architecture: every submodule's class and every parameter
-    and buffer's name and shape (not their values). A compact repr can hide the architecture
-    (PyG's ``GCN(16, 64, num_layers=2)`` says nothing of its hidden width): a baseline's diff
-    shows this change whenever the architecture does."""
-    from torch.nn.parameter import UninitializedParameter
-
-    def shape(t: Any) -> str:
-        return "lazy" if isinstance(t, UninitializedParameter) else str(tuple(t.shape))
-
-    parts = [f"{name}:{type(m).__module__}.{type(m).__qualname__}"
-             for name, m in model.named_modules()]
-    parts += [f"{name}={shape(p)}" for name, p in model.named_parameters()]
-    parts += [f"{name}~{shape(b)}" for name, b in model.named_buffers()]
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:8]
+def _record_key(job: Job, channels: list[int]) -> str | None:
+    """The key of ``job``'s model record at ``channels`` (None: its model is built every run)."""
+    code = job.code or {}
+    return model_record.record_key(code.get("built"), code.get("project"), channels, job.seed,
+                                   job.key_context())
 
 
 def _triple_fields(job: Job, data_fp: str, channels: list[int], model_fp: str) -> dict:
@@ -312,7 +283,10 @@ def code_identities(task: Task, model: str, factory: Callable[..., Any],
       trainer and the loader (every project module they import, whole);
     - ``loader``: what the loader's result depends on besides its files and arguments (its
       identity, the values it carries, its project code), or None when a value it carries has
-      no stable text (then the loader runs on every triple, as it must).
+      no stable text (then the loader runs on every triple, as it must);
+    - ``built``: the factory's part of its model record's key (:mod:`.model_record`): the
+      values it carries and those the project modules it reaches hold now (None where one
+      has no stable text: its model is then built every run).
 
     ``per_task`` memoises the parts that do not depend on the model.
     """
@@ -320,11 +294,17 @@ def code_identities(task: Task, model: str, factory: Callable[..., Any],
     from pytest_graphnetz.runner.fingerprint import (
         callable_identity,
         callable_state,
+        project_code_files,
         project_code_key,
     )
 
     own = task.trainer_for(model)
     trainer = own if own is not None else training.builtin(task.kind)
+    try:
+        state = callable_state(factory)
+        modules = model_record.module_state(project_code_files([factory]))
+    except Exception:  # noqa: BLE001 - a value whose repr or attributes fail: not recordable
+        state = modules = None
     if task.name not in per_task:
         try:
             state = callable_state(task.loader)
@@ -336,7 +316,8 @@ def code_identities(task: Task, model: str, factory: Callable[..., Any],
                 "project": project_code_key([task.loader])},
         }
     return {**per_task[task.name], "trainer": _trainer_identity(task, own),
-            "project": project_code_key([factory, trainer, task.loader])}
+            "project": project_code_key([factory, trainer, task.loader]),
+            "built": {"state": state, "modules": modules}}
 
 
 def _load_key(job: Job) -> str | None:
@@ -363,9 +344,10 @@ def _cached_without_loading(job: Job, cache: TripleCache, load_key: str) -> Outc
     The load record (written when the loader last ran) gives the data fingerprint and the
     channels; it is trusted only while the stamp (size, mtime) of the loader's data files is
     unchanged: the files it opened or wrote, or, when it opened none through Python, every
-    file under the task's root. The model is built as usual
-    (reseeded, so its initial weights and fingerprint are the cold run's); a triple entry
-    under the resulting key is the hit.
+    file under the task's root. The model's fingerprint comes from its record
+    (:mod:`.model_record`) when its code and environment are unchanged, else the model is built
+    as usual (reseeded, so its initial weights and fingerprint are the cold run's); a triple
+    entry under the resulting key is the hit.
     """
     from pytest_graphnetz.runner.cache import make_key
     from pytest_graphnetz.runner.fingerprint import data_files_stamp, files_under
@@ -377,16 +359,17 @@ def _cached_without_loading(job: Job, cache: TripleCache, load_key: str) -> Outc
         [path for path, _, _ in record["files"]]
     if data_files_stamp(paths) != record["files"]:
         return None
-    environment.reseed(job.seed)
-    model = job.factory(*record["channels"])
-    model_fp = model_fingerprint(model, job.factory)
-    key = make_key(_triple_fields(job, record["data"], record["channels"], model_fp))
+    channels = record["channels"]
+    record_key = _record_key(job, channels)
+    described = None if record_key is None else model_record.recorded(cache, record_key)
+    model_fp, info = described if described is not None else _built(job, cache, channels)[1:]
+    key = make_key(_triple_fields(job, record["data"], channels, model_fp))
     if not cache.has(key):
         return None
     history = cache.get(key, _entry_check(job.task, job.task.trainer_for(job.model)))
     if history is None:
         return None
-    return Outcome(history, record["data"], model_fp, True, 0.0, _model_info(model), key)
+    return Outcome(history, record["data"], model_fp, True, 0.0, info, key)
 
 
 def _usable_record(record: Any) -> TypeGuard[dict[str, Any]]:

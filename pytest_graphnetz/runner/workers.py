@@ -62,10 +62,10 @@ def execute(jobs: list[Job], *, workers: int, executor: Any, device: str,
     triples run in this process run on ``commands``; in a pool's worker, on the worker's own
     executor (:func:`in_worker`); on a user's executor, on one per triple."""
     if executor is None and workers == 1:
-        # Command triples set no torch threads in this process (their scripts run apart).
-        torch: Any = None
-        if any(job.task.kind != "command" for job in jobs):
-            import torch
+        # Triples set torch's thread count in this process when they train here (not command
+        # triples, nor cache hits, which may not import torch at all): the count the process
+        # had is restored after, when torch was imported before.
+        torch: Any = sys.modules.get("torch")
         previous = None if torch is None else torch.get_num_threads()
         try:
             outcomes = []

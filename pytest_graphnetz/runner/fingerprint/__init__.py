@@ -14,8 +14,9 @@
   a definition (:mod:`.reach`; whole modules where reach cannot be seen), and the versions of
   the libraries they import; :func:`project_code_files`, the files that key holds.
   :func:`interpreter_identity`: a Python interpreter by what it is.
-- :func:`callable_state` and :func:`data_files_stamp` (with :func:`recording_opened_files`):
-  what a loader carries and the files it read, so a cache hit can skip running it.
+- :func:`callable_state` and :func:`data_files_stamp` (with :func:`recording_opened_files` and
+  :func:`recording_environment`): what a loader or factory carries, the files and environment
+  variables it read, so a cache hit can skip running it.
 
 One module per concept: :mod:`.content` (data and models), :mod:`.code` (a callable's code),
 :mod:`.project` (the project's modules), with :mod:`.locate` (where a module is found) and
@@ -39,7 +40,9 @@ from pytest_graphnetz.runner.fingerprint.libraries import in_library_location
 from pytest_graphnetz.runner.fingerprint.loader import (
     callable_state,
     data_files_stamp,
+    environment_unchanged,
     files_under,
+    recording_environment,
     recording_opened_files,
 )
 from pytest_graphnetz.runner.fingerprint.project import (
@@ -50,9 +53,9 @@ from pytest_graphnetz.runner.fingerprint.project import (
 )
 
 __all__ = [
-    "callable_identity", "callable_state", "data_files_stamp", "data_fingerprint", "file_sha256",
-    "files_under",
+    "callable_identity", "callable_state", "data_files_stamp", "data_fingerprint",
+    "environment_unchanged", "file_sha256", "files_under",
     "in_library_location", "interpreter_identity", "is_project_file", "looks_like_python",
     "model_fingerprint", "module_digest", "names_in_code", "normalised_source",
-    "project_code_files", "project_code_key", "recording_opened_files",
+    "project_code_files", "project_code_key", "recording_environment", "recording_opened_files",
 ]

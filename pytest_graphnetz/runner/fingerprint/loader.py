@@ -1,5 +1,6 @@
-"""What a loader reads: the values it carries (:func:`callable_state`) and the files it opened
-(:func:`recording_opened_files`, :func:`data_files_stamp`), so a cache hit can skip running it."""
+"""What a loader or a model factory reads: the values it carries (:func:`callable_state`), the
+files it opened (:func:`recording_opened_files`, :func:`data_files_stamp`) and the environment
+variables it looked up (:func:`recording_environment`), so a cache hit can skip running it."""
 
 from __future__ import annotations
 
@@ -124,6 +125,51 @@ def _install_open_hook() -> None:
                 files.add(os.path.abspath(os.fsdecode(path)))
 
     sys.addaudithook(hook)
+
+
+ALL_VARIABLES = "*"   # recording_environment's name for "the whole environment was read"
+
+
+@contextlib.contextmanager
+def recording_environment() -> Iterator[dict[str, str | None]]:
+    """A context manager yielding ``{name: value or None}`` of the environment variables looked
+    up through ``os.environ`` (``os.environ[name]``, ``.get``, ``in``, ``os.getenv``) while it
+    is active; a read of the whole environment (iterating, copying it) adds
+    :data:`ALL_VARIABLES`. ``os.environ`` is swapped for a recording view of the same variables
+    for the block, so writes go through as usual. Not seen: a reference to ``os.environ``
+    taken before the block (``from os import environ``) and C code calling ``getenv``."""
+    real = os.environ
+    reads: dict[str, str | None] = {}
+
+    class Recording(type(real)):  # type: ignore[misc]
+        def __getitem__(self, name: str) -> str:
+            try:
+                value = super().__getitem__(name)
+            except KeyError:
+                reads.setdefault(name, None)
+                raise
+            reads.setdefault(name, value)
+            return value
+
+        def __iter__(self) -> Iterator[str]:
+            reads[ALL_VARIABLES] = None
+            return super().__iter__()
+
+    # The mapping object is swapped, not the environment: both views share its variables.
+    parts = (real._data, real.encodekey, real.decodekey,  # type: ignore[attr-defined]
+             real.encodevalue, real.decodevalue)
+    os.environ = Recording(*parts)  # noqa: B003
+    try:
+        yield reads
+    finally:
+        os.environ = real  # noqa: B003
+
+
+def environment_unchanged(reads: dict[str, str | None]) -> bool:
+    """Whether the variables :func:`recording_environment` recorded read the same now (a record
+    that read the whole environment never does: it cannot say which variables mattered)."""
+    return ALL_VARIABLES not in reads and all(os.environ.get(name) == value
+                                              for name, value in reads.items())
 
 
 def files_under(root: str | os.PathLike) -> list[str]:
