@@ -35,7 +35,9 @@ every cell as ``compare_reports`` does), vectorised, 100,000 paths per row:
 
 Each rate comes with its 95% Wilson interval; a row's target is ≤ α (normal, t(3), discrete)
 or ≤ 2α (skewed shapes) for the three error rates, met when the interval's upper end is under
-it, and detection within 5 points of the plain t's.
+it, and detection within 5 points of the plain t's. The rows promised ≤ α whose rates sit
+near it (:data:`SETTLE`) run again on 10⁶ paths per shift and their own draws (``--settle``,
+``--settle-paths``), where an interval is a tenth of a point wide.
 
 The statistical add-ons (replicates, the leak guard, calibrate, the reuse ledger) have their
 own section (:func:`addon_lines`, from ``addons_conformance.py``): their promises are not all
@@ -49,7 +51,7 @@ with a test that ``compare_reports`` decides cell by cell as the walk); then app
 held). A statistical rule lands with its row here (docs/guarantees.md cites the table).
 
     python benchmarks/conformance.py --quick            # the invariants only (seconds)
-    nice python benchmarks/conformance.py --out benchmarks/conformance_results.md  # ~5 CPU min
+    nice python benchmarks/conformance.py --out benchmarks/conformance_results.md  # ~8 CPU min
 
 Bit for bit from ``--seed``; the last line is a SHA-256 of the tables.
 """
