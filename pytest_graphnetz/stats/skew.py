@@ -27,7 +27,7 @@ the interval stays the plain t's. Every decider takes this one rule: ``stats.com
 
 Why tighten-only: on symmetric differences the sample's skewness is noise, and transforming both
 tails loosens one of them at random; on t(3) differences Hall's correction on both tails read
-5.7-6.9% where the plain t reads 3.9-4.1%. Tightening only, no rate can rise above the plain
+5.7-7.2% where the plain t reads 3.9-4.3%. Tightening only, no rate can rise above the plain
 t's on any shape. Measured in the rerun chain (``benchmarks/skew_candidates.py``, 100,000 paths
 per shape; the full-sample and the leave-one-out skewness, |z| thresholds 0-1.5, the old
 both-tails rule, and a size-adjusted plain t that knows the shape): this rule, at |z| > 1.5, is
