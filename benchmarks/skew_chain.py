@@ -3,9 +3,10 @@
 design's invariant: no statistic at look k reads a seed past n_k):
 
 - *plain t*: the paired t, no correction;
-- *Hall from 20*: Hall's skew-corrected t (``stats.skew.hall_t``) where the guard (|z| > 2 on
-  the look's seeds) fires on a look of 20 or more seeds (the old guard's rule, made prefix-only);
-- *Hall from 10 (the gate)*: the same from the first look, 10 seeds: what ships;
+- *Hall from 20*: Hall's skew-corrected t (``stats.skew.hall_t``, on both tails) where |z| > 2 on
+  the look's seeds, on a look of 20 or more seeds (the old guard's rule, made prefix-only);
+- *Hall from 10 (shipped before)*: the same from the first look, 10 seeds: the gate's rule until
+  the guard became tighten-only (``skew_candidates.py``, which measures its successor);
 - *Hall, always*: the correction at every look with the look's skewness, no threshold;
 - *bootstrap-t*: the studentised bootstrap's one-sided p-values at each look (B resamples of
   the look's seeds), fewer paths (it costs B times more).
@@ -36,7 +37,7 @@ from conformance import DELTA, FIRST, MAX, ROWS, Rate, Row, rates  # noqa: E402
 from pytest_graphnetz.stats.boundaries import design  # noqa: E402
 from pytest_graphnetz.stats.decisions import LOOK_VERDICTS, Code, decide_look  # noqa: E402
 from pytest_graphnetz.stats.sequential import walk_looks  # noqa: E402
-from pytest_graphnetz.stats.skew import DEFAULT_SKEW_Z, skewness, skewness_se  # noqa: E402
+from pytest_graphnetz.stats.skew import hall_both_tails, skewness, skewness_se  # noqa: E402
 
 DESIGN = design(FIRST, MAX)
 SHAPES = ("normal, sd 2", "t(3), sd 2", "exponential +2, sd 2", "exponential −2, sd 2",
@@ -48,8 +49,9 @@ WalkFn = Callable[[np.ndarray, float, bool], np.ndarray]
 
 
 def rule_walk(rule: Rule | None) -> WalkFn:
-    """The gate's walk (``stats.sequential.walk_looks``) with Hall's correction at the skewness
-    ``rule`` gives from each look's own seeds (None: the plain t)."""
+    """The gate's walk (``stats.sequential.walk_looks``) with Hall's correction on both tails
+    (``stats.skew.hall_both_tails``, the rule these candidates were weighed under) at the
+    skewness ``rule`` gives from each look's own seeds (None: the plain t)."""
 
     def walk(D: np.ndarray, delta: float, every_look: bool) -> np.ndarray:
         def at(k: int, n: int, open_: np.ndarray):
@@ -63,7 +65,7 @@ def rule_walk(rule: Rule | None) -> WalkFn:
 
         codes = walk_looks(at, D.shape[0], DESIGN, margin=0.0, min_effect=delta,
                            regressed_alpha=None, upto=MAX, every_look=every_look,
-                           skew=None if rule is None else skew)[0]
+                           skew=None if rule is None else skew, correct=hall_both_tails)[0]
         return np.array([LOOK_VERDICTS[c] for c in codes], dtype=object)
 
     return walk
@@ -139,8 +141,8 @@ def main() -> None:
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     candidates = [("plain t", hall_walk(math.inf, MAX + 1), args.paths),
-                  ("Hall from 20", hall_walk(DEFAULT_SKEW_Z, 20), args.paths),
-                  ("Hall from 10 (the gate)", hall_walk(DEFAULT_SKEW_Z, FIRST), args.paths),
+                  ("Hall from 20", hall_walk(2.0, 20), args.paths),
+                  ("Hall from 10 (shipped before)", hall_walk(2.0, FIRST), args.paths),
                   ("Hall, always", hall_walk(0.0, FIRST), args.paths),
                   (f"bootstrap-t (B = {args.resamples})",
                    bootstrap_walk(args.resamples, args.seed), args.bootstrap_paths)]

@@ -1,4 +1,4 @@
-"""A real per-seed MRR pool for the skew benchmark (``skew_sequential.py``): the catalogue's
+"""A real per-seed MRR pool for the skew benchmark (``skew_candidates.py``): the catalogue's
 link task (``sbm_link``, MRR as the metric) trained per seed by a 2-layer GCN encoder, the
 baseline and an innocent change (the same model after one extra draw from torch's generator
 before it is built: other initial weights, the same data, splits and negatives), 20 seeds,

@@ -25,7 +25,7 @@ import pytest
 from pytest_graphnetz.base.seedspec import MAX_SEEDS, SEED_LIMIT, parse_adaptive, parse_seeds
 
 # Set from benchmarks/gate_quality_results.md: on the 1,600-node block model the paired t-test
-# at 10 seeds detects a 0.7-point regression 75% of the time (45% at 5 seeds) with no false
+# at 10 seeds detects a 0.7-point regression 70% of the time (45% at 5 seeds) with no false
 # alarms on innocent changes; its minimum detectable effect is 0.67 points (1.07 at 5 seeds).
 DEFAULT_SEEDS = "10"
 DEFAULT_ALPHA = 0.05

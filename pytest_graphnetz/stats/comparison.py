@@ -27,6 +27,7 @@ from pytest_graphnetz.stats._common import (
 )
 from pytest_graphnetz.stats.paired import PairedEvidence, evidence_of, floor_notes, require_pairs
 from pytest_graphnetz.stats.planning import mde_from_se
+from pytest_graphnetz.stats.skew import SkewCheck, corrected_p_values, skew_check, skew_note
 
 
 class Verdict(str, Enum):
@@ -60,7 +61,8 @@ class Evidence:
     ``identical``: every difference exactly 0 (no test run); ``diverged_seeds`` /
     ``excluded_seeds``: seeds where only the candidate / the baseline (or both) diverged;
     ``notes``: what the test says about itself; ``paired``: the test's one-sided evidence, for
-    intervals at other levels (None when no test ran)."""
+    intervals at other levels (None when no test ran); ``skew``: the skew guard's check on the
+    differences (:mod:`.skew`; a ``not_worse`` paired t, else None)."""
 
     kind: str
     test: str
@@ -83,6 +85,7 @@ class Evidence:
     identical: bool = False
     notes: tuple[str, ...] = ()
     paired: PairedEvidence | None = field(default=None, repr=False, compare=False)
+    skew: SkewCheck | None = None
 
     @property
     def p_regressed(self) -> float:
@@ -328,11 +331,17 @@ def measure(candidate: ArrayLike, baseline: ArrayLike, *, higher_is_better: bool
             kind: str = "not_worse", test: str = "paired-t", margin: float = 0.0,
             min_effect: float | None = None, alpha: float = 0.05, power: float = 0.8,
             n_resamples: int = 10_000, rng: RngLike = None, label: str | None = None,
-            seeds: Sequence[int] | None = None) -> Evidence:
+            seeds: Sequence[int] | None = None, skew_guard: bool = True) -> Evidence:
     """The :class:`Evidence` of one cell, ``candidate`` vs ``baseline`` (n_seeds,) aligned by
     seed, for :func:`~.decisions.compare` (which documents the arguments): the test at
     ``alpha``, nothing decided. Raises ``ValueError`` on bad arguments and on fewer than 2
-    usable pairs unless the candidate diverged."""
+    usable pairs unless the candidate diverged.
+
+    A ``not_worse`` paired t carries the skew guard (:mod:`.skew`) on these differences: its
+    check in ``skew``, and where it fires the three p-values of the guarded statistics
+    (:func:`~.skew.guarded_t`, the one rule the gate's looks and the schedule walk decide
+    with) and a note; the interval stays the plain t's. ``skew_guard=False``: not measured
+    (differences that are not independent, such as k-fold CV's)."""
     where = label or "cell"
     cand, base = as_vector(candidate, "candidate", where), as_vector(baseline, "baseline", where)
     if cand.shape != base.shape:
@@ -419,6 +428,13 @@ def measure(candidate: ArrayLike, baseline: ArrayLike, *, higher_is_better: bool
         notes.append("welch: unpaired test; the seeds' pairing is ignored")
     if test not in ("paired-t", "welch") and ev.floor <= alpha and math.isfinite(sd):
         notes.append(f"MDE from the paired-t power formula (approximate for {test})")
+    check = None
+    if skew_guard and kind == "not_worse" and test == "paired-t" and not diverged:
+        check = skew_check(d)
+        if check.fires:
+            p_primary, p_reverse, p_better = corrected_p_values(
+                p_primary, p_reverse, p_better, n=n, skewness=check.skewness)
+            notes.append(skew_note(check))
     return Evidence(ci=ConfidenceInterval(low, high), p_value=p_primary, p_reverse=p_reverse,
                     p_better=p_better, p_floor=ev.floor, paired=ev, notes=tuple(notes),
-                    **shared)
+                    skew=check, **shared)

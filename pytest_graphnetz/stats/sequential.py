@@ -30,7 +30,7 @@ import numpy as np
 from pytest_graphnetz.stats._common import ConfidenceInterval, as_vector, t_moments
 from pytest_graphnetz.stats.boundaries import DEFAULT_RHO, Design, design, grow_paths, schedule
 from pytest_graphnetz.stats.decisions import LOOK_VERDICTS, Code, Verdict, decide_look
-from pytest_graphnetz.stats.skew import DEFAULT_SKEW_Z, guarded_skewness, hall_t
+from pytest_graphnetz.stats.skew import DEFAULT_SKEW_Z, guarded_skewness, guarded_t
 
 PLAN_PATHS = 1 << 15   # simulated cells per plan: Monte-Carlo sd about 0.002 at 0.8
 PLAN_SEED = 20_231_984  # any fixed seed: the same cell gets the same advice every time
@@ -165,7 +165,8 @@ _LookStats = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 def walk_looks(at: Callable[[int, int, np.ndarray], _LookStats], rows: int, design: Design, *,
                margin: float, min_effect: float | None, regressed_alpha: float | None, upto: int,
                first: int = 0, every_look: bool = False,
-               skew: Callable[[int, int, np.ndarray], np.ndarray] | None = None
+               skew: Callable[[int, int, np.ndarray], np.ndarray] | None = None,
+               correct: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]] = guarded_t
                ) -> tuple[np.ndarray, np.ndarray, tuple]:
     """The one loop over looks, whatever holds the data: ``at(k, n, open_)`` gives the open
     rows' statistics at look ``k`` (``n`` seeds), for the looks from index ``first`` up to
@@ -183,8 +184,10 @@ def walk_looks(at: Callable[[int, int, np.ndarray], _LookStats], rows: int, desi
     so its error rate holds under this rule as it stands.
 
     ``skew(k, n, open_)``: the open rows' guarded skewness (:mod:`.skew`: 0 where the guard
-    does not fire); the three statistics then go through Hall's transform before their
-    p-values (the reported statistics stay the plain t's)."""
+    does not fire); the three statistics then go through ``correct(t_regressed, t_not_worse,
+    t_better, skewness, n)`` before their p-values, by default the gate's guard
+    (:func:`~.skew.guarded_t`; the reported statistics stay the plain t's). Benchmarks pass
+    other rules to weigh them against it."""
     from scipy import special
 
     if not margin >= 0:
@@ -213,7 +216,7 @@ def walk_looks(at: Callable[[int, int, np.ndarray], _LookStats], rows: int, desi
         h_reg, h_nw, h_bt = t_reg, t_nw, t_bt
         if skew is not None:
             g = skew(k, n, open_)
-            h_reg, h_nw, h_bt = (hall_t(t, g, n) for t in (t_reg, t_nw, t_bt))
+            h_reg, h_nw, h_bt = correct(t_reg, t_nw, t_bt, g, n)
         df = n - 1
         if every_look:
             zero_so_far[open_] &= zero

@@ -121,8 +121,8 @@ def test_a_skewed_row_names_the_rate_the_harness_measured_on_its_side() -> None:
     """stats.skew.CHAIN_RATES, which a corrected row's Note and message name, is the lowest and
     highest of the committed results file's rates on each side of the skew: false REGRESSED
     (chain and 80 held) on the right-skewed rows, a wrong pass at −δ on the left-skewed ones."""
-    from pytest_graphnetz.gates.comparing.cells import skew_note, skew_table_note
-    from pytest_graphnetz.stats.skew import CHAIN_RATES, CHAIN_RATES_FILE, SkewCheck
+    from pytest_graphnetz.gates.comparing.cells import skew_table_note
+    from pytest_graphnetz.stats.skew import CHAIN_RATES, CHAIN_RATES_FILE, SkewCheck, skew_note
 
     root = SCRIPT.parents[1]
     results = _cells((root / CHAIN_RATES_FILE).read_text(), "| row |")

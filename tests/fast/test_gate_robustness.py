@@ -170,7 +170,10 @@ def test_models(graphnetz_run, graphnetz_baseline):
                                     rerun_safe=False)
         assert [v.cell for v in verdicts] == [f"t{{i}}/{{m}}" for i in range(5)
                                               for m in ("diffuse", "steady")]
-        assert [v.verdict for v in verdicts] == ["NOT WORSE", "IDENTICAL"] * 5
+        # t4's differences are left-skewed (its -2.15-point seed): the skew guard tightens
+        # NOT WORSE there, and the cell stays INCONCLUSIVE (it passes too)
+        assert [v.verdict for v in verdicts] == (["NOT WORSE", "IDENTICAL"] * 4
+                                                 + ["INCONCLUSIVE", "IDENTICAL"])
         return
     with pytest.raises(AssertionError) as failed:
         assert_not_worse(report, graphnetz_baseline(), suite=True)

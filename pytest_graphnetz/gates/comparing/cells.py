@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -40,13 +40,7 @@ from pytest_graphnetz.stats.boundaries import Design
 from pytest_graphnetz.stats.comparison import Comparison, Evidence, Plan, measure
 from pytest_graphnetz.stats.decisions import decision_of, plan_seeds, verdict_at
 from pytest_graphnetz.stats.sequential import FamilyDecision
-from pytest_graphnetz.stats.skew import (
-    CHAIN_RATES_FILE,
-    SkewCheck,
-    chain_rate,
-    corrected_p_values,
-    skew_check,
-)
+from pytest_graphnetz.stats.skew import SkewCheck, chain_rate
 from pytest_graphnetz.stats.suite import DEFAULT_SUITE_WEIGHT
 
 Family = Callable[[Sequence[Sequence[float]], Sequence[Design]], FamilyDecision]
@@ -113,28 +107,11 @@ class GateCell:
         evidence = measure(candidate, baseline, higher_is_better=self.spec.higher_is_better,
                            kind="not_worse", test=test, margin=margin,
                            min_effect=self.min_effect, alpha=self.design.nominal[self.look],
-                           rng=rng, label=f"{self.task}/{self.model}", seeds=seeds)
-        return self._skew_guarded(evidence, test, seeds)
-
-    def _skew_guarded(self, evidence: Evidence, test: str, seeds: Sequence[int]) -> Evidence:
-        """``evidence`` with its p-values from Hall's skew-corrected t where the skew guard, on
-        exactly the ``seeds`` this evidence measured (a look's prefix: no seed past it), fires
-        (:mod:`~pytest_graphnetz.stats.skew`: from 10 seeds), with a note saying so; the paired
-        t only (not on folds, whose differences are not independent). The corrected test's
-        evidence, before anything is decided on it."""
-        if (test != "paired-t" or self.folds is not None or evidence.diverged_seeds
-                or evidence.identical or evidence.n < 2):
-            return evidence
-        sign = 1.0 if self.spec.higher_is_better else -1.0
-        d = np.array([sign * (self.candidate[s] - self.baseline[s]) for s in seeds])
-        check = self.skews[len(seeds)] = skew_check(d[np.isfinite(d)])
-        if not check.fires:
-            return evidence
-        p_reg, p_nw, p_bt = corrected_p_values(evidence.p_value, evidence.p_reverse,
-                                               evidence.p_better, n=evidence.n,
-                                               skewness=check.skewness)
-        return replace(evidence, p_value=p_reg, p_reverse=p_nw, p_better=p_bt,
-                       notes=(*evidence.notes, skew_note(check)))
+                           rng=rng, label=f"{self.task}/{self.model}", seeds=seeds,
+                           skew_guard=self.folds is None)
+        if evidence.skew is not None:
+            self.skews[len(seeds)] = evidence.skew
+        return evidence
 
     def look_verdict(self, evidence: Evidence) -> stats.Verdict | None:
         """The kernel at this look: NOT WORSE's and BETTER's boundaries (REGRESSED is the
@@ -295,26 +272,12 @@ class GateCell:
         return Plan(plan.next_look, plan.expected)
 
 
-def skew_note(check: SkewCheck) -> str:
-    """The message's note on a cell where the skew guard fired: the skew, what it does to the
-    plain t test, what decided the cell and the rate it leaves on the skew's side, measured by
-    the conformance harness (:data:`~pytest_graphnetz.stats.skew.CHAIN_RATES`)."""
-    threat = "false REGRESSED" if check.side == "right" else "a wrong NOT WORSE or BETTER"
-    return (f"skewed paired differences: skewness {check.skewness:+.2f} on this look's "
-            f"{check.n} seeds, {abs(check.z):.1f} standard errors from 0 (the guard fires above "
-            f"{check.threshold:g}). On such differences the plain t test gives {threat} up to "
-            "9-15% of the time instead of α (gamma and exponential, 10-80 seeds); these "
-            "p-values and the verdict are Hall's skew-corrected t (Hall 1992), which leaves "
-            f"{chain_rate(check.side)} in the rerun chain 10 → 20 → 40 → 80, above α "
-            f"({CHAIN_RATES_FILE}, docs/guarantees.md); the interval shown is the plain t's")
-
-
 def skew_table_note(check: SkewCheck | None) -> str:
     """The table's Note on a cell where the skew guard fired ("" otherwise), with the rate the
     harness measures on the skew's side."""
     if check is None or not check.fires:
         return ""
-    return (f"skewed (skew {check.skewness:+.1f}): skew-corrected t, "
+    return (f"skewed (skew {check.skewness:+.1f}): skew-guarded t, "
             f"{chain_rate(check.side)} in the chain")
 
 

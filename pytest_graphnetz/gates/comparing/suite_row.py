@@ -52,11 +52,13 @@ class SuiteRow:
                            identical=res.verdict is stats.Verdict.IDENTICAL)
         verdict = stats.Verdict.REGRESSED if self.rejected else final_verdict(code)
         # The paired t on the per-seed task means is suite_test's test (their difference is
-        # suite_differences); measure() adds what a cell's message shows (interval, MDE, plan).
+        # suite_differences); measure() adds what a cell's message shows (interval, MDE, plan),
+        # on the plain t that decided the row (suite_test has no skew guard).
         evidence = measure(self.candidate, self.baseline,
                            higher_is_better=self.spec.higher_is_better, kind="not_worse",
                            test="paired-t", margin=res.margin, min_effect=self.min_effect,
-                           alpha=res.alpha, label=f"{SUITE}/{self.model}", seeds=self.seeds)
+                           alpha=res.alpha, label=f"{SUITE}/{self.model}", seeds=self.seeds,
+                           skew_guard=False)
         shown = (self.level and self.level != res.alpha
                  and verdict is not stats.Verdict.IDENTICAL)
         comp = Comparison(
