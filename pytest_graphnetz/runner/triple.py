@@ -315,7 +315,13 @@ def code_identities(task: Task, model: str, factory: Callable[..., Any],
                 "identity": callable_identity(task.loader), "state": loader_state,
                 "project": project_code_key([task.loader])},
         }
-    return {**per_task[task.name], "trainer": _trainer_identity(task, own),
+    memo = per_task[task.name]
+    if own is None and "builtin" not in memo:
+        # The built-in loop's identity depends on the task alone (three whole modules, hashed
+        # once per task, not once per model).
+        memo["builtin"] = _trainer_identity(task, None)
+    return {"loader": memo["loader"],
+            "trainer": memo["builtin"] if own is None else _trainer_identity(task, own),
             "project": project_code_key([factory, trainer, task.loader]),
             "built": {"state": state, "modules": modules}}
 
