@@ -1,17 +1,22 @@
-"""What a warm session computes, computed for less: the module values of a model record's key
-(runner/model_record.py ``module_state``) pick the same modules as resolving every imported
-module's path would, through links too. No torch here."""
+"""What a warm session computes, computed for less and the same to the bit: the module values of
+a model record's key (runner/model_record.py ``module_state``) pick the same modules as
+resolving every imported module's path would, through links too; the MDE's root finder
+(stats/planning.py ``brentq``) is scipy.optimize.brentq's, without importing scipy.optimize.
+No torch here."""
 
 from __future__ import annotations
 
 import importlib
 import json
+import math
 import os
+import random
 import sys
 
 import pytest
 
 from pytest_graphnetz.runner.model_record import module_state
+from pytest_graphnetz.stats.planning import brentq, mde_from_se
 
 MODULE = "WIDTH = 8\nNAMES = ('a', 'b')\n\n\ndef factory():\n    return WIDTH\n"
 
@@ -55,3 +60,75 @@ def test_the_modules_found_are_those_whose_path_resolves_to_a_wanted_file(linked
     both = json.loads(module_state(frozenset({first.__file__, second.__file__})))
     assert both == [["warm_linked_mod", [["NAMES", "('a', 'b')"], ["WIDTH", "12"]]],
                     ["warm_real_mod", [["NAMES", "('a', 'b')"], ["WIDTH", "8"]]]]
+
+
+# -- the MDE's root finder: scipy.optimize.brentq to the bit, without importing scipy.optimize --
+
+def _functions():
+    """Smooth, kinked, flat-near-the-root and steep functions with their brackets."""
+    yield lambda x: x * x - 2, 0.0, 2.0
+    yield lambda x: math.cos(x) - x, 0.0, 1.0
+    yield lambda x: math.exp(x) - 10, -5.0, 5.0
+    yield lambda x: (x - 1.3) ** 3, 0.0, 4.0
+    yield lambda x: math.atan(50 * (x - 0.2)), -1.0, 3.0
+    yield lambda x: abs(x - 0.7) ** 0.5 * (1 if x > 0.7 else -1), 0.0, 1.0
+    yield lambda x: 1e-3 * (x - 1e-4), 0.0, 1.0
+    rng = random.Random(0)
+    for _ in range(300):    # increasing: steep, skewed and curved about a random root
+        r, k, c, p = rng.random(), 10 ** rng.uniform(-1, 2), rng.uniform(0, 3), rng.choice([1, 3])
+        yield (lambda x, r=r, k=k, c=c, p=p: math.tanh(k * (x - r)) + c * (x - r) ** p,
+               r - rng.uniform(0.01, 2), r + rng.uniform(0.01, 2))
+
+
+@pytest.mark.parametrize("xtol", [1e-12, 1e-10, 1e-6, 1e-2])
+def test_brentq_is_scipys_to_the_bit(xtol):
+    from scipy import optimize
+
+    failed = 0
+    for f, a, b in _functions():
+        for lo, hi in ((a, b), (b, a)):
+            try:
+                expected = optimize.brentq(f, lo, hi, xtol=xtol)
+            except RuntimeError:    # no convergence in 100 iterations: the same here
+                failed += 1
+                with pytest.raises(RuntimeError, match="no convergence after 100"):
+                    brentq(f, lo, hi, xtol=xtol)
+                continue
+            assert brentq(f, lo, hi, xtol=xtol) == expected
+    assert failed < 10
+
+
+def test_the_mde_is_the_one_scipys_brentq_solves():
+    """``mde_from_se`` against the same equation solved by scipy.optimize.brentq, over levels,
+    powers, degrees of freedom and sides: equal to the bit."""
+    from scipy import optimize, special
+
+    def reference(se, df, alpha, power, one_sided):
+        def power_at(ncp):
+            crit = special.stdtrit(df, 1 - (alpha if one_sided else alpha / 2))
+            return float(1 - special.nctdtr(df, ncp, crit)) - power
+        hi = 4.0
+        while power_at(hi) < 0:
+            hi *= 2
+        return float(optimize.brentq(power_at, 0.0, hi, xtol=1e-10) * se)
+
+    cases = 0
+    for df in (1, 2, 4, 9, 19, 39, 99):
+        for alpha in (0.001, 0.01, 0.0425, 0.05, 0.1):
+            for power in (0.5, 0.8, 0.9, 0.99):
+                for one_sided in (True, False):
+                    for se in (0.003, 0.01, 1.7):
+                        assert mde_from_se(se, df, alpha=alpha, power=power,
+                                           one_sided=one_sided) \
+                            == reference(se, df, alpha, power, one_sided)
+                        cases += 1
+    assert cases == 840
+
+
+def test_brentq_refuses_as_scipy_does():
+    with pytest.raises(ValueError, match="different signs"):
+        brentq(lambda x: x * x + 1, -1.0, 1.0, xtol=1e-10)
+    with pytest.raises(ValueError, match="NaN"):
+        brentq(lambda x: math.nan if x > 0.5 else x - 0.7, 0.0, 1.0, xtol=1e-10)
+    with pytest.raises(RuntimeError, match="no convergence after 3"):
+        brentq(lambda x: math.cos(x) - x, 0.0, 1.0, xtol=1e-300, maxiter=3)
