@@ -132,3 +132,73 @@ def test_brentq_refuses_as_scipy_does():
         brentq(lambda x: math.nan if x > 0.5 else x - 0.7, 0.0, 1.0, xtol=1e-10)
     with pytest.raises(RuntimeError, match="no convergence after 3"):
         brentq(lambda x: math.cos(x) - x, 0.0, 1.0, xtol=1e-300, maxiter=3)
+
+
+# -- a gate session imports scipy.special and nothing heavier -----------------------------------
+
+GATED = """
+import numpy as np
+
+from pytest_graphnetz import (BenchmarkReport, assert_better, assert_ci_width, assert_equivalent,
+                              assert_not_worse)
+
+BASE = np.array([0.80, 0.82, 0.78, 0.81, 0.79, 0.83, 0.80, 0.84, 0.81, 0.82])
+WOBBLE = np.array([0.004, -0.003, 0.002, -0.002, 0.003, -0.001, 0.0, -0.001, 0.002, -0.003])
+
+
+def report(values):
+    return BenchmarkReport.from_arrays(np.asarray(values)[None, None, :], tasks=["karate"],
+                                       models=["GCN"], seeds=range(10), metric="accuracy")
+
+
+def test_not_worse():
+    assert_not_worse(report(BASE + WOBBLE), report(BASE))
+
+
+def test_regressed():
+    assert_not_worse(report(BASE - 0.003 + WOBBLE / 10), report(BASE))
+
+
+def test_inconclusive():
+    assert_not_worse(report(BASE + 8 * WOBBLE), report(BASE), strict=True)
+
+
+def test_better_and_equivalent():
+    assert_better(report(BASE + 0.03 + WOBBLE), report(BASE))
+    assert_equivalent(report(BASE + WOBBLE), report(BASE), margin=0.02)
+
+
+def test_too_wide():
+    assert_ci_width(report(BASE), 0.001)
+"""
+
+# What the session had imported when it ended, of the libraries a gate does not need.
+RECORDING = """
+import json
+import sys
+
+HEAVY = ("scipy.stats", "scipy.optimize", "scipy.integrate", "scipy.linalg", "torch",
+         "torch_geometric")
+
+
+def pytest_sessionfinish(session):
+    with open("imported.json", "w") as fh:
+        json.dump({"heavy": [m for m in HEAVY if m in sys.modules],
+                   "special": "scipy.special" in sys.modules}, fh)
+"""
+
+
+def test_a_gate_session_imports_no_scipy_stats_optimize_or_torch(pytester: pytest.Pytester):
+    """Every kind of row (NOT WORSE, REGRESSED, INCONCLUSIVE with its seed advice, BETTER,
+    equivalence, TOO WIDE) and every output file, in a fresh process: the t distribution
+    comes from scipy.special alone."""
+    pytester.makepyfile(test_warm_gate_rows=GATED)
+    pytester.makeconftest(RECORDING)
+    result = pytester.runpytest_subprocess("--graphnetz-json=rows.json",
+                                           "--graphnetz-summary=rows.md",
+                                           "--graphnetz-comment=comment.md")
+    result.assert_outcomes(passed=2, failed=3)
+    verdicts = json.loads((pytester.path / "rows.json").read_text())
+    assert "INCONCLUSIVE" in json.dumps(verdicts) and "REGRESSED" in json.dumps(verdicts)
+    assert json.loads((pytester.path / "imported.json").read_text()) == \
+        {"heavy": [], "special": True}
