@@ -28,7 +28,9 @@ cache) against a session of 20 trivial tests, both fresh ``pytest -q`` processes
 interpreter, interleaved over ``--repeats`` rounds, as installed and with the other third-party
 plugins off in both: the CPU seconds (user + system) of each, the median of the per-round
 ratios, and ``-X importtime`` of one warm session, counting the torch
-and torch_geometric modules it imported (0: neither was imported). Issue 59's target: <= 3x.
+and torch_geometric modules it imported (0: neither was imported), and the third-party imports
+that no gate session can skip (numpy, and scipy.special for the t distribution), measured
+alone in a fresh process. Issue 59's target: <= 3x.
 
     .venv/bin/python benchmarks/cache_hit.py --against-trivial --repeats 7
 """
@@ -195,7 +197,12 @@ def against_trivial(repeats: int) -> None:
         print(f"cold: {gates(cache, data, seeds)[1]}", flush=True)
         # The second run records what the cold one (made by an older key path) may lack.
         print(f"warm: {gates(cache, data, seeds)[1]}", flush=True)
-        env = {**os.environ, "GRAPHNETZ_ROOT": str(data)}
+        # Bytecode as a user has it (pip compiles an install; a checkout keeps __pycache__
+        # after its first run): PYTHONDONTWRITEBYTECODE, set in some shells, would make every
+        # session compile the package's modules again, which the trivial session never pays.
+        env = {name: value for name, value in os.environ.items()
+               if name != "PYTHONDONTWRITEBYTECODE"}
+        env["GRAPHNETZ_ROOT"] = str(data)
         warm_cmd = [sys.executable, "-m", "pytest", "examples", "-q", "-p", "no:cacheprovider",
                     f"--graphnetz-cache-dir={cache}", f"--graphnetz-seeds={seeds}"]
         trivial_cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
@@ -203,13 +210,16 @@ def against_trivial(repeats: int) -> None:
         def run(cmd: list[str], cwd: Path) -> None:
             subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, check=True)
 
-        load = os.getloadavg()
-        wall, cpu = interleaved({
+        sessions = {
             "warm examples": lambda: run(warm_cmd, REPO),
             "20 trivial tests": lambda: run(trivial_cmd, trivial),
             "warm, plugins off": lambda: run([*warm_cmd, *OTHER_PLUGINS_OFF], REPO),
             "trivial, plugins off": lambda: run([*trivial_cmd, *OTHER_PLUGINS_OFF], trivial),
-        }, repeats)
+        }
+        for session in sessions.values():   # untimed: writes the bytecode of both
+            session()
+        load = os.getloadavg()
+        wall, cpu = interleaved(sessions, repeats)
         load_after = os.getloadavg()
         # --capture=sys: pytest's default (fd) capture would swallow what -X importtime
         # writes to file descriptor 2 while the tests run.
@@ -234,6 +244,28 @@ def against_trivial(repeats: int) -> None:
     print(f"-X importtime of one warm session: {len(imported)} modules imported, "
           f"{len(heavy)} of them torch or torch_geometric"
           + (f" (first: {heavy[:3]})" if heavy else ""))
+    floor = import_floor(repeats)
+    trivial_cpu = statistics.median(cpu["trivial, plugins off"])
+    least = (trivial_cpu + sum(floor.values())) / trivial_cpu
+    print(f"imports no gate session can skip, CPU in a fresh process (median of {repeats}): "
+          + ", ".join(f"{name} {seconds:.3f} s" for name, seconds in floor.items())
+          + f"; the trivial session (plugins off) plus these: {least:.2f}x the trivial "
+          "session, before any of the package's own code runs")
+
+
+FLOOR = ("import time\n"
+         "t0 = time.process_time(); import numpy\n"
+         "t1 = time.process_time(); import scipy.special\n"
+         "t2 = time.process_time(); print(t1 - t0, t2 - t1)")
+
+
+def import_floor(repeats: int) -> dict[str, float]:
+    """CPU seconds of importing numpy, then scipy.special (the t distribution: its import
+    pulls numpy's lazy submodules in), in fresh processes; medians over ``repeats``."""
+    runs = [subprocess.run([sys.executable, "-c", FLOOR], capture_output=True, text=True,
+                           check=True).stdout.split() for _ in range(repeats)]
+    return {"numpy": statistics.median(float(r[0]) for r in runs),
+            "scipy.special after numpy": statistics.median(float(r[1]) for r in runs)}
 
 
 def main() -> None:

@@ -48,10 +48,15 @@ def module_state(files: frozenset[str]) -> str | None:
     from pytest_graphnetz.runner.fingerprint import callable_state
 
     wanted = {os.path.realpath(f) for f in files}
+    # Resolving every imported module's path (hundreds, component by component) would cost
+    # more than the rest of a warm session's key; a path whose file is none of the wanted
+    # files' cannot resolve to one of them, so one stat rules most modules out first.
+    inodes = {_inode(f) for f in wanted}
     found = []
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None)
-        if not isinstance(path, str) or os.path.realpath(path) not in wanted:
+        if not isinstance(path, str) or _inode(path) not in inodes \
+                or os.path.realpath(path) not in wanted:
             continue
         values = []
         for attribute, value in sorted(vars(module).items()):
@@ -65,6 +70,16 @@ def module_state(files: frozenset[str]) -> str | None:
             values.append((attribute, text))
         found.append((name, values))
     return canonical_json(sorted(found))
+
+
+def _inode(path: str) -> tuple[int, int] | None:
+    """The (device, inode) of the file at ``path``, following links; None when there is none
+    (then only resolving the path can tell)."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
 
 
 def torch_defaults() -> dict[str, str]:

@@ -307,15 +307,21 @@ def code_identities(task: Task, model: str, factory: Callable[..., Any],
         state = modules = None
     if task.name not in per_task:
         try:
-            state = callable_state(task.loader)
+            loader_state = callable_state(task.loader)
         except Exception:  # noqa: BLE001 - a value whose repr or attributes fail: not keyable
-            state = None
+            loader_state = None
         per_task[task.name] = {
-            "loader": None if state is None else {
-                "identity": callable_identity(task.loader), "state": state,
+            "loader": None if loader_state is None else {
+                "identity": callable_identity(task.loader), "state": loader_state,
                 "project": project_code_key([task.loader])},
         }
-    return {**per_task[task.name], "trainer": _trainer_identity(task, own),
+    memo = per_task[task.name]
+    if own is None and "builtin" not in memo:
+        # The built-in loop's identity depends on the task alone (three whole modules, hashed
+        # once per task, not once per model).
+        memo["builtin"] = _trainer_identity(task, None)
+    return {"loader": memo["loader"],
+            "trainer": memo["builtin"] if own is None else _trainer_identity(task, own),
             "project": project_code_key([factory, trainer, task.loader]),
             "built": {"state": state, "modules": modules}}
 

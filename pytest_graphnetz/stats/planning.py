@@ -22,8 +22,6 @@ def _power(ncp: float, df: float, alpha: float, one_sided: bool) -> float:
 def mde_from_se(se: float, df: float, *, alpha: float, power: float, one_sided: bool) -> float:
     """Smallest true mean shift detected with probability ``power`` by a t test whose standard
     error is ``se`` with ``df`` degrees of freedom (exact noncentral t, solved for the ncp)."""
-    from scipy import optimize
-
     if se == 0:
         return 0.0
     if not alpha < power < 1:
@@ -31,8 +29,63 @@ def mde_from_se(se: float, df: float, *, alpha: float, power: float, one_sided: 
     hi = 4.0
     while _power(hi, df, alpha, one_sided) < power:
         hi *= 2
-    ncp = optimize.brentq(lambda x: _power(x, df, alpha, one_sided) - power, 0.0, hi, xtol=1e-10)
+    ncp = brentq(lambda x: _power(x, df, alpha, one_sided) - power, 0.0, hi, xtol=1e-10)
     return float(ncp * se)
+
+
+_RTOL = 4 * 2.220446049250313e-16   # scipy.optimize.brentq's default: 4 machine epsilons
+
+
+def brentq(f: Callable[[float], float], a: float, b: float, *, xtol: float,
+           maxiter: int = 100) -> float:
+    """A root of ``f`` in ``[a, b]`` (``f(a)``, ``f(b)`` of opposite signs) by Brent's method:
+    scipy.optimize.brentq's C loop step for step (same floats, same root to the bit: a test
+    compares them), since importing scipy.optimize costs a gated session more CPU than the
+    rest of its statistics (it pulls in scipy.linalg, sparse and spatial)."""
+    xpre, xcur = float(a), float(b)
+    xblk = fblk = spre = scur = 0.0
+    fpre, fcur = _finite_value(f, xpre), _finite_value(f, xcur)
+    if fpre * fcur > 0:
+        raise ValueError("f(a) and f(b) must have different signs")
+    if fpre == 0:
+        return xpre
+    if fcur == 0:
+        return xcur
+    for _ in range(maxiter):
+        if fpre != 0 and fcur != 0 and math.copysign(1, fpre) != math.copysign(1, fcur):
+            xblk, fblk = xpre, fpre
+            spre = scur = xcur - xpre
+        if abs(fblk) < abs(fcur):
+            xpre, xcur, xblk = xcur, xblk, xcur
+            fpre, fcur, fblk = fcur, fblk, fcur
+        delta = (xtol + _RTOL * abs(xcur)) / 2
+        sbis = (xblk - xcur) / 2
+        if fcur == 0 or abs(sbis) < delta:
+            return xcur
+        if abs(spre) > delta and abs(fcur) < abs(fpre):
+            if xpre == xblk:    # interpolate
+                stry = -fcur * (xcur - xpre) / (fcur - fpre)
+            else:               # extrapolate
+                dpre = (fpre - fcur) / (xpre - xcur)
+                dblk = (fblk - fcur) / (xblk - xcur)
+                stry = -fcur * (fblk * dblk - fpre * dpre) / (dblk * dpre * (fblk - fpre))
+            if 2 * abs(stry) < min(abs(spre), 3 * abs(sbis) - delta):
+                spre, scur = scur, stry     # a good short step
+            else:
+                spre = scur = sbis          # bisect
+        else:
+            spre = scur = sbis              # bisect
+        xpre, fpre = xcur, fcur
+        xcur += scur if abs(scur) > delta else (delta if sbis > 0 else -delta)
+        fcur = _finite_value(f, xcur)
+    raise RuntimeError(f"brentq: no convergence after {maxiter} iterations, at {xcur!r}")
+
+
+def _finite_value(f: Callable[[float], float], x: float) -> float:
+    value = float(f(x))
+    if math.isnan(value):
+        raise ValueError(f"the function gave NaN at {x!r}")
+    return value
 
 
 def mde(sd_diff: float, n: int, *, alpha: float = 0.05, power: float = 0.8,

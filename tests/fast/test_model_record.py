@@ -161,3 +161,27 @@ def test_with_torch_imported_its_flags_are_read_not_recorded(tmp_path):
         torch.set_float32_matmul_precision(before)
     assert found["float32_matmul_precision"] == "medium"
     assert not (tmp_path / "loads").exists()
+
+
+def _factory_of_width(width):
+    """A factory whose width is a value it carries (a closure cell), not code."""
+    def build(in_channels, out_channels):
+        from torch_geometric.nn import GCN
+
+        return GCN(in_channels, width, 2, out_channels)
+    return build
+
+
+def test_a_value_the_factory_carries_builds_it_again(root, tmp_path):
+    def sweep(width):
+        statuses: dict = {}
+        report = run_benchmark({"tiny": tiny_task(epochs=2)}, {"GCN": _factory_of_width(width)},
+                               seeds=[0], device="cpu", root=root, cache_dir=tmp_path / "cache",
+                               progress=lambda t, m, s, status, secs: statuses.update({s: status}))
+        return statuses, report.protocol["models"]["GCN"]["tiny"]["repr"]
+
+    assert sweep(8)[0] == {0: "trained"}
+    assert sweep(8)[0] == {0: "cached"}
+    statuses, described = sweep(12)
+    assert statuses == {0: "trained"} and "12" in described, \
+        "the first model of a task is keyed by its own carried values, not the loader's"
