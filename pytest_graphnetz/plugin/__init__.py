@@ -11,14 +11,15 @@ and loads the rest of the plugin only in a session with graphnetz work:
 
 - it declares the options and the marker (:mod:`.declared`, data) on every run;
 - the session's parts (its settings read and checked, the :class:`~.session.GraphnetzSession`,
-  the :class:`~.usage.BaselineUsage`) load at the first of: an option of ours given on the
-  command line or set as an ini key (read at ``pytest_configure``, so a bad value is a usage
-  error before any test runs); a collected test that uses our fixtures or marker, or a test
-  module that imported the gates (at ``pytest_collection_finish``); the xdist controller
-  starting its workers, whose tests it never sees; the session header; a fixture's first use.
-  The collection reports made before are handed to the baseline usage then;
-- a session without any of these (a project's plain tests) loads :mod:`.declared` besides
-  this module, and pays nothing per test
+  the :class:`~.usage.BaselineUsage`, the hooks of :mod:`.hooks`) load at the first of, at
+  ``pytest_configure``: an option of ours given on the command line or set as an ini key (so
+  a bad value is a usage error before any test runs), the session header to show (it says the
+  settings in effect), the xdist controller (whose workers' tests it never sees); while
+  collecting: a test that uses our fixtures or marker, or a test module that imported the
+  gates; or a fixture's first use. The collection reports made before are handed to the
+  baseline usage then;
+- a session without any of these (a project's plain tests under ``-q``) loads
+  :mod:`.declared` besides this module, and pays nothing per test
   (``benchmarks/plugin_overhead.py`` counts what it pays).
 
 The parts, by concept:
@@ -48,7 +49,7 @@ the controller in the test reports' ``user_properties``, which xdist serialises.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -68,14 +69,13 @@ if TYPE_CHECKING:
 
 class Loading:
     """What this module keeps of one session: the collection reports made before its parts
-    loaded (the baseline usage reads them), then the session, and the lines its end shows."""
+    loaded (the baseline usage reads them), then the session."""
 
-    __slots__ = ("collected", "session", "sections")
+    __slots__ = ("collected", "session")
 
     def __init__(self) -> None:
         self.collected: list[tuple[pytest.Collector, pytest.CollectReport]] = []
         self.session: GraphnetzSession | None = None
-        self.sections: list[tuple[str | None, list[str]]] = []  # (separator title, lines)
 
 
 STATE = pytest.StashKey[Loading]()
@@ -83,7 +83,7 @@ STATE = pytest.StashKey[Loading]()
 
 def session_of(config: pytest.Config) -> GraphnetzSession:
     """The session's :class:`~.session.GraphnetzSession`, loaded (its settings read and
-    checked) at the first need."""
+    checked, its hooks registered) at the first need."""
     state = config.stash[STATE]
     if state.session is None:
         from pytest_graphnetz.plugin.hooks import start
@@ -107,18 +107,22 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "filterwarnings", r"ignore:`torch\.jit\.script` is deprecated:DeprecationWarning")
     config.stash[STATE] = Loading()
-    if any_given(config):  # read and checked now: a bad value stops the run before any test
-        session_of(config)
+    # The xdist controller collects nothing, and receives every worker's reports, of tests it
+    # never sees (its workers set `dist` to "no").
+    controller = config.getoption("dist", "no") != "no"
+    # An option of ours is read and checked now: a bad value stops the run before any test.
+    # The session header (shown unless -q or --no-header) says the settings in effect.
+    header = config.get_verbosity() >= 0 and not getattr(config.option, "no_header", False)
+    if controller or header or any_given(config):
+        session = session_of(config)
+        if controller:
+            from pytest_graphnetz.plugin.hooks import register_test_hooks
+
+            register_test_hooks(session)
     if config.option.keyword:  # -k blind to our marker's name; without -k the name plays no part
         from pytest_graphnetz.plugin import selection
 
         config.pluginmanager.register(selection, "graphnetz-keyword")
-
-
-def pytest_report_header(config: pytest.Config) -> list[str]:
-    from pytest_graphnetz.plugin.hooks import header
-
-    return header(session_of(config))
 
 
 @pytest.hookimpl(wrapper=True)
@@ -126,48 +130,18 @@ def pytest_make_collect_report(collector: pytest.Collector
                                ) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
     report = yield
     state = collector.config.stash[STATE]
-    if state.session is None:
-        state.collected.append((collector, report))
-    else:
+    if state.session is not None:
         state.session.usage.collected(collector, report)
-    return report
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    # A test module that imported the gates may call them without our fixtures or marker.
-    if gates_imported() or any(map(is_graphnetz_test, session.items)):
+    else:
+        state.collected.append((collector, report))
+    # A test module that imported the gates (now, collecting it) may call them without our
+    # fixtures or marker.
+    if gates_imported() or any(is_graphnetz_test(item) for item in report.result
+                               if isinstance(item, pytest.Item)):
         from pytest_graphnetz.plugin.hooks import register_test_hooks
 
-        register_test_hooks(session_of(session.config))
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_setupnodes(config: pytest.Config, specs: Any) -> None:
-    # The xdist controller, before it starts its workers: it collects nothing, and receives
-    # every worker's reports, of tests it never sees.
-    from pytest_graphnetz.plugin.hooks import register_test_hooks
-
-    register_test_hooks(session_of(config))
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    # All before the terminal summary, which pytest calls after every pytest_sessionfinish and
-    # which prints the paths written here.
-    state = session.config.stash[STATE]
-    if state.session is not None:
-        from pytest_graphnetz.plugin.hooks import finish
-
-        state.sections = finish(state.session, session, int(exitstatus))
-
-
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
-                            config: pytest.Config) -> None:
-    for title, lines in config.stash[STATE].sections:
-        if title is not None:
-            terminalreporter.write_sep("=", title)
-        for line in lines:
-            terminalreporter.write_line(line)
+        register_test_hooks(session_of(collector.config))
+    return report
 
 
 @pytest.fixture
@@ -205,7 +179,5 @@ def graphnetz_baseline(request: pytest.FixtureRequest) -> Callable[..., Baseline
 
 __all__ = [
     "STATE", "Loading", "graphnetz_baseline", "graphnetz_run", "pytest_addoption",
-    "pytest_collection_finish", "pytest_configure", "pytest_make_collect_report",
-    "pytest_report_header", "pytest_sessionfinish", "pytest_terminal_summary",
-    "pytest_xdist_setupnodes", "session_of",
+    "pytest_configure", "pytest_make_collect_report", "session_of",
 ]

@@ -2,9 +2,10 @@
 module (``pytest_graphnetz.plugin``), which loads this module only in a session with graphnetz
 work.
 
-:func:`start` reads the settings and builds the :class:`~.session.GraphnetzSession` and its
-:class:`~.usage.BaselineUsage`; :func:`header` is the session header's lines; :func:`finish`
-closes the session (unused baselines, the files asked for) and gives the terminal's lines.
+:func:`start` reads the settings, builds the :class:`~.session.GraphnetzSession` and its
+:class:`~.usage.BaselineUsage`, and registers :class:`SessionHooks`: the header
+(:func:`header`) and the end (:func:`finish`: unused baselines, the files asked for, the
+terminal's lines).
 The hooks that run for every test (its setup, its body, its reports) are the methods of
 :class:`TestHooks`: one small plugin object, bound to one session's parts (a report carries no
 config, and pytester runs several sessions in one process), and registered only in a session
@@ -44,7 +45,37 @@ def start(config: pytest.Config,
         session.step_summary = check_outputs(config, settings, session.step_summary)
         if not config.option.help:
             session.remove_previous_outputs()
+    config.pluginmanager.register(SessionHooks(session), SessionHooks.NAME)
     return session
+
+
+class SessionHooks:
+    """The hooks that run once in a session with graphnetz work: its header, its end."""
+
+    NAME = "graphnetz-session"
+    __slots__ = ("session", "sections")
+
+    def __init__(self, session: GraphnetzSession) -> None:
+        self.session = session
+        # What the end shows: sections, each a separator title (None: none) and its lines.
+        self.sections: list[tuple[str | None, list[str]]] = []
+
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        return header(self.session)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        # All before the terminal summary, which pytest calls after every
+        # pytest_sessionfinish and which prints the paths written here.
+        self.sections = finish(self.session, session, int(exitstatus))
+
+    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int,
+                                config: pytest.Config) -> None:
+        for title, lines in self.sections:
+            if title is not None:
+                terminalreporter.write_sep("=", title)
+            for line in lines:
+                terminalreporter.write_line(line)
 
 
 def header(session: GraphnetzSession) -> list[str]:
@@ -125,4 +156,4 @@ def finish(graphnetz: GraphnetzSession, session: pytest.Session, exitstatus: int
     return closing(graphnetz, exitstatus)
 
 
-__all__ = ["TestHooks", "finish", "header", "register_test_hooks", "start"]
+__all__ = ["SessionHooks", "TestHooks", "finish", "header", "register_test_hooks", "start"]
