@@ -16,12 +16,23 @@ distribution-free 95% interval for the CPU median. Target: <= 1.0.
 
     .venv/bin/python benchmarks/harness_overhead.py --repeats 15 # 10 seeds × 200 epochs
     .venv/bin/python benchmarks/harness_overhead.py --seeds 3 --epochs 50 --repeats 3   # quick
+    .venv/bin/python benchmarks/harness_overhead.py --instructions --seeds 2  # load-independent
+
+``--instructions`` counts each side's instructions under valgrind's callgrind instead (from
+after a warm-up to the process's end, at 20 and at 60 epochs: about a minute each): the slope
+is each side's cost per epoch, the rest its fixed cost for the seeds; printed with the ratio
+they imply at ``--epochs``. The count does not move with the machine's load, where the timed
+ratio moves by ±10% from round to round.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
+import re
+import subprocess
+import sys
 import tempfile
 from dataclasses import replace
 
@@ -86,8 +97,18 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3, help="rounds of (harness, loop)")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--instructions", action="store_true",
+                        help="count instructions under callgrind instead of timing")
+    parser.add_argument("--count-one", choices=["harness", "loop"], help=argparse.SUPPRESS)
+    parser.add_argument("--root", help=argparse.SUPPRESS)
     args = parser.parse_args()
     seeds = list(range(args.seeds))
+    if args.count_one:
+        count_one(args.count_one, args.root, seeds, args.epochs, args.threads)
+        return
+    if args.instructions:
+        instructions(args.seeds, args.epochs, args.threads)
+        return
 
     with tempfile.TemporaryDirectory() as tmp:
         # The runner gives the loader <root>/<category>/<task>; the loop reads the same files.
@@ -118,6 +139,53 @@ def main() -> None:
     low, high = ratio_interval(cpu, a, b)
     print(f"cpu ratio's median over {args.repeats} rounds: {paired_ratio(cpu, a, b):.3f}, "
           f"95% interval [{low:.3f}, {high:.3f}] (order statistics of the per-round ratios)")
+
+def count_one(side: str, root: str, seeds: list[int], epochs: int, threads: int) -> None:
+    """In a process under callgrind (collection off): warm both sides up, switch collection on
+    for this process, run ``side``."""
+    data_root = f"{root}/synthetic/csbm_homophilous"
+    harness(root, seeds, 2, threads)
+    hand_loop(data_root, seeds, 2, threads)
+    subprocess.run(["callgrind_control", "-i", "on", str(os.getpid())], capture_output=True,
+                   check=True)
+    if side == "harness":
+        harness(root, seeds, epochs, threads)
+    else:
+        hand_loop(data_root, seeds, epochs, threads)
+
+
+def instructions(n_seeds: int, epochs: int, threads: int) -> None:
+    """Each side's instructions at 20 and 60 epochs; per epoch, fixed, and the ratio they
+    imply at ``epochs``."""
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind on PATH")
+    counts: dict[tuple[str, int], int] = {}
+    with tempfile.TemporaryDirectory() as root:
+        for side in ("harness", "loop"):
+            for n in (20, 60):
+                done = subprocess.run(
+                    ["valgrind", "--tool=callgrind", "--instr-atstart=no",
+                     "--callgrind-out-file=/dev/null", sys.executable, __file__, "--count-one",
+                     side, "--root", root, "--seeds", str(n_seeds), "--epochs", str(n),
+                     "--threads", str(threads)], capture_output=True, text=True, check=True)
+                found = re.search(r"Collected : (\d+)", done.stderr)
+                if found is None:
+                    raise SystemExit(f"no instruction count in valgrind's output:\n{done.stderr}")
+                counts[side, n] = int(found.group(1))
+    print(f"harness overhead by instructions: {n_seeds} seeds, GCN on csbm_homophilous, cpu, "
+          f"threads={threads}")
+    cost = {}
+    for side in ("harness", "loop"):
+        per_epoch = (counts[side, 60] - counts[side, 20]) / (40 * n_seeds)
+        fixed = counts[side, 20] - 20 * n_seeds * per_epoch
+        cost[side] = fixed + epochs * n_seeds * per_epoch
+        print(f"  {side:8s} 20 epochs {counts[side, 20]:,}, 60 epochs {counts[side, 60]:,}: "
+              f"{per_epoch / 1e6:.3f}M per epoch, {fixed / 1e6:.1f}M fixed")
+    print(f"ratio run_benchmark / hand-written loop at {epochs} epochs: "
+          f"{cost['harness'] / cost['loop']:.4f} (target <= 1.0)")
+
 
 if __name__ == "__main__":
     main()

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import pytest
 
     from pytest_graphnetz.gates.verdicts.values import CellVerdict
+    from pytest_graphnetz.plugin.usage import BaselineUsage
     from pytest_graphnetz.report import BenchmarkReport
     from pytest_graphnetz.stats.boundaries import LookSchedule
 
@@ -202,12 +203,15 @@ class UnusedCells:
     def __init__(self) -> None:
         self.cells: dict[Path, list[tuple[str, str]]] = {}
         self.checked = False
+        self.usage: BaselineUsage | None = None  # the session's, once it starts
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        from pytest_graphnetz.plugin import session_of
+
+        self.usage = session_of(session.config).usage  # a run of plain tests too: it can tell
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        from pytest_graphnetz.plugin.usage import USAGE_KEY
-
-        usage = config.stash.get(USAGE_KEY, None)
-        if usage is None:
+        if (usage := self.usage) is None:
             return
         self.checked = usage.cells_checked
         for file, cell in usage.unused_cells:

@@ -1,5 +1,5 @@
-"""The plugin's fixtures: ``graphnetz_run`` and ``graphnetz_baseline``, thin handles on the
-session (:class:`~.session.GraphnetzSession`).
+"""The body of the ``graphnetz_run`` fixture (declared in the entry module, which pytest scans
+on every run): a thin handle on the session (:class:`~.session.GraphnetzSession`).
 
 Standard library and pytest only at import: the runner and calibration load when called.
 """
@@ -13,27 +13,16 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_graphnetz.plugin.keys import CALIBRATION_PROPERTY
-from pytest_graphnetz.plugin.session import CALIBRATION_KEY, STASH_KEY, Calibrating
+from pytest_graphnetz.plugin.session import CALIBRATION_KEY, Calibrating, GraphnetzSession
 
 if TYPE_CHECKING:
-    from pytest_graphnetz.gates.refreshing.baselines import BaselineHandle
     from pytest_graphnetz.report import BenchmarkReport
 
 
-@pytest.fixture
-def graphnetz_run(request: pytest.FixtureRequest) -> Iterator[Callable[..., BenchmarkReport]]:
-    """``graphnetz_run(tasks, models, **kwargs)`` → a report from ``run_benchmark``.
-
-    Seeds, device, workers and cache come from the session's options; ``kwargs`` (anything
-    ``run_benchmark`` takes) override them for this call; ``epoch_selection="best_val"`` sets
-    the report's epoch rule (default ``"final"``), which the gates then read. With
-    ``--graphnetz-calibrate`` each call also trains its models under salted seeds (every
-    configured seed, also under adaptive seeds), and after the test the calibration is
-    written beside each baseline it used.
-    With ``--graphnetz-update-baselines --graphnetz-baseline-replicates=R`` each call also
-    trains its models under R - 1 salts (:mod:`pytest_graphnetz.gates.refreshing.replicates`).
-    """
-    session = request.config.stash[STASH_KEY]
+def benchmark_runs(request: pytest.FixtureRequest, session: GraphnetzSession
+                   ) -> Iterator[Callable[..., BenchmarkReport]]:
+    """The body of the ``graphnetz_run`` fixture (its docstring says what it gives) for the
+    test of ``request``: the runs, then what a calibrating run writes after the test."""
     settings = session.settings
 
     def run(tasks: Any, models: Any, **kwargs: Any) -> BenchmarkReport:
@@ -89,19 +78,4 @@ def graphnetz_run(request: pytest.FixtureRequest) -> Iterator[Callable[..., Benc
         request.node.user_properties.append((CALIBRATION_PROPERTY, json.dumps(rows)))
 
 
-@pytest.fixture
-def graphnetz_baseline(request: pytest.FixtureRequest) -> Callable[..., BaselineHandle]:
-    """``graphnetz_baseline(name=None)`` → this test's baseline handle, for the gates.
-
-    The file is ``<baseline dir>/<test module>/<test name>.json``; ``name`` replaces the test
-    name (two tests sharing one baseline, or one test with several).
-    """
-    session = request.config.stash[STASH_KEY]
-
-    def baseline(name: str | None = None) -> BaselineHandle:
-        return session.baseline(request.node, name)
-
-    return baseline
-
-
-__all__ = ["graphnetz_baseline", "graphnetz_run"]
+__all__ = ["benchmark_runs"]

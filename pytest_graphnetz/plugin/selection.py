@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from pytest_graphnetz.plugin.keys import MARKER
+from pytest_graphnetz.plugin.declared import MARKER
 
 # pytest's -k/-m name token (its documented grammar: `ident: (\w|:|\+|-|\.|\[|\]|\\|/)+`).
 _NAME = re.compile(r"(?:\w|:|\+|-|\.|\[|\]|\\|/)+")

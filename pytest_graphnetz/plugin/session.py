@@ -1,6 +1,6 @@
 """The session object: where the hooks' work lives.
 
-:class:`GraphnetzSession` (one per pytest session, in ``config.stash[STASH_KEY]``) runs the
+:class:`GraphnetzSession` (one per pytest session: ``pytest_graphnetz.plugin.session_of``) runs the
 benchmarks the fixtures ask for, with their live progress; hands out baseline handles; gives
 each test the recorder its gates report to (rows, saved candidate reports); gathers every row,
 failure and triple count from the test reports (on the xdist controller: the workers'); and
@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_graphnetz.plugin.declared import is_graphnetz_test
 from pytest_graphnetz.plugin.keys import (
     BASELINE_FILE,
     CALIBRATION_PROPERTY,
@@ -37,7 +38,6 @@ from pytest_graphnetz.plugin.keys import (
     STEP_SUMMARY_ENV,
     TRIPLES_PROPERTY,
     USES_PROPERTY,
-    is_graphnetz_test,
 )
 from pytest_graphnetz.plugin.settings import Settings
 from pytest_graphnetz.plugin.usage import BaselineUsage, baseline_name
@@ -496,5 +496,3 @@ def _add_cell(calls: list[dict[str, Any]], call: dict[str, Any], cell: str) -> N
             return
     calls.append({**call, "cells": [cell]})
 
-
-STASH_KEY = pytest.StashKey[GraphnetzSession]()

@@ -1,7 +1,7 @@
 """Which baselines, and which cells of them, a run used.
 
-:class:`BaselineUsage` is created by ``pytest_configure`` next to the session, and the hooks of
-:mod:`.hooks` hand it each step: collection (every test that asks for ``graphnetz_baseline``,
+:class:`BaselineUsage` is created with the session (:func:`.hooks.start`), and the hooks hand
+it each step: collection (every test that asks for ``graphnetz_baseline``,
 every test module collected without a skip), the test reports (the baseline files handed out,
 the cells gated, who passed), and the session's end, when it
 
@@ -216,6 +216,4 @@ class BaselineUsage:
         return shown(path, self.config.rootpath)
 
 
-USAGE_KEY = pytest.StashKey[BaselineUsage]()
-
-__all__ = ["USAGE_KEY", "BaselineUsage", "BaselineUser", "baseline_name"]
+__all__ = ["BaselineUsage", "BaselineUser", "baseline_name"]

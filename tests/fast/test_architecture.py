@@ -213,6 +213,29 @@ def test_the_function_limits_count_what_they_should():
     assert wide_functions(source.replace("    x0 = 0\n", ""), "m.py").keys() == {"m.py:C.wide"}
 
 
+def function_lengths(path: Path) -> dict[str, int]:
+    """``{function name: its length in lines}`` for every function defined in ``path``."""
+    return {node.name: node.end_lineno - node.lineno + 1
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.end_lineno is not None}
+
+
+def test_the_sweep_takes_a_spec_below_its_keyword_form(tmp_path: Path) -> None:
+    """``run_benchmark`` keeps DESIGN.md's keyword signature as a thin wrapper; below it the
+    sweep's settings travel as one SweepSpec, and no function of the sweep runs 80 lines."""
+    sweep = PACKAGE / "runner" / "sweep.py"
+    long = {name: n for name, n in parameter_counts(sweep).items()
+            if name != "run_benchmark" and n > MAX_INTERNAL_PARAMETERS}
+    assert not long, f"sweep functions over {MAX_INTERNAL_PARAMETERS} parameters: {long}"
+    lengths = function_lengths(sweep)
+    assert max(lengths.values()) < 80, lengths
+    assert parameter_counts(sweep)["run_benchmark"] > MAX_INTERNAL_PARAMETERS  # it counts
+    long_one = tmp_path / "long.py"
+    long_one.write_text("def f():\n" + "    x = 1\n" * 78 + "    return x\n")
+    assert function_lengths(long_one) == {"f": 80}
+
+
 def test_the_checks_can_fail():
     assert "foo" not in {n for r in architecture_rows().values() for n in listed(r)}
     assert listed("| `stats/` | `boundaries`, `decisions` |") == {"stats/", "boundaries",

@@ -66,3 +66,42 @@ def test_finite_flags_leave_every_epoch():
         recorder.record(epoch, train_loss=0.5, test=0.25)
         recorder.flag(epoch, torch.zeros(2, 2))
     assert recorder.history(val=None).test == (0.25, 0.25, 0.25)
+
+
+def test_the_cpu_series_hold_what_a_float32_tensor_holds():
+    """On the CPU the recorder writes through numpy views; each stored value is the one a
+    float32 tensor's indexed assignment stores (torch's rounding, the reference), for floats
+    and for tensors of every float width, NaN and infinities, with or without a gradient."""
+    rng = np.random.default_rng(59)
+    values = [*VALUES, 1 / 3, 1e-45, 3.4028236e38, -2.5e-39, *rng.normal(size=20) * 1e3]
+    kinds = [float, lambda v: torch.tensor(v, dtype=torch.float64),
+             lambda v: torch.tensor(v, dtype=torch.float32),
+             lambda v: torch.tensor(v, dtype=torch.float16),
+             lambda v: torch.tensor(v, dtype=torch.float64, requires_grad=True) * 1]
+    for make in kinds:
+        recorder = EpochRecorder(len(values), torch.device("cpu"), ["test"])
+        reference = torch.full((len(values),), float("nan"))
+        for epoch, v in enumerate(values):
+            given = make(v)
+            try:
+                reference[epoch] = given.detach().to(torch.float32) if isinstance(
+                    given, torch.Tensor) else given
+            except RuntimeError:  # a float beyond float32's range: torch refuses it
+                with pytest.raises(RuntimeError, match="overflow"):
+                    recorder.record(epoch, test=given)
+                continue
+            recorder.record(epoch, test=given)
+        assert recorder.series["test"].numpy().tobytes() == reference.numpy().tobytes()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
+def test_a_cpu_flag_reads_what_isfinite_reads(dtype):
+    """The numpy check on the CPU, against torch.isfinite on strided and transposed views."""
+    for bad in (float("nan"), float("inf"), -float("inf"), None):
+        logits = torch.ones(5, 3, dtype=dtype)
+        if bad is not None:
+            logits[4, 2] = bad
+        for view in (logits, logits.t()):
+            recorder = EpochRecorder(1, torch.device("cpu"), ["test"])
+            recorder.flag(0, view)
+            assert bool(recorder.finite[0]) == bool(torch.isfinite(view).all())

@@ -24,11 +24,11 @@ import pytest_graphnetz.gates  # noqa: E402,F401
 SHOW_SETTINGS = """
 import json
 
-from pytest_graphnetz.plugin.session import STASH_KEY
+from pytest_graphnetz.plugin import session_of
 
 
 def test_settings(pytestconfig):
-    s = pytestconfig.stash[STASH_KEY].settings
+    s = session_of(pytestconfig).settings
     print("SETTINGS=" + json.dumps({
         "seeds": list(s.seeds), "device": s.device, "workers": s.workers,
         "cache_dir": s.cache_dir and str(s.cache_dir), "baseline_dir": str(s.baseline_dir),

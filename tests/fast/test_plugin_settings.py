@@ -20,9 +20,9 @@ import pytest_graphnetz.runner  # noqa: E402,F401
 
 SHOW_WORKERS = """
 def test_settings(pytestconfig):
-    from pytest_graphnetz.plugin.session import STASH_KEY
+    from pytest_graphnetz.plugin import session_of
 
-    print("WORKERS=%d" % pytestconfig.stash[STASH_KEY].settings.workers)
+    print("WORKERS=%d" % session_of(pytestconfig).settings.workers)
 """
 
 
@@ -47,10 +47,10 @@ def test_the_settings_cannot_change_and_default_to_what_the_runner_does(
         import pytest
 
         from pytest_graphnetz.runner import determinism
-        from pytest_graphnetz.plugin.session import STASH_KEY
+        from pytest_graphnetz.plugin import session_of
 
         def test_settings(pytestconfig):
-            settings = pytestconfig.stash[STASH_KEY].settings
+            settings = session_of(pytestconfig).settings
             assert settings.deterministic == determinism.DEFAULT_MODE
             with pytest.raises(AttributeError, match="read once, at session start: alpha"):
                 settings.alpha = 0.5

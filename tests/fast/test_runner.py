@@ -58,6 +58,16 @@ def test_reseeding_once_per_sweep_changes_numbers(root, monkeypatch):
         assert broken.histories[key] != proper.histories[key], key
 
 
+def test_reseeding_seeds_every_cuda_device_through_torch(monkeypatch):
+    """reseed leaves CUDA's generators to torch.manual_seed, which seeds every device itself
+    (torch.cuda.manual_seed_all, applied when CUDA initialises): if a torch stopped doing so,
+    this fails and reseed must call it again."""
+    seen: list[int] = []
+    monkeypatch.setattr(torch.cuda, "manual_seed_all", seen.append)
+    runner.environment.reseed(1234)
+    assert seen == [1234]
+
+
 def test_seed_order_is_label_order_and_changes_no_number(root):
     up, down = run(root, seeds=[0, 1, 2]), run(root, seeds=[2, 1, 0])
     assert down.seeds == (2, 1, 0)

@@ -292,11 +292,11 @@ def test_gate_is_silent_about_the_mode_between_cpu_runs_or_equal_modes():
 # -- the pytest option ---------------------------------------------------------------------------
 
 SHOW_MODE = """
-from pytest_graphnetz.plugin.session import STASH_KEY
+from pytest_graphnetz.plugin import session_of
 
 
 def test_mode(pytestconfig, graphnetz_run):
-    print("MODE=" + pytestconfig.stash[STASH_KEY].settings.deterministic)
+    print("MODE=" + session_of(pytestconfig).settings.deterministic)
 """
 
 RUN_TINY = """
