@@ -331,8 +331,7 @@ class CalibrateOutcome:
             crash = getattr(report.longrepr, "reprcrash", None)
             why = first_line(str(getattr(crash, "message", None) or report.longreprtext
                                  or report.when))
-            # "pytest_graphnetz.gates.verdicts.values.BaselineMissingError: no baseline at ...":
-            # the words
+            # "pytest_graphnetz...BaselineMissingError: no baseline at ...": the words
             self.failed[report.nodeid] = re.sub(r"^[\w.]+\.\w+: ", "", why)
         if report.when != "teardown":
             return
