@@ -144,7 +144,7 @@ def gate_check(taken: int, m: int, sds: np.ndarray, k: int, seed: int) -> str:
         tried += 1
         p = plan_next_look(float(np.std(d[0], ddof=1)), taken, DELTA, first=FIRST, taken=taken,
                            alpha=ALPHA, margin=0.0, regressed_alpha=ALPHA / m, power=0.8)
-        agree += (v.comparison.seeds_needed, v.comparison.seeds_expected) == (
+        agree += (v.comparison.plan.needed, v.comparison.plan.expected) == (
             p.next_look, p.expected)
     return f"{agree} of {tried}"
 

@@ -259,7 +259,7 @@ def kernel_check(d: np.ndarray) -> dict[str, float]:
     for row in d:
         comp = compare(row, np.zeros_like(row), higher_is_better=True, kind="not_worse",
                        test="paired-t", margin=0.0, min_effect=DELTA, alpha=ALPHA)
-        name = str(comp.verdict)
+        name = str(comp.decision.verdict)
         if name in out:
             out[name] += 1
     return {k: v / len(d) for k, v in out.items()}

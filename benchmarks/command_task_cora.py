@@ -140,8 +140,9 @@ def main() -> None:
             except GateRefusal as exc:
                 return "REFUSED (" + str(exc).split(":")[1].split(", so")[0].strip() + ")"
             c = v.comparison
-            return (f"{v.verdict}: paired Δ {c.mean_diff:+.4f} (CI [{c.ci.low:+.4f}, "
-                    f"{c.ci.high:+.4f}]), paired sd {c.sd_diff:.4f}, p {c.p_value:.3g}")
+            ev, ci = c.evidence, c.decision.ci
+            return (f"{v.verdict}: paired Δ {ev.mean_diff:+.4f} (CI [{ci.low:+.4f}, "
+                    f"{ci.high:+.4f}]), paired sd {ev.sd_diff:.4f}, p {ev.p_value:.3g}")
 
         script = project / "examples" / "gcn.py"
         gateable_copy(args.gcn, script)

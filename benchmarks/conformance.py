@@ -292,8 +292,8 @@ def numbers(v, *, family: bool = False) -> tuple:
     interval's upper end is read at the Holm level after every rejection the call made, later
     looks included (a reporting matter: no verdict reads it), so it is left out there."""
     c = v.comparison
-    return (v.verdict, c.n, c.mean_diff, c.p_value, c.ci.low,
-            *(() if family else (c.ci.high,)))
+    return (v.verdict, c.evidence.n, c.evidence.mean_diff, c.evidence.p_value, c.decision.ci.low,
+            *(() if family else (c.decision.ci.high,)))
 
 
 @contextlib.contextmanager
@@ -318,7 +318,7 @@ def chain_is_one_call(rng: np.random.Generator, *, calls: int = 4, family: int =
                 label = f"{size}-cell call {c}, cell {i}"
                 for n in looks:
                     v = runs[n][i]
-                    k = v.comparison.n
+                    k = v.comparison.evidence.n
                     if v.verdict == "REGRESSED":
                         later = [m for m in looks if m > n and runs[m][i].verdict != "REGRESSED"]
                         if later:
@@ -350,7 +350,7 @@ def no_seed_past_the_look_is_read(rng: np.random.Generator, *, cells_: int = 16,
     for c in range(cells_):
         D = cells(rng, 1)
         (v,) = judged(D, MAX, first)
-        k = v.comparison.n
+        k = v.comparison.evidence.n
         if v.verdict not in ("REGRESSED", "NOT WORSE", "BETTER") or k == MAX:
             continue
         other = D.copy()
@@ -359,7 +359,7 @@ def no_seed_past_the_look_is_read(rng: np.random.Generator, *, cells_: int = 16,
         if v.verdict == "REGRESSED" and numbers(w) != numbers(v):
             failures.append(f"cell {c}: REGRESSED at look {k} moved to {numbers(w)} when the "
                             "seeds past it changed")
-        if v.verdict != "REGRESSED" and (w.verdict, w.comparison.n) != (v.verdict, k):
+        if v.verdict != "REGRESSED" and (w.verdict, w.comparison.evidence.n) != (v.verdict, k):
             # a pass may only be overtaken by a later REGRESSED, which gains cannot cause
             failures.append(f"cell {c}: {v.verdict} at look {k} became {numbers(w)}")
     return failures

@@ -207,11 +207,11 @@ def gate_fails(name: str, candidate: np.ndarray, baseline: np.ndarray) -> bool:
     if name.startswith("paired "):
         result = compare(candidate, baseline, higher_is_better=True, kind="not_worse",
                          test=name.removeprefix("paired "), margin=0.0, alpha=ALPHA, rng=0)
-        return result.verdict == stats.Verdict.REGRESSED
+        return result.decision.verdict == stats.Verdict.REGRESSED
     if name == "Welch (unpaired)":
         result = compare(candidate, baseline, higher_is_better=True, kind="not_worse",
                          test="welch", margin=0.0, alpha=ALPHA, rng=0)
-        return result.verdict == stats.Verdict.REGRESSED
+        return result.decision.verdict == stats.Verdict.REGRESSED
     if name.startswith("gap > "):
         points = float(name.removeprefix("gap > ").removesuffix(" pt"))
         # the gap of means over the same seeds: what a CI threshold on the mean checks

@@ -123,12 +123,12 @@ def run(args: argparse.Namespace) -> str:
         # seeds it was chosen on (paired by seed: both arms searched the same reserved block)
         searched = compare_reports(cand.searches[cand.record.winner],
                                    base.searches[base.record.winner], rerun_safe=False)[0]
-        lo, hi = confirmed.comparison.ci
+        lo, hi = confirmed.comparison.decision.ci
         lines.append(
             f"| {arm} | {dict(cand.winner)} | {fmt_num(cand.record.optimism)} | "
-            f"{confirmed.comparison.verdict.value} {fmt_num(confirmed.comparison.mean_diff)} "
-            f"[{fmt_num(lo)}, {fmt_num(hi)}] | {searched.comparison.verdict.value} "
-            f"{fmt_num(searched.comparison.mean_diff)} |")
+            f"{confirmed.verdict.value} {fmt_num(confirmed.comparison.evidence.mean_diff)} "
+            f"[{fmt_num(lo)}, {fmt_num(hi)}] | {searched.verdict.value} "
+            f"{fmt_num(searched.comparison.evidence.mean_diff)} |")
     trial_table = ["| arm | trial means (validation, search seeds) | winner | winner's "
                    "validation: search / confirmation seeds | winner's test: search / "
                    "confirmation seeds |", "|---|---|---|---|---|"]

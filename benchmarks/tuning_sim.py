@@ -113,12 +113,14 @@ def simulate(rng: np.random.Generator, *, trials: int, cand_trials: int, S: int,
         BenchmarkReport.from_arrays(base["searched"][None, None, :], tasks=["task"],
                                     models=["M"], seeds=searched, metric="accuracy"),
         rerun_safe=False)[0].comparison
-    return {"confirmed": confirmed.verdict.value, "searched": on_search.verdict.value,
+    return {"confirmed": confirmed.decision.verdict.value,
+            "searched": on_search.decision.verdict.value,
             "same": base["record"].winner == cand["record"].winner,
             "switched_to_lifted": cand["record"].winner == lifted,
             "steady": min(winner_stability(r.trials, True, resamples=200)
                           for r in (base["record"], cand_record)) >= STEADY,
-            "read_confirmed": confirmed.mean_diff, "read_searched": on_search.mean_diff,
+            "read_confirmed": confirmed.evidence.mean_diff,
+            "read_searched": on_search.evidence.mean_diff,
             "true": cand["q"] - base["q"], "optimism": cand_record.optimism}
 
 

@@ -158,8 +158,8 @@ def compare_markdown(verdicts: Sequence[CellVerdict], args: argparse.Namespace) 
     from pytest_graphnetz.gates.verdicts.formatting import gate_table
 
     failed = [v for v in verdicts if v.failed]
-    gate = f"{args.gate} gate ({verdicts[0].comparison.test}, alpha {fmt_num(args.alpha)}, " \
-           f"margin {fmt_num(args.margin)})"
+    gate = (f"{args.gate} gate ({verdicts[0].comparison.evidence.test}, alpha "
+            f"{fmt_num(args.alpha)}, margin {fmt_num(args.margin)})")
     headline = (f"**{len(failed)} of {len(verdicts)} cell(s) failed the {gate}**" if failed
                 else f"All {len(verdicts)} cell(s) pass the {gate}.")
     if args.single_run:

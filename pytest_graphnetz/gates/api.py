@@ -424,12 +424,12 @@ def _load(recorder: GateRecorder, baseline: BaselineLike, candidate: BenchmarkRe
 
 
 def _config(verdicts: Sequence[CellVerdict], alpha: float | None = None) -> str:
-    c = verdicts[0].comparison
-    alpha = c.alpha if alpha is None else alpha
-    text = f"{c.test}, alpha {fmt_num(alpha)}, margin {fmt_num(c.margin)}"
-    if c.kind != "not_worse":
+    ev = verdicts[0].comparison.evidence
+    alpha = ev.alpha if alpha is None else alpha
+    text = f"{ev.test}, alpha {fmt_num(alpha)}, margin {fmt_num(ev.margin)}"
+    if ev.kind != "not_worse":
         return text + (", every cell must pass (no Holm needed)" if len(verdicts) > 1 else "")
-    effects = sorted({fmt_num(v.comparison.min_effect) for v in verdicts})
+    effects = sorted({fmt_num(v.comparison.evidence.min_effect) for v in verdicts})
     text += f", min_effect {'/'.join(effects)}"
     rows = sum(v.task == SUITE for v in verdicts)
     tested = sum(v.verdict != "IDENTICAL" for v in verdicts if v.task != SUITE)

@@ -85,13 +85,13 @@ def verdict_stats(verdict: CellVerdict | WidthVerdict, test: str | None = None
                "max_width": verdict.max_width}
     else:
         c = verdict.comparison
-        out = {"kind": c.kind, "test": c.test, "n": c.n, "mean_diff": c.mean_diff,
-               "ci_low": c.ci.low, "ci_high": c.ci.high, "level": c.confidence_level,
-               "p": verdict.p, "p_raw": c.p_value,
-               "alpha": c.alpha, "margin": c.margin,
-               "min_effect": c.min_effect, "mde": c.mde, "seeds": list(verdict.seeds),
+        ev, dec = c.evidence, c.decision
+        out = {"kind": ev.kind, "test": ev.test, "n": ev.n, "mean_diff": ev.mean_diff,
+               "ci_low": dec.ci.low, "ci_high": dec.ci.high, "level": c.confidence_level,
+               "p": verdict.p, "p_raw": ev.p_value, "alpha": ev.alpha, "margin": ev.margin,
+               "min_effect": ev.min_effect, "mde": dec.mde, "seeds": list(verdict.seeds),
                # the MDE recomputes from these: the one-sided level, the paired sd, the power
-               "mde_alpha": c.mde_alpha, "sd_diff": c.sd_diff, "power": c.power,
+               "mde_alpha": dec.regressed_level, "sd_diff": ev.sd_diff, "power": ev.power,
                "baseline_mean": verdict.baseline.mean,
                "candidate_mean": verdict.candidate.mean,
                **verdict.guidance.numbers(test)}
@@ -114,11 +114,11 @@ def gate_call(verdict: CellVerdict | WidthVerdict, *, strict: bool = False
 
     if isinstance(verdict, WidthVerdict):
         return None
-    c = verdict.comparison
+    ev = verdict.comparison.evidence
     strict = strict or (verdict.verdict is Verdict.INCONCLUSIVE and bool(verdict.failed))
-    return {"gate": verdict.gate, "test": c.test, "margin": _number(c.margin),
-            "min_effect": _number(c.min_effect),
-            "alpha": _number(c.alpha if verdict.call_alpha is None else verdict.call_alpha),
+    return {"gate": verdict.gate, "test": ev.test, "margin": _number(ev.margin),
+            "min_effect": _number(ev.min_effect),
+            "alpha": _number(ev.alpha if verdict.call_alpha is None else verdict.call_alpha),
             "strict": strict}
 
 

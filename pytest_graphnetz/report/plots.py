@@ -180,8 +180,9 @@ def plot_comparison(
     """Paired differences of a gate, one row per (task, model) cell, coloured by verdict.
 
     ``verdicts``: what a gate (or ``gates.compare_reports``) returns, each with ``.task``,
-    ``.model`` and ``.comparison`` (a :class:`~pytest_graphnetz.stats.Comparison`:
-    ``mean_diff``, two-sided ``ci``, ``margin``, ``kind``, ``verdict``). Δ is candidate −
+    ``.model`` and ``.comparison`` (a :class:`~pytest_graphnetz.stats.Comparison`: its
+    evidence's ``mean_diff``, ``margin``, ``kind``, its decision's two-sided ``ci`` and
+    ``verdict``). Δ is candidate −
     baseline with the sign flipped for lower-is-better metrics, so right is always better.
     Lines mark 0 and the gate's bound: −margin (``not_worse``), +margin (``better``), ±margin
     (``equivalent``); ``margin`` overrides the comparisons' own; a dotted line marks −δ, the
@@ -207,7 +208,7 @@ def plot_comparison(
             ax.axhline(ys[k] + 0.5, color="0.6", lw=0.6, zorder=1)
     ax.axvline(0.0, color="black", lw=0.9, zorder=2)
     handles = _bound_lines(ax, seen, bounds - {0.0}, deltas)
-    ax.set_yticks(ys, [f"{v.task} · {v.model}\n{v.comparison.verdict}" for v in verdicts])
+    ax.set_yticks(ys, [f"{v.task} · {v.model}\n{v.comparison.decision.verdict}" for v in verdicts])
     ax.set_ylim(-0.6, n - 0.4)
     # Each comparison's interval at its own level (1 - 2 alpha, or its ends' levels after Holm
     # or at a sequential look), labelled as the gate's message labels it.
@@ -236,18 +237,19 @@ def _comparison_rows(ax: Axes, verdicts: Sequence[CellVerdict], ys: np.ndarray,
     deltas: set[float] = set()
     for y, v in zip(ys, verdicts, strict=True):
         c = v.comparison
-        colour = VERDICT_COLOURS.get(c.verdict, "#000000")
-        seen.setdefault(c.verdict, colour)
-        m = float(c.margin if margin is None else margin)
-        bounds.update({"not_worse": [-m], "better": [m]}.get(c.kind, [-m, m]))
-        if c.kind == "not_worse" and c.min_effect is not None:
-            deltas.add(-float(c.min_effect))
+        ev, dec = c.evidence, c.decision
+        colour = VERDICT_COLOURS.get(dec.verdict, "#000000")
+        seen.setdefault(dec.verdict, colour)
+        m = float(ev.margin if margin is None else margin)
+        bounds.update({"not_worse": [-m], "better": [m]}.get(ev.kind, [-m, m]))
+        if ev.kind == "not_worse" and ev.min_effect is not None:
+            deltas.add(-float(ev.min_effect))
         if reports is not None:
             d = _paired_differences(v, *reports)
             jitter = np.linspace(-0.18, 0.18, d.size) if d.size > 1 else np.zeros(d.size)
             ax.scatter(d, y + jitter, s=14, color=colour, alpha=0.35, linewidths=0, zorder=1)
-        xerr = [[c.mean_diff - c.ci.low], [c.ci.high - c.mean_diff]]
-        ax.errorbar([c.mean_diff], [y], xerr=xerr, fmt="o", color=colour, ms=5, capsize=3,
+        xerr = [[ev.mean_diff - dec.ci.low], [dec.ci.high - ev.mean_diff]]
+        ax.errorbar([ev.mean_diff], [y], xerr=xerr, fmt="o", color=colour, ms=5, capsize=3,
                     elinewidth=1.6, zorder=3)
     return seen, bounds, deltas
 

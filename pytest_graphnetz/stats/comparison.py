@@ -162,22 +162,15 @@ class Plan:
 @dataclass(frozen=True)
 class Comparison:
     """The verdict on one cell: candidate against baseline on paired seeds, composed of its
-    :class:`Evidence`, the :class:`Decision` on it, its :class:`Plan` and ``notes`` (the prose
-    of all three), each built once. The old flat names read through:
-
-    - ``n``, ``mean_diff``, ``sd_diff``, ``lower_bound`` (the lower end of the evidence's
-      ``1 - 2·alpha`` interval), ``p_value``, ``p_reverse``, ``p_better``, ``p_floor``,
-      ``diverged_seeds``, ``excluded_seeds``: the evidence's. For ``not_worse`` ``p_value``
-      is H1 "mean d < -margin" (small p = REGRESSED) and ``p_reverse`` H1 "mean d >
-      -min_effect" (small p = NOT WORSE; at ``-margin`` when ``min_effect`` is None); for
-      ``better`` ``p_value`` is H1 "mean d > margin" (BETTER) and ``p_reverse`` H1 "mean d < 0"
-      (REGRESSED); for ``equivalent`` both are the TOST p. A seed where only the candidate
-      diverged counts as a failure (REGRESSED, NOT EQUIVALENT for ``equivalent``).
-    - ``verdict``, ``p_adjusted`` (Holm across the tested cells of one ``not_worse`` call;
-      == ``p_value`` otherwise), ``mde`` at ``mde_alpha`` (the level REGRESSED is tested at),
-      ``ci`` at ``ci_alphas`` (None: ``1 - 2·alpha``): the decision's.
-    - ``seeds_needed``, ``seeds_expected``: the plan's.
-    - ``alpha``: the level the look decides NOT WORSE / BETTER at (the evidence's).
+    :class:`Evidence` (``c.evidence.n``, ``.mean_diff``, ``.p_value``...), the :class:`Decision`
+    on it (``c.decision.verdict``, ``.p_adjusted``, ``.ci``, ``.mde``...), its :class:`Plan`
+    (``c.plan.needed``) and ``notes`` (the prose of all three), each built once; callers read
+    the parts. For ``not_worse`` the evidence's ``p_value`` is H1 "mean d < -margin" (small p =
+    REGRESSED) and ``p_reverse`` H1 "mean d > -min_effect" (small p = NOT WORSE; at ``-margin``
+    when ``min_effect`` is None); for ``better`` ``p_value`` is H1 "mean d > margin" (BETTER)
+    and ``p_reverse`` H1 "mean d < 0" (REGRESSED); for ``equivalent`` both are the TOST p. A
+    seed where only the candidate diverged counts as a failure (REGRESSED, NOT EQUIVALENT for
+    ``equivalent``).
     """
 
     evidence: Evidence
@@ -186,127 +179,22 @@ class Comparison:
     notes: tuple[str, ...] = ()
 
     @property
-    def verdict(self) -> Verdict:
-        return self.decision.verdict
-
-    @property
-    def p_adjusted(self) -> float:
-        return self.decision.p_adjusted
-
-    @property
-    def mde(self) -> float:
-        return self.decision.mde
-
-    @property
-    def mde_alpha(self) -> float | None:
-        return self.decision.regressed_level
-
-    @property
-    def ci(self) -> ConfidenceInterval:
-        return self.decision.ci
-
-    @property
-    def ci_alphas(self) -> tuple[float, float] | None:
-        return self.decision.ci_alphas
-
-    @property
-    def seeds_needed(self) -> int | None:
-        return self.plan.needed
-
-    @property
-    def seeds_expected(self) -> int | None:
-        return self.plan.expected
-
-    @property
-    def kind(self) -> str:
-        return self.evidence.kind
-
-    @property
-    def test(self) -> str:
-        return self.evidence.test
-
-    @property
-    def n(self) -> int:
-        return self.evidence.n
-
-    @property
-    def mean_diff(self) -> float:
-        return self.evidence.mean_diff
-
-    @property
-    def sd_diff(self) -> float:
-        return self.evidence.sd_diff
-
-    @property
-    def lower_bound(self) -> float:
-        return self.evidence.ci.low
-
-    @property
-    def p_value(self) -> float:
-        return self.evidence.p_value
-
-    @property
-    def p_reverse(self) -> float:
-        return self.evidence.p_reverse
-
-    @property
-    def p_better(self) -> float:
-        return self.evidence.p_better
-
-    @property
-    def p_floor(self) -> float:
-        return self.evidence.p_floor
-
-    @property
-    def margin(self) -> float:
-        return self.evidence.margin
-
-    @property
-    def alpha(self) -> float:
-        return self.evidence.alpha
-
-    @property
-    def higher_is_better(self) -> bool:
-        return self.evidence.higher_is_better
-
-    @property
-    def label(self) -> str:
-        return self.evidence.label
-
-    @property
-    def power(self) -> float:
-        return self.evidence.power
-
-    @property
-    def min_effect(self) -> float | None:
-        return self.evidence.min_effect
-
-    @property
-    def diverged_seeds(self) -> tuple[int, ...]:
-        return self.evidence.diverged_seeds
-
-    @property
-    def excluded_seeds(self) -> tuple[int, ...]:
-        return self.evidence.excluded_seeds
-
-    @property
     def confidence_level(self) -> float:
-        """Level of ``ci``: ``1 - 2·alpha``, the two-sided interval of the one-sided tests
-        (``1 - low_alpha - high_alpha`` when its ends are at the levels of ``ci_alphas``)."""
-        if self.ci_alphas is not None:
-            return 1 - self.ci_alphas[0] - self.ci_alphas[1]
-        return 1 - 2 * self.alpha
-
-    def interval(self, low_alpha: float, high_alpha: float) -> ConfidenceInterval:
-        """:meth:`Evidence.interval`: the interval at one-sided levels of its own."""
-        return self.evidence.interval(low_alpha, high_alpha)
+        """Level of ``decision.ci``: ``1 - 2·alpha``, the two-sided interval of the one-sided
+        tests (``1 - low_alpha - high_alpha`` when its ends are at the levels of
+        ``decision.ci_alphas``)."""
+        alphas = self.decision.ci_alphas
+        if alphas is not None:
+            return 1 - alphas[0] - alphas[1]
+        return 1 - 2 * self.evidence.alpha
 
     @property
     def below_min_effect(self) -> bool:
         """A significant drop smaller than δ: REGRESSED (which wins), yet the non-inferiority
         test at δ also passed. Accepting such a drop is a ``margin`` decision."""
-        return (self.verdict is Verdict.REGRESSED and self.min_effect is not None
-                and not self.diverged_seeds and self.p_reverse <= self.alpha)
+        ev = self.evidence
+        return (self.decision.verdict is Verdict.REGRESSED and ev.min_effect is not None
+                and not ev.diverged_seeds and ev.p_reverse <= ev.alpha)
 
 
 class _Shared(TypedDict):

@@ -74,7 +74,7 @@ def test_a_short_baseline_cuts_the_schedule_and_says_how_to_complete_it():
     verdicts = assert_not_worse(report, _baseline(seeds=range(10), models=("same", "border")))
     border = next(v for v in verdicts if v.model == "border")
     assert border.stop.max_seeds == 10 and border.stop.planned_max == 20
-    assert border.comparison.n == runner.count("border") == 10
+    assert border.comparison.evidence.n == runner.count("border") == 10
     assert border.row()["n"] == "10/20"
     # the capped cell says so in its Note, its Baseline column names its seeds, and
     # what it saved is counted against the 10 seeds that could pair, not the planned 20
@@ -91,7 +91,7 @@ def test_other_gates_complete_the_report_to_max():
     report = run_adaptive({"toy": lambda root: None}, {"better": object}, seeds=SEEDS,
                           min_seeds=5, runner=runner)
     verdicts = assert_better(report, _baseline(models=("better",)))
-    assert verdicts[0].comparison.n == 20 and runner.count("better") == 20
+    assert verdicts[0].comparison.evidence.n == 20 and runner.count("better") == 20
 
 
 def test_the_width_gate_measures_max_seeds_too():
@@ -124,7 +124,7 @@ def test_not_worse_is_decided_at_min_effect():
     report = run_adaptive({"toy": lambda root: None}, {"innocent": object}, seeds=SEEDS,
                           min_seeds=5, runner=runner)
     verdict, = assert_not_worse(report, _baseline(models=("innocent",)))
-    assert verdict.verdict == "NOT WORSE" and verdict.comparison.n == 5
+    assert verdict.verdict == "NOT WORSE" and verdict.comparison.evidence.n == 5
     assert runner.count("innocent") == 5
     # an explicit min_effect is the boundary: at 0.1 points the same cell is not yet decided
     runner = CountingRunner({"innocent": lambda s: 0.002 * np.sin(5.0 * s)})

@@ -94,7 +94,7 @@ def test_one(graphnetz_run, graphnetz_baseline):
     verdicts = assert_not_worse(graphnetz_run(project.ONE, project.MODELS), graphnetz_baseline())
     Path("verdicts.json").write_text(json.dumps({
         v.cell: {"seeds": list(v.seeds), "mean": v.candidate.mean,
-                 "delta": v.comparison.mean_diff} for v in verdicts}))
+                 "delta": v.comparison.evidence.mean_diff} for v in verdicts}))
 
 
 def test_two(graphnetz_run, graphnetz_baseline):

@@ -44,7 +44,7 @@ def test_a_first_look_below_10_walks_its_own_looks_through_the_gate(conformance)
             for _ in range(12):
                 D = conformance.cells(rng, 1)
                 (v,) = conformance.judged(D, first, first)
-                decided.add((str(v.verdict), v.comparison.n))
+                decided.add((str(v.verdict), v.comparison.evidence.n))
         assert {("REGRESSED", first), ("NOT WORSE", first)} <= decided, decided
         row = next(r for r in conformance.ROWS if r.name == f"first look {first}: normal, sd 2")
         # REGRESSED at look `first`, gains after it: a walk from look 10 would not read it

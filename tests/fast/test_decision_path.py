@@ -85,34 +85,36 @@ def test_one_look_schedule_is_the_fixed_gate_bit_for_bit_on_the_committed_pool(t
         [{"candidate": np.array([cand[v][s] for s in seeds]), "baseline": base[seeds],
           "label": f"toy/{v}", "seeds": seeds, "min_effect": 0.01} for v in variants],
         kind="not_worse", test="paired-t", margin=0.0, alpha=0.85 * 0.05)
-    holm = sum(c.verdict.value != "IDENTICAL" for c in reference) > 1
+    holm = sum(c.decision.verdict.value != "IDENTICAL" for c in reference) > 1
     # a family with a cell the skew guard corrects is not the plain t's
     # (tests/fast/test_stats_skew.py)
     guarded = any(v.skew is not None and v.skew.corrects for v in fixed)
     for f, o, ref in zip(fixed, one, reference, strict=True):
         a, b = f.comparison, o.comparison
         if guarded:
-            assert (a.verdict, a.p_value, a.p_adjusted, a.ci) == (b.verdict, b.p_value,
-                                                                  b.p_adjusted, b.ci)
+            assert (a.decision.verdict, a.evidence.p_value, a.decision.p_adjusted, a.decision.ci) \
+                == (b.decision.verdict, b.evidence.p_value, b.decision.p_adjusted, b.decision.ci)
             continue
-        assert a.verdict == b.verdict == ref.verdict, (task, f.model)
-        assert a.p_value == b.p_value == ref.p_value
-        assert a.p_adjusted == b.p_adjusted == ref.p_adjusted
-        assert a.mean_diff == b.mean_diff == ref.mean_diff
-        assert a.ci == b.ci and a.mde == b.mde == ref.mde
+        assert a.decision.verdict == b.decision.verdict == ref.decision.verdict, (task, f.model)
+        assert a.evidence.p_value == b.evidence.p_value == ref.evidence.p_value
+        assert a.decision.p_adjusted == b.decision.p_adjusted == ref.decision.p_adjusted
+        assert a.evidence.mean_diff == b.evidence.mean_diff == ref.evidence.mean_diff
+        assert a.decision.ci == b.decision.ci
+        assert a.decision.mde == b.decision.mde == ref.decision.mde
         # the advice is a later look of the schedule n, 2n, 4n, ... (the same in both modes)
-        assert a.seeds_needed == b.seeds_needed
-        assert a.seeds_needed is None or (a.seeds_needed > n
-                                          and math.log2(a.seeds_needed / n).is_integer())
-        assert (a.seeds_needed is None) == (ref.verdict.value != "INCONCLUSIVE"
-                                            or a.seeds_needed is None)
+        assert a.plan.needed == b.plan.needed
+        assert a.plan.needed is None or (a.plan.needed > n
+                                          and math.log2(a.plan.needed / n).is_integer())
+        assert (a.plan.needed is None) == (ref.decision.verdict.value != "INCONCLUSIVE"
+                                            or a.plan.needed is None)
         # the interval: at what the look spends for one tested cell; with Holm, the upper end
         # moves to the level REGRESSED is decided at (the lower end stays)
-        assert a.ci.low == ref.ci.low
-        if not holm or a.verdict.value == "IDENTICAL":
-            assert a.ci == ref.ci
+        assert a.decision.ci.low == ref.decision.ci.low
+        if not holm or a.decision.verdict.value == "IDENTICAL":
+            assert a.decision.ci == ref.decision.ci
         else:
-            assert a.ci.high >= ref.ci.high and a.ci_alphas[0] == 0.85 * 0.05
+            assert a.decision.ci.high >= ref.decision.ci.high
+            assert a.decision.ci_alphas[0] == 0.85 * 0.05
 
 
 # -- every printed number recomputes from the reported seeds ----------------------------------
@@ -122,8 +124,8 @@ def _recompute(v, base_values, cand_values, margin, delta, alpha):
     c = v.comparison
     seeds = list(v.seeds)
     d = np.array([cand_values[v.model][s] - base_values[v.model][s] for s in seeds])
-    assert c.n == len(seeds)
-    assert math.isclose(c.mean_diff, d.mean(), rel_tol=1e-12, abs_tol=1e-15)
+    assert c.evidence.n == len(seeds)
+    assert math.isclose(c.evidence.mean_diff, d.mean(), rel_tol=1e-12, abs_tol=1e-15)
     if v.verdict == "IDENTICAL":
         assert np.all(d == 0)
         return
@@ -141,16 +143,17 @@ def _recompute(v, base_values, cand_values, margin, delta, alpha):
         t = sps.ttest_1samp(d + margin, 0.0).statistic
         a = g / math.sqrt(len(d))
         p = sps.t.cdf(max(t, t + a * (t * t / 3 + 1 / 6) + a * a * t ** 3 / 27), len(d) - 1)
-    assert c.p_value == pytest.approx(p, rel=1e-7, abs=1e-12)
-    # each look decides at its own level (c.alpha: what the look spends, e.g. ρα at look 1)
-    low_a, high_a = c.ci_alphas or (c.alpha, c.alpha)
+    assert c.evidence.p_value == pytest.approx(p, rel=1e-7, abs=1e-12)
+    # each look decides at its own level (c.evidence.alpha: what the look spends, e.g. ρα at look 1)
+    low_a, high_a = c.decision.ci_alphas or (c.evidence.alpha, c.evidence.alpha)
     df = len(d) - 1
-    assert c.ci.low == pytest.approx(d.mean() - sps.t.isf(low_a, df) * se, rel=1e-9, abs=1e-12)
-    assert c.ci.high == pytest.approx(d.mean() + sps.t.isf(high_a, df) * se, rel=1e-9,
+    assert c.decision.ci.low == pytest.approx(d.mean() - sps.t.isf(low_a, df) * se, rel=1e-9,
+                                              abs=1e-12)
+    assert c.decision.ci.high == pytest.approx(d.mean() + sps.t.isf(high_a, df) * se, rel=1e-9,
                                       abs=1e-12)
     # one level for REGRESSED on the row: the MDE is read where the upper end is
-    if c.ci_alphas is not None and c.mde_alpha is not None:
-        assert c.mde_alpha == pytest.approx(high_a, rel=1e-12)
+    if c.decision.ci_alphas is not None and c.decision.regressed_level is not None:
+        assert c.decision.regressed_level == pytest.approx(high_a, rel=1e-12)
     # the boundaries the message prints are those levels' t quantiles
     if v.stop is not None and v.stop.critical is not None:
         assert v.stop.critical == pytest.approx(sps.t.isf(low_a, df), rel=1e-6)
@@ -159,13 +162,13 @@ def _recompute(v, base_values, cand_values, margin, delta, alpha):
     if corrected:
         return
     if v.verdict == "REGRESSED":
-        assert c.ci.high < -margin + 1e-12
+        assert c.decision.ci.high < -margin + 1e-12
     if v.verdict == "NOT WORSE":
-        assert c.ci.low > -delta - 1e-12
+        assert c.decision.ci.low > -delta - 1e-12
     if v.verdict == "BETTER":
-        assert c.ci.low > margin - 1e-12
+        assert c.decision.ci.low > margin - 1e-12
     if v.verdict == "INCONCLUSIVE":
-        assert c.ci.high >= -margin - 1e-12 and c.ci.low <= -delta + 1e-12
+        assert c.decision.ci.high >= -margin - 1e-12 and c.decision.ci.low <= -delta + 1e-12
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -213,8 +216,9 @@ def test_holm_pushes_the_upper_end_and_labels_it(rerun_safe, level):
     verdicts = compare_reports(_report(cand, seeds), _report(base, seeds), rerun_safe=rerun_safe)
     for v in verdicts:
         c = v.comparison
-        assert c.ci_alphas is not None and c.ci_alphas[0] == pytest.approx(level)
-        assert any(c.ci_alphas[1] == pytest.approx(x) for x in (level / 3, level / 2, level))
+        assert c.decision.ci_alphas is not None and c.decision.ci_alphas[0] == pytest.approx(level)
+        assert any(c.decision.ci_alphas[1] == pytest.approx(x)
+                   for x in (level / 3, level / 2, level))
         assert "upper end" in v.message()
         _recompute(v, base, cand, 0.0, 0.01, level)
 
@@ -266,7 +270,8 @@ def test_a_margin_keeps_delta_one_point_beyond_it_and_mae_rows_say_nothing_plann
     base = {"m": {s: 0.8 + 0.02 * rng.standard_normal() for s in seeds}}
     cand = {"m": {s: base["m"][s] - 0.005 + 0.004 * rng.standard_normal() for s in seeds}}
     (v,) = assert_not_worse(_report(cand, seeds), _report(base, seeds), margin=0.01)
-    assert v.comparison.min_effect == pytest.approx(0.02)   # margin + one point, not dropped
+    # margin + one point, not dropped
+    assert v.comparison.evidence.min_effect == pytest.approx(0.02)
     # the Note states δ and margin it was judged against, not a table note
     assert v.verdict == "NOT WORSE" and v.row()["note"] == v.guidance.note()
     assert "δ 2 points; margin 1 point" in v.row()["note"]
@@ -275,7 +280,7 @@ def test_a_margin_keeps_delta_one_point_beyond_it_and_mae_rows_say_nothing_plann
     worse = BenchmarkReport.from_arrays([[[cand["m"][s] for s in seeds]]], tasks=["toy"],
                                         models=["m"], seeds=list(seeds), metric="mae")
     (w,) = assert_not_worse(worse, mae, margin=0.01)
-    assert w.comparison.min_effect is None
+    assert w.comparison.evidence.min_effect is None
     assert "NOT WORSE only means above −margin" in w.row()["note"]
 
 
@@ -308,9 +313,9 @@ def test_better_and_equivalent_decide_in_decide_look_as_scipys_one_sided_t_tests
     assert {"EQUIVALENT", "NOT EQUIVALENT"} <= set(want_equivalent)
     base = np.full(12, 0.8)
     for row, b, e in zip(d[:40], better[:40], equivalent[:40], strict=True):
-        assert compare(base + row, base, kind="better", margin=margin).verdict \
+        assert compare(base + row, base, kind="better", margin=margin).decision.verdict \
             is LOOK_VERDICTS[b]
-        assert compare(base + row, base, kind="equivalent", margin=margin).verdict \
+        assert compare(base + row, base, kind="equivalent", margin=margin).decision.verdict \
             is LOOK_VERDICTS[e]
     # a diverged candidate fails every kind, whatever its p-values say
     codes = decide_look(1.0, 0.0, 0.0, level=alpha, regressed_level=alpha, last=True,
@@ -343,28 +348,29 @@ def test_each_reported_comparison_is_the_kernels_decision_on_its_own_evidence() 
                                    canonical=True)
         for v in verdicts:
             c = v.comparison
-            again = verdict_at(c.evidence, level=c.alpha, regressed_level=c.alpha,
-                               p_regressed=c.p_adjusted if gate == "not_worse" else None)
-            assert again is c.verdict, (gate, v.cell)
-            assert c.mde == c.evidence.mde_at(c.mde_alpha)
-            seen.add((gate, str(c.verdict)))
+            again = verdict_at(c.evidence, level=c.evidence.alpha, regressed_level=c.evidence.alpha,
+                               p_regressed=c.decision.p_adjusted if gate == "not_worse" else None)
+            assert again is c.decision.verdict, (gate, v.cell)
+            assert c.decision.mde == c.evidence.mde_at(c.decision.regressed_level)
+            seen.add((gate, str(c.decision.verdict)))
             for part in (c, c.evidence, c.decision, c.plan):
                 with pytest.raises(dataclasses.FrozenInstanceError):
                     part.notes = ()  # type: ignore[misc]
         if gate == "not_worse":   # Holm's step-down over the 5 tested cells, by hand
             tested = [v.comparison for v in verdicts if v.verdict != "IDENTICAL"]
-            p = np.array([c.p_value for c in tested])
+            p = np.array([c.evidence.p_value for c in tested])
             order = np.argsort(p)
             adjusted = np.maximum.accumulate(
                 np.minimum(1, (len(p) - np.arange(len(p))) * p[order]))
             assert len(tested) == 5
-            np.testing.assert_allclose([tested[i].p_adjusted for i in order], adjusted)
+            np.testing.assert_allclose([tested[i].decision.p_adjusted for i in order], adjusted)
             # each cell's MDE at the step that tested it last: α/(5 − j) for the j-th
             # rejection, α/(5 − r) for the r cells not rejected
-            r = sum(c.verdict == "REGRESSED" for c in tested)
+            r = sum(c.decision.verdict == "REGRESSED" for c in tested)
             for j, i in enumerate(order):
                 step = 5 - j if j < r else 5 - r
-                assert tested[i].mde_alpha == pytest.approx(tested[i].alpha / step)
+                assert tested[i].decision.regressed_level == pytest.approx(
+                    tested[i].evidence.alpha / step)
     assert {("not_worse", "REGRESSED"), ("not_worse", "IDENTICAL"),
             ("better", "BETTER")} <= seen
 

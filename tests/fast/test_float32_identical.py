@@ -53,8 +53,8 @@ def test_a_real_difference_of_1e5_is_tested(sign: int, expected: str) -> None:
     verdicts = compare_reports(*_reports(base, cand, "accuracy"), min_effect=0.01)
     assert [v.verdict for v in verdicts] == [expected] * 3
     for v in verdicts:
-        assert v.comparison.n == len(SEEDS)
-        assert v.comparison.mean_diff == pytest.approx(sign * 1e-5, rel=1e-6)
+        assert v.comparison.evidence.n == len(SEEDS)
+        assert v.comparison.evidence.mean_diff == pytest.approx(sign * 1e-5, rel=1e-6)
 
 
 def test_noisy_differences_of_1e5_are_tested_not_identical() -> None:
@@ -71,8 +71,8 @@ def test_noisy_differences_of_1e5_are_tested_not_identical() -> None:
         # a pair within 2^-21 of the larger magnitude (float32's resolution) counts as 0
         d = np.where(np.abs(d) <= 2.0 ** -21 * np.maximum(cand[i], base[i]), 0.0, d)
         assert np.count_nonzero(d) >= 8
-        assert np.isfinite(v.comparison.p_value)
-        assert v.comparison.mean_diff == pytest.approx(d.mean(), rel=1e-6)
-        assert v.comparison.sd_diff == pytest.approx(np.std(d, ddof=1), rel=1e-6)
+        assert np.isfinite(v.comparison.evidence.p_value)
+        assert v.comparison.evidence.mean_diff == pytest.approx(d.mean(), rel=1e-6)
+        assert v.comparison.evidence.sd_diff == pytest.approx(np.std(d, ddof=1), rel=1e-6)
         assert stats.ttest_1samp(d, 0.0).statistic == pytest.approx(
             d.mean() / (np.std(d, ddof=1) / np.sqrt(d.size)))

@@ -223,8 +223,8 @@ def test_suite_false_changes_no_verdict_and_a_suite_row_keeps_the_cells_open_ver
     b, c = BenchmarkReport.from_arrays(base, **kw), BenchmarkReport.from_arrays(cand, **kw)
     plain = assert_not_worse(c, b, first_look=8)
     off = assert_not_worse(c, b, suite=False, first_look=8)
-    assert [(v.cell, v.verdict, v.comparison.p_value) for v in off] == \
-        [(v.cell, v.verdict, v.comparison.p_value) for v in plain]
+    assert [(v.cell, v.verdict, v.comparison.evidence.p_value) for v in off] == \
+        [(v.cell, v.verdict, v.comparison.evidence.p_value) for v in plain]
     on = assert_not_worse(c, b, suite=True, first_look=8)
     assert [v.cell for v in on[len(plain):]] == ["suite/m", "suite/n"]
     # a call with a suite row is one look at α (not rerun-safe): the cells' verdicts are
@@ -232,7 +232,7 @@ def test_suite_false_changes_no_verdict_and_a_suite_row_keeps_the_cells_open_ver
     alone = assert_not_worse(c, b, rerun_safe=False)
     assert [v.verdict for v in on[:len(plain)]] == [v.verdict for v in alone]
     # the table's p is the weighted-Holm adjusted p of the family with the rows
-    assert all(v.comparison.p_adjusted >= v.comparison.p_value for v in on)
+    assert all(v.comparison.decision.p_adjusted >= v.comparison.evidence.p_value for v in on)
     assert all("weighted Holm" in " ".join(v.comparison.notes) for v in on[:len(plain)])
 
 
@@ -256,4 +256,4 @@ def test_a_suite_row_leaves_out_tasks_of_another_metric() -> None:
     # the row's p is suite_test's on the three accuracy tasks, independently recomputed
     expected = suite_test(suite_differences(cand[[0, 2, 3], 0], base[[0, 2, 3], 0]),
                           min_effect=0.01)
-    assert row.comparison.p_value == pytest.approx(expected.p_value)
+    assert row.comparison.evidence.p_value == pytest.approx(expected.p_value)

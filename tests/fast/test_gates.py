@@ -106,7 +106,7 @@ def test_only_shared_seeds_are_paired() -> None:
         assert_not_worse(make(BASE[:6]), make(BASE[3:], seeds=range(3, 8)))
     verdict = assert_not_worse(make(BASE[:6]), make(BASE[3:], seeds=range(3, 8)),
                                rerun_safe=False)[0]
-    assert verdict.seeds == (3, 4, 5) and verdict.comparison.n == 3
+    assert verdict.seeds == (3, 4, 5) and verdict.comparison.evidence.n == 3
     assert verdict.verdict == "IDENTICAL"
 
 
@@ -154,7 +154,7 @@ def test_holm_across_cells() -> None:
     holm = np.maximum.accumulate([min(1.0, (3 - i) * p[j]) for i, j in enumerate(order)])
     expected = np.empty(3)
     expected[order] = holm
-    np.testing.assert_allclose([v.comparison.p_adjusted for v in verdicts], expected)
+    np.testing.assert_allclose([v.comparison.decision.p_adjusted for v in verdicts], expected)
     assert verdicts[0].verdict == "INCONCLUSIVE"
 
 
@@ -172,7 +172,8 @@ def test_lower_is_better_flips_the_sign() -> None:
         assert_not_worse(make(mae + 0.1, metric="mae"), make(mae, metric="mae"), first_look=6)
     (verdict,) = assert_better(make(mae - 0.1, metric="mae"), make(mae, metric="mae"),
                                first_look=6)
-    assert verdict.verdict == "BETTER" and verdict.comparison.mean_diff == pytest.approx(0.1)
+    assert verdict.verdict == "BETTER"
+    assert verdict.comparison.evidence.mean_diff == pytest.approx(0.1)
 
 
 def test_better_needs_evidence_and_equivalent_needs_a_margin() -> None:
@@ -231,7 +232,7 @@ def test_observer_supplies_defaults_and_collects_rows() -> None:
     with recording(GateRecorder(alpha=0.01, strict=False, keep=rows.append, first_look=8)):
         (verdict,) = assert_not_worse(make(drop), make(BASE))
     # the session's alpha and first look, of which look 1 spends ρ = 0.85
-    assert verdict.comparison.alpha == pytest.approx(0.85 * 0.01)
+    assert verdict.comparison.evidence.alpha == pytest.approx(0.85 * 0.01)
     assert verdict.verdict == "INCONCLUSIVE"
     assert rows == [verdict.row()] and rows[0]["verdict"] == "INCONCLUSIVE"
     with pytest.raises(AssertionError):   # outside the block: alpha 0.05 again
@@ -257,9 +258,9 @@ def test_gate_table_lists_every_cell() -> None:
 def test_default_min_effect_is_one_point_for_unit_metrics_and_none_for_mae() -> None:
     wobble = BASE + [0.004, -0.003, 0.002, -0.002, 0.003, -0.001, 0.0, -0.001]
     (acc,) = assert_not_worse(make(wobble), make(BASE))
-    assert acc.comparison.min_effect == 0.01 and acc.verdict == "NOT WORSE"
+    assert acc.comparison.evidence.min_effect == 0.01 and acc.verdict == "NOT WORSE"
     (mae,) = assert_not_worse(make(wobble, metric="mae"), make(BASE, metric="mae"))
-    assert mae.comparison.min_effect is None and mae.verdict == "INCONCLUSIVE"
+    assert mae.comparison.evidence.min_effect is None and mae.verdict == "INCONCLUSIVE"
     with pytest.raises(AssertionError) as info:
         assert_not_worse(make(wobble, metric="mae"), make(BASE, metric="mae"), strict=True)
     msg = str(info.value)
@@ -327,12 +328,12 @@ def test_seeds_the_baseline_lacks_are_named_with_the_refresh_command(tmp_path) -
         assert_not_worse(make(cand), handle, strict=True)
     msg = str(info.value)
     (verdict,) = assert_not_worse(make(cand), handle)
-    n = verdict.comparison.seeds_needed
+    n = verdict.comparison.plan.needed
     assert verdict.verdict == "INCONCLUSIVE" and n > 12
     assert "candidate seed(s) 8-11 have no baseline counterpart" in msg
     assert f"next look: {n} seeds (rerun with --graphnetz-seeds={n}" in msg
     # the refresh covers the seeds the cell is expected to need: the first look past them
-    need = verdict.comparison.seeds_expected
+    need = verdict.comparison.plan.expected
     refresh = next(k for k in (8 * 2 ** i for i in range(12)) if k >= need)
     assert (f"the baseline has only seeds 0-7: candidate seeds beyond them cannot pair. Refresh "
             f"the baseline with {refresh} seeds first") in msg

@@ -208,15 +208,15 @@ def test_no_affordable_seed_count_says_so_and_what_the_seeds_resolve() -> None:
     g = v.guidance
     assert g.next_seeds is None and g.next_option is None and g.command("t.py::x") is None
     c = v.comparison
-    assert g.resolvable == pytest.approx(c.margin + c.mde)
+    assert g.resolvable == pytest.approx(c.evidence.margin + c.decision.mde)
     # one resolution figure on the row: the MDE column's, named, not rounded a second way
     assert "no affordable seed count resolves δ; these 10 seeds resolve δ ≥ the MDE" in g.note()
-    assert v.row()["mde"] == f"{c.mde:.4g}" and "point" not in g.note().split("δ ≥")[-1]
-    assert g.numbers()["resolvable_min_effect"] == pytest.approx(c.mde)
+    assert v.row()["mde"] == f"{c.decision.mde:.4g}" and "point" not in g.note().split("δ ≥")[-1]
+    assert g.numbers()["resolvable_min_effect"] == pytest.approx(c.decision.mde)
 
 
 def test_a_lower_end_above_zero_rules_out_any_drop_and_the_baseline_short_of_seeds() -> None:
-    v = _verdict(ci=replace(_verdict().comparison.ci, low=0.002))
+    v = _verdict(ci=replace(_verdict().comparison.decision.ci, low=0.002))
     assert v.guidance.note().startswith("rules out any drop; δ 1 point; next: refresh the "
                                             "baseline with ")
     assert v.guidance.rules_out == 0.0
@@ -224,7 +224,7 @@ def test_a_lower_end_above_zero_rules_out_any_drop_and_the_baseline_short_of_see
 
 def test_a_bound_is_rounded_up_so_that_it_still_holds() -> None:
     # -0.03101 rounds to 3.1 points but "> 3.1" would claim drops of 3.1-3.101 are ruled out
-    v = _verdict(ci=replace(_verdict().comparison.ci, low=-0.03101))
+    v = _verdict(ci=replace(_verdict().comparison.decision.ci, low=-0.03101))
     assert "rules out drops > 3.2 points" in v.guidance.note()
 
 

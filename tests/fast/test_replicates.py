@@ -132,8 +132,8 @@ def test_the_file_keeps_r_values_per_seed_and_the_gate_pairs_with_their_mean(tmp
                     "salted reruns)")
     [verdict] = assert_not_worse(changed, path, rerun_safe=False)
     assert verdict.baseline.mean == pytest.approx(mean.mean())
-    assert np.allclose(verdict.comparison.mean_diff, np.mean(changed.values("karate", "GCN")
-                                                             - mean))
+    assert np.allclose(verdict.comparison.evidence.mean_diff,
+                       np.mean(changed.values("karate", "GCN") - mean))
     # a refresh without replicates drops them
     from pytest_graphnetz.gates.api import assert_not_worse as gate
 

@@ -74,19 +74,19 @@ def test_an_inconclusive_cell_advises_the_same_next_look_fixed_or_adaptive():
     (v,) = compare_schedule(report, report.schedule, base_report)
     assert v.verdict == "INCONCLUSIVE"
     c = v.comparison
-    plan = plan_next_look(c.sd_diff, 20, 0.01, first=5, taken=20)
+    plan = plan_next_look(c.evidence.sd_diff, 20, 0.01, first=5, taken=20)
     planned = plan.next_look   # the look after 5→10→20, what the CI loop runs next
     assert planned == 40 and plan.expected is not None and plan.expected >= 40
-    assert advise_next_look(c.sd_diff, 20, 0.01, first=5, taken=20) is not None
-    assert (c.seeds_needed, c.seeds_expected) == (planned, plan.expected)
+    assert advise_next_look(c.evidence.sd_diff, 20, 0.01, first=5, taken=20) is not None
+    assert (c.plan.needed, c.plan.expected) == (planned, plan.expected)
     assert f"--graphnetz-seeds=5..{planned}" in v.message()
     # the same cell in a run that holds its 20 seeds walks the same looks: the same advice
     fixed_cand = BenchmarkReport.from_arrays([[[cand["GCN"][s] for s in range(hi)]]],
                                              tasks=["toy"], models=["GCN"], seeds=range(hi),
                                              metric="accuracy")
     (f,) = compare_reports(fixed_cand, base_report, first_look=5)
-    assert f.verdict == "INCONCLUSIVE" and f.comparison.seeds_needed == planned
-    assert f.comparison.seeds_expected == plan.expected
+    assert f.verdict == "INCONCLUSIVE" and f.comparison.plan.needed == planned
+    assert f.comparison.plan.expected == plan.expected
     assert f"--graphnetz-seeds={planned}" in f.message()
 
 
@@ -113,7 +113,7 @@ def test_a_fold_cell_no_seed_count_can_resolve_says_so_and_what_would():
     least = fold_min_effect_floor(sd, folds=k)
     assert least > 0.01
     assert fold_seeds_for_min_effect(sd, 0.01, folds=k) is None
-    assert v.comparison.seeds_needed is None
+    assert v.comparison.plan.needed is None
     text = v.message()
     assert "no number of seeds would decide it" in text
     assert f"per-fold sd of Δ ({sd:.4g})" in text and f"{least:.4g}" in text
@@ -133,7 +133,7 @@ def test_a_resolvable_fold_cell_plans_at_the_per_fold_sd():
     sd = float(d.std(ddof=1))
     n = fold_seeds_for_min_effect(sd, 0.024, folds=k)
     assert fold_min_effect_floor(sd, folds=k) < 0.024
-    assert n is not None and v.comparison.seeds_needed == max(n, 5)
+    assert n is not None and v.comparison.plan.needed == max(n, 5)
     assert f"per-fold sd of Δ ({sd:.4g}" in v.message()
     # the inflated sd the corrected test runs on is not printed as the sd of Δ
-    assert f"{v.comparison.sd_diff:.4g}" not in v.message().split("minimum detectable")[1]
+    assert f"{v.comparison.evidence.sd_diff:.4g}" not in v.message().split("minimum detectable")[1]

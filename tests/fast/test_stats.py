@@ -227,18 +227,19 @@ def test_identical_results_are_identical_without_nan_or_warning():
     assert np.isnan(stats.ttest_rel(x, x).pvalue)  # what we must not leak
     for test in gs.PAIRED_TESTS:
         c = compare(x, x.copy(), test=test)
-        assert c.verdict is Verdict.IDENTICAL
-        assert np.isfinite([c.p_value, c.p_adjusted, c.mean_diff, c.ci.low, c.ci.high,
-                            c.lower_bound, c.mde]).all()
+        assert c.decision.verdict is Verdict.IDENTICAL
+        assert np.isfinite([c.evidence.p_value, c.decision.p_adjusted, c.evidence.mean_diff,
+                            c.decision.ci.low, c.decision.ci.high, c.evidence.ci.low,
+                            c.decision.mde]).all()
 
 
 def test_clear_drop_is_regressed_and_matches_one_sided_ttest():
     cand, base = _pair(0, n=10, shift=-0.03)
     c = compare(cand, base, margin=0.005)
-    assert c.verdict is Verdict.REGRESSED
+    assert c.decision.verdict is Verdict.REGRESSED
     ref = stats.ttest_rel(cand + 0.005, base, alternative="less")
-    assert c.p_value == pytest.approx(ref.pvalue, rel=1e-9)
-    assert str(c.verdict) == "REGRESSED"
+    assert c.evidence.p_value == pytest.approx(ref.pvalue, rel=1e-9)
+    assert str(c.decision.verdict) == "REGRESSED"
 
 
 def test_not_worse_uses_the_one_sided_lower_bound():
@@ -247,12 +248,12 @@ def test_not_worse_uses_the_one_sided_lower_bound():
     c = compare(cand, base, margin=margin)
     d = cand - base
     lower = d.mean() - stats.t.ppf(0.95, 9) * stats.sem(d)
-    assert c.lower_bound == pytest.approx(lower, rel=1e-9)
-    assert lower > -margin and c.verdict is Verdict.NOT_WORSE
+    assert c.evidence.ci.low == pytest.approx(lower, rel=1e-9)
+    assert lower > -margin and c.decision.verdict is Verdict.NOT_WORSE
     # The printed interval is the two-sided 90% one whose ends are the one-sided bounds.
     two_sided = stats.t.interval(0.90, 9, loc=d.mean(), scale=stats.sem(d))
-    assert (c.ci.low, c.ci.high) == pytest.approx(two_sided, rel=1e-9)
-    assert c.confidence_level == pytest.approx(0.90) and c.lower_bound == c.ci.low
+    assert (c.decision.ci.low, c.decision.ci.high) == pytest.approx(two_sided, rel=1e-9)
+    assert c.confidence_level == pytest.approx(0.90) and c.evidence.ci.low == c.decision.ci.low
 
 
 def test_inconclusive_says_how_many_seeds_would_decide_it():
@@ -260,33 +261,34 @@ def test_inconclusive_says_how_many_seeds_would_decide_it():
     base = rng.normal(0.8, 0.02, 4)
     cand = base - 0.004 + rng.normal(0, 0.01, 4)
     c = compare(cand, base, min_effect=0.01)
-    assert c.verdict is Verdict.INCONCLUSIVE
-    assert c.seeds_needed is not None and c.seeds_needed > c.n
+    assert c.decision.verdict is Verdict.INCONCLUSIVE
+    assert c.plan.needed is not None and c.plan.needed > c.evidence.n
     # planned for δ, not for the observed mean difference
-    assert c.seeds_needed == max(gs.seeds_for_min_effect(c.sd_diff, 0.01), c.n + 1)
+    assert c.plan.needed == max(gs.seeds_for_min_effect(c.evidence.sd_diff, 0.01), c.evidence.n + 1)
     # without δ there is nothing to plan for
-    assert compare(cand, base).seeds_needed is None
+    assert compare(cand, base).plan.needed is None
 
 
 def test_direction_lower_is_better_flips_the_sign():
     base = np.array([0.50, 0.52, 0.49, 0.51, 0.50, 0.53])  # an MAE
     cand = base + 0.05  # higher MAE: worse
     c = compare(cand, base, higher_is_better=False)
-    assert c.mean_diff == pytest.approx(-0.05) and c.verdict is Verdict.REGRESSED
-    assert compare(base - 0.05, base, higher_is_better=False).verdict is Verdict.BETTER
+    assert c.evidence.mean_diff == pytest.approx(-0.05) and c.decision.verdict is Verdict.REGRESSED
+    assert compare(base - 0.05, base, higher_is_better=False).decision.verdict is Verdict.BETTER
     noisy = base + np.array([0.01, -0.01, 0.0, 0.005, -0.005, 0.0])
     assert compare(noisy, base, higher_is_better=False,
-                   min_effect=0.02).verdict is Verdict.NOT_WORSE
+                   min_effect=0.02).decision.verdict is Verdict.NOT_WORSE
 
 
 def test_zero_variance_nonzero_mean_is_decisive_not_nan():
     base = np.array([0.5, 0.75, 0.25, 1.0])  # dyadic: every difference is exactly ±0.125
     for shift, verdict in [(-0.125, Verdict.REGRESSED), (0.125, Verdict.BETTER)]:
         c = compare(base + shift, base)  # exactly representable: sd of d is exactly 0
-        assert c.sd_diff == 0 and c.verdict is verdict
-        assert np.isfinite([c.p_value, c.lower_bound, c.ci.low, c.mde]).all()
+        assert c.evidence.sd_diff == 0 and c.decision.verdict is verdict
+        assert np.isfinite([c.evidence.p_value, c.evidence.ci.low, c.decision.ci.low,
+                            c.decision.mde]).all()
     better = compare(base + 0.125, base, kind="better")
-    assert better.verdict is Verdict.BETTER and better.p_value == 0.0
+    assert better.decision.verdict is Verdict.BETTER and better.evidence.p_value == 0.0
 
 
 def test_candidate_divergence_is_a_failure_and_named():
@@ -294,17 +296,19 @@ def test_candidate_divergence_is_a_failure_and_named():
     cand = base + 0.02
     cand[3] = np.nan
     c = compare(cand, base, seeds=[10, 11, 12, 13, 14], label="cora/GCN")
-    assert c.verdict is Verdict.REGRESSED
-    assert c.diverged_seeds == (13,) and c.n == 4
+    assert c.decision.verdict is Verdict.REGRESSED
+    assert c.evidence.diverged_seeds == (13,) and c.evidence.n == 4
     assert any("[13]" in n for n in c.notes)
-    assert compare(cand, base, kind="equivalent", margin=0.1).verdict is Verdict.NOT_EQUIVALENT
+    equivalent = compare(cand, base, kind="equivalent", margin=0.1)
+    assert equivalent.decision.verdict is Verdict.NOT_EQUIVALENT
 
 
 def test_both_or_baseline_diverged_seeds_are_excluded_with_a_note():
     base = np.array([0.80, np.nan, 0.79, np.nan, 0.80, 0.81])
     cand = np.array([0.80, np.nan, 0.79, 0.85, 0.80, 0.81])
     c = compare(cand, base)
-    assert c.verdict is Verdict.IDENTICAL and c.excluded_seeds == (1, 3) and c.n == 4
+    assert c.decision.verdict is Verdict.IDENTICAL
+    assert c.evidence.excluded_seeds == (1, 3) and c.evidence.n == 4
     assert any("excluded" in n for n in c.notes)
 
 
@@ -318,30 +322,31 @@ def test_fewer_than_two_pairs_names_the_cell():
 def test_a_test_without_power_at_this_n_says_so():
     base = np.array([0.80, 0.81, 0.79, 0.82])
     c = compare(base - 0.05, base, test="wilcoxon")  # every seed clearly worse
-    assert c.p_floor == pytest.approx(1 / 16) and c.p_floor > c.alpha
-    assert c.verdict is Verdict.INCONCLUSIVE  # cannot be REGRESSED: and it says why
-    assert math.isinf(c.mde)
+    assert c.evidence.p_floor == pytest.approx(1 / 16) and c.evidence.p_floor > c.evidence.alpha
+    assert c.decision.verdict is Verdict.INCONCLUSIVE  # cannot be REGRESSED: and it says why
+    assert math.isinf(c.decision.mde)
     assert any("cannot reach α=0.05" in n for n in c.notes)
-    assert compare(base - 0.05, base).verdict is Verdict.REGRESSED  # paired-t can
+    assert compare(base - 0.05, base).decision.verdict is Verdict.REGRESSED  # paired-t can
 
 
 @pytest.mark.parametrize("test", gs.PAIRED_TESTS)
 def test_every_test_reaches_a_decision_with_enough_seeds(test):
     rng = np.random.default_rng(3)
     base, noise = rng.normal(0.8, 0.01, 12), rng.normal(0, 0.01, 12)
-    assert compare(base - 0.03 + noise, base, test=test).verdict is Verdict.REGRESSED
+    assert compare(base - 0.03 + noise, base, test=test).decision.verdict is Verdict.REGRESSED
     c = compare(base + 0.03 + noise, base, test=test, kind="better")
-    assert c.verdict is Verdict.BETTER and c.lower_bound > 0
+    assert c.decision.verdict is Verdict.BETTER and c.evidence.ci.low > 0
 
 
 def test_better_needs_evidence_above_the_margin():
     cand, base = _pair(2, n=10, shift=0.01)
     c = compare(cand, base, kind="better")
     d = cand - base
-    assert c.p_value == pytest.approx(stats.ttest_1samp(d, 0.0, alternative="greater").pvalue)
-    assert c.verdict is Verdict.BETTER
-    assert compare(cand, base, kind="better", margin=0.03).verdict is Verdict.INCONCLUSIVE
-    assert compare(base - 0.03, base, kind="better").verdict is Verdict.REGRESSED
+    reference = stats.ttest_1samp(d, 0.0, alternative="greater").pvalue
+    assert c.evidence.p_value == pytest.approx(reference)
+    assert c.decision.verdict is Verdict.BETTER
+    assert compare(cand, base, kind="better", margin=0.03).decision.verdict is Verdict.INCONCLUSIVE
+    assert compare(base - 0.03, base, kind="better").decision.verdict is Verdict.REGRESSED
 
 
 def test_equivalence_is_tost():
@@ -351,10 +356,10 @@ def test_equivalence_is_tost():
         c = compare(cand, base, kind="equivalent", margin=margin)
         p_lo = stats.ttest_1samp(d, -margin, alternative="greater").pvalue
         p_hi = stats.ttest_1samp(d, margin, alternative="less").pvalue
-        assert c.p_value == pytest.approx(max(p_lo, p_hi), rel=1e-9)
+        assert c.evidence.p_value == pytest.approx(max(p_lo, p_hi), rel=1e-9)
         expected = Verdict.EQUIVALENT if max(p_lo, p_hi) <= 0.05 else Verdict.NOT_EQUIVALENT
-        assert c.verdict is expected
-    assert {compare(cand, base, kind="equivalent", margin=m).verdict
+        assert c.decision.verdict is expected
+    assert {compare(cand, base, kind="equivalent", margin=m).decision.verdict
             for m in (0.002, 0.02)} == {Verdict.EQUIVALENT, Verdict.NOT_EQUIVALENT}
 
 
@@ -386,11 +391,11 @@ def test_not_worse_at_min_effect_is_statsmodels_non_inferiority_test():
             p_low = stats.t.sf(min(t_low, hall(t_low)), n - 1)
             p_reg = stats.t.cdf(max(t, hall(t)), n - 1)
             p_bt = stats.t.sf(min(t, hall(t)), n - 1)
-        assert c.p_reverse == pytest.approx(p_low, rel=1e-9, abs=1e-15)
+        assert c.evidence.p_reverse == pytest.approx(p_low, rel=1e-9, abs=1e-15)
         regressed, better = p_reg <= 0.05, p_bt <= 0.05
         expected = (Verdict.REGRESSED if regressed else Verdict.BETTER if better
                     else Verdict.NOT_WORSE if p_low <= 0.05 else Verdict.INCONCLUSIVE)
-        assert c.verdict is expected
+        assert c.decision.verdict is expected
         seen.add(expected)
     assert seen == {Verdict.REGRESSED, Verdict.BETTER, Verdict.NOT_WORSE, Verdict.INCONCLUSIVE}
     assert 0 < guarded < 30   # both branches are checked
@@ -400,11 +405,11 @@ def test_a_significant_drop_below_min_effect_is_regressed_and_says_so():
     base = np.array([0.80, 0.82, 0.78, 0.81, 0.79, 0.83, 0.80, 0.84, 0.81, 0.82])
     cand = base - 0.003 + np.array([1, -1, 0, 1, -1, 0, 1, -1, 0, 0]) * 0.001
     c = compare(cand, base, min_effect=0.01)
-    assert c.verdict is Verdict.REGRESSED and c.below_min_effect
-    assert c.p_reverse <= 0.05 and c.ci.high < 0 and c.ci.low > -0.01
+    assert c.decision.verdict is Verdict.REGRESSED and c.below_min_effect
+    assert c.evidence.p_reverse <= 0.05 and c.decision.ci.high < 0 and c.decision.ci.low > -0.01
     # accepting the drop is a margin decision: at margin = -ci.low it no longer fails
-    accepted = compare(cand, base, margin=-c.ci.low, min_effect=0.01)
-    assert accepted.verdict is Verdict.NOT_WORSE
+    accepted = compare(cand, base, margin=-c.decision.ci.low, min_effect=0.01)
+    assert accepted.decision.verdict is Verdict.NOT_WORSE
     # a drop that matters is REGRESSED without that remark
     assert not compare(cand - 0.02, base, min_effect=0.01).below_min_effect
 
@@ -415,11 +420,11 @@ def test_an_improvement_reads_better_not_not_worse():
     base = rng.normal(0.78, 0.02, 10)
     cand = base + 0.037 + rng.normal(0, 0.012, 10)
     c = compare(cand, base, min_effect=0.01)
-    assert c.verdict is Verdict.BETTER
-    assert c.p_better == pytest.approx(
+    assert c.decision.verdict is Verdict.BETTER
+    assert c.evidence.p_better == pytest.approx(
         stats.ttest_rel(cand, base, alternative="greater").pvalue, rel=1e-9)
     # with a margin, BETTER needs the improvement beyond it
-    assert compare(cand, base, margin=0.005, min_effect=0.01).p_better == pytest.approx(
+    assert compare(cand, base, margin=0.005, min_effect=0.01).evidence.p_better == pytest.approx(
         stats.ttest_1samp(cand - base - 0.005, 0.0, alternative="greater").pvalue, rel=1e-9)
 
 
@@ -468,9 +473,10 @@ def test_an_inconclusive_cell_plans_seeds_for_min_effect_not_the_observed_delta(
     base = rng.normal(0.8, 0.02, 5)
     cand = base + rng.normal(0, 0.012, 5)
     c = compare(cand, base, min_effect=0.01)
-    assert c.verdict is Verdict.INCONCLUSIVE and abs(c.mean_diff) < 0.002
-    observed = seeds_to_decide(c.mean_diff, c.sd_diff)   # 444 seeds for a Δ of +0.15 pt
-    assert c.seeds_needed == gs.seeds_for_min_effect(c.sd_diff, 0.01) == 13 < observed
+    assert c.decision.verdict is Verdict.INCONCLUSIVE and abs(c.evidence.mean_diff) < 0.002
+    # 444 seeds for a Δ of +0.15 pt
+    observed = seeds_to_decide(c.evidence.mean_diff, c.evidence.sd_diff)
+    assert c.plan.needed == gs.seeds_for_min_effect(c.evidence.sd_diff, 0.01) == 13 < observed
 
 
 def test_holm_family_is_the_tested_cells_only():
@@ -483,25 +489,27 @@ def test_holm_family_is_the_tested_cells_only():
     cells = [{"candidate": c, "baseline": b, "label": f"cell{i}"}
              for i, (c, b) in enumerate(zip(cand, base, strict=True))]
     many = compare_many(cells, min_effect=0.01)
-    assert [m.verdict for m in many[1:]] == [Verdict.IDENTICAL] * 4
+    assert [m.decision.verdict for m in many[1:]] == [Verdict.IDENTICAL] * 4
     # raw p 0.017, alone in the family (the others IDENTICAL), stays REGRESSED
-    assert many[0].p_value == pytest.approx(0.017, abs=0.003)
-    assert many[0].p_adjusted == many[0].p_value and many[0].verdict is Verdict.REGRESSED
+    assert many[0].evidence.p_value == pytest.approx(0.017, abs=0.003)
+    assert many[0].decision.p_adjusted == many[0].evidence.p_value
+    assert many[0].decision.verdict is Verdict.REGRESSED
     # two changed cells: Holm over those two, as statsmodels computes it
     cand[1] = base[1] - 0.004 + rng.normal(0, 0.01, 8)
     cells[1]["candidate"] = cand[1]
     many = compare_many(cells, min_effect=0.01)
-    raw = [m.p_value for m in many[:2]]
+    raw = [m.evidence.p_value for m in many[:2]]
     reject, adjusted, _, _ = multipletests(raw, alpha=0.05, method="holm")
-    assert [m.p_adjusted for m in many[:2]] == pytest.approx(adjusted)
-    assert [m.verdict is Verdict.REGRESSED for m in many[:2]] == list(reject)
+    assert [m.decision.p_adjusted for m in many[:2]] == pytest.approx(adjusted)
+    assert [m.decision.verdict is Verdict.REGRESSED for m in many[:2]] == list(reject)
     # the MDE is stated at the level Holm tested each cell at last: α/2 for the smaller p
     # (the first step), α/2 again for the other unless the first was rejected (then α)
     first = int(np.argmin(raw))
     for i, m in enumerate(many[:2]):
         level = 0.025 if i == first or not reject[first] else 0.05
-        assert m.mde_alpha == pytest.approx(level)
-        assert m.mde == pytest.approx(mde(m.sd_diff, m.n, alpha=level), rel=1e-6)
+        assert m.decision.regressed_level == pytest.approx(level)
+        assert m.decision.mde == pytest.approx(mde(m.evidence.sd_diff, m.evidence.n, alpha=level),
+                                               rel=1e-6)
 
 
 @pytest.mark.parametrize("kind, margin", [("better", 0.0), ("equivalent", 0.02)])
@@ -513,7 +521,7 @@ def test_better_and_equivalent_gates_are_intersection_union_without_holm(kind, m
     many = compare_many(cells, kind=kind, margin=margin)
     single = [compare(c, b, kind=kind, margin=margin) for c, b in zip(cand, base, strict=True)]
     assert many == single
-    assert all(m.p_adjusted == m.p_value for m in many)
+    assert all(m.decision.p_adjusted == m.evidence.p_value for m in many)
 
 
 # -- multiplicity ---------------------------------------------------------------------------------
@@ -534,15 +542,15 @@ def test_compare_many_applies_holm_to_the_regression_verdicts():
     many = compare_many([{"candidate": c, "baseline": b, "label": f"cell{i}"}
                          for i, (c, b) in enumerate(zip(cand, base, strict=True))],
                         min_effect=0.01)
-    expected = holm([s.p_value for s in single]).p_adjusted
-    assert [m.p_adjusted for m in many] == pytest.approx(expected)
+    expected = holm([s.evidence.p_value for s in single]).p_adjusted
+    assert [m.decision.p_adjusted for m in many] == pytest.approx(expected)
     for s, m in zip(single, many, strict=True):
-        assert m.p_value == s.p_value
-        assert (m.verdict is Verdict.REGRESSED) == (m.p_adjusted <= 0.05)
+        assert m.evidence.p_value == s.evidence.p_value
+        assert (m.decision.verdict is Verdict.REGRESSED) == (m.decision.p_adjusted <= 0.05)
     # This draw (raw p 0.034, 0.028, 0.005) has all three REGRESSED alone, one after Holm.
-    assert [s.verdict for s in single] == [Verdict.REGRESSED] * 3
-    assert [m.verdict for m in many] == [Verdict.INCONCLUSIVE] * 2 + [Verdict.REGRESSED]
-    assert all(m.seeds_needed and m.seeds_needed > 8 for m in many[:2])
+    assert [s.decision.verdict for s in single] == [Verdict.REGRESSED] * 3
+    assert [m.decision.verdict for m in many] == [Verdict.INCONCLUSIVE] * 2 + [Verdict.REGRESSED]
+    assert all(m.plan.needed and m.plan.needed > 8 for m in many[:2])
 
 
 def test_compare_many_plans_seeds_at_the_callers_power_and_holm_alpha():
@@ -555,12 +563,14 @@ def test_compare_many_plans_seeds_at_the_callers_power_and_holm_alpha():
         many = compare_many(cells, power=power, min_effect=0.01)
         for m in many[:2]:  # the two INCONCLUSIVE cells, REGRESSED planned at alpha / 3
             # (their MDE at the last step of the step-down, one cell rejected: alpha / 2)
-            assert m.power == power and m.mde_alpha == pytest.approx(0.05 / 2)
-            assert m.seeds_needed == max(
-                gs.seeds_for_min_effect(m.sd_diff, 0.01, alpha=0.05, alpha_regressed=0.05 / 3,
-                                        power=power), m.n + 1)
-    assert compare_many(cells, power=0.95, min_effect=0.01)[0].seeds_needed > \
-        compare_many(cells, min_effect=0.01)[0].seeds_needed
+            assert m.evidence.power == power
+            assert m.decision.regressed_level == pytest.approx(0.05 / 2)
+            assert m.plan.needed == max(
+                gs.seeds_for_min_effect(m.evidence.sd_diff, 0.01, alpha=0.05,
+                                        alpha_regressed=0.05 / 3, power=power),
+                m.evidence.n + 1)
+    assert compare_many(cells, power=0.95, min_effect=0.01)[0].plan.needed > \
+        compare_many(cells, min_effect=0.01)[0].plan.needed
 
 
 # -- power and adequacy ---------------------------------------------------------------------------
@@ -607,7 +617,7 @@ def test_false_alarm_rate_of_the_not_worse_gate_is_at_most_alpha():
     seed_effect = rng.normal(0.8, 0.03, (draws, n))
     base = seed_effect + rng.normal(0, 0.01, (draws, n))
     cand = seed_effect + rng.normal(0, 0.01, (draws, n))
-    alarms = np.mean([compare(c, b, alpha=alpha).verdict is Verdict.REGRESSED
+    alarms = np.mean([compare(c, b, alpha=alpha).decision.verdict is Verdict.REGRESSED
                       for c, b in zip(cand, base, strict=True)])
     se = math.sqrt(alpha * (1 - alpha) / draws)
     assert alarms <= alpha + 3 * se
@@ -622,8 +632,8 @@ def test_pairing_detects_a_shift_that_overlapping_intervals_miss():
     ci_c, ci_b = t_interval(cand), t_interval(base)
     assert ci_c.low < ci_b.high  # the two cells' intervals overlap a lot
     assert stats.ttest_ind(cand, base).pvalue > 0.05  # unpaired: no evidence
-    assert compare(cand, base, kind="better").verdict is Verdict.BETTER
-    assert compare(cand, base, kind="better", test="welch").verdict is Verdict.INCONCLUSIVE
+    assert compare(cand, base, kind="better").decision.verdict is Verdict.BETTER
+    assert compare(cand, base, kind="better", test="welch").decision.verdict is Verdict.INCONCLUSIVE
 
 
 # -- folds and single held-out evaluations --------------------------------------------------------

@@ -73,7 +73,7 @@ def test_run_schedule_decides_each_cell_as_the_gate(case: dict) -> None:
     verdict, used = run_schedule(D, des, margin=case["margin"], min_effect=delta,
                                  every_look=True)   # the gate reads every look it holds
     assert v.verdict == verdict[0].value
-    assert v.comparison.n == used[0]
+    assert v.comparison.evidence.n == used[0]
     assert last <= des.max_seeds <= n < 2 * des.max_seeds and used[0] <= des.max_seeds
 
 
@@ -121,7 +121,7 @@ def test_group_sequential_holm_decides_the_family_as_the_gate(case: dict, m: int
     for i, v in enumerate(got):
         if family.rejected[i]:
             assert v.verdict == "REGRESSED", (i, v.verdict, histories[i])
-            assert v.comparison.n == des.looks[family.at_look[i]]
+            assert v.comparison.evidence.n == des.looks[family.at_look[i]]
         else:
             assert v.verdict == alone[i].value, (i, v.verdict, histories[i])
 

@@ -43,8 +43,8 @@ def test_the_boundary_case_really_carries_rounding_noise():
 def test_dropping_by_exactly_the_margin_is_not_a_regression(test):
     # The true differences sit exactly on -margin: "mean d >= -margin" holds, nothing to reject.
     c = compare(CAND, BASE, margin=0.01, test=test)
-    assert c.verdict is not Verdict.REGRESSED
-    assert c.p_value >= 0.5
+    assert c.decision.verdict is not Verdict.REGRESSED
+    assert c.evidence.p_value >= 0.5
 
 
 @pytest.mark.parametrize("test", ["paired-t", "permutation", "wilcoxon"])
@@ -53,16 +53,16 @@ def test_the_same_boundary_in_float32_metrics(test):
     base, cand = BASE.astype(np.float32).astype(float), CAND.astype(np.float32).astype(float)
     assert np.all(cand - base + 0.01 != 0)
     c = compare(cand, base, margin=0.01, test=test)
-    assert c.verdict is not Verdict.REGRESSED and c.p_value >= 0.5
+    assert c.decision.verdict is not Verdict.REGRESSED and c.evidence.p_value >= 0.5
 
 
 def test_a_real_drop_just_past_the_margin_still_regresses():
     # The tolerance is a few ulps of the data, not a fudge factor: 1e-9 beyond the margin on
     # every seed is a regression past the margin (zero spread, so certain).
     c = compare(BASE - 0.010000001, BASE, margin=0.01)
-    assert c.verdict is Verdict.REGRESSED and c.p_value < 1e-6
+    assert c.decision.verdict is Verdict.REGRESSED and c.evidence.p_value < 1e-6
     # and at margin 0 the one-point drop itself is certain
-    assert compare(CAND, BASE).verdict is Verdict.REGRESSED
+    assert compare(CAND, BASE).decision.verdict is Verdict.REGRESSED
 
 
 def test_a_two_sided_paired_test_on_rounded_equal_differences():
@@ -97,7 +97,8 @@ def test_wilcoxon_matches_scipy_on_the_exact_differences_of_float32_accuracies()
         ref = stats.wilcoxon(k, zero_method="pratt").pvalue
         assert paired_test(cand, base, test="wilcoxon").p_value == pytest.approx(ref, rel=1e-9)
         ref_less = stats.wilcoxon(k, zero_method="pratt", alternative="less").pvalue
-        assert compare(cand, base, test="wilcoxon").p_value == pytest.approx(ref_less, rel=1e-9)
+        got = compare(cand, base, test="wilcoxon").evidence.p_value
+        assert got == pytest.approx(ref_less, rel=1e-9)
         old_differs += not math.isclose(stats.wilcoxon(cand - base).pvalue, ref, rel_tol=1e-9)
     assert old_differs > 15  # the cases do exercise zeros and ties
 
@@ -107,11 +108,11 @@ def test_wilcoxon_floor_counts_only_the_non_zero_differences():
     cand = base - np.array([0.05, 0.04, 0.06, 0.03, 0.0])  # 4 seeds worse, 1 unchanged
     c = compare(cand, base, test="wilcoxon")
     # 4 non-zero signs: the smallest one-sided p is 1/16 > 0.05, and scipy agrees it is reached
-    assert c.p_floor == pytest.approx(1 / 16)
+    assert c.evidence.p_floor == pytest.approx(1 / 16)
     ref = stats.wilcoxon(cand - base, zero_method="pratt", alternative="less").pvalue
-    assert c.p_value == pytest.approx(ref) == pytest.approx(1 / 16)
-    assert c.verdict is Verdict.INCONCLUSIVE
-    assert math.isinf(c.mde)  # no effect is detectable at α = 0.05 with this test
+    assert c.evidence.p_value == pytest.approx(ref) == pytest.approx(1 / 16)
+    assert c.decision.verdict is Verdict.INCONCLUSIVE
+    assert math.isinf(c.decision.mde)  # no effect is detectable at α = 0.05 with this test
     assert any("cannot reach α=0.05" in note and "0.0625" in note for note in c.notes)
     two = paired_test(cand, base, test="wilcoxon")
     assert two.p_floor == pytest.approx(1 / 8) and any("cannot reach" in n for n in two.notes)
@@ -123,8 +124,8 @@ def test_permutation_floor_counts_only_the_non_zero_differences():
     c = compare(cand, base, test="permutation")
     ref = stats.permutation_test((cand - base,), np.mean, permutation_type="samples",
                                  n_resamples=np.inf, alternative="less").pvalue
-    assert c.p_value == pytest.approx(ref) == pytest.approx(1 / 16) == c.p_floor
-    assert math.isinf(c.mde) and c.verdict is Verdict.INCONCLUSIVE
+    assert c.evidence.p_value == pytest.approx(ref) == pytest.approx(1 / 16) == c.evidence.p_floor
+    assert math.isinf(c.decision.mde) and c.decision.verdict is Verdict.INCONCLUSIVE
 
 
 # -- a diverged candidate is REGRESSED, never an error, and other cells keep their verdicts ----
@@ -135,11 +136,12 @@ def test_candidate_diverged_on_most_seeds_is_regressed_not_an_error():
     for kind, expected in [("not_worse", Verdict.REGRESSED), ("better", Verdict.REGRESSED),
                            ("equivalent", Verdict.NOT_EQUIVALENT)]:
         c = compare(cand, base, kind=kind, margin=0.01, label="cora/GCN")
-        assert c.verdict is expected
-        assert c.diverged_seeds == (0, 1, 2, 3) and c.n == 1
+        assert c.decision.verdict is expected
+        assert c.evidence.diverged_seeds == (0, 1, 2, 3) and c.evidence.n == 1
         assert any("no paired test can run" in n and "diverged on 4" in n for n in c.notes)
     every = compare([np.nan] * 5, base)
-    assert every.verdict is Verdict.REGRESSED and every.n == 0 and math.isnan(every.mean_diff)
+    assert every.decision.verdict is Verdict.REGRESSED
+    assert every.evidence.n == 0 and math.isnan(every.evidence.mean_diff)
     # a baseline without two usable seeds is still an error: there is nothing to compare with
     with pytest.raises(ValueError, match="only 1 usable"):
         compare(base, [np.nan] * 4 + [0.8])

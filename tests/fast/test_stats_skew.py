@@ -168,7 +168,7 @@ def test_the_gate_decides_skewed_cells_as_the_walk_the_benchmark_measures(n: int
     plain, _ = run_schedule(D, design(10, n), min_effect=0.01, every_look=True,
                             skew_threshold=None)
     assert [v.verdict for v in got] == [w.value for w in walked]
-    assert [v.comparison.n for v in got] == used.tolist()
+    assert [v.comparison.evidence.n for v in got] == used.tolist()
     corrects = [bool(guarded_skewness(D[i:i + 1, :k])[0] != 0) for i, k in enumerate(used)]
     assert [v.skew.corrects for v in got] == corrects and sum(corrects) >= 3
     assert all(("skew-guarded t" in v.row()["note"]) == f
@@ -270,10 +270,10 @@ def test_compare_the_gate_and_the_walk_decide_a_skewed_cell_alike() -> None:
                               first_look=10)
     walked = sequential_decide(SKEWED, des, min_effect=delta).verdict
     (scheduled,), _ = run_schedule(SKEWED[None], des, min_effect=delta)
-    assert kernel.verdict is walked is scheduled is Verdict.INCONCLUSIVE
+    assert kernel.decision.verdict is walked is scheduled is Verdict.INCONCLUSIVE
     assert gate.verdict == "INCONCLUSIVE"
     for got in (kernel, gate.comparison):
-        assert got.p_value == pytest.approx(p_reg, rel=1e-6)
+        assert got.evidence.p_value == pytest.approx(p_reg, rel=1e-6)
         assert got.evidence.p_reverse == pytest.approx(p_nw, rel=1e-6)
         assert got.evidence.p_better == pytest.approx(p_bt, rel=1e-6)
     # the walk's p: it reads REGRESSED at a level just above it and not just below

@@ -123,9 +123,9 @@ def test_gate_on_fold_data_uses_the_corrected_test_and_says_so(fold_report):
     sage_cell = verdicts[1].comparison
     d = worse[0, 1] - values[0, 0]
     expected = corrected_resampled_ttest(worse[0, 1], values[0, 0], n_train=3, n_test=1)
-    assert sage_cell.mean_diff == pytest.approx(d.mean())
+    assert sage_cell.evidence.mean_diff == pytest.approx(d.mean())
     # One-sided p of the corrected test (H0: mean d >= 0) is half its two-sided p here.
-    assert sage_cell.p_value == pytest.approx(expected.p_value / 2, rel=1e-6)
+    assert sage_cell.evidence.p_value == pytest.approx(expected.p_value / 2, rel=1e-6)
     assert any("corrected resampled t" in n for n in sage_cell.notes)
 
 

@@ -59,14 +59,14 @@ def test_mde_and_both_ends_are_at_the_level_each_row_was_tested_at(shifts) -> No
     for i, v in enumerate(verdicts):
         x, comp = d[i], v.comparison
         n, se = len(x), x.std(ddof=1) / np.sqrt(len(x))
-        assert comp.mde_alpha == pytest.approx(steps[i], rel=1e-9)
-        assert comp.ci.low == pytest.approx(x.mean() - sps.t.isf(RHO_ALPHA, n - 1) * se)
-        assert comp.ci.high == pytest.approx(x.mean() + sps.t.isf(steps[i], n - 1) * se)
+        assert comp.decision.regressed_level == pytest.approx(steps[i], rel=1e-9)
+        assert comp.decision.ci.low == pytest.approx(x.mean() - sps.t.isf(RHO_ALPHA, n - 1) * se)
+        assert comp.decision.ci.high == pytest.approx(x.mean() + sps.t.isf(steps[i], n - 1) * se)
         mde = TTestPower().solve_power(nobs=n, alpha=steps[i], power=0.8,
                                        alternative="larger") * x.std(ddof=1)
-        assert comp.mde == pytest.approx(mde, rel=1e-4)
+        assert comp.decision.mde == pytest.approx(mde, rel=1e-4)
         if v.verdict == "REGRESSED":   # its interval excludes −margin at the rejecting level
-            assert comp.ci.high < 0
+            assert comp.decision.ci.high < 0
             assert (f"upper end at {fmt_num(steps[i])}, REGRESSED's, after Holm" in message)
             assert (f"at REGRESSED's one-sided level {fmt_num(steps[i])}, after Holm"
                     in message)

@@ -51,7 +51,7 @@ def test_candidate_seeds_the_baseline_cannot_pair_are_named_on_the_row() -> None
     base = 0.8 + 0.02 * rng.standard_normal((1, 1, 20))
     cand = base + 0.001 * rng.standard_normal((1, 1, 20))
     (v,) = compare_reports(_make(cand, range(20)), _make(base[:, :, :10], range(10)))
-    assert v.comparison.n == 10
+    assert v.comparison.evidence.n == 10
     assert ("candidate seeds 10-19 unpaired, not read (the baseline holds 0-9): refresh it "
             "with 20 seeds first to use them") in v.row()["note"]
     (v,) = compare_reports(_make(cand[:, :, :10], range(10)), _make(base, range(20)))

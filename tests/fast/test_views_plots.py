@@ -144,7 +144,7 @@ def test_comparison_plot_colours_by_verdict_and_marks_the_margin(tmp_path):
     cand = BenchmarkReport.from_arrays(X, tasks=base.tasks, models=base.models, seeds=base.seeds,
                                        metric={"karate": "accuracy", "zinc": "mae"})
     verdicts = compare_reports(cand, base, margin=0.01)
-    names = [str(v.comparison.verdict) for v in verdicts]
+    names = [str(v.comparison.decision.verdict) for v in verdicts]
     assert names == ["IDENTICAL", "REGRESSED", "IDENTICAL", "BETTER"]
 
     path = tmp_path / "cmp.png"

@@ -81,8 +81,9 @@ import project
 def _log(name, v):
     c = v.comparison
     with open(name + ".json", "a") as fh:
-        fh.write(json.dumps({"verdict": str(v.verdict), "alpha": c.alpha, "n": c.n,
-                            "ci": [c.ci.low, c.ci.high], "needed": c.seeds_needed,
+        fh.write(json.dumps({"verdict": str(v.verdict), "alpha": c.evidence.alpha,
+                            "n": c.evidence.n,
+                            "ci": [c.decision.ci.low, c.decision.ci.high], "needed": c.plan.needed,
                             "note": v.table_note, "message": v.message()}) + "\\n")
 
 

@@ -468,12 +468,14 @@ def _judge(candidate: Reports, good: Reports, cells: Sequence[Cell], *, alpha: f
             cell = (name, v.task, v.model)
             if cell in group:
                 c = v.comparison
-                p = c.p_adjusted if c.p_adjusted is not None else c.p_value
+                ev, dec = c.evidence, c.decision
+                p = dec.p_adjusted if dec.p_adjusted is not None else ev.p_value
                 out[cell] = Evidence(
-                    cell, _THREE[v.verdict], c.n,
-                    f"{v.verdict} at {c.n} seeds: paired Δ {fmt_signed(c.mean_diff)} "
-                    f"({fmt_level(c.confidence_level)} CI {fmt_interval(c.ci.low, c.ci.high)}), "
-                    f"p {fmt_p(p)}, δ {fmt_num(c.min_effect)}, alpha {fmt_num(c.alpha)}",
-                    sd_diff=float(c.sd_diff), min_effect=c.min_effect, alpha=float(c.alpha),
-                    mean_diff=float(c.mean_diff))
+                    cell, _THREE[v.verdict], ev.n,
+                    f"{v.verdict} at {ev.n} seeds: paired Δ {fmt_signed(ev.mean_diff)} "
+                    f"({fmt_level(c.confidence_level)} CI "
+                    f"{fmt_interval(dec.ci.low, dec.ci.high)}), "
+                    f"p {fmt_p(p)}, δ {fmt_num(ev.min_effect)}, alpha {fmt_num(ev.alpha)}",
+                    sd_diff=float(ev.sd_diff), min_effect=ev.min_effect, alpha=float(ev.alpha),
+                    mean_diff=float(ev.mean_diff))
     return out

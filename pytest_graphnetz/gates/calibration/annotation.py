@@ -121,7 +121,7 @@ def annotate_verdicts(verdicts: Sequence[CellVerdict], baseline: object, *,
     path = calibration_path(baseline.path)
     out = []
     for v in verdicts:
-        c = v.comparison
+        ev = v.comparison.evidence
         key = (v.task, v.model)
         if v.gate != "not_worse" or key not in calibration.cells \
                 or not calibration.cells[key].plannable:
@@ -133,11 +133,11 @@ def annotate_verdicts(verdicts: Sequence[CellVerdict], baseline: object, *,
             continue
         # Adaptive seeds: what the schedule can reach (the baseline's MAX seeds), not where
         # a cell happened to stop.
-        n = c.n if v.stop is None else max(c.n, len(v.baseline_seeds))
+        n = ev.n if v.stop is None else max(ev.n, len(v.baseline_seeds))
         try:
-            resolved = calibration.resolvable(key, max(n, 2), alpha=c.alpha)
+            resolved = calibration.resolvable(key, max(n, 2), alpha=ev.alpha)
             words = [f"seeds resolve δ ≥ {v.guidance.amount(resolved, up=True)}"]
-            note = resolution_note(key, c.min_effect, n, calibration, alpha=c.alpha)
+            note = resolution_note(key, ev.min_effect, n, calibration, alpha=ev.alpha)
         except (ArithmeticError, ValueError, TypeError, RuntimeWarning) as exc:
             # Absurd numbers that read (1e300 sds, power 2): advice, so never the verdict's
             # business (a RuntimeWarning is an exception under -W error).

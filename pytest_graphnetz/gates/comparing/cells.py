@@ -131,7 +131,7 @@ class GateCell:
              else self.passed if self.passed is not None else self.look)
         seeds = self.held if self.whole is not None else self.seeds[:self.design.looks[k]]
         comp = self._reported(k, fam, i)
-        name = verdict_name(comp.verdict)
+        name = verdict_name(comp.decision.verdict)
         skew = self.skews.get(len(seeds)) if self.tested else None
         changed = (changed_model_notes(report, baseline, self.model, seeds, task=self.task)
                    if name == "IDENTICAL" else ())
@@ -151,7 +151,7 @@ class GateCell:
             refresh_command, stop=None if schedule is None else self._stop(schedule, k, fam, i),
             table_note="; ".join(x for x in (self._table_note(
                 name, look, changed=changed_model_table_note(changed), collapsed=collapse_note),
-                diverged_note(comp.diverged_seeds),
+                diverged_note(comp.evidence.diverged_seeds),
                 skew_table_note(skew), unpaired_table_note(report, baseline), cache_note,
                 tuning_table_note(report, baseline)) if x),
             folds=self.folds, call_alpha=self.design.alpha, look=look,

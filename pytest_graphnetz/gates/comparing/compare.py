@@ -232,7 +232,7 @@ def compare_spec(report: BenchmarkReport, baseline: BenchmarkReport, call: GateS
             comp = judge(measure(compared, base, higher_is_better=spec.higher_is_better,
                                  kind=gate, test=cell_test, margin=margin, alpha=alpha, rng=rng,
                                  label=f"{task}/{model}", seeds=seeds), notes=fold_notes)
-            name = verdict_name(comp.verdict)
+            name = verdict_name(comp.decision.verdict)
             changed = (changed_model_notes(report, baseline, model, seeds, task=task)
                        if name == "IDENTICAL" else ())
             # a run judged alone says so in every output; a canonical run of these gates is

@@ -71,7 +71,7 @@ RULE = ("the ratchet refuses a refresh in which a cell is REGRESSED, or INCONCLU
 def refuses(verdict: CellVerdict) -> bool:
     """Whether the ratchet refuses on ``verdict`` (a gate's not-worse cell verdict)."""
     return verdict.verdict is Verdict.REGRESSED or bool(verdict.suspect) or (
-        verdict.verdict is Verdict.INCONCLUSIVE and verdict.comparison.mean_diff < 0)
+        verdict.verdict is Verdict.INCONCLUSIVE and verdict.comparison.evidence.mean_diff < 0)
 
 
 @dataclass(frozen=True)
@@ -126,8 +126,8 @@ class RefreshOutcome:
                          f"cells only: rerun with {self.handle.accept_command(lost)} (or "
                          f"`graphnetz refresh <node id> --accept {lost[0]}`); their anchors are "
                          "reset, every other cell keeps its anchor.")
-        needed = [v.comparison.seeds_needed for v in self.refused
-                  if v.verdict is Verdict.INCONCLUSIVE and v.comparison.seeds_needed]
+        needed = [v.comparison.plan.needed for v in self.refused
+                  if v.verdict is Verdict.INCONCLUSIVE and v.comparison.plan.needed]
         if needed:
             lines.append(f"If you are not sure it is a loss: about {max(needed)} paired seeds "
                          f"would decide the INCONCLUSIVE cell(s) (rerun with "

@@ -30,14 +30,14 @@ class Guidance:
       (``-L`` when L < 0; ``0.0`` when L ≥ 0: any drop); None when the row has no such
       statement (a verdict other than NOT WORSE / INCONCLUSIVE, or no finite lower end).
     - ``next_seeds``: INCONCLUSIVE only, the seed count of the next look
-      (``comparison.seeds_needed``: on the schedule, what ``graphnetz next-seeds`` prints for
+      (``comparison.plan.needed``: on the schedule, what ``graphnetz next-seeds`` prints for
       this row); ``next_option`` the option that runs it; ``expected_seeds``: the seeds the
-      cell is expected to use before it decides (``comparison.seeds_expected``; None off the
+      cell is expected to use before it decides (``comparison.plan.expected``; None off the
       schedule).
       ``baseline_short``: the baseline lacks seeds that look needs (refresh it first);
       ``baseline_n``: how many seeds the baseline holds (None: not known).
     - ``resolvable``: INCONCLUSIVE with δ but no affordable seed count: the δ these seeds do
-      resolve (``margin + comparison.mde``, the MDE at the level REGRESSED is tested at).
+      resolve (``margin + comparison.decision.mde``, the MDE at the level REGRESSED is tested at).
     - ``n``: the paired seeds the row was decided on; ``trained``: the candidate
       seed-trainings it took (adaptive: the seeds its schedule trained); ``look``: the look of
       the schedule it was decided at, of ``n_looks`` walked (None: judged alone).

@@ -82,8 +82,8 @@ class CellVerdict:
     stop: Stop | None = None                # adaptive seeds: where the cell stopped
     table_note: str = ""                    # the summary table's Note for a passing cell
     folds: int | None = None                # k of a k-fold CV task (corrected resampled t)
-    # The α the gate call was given; comparison.alpha is the level the reported look decides
-    # at (less than α on the schedule). None: the same.
+    # The α the gate call was given; comparison.evidence.alpha is the level the reported look
+    # decides at (less than α on the schedule). None: the same.
     call_alpha: float | None = None
     look: LookNote | None = None            # not-worse cells: the look it is reported at
     # A BETTER the leak guard flags (verdicts.leak): why; a refresh keeping it needs accept.
@@ -93,7 +93,7 @@ class CellVerdict:
 
     @property
     def verdict(self) -> stats.Verdict:
-        return self.comparison.verdict
+        return self.comparison.decision.verdict
 
     @property
     def cell(self) -> str:
@@ -104,42 +104,44 @@ class CellVerdict:
         """The p-value this row's verdict rests on: a not-worse BETTER's is the gain's (H1 mean
         Δ > +margin, never Holm-adjusted); else REGRESSED's test, Holm-adjusted in a family."""
         c = self.comparison
+        ev, dec = c.evidence, c.decision
         if self.gate == "not_worse" and self.verdict == Verdict.BETTER:
-            return c.p_better
-        return c.p_value if c.p_adjusted is None else c.p_adjusted
+            return ev.p_better
+        return ev.p_value if dec.p_adjusted is None else dec.p_adjusted
 
     def message(self) -> str:
         """The cell's evidence, as a reviewer reads it."""
         c, direction = self.comparison, "higher" if self.higher_is_better else "lower"
-        p = f"p = {fmt_p(c.p_value)}"
-        if c.p_adjusted is not None and c.p_adjusted != c.p_value:
-            p += f" (Holm-adjusted {fmt_p(c.p_adjusted)})"
+        ev, dec = c.evidence, c.decision
+        p = f"p = {fmt_p(ev.p_value)}"
+        if dec.p_adjusted is not None and dec.p_adjusted != ev.p_value:
+            p += f" (Holm-adjusted {fmt_p(dec.p_adjusted)})"
         if self.gate == "not_worse" and self.verdict == Verdict.BETTER:
-            p = f"p = {fmt_p(self.p)} (of the gain; of a drop: {fmt_p(c.p_value)})"
+            p = f"p = {fmt_p(self.p)} (of the gain; of a drop: {fmt_p(ev.p_value)})"
         flipped = ""
         if not self.higher_is_better:
             flipped = (f" (+ = better: the sign is flipped, {self.metric} candidate − baseline "
-                       f"is {fmt_signed(-c.mean_diff)})")
-        delta = f", min_effect {fmt_num(c.min_effect)}" if self.gate == "not_worse" else ""
+                       f"is {fmt_signed(-ev.mean_diff)})")
+        delta = f", min_effect {fmt_num(ev.min_effect)}" if self.gate == "not_worse" else ""
         level = ""
-        if c.mde_alpha is not None and c.mde_alpha != c.alpha:
+        if dec.regressed_level is not None and dec.regressed_level != ev.alpha:
             # the MDE is quoted at the level REGRESSED was tested at, the interval's upper end's
-            level = f" (at REGRESSED's one-sided level {fmt_num(c.mde_alpha)}, after Holm)"
+            level = f" (at REGRESSED's one-sided level {fmt_num(dec.regressed_level)}, after Holm)"
         # one α (the call's, as the message's first lines state it); a look decides at a level
-        alpha = self.comparison.alpha if self.call_alpha is None else self.call_alpha
-        decides = ("" if alpha == c.alpha else
-                   f" (this look: one-sided level {fmt_num(c.alpha)})")
+        alpha = ev.alpha if self.call_alpha is None else self.call_alpha
+        decides = ("" if alpha == ev.alpha else
+                   f" (this look: one-sided level {fmt_num(ev.alpha)})")
         # Adaptive: the MDE is a one-look t test's at the seeds used, not the sequential design's.
         mde_of = " of a fixed-n test" if self.stop is not None else ""
         lines = [
             f"{self.cell} — {self.metric} ({direction} is better): {self.verdict}",
             f"  baseline  {fmt_mean_ci(self.baseline)}",
             f"  candidate {fmt_mean_ci(self.candidate)}",
-            f"  paired Δ {fmt_signed(c.mean_diff)}{flipped} ({self.ci_label()} CI {fmt_ci(c.ci)}"
+            f"  paired Δ {fmt_signed(ev.mean_diff)}{flipped} ({self.ci_label()} CI {fmt_ci(dec.ci)}"
             f"{_level_note(c)}) over "
-            f"{c.n} seeds {seed_list(self.seeds)}; {p}; test {c.test}, margin "
-            f"{fmt_num(c.margin)}{delta}, alpha {fmt_num(alpha)}{decides}",
-            f"  minimum detectable effect{mde_of} at n={c.n}: {fmt_num(c.mde)}{level}",
+            f"{ev.n} seeds {seed_list(self.seeds)}; {p}; test {ev.test}, margin "
+            f"{fmt_num(ev.margin)}{delta}, alpha {fmt_num(alpha)}{decides}",
+            f"  minimum detectable effect{mde_of} at n={ev.n}: {fmt_num(dec.mde)}{level}",
         ]
         if self.stop is not None:   # adaptive seeds: where the schedule stopped this cell
             lines.append(f"  {self.stop.describe()}")
@@ -151,12 +153,14 @@ class CellVerdict:
 
     def _advice(self) -> list[str]:
         """What the reviewer can do about this verdict (lines of the message)."""
-        c, delta = self.comparison, self.comparison.min_effect
+        c = self.comparison
+        ev, dec = c.evidence, c.decision
+        delta = ev.min_effect
         if c.below_min_effect and delta is not None:
             return [f"  the drop is significant but smaller than min_effect "
                     f"{fmt_num(delta)} "
                     f"(the {ci_level(c)} CI lies above {fmt_num(-delta)}); if a drop this "
-                    f"size is acceptable, accept it with margin={_accepting_margin(c.ci, delta)} "
+                    f"size is acceptable, accept it with margin={_accepting_margin(dec.ci, delta)} "
                     "(margin must stay below min_effect)"]
         if self.verdict == Verdict.BETTER and self.suspect:
             return [f"  {self.suspect}: a refresh that keeps this cell is refused unless it is "
@@ -167,36 +171,36 @@ class CellVerdict:
         if self.verdict != Verdict.INCONCLUSIVE:
             return []
         if self.gate != "not_worse":
-            if not c.seeds_needed:
+            if not c.plan.needed:
                 return ["  no feasible number of seeds would decide it at this margin"]
-            return [f"  {c.seeds_needed} seeds would decide it "
-                    f"(rerun with {self._seeds_option(c.seeds_needed)})",
+            return [f"  {c.plan.needed} seeds would decide it "
+                    f"(rerun with {self._seeds_option(c.plan.needed)})",
                     *self._unpaired_advice()]
-        if c.min_effect is None:
+        if ev.min_effect is None:
             return [f"  no min_effect for {self.metric}, so NOT WORSE means the lower bound lies "
                     f"above −margin and no seeds can be planned: set `min_effect` (δ, the "
                     f"smallest regression that matters, in {self.metric} units; "
                     "--graphnetz-min-effect)"]
-        n = c.seeds_needed
-        lines = [f"  the {ci_level(c)} CI {fmt_ci(c.ci)} reaches below "
-                 f"{fmt_num(-c.min_effect)} (a drop "
-                 f"that matters is not ruled out) and above {fmt_num(0.0 - c.margin)} (no "
+        n = c.plan.needed
+        lines = [f"  the {ci_level(c)} CI {fmt_ci(dec.ci)} reaches below "
+                 f"{fmt_num(-ev.min_effect)} (a drop "
+                 f"that matters is not ruled out) and above {fmt_num(0.0 - ev.margin)} (no "
                  "significant drop either)"]
         if self.folds is not None:
             return lines + self._fold_advice(n, self.folds)
-        if n and c.seeds_expected is not None:
+        if n and c.plan.expected is not None:
             lines.append(
                 f"  next look: {n} seeds (rerun with {self._seeds_option(n)}; what `graphnetz "
-                f"next-seeds` runs in CI); at the observed sd of Δ ({fmt_num(c.sd_diff)}) a cell "
-                f"open here is expected to decide by about {c.seeds_expected} seeds, walking "
+                f"next-seeds` runs in CI); at the observed sd of Δ ({fmt_num(ev.sd_diff)}) a cell "
+                f"open here is expected to decide by about {c.plan.expected} seeds, walking "
                 "the looks (the mean over cells reading no change as NOT WORSE or a drop of "
-                f"{fmt_num(c.min_effect)} as REGRESSED)")
+                f"{fmt_num(ev.min_effect)} as REGRESSED)")
             lines += self._unpaired_advice()
         elif n:
             lines.append(
                 f"  about {n} paired seeds would decide it: at the observed sd of Δ "
-                f"({fmt_num(c.sd_diff)}), {n} seeds read no change as NOT WORSE and a drop of "
-                f"{fmt_num(c.min_effect)} as REGRESSED, each with probability ≥ {c.power:g} "
+                f"({fmt_num(ev.sd_diff)}), {n} seeds read no change as NOT WORSE and a drop of "
+                f"{fmt_num(ev.min_effect)} as REGRESSED, each with probability ≥ {ev.power:g} "
                 f"(rerun with {self._seeds_option(n)})")
             lines += self._unpaired_advice()
         return lines
@@ -208,24 +212,26 @@ class CellVerdict:
         from pytest_graphnetz.stats.planning import fold_min_effect_floor
 
         c = self.comparison
+        ev = c.evidence
         rho = fold_ratio(k)
-        sd = c.sd_diff / math.sqrt(1 + c.n * rho)
+        sd = ev.sd_diff / math.sqrt(1 + ev.n * rho)
         if n:
             return [f"  about {n} paired seeds would decide it: at the observed per-fold sd of Δ "
                     f"({fmt_num(sd)}; the corrected resampled se is sqrt(1/J + 1/{k - 2}) times "
                     f"it on J seeds), {n} seeds read no change as NOT WORSE and a drop of "
-                    f"{fmt_num(c.min_effect)} as REGRESSED, each with probability ≥ {c.power:g} "
+                    f"{fmt_num(ev.min_effect)} as REGRESSED, each with probability ≥ {ev.power:g} "
                     f"(rerun with {self._seeds_option(n)})", *self._unpaired_advice()]
         floor = math.sqrt(rho) * sd
-        least = fold_min_effect_floor(sd, folds=k, margin=c.margin, alpha=c.alpha,
-                                      alpha_regressed=c.mde_alpha or c.alpha, power=c.power)
+        least = fold_min_effect_floor(sd, folds=k, margin=ev.margin, alpha=ev.alpha,
+                                      alpha_regressed=c.decision.regressed_level or ev.alpha,
+                                      power=ev.power)
         return [f"  no number of seeds would decide it: on {k}-fold cross-validation the "
                 f"corrected resampled se never falls below sqrt(1/{k - 2}) × the per-fold sd of "
                 f"Δ ({fmt_num(sd)}), i.e. {fmt_num(floor)}, however many seeds run, and "
-                f"min_effect {fmt_num(c.min_effect)} needs it well below that. What would "
+                f"min_effect {fmt_num(ev.min_effect)} needs it well below that. What would "
                 f"decide it: a min_effect of more than {fmt_num(least)} (the least any seed "
                 "count resolves with probability "
-                f"≥ {c.power:g}), or a smaller per-fold spread (more test data per fold)"]
+                f"≥ {ev.power:g}), or a smaller per-fold spread (more test data per fold)"]
 
     def _seeds_option(self, n: int) -> str:
         """The option that runs ``n`` seeds (adaptive runs keep their MIN: ``MIN..n``)."""
@@ -234,7 +240,7 @@ class CellVerdict:
     def _unpaired_advice(self) -> list[str]:
         """When the planned seeds 0..n-1 are not all in the baseline, more candidate seeds
         cannot pair: the baseline must be refreshed with them first."""
-        n = self.comparison.seeds_needed
+        n = self.comparison.plan.needed
         if not n or not self.baseline_seeds:
             return []
         missing = [s for s in range(n) if s not in self.baseline_seeds]
@@ -254,17 +260,18 @@ class CellVerdict:
     def row(self) -> dict[str, str]:
         """The summary-table row (plain strings: it travels through xdist and JUnit XML)."""
         c, p = self.comparison, self.p
+        ev, dec = c.evidence, c.decision
         verdict = str(self.verdict) + (": refresh baseline" if self.verdict == Verdict.BETTER
                                        and not self.suspect else "")
         row = {"cell": self.cell, "metric": metric_label(self.metric, self.higher_is_better),
                 "baseline": fmt_mean_ci(self.baseline, short=True),
                 "candidate": fmt_mean_ci(self.candidate, short=True),
-                "delta": f"{fmt_signed(c.mean_diff)} {fmt_ci(c.ci)} ({self.ci_label()})",
+                "delta": f"{fmt_signed(ev.mean_diff)} {fmt_ci(dec.ci)} ({self.ci_label()})",
                 "p": fmt_p(p),
-                "verdict": verdict, "mde": fmt_num(c.mde), "n": str(c.n), "gate": self.gate,
+                "verdict": verdict, "mde": fmt_num(dec.mde), "n": str(ev.n), "gate": self.gate,
                 "failed": "yes" if self.failed else ""}
         if self.stop is not None:  # adaptive: n used / MAX, and what stopping early saved
-            row.update(n=f"{c.n}/{self.stop.planned_max}", saved=str(self.stop.saved))
+            row.update(n=f"{ev.n}/{self.stop.planned_max}", saved=str(self.stop.saved))
             # the baseline's mean over the seeds this cell used, which vary from run to run
             row["baseline"] += f" (seeds {seed_list(self.seeds)})"
         note = "; ".join(x for x in (self.suspect, self.guidance.note(), self.table_note) if x)
@@ -276,33 +283,34 @@ class CellVerdict:
     def guidance(self) -> Guidance:
         """What this row rules out and what comes next (:class:`Guidance`)."""
         c = self.comparison
-        name = verdict_name(c.verdict)
+        ev, dec = c.evidence, c.decision
+        name = verdict_name(dec.verdict)
         speaks = name in (Verdict.NOT_WORSE, Verdict.INCONCLUSIVE)
-        low = float(c.ci.low)
+        low = float(dec.ci.low)
         rules_out = (None if not speaks or not math.isfinite(low)
                      else 0.0 if low >= 0 else -low)
-        next_seeds = c.seeds_needed if name == Verdict.INCONCLUSIVE else None
+        next_seeds = c.plan.needed if name == Verdict.INCONCLUSIVE else None
         min_seeds = None if self.stop is None else self.stop.min_seeds
         resolvable = None
-        if name == Verdict.INCONCLUSIVE and next_seeds is None and c.min_effect is not None \
-                and math.isfinite(c.mde):
-            resolvable = c.margin + c.mde
+        if name == Verdict.INCONCLUSIVE and next_seeds is None and ev.min_effect is not None \
+                and math.isfinite(dec.mde):
+            resolvable = ev.margin + dec.mde
         short = bool(next_seeds and self.baseline_seeds
                      and any(s not in self.baseline_seeds for s in range(next_seeds)))
         return Guidance(
             verdict=name, higher_is_better=self.higher_is_better,
-            unit_interval=in_unit_interval(self.metric), min_effect=c.min_effect,
-            margin=c.margin, rules_out=rules_out, next_seeds=next_seeds,
+            unit_interval=in_unit_interval(self.metric), min_effect=ev.min_effect,
+            margin=ev.margin, rules_out=rules_out, next_seeds=next_seeds,
             next_option=seeds_option(next_seeds, min_seeds) if next_seeds else None,
             resolvable=resolvable, baseline_short=short,
-            baseline_n=len(self.baseline_seeds) or None, n=c.n,
-            trained=c.n if self.stop is None else self.stop.trained,
+            baseline_n=len(self.baseline_seeds) or None, n=ev.n,
+            trained=ev.n if self.stop is None else self.stop.trained,
             look=(self.stop.look if self.stop is not None
                   else self.look.look if self.look is not None and self.look.on_schedule else None),
             n_looks=(self.stop.n_looks if self.stop is not None
                      else len(self.look.looks) if self.look is not None and self.look.on_schedule
                      else None),
-            expected_seeds=c.seeds_expected if next_seeds else None)
+            expected_seeds=c.plan.expected if next_seeds else None)
 
 
 @dataclass(frozen=True)
@@ -411,9 +419,9 @@ UNCHANGED_TRAINING_NOTE = ("the model's code changed but every seed trained to t
 
 def _level_note(c: stats.Comparison) -> str:
     """Where the ends of an interval whose levels differ from alpha's sit (else "")."""
-    if c.ci_alphas is None:
+    if c.decision.ci_alphas is None:
         return ""
-    low, high = c.ci_alphas
+    low, high = c.decision.ci_alphas
     return (f" (lower end at one-sided level {fmt_num(low)}, NOT WORSE's and BETTER's; upper "
             f"end at {fmt_num(high)}, REGRESSED's{', after Holm' if high < low else ''})")
 
