@@ -5,24 +5,19 @@ to the baseline), and its pure parts against independent references."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from tests.helpers.benchmark_scripts import loaded
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "conformance.py"
 
 
 @pytest.fixture(scope="module")
 def conformance():
-    spec = importlib.util.spec_from_file_location("conformance", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["conformance"] = module
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("conformance", None)
+    yield from loaded("conformance")
 
 
 def test_every_invariant_holds_through_the_real_gate(conformance) -> None:

@@ -3,25 +3,19 @@ references (scipy), and a seconds-long run of its whole path on a tiny karate pl
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from tests.helpers.benchmark_scripts import loaded
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gate_quality.py"
 
 
 @pytest.fixture(scope="module")
 def gq():
-    spec = importlib.util.spec_from_file_location("gate_quality", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    # registered so fork workers can unpickle the module's model factories by reference
-    sys.modules["gate_quality"] = module
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("gate_quality", None)
+    yield from loaded("gate_quality")
 
 
 def test_seed_blocks_are_disjoint_and_leave_the_remainder_out(gq):

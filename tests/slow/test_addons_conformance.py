@@ -4,27 +4,16 @@ every row met; and a row fails when its rate's interval lies wholly on the wrong
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
+from tests.helpers.benchmark_scripts import loaded
+
 pytest.importorskip("torch")
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 @pytest.fixture(scope="module")
 def conformance():
-    sys.path.insert(0, str(BENCHMARKS))
-    spec = importlib.util.spec_from_file_location("addons_conformance",
-                                                  BENCHMARKS / "addons_conformance.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["addons_conformance"] = module   # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("addons_conformance", None)
-    sys.path.remove(str(BENCHMARKS))
+    yield from loaded("addons_conformance", on_path=True)
 
 
 def test_every_add_on_keeps_its_promise_in_the_quick_run(conformance) -> None:
