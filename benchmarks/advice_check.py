@@ -180,6 +180,8 @@ def main() -> None:
         for m in FAMILIES:
             advice = Interpolated(taken, m)
             checked, dev = 0, 0.0
+            gate_line = (f"m = {m}: too few INCONCLUSIVE cells at sd {SDS[1]:g} to check "
+                         "the real gate (raise --cells).")
             for sd in SDS:
                 r = measure(sd, taken, m, args.cells, advice, args.seed)
                 level = f"{m} (α/{m})" if m > 1 else "1 (α)"
@@ -213,7 +215,8 @@ def main() -> None:
             if args.gate:
                 notes.append(gate_line)
         lines += ["", *notes, ""]
-    verdict = "holds" if worst <= RATIO_LIMIT else "FAILS"
+    verdict = ("nothing measured: raise --cells" if worst == 0.0
+               else "holds" if worst <= RATIO_LIMIT else "FAILS")
     lines += [f"Largest ratio either way between expected and used: {worst:.2f} (limit "
               f"{RATIO_LIMIT}: {verdict}).", ""]
     body = "\n".join(lines)
