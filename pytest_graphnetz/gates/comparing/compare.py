@@ -166,12 +166,14 @@ def compare_spec(report: BenchmarkReport, baseline: BenchmarkReport, call: GateS
 @dataclass(frozen=True)
 class _Paired:
     """A run that holds its seeds, paired with its baseline: the baseline as compared, the
-    paired ``seeds``, the schedule's ``first`` look and the ``notes`` every row carries."""
+    paired ``seeds``, the schedule's ``first`` look, the ``notes`` every row carries and the
+    call's δ as a number (None: each metric's default)."""
 
     baseline: BenchmarkReport
     seeds: list[int]
     first: int
     notes: tuple[str, ...]
+    min_effect: float | None
 
     def values(self, report: BenchmarkReport, task: str, model: str
                ) -> tuple[np.ndarray, np.ndarray]:
@@ -206,7 +208,7 @@ def _pair(report: BenchmarkReport, baseline: BenchmarkReport, call: GateSpec,
         refuse_diverged_baseline(report, baseline, seeds, source, against.refresh_command)
     notes = (ruled + environment_notes(report, baseline) + tuning_notes(report, baseline, seeds)
              + unpaired_notes(report, baseline, seeds, against.refresh_command))
-    return _Paired(baseline, seeds, first, notes)
+    return _Paired(baseline, seeds, first, notes, min_effect)
 
 
 def _not_worse(report: BenchmarkReport, paired: _Paired, call: GateSpec,
@@ -221,7 +223,7 @@ def _not_worse(report: BenchmarkReport, paired: _Paired, call: GateSpec,
     rows: list[SuiteRow] = []
     if call.suite:
         min_effect = (call.suite_min_effect if call.suite_min_effect is not None
-                      else _number(call))
+                      else paired.min_effect)
         rows, suite_notes = suite_rows(report, paired.baseline, paired.seeds,
                                        margin=call.margin, min_effect=min_effect,
                                        alpha=call.alpha)
@@ -255,7 +257,7 @@ def _cells(report: BenchmarkReport, paired: _Paired, call: GateSpec, against: Ag
             task, model, spec, looked, on or single_look(len(seeds), alpha=call.alpha),
             dict(zip(seeds, cand.tolist(), strict=True)),
             dict(zip(seeds, base.tolist(), strict=True)),
-            cell_min_effect(spec, call.margin, _number(call)), folds, alone=alone,
+            cell_min_effect(spec, call.margin, paired.min_effect), folds, alone=alone,
             unused=unused,
             first_look=first if rerun_safe and call.test == "paired-t" else None))
     return cells
