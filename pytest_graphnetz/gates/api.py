@@ -238,7 +238,14 @@ def _comparison_gate(recorder: GateRecorder, given: BenchmarkReport, baseline: B
             saved = _save(recorder, decided)
     notes = (saved_note(saved, decided),) if len(saved) > 1 else ()
     looks = [report] if schedule is None else [report, *schedule.extensions]
-    return _record(recorder, compared, looks, baseline, resolvable, notes)
+    # a BETTER not matched on validation is suspect; δ finer than the seeds resolve, a note
+    from pytest_graphnetz.gates.calibration.annotation import annotate_verdicts
+    from pytest_graphnetz.gates.verdicts.leak import mark_suspects
+
+    verdicts = annotate_verdicts(mark_suspects(compared.verdicts, looks, compared.base),
+                                 baseline, resolvable=resolvable)
+    recorder.compared(replace(compared, verdicts=verdicts), looks, baseline, notes)
+    return verdicts
 
 
 def _compare(recorder: GateRecorder, report: BenchmarkReport, schedule: Schedule | None,
@@ -266,8 +273,9 @@ def _compare(recorder: GateRecorder, report: BenchmarkReport, schedule: Schedule
     command = baseline.update_command if isinstance(baseline, BaselineHandle) else None
     if resolvable:
         seeds = report.seeds if schedule is None else schedule.planned_seeds
-        spec = spec.with_delta(_resolvable_min_effect(gated, seeds, base, baseline,
-                                                      spec.margin))
+        from pytest_graphnetz.gates.calibration.annotation import resolvable_delta
+
+        spec = spec.with_delta(resolvable_delta(baseline, gated, seeds, base, spec.margin))
     verdicts = compare_gate(gated, base, spec, Against(source, command, bound, canonical=True),
                             schedule)
     return Compared(verdicts, spec, base, source, lacking, schedule)
@@ -285,26 +293,6 @@ def _save(recorder: GateRecorder, decided: Sequence[BenchmarkReport]) -> Sequenc
         return ()
 
 
-def _record(recorder: GateRecorder, compared: Compared, looks: Sequence[BenchmarkReport],
-            baseline: BaselineLike, resolvable: bool, notes: Sequence[str]) -> list[CellVerdict]:
-    """Mark suspect gains and δ finer than the seeds resolve, then hand the verdicts to the
-    recorder (:meth:`~.recorder.GateRecorder.compared`, which raises when the call fails).
-    ``looks``: the candidate's reports, the first look first."""
-    __tracebackhide__ = True
-    from pytest_graphnetz.gates.verdicts.leak import (
-        mark_suspects,  # a BETTER not matched on validation: suspect
-    )
-
-    verdicts = mark_suspects(compared.verdicts, looks, compared.base)
-    from pytest_graphnetz.gates.calibration.annotation import (
-        annotate_verdicts,  # δ finer than the seeds resolve: a note
-    )
-
-    verdicts = annotate_verdicts(verdicts, baseline, resolvable=resolvable)
-    recorder.compared(replace(compared, verdicts=verdicts), looks, baseline, notes)
-    return verdicts
-
-
 def _present(report: BenchmarkReport, base: BenchmarkReport) -> BenchmarkReport:
     """The cells of ``report`` that ``base`` has (a task × model grid, as ``base`` is one);
     none at all: the refusal that names the missing cells."""
@@ -313,22 +301,6 @@ def _present(report: BenchmarkReport, base: BenchmarkReport) -> BenchmarkReport:
     if not (tasks and models):
         check_cells(report, base, "the baseline")   # raises BaselineMissingError
     return report.subset(tasks=tasks, models=models)
-
-
-def _resolvable_min_effect(report: BenchmarkReport, seeds: Sequence[int], base: BenchmarkReport,
-                           baseline: BaselineLike, margin: float) -> float:
-    """δ for ``min_effect="resolvable"``: what the paired seeds (of ``seeds``, those the
-    candidate runs) resolve in every cell, by the calibration beside the baseline (a refusal
-    naming the file when there is none)."""
-    from pytest_graphnetz.gates.calibration.annotation import resolvable_gate_min_effect
-    from pytest_graphnetz.gates.calibration.resolution import CalibrationError
-
-    cells = [(t, m) for t in report.tasks for m in report.models]
-    try:
-        return resolvable_gate_min_effect(baseline, cells, len(set(seeds) & set(base.seeds)),
-                                          margin=margin)
-    except CalibrationError as exc:
-        raise GateRefusal(str(exc), reason=str(exc)) from None
 
 
 def _load(recorder: GateRecorder, baseline: BaselineLike, candidate: BenchmarkReport

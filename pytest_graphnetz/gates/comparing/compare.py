@@ -15,13 +15,7 @@ import numpy as np
 
 from pytest_graphnetz import stats
 from pytest_graphnetz.base.seedspec import off_prefix
-from pytest_graphnetz.gates.comparing.cells import (
-    GateCell,
-    cell_min_effect,
-    decide_cells,
-    folded,
-    min_effect_error,
-)
+from pytest_graphnetz.gates.comparing.cells import GateCell, decide_cells, folded
 from pytest_graphnetz.gates.comparing.pairing import (
     cache_notes,
     changed_model_notes,
@@ -40,7 +34,11 @@ from pytest_graphnetz.gates.comparing.spec import GateSpec, Resolvable
 from pytest_graphnetz.gates.comparing.suite_row import SuiteRow, suite_rows, suite_rows_family
 from pytest_graphnetz.gates.verdicts.formatting import describe_values, seed_list, verdict_name
 from pytest_graphnetz.gates.verdicts.guidance import LookNote
-from pytest_graphnetz.gates.verdicts.rules import failed_verdict
+from pytest_graphnetz.gates.verdicts.rules import (
+    cell_min_effect,
+    failed_verdict,
+    min_effect_error,
+)
 from pytest_graphnetz.gates.verdicts.values import CellVerdict, GateRefusal
 from pytest_graphnetz.report import BenchmarkReport
 from pytest_graphnetz.stats import boundaries
