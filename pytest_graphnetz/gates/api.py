@@ -11,13 +11,12 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from pytest_graphnetz import stats
 from pytest_graphnetz.base.text import fmt_num
 from pytest_graphnetz.gates.comparing.compare import (
-    NOT_RERUN_SAFE,
     Against,
     compare_gate,
     paired_test,
@@ -29,8 +28,12 @@ from pytest_graphnetz.gates.comparing.pairing import (
 )
 from pytest_graphnetz.gates.comparing.schedule import Schedule, split_schedule
 from pytest_graphnetz.gates.comparing.spec import GateSpec
-from pytest_graphnetz.gates.comparing.suite_row import SUITE
-from pytest_graphnetz.gates.recorder import GateRecorder, current_recorder, saved_note
+from pytest_graphnetz.gates.recorder import (
+    Compared,
+    GateRecorder,
+    current_recorder,
+    saved_note,
+)
 from pytest_graphnetz.gates.refreshing.baselines import BaselineHandle, read_baseline
 from pytest_graphnetz.gates.refreshing.update import (
     add_missing_cells,
@@ -47,7 +50,6 @@ from pytest_graphnetz.gates.verdicts.values import (
 from pytest_graphnetz.report import BenchmarkReport
 from pytest_graphnetz.stats.boundaries import LookSchedule
 from pytest_graphnetz.stats.planning import seeds_for_width
-from pytest_graphnetz.stats.suite import DEFAULT_SUITE_WEIGHT
 
 BaselineLike = BenchmarkReport | BaselineHandle | str | os.PathLike
 
@@ -215,7 +217,8 @@ def _comparison_gate(recorder: GateRecorder, given: BenchmarkReport, baseline: B
             report, schedule = schedule.complete(report), None
             recorder.announce(report)
         if refreshing and isinstance(baseline, BaselineHandle):
-            return _refresh(recorder, report, baseline, spec)
+            outcome = update_baseline(baseline, report, spec)   # through the ratchet
+            return recorder.refreshed(outcome, report, spec.gate)
         compared = _compare(recorder, report, schedule, baseline, spec, resolvable)
         if compared is None:
             return []   # every cell was new: written, and nothing left to compare
@@ -235,26 +238,19 @@ def _comparison_gate(recorder: GateRecorder, given: BenchmarkReport, baseline: B
             saved = _save(recorder, decided)
     notes = (saved_note(saved, decided),) if len(saved) > 1 else ()
     looks = [report] if schedule is None else [report, *schedule.extensions]
-    return _record(recorder, compared, looks, baseline, resolvable, notes)
+    # a BETTER not matched on validation is suspect; δ finer than the seeds resolve, a note
+    from pytest_graphnetz.gates.calibration.annotation import annotate_verdicts
+    from pytest_graphnetz.gates.verdicts.leak import mark_suspects
 
-
-@dataclass(frozen=True)
-class _Compared:
-    """What a compared gate call hands to the recorder: its verdicts and the failure message's
-    header, the baseline report paired with and how it is named, the cells it lacks, and the
-    call's spec (its δ read)."""
-
-    verdicts: list[CellVerdict]
-    header: str
-    base: BenchmarkReport
-    source: str
-    lacking: list[tuple[str, str]]
-    spec: GateSpec
-    adaptive: bool
+    verdicts = annotate_verdicts(mark_suspects(compared.verdicts, looks, compared.base),
+                                 baseline, resolvable=resolvable)
+    recorder.compared(replace(compared, verdicts=verdicts), looks, baseline, notes)
+    return verdicts
 
 
 def _compare(recorder: GateRecorder, report: BenchmarkReport, schedule: Schedule | None,
-             baseline: BaselineLike, spec: GateSpec, resolvable: bool) -> _Compared | None:
+             baseline: BaselineLike, spec: GateSpec, resolvable: bool
+             ) -> Compared | None:
     """Load the baseline, refuse other hardware, write or set aside the cells it lacks, read
     δ from the calibration when asked, and compare (:func:`compare_gate`). None: every cell
     was new and was written under ``--graphnetz-add-missing``."""
@@ -277,12 +273,12 @@ def _compare(recorder: GateRecorder, report: BenchmarkReport, schedule: Schedule
     command = baseline.update_command if isinstance(baseline, BaselineHandle) else None
     if resolvable:
         seeds = report.seeds if schedule is None else schedule.planned_seeds
-        spec = spec.with_delta(_resolvable_min_effect(gated, seeds, base, baseline,
-                                                      spec.margin))
+        from pytest_graphnetz.gates.calibration.annotation import resolvable_delta
+
+        spec = spec.with_delta(resolvable_delta(baseline, gated, seeds, base, spec.margin))
     verdicts = compare_gate(gated, base, spec, Against(source, command, bound, canonical=True),
                             schedule)
-    return _Compared(verdicts, _header(verdicts, spec, source, schedule), base, source, lacking,
-                     spec, schedule is not None)
+    return Compared(verdicts, spec, base, source, lacking, schedule)
 
 
 def _save(recorder: GateRecorder, decided: Sequence[BenchmarkReport]) -> Sequence[str]:
@@ -297,35 +293,6 @@ def _save(recorder: GateRecorder, decided: Sequence[BenchmarkReport]) -> Sequenc
         return ()
 
 
-def _record(recorder: GateRecorder, compared: _Compared, looks: Sequence[BenchmarkReport],
-            baseline: BaselineLike, resolvable: bool, notes: Sequence[str]) -> list[CellVerdict]:
-    """Mark suspect gains and δ finer than the seeds resolve, then hand the verdicts to the
-    recorder (which raises when the call fails), the rows of the cells without a baseline
-    after them. ``looks``: the candidate's reports, the first look first."""
-    __tracebackhide__ = True
-    from pytest_graphnetz.gates.verdicts.leak import (
-        mark_suspects,  # a BETTER not matched on validation: suspect
-    )
-
-    verdicts = mark_suspects(compared.verdicts, looks, compared.base)
-    from pytest_graphnetz.gates.calibration.annotation import (
-        annotate_verdicts,  # δ finer than the seeds resolve: a note
-    )
-
-    verdicts = annotate_verdicts(verdicts, baseline, resolvable=resolvable)
-    gate = compared.spec.gate
-    # every output of a run judged alone says so: pytest's one-line summary too
-    alone = ("" if compared.spec.rerun_safe or compared.adaptive
-             else f"judged alone at α: {NOT_RERUN_SAFE}")
-    try:
-        recorder.finish(f"assert_{gate}", verdicts, header=compared.header, notes=notes,
-                        mark=alone,
-                        lacking=_lacking_message(compared.lacking, compared.source, baseline))
-    finally:   # the rows of the cells without a baseline follow the compared cells' rows
-        recorder.lacking(gate, looks[0], compared.lacking, baseline)
-    return verdicts
-
-
 def _present(report: BenchmarkReport, base: BenchmarkReport) -> BenchmarkReport:
     """The cells of ``report`` that ``base`` has (a task × model grid, as ``base`` is one);
     none at all: the refusal that names the missing cells."""
@@ -334,72 +301,6 @@ def _present(report: BenchmarkReport, base: BenchmarkReport) -> BenchmarkReport:
     if not (tasks and models):
         check_cells(report, base, "the baseline")   # raises BaselineMissingError
     return report.subset(tasks=tasks, models=models)
-
-
-def _lacking_message(cells: Sequence[tuple[str, str]], source: str,
-                     baseline: BaselineLike) -> str:
-    """Why the call fails on cells its baseline lacks, and how to write only those."""
-    if not cells:
-        return ""
-    command = baseline.add_command if isinstance(baseline, BaselineHandle) else None
-    how = (f"`{command}` writes only those cells" if command else
-           "a gate's test run with `pytest NODEID --graphnetz-add-missing` writes only those "
-           "cells")
-    return (f"MISSING BASELINE: {source} has no baseline for "
-            f"{', '.join(f'{t}/{m}' for t, m in cells)} (a new model or task); every other "
-            f"cell was compared above. {how}, leaving every other cell's baseline as it is")
-
-
-def _resolvable_min_effect(report: BenchmarkReport, seeds: Sequence[int], base: BenchmarkReport,
-                           baseline: BaselineLike, margin: float) -> float:
-    """δ for ``min_effect="resolvable"``: what the paired seeds (of ``seeds``, those the
-    candidate runs) resolve in every cell, by the calibration beside the baseline (a refusal
-    naming the file when there is none)."""
-    from pytest_graphnetz.gates.calibration.annotation import resolvable_gate_min_effect
-    from pytest_graphnetz.gates.calibration.resolution import CalibrationError
-
-    cells = [(t, m) for t in report.tasks for m in report.models]
-    try:
-        return resolvable_gate_min_effect(baseline, cells, len(set(seeds) & set(base.seeds)),
-                                          margin=margin)
-    except CalibrationError as exc:
-        raise GateRefusal(str(exc), reason=str(exc)) from None
-
-
-def _refresh(recorder: GateRecorder, report: BenchmarkReport, handle: BaselineHandle,
-             spec: GateSpec) -> list[CellVerdict]:
-    """``--graphnetz-update-baselines``: :func:`~.refreshing.update.update_baseline` writes
-    the candidate unless the ratchet refuses; here its not-worse comparisons (the call's test,
-    margin, δ and alpha) are reported. Returns the ratchet's verdicts."""
-    __tracebackhide__ = True
-    outcome = update_baseline(handle, report, spec)
-    status = "UPDATED" if outcome.written else "REFUSED"
-    failing = () if outcome.written else outcome.refused
-    recorder.record(outcome.previous, status=status, failing=failing)
-    recorder.record(outcome.anchored, status=f"{status} vs anchor", failing=failing)
-    if not outcome.written:
-        raise AssertionError(outcome.refusal())
-    judged = {(v.task, v.model) for v in outcome.previous}
-    recorder.written(report, spec.gate, [(t, m) for t in report.tasks for m in report.models
-                                    if (t, m) not in judged], outcome.replaced)
-    return [*outcome.previous, *outcome.anchored]
-
-
-def _header(verdicts: Sequence[CellVerdict], spec: GateSpec, source: str,
-            schedule: Schedule | None) -> str:
-    """The first line of the failure message: the gate, its baseline and settings; for an
-    adaptive report, what the schedule saved."""
-    if schedule is None:
-        header = f"{_TITLE[spec.gate]} against {source} ({_config(verdicts, alpha=spec.alpha)})"
-        return header + ("" if spec.rerun_safe else f"; judged alone at α: {NOT_RERUN_SAFE}")
-    from pytest_graphnetz.base.text import seed_trainings
-
-    stops = [v.stop for v in verdicts if v.stop is not None]   # every adaptive cell's
-    used = sum(stop.trained for stop in stops)
-    pairable = sum(stop.max_seeds for stop in stops)
-    return (f"{_TITLE['not_worse']} against {source} ({_config(verdicts)}; adaptive seeds "
-            f"{schedule.seeds_option}: {seed_trainings(used)}, {pairable - used} saved against "
-            f"the {pairable} the baseline could pair)")
 
 
 def _load(recorder: GateRecorder, baseline: BaselineLike, candidate: BenchmarkReport
@@ -421,28 +322,3 @@ def _load(recorder: GateRecorder, baseline: BaselineLike, candidate: BenchmarkRe
         return str(baseline) + note, base, stored.schedule
     raise TypeError(f"`baseline` must be a BenchmarkReport, a path or a baseline handle, "
                     f"got {type(baseline).__name__}")
-
-
-def _config(verdicts: Sequence[CellVerdict], alpha: float | None = None) -> str:
-    ev = verdicts[0].comparison.evidence
-    alpha = ev.alpha if alpha is None else alpha
-    text = f"{ev.test}, alpha {fmt_num(alpha)}, margin {fmt_num(ev.margin)}"
-    if ev.kind != "not_worse":
-        return text + (", every cell must pass (no Holm needed)" if len(verdicts) > 1 else "")
-    effects = sorted({fmt_num(v.comparison.evidence.min_effect) for v in verdicts})
-    text += f", min_effect {'/'.join(effects)}"
-    rows = sum(v.task == SUITE for v in verdicts)
-    tested = sum(v.verdict != "IDENTICAL" for v in verdicts if v.task != SUITE)
-    looks = sorted({v.look.looks for v in verdicts if v.look is not None and v.look.on_schedule})
-    if looks:
-        shown = "/".join("→".join(map(str, x)) + "→…" for x in looks)
-        text += f", looks {shown} (docs/guarantees.md)"
-    if rows:
-        return text + (f", weighted Holm across the {tested} tested cells and {rows} suite "
-                       f"row(s) (suite weight {DEFAULT_SUITE_WEIGHT:g})")
-    return text + (f", Holm across the {tested} tested cells" if tested > 1 else "")
-
-
-
-_TITLE = {"not_worse": "paired regression gate", "better": "paired improvement gate",
-          "equivalent": "paired equivalence gate (TOST)"}

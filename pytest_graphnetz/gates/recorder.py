@@ -1,7 +1,9 @@
 """Where a gate call's rows go: the :class:`GateRecorder` of the test body it runs in (the
 session's defaults, and the plugin's sinks for rows, saved candidate reports and baseline files
 read), found with :func:`current_recorder`; outside pytest, a recorder with the library's
-defaults and no sinks."""
+defaults and no sinks. A call ends here once: its refresh (:meth:`GateRecorder.refreshed`) or
+its comparison (:class:`Compared`, :meth:`GateRecorder.compared`: the rows, then one failure
+message headed by the gate, its baseline and settings)."""
 
 from __future__ import annotations
 
@@ -11,9 +13,14 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_graphnetz.base.text import FIRST_LINE_WIDTH
+from pytest_graphnetz.base.text import FIRST_LINE_WIDTH, fmt_num
+from pytest_graphnetz.gates.comparing.compare import NOT_RERUN_SAFE
 from pytest_graphnetz.gates.comparing.pairing import unpaired_cell
+from pytest_graphnetz.gates.comparing.schedule import Schedule
+from pytest_graphnetz.gates.comparing.spec import GateSpec
+from pytest_graphnetz.gates.comparing.suite_row import SUITE
 from pytest_graphnetz.gates.refreshing.baselines import BaselineHandle
+from pytest_graphnetz.gates.refreshing.ratchet import RefreshOutcome
 from pytest_graphnetz.gates.verdicts.formatting import (
     describe_values,
     fmt_mean_ci,
@@ -27,8 +34,23 @@ from pytest_graphnetz.gates.verdicts.values import (
     WidthVerdict,
 )
 from pytest_graphnetz.report import BenchmarkReport
+from pytest_graphnetz.stats.suite import DEFAULT_SUITE_WEIGHT
 
 Verdict = CellVerdict | WidthVerdict
+
+
+@dataclass(frozen=True)
+class Compared:
+    """What a compared gate call hands to the recorder: its verdicts, the call's spec (its δ
+    read), the baseline report paired with and how it is named, the cells it lacks, and the
+    schedule of an adaptive run (None: fixed seeds)."""
+
+    verdicts: list[CellVerdict]
+    spec: GateSpec
+    base: BenchmarkReport
+    source: str
+    lacking: list[tuple[str, str]]
+    schedule: Schedule | None
 
 
 @dataclass(frozen=True)
@@ -180,6 +202,42 @@ class GateRecorder:
             )
 
 
+    def refreshed(self, outcome: RefreshOutcome, report: BenchmarkReport,
+                  gate: str) -> list[CellVerdict]:
+        """A refresh's rows: its not-worse comparisons against the baseline it replaces and the
+        anchors (UPDATED, or REFUSED, which raises the ratchet's refusal), then the cells
+        written without a paired verdict. Returns the ratchet's verdicts."""
+        __tracebackhide__ = True
+        status = "UPDATED" if outcome.written else "REFUSED"
+        failing = () if outcome.written else outcome.refused
+        self.record(outcome.previous, status=status, failing=failing)
+        self.record(outcome.anchored, status=f"{status} vs anchor", failing=failing)
+        if not outcome.written:
+            raise AssertionError(outcome.refusal())
+        judged = {(v.task, v.model) for v in outcome.previous}
+        self.written(report, gate, [(t, m) for t in report.tasks for m in report.models
+                                    if (t, m) not in judged], outcome.replaced)
+        return [*outcome.previous, *outcome.anchored]
+
+    def compared(self, compared: Compared, looks: Sequence[BenchmarkReport], baseline: object,
+                 notes: Sequence[str]) -> None:
+        """A compared call's rows and its failure (:meth:`finish`, headed by the gate, its
+        baseline and settings), the rows of the cells without a baseline after them.
+        ``looks``: the candidate's reports, the first look first."""
+        __tracebackhide__ = True
+        spec, verdicts = compared.spec, compared.verdicts
+        # every output of a run judged alone says so: pytest's one-line summary too
+        alone = ("" if spec.rerun_safe or compared.schedule is not None
+                 else f"judged alone at α: {NOT_RERUN_SAFE}")
+        try:
+            self.finish(f"assert_{spec.gate}", verdicts,
+                        header=_header(verdicts, spec, compared.source, compared.schedule),
+                        notes=notes, mark=alone,
+                        lacking=_lacking_message(compared.lacking, compared.source, baseline))
+        finally:   # the rows of the cells without a baseline follow the compared cells' rows
+            self.lacking(spec.gate, looks[0], compared.lacking, baseline)
+
+
 _RECORDER: ContextVar[GateRecorder | None] = ContextVar("graphnetz_gate_recorder",
                                                         default=None)
 
@@ -209,6 +267,60 @@ def saved_note(paths: Sequence[str], reports: Sequence[BenchmarkReport]) -> str:
               f"seeds {seed_list(r.seeds)}" for path, r in further]
     return ("the candidate reports saved (--graphnetz-report-dir) hold each cell at the seeds "
             "it was decided on: " + "; ".join(parts))
+
+
+def _lacking_message(cells: Sequence[tuple[str, str]], source: str, baseline: object) -> str:
+    """Why the call fails on cells its baseline lacks, and how to write only those."""
+    if not cells:
+        return ""
+    command = baseline.add_command if isinstance(baseline, BaselineHandle) else None
+    how = (f"`{command}` writes only those cells" if command else
+           "a gate's test run with `pytest NODEID --graphnetz-add-missing` writes only those "
+           "cells")
+    return (f"MISSING BASELINE: {source} has no baseline for "
+            f"{', '.join(f'{t}/{m}' for t, m in cells)} (a new model or task); every other "
+            f"cell was compared above. {how}, leaving every other cell's baseline as it is")
+
+
+def _header(verdicts: Sequence[CellVerdict], spec: GateSpec, source: str,
+            schedule: Schedule | None) -> str:
+    """The failure message's header: the gate, its baseline and settings; for an adaptive
+    report, what the schedule saved."""
+    if schedule is None:
+        header = f"{_TITLE[spec.gate]} against {source} ({_config(verdicts, alpha=spec.alpha)})"
+        return header + ("" if spec.rerun_safe else f"; judged alone at α: {NOT_RERUN_SAFE}")
+    from pytest_graphnetz.base.text import seed_trainings
+
+    stops = [v.stop for v in verdicts if v.stop is not None]   # every adaptive cell's
+    used = sum(stop.trained for stop in stops)
+    pairable = sum(stop.max_seeds for stop in stops)
+    return (f"{_TITLE['not_worse']} against {source} ({_config(verdicts)}; adaptive seeds "
+            f"{schedule.seeds_option}: {seed_trainings(used)}, {pairable - used} saved against "
+            f"the {pairable} the baseline could pair)")
+
+
+def _config(verdicts: Sequence[CellVerdict], alpha: float | None = None) -> str:
+    ev = verdicts[0].comparison.evidence
+    alpha = ev.alpha if alpha is None else alpha
+    text = f"{ev.test}, alpha {fmt_num(alpha)}, margin {fmt_num(ev.margin)}"
+    if ev.kind != "not_worse":
+        return text + (", every cell must pass (no Holm needed)" if len(verdicts) > 1 else "")
+    effects = sorted({fmt_num(v.comparison.evidence.min_effect) for v in verdicts})
+    text += f", min_effect {'/'.join(effects)}"
+    rows = sum(v.task == SUITE for v in verdicts)
+    tested = sum(v.verdict != "IDENTICAL" for v in verdicts if v.task != SUITE)
+    looks = sorted({v.look.looks for v in verdicts if v.look is not None and v.look.on_schedule})
+    if looks:
+        shown = "/".join("→".join(map(str, x)) + "→…" for x in looks)
+        text += f", looks {shown} (docs/guarantees.md)"
+    if rows:
+        return text + (f", weighted Holm across the {tested} tested cells and {rows} suite "
+                       f"row(s) (suite weight {DEFAULT_SUITE_WEIGHT:g})")
+    return text + (f", Holm across the {tested} tested cells" if tested > 1 else "")
+
+
+_TITLE = {"not_worse": "paired regression gate", "better": "paired improvement gate",
+          "equivalent": "paired equivalence gate (TOST)"}
 
 
 def _stop_reason(baseline: object, exc: Exception) -> tuple[str, str]:

@@ -12,7 +12,7 @@ import itertools
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pytest_graphnetz.report.trials import (
@@ -263,13 +263,65 @@ def tune(tasks: Any, models: Mapping[str, Callable[[Mapping[str, Any]], Any]],
     - ``runner``: what trains (default ``run_benchmark``; in a test, ``graphnetz_run``);
       ``run_kwargs`` go to every run (device, cache_dir, epochs...).
     """
-    if runner is None:
-        from pytest_graphnetz.runner import run_benchmark
+    return tune_with(tasks, models, space, TuneSpec(search_seeds, seeds, epoch_selection,
+                                                    accept_budget, incumbent, runner,
+                                                    run_kwargs))
 
-        runner = run_benchmark
+
+@dataclass(frozen=True)
+class TuneSpec:
+    """How a search runs, beside what it tunes (the task, the model, the space): the keywords
+    of :func:`tune`, its public form, which says what each means."""
+
+    search_seeds: int | Sequence[int] = 5
+    seeds: Sequence[int] | None = None
+    epoch_selection: str = "final"
+    accept_budget: Budget | str | Sequence[int] | None = None
+    incumbent: Any = None
+    runner: Callable[..., BenchmarkReport] | None = None
+    run_kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+
+def tune_with(tasks: Any, models: Mapping[str, Callable[[Mapping[str, Any]], Any]],
+              space: Sequence[Mapping[str, Any]], spec: TuneSpec) -> TuneResult:
+    """:func:`tune` with its keywords in ``spec``: check the request, search every
+    configuration (:func:`_search`), select the winner on validation, confirm it on the
+    canonical seeds (:func:`_confirm`)."""
     if len(models) != 1:
         raise TuningError(f"`models` must name one model to tune, got {list(models)}")
     (name, build), = models.items()
+    configs = _configs(space)
+    searched = (derive_search_seeds(spec.search_seeds) if isinstance(spec.search_seeds, int)
+                else tuple(int(s) for s in spec.search_seeds))
+    accepted = None if spec.accept_budget is None else Budget.parse(spec.accept_budget)
+    if spec.seeds is not None:
+        _refuse_overlap(searched, tuple(int(s) for s in spec.seeds))
+    base = incumbent_record(spec.incumbent)
+    position = None if base is None else incumbent_trial(base, configs, name)
+    search = _search(tasks, name, build, configs, searched, spec)
+    if base is not None and base.task != search.task:
+        raise TuningError(f"the incumbent's search tuned task {base.task!r}, not "
+                          f"{search.task!r}")
+    if position is None:
+        winner, reading = select(search.trials, search.higher), None
+    else:
+        winner, reading = select_incumbent(search.trials, position, search.higher)
+    confirmed = _confirm(tasks, name, trial_model(build, configs[winner]), configs[winner],
+                         searched, spec)
+    values, _, _ = validation_scores(confirmed, search.task, name)
+    finite = [v for v in values if math.isfinite(v)]
+    record = TuningRecord(
+        search.task, name, search.metric, search.higher, spec.epoch_selection, searched,
+        tuple(search.trials), winner, tuple(confirmed.seeds),
+        math.fsum(finite) / len(finite) if finite else math.nan, values,
+        accepted_budget=accepted, stability=winner_stability(search.trials, search.higher),
+        incumbent=reading)
+    confirmed.protocol[PROTOCOL_KEY] = record.to_dict()
+    return TuneResult(confirmed, record, tuple(search.reports))
+
+
+def _configs(space: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The configurations of ``space``, refused when there are none or one is not JSON."""
     configs = [dict(c) for c in space]
     if not configs:
         raise TuningError("`space` is empty: give at least one configuration")
@@ -279,46 +331,60 @@ def tune(tasks: Any, models: Mapping[str, Callable[[Mapping[str, Any]], Any]],
         except (TypeError, ValueError) as exc:
             raise TuningError(f"configuration {config!r} is not JSON ({exc}): the record keeps "
                               "it; use numbers, strings and lists") from None
-    searched = (derive_search_seeds(search_seeds) if isinstance(search_seeds, int)
-                else tuple(int(s) for s in search_seeds))
-    accepted = None if accept_budget is None else Budget.parse(accept_budget)
-    if seeds is not None:
-        _refuse_overlap(searched, tuple(int(s) for s in seeds))
-    base = incumbent_record(incumbent)
-    position = None if base is None else incumbent_trial(base, configs, name)
-    reports, trials, direction = [], [], None
+    return configs
+
+
+@dataclass(frozen=True)
+class _Search:
+    """Every trial of a search on the search seeds: their reports and scores, the task, and
+    the validation series' direction and metric."""
+
+    reports: list[BenchmarkReport]
+    trials: list[Trial]
+    task: str
+    higher: bool
+    metric: str
+
+
+def _search(tasks: Any, name: str, build: Callable[[Mapping[str, Any]], Any],
+            configs: Sequence[dict[str, Any]], searched: Sequence[int],
+            spec: TuneSpec) -> _Search:
+    """Train every configuration on the search seeds and score it on validation."""
+    runner = _runner(spec)
+    reports, trials, direction, task, metric = [], [], None, "", ""
     for config in configs:
         settings = {k: config[k] for k in RUN_KEYS if k in config}
         report = runner(tasks, {name: trial_model(build, config)},
-                        **{**run_kwargs, **settings, "seeds": list(searched)})
-        report.epoch_selection = epoch_selection
+                             **{**spec.run_kwargs, **settings, "seeds": list(searched)})
+        report.epoch_selection = spec.epoch_selection
         task = _one_task(report)
         values, direction, metric = validation_scores(report, task, name)
         mean = math.fsum(values) / len(values)
         trials.append(Trial(config, mean, values))
         reports.append(report)
-    if base is not None and base.task != task:
-        raise TuningError(f"the incumbent's search tuned task {base.task!r}, not {task!r}")
-    if position is None:
-        winner, reading = select(trials, bool(direction)), None
-    else:
-        winner, reading = select_incumbent(trials, position, bool(direction))
-    confirm_kwargs = {**run_kwargs, **{k: configs[winner][k] for k in RUN_KEYS
-                                       if k in configs[winner]}}
-    if seeds is not None:
-        confirm_kwargs["seeds"] = list(seeds)
-    confirmed = runner(tasks, {name: trial_model(build, configs[winner])}, **confirm_kwargs)
-    confirmed.epoch_selection = epoch_selection
+    return _Search(reports, trials, task, bool(direction), metric)
+
+
+def _confirm(tasks: Any, name: str, model: Any, config: Mapping[str, Any],
+             searched: Sequence[int], spec: TuneSpec) -> BenchmarkReport:
+    """Train the winner (``model``, built from ``config``) on the confirmation seeds and
+    refuse any that is a search seed."""
+    confirm_kwargs = {**spec.run_kwargs, **{k: config[k] for k in RUN_KEYS if k in config}}
+    if spec.seeds is not None:
+        confirm_kwargs["seeds"] = list(spec.seeds)
+    confirmed = _runner(spec)(tasks, {name: model}, **confirm_kwargs)
+    confirmed.epoch_selection = spec.epoch_selection
     _refuse_overlap(searched, confirmed.seeds)
-    values, _, _ = validation_scores(confirmed, task, name)
-    finite = [v for v in values if math.isfinite(v)]
-    record = TuningRecord(
-        task, name, metric, bool(direction), epoch_selection, searched, tuple(trials), winner,
-        tuple(confirmed.seeds), math.fsum(finite) / len(finite) if finite else math.nan,
-        values, accepted_budget=accepted,
-        stability=winner_stability(trials, bool(direction)), incumbent=reading)
-    confirmed.protocol[PROTOCOL_KEY] = record.to_dict()
-    return TuneResult(confirmed, record, tuple(reports))
+    return confirmed
+
+
+def _runner(spec: TuneSpec) -> Callable[..., BenchmarkReport]:
+    """What trains: the spec's runner, else ``run_benchmark``."""
+    if spec.runner is not None:
+        return spec.runner
+    from pytest_graphnetz.runner import run_benchmark
+
+    return run_benchmark
 
 
 def _one_task(report: BenchmarkReport) -> str:
@@ -335,5 +401,5 @@ def _refuse_overlap(searched: Sequence[int], seeds: Sequence[int]) -> None:
 
 
 __all__ = ["CONFIG_ATTRIBUTE", "RUN_KEYS", "SELECTION_ALPHA", "ConfiguredFactory", "TuneResult",
-           "grid", "incumbent_record", "incumbent_trial", "select", "select_incumbent",
-           "trial_model", "tune", "validation_scores", "winner_stability"]
+           "TuneSpec", "grid", "incumbent_record", "incumbent_trial", "select", "select_incumbent",
+           "trial_model", "tune", "tune_with", "validation_scores", "winner_stability"]

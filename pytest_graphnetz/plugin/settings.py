@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -32,6 +32,11 @@ from pytest_graphnetz.plugin.options import (
     path_value,
     refuse_command_line_only,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    Get = Callable[[str, Any], Any]   # options.getter's: the option's value, else a default
 
 
 class Settings(SimpleNamespace):
@@ -122,118 +127,148 @@ class Settings(SimpleNamespace):
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Settings:
-        """Read and validate every option; a bad value is a usage error naming the option."""
+        """Read and validate every option, group by group (what trains, what decides, the
+        baselines, the files written); a bad value is a usage error naming the option."""
         refuse_command_line_only(config)
         get = getter(config)
-        workers = converted(config, "workers", get("workers", "1"), int,
-                           "a whole number of processes")
-        alpha = converted(config, "alpha", get("alpha", str(DEFAULT_ALPHA)), float, "a number")
-        replicates = converted(config, "baseline-replicates", get("baseline-replicates", "1"),
-                               int, "a whole number of runs per seed")
-        if replicates < 1:
-            raise pytest.UsageError(
-                f"graphnetz: {named(config, 'baseline-replicates')} must be >= 1 (1: one run "
-                f"per seed, no salted reruns), got {replicates}")
-        min_effect = get("min-effect", None)
-        if min_effect is not None and str(min_effect).strip() == RESOLVABLE:
-            min_effect = RESOLVABLE
-        elif min_effect is not None:
-            min_effect = converted(config, "min-effect", min_effect, float,
-                                  f"a number or `{RESOLVABLE}`")
-        try:
-            deterministic = _deterministic(config, get("deterministic", None))
-            seeds = parse_seeds(get("seeds", DEFAULT_SEEDS))
-            adaptive = parse_adaptive(get("seeds", DEFAULT_SEEDS))
-            first_look = _first_look(config, adaptive)
-        except ValueError as exc:
-            raise pytest.UsageError(f"graphnetz: {exc}") from None
-        if isinstance(min_effect, float) and not 0.0 < min_effect < float("inf"):
-            raise pytest.UsageError(
-                f"graphnetz: {named(config, 'min-effect')} must be a number > 0 (the smallest "
-                f"regression that matters, in metric units), got {min_effect}")
-        verify_cache = get("verify-cache", None)
-        if verify_cache is not None:
-            verify_cache = converted(config, "verify-cache", verify_cache, int,
-                                     "a whole number of seeds per cell (0: off)")
-            if verify_cache < 0:
-                raise pytest.UsageError(
-                    f"graphnetz: {named(config, 'verify-cache')} must be >= 0 (cached seeds "
-                    f"per cell to retrain and compare; 0: off), got {verify_cache}")
-        if workers < 1:
-            raise pytest.UsageError(
-                f"graphnetz: {named(config, 'workers')} must be >= 1, got {workers}")
-        cpus = os.cpu_count() or 1
-        if workers > cpus:
-            # Each triple trains on one thread: processes beyond the CPUs only queue for them.
-            config.issue_config_time_warning(pytest.PytestConfigWarning(
-                f"graphnetz: {named(config, 'workers')} asks for {workers} processes but this "
-                f"machine has {cpus} CPU(s); using {cpus}"), stacklevel=2)
-            workers = cpus
-        if not 0.0 < alpha < 0.5:
-            raise pytest.UsageError(
-                f"graphnetz: {named(config, 'alpha')} must lie in (0, 0.5), got {alpha}")
-        if alpha < MIN_ALPHA:
-            raise pytest.UsageError(
-                f"graphnetz: {named(config, 'alpha')} {alpha!r} is below {MIN_ALPHA:g}, the "
-                "smallest α a gate takes (no seed count a CI can afford decides at it, and α "
-                "split over cells would lose its digits); use e.g. 0.001")
-        device = config.getoption("graphnetz_device")
-        if device is not None and not str(device).strip():
-            raise pytest.UsageError(
-                "graphnetz: `--graphnetz-device=` is empty: give auto, cpu, cuda, cuda:i or mps "
-                "(or leave the option out for auto)")
-        if get("no-cache", False):
-            cache_dir = None
-        elif get("cache-dir", None) is not None:
-            cache_dir = path_value(config, "cache-dir")
-        else:
-            # Under pytest's cache dir; with the cacheprovider plugin off (-p no:cacheprovider),
-            # the user asked for no cache on disk, so none.
-            cache = getattr(config, "cache", None)
-            try:
-                cache_dir = Path(cache.mkdir("graphnetz")) if cache is not None else None
-            except OSError as exc:  # a read-only checkout, say: run, but without the cache
-                config.issue_config_time_warning(pytest.PytestConfigWarning(
-                    f"graphnetz: cannot create the triple cache under pytest's cache directory "
-                    f"({exc}); training without the cache this run. Make it writable, or "
-                    "choose a directory with --graphnetz-cache-dir"), stacklevel=2)
-                cache_dir = None
-        baseline_dir = (path_value(config, "baseline-dir") if get("baseline-dir", None) is not None
-                        else config.rootpath / "baselines")
-        report_dir = path_value(config, "report-dir") if get("report-dir", None) else None
-        mlflow = _mlflow(config, get("mlflow", None))
-        if mlflow is not None and report_dir is None:
-            # The export's per-seed runs come from the candidate reports: keep them for it.
-            import tempfile
+        return cls(**_training_fields(config, get), **_decision_fields(config, get),
+                   **_baseline_fields(config, get), **_output_fields(config, get))
 
-            report_dir = Path(tempfile.mkdtemp(prefix="graphnetz-mlflow-"))
-        return cls(
-            seeds=seeds, min_seeds=adaptive[0] if adaptive else None,
-            device=str(get("device", "auto")), workers=workers, cache_dir=cache_dir,
-            verify_cache=verify_cache,
-            baseline_dir=baseline_dir, update_baselines=bool(get("update-baselines", False)),
-            force=bool(get("force", False)), alpha=alpha, strict=bool(get("strict", False)),
-            single_run=bool(get("single-run", False)),
-            summary=path_value(config, "summary", follow=False) if get("summary", None) else None,
-            report_dir=report_dir,
-            cli_baseline_dir=config.getoption("graphnetz_baseline_dir"),
-            deterministic=deterministic, min_effect=min_effect,
-            comment=path_value(config, "comment", follow=False) if get("comment", None) else None,
-            json=path_value(config, "json", follow=False) if get("json", None) else None,
-            fail_unused=bool(get("fail-unused", False)), accept=_accepted(config),
-            add_missing=bool(get("add-missing", False)),
-            calibrate=bool(get("calibrate", False)), first_look=first_look,
-            baseline_replicates=replicates, executor=_executor(config, get("executor", None)),
-            accept_hardware=bool(get("accept-hardware", False)),
-            remote_cache=_remote_cache(config, get("remote-cache", None), cache_dir),
-            remote_cache_write=bool(get("remote-cache-write", False)),
-            shard=_shard(config, get("shard", None), bool(get("cache-only", False))),
-            cache_only=bool(get("cache-only", False)),
-            plan=path_value(config, "plan", follow=False) if get("plan", None) else None,
-            mlflow=mlflow,
-            mlflow_series=not get("mlflow-no-series", False),
-            report_dir_temporary=mlflow is not None and not get("report-dir", None),
-        )
+
+
+def _decision_fields(config: pytest.Config, get: Get) -> dict[str, Any]:
+    """What the gates decide with: the seeds and the schedule's first look, α, δ, strict and
+    single-run."""
+    alpha = converted(config, "alpha", get("alpha", str(DEFAULT_ALPHA)), float, "a number")
+    min_effect = get("min-effect", None)
+    if min_effect is not None and str(min_effect).strip() == RESOLVABLE:
+        min_effect = RESOLVABLE
+    elif min_effect is not None:
+        min_effect = converted(config, "min-effect", min_effect, float,
+                               f"a number or `{RESOLVABLE}`")
+    try:
+        seeds = parse_seeds(get("seeds", DEFAULT_SEEDS))
+        adaptive = parse_adaptive(get("seeds", DEFAULT_SEEDS))
+        first_look = _first_look(config, adaptive)
+    except ValueError as exc:
+        raise pytest.UsageError(f"graphnetz: {exc}") from None
+    if isinstance(min_effect, float) and not 0.0 < min_effect < float("inf"):
+        raise pytest.UsageError(
+            f"graphnetz: {named(config, 'min-effect')} must be a number > 0 (the smallest "
+            f"regression that matters, in metric units), got {min_effect}")
+    if not 0.0 < alpha < 0.5:
+        raise pytest.UsageError(
+            f"graphnetz: {named(config, 'alpha')} must lie in (0, 0.5), got {alpha}")
+    if alpha < MIN_ALPHA:
+        raise pytest.UsageError(
+            f"graphnetz: {named(config, 'alpha')} {alpha!r} is below {MIN_ALPHA:g}, the "
+            "smallest α a gate takes (no seed count a CI can afford decides at it, and α "
+            "split over cells would lose its digits); use e.g. 0.001")
+    return dict(seeds=seeds, min_seeds=adaptive[0] if adaptive else None, alpha=alpha,
+                min_effect=min_effect, first_look=first_look,
+                strict=bool(get("strict", False)), single_run=bool(get("single-run", False)))
+
+
+def _training_fields(config: pytest.Config, get: Get) -> dict[str, Any]:
+    """What trains, where and how: workers or an executor, the device, determinism, the
+    caches (local, remote, verified), a shard, and whether anything trains at all."""
+    workers = converted(config, "workers", get("workers", "1"), int,
+                        "a whole number of processes")
+    try:
+        deterministic = _deterministic(config, get("deterministic", None))
+    except ValueError as exc:
+        raise pytest.UsageError(f"graphnetz: {exc}") from None
+    verify_cache = get("verify-cache", None)
+    if verify_cache is not None:
+        verify_cache = converted(config, "verify-cache", verify_cache, int,
+                                 "a whole number of seeds per cell (0: off)")
+        if verify_cache < 0:
+            raise pytest.UsageError(
+                f"graphnetz: {named(config, 'verify-cache')} must be >= 0 (cached seeds "
+                f"per cell to retrain and compare; 0: off), got {verify_cache}")
+    if workers < 1:
+        raise pytest.UsageError(
+            f"graphnetz: {named(config, 'workers')} must be >= 1, got {workers}")
+    cpus = os.cpu_count() or 1
+    if workers > cpus:
+        # Each triple trains on one thread: processes beyond the CPUs only queue for them.
+        config.issue_config_time_warning(pytest.PytestConfigWarning(
+            f"graphnetz: {named(config, 'workers')} asks for {workers} processes but this "
+            f"machine has {cpus} CPU(s); using {cpus}"), stacklevel=2)
+        workers = cpus
+    device = config.getoption("graphnetz_device")
+    if device is not None and not str(device).strip():
+        raise pytest.UsageError(
+            "graphnetz: `--graphnetz-device=` is empty: give auto, cpu, cuda, cuda:i or mps "
+            "(or leave the option out for auto)")
+    cache_dir = _cache_dir(config, get)
+    cache_only = bool(get("cache-only", False))
+    return dict(
+        workers=workers, device=str(get("device", "auto")), deterministic=deterministic,
+        verify_cache=verify_cache, cache_dir=cache_dir,
+        executor=_executor(config, get("executor", None)),
+        remote_cache=_remote_cache(config, get("remote-cache", None), cache_dir),
+        remote_cache_write=bool(get("remote-cache-write", False)),
+        shard=_shard(config, get("shard", None), cache_only), cache_only=cache_only,
+        plan=path_value(config, "plan", follow=False) if get("plan", None) else None)
+
+
+def _cache_dir(config: pytest.Config, get: Get) -> Path | None:
+    """The triple cache: none, the one named, else one under pytest's cache dir."""
+    if get("no-cache", False):
+        return None
+    if get("cache-dir", None) is not None:
+        return path_value(config, "cache-dir")
+    # Under pytest's cache dir; with the cacheprovider plugin off (-p no:cacheprovider), the
+    # user asked for no cache on disk, so none.
+    cache = getattr(config, "cache", None)
+    try:
+        return Path(cache.mkdir("graphnetz")) if cache is not None else None
+    except OSError as exc:  # a read-only checkout, say: run, but without the cache
+        config.issue_config_time_warning(pytest.PytestConfigWarning(
+            f"graphnetz: cannot create the triple cache under pytest's cache directory "
+            f"({exc}); training without the cache this run. Make it writable, or "
+            "choose a directory with --graphnetz-cache-dir"), stacklevel=2)
+        return None
+
+
+def _baseline_fields(config: pytest.Config, get: Get) -> dict[str, Any]:
+    """Where the baselines live and what a refresh may do: update, force, accept cells, add
+    the missing ones, calibrate, replicate, accept other hardware, fail unused cells."""
+    replicates = converted(config, "baseline-replicates", get("baseline-replicates", "1"),
+                           int, "a whole number of runs per seed")
+    if replicates < 1:
+        raise pytest.UsageError(
+            f"graphnetz: {named(config, 'baseline-replicates')} must be >= 1 (1: one run "
+            f"per seed, no salted reruns), got {replicates}")
+    return dict(
+        baseline_dir=(path_value(config, "baseline-dir") if get("baseline-dir", None)
+                      is not None else config.rootpath / "baselines"),
+        cli_baseline_dir=config.getoption("graphnetz_baseline_dir"),
+        update_baselines=bool(get("update-baselines", False)),
+        force=bool(get("force", False)), fail_unused=bool(get("fail-unused", False)),
+        accept=_accepted(config), add_missing=bool(get("add-missing", False)),
+        calibrate=bool(get("calibrate", False)), baseline_replicates=replicates,
+        accept_hardware=bool(get("accept-hardware", False)))
+
+
+def _output_fields(config: pytest.Config, get: Get) -> dict[str, Any]:
+    """The files the session writes: the summary, the reports, the PR comment, the JSON
+    verdicts, and the MLflow export (which keeps the reports it reads)."""
+    report_dir = path_value(config, "report-dir") if get("report-dir", None) else None
+    mlflow = _mlflow(config, get("mlflow", None))
+    if mlflow is not None and report_dir is None:
+        # The export's per-seed runs come from the candidate reports: keep them for it.
+        import tempfile
+
+        report_dir = Path(tempfile.mkdtemp(prefix="graphnetz-mlflow-"))
+    return dict(
+        summary=path_value(config, "summary", follow=False) if get("summary", None) else None,
+        report_dir=report_dir,
+        comment=path_value(config, "comment", follow=False) if get("comment", None) else None,
+        json=path_value(config, "json", follow=False) if get("json", None) else None,
+        mlflow=mlflow, mlflow_series=not get("mlflow-no-series", False),
+        report_dir_temporary=mlflow is not None and not get("report-dir", None))
 
 
 def _mlflow(config: pytest.Config, uri: str | None) -> str | None:

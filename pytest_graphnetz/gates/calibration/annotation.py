@@ -1,8 +1,8 @@
 """What a gate says with the calibration beside its baseline: each not-worse row states what its
 seeds resolve, a δ finer than that is warned about (:func:`resolution_note`), and
 ``min_effect="resolvable"`` gates at the δ the seeds resolve
-(:func:`resolvable_gate_min_effect`). Advice only: an unreadable calibration warns and never
-decides or breaks a gate."""
+(:func:`resolvable_gate_min_effect`; :func:`resolvable_delta` refuses the gate without one).
+Advice only: an unreadable calibration warns and never decides or breaks a gate."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from pytest_graphnetz.gates.calibration.store import calibration_path, read_cali
 
 if TYPE_CHECKING:
     from pytest_graphnetz.gates.verdicts.values import CellVerdict
+    from pytest_graphnetz.report import BenchmarkReport
 
 RESOLUTION_TABLE_NOTE = "δ below what the seeds resolve (calibration)"
 # The row of a gate whose δ is what its seeds resolve (--graphnetz-min-effect=resolvable).
@@ -46,6 +47,21 @@ def resolution_note(cell_key: tuple[str, str], delta: float | None, n_seeds: int
             f"change {fmt_num(cell.sd_paired)}, calibrated{where} on {cell.n} seeds): raise δ "
             f"to {fmt_num(ceil_significant(resolvable))} (what {n_seeds} seeds resolve) or accept "
             "INCONCLUSIVE")
+
+
+def resolvable_delta(baseline: object, report: BenchmarkReport, seeds: Sequence[int],
+                     base: BenchmarkReport, margin: float) -> float:
+    """The gate's δ for ``min_effect="resolvable"``: what the paired seeds (of ``seeds``, those
+    the candidate ``report`` runs, that ``base`` holds) resolve in every cell
+    (:func:`resolvable_gate_min_effect`); no calibration is a refusal naming the file."""
+    from pytest_graphnetz.gates.verdicts.values import GateRefusal
+
+    cells = [(t, m) for t in report.tasks for m in report.models]
+    try:
+        return resolvable_gate_min_effect(baseline, cells, len(set(seeds) & set(base.seeds)),
+                                          margin=margin)
+    except CalibrationError as exc:
+        raise GateRefusal(str(exc), reason=str(exc)) from None
 
 
 def _read_beside(baseline: object) -> Calibration | None:
@@ -156,4 +172,4 @@ def annotate_verdicts(verdicts: Sequence[CellVerdict], baseline: object, *,
 
 
 __all__ = ["GATED_AT_RESOLVABLE_NOTE", "RESOLUTION_TABLE_NOTE", "RESOLVABLE", "annotate_verdicts",
-           "resolution_note", "resolvable_gate_min_effect"]
+           "resolution_note", "resolvable_delta", "resolvable_gate_min_effect"]

@@ -28,11 +28,7 @@ from pytest_graphnetz.gates.comparing.schedule import Schedule
 from pytest_graphnetz.gates.comparing.spec import GateSpec
 from pytest_graphnetz.gates.verdicts.formatting import describe_values, verdict_name
 from pytest_graphnetz.gates.verdicts.guidance import LookNote, Stop
-from pytest_graphnetz.gates.verdicts.rules import (
-    NO_MIN_EFFECT_NOTE,
-    default_min_effect,
-    failed_verdict,
-)
+from pytest_graphnetz.gates.verdicts.rules import NO_MIN_EFFECT_NOTE, failed_verdict
 from pytest_graphnetz.gates.verdicts.values import CellVerdict
 from pytest_graphnetz.report import BenchmarkReport
 from pytest_graphnetz.report.epochs import MetricSpec
@@ -367,15 +363,4 @@ def folded(candidate: np.ndarray, baseline: np.ndarray, k: int | None,
     return "paired-t", fold_corrected(candidate, baseline, k=k)
 
 
-def cell_min_effect(spec: MetricSpec, margin: float, min_effect: float | None) -> float | None:
-    """δ of a cell: the call's, else the metric's default (:func:`default_min_effect`)."""
-    return min_effect if min_effect is not None else default_min_effect(spec, margin)
-
-
-def min_effect_error(min_effect: float, margin: float) -> str:
-    return (f"`min_effect` ({min_effect!r}) must be larger than `margin` ({margin!r}): δ is the "
-            "smallest regression that matters, margin the drop that is tolerated; raise "
-            "min_effect (--graphnetz-min-effect) or lower the margin")
-
-
-__all__ = ["GateCell", "cell_min_effect", "decide_cells", "folded", "min_effect_error"]
+__all__ = ["GateCell", "decide_cells", "folded"]

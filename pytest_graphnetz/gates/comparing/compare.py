@@ -11,15 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NoReturn
 
+import numpy as np
+
 from pytest_graphnetz import stats
 from pytest_graphnetz.base.seedspec import off_prefix
-from pytest_graphnetz.gates.comparing.cells import (
-    GateCell,
-    cell_min_effect,
-    decide_cells,
-    folded,
-    min_effect_error,
-)
+from pytest_graphnetz.gates.comparing.cells import GateCell, decide_cells, folded
 from pytest_graphnetz.gates.comparing.pairing import (
     cache_notes,
     changed_model_notes,
@@ -38,7 +34,11 @@ from pytest_graphnetz.gates.comparing.spec import GateSpec, Resolvable
 from pytest_graphnetz.gates.comparing.suite_row import SuiteRow, suite_rows, suite_rows_family
 from pytest_graphnetz.gates.verdicts.formatting import describe_values, seed_list, verdict_name
 from pytest_graphnetz.gates.verdicts.guidance import LookNote
-from pytest_graphnetz.gates.verdicts.rules import failed_verdict
+from pytest_graphnetz.gates.verdicts.rules import (
+    cell_min_effect,
+    failed_verdict,
+    min_effect_error,
+)
 from pytest_graphnetz.gates.verdicts.values import CellVerdict, GateRefusal
 from pytest_graphnetz.report import BenchmarkReport
 from pytest_graphnetz.stats import boundaries
@@ -92,10 +92,7 @@ def compare_gate(report: BenchmarkReport, baseline: BenchmarkReport, call: GateS
     a run that is no later look of the baseline's schedule; None: :func:`compare_spec`."""
     __tracebackhide__ = True
     if schedule is None:
-        return compare_spec(report, baseline, call, source=against.source,
-                            refresh_command=against.refresh_command,
-                            canonical=against.canonical, alone_reason=against.alone_reason,
-                            bound=against.bound)
+        return compare_spec(report, baseline, call, against)
     if call.rerun_safe:
         if against.bound is not None:   # adaptive seeds: the first look is MIN
             refuse_other_schedule(against.bound, LookSchedule(schedule.min_seeds, call.alpha),
@@ -149,109 +146,158 @@ def compare_reports(report: BenchmarkReport, baseline: BenchmarkReport, *, gate:
                         Against(source, refresh_command, bound, canonical, alone_reason))
 
 
-def compare_spec(report: BenchmarkReport, baseline: BenchmarkReport, call: GateSpec, *,
-                 source: str = "the baseline", refresh_command: str | None = None,
-                 canonical: bool = False, alone_reason: str | None = None,
-                 bound: LookSchedule | None = None) -> list[CellVerdict]:
-    """:func:`compare_reports` with the call's settings in ``call`` (its δ a number or None)."""
+def compare_spec(report: BenchmarkReport, baseline: BenchmarkReport, call: GateSpec,
+                 against: Against = Against()) -> list[CellVerdict]:
+    """:func:`compare_reports` with the call's settings in ``call`` (its δ a number or None)
+    and what it is ``against``: pair the run (:func:`_pair`, every refusal), then decide the
+    not-worse cells as one family (:func:`_not_worse`) or every cell of the other gates at
+    α (:func:`_every_cell`)."""
     __tracebackhide__ = True
-    gate, test, margin, alpha, rng = call.gate, call.test, call.margin, call.alpha, call.rng
-    strict, suite, rerun_safe = call.strict, call.suite, call.rerun_safe
-    min_effect, suite_min_effect = _number(call), call.suite_min_effect
-    if gate == "not_worse" and min_effect is not None and not min_effect > margin:
+    paired = _pair(report, baseline, call, against)
+    if call.gate == "not_worse":
+        return _not_worse(report, paired, call, against)
+    # better / equivalent: intersection-union tests, every cell at alpha (no family)
+    return [_every_cell(report, paired, call, against, task, model)
+            for task in report.tasks for model in report.models]
+
+
+@dataclass(frozen=True)
+class _Paired:
+    """A run that holds its seeds, paired with its baseline: the baseline as compared, the
+    paired ``seeds``, the schedule's ``first`` look, the ``notes`` every row carries and the
+    call's δ as a number (None: each metric's default)."""
+
+    baseline: BenchmarkReport
+    seeds: list[int]
+    first: int
+    notes: tuple[str, ...]
+    min_effect: float | None
+
+    def values(self, report: BenchmarkReport, task: str, model: str
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """The cell's candidate and baseline values (seed,) on the paired seeds, in order."""
+        cand = report.values(task, model)[[report.seeds.index(s) for s in self.seeds]]
+        base = self.baseline.values(task, model)[[self.baseline.seeds.index(s)
+                                                  for s in self.seeds]]
+        return cand, base
+
+
+def _pair(report: BenchmarkReport, baseline: BenchmarkReport, call: GateSpec,
+          against: Against) -> _Paired:
+    """Check the call's δ, pair the seeds and refuse what cannot be compared: cells, seeds,
+    another schedule, off-schedule seeds (a gate's run), changed data, a diverged baseline."""
+    min_effect, margin, source = _number(call), call.margin, against.source
+    if call.gate == "not_worse" and min_effect is not None and not min_effect > margin:
         raise ValueError(min_effect_error(min_effect, margin))
-    if suite and suite_min_effect is not None and not suite_min_effect > margin:
-        raise ValueError(min_effect_error(suite_min_effect, margin).replace(
+    if call.suite and call.suite_min_effect is not None and not call.suite_min_effect > margin:
+        raise ValueError(min_effect_error(call.suite_min_effect, margin).replace(
             "`min_effect`", "`suite_min_effect`"))
     check_cells(report, baseline, source)
     seeds = shared_seeds(report, baseline, source)
     baseline, ruled = comparable_baseline(report, baseline, source)
     first = DEFAULT_FIRST_LOOK if call.first_look is None else int(call.first_look)
-    if bound is not None and rerun_safe:
-        refuse_other_schedule(bound, LookSchedule(first, alpha), source, refresh_command)
-    if canonical and rerun_safe:
+    if against.bound is not None and call.rerun_safe:
+        refuse_other_schedule(against.bound, LookSchedule(first, call.alpha), source,
+                              against.refresh_command)
+    if against.canonical and call.rerun_safe:
         refuse_off_schedule(seeds, first, source)
     refuse_changed_data(report, baseline, seeds, source)
-    if canonical:
-        refuse_diverged_baseline(report, baseline, seeds, source, refresh_command)
+    if against.canonical:
+        refuse_diverged_baseline(report, baseline, seeds, source, against.refresh_command)
     notes = (ruled + environment_notes(report, baseline) + tuning_notes(report, baseline, seeds)
-             + unpaired_notes(report, baseline, seeds, refresh_command))
-    cand_idx = [report.seeds.index(s) for s in seeds]
-    base_idx = [baseline.seeds.index(s) for s in seeds]
-    if gate == "not_worse":
-        cells = []
-        for task in report.tasks:
-            spec = report.metric(task)
-            folds = report.folds(task)
-            alone = _judged_alone(rerun_safe=rerun_safe, test=test, folds=folds, suite=suite,
-                                  reason=alone_reason)
-            looked, on, unused = _on_schedule(seeds, first, alpha) if not alone else (
-                list(seeds), None, ())
-            if on is None and not alone:
-                alone = (f"its {len(seeds)} paired seeds {seed_list(seeds)} do not hold the "
-                         f"schedule's first look (seeds 0-{first - 1})")
-            for model in report.models:
-                cells.append(GateCell(
-                    task, model, spec, looked, on or single_look(len(seeds), alpha=alpha),
-                    dict(zip(seeds, report.values(task, model)[cand_idx].tolist(), strict=True)),
-                    dict(zip(seeds, baseline.values(task, model)[base_idx].tolist(),
-                             strict=True)),
-                    cell_min_effect(spec, margin, min_effect), folds, alone=alone,
-                    unused=unused,
-                    first_look=first if rerun_safe and test == "paired-t" else None))
-        rows: list[SuiteRow] = []
-        family = None
-        if suite:
-            rows, suite_notes = suite_rows(report, baseline, seeds, margin=margin,
-                                           min_effect=(suite_min_effect if suite_min_effect
-                                                       is not None else min_effect),
-                                           alpha=alpha)
-            notes = (*notes, *suite_notes)
-            if rows:
-                family = suite_rows_family(rows, alpha)
-        decide_cells(cells, call, family=family)
-        return [*(c.verdict_of(report, baseline, strict=strict, notes=notes,
-                               refresh_command=refresh_command) for c in cells),
-                *(r.verdict_of(report, baseline, strict=strict, notes=notes,
-                               refresh_command=refresh_command) for r in rows)]
-    # better / equivalent: intersection-union tests, every cell at alpha (no family)
-    verdicts = []
-    for task in report.tasks:
-        spec = report.metric(task)
-        folds = report.folds(task)
-        for model in report.models:
-            cand = report.values(task, model)[cand_idx]
-            base = baseline.values(task, model)[base_idx]
-            cell_test, compared = folded(cand, base, folds, test)
-            fold_notes: tuple[str, ...] = ()
-            if folds is not None:
-                from pytest_graphnetz.stats.heldout import FOLD_NOTE
+             + unpaired_notes(report, baseline, seeds, against.refresh_command))
+    return _Paired(baseline, seeds, first, notes, min_effect)
 
-                fold_notes = (FOLD_NOTE.format(task=task, k=folds, test=test),)
-            # the one kernel (decide_look), as the not-worse cells' looks decide
-            comp = judge(measure(compared, base, higher_is_better=spec.higher_is_better,
-                                 kind=gate, test=cell_test, margin=margin, alpha=alpha, rng=rng,
-                                 label=f"{task}/{model}", seeds=seeds), notes=fold_notes)
-            name = verdict_name(comp.decision.verdict)
-            changed = (changed_model_notes(report, baseline, model, seeds, task=task)
-                       if name == "IDENTICAL" else ())
-            # a run judged alone says so in every output; a canonical run of these gates is
-            # one look at α on all its seeds (no LookNote)
-            look = (None if rerun_safe else
-                    LookNote((len(seeds),), 1, False, alpha,
-                             alone=alone_reason or NOT_RERUN_SAFE))
-            cache, cache_note = cache_notes(report, task, model)
-            verdicts.append(CellVerdict(
-                task, model, spec.name, spec.higher_is_better, gate, comp,
-                describe_values(base, baseline, metric=spec.name),
-                describe_values(cand, report, metric=spec.name),
-                tuple(seeds), failed_verdict(gate, name, strict), (*notes, *changed, *cache),
-                tuple(baseline.seeds), refresh_command,
-                table_note="; ".join(x for x in (changed_model_table_note(changed),
-                                                 "" if look is None else look.describe(),
-                                                 cache_note) if x),
-                look=look))
-    return verdicts
+
+def _not_worse(report: BenchmarkReport, paired: _Paired, call: GateSpec,
+               against: Against) -> list[CellVerdict]:
+    """The not-worse verdicts of a run that holds its seeds: every cell on the one decision
+    path (:func:`decide_cells`), Holm across the tested cells, or with the suite rows after
+    them in one weighted family."""
+    __tracebackhide__ = True
+    cells = [cell for task in report.tasks for cell in _cells(report, paired, call, against,
+                                                               task)]
+    notes, family = paired.notes, None
+    rows: list[SuiteRow] = []
+    if call.suite:
+        min_effect = (call.suite_min_effect if call.suite_min_effect is not None
+                      else paired.min_effect)
+        rows, suite_notes = suite_rows(report, paired.baseline, paired.seeds,
+                                       margin=call.margin, min_effect=min_effect,
+                                       alpha=call.alpha)
+        notes = (*notes, *suite_notes)
+        if rows:
+            family = suite_rows_family(rows, call.alpha)
+    decide_cells(cells, call, family=family)
+    judged: list[GateCell | SuiteRow] = [*cells, *rows]
+    return [c.verdict_of(report, paired.baseline, strict=call.strict, notes=notes,
+                         refresh_command=against.refresh_command) for c in judged]
+
+
+def _cells(report: BenchmarkReport, paired: _Paired, call: GateSpec, against: Against,
+           task: str) -> list[GateCell]:
+    """One task's not-worse cells: on the schedule's looks that the paired seeds hold, or
+    judged alone at α on all of them (and why)."""
+    seeds, first, rerun_safe = paired.seeds, paired.first, call.rerun_safe
+    spec = report.metric(task)
+    folds = report.folds(task)
+    alone = _judged_alone(rerun_safe=rerun_safe, test=call.test, folds=folds, suite=call.suite,
+                          reason=against.alone_reason)
+    looked, on, unused = _on_schedule(seeds, first, call.alpha) if not alone else (
+        list(seeds), None, ())
+    if on is None and not alone:
+        alone = (f"its {len(seeds)} paired seeds {seed_list(seeds)} do not hold the "
+                 f"schedule's first look (seeds 0-{first - 1})")
+    cells = []
+    for model in report.models:
+        cand, base = paired.values(report, task, model)
+        cells.append(GateCell(
+            task, model, spec, looked, on or single_look(len(seeds), alpha=call.alpha),
+            dict(zip(seeds, cand.tolist(), strict=True)),
+            dict(zip(seeds, base.tolist(), strict=True)),
+            cell_min_effect(spec, call.margin, paired.min_effect), folds, alone=alone,
+            unused=unused,
+            first_look=first if rerun_safe and call.test == "paired-t" else None))
+    return cells
+
+
+def _every_cell(report: BenchmarkReport, paired: _Paired, call: GateSpec, against: Against,
+                task: str, model: str) -> CellVerdict:
+    """One cell of the better or equivalent gate, decided alone at α on all its paired seeds
+    by the one kernel (:func:`~pytest_graphnetz.stats.decisions.judge`)."""
+    seeds, baseline, gate, test = paired.seeds, paired.baseline, call.gate, call.test
+    spec = report.metric(task)
+    folds = report.folds(task)
+    cand, base = paired.values(report, task, model)
+    cell_test, compared = folded(cand, base, folds, test)
+    fold_notes: tuple[str, ...] = ()
+    if folds is not None:
+        from pytest_graphnetz.stats.heldout import FOLD_NOTE
+
+        fold_notes = (FOLD_NOTE.format(task=task, k=folds, test=test),)
+    # the one kernel (decide_look), as the not-worse cells' looks decide
+    comp = judge(measure(compared, base, higher_is_better=spec.higher_is_better,
+                         kind=gate, test=cell_test, margin=call.margin, alpha=call.alpha,
+                         rng=call.rng, label=f"{task}/{model}", seeds=seeds), notes=fold_notes)
+    name = verdict_name(comp.decision.verdict)
+    changed = (changed_model_notes(report, baseline, model, seeds, task=task)
+               if name == "IDENTICAL" else ())
+    # a run judged alone says so in every output; a canonical run of these gates is one look
+    # at α on all its seeds (no LookNote)
+    look = (None if call.rerun_safe else
+            LookNote((len(seeds),), 1, False, call.alpha,
+                     alone=against.alone_reason or NOT_RERUN_SAFE))
+    cache, cache_note = cache_notes(report, task, model)
+    return CellVerdict(
+        task, model, spec.name, spec.higher_is_better, gate, comp,
+        describe_values(base, baseline, metric=spec.name),
+        describe_values(cand, report, metric=spec.name),
+        tuple(seeds), failed_verdict(gate, name, call.strict),
+        (*paired.notes, *changed, *cache), tuple(baseline.seeds), against.refresh_command,
+        table_note="; ".join(x for x in (changed_model_table_note(changed),
+                                         "" if look is None else look.describe(),
+                                         cache_note) if x),
+        look=look)
 
 
 # What a run judged alone is, in every output that shows it (the Note reads "judged alone at

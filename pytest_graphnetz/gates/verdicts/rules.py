@@ -1,5 +1,6 @@
-"""The pass rule of each gate (:data:`PASSES`, :func:`failed_verdict`) and the δ a gate judges
-at when none is given (:func:`default_min_effect`)."""
+"""The pass rule of each gate (:data:`PASSES`, :func:`failed_verdict`), the δ a gate judges
+at when none is given (:func:`default_min_effect`; a cell's, :func:`cell_min_effect`) and the
+refusal of a δ not above the margin (:func:`min_effect_error`)."""
 
 from __future__ import annotations
 
@@ -42,5 +43,16 @@ def default_min_effect(spec: MetricSpec, margin: float = 0.0) -> float | None:
 NO_MIN_EFFECT_NOTE = "no min_effect: NOT WORSE only means above −margin; set δ"
 
 
-__all__ = ["DEFAULT_MIN_EFFECT", "NO_MIN_EFFECT_NOTE", "PASSES", "default_min_effect",
-           "failed_verdict"]
+def cell_min_effect(spec: MetricSpec, margin: float, min_effect: float | None) -> float | None:
+    """δ of a cell: the call's, else the metric's default (:func:`default_min_effect`)."""
+    return min_effect if min_effect is not None else default_min_effect(spec, margin)
+
+
+def min_effect_error(min_effect: float, margin: float) -> str:
+    return (f"`min_effect` ({min_effect!r}) must be larger than `margin` ({margin!r}): δ is the "
+            "smallest regression that matters, margin the drop that is tolerated; raise "
+            "min_effect (--graphnetz-min-effect) or lower the margin")
+
+
+__all__ = ["DEFAULT_MIN_EFFECT", "NO_MIN_EFFECT_NOTE", "PASSES", "cell_min_effect",
+           "default_min_effect", "failed_verdict", "min_effect_error"]
