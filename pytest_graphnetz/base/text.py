@@ -216,6 +216,12 @@ _NAMED_CELL = (re.compile(r"task '([^'\n]+)' × model '([^'\n]+)'"),
                re.compile(r"task '([^'\n]+)'"))
 
 
+def exception_line(exc: BaseException, limit: int | None = None) -> str:
+    """``exc``'s message with its white space folded into one line, clipped to ``limit``
+    characters; its type's name when it has no message."""
+    return " ".join(str(exc).split())[:limit] or type(exc).__name__
+
+
 def named_cell(message: str) -> str:
     """The cell a failure ``message`` names ("cora/GCN"; a task alone when only it is named),
     for an ERROR row's Cell column; "-" when it names none."""

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_graphnetz.base.text import fmt_num
+from pytest_graphnetz.base.text import exception_line, fmt_num
 from pytest_graphnetz.cli.subcommands import (
     EXIT_UNUSABLE,
     GATES,
@@ -402,8 +402,7 @@ def _check_mlflow_arguments(parser: argparse.ArgumentParser, args: argparse.Name
 
 
 def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
     if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
-        text = f"{exc.filename}: {exc.strerror}"
-    return text or type(exc).__name__
+        return f"{exc.filename}: {exc.strerror}"
+    return exception_line(exc)
 

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_graphnetz.base.text import exception_line
 from pytest_graphnetz.report.epochs import History, MetricSpec
 
 # Runs per search request: MLflow's own default page (the REST API's cap is 50,000).
@@ -111,7 +112,7 @@ def mlflow_client(tracking_uri: str | None, option: str = "--tracking-uri") -> A
     try:
         return MlflowClient(tracking_uri=tracking_uri)
     except Exception as exc:   # a malformed URI, an unknown scheme
-        raise MlflowInputError(f"{option} {tracking_uri!r}: {_first_line(exc)}; give a "
+        raise MlflowInputError(f"{option} {tracking_uri!r}: {exception_line(exc, 700)}; give a "
                                "tracking URI MLflow accepts (http://host:port, sqlite:///"
                                "file.db, file:///dir or a folder)") from None
 
@@ -141,8 +142,8 @@ def experiment_id(client: Any, experiment: str) -> str:
 
 def _unreachable(uri: str, exc: BaseException) -> MlflowInputError:
     return MlflowInputError(f"--tracking-uri {uri}: the tracking store cannot be read "
-                            f"({_first_line(exc)}); start the server, or give --tracking-uri "
-                            "(or MLFLOW_TRACKING_URI) of a store that is up")
+                            f"({exception_line(exc, 700)}); start the server, or give "
+                            "--tracking-uri (or MLFLOW_TRACKING_URI) of a store that is up")
 
 
 def search_runs(client: Any, experiment: str, filter_string: str, *,
@@ -159,7 +160,7 @@ def search_runs(client: Any, experiment: str, filter_string: str, *,
             if "INVALID_PARAMETER_VALUE" in str(exc.error_code) or "filter" in str(exc).lower():
                 raise MlflowInputError(
                     f"MLflow rejects the filter {filter_string!r}: "
-                    f"{_first_line(exc)}; write it as MLflow's search syntax, e.g. "
+                    f"{exception_line(exc, 700)}; write it as MLflow's search syntax, e.g. "
                     "\"params.version = 'v2' and metrics.val_acc > 0\"") from None
             raise _unreachable(client.tracking_uri, exc) from None
         except Exception as exc:
@@ -298,8 +299,3 @@ def unpaired_runs(baseline: Mapping[str, Any], candidate: Mapping[str, Any], pai
 def _listed(items: Sequence[str], limit: int = 5) -> str:
     shown = ", ".join(items[:limit])
     return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
-
-
-def _first_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text[:700]
