@@ -190,6 +190,12 @@ def ceil_significant(x: float, digits: int = 2) -> float:
     return math.ceil(x / scale - 1e-9) * scale
 
 
+def listed(items: Sequence[str], limit: int, sep: str = ", ") -> str:
+    """The first ``limit`` of ``items`` joined by ``sep``, then how many more there are."""
+    return sep.join(items[:limit]) + (f" and {len(items) - limit} more"
+                                      if len(items) > limit else "")
+
+
 def seed_trainings(n: int) -> str:
     """``"1 seed-training"``, ``"7 seed-trainings"``."""
     return f"{n} seed-training{'' if n == 1 else 's'}"

@@ -19,12 +19,12 @@ reached, an experiment that does not exist, a filter MLflow rejects) raises
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_graphnetz.base.text import exception_line
+from pytest_graphnetz.base.text import exception_line, listed
 from pytest_graphnetz.report.epochs import History, MetricSpec
 
 # Runs per search request: MLflow's own default page (the REST API's cap is 50,000).
@@ -237,7 +237,7 @@ def read_runs(client: Any, selection: RunSelection, *, metric: str,
     problems.update(_missing_seeds(run_ids, pair_by))
     if problems:
         raise MlflowRunsError(f"experiment {selection}: " + "; ".join(
-            f"{len(runs)} run(s) {why}: {_listed(runs)}" for why, runs in problems.items()))
+            f"{len(runs)} run(s) {why}: {listed(runs, 5)}" for why, runs in problems.items()))
     tasks = tuple(sorted({k[0] for k in run_ids}))
     return LoggedRuns(tasks=tasks, models=tuple(sorted({k[1] for k in run_ids})),
                       seeds=tuple(sorted({k[2] for k in run_ids})),
@@ -273,7 +273,7 @@ def _missing_seeds(run_ids: Mapping[tuple[str, str, int], str], pair_by: str
     for t, m in cells:
         absent = [str(s) for s in seeds if (t, m, s) not in run_ids]
         if absent:
-            lacking.append(f"{t}/{m} lacks {pair_by} {_listed(absent)}")
+            lacking.append(f"{t}/{m} lacks {pair_by} {listed(absent, 5)}")
     if not lacking:
         return {}
     return {"are missing where other cells have them (log them, or filter the extra ones out)":
@@ -292,10 +292,5 @@ def unpaired_runs(baseline: Mapping[str, Any], candidate: Mapping[str, Any], pai
                  if key.rsplit("/", 1)[0] in cells and key not in other]
         if alone:
             out.append(f"{len(alone)} {side} run(s) have no partner with the same {pair_by} on "
-                       f"the other side: {_listed(alone)}")
+                       f"the other side: {listed(alone, 5)}")
     return out
-
-
-def _listed(items: Sequence[str], limit: int = 5) -> str:
-    shown = ", ".join(items[:limit])
-    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")

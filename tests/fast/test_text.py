@@ -14,6 +14,7 @@ from pytest_graphnetz.base.text import (
     fmt_num,
     fmt_p,
     fmt_signed,
+    listed,
 )
 
 
@@ -65,3 +66,9 @@ def test_an_exception_is_one_clipped_line_or_its_type() -> None:
     assert exception_line(ValueError("bad\n  value\tthere")) == "bad value there"
     assert exception_line(OSError("x" * 50), 10) == "x" * 10
     assert exception_line(KeyboardInterrupt()) == "KeyboardInterrupt"
+
+
+def test_a_long_list_is_cut_and_counted() -> None:
+    assert listed(["a", "b"], 2) == "a, b"
+    assert listed(["a", "b", "c"], 2) == "a, b and 1 more"
+    assert listed(["a", "b", "c"], 1, "; ") == "a and 2 more"
