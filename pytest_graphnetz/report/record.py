@@ -265,7 +265,7 @@ class ReportRecord:
         Only this cell's task decides whether ``best_val`` is available: another task without
         a validation series does not make this call raise.
         """
-        cell = self.subset(tasks=[task], models=[model])  # checks both labels
+        cell = ReportRecord(**self.subset_arguments(tasks=[task], models=[model]))
         return cell.to_array(epoch_selection, strict=strict)[0, 0].copy()
 
     def seed_positions(self, seeds: Iterable[int]) -> list[int]:
@@ -289,17 +289,6 @@ class ReportRecord:
         return self.fingerprints.get("data", {}).get(task, {}).get(int(seed))
 
     # -- reshaping ---------------------------------------------------------------------------
-
-    def subset(
-        self,
-        *,
-        tasks: Iterable[str] | None = None,
-        models: Iterable[str] | None = None,
-        seeds: Iterable[int] | None = None,
-    ) -> ReportRecord:
-        """The record restricted to some labels (in the order given); a report's subset is a
-        plain :class:`~pytest_graphnetz.report.BenchmarkReport`, whatever subclass it is."""
-        return ReportRecord(**self.subset_arguments(tasks=tasks, models=models, seeds=seeds))
 
     def subset_arguments(
         self,
@@ -364,8 +353,8 @@ class ReportRecord:
         (a diverged seed, a custom trainer that returns none, a report read from a baseline)."""
         self._check_label("task", task, self.tasks)
         self._check_label("model", model, self.models)
-        epochs = self.subset(tasks=[task], models=[model]).selected_epochs(
-            epoch_selection, strict=strict)
+        epochs = ReportRecord(**self.subset_arguments(tasks=[task], models=[model])
+                              ).selected_epochs(epoch_selection, strict=strict)
         return [self.histories[(task, model, s)].outcomes.get(epochs[(task, model, s)])
                 for s in self.seeds]
 
