@@ -131,8 +131,7 @@ def _mlflow_arguments(parser: argparse.ArgumentParser) -> None:
         "experiment name or id and an optional MLflow filter string (docs/mlflow.md)")
     group.add_argument("--mlflow", action="store_true",
                        help="judge runs logged to MLflow instead of report files")
-    group.add_argument("--tracking-uri", default=None,
-                       help="the tracking store (default: MLFLOW_TRACKING_URI)")
+    _tracking_uri(group)
     group.add_argument("--metric", default=None,
                        help="the metric that gives each run's value (required with --mlflow)")
     group.add_argument("--best-by", default=None, metavar="VAL_METRIC",
@@ -147,6 +146,11 @@ def _mlflow_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--direction", choices=("higher", "lower"), default=None,
                        help="which way the metric is better (default: detected from its name: "
                             "accuracy, AUC, MRR, Hits@K higher; MAE, RMSE, loss lower)")
+
+
+def _tracking_uri(parser: Any) -> None:
+    parser.add_argument("--tracking-uri", default=None,
+                        help="the MLflow tracking store (default: MLFLOW_TRACKING_URI)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -207,8 +211,7 @@ def _add_report_commands(sub: Any) -> None:
     to_mlflow.add_argument("--reports", default=None, metavar="DIR",
                            help="with a verdict file: the candidate reports the session saved "
                                 "(--graphnetz-report-dir), for the per-seed runs")
-    to_mlflow.add_argument("--tracking-uri", default=None,
-                           help="the MLflow tracking store (default: MLFLOW_TRACKING_URI)")
+    _tracking_uri(to_mlflow)
     to_mlflow.add_argument("--no-series", action="store_true",
                            help="do not send the per-epoch series (they can be large)")
     to_mlflow.set_defaults(func=cmd_export)
