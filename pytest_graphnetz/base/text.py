@@ -190,6 +190,12 @@ def ceil_significant(x: float, digits: int = 2) -> float:
     return math.ceil(x / scale - 1e-9) * scale
 
 
+def listed(items: Sequence[str], limit: int, sep: str = ", ") -> str:
+    """The first ``limit`` of ``items`` joined by ``sep``, then how many more there are."""
+    return sep.join(items[:limit]) + (f" and {len(items) - limit} more"
+                                      if len(items) > limit else "")
+
+
 def seed_trainings(n: int) -> str:
     """``"1 seed-training"``, ``"7 seed-trainings"``."""
     return f"{n} seed-training{'' if n == 1 else 's'}"
@@ -214,6 +220,12 @@ def first_line(text: str, limit: int = 200) -> str:
 _NAMED_CELL = (re.compile(r"task '([^'\n]+)' × model '([^'\n]+)'"),
                re.compile(r"^\s*([^\s/]+/[^\s/]+) — ", re.M),
                re.compile(r"task '([^'\n]+)'"))
+
+
+def exception_line(exc: BaseException, limit: int | None = None) -> str:
+    """``exc``'s message with its white space folded into one line, clipped to ``limit``
+    characters; its type's name when it has no message."""
+    return " ".join(str(exc).split())[:limit] or type(exc).__name__
 
 
 def named_cell(message: str) -> str:

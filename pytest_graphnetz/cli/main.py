@@ -1,27 +1,5 @@
-"""The ``graphnetz`` command: look at a report, gate one outside pytest, refresh baselines.
-
-    graphnetz show REPORT [--ci t|bootstrap]
-    graphnetz compare BASELINE REPORT [--gate not-worse|better|equivalent] [--test paired]
-                      [--margin 0] [--min-effect D] [--alpha 0.05] [--strict] [--markdown]
-    graphnetz refresh [PYTEST ARGS...] [--accept TASK/MODEL]
-    graphnetz calibrate [-o FIGURE.png] [PYTEST ARGS...]
-    graphnetz prune [--yes] [PYTEST ARGS...]
-    graphnetz plot REPORT [CANDIDATE] -o FILE.png [--ci t|bootstrap] [--tuning] [--gate ...]
-                   [--margin]
-    graphnetz latex REPORT [-o FILE.tex] [--ci t|bootstrap]
-    graphnetz markdown REPORT [-o FILE.md] [--ci t|bootstrap]
-    graphnetz history DIR -o OUTDIR [--anchor COMMIT] [--alpha 0.05] [--reuse-share 0.5]
-                                    [--reuse-beta 0.05] [--reuse-delta D]
-    graphnetz bisect GOOD BAD [--seeds 10] [--max-seeds 160] [--min-effect D] [--alpha 0.05]
-                     [--cache-dir DIR] -- [PYTEST ARGS...]
-    graphnetz next-seeds VERDICTS.json --budget N [--current N]
-    graphnetz plan [--shards N] [PYTEST ARGS...]
-    graphnetz cache list|size|purge|explain [--dir DIR | --remote URL] [--producer TEXT]
-                    [--older-than DAYS] [--key KEY]... [--yes]
-    graphnetz compare --mlflow BASELINE CANDIDATE --metric NAME [--tracking-uri URI]
-                      [--best-by VAL_METRIC] [--pair-by seed] [--task-param P] [--model-param P]
-    graphnetz export mlflow VERDICTS_OR_REPORT.json [--reports DIR] [--tracking-uri URI]
-                            [--no-series]
+"""The ``graphnetz`` command: look at a report, gate one outside pytest, refresh baselines
+(``graphnetz -h``; docs/outside-pytest.md, docs/history-bisect.md, docs/distributed.md).
 
 This module is the command line: the argument types (a bad value is a usage error naming the
 argument), the parser (:func:`build_parser`) and :func:`main`, which runs one small function
@@ -29,9 +7,7 @@ per subcommand (:mod:`.subcommands`). Exit codes: 0 success, 1 a gate failed (``
 failing cell; ``history``: a cell drifts; ``bisect``: a search stopped undecided) and nothing
 else, 2 a usage or input error (a bad argument, a file that is missing, malformed or a
 directory, a refused pairing or bisect), said in one line, 3 ``bisect`` found nothing
-regressed. Heavy imports stay inside the functions (``history`` and ``bisect`` live in
-:mod:`.trend`, :mod:`.trendpage`, :mod:`.trendsvg`, :mod:`.bisection` and
-:mod:`.bisect_probes`; ``prune`` runs the gates and :func:`~.ratchet.drop_cells`).
+regressed. Heavy imports stay inside the functions.
 """
 
 from __future__ import annotations
@@ -40,11 +16,11 @@ import argparse
 import math
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_graphnetz.base.text import fmt_num
+from pytest_graphnetz.base.text import exception_line, fmt_num
 from pytest_graphnetz.cli.subcommands import (
     EXIT_UNUSABLE,
     GATES,
@@ -76,26 +52,14 @@ def _seed_count(text: str) -> int:
     return value
 
 
-def _alpha(text: str) -> float:
-    alpha = _float(text)
-    if not 0.0 < alpha < 0.5:
-        raise argparse.ArgumentTypeError(f"must lie in (0, 0.5), got {text}")
-    return alpha
-
-
-def _margin(text: str) -> float:
-    margin = _float(text)
-    if not margin >= 0.0:
-        raise argparse.ArgumentTypeError(
-            f"must be >= 0 (a tolerated loss in metric units), got {text}")
-    return margin
-
-
-def _positive(text: str) -> float:
-    value = _float(text)
-    if not value > 0.0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return value
+def _checked(test: Callable[[float], bool], requirement: str) -> Callable[[str], float]:
+    """An argument type: a finite number for which ``test`` holds, else "must {requirement}"."""
+    def parse(text: str) -> float:
+        value = _float(text)
+        if not test(value):
+            raise argparse.ArgumentTypeError(f"must {requirement}, got {text}")
+        return value
+    return parse
 
 
 def _float(text: str) -> float:
@@ -114,6 +78,11 @@ def _report_file(text: str) -> str:
             f"{text} is a directory; give a report JSON file (e.g. one that "
             "--graphnetz-report-dir or report.to_json wrote)")
     return text
+
+
+_alpha = _checked(lambda v: 0.0 < v < 0.5, "lie in (0, 0.5)")
+_margin = _checked(lambda v: v >= 0.0, "be >= 0 (a tolerated loss in metric units)")
+_positive = _checked(lambda v: v > 0.0, "be > 0")
 
 
 # The compare options that only --mlflow reads.
@@ -162,8 +131,7 @@ def _mlflow_arguments(parser: argparse.ArgumentParser) -> None:
         "experiment name or id and an optional MLflow filter string (docs/mlflow.md)")
     group.add_argument("--mlflow", action="store_true",
                        help="judge runs logged to MLflow instead of report files")
-    group.add_argument("--tracking-uri", default=None,
-                       help="the tracking store (default: MLFLOW_TRACKING_URI)")
+    _tracking_uri(group)
     group.add_argument("--metric", default=None,
                        help="the metric that gives each run's value (required with --mlflow)")
     group.add_argument("--best-by", default=None, metavar="VAL_METRIC",
@@ -178,6 +146,11 @@ def _mlflow_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--direction", choices=("higher", "lower"), default=None,
                        help="which way the metric is better (default: detected from its name: "
                             "accuracy, AUC, MRR, Hits@K higher; MAE, RMSE, loss lower)")
+
+
+def _tracking_uri(parser: Any) -> None:
+    parser.add_argument("--tracking-uri", default=None,
+                        help="the MLflow tracking store (default: MLFLOW_TRACKING_URI)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -238,8 +211,7 @@ def _add_report_commands(sub: Any) -> None:
     to_mlflow.add_argument("--reports", default=None, metavar="DIR",
                            help="with a verdict file: the candidate reports the session saved "
                                 "(--graphnetz-report-dir), for the per-seed runs")
-    to_mlflow.add_argument("--tracking-uri", default=None,
-                           help="the MLflow tracking store (default: MLFLOW_TRACKING_URI)")
+    _tracking_uri(to_mlflow)
     to_mlflow.add_argument("--no-series", action="store_true",
                            help="do not send the per-epoch series (they can be large)")
     to_mlflow.set_defaults(func=cmd_export)
@@ -433,8 +405,7 @@ def _check_mlflow_arguments(parser: argparse.ArgumentParser, args: argparse.Name
 
 
 def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
     if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
-        text = f"{exc.filename}: {exc.strerror}"
-    return text or type(exc).__name__
+        return f"{exc.filename}: {exc.strerror}"
+    return exception_line(exc)
 

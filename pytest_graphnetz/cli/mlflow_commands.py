@@ -81,6 +81,7 @@ def write_verdicts_json(path: str, verdicts: Sequence[CellVerdict], *, test: str
 def export_mlflow(args: argparse.Namespace) -> int:
     """``graphnetz export mlflow FILE``: a JSON verdict file's gate calls (with ``--reports``:
     the per-seed runs from the reports saved there), or one saved report's recorded calls."""
+    from pytest_graphnetz.base.text import exception_line
     from pytest_graphnetz.plugin.mlflow_export import MlflowTracker
     from pytest_graphnetz.plugin.tracker import gate_calls, git_commit
     from pytest_graphnetz.report import BenchmarkReport
@@ -108,7 +109,7 @@ def export_mlflow(args: argparse.Namespace) -> int:
         done = tracker.export(calls, series=not args.no_series)
     except (MlflowException, OSError) as exc:   # a store that is down or refuses
         raise MlflowInputError(f"--tracking-uri {tracker.client.tracking_uri}: the export "
-                               f"failed ({' '.join(str(exc).split())[:300]}); start the "
+                               f"failed ({exception_line(exc, 300)}); start the "
                                "server, or give --tracking-uri (or MLFLOW_TRACKING_URI) of a "
                                "store that is up; exporting again adds only what is "
                                "missing") from None

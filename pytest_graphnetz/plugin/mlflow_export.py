@@ -1,15 +1,6 @@
-"""The MLflow tracker: each gate call as a tree of runs (docs/mlflow.md has the layout).
-
-- a parent run per gate call (tags ``graphnetz.test``, ``graphnetz.commit``,
-  ``graphnetz.schedule``, ``graphnetz.alpha``, ``graphnetz.min_effect``, ``graphnetz.verdict``;
-  the call's Markdown table as the artifact ``gate.md``);
-- under it a run per cell (tags: the verdict, the paired Δ, its interval and level, p, n, the
-  Note; the same numbers as metrics, for MLflow's charts);
-- under each cell a run per seed the row used, when the session saved its candidate report:
-  params ``task``, ``model``, ``seed``, ``device``, ``cache_key``; the selected value as the
-  metric named like the task's metric; with ``series``, every per-epoch series
-  (``series.test``, ``series.val``, ``series.train_loss``, ``series.<extra>``) with ``step`` =
-  epoch.
+"""The MLflow tracker: each gate call as a tree of runs, a parent run per gate call, a child
+per cell, a grandchild per seed the row used (docs/mlflow.md has the layout, the tags and the
+params of each).
 
 Every run carries ``graphnetz.run`` (``call``, ``cell`` or ``seed``) and ``graphnetz.key``; a
 call's runs also carry ``graphnetz.call``, the call's :attr:`~.tracker.GateCall.key`. An export

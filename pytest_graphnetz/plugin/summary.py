@@ -21,7 +21,7 @@ full table takes its columns from :mod:`.gates`, loaded already when there are r
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -423,12 +423,7 @@ class GateSummary:
                     for r in listed]
             # Room for the fold line and the closing pointer, whatever is left out.
             room = budget - len(text) - len(header) - len(closing) - 200
-            shown = 0
-            for row in rows:
-                if room - len(row) - 1 < 0:
-                    break
-                room -= len(row) + 1
-                shown += 1
+            shown = _fitting(["\n" + row for row in rows], room, size=len)
             text += header + "".join("\n" + row for row in rows[:shown])
             if shown < len(rows):
                 rest = listed[shown:]
@@ -480,10 +475,12 @@ class GateSummary:
                                                     if self.checked else {})}}
 
 
-def _fitting(pieces: Sequence[str], room: int) -> int:
-    """How many of ``pieces``, from the first, fit in ``room`` UTF-8 bytes together."""
+def _fitting(pieces: Sequence[str], room: int,
+             size: Callable[[str], int] = lambda piece: len(piece.encode())) -> int:
+    """How many of ``pieces``, from the first, fit in ``room`` together: UTF-8 bytes, or what
+    ``size`` measures."""
     for k, piece in enumerate(pieces):
-        room -= len(piece.encode())
+        room -= size(piece)
         if room < 0:
             return k
     return len(pieces)

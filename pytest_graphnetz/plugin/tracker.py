@@ -190,9 +190,10 @@ def export_session(verdicts: Mapping[str, Any], report_paths: Iterable[str | Pat
             warnings.simplefilter("ignore", DeprecationWarning)
             done = tracker.export(calls, series=series)
     except Exception as exc:   # a tracker that is down, refuses, or is misconfigured
-        text = " ".join(str(exc).split())[:300] or type(exc).__name__
+        from pytest_graphnetz.base.text import exception_line
+
         return (f"graphnetz: warning: the gates were not exported to {tracker.where} "
-                f"({type(exc).__name__}: {text}); the verdicts stand")
+                f"({type(exc).__name__}: {exception_line(exc, 300)}); the verdicts stand")
     return (f"graphnetz: {len(calls)} gate call(s) exported to {tracker.where}: {done.created} "
             f"run(s) created, {done.existing} already there")
 

@@ -2,8 +2,6 @@
 the per-epoch record, the tuning record and atomic files. May import stats and base (numpy at
 import time; matplotlib lazily); never torch or the layers above.
 
-The report: ``BenchmarkReport``, its JSON forms, atomic files, and the statistical views.
-
 Axis convention, stated once for the whole package: ``X[task, model, seed]`` (see
 :mod:`.record`). The modules, from the top of the layering down:
 

@@ -233,17 +233,9 @@ def history_from_json(d: Mapping) -> History:
         doubles = np.array([float(v) for v in values], dtype=np.float64)
         return tuple(through_float32(doubles, "a history value").tolist())
 
-    extra = d.get("extra", {})
-    return History(
-        test=widen(d["test"]),
-        val=widen(d["val"]) if d.get("val") is not None else None,
-        train_loss=widen(d.get("train_loss", ())),
-        extra={k: widen(v) for k, v in extra.items()},
-        outcomes=d.get("outcomes") or {},
-        val_metric=d.get("val_metric"),
-        restored_epoch=d.get("restored_epoch"),
-        selected=d.get("selected"),
-    )
+    wide = {name: widen(d[name]) for name in ("test", "val", "train_loss")
+            if d.get(name) is not None}
+    return History.from_dict({**d, **wide, "extra": {k: widen(v) for k, v in extra.items()}})
 
 
 

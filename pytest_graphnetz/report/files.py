@@ -193,14 +193,8 @@ def _umask() -> int:
     return mask
 
 
-def lock_path(path: Path, lock_dir: Path | None = None) -> Path:
-    """The lock file of ``path``: ``.<name>.lock`` beside it, or in ``lock_dir``."""
-    return (path.parent if lock_dir is None else lock_dir) / f".{path.name}.lock"
-
-
 @contextlib.contextmanager
-def file_lock(path: Path, *, lock_dir: Path | None = None,
-              remove: bool = False) -> Iterator[None]:
+def file_lock(path: Path, *, remove: bool = False) -> Iterator[None]:
     """Hold the inter-process lock of ``path`` (pytest-xdist workers, processes sharing a
     directory) while the ``with`` block runs; blocks while another process holds it.
 
@@ -209,7 +203,7 @@ def file_lock(path: Path, *, lock_dir: Path | None = None,
     """
     from filelock import FileLock
 
-    lock = lock_path(path, lock_dir)
+    lock = path.parent / f".{path.name}.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(lock)):
         try:

@@ -19,11 +19,12 @@ reached, an experiment that does not exist, a filter MLflow rejects) raises
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_graphnetz.base.text import exception_line, listed
 from pytest_graphnetz.report.epochs import History, MetricSpec
 
 # Runs per search request: MLflow's own default page (the REST API's cap is 50,000).
@@ -111,7 +112,7 @@ def mlflow_client(tracking_uri: str | None, option: str = "--tracking-uri") -> A
     try:
         return MlflowClient(tracking_uri=tracking_uri)
     except Exception as exc:   # a malformed URI, an unknown scheme
-        raise MlflowInputError(f"{option} {tracking_uri!r}: {_first_line(exc)}; give a "
+        raise MlflowInputError(f"{option} {tracking_uri!r}: {exception_line(exc, 700)}; give a "
                                "tracking URI MLflow accepts (http://host:port, sqlite:///"
                                "file.db, file:///dir or a folder)") from None
 
@@ -141,8 +142,8 @@ def experiment_id(client: Any, experiment: str) -> str:
 
 def _unreachable(uri: str, exc: BaseException) -> MlflowInputError:
     return MlflowInputError(f"--tracking-uri {uri}: the tracking store cannot be read "
-                            f"({_first_line(exc)}); start the server, or give --tracking-uri "
-                            "(or MLFLOW_TRACKING_URI) of a store that is up")
+                            f"({exception_line(exc, 700)}); start the server, or give "
+                            "--tracking-uri (or MLFLOW_TRACKING_URI) of a store that is up")
 
 
 def search_runs(client: Any, experiment: str, filter_string: str, *,
@@ -159,7 +160,7 @@ def search_runs(client: Any, experiment: str, filter_string: str, *,
             if "INVALID_PARAMETER_VALUE" in str(exc.error_code) or "filter" in str(exc).lower():
                 raise MlflowInputError(
                     f"MLflow rejects the filter {filter_string!r}: "
-                    f"{_first_line(exc)}; write it as MLflow's search syntax, e.g. "
+                    f"{exception_line(exc, 700)}; write it as MLflow's search syntax, e.g. "
                     "\"params.version = 'v2' and metrics.val_acc > 0\"") from None
             raise _unreachable(client.tracking_uri, exc) from None
         except Exception as exc:
@@ -236,7 +237,7 @@ def read_runs(client: Any, selection: RunSelection, *, metric: str,
     problems.update(_missing_seeds(run_ids, pair_by))
     if problems:
         raise MlflowRunsError(f"experiment {selection}: " + "; ".join(
-            f"{len(runs)} run(s) {why}: {_listed(runs)}" for why, runs in problems.items()))
+            f"{len(runs)} run(s) {why}: {listed(runs, 5)}" for why, runs in problems.items()))
     tasks = tuple(sorted({k[0] for k in run_ids}))
     return LoggedRuns(tasks=tasks, models=tuple(sorted({k[1] for k in run_ids})),
                       seeds=tuple(sorted({k[2] for k in run_ids})),
@@ -272,7 +273,7 @@ def _missing_seeds(run_ids: Mapping[tuple[str, str, int], str], pair_by: str
     for t, m in cells:
         absent = [str(s) for s in seeds if (t, m, s) not in run_ids]
         if absent:
-            lacking.append(f"{t}/{m} lacks {pair_by} {_listed(absent)}")
+            lacking.append(f"{t}/{m} lacks {pair_by} {listed(absent, 5)}")
     if not lacking:
         return {}
     return {"are missing where other cells have them (log them, or filter the extra ones out)":
@@ -291,15 +292,5 @@ def unpaired_runs(baseline: Mapping[str, Any], candidate: Mapping[str, Any], pai
                  if key.rsplit("/", 1)[0] in cells and key not in other]
         if alone:
             out.append(f"{len(alone)} {side} run(s) have no partner with the same {pair_by} on "
-                       f"the other side: {_listed(alone)}")
+                       f"the other side: {listed(alone, 5)}")
     return out
-
-
-def _listed(items: Sequence[str], limit: int = 5) -> str:
-    shown = ", ".join(items[:limit])
-    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
-
-
-def _first_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text[:700]

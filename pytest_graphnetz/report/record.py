@@ -102,9 +102,7 @@ class ReportRecord:
 
     @ci_method.setter
     def ci_method(self, value: str) -> None:
-        if value not in CI_METHODS:
-            raise ValueError(f"`ci_method` must be one of {CI_METHODS}, got {value!r}")
-        self._ci_method = value
+        self._ci_method = _choice("ci_method", value, CI_METHODS)
 
     @property
     def confidence_level(self) -> float:
@@ -123,9 +121,7 @@ class ReportRecord:
 
     @epoch_selection.setter
     def epoch_selection(self, value: str) -> None:
-        if value not in EPOCH_SELECTIONS:
-            raise ValueError(f"`epoch_selection` must be one of {EPOCH_SELECTIONS}, got {value!r}")
-        self._epoch_selection = value
+        self._epoch_selection = _choice("epoch_selection", value, EPOCH_SELECTIONS)
 
     # -- construction ----------------------------------------------------------------------
 
@@ -213,9 +209,8 @@ class ReportRecord:
         ``strict=False``: it then falls back to the final epoch for that task (see
         :meth:`epoch_selection_support`).
         """
-        rule = self.epoch_selection if epoch_selection is None else epoch_selection
-        if rule not in EPOCH_SELECTIONS:
-            raise ValueError(f"`epoch_selection` must be one of {EPOCH_SELECTIONS}, got {rule!r}")
+        rule = _choice("epoch_selection", self.epoch_selection if epoch_selection is None
+                       else epoch_selection, EPOCH_SELECTIONS)
         support = self.epoch_selection_support()
         if rule == "best_val" and strict:
             unsupported = [t for t, ok in support.items() if not ok]
@@ -265,7 +260,7 @@ class ReportRecord:
         Only this cell's task decides whether ``best_val`` is available: another task without
         a validation series does not make this call raise.
         """
-        cell = self.subset(tasks=[task], models=[model])  # checks both labels
+        cell = ReportRecord(**self.subset_arguments(tasks=[task], models=[model]))
         return cell.to_array(epoch_selection, strict=strict)[0, 0].copy()
 
     def seed_positions(self, seeds: Iterable[int]) -> list[int]:
@@ -289,17 +284,6 @@ class ReportRecord:
         return self.fingerprints.get("data", {}).get(task, {}).get(int(seed))
 
     # -- reshaping ---------------------------------------------------------------------------
-
-    def subset(
-        self,
-        *,
-        tasks: Iterable[str] | None = None,
-        models: Iterable[str] | None = None,
-        seeds: Iterable[int] | None = None,
-    ) -> ReportRecord:
-        """The record restricted to some labels (in the order given); a report's subset is a
-        plain :class:`~pytest_graphnetz.report.BenchmarkReport`, whatever subclass it is."""
-        return ReportRecord(**self.subset_arguments(tasks=tasks, models=models, seeds=seeds))
 
     def subset_arguments(
         self,
@@ -364,8 +348,8 @@ class ReportRecord:
         (a diverged seed, a custom trainer that returns none, a report read from a baseline)."""
         self._check_label("task", task, self.tasks)
         self._check_label("model", model, self.models)
-        epochs = self.subset(tasks=[task], models=[model]).selected_epochs(
-            epoch_selection, strict=strict)
+        epochs = ReportRecord(**self.subset_arguments(tasks=[task], models=[model])
+                              ).selected_epochs(epoch_selection, strict=strict)
         return [self.histories[(task, model, s)].outcomes.get(epochs[(task, model, s)])
                 for s in self.seeds]
 
@@ -409,3 +393,9 @@ class ReportRecord:
     def __repr__(self) -> str:
         return (f"BenchmarkReport({len(self.tasks)} tasks × {len(self.models)} models × "
                 f"{len(self.seeds)} seeds, metric={self.metric_name()!r})")
+
+
+def _choice(name: str, value: str, choices: Sequence[str]) -> str:
+    if value not in choices:
+        raise ValueError(f"`{name}` must be one of {choices}, got {value!r}")
+    return value

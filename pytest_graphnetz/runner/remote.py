@@ -320,7 +320,6 @@ class RemoteCache:
         self.down: str | None = None          # why the remote is skipped for the rest of the run
         self.read_only: str | None = None     # why nothing more is written
         self.unreadable: str | None = None    # why a read was refused (warned about once)
-        self.fetched = self.published = 0
 
     @property
     def store(self) -> Store:
@@ -343,7 +342,6 @@ class RemoteCache:
                 f"`graphnetz cache purge --remote {self.settings.url} --key {key} --yes`",
                 CacheWarning, stacklevel=2)
             return None
-        self.fetched += 1
         return entry
 
     def publish(self, key: str, entry: dict[str, Any]) -> None:
@@ -353,10 +351,7 @@ class RemoteCache:
             return
         fields = entry.get("fields") if isinstance(entry.get("fields"), dict) else None
         data = dumps_object(seal(key, entry, producer(fields), self.settings.team_key))
-        created = self._bounded(f"writing {key}.json",
-                                lambda: self.store.put_if_absent(f"{key}.json", data))
-        if created:
-            self.published += 1
+        self._bounded(f"writing {key}.json", lambda: self.store.put_if_absent(f"{key}.json", data))
 
     def _bounded(self, what: str, operation: Callable[[], T]) -> T | None:
         """``operation()`` in a daemon thread, waited for at most ``timeout`` seconds; None

@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_graphnetz.base.text import listed
+
 OPTION = "--graphnetz-shard"
 CACHE_ONLY = "--graphnetz-cache-only"
 # What a triple may do in a run: train when it misses; only be read (a gate after the shards);
@@ -95,8 +97,7 @@ class MissingTriplesError(RuntimeError):
 
     def __init__(self, missing: Sequence[str]) -> None:
         self.missing = list(missing)
-        shown = ", ".join(self.missing[:10]) + (
-            f" and {len(self.missing) - 10} more" if len(self.missing) > 10 else "")
+        shown = listed(self.missing, 10)
         super().__init__(
             f"{CACHE_ONLY}: {len(self.missing)} triple(s) are not in the cache: {shown}. "
             f"Train them first (the {OPTION}=I/N jobs, or one run without {CACHE_ONLY}); "

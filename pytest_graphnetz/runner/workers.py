@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from pytest_graphnetz.base.text import listed
 from pytest_graphnetz.runner.engines import SubmititExecutor
 from pytest_graphnetz.runner.triple import Job, Outcome, run_triple
 
@@ -43,13 +44,12 @@ class WorkerCrashError(TripleError):
                  error: BaseException) -> None:
         self.suspects = suspects
         self.task, self.model, self.seed = suspects[0]
-        names = "; ".join(f"task {t!r} × model {m!r} × seed {s}" for t, m, s in suspects[:5])
-        more = f" and {len(suspects) - 5} more" if len(suspects) > 5 else ""
+        names = listed([f"task {t!r} × model {m!r} × seed {s}" for t, m, s in suspects], 5, "; ")
         RuntimeError.__init__(
             self,
             f"a worker process died abruptly ({type(error).__name__}: killed by the OS, e.g. "
             f"out of memory, or a crash in native code) while training "
-            f"{'one of: ' if len(suspects) > 1 else ''}{names}{more}. The {finished} finished "
+            f"{'one of: ' if len(suspects) > 1 else ''}{names}. The {finished} finished "
             "triple(s) are kept in the cache; rerun with workers=1 to see which triple fails",
         )
 

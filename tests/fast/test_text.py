@@ -7,12 +7,14 @@ import math
 import pytest
 
 from pytest_graphnetz.base.text import (
+    exception_line,
     fmt_fixed,
     fmt_interval,
     fmt_level,
     fmt_num,
     fmt_p,
     fmt_signed,
+    listed,
 )
 
 
@@ -58,3 +60,15 @@ def test_confidence_levels_as_percent(level, text) -> None:
 def test_intervals_print_both_ends_as_numbers() -> None:
     assert fmt_interval(0.89041, 0.98459) == "[0.8904, 0.9846]"
     assert fmt_interval(math.nan, math.nan) == "[n/a, n/a]"
+
+
+def test_an_exception_is_one_clipped_line_or_its_type() -> None:
+    assert exception_line(ValueError("bad\n  value\tthere")) == "bad value there"
+    assert exception_line(OSError("x" * 50), 10) == "x" * 10
+    assert exception_line(KeyboardInterrupt()) == "KeyboardInterrupt"
+
+
+def test_a_long_list_is_cut_and_counted() -> None:
+    assert listed(["a", "b"], 2) == "a, b"
+    assert listed(["a", "b", "c"], 2) == "a, b and 1 more"
+    assert listed(["a", "b", "c"], 1, "; ") == "a and 2 more"

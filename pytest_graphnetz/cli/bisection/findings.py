@@ -5,10 +5,9 @@ valued: regressed, same or unknown, with the hint an unknown probe gives), one p
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from pytest_graphnetz.base.text import fmt_num
+from pytest_graphnetz.base.text import ceil_significant, fmt_num
 from pytest_graphnetz.cli.history.trend import Cell, cell_label
 from pytest_graphnetz.stats.boundaries import schedule
 
@@ -42,10 +41,11 @@ class Evidence:
         from pytest_graphnetz.gates.calibration.resolution import resolvable_min_effect
         from pytest_graphnetz.stats.planning import seeds_for_min_effect
 
-        resolved = resolvable_min_effect(self.sd_diff, self.seeds, alpha=self.alpha)
+        resolved = fmt_num(ceil_significant(
+            resolvable_min_effect(self.sd_diff, self.seeds, alpha=self.alpha)))
         text = (f"at {self.seeds} seeds and alpha {fmt_num(self.alpha)} this probe's paired sd "
-                f"{fmt_num(self.sd_diff)} resolves δ ≥ {fmt_num(_round_up(resolved))} at power "
-                f"0.8: rerun with --min-effect {fmt_num(_round_up(resolved))}")
+                f"{fmt_num(self.sd_diff)} resolves δ ≥ {resolved} at power "
+                f"0.8: rerun with --min-effect {resolved}")
         if self.min_effect:
             need = seeds_for_min_effect(self.sd_diff, self.min_effect, alpha=self.alpha)
             # the schedule's next look, or the first after it that holds `need`
@@ -54,14 +54,6 @@ class Evidence:
             text += (f"; δ {fmt_num(self.min_effect)} needs about {need} seeds "
                      f"(--max-seeds {budget}, a smaller alpha per look with it)")
         return text
-
-
-def _round_up(x: float) -> float:
-    """``x`` rounded up to two significant digits (a δ to type)."""
-    if x <= 0:
-        return x
-    scale = 10 ** (math.floor(math.log10(x)) - 1)
-    return math.ceil(x / scale - 1e-9) * scale
 
 
 @dataclass(frozen=True)

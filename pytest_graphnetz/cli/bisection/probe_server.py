@@ -25,21 +25,21 @@ import gc
 import importlib
 import json
 import os
+import signal
 import sys
 import sysconfig
 from pathlib import Path
 
 
-def tie_to_parent() -> None:
-    """Have the kernel SIGKILL this process when its parent ends (Linux
+def tie_to_parent(signum: int = signal.SIGKILL) -> None:
+    """Have the kernel send ``signum`` to this process when its parent ends (Linux
     ``prctl(PR_SET_PDEATHSIG)``; nothing elsewhere)."""
     if not sys.platform.startswith("linux"):
         return
     with contextlib.suppress(OSError, AttributeError):
         import ctypes
-        import signal
 
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signum), 0, 0, 0)
 
 
 def guard(group: int, parent: int) -> None:
@@ -49,19 +49,13 @@ def guard(group: int, parent: int) -> None:
     process a test started (a command task's script, a data loader's worker) is only in its
     group; after a SIGKILL of bisect nothing else is left to end it. Linux: the kernel sends
     the guard SIGTERM when its parent ends; elsewhere the guard acts when told to stop only."""
-    import signal
-
     def end(signum: int, frame: object) -> None:
         with contextlib.suppress(OSError):
             os.killpg(group, signal.SIGKILL)
         os._exit(0)
 
     signal.signal(signal.SIGTERM, end)
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            import ctypes
-
-            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)
+    tie_to_parent(signal.SIGTERM)
     if os.getppid() != parent:   # the parent ended before the line above: act now
         end(signal.SIGTERM, None)
     while True:

@@ -2,32 +2,15 @@
 charged by what its verdict revealed, and whether the bound on the next read's estimate has
 loosened by more than a stated share of δ, the smallest change that matters.
 
-A split is a task's data and split as the report fingerprints them (its data fingerprint at
-the smallest seed the report holds: the same data and split rule give the same fingerprint at
-every commit). A **read** is one cell (report, model) judged on that split at one commit; a
-cell whose per-seed values equal, bit for bit, those of an earlier read of the same cell (an
-unchanged model, a cache hit) tells the team nothing new and is not counted again.
+docs/history-bisect.md ("Test-set reuse") defines a split, a read and its cost, and derives the
+bound (Dwork et al. 2015, arXiv:1506.02629): a read chosen knowing b bits of earlier verdicts,
+on a split of n examples, lies within
 
-**The bound** (docs/history-bisect.md, "Test-set reuse"): the description-length bound of
-Dwork, Feldman, Hardt, Pitassi, Reingold & Roth (2015, "Generalization in adaptive data
-analysis and holdout reuse", NIPS 2015, arXiv:1506.02629): if everything the analyst learned
-from a split of n examples before choosing a query is written in b bits of a prefix code fixed
-in advance, that query's estimate on the split lies within τ of its true value with
-probability at least 1 − β whenever 2^b · 2·exp(−2τ²n) ≤ β (Hoeffding's bound; Kraft's
-inequality makes the union over histories cost at most β), so
+    τ(b) = √((b·ln 2 + ln(2/β)) / (2n))
 
-    τ(b) = √((b·ln 2 + ln(2/β)) / (2n)).
-
-**What a read costs** (the code, fixed in advance, in the spirit of Blum & Hardt's Ladder: an
-answer that repeats the last one says little): a read whose verdict equals the cell's previous
-verdict (for its first read: NOT WORSE, the ordinary answer) costs 1 bit; any other verdict
-1 + log₂(K − 1) bits (K = ``len(Verdict)``); a read whose verdict was not recorded log₂ K.
-
-**When it speaks.** With δ the gates' smallest change that matters (recorded in the reports,
-else 0.01 for a metric in [0, 1]) and τ_1 = τ(0) a fresh read's bound: the split is **PAST
-BUDGET** when the reuse term τ(b) − τ_1 of the next read exceeds ``share``·δ; its budget is
-the bits that keep it within. Where τ_1 > δ already, no count of reads is safe and rotating
-the split cannot help: the remedy is a larger test set.
+of its true value with probability at least 1 − β. A read that repeats the cell's previous
+verdict costs 1 bit, another verdict 1 + log₂(K − 1), an unrecorded one log₂ K. The split is
+PAST BUDGET when τ(b) − τ(0) exceeds ``share``·δ, TOO SMALL FOR δ when τ(0) > δ already.
 """
 
 from __future__ import annotations

@@ -1,33 +1,17 @@
 """A cell's history across commits: saved reports read back per commit (each file once, its
 per-seed values only), each cell's trajectory, and a drift check against an anchor (drawn by
-:mod:`.trendsvg`, laid out by :mod:`.trendpage`).
+:mod:`.svg`, laid out by :mod:`.page`).
 
-The folder ``graphnetz history`` reads (docs/history-bisect.md says how CI collects it)::
+docs/history-bisect.md gives the folder ``graphnetz history`` reads (one folder per commit:
+``commit.json``, ``reports/``, an optional verdict file) and the drift check. A cell is
+(report name, task, model), the report name its path under ``reports/`` without ``.json``.
 
-    HISTORY/
-      <any name>/                  one folder per commit
-        commit.json                {"commit": "<sha>", "date": "<ISO 8601>"} (+ optional "subject")
-        reports/<module>/<test>.json   what --graphnetz-report-dir wrote
-        graphnetz-verdicts.json    what --graphnetz-json wrote (optional: the verdicts marked)
-
-Commits are ordered by ``date`` (ties by commit id). A cell is (report name, task, model), the
-report name its path under ``reports/`` without ``.json`` (``test_models/test_gcn``).
-
-The drift check (:func:`drift_check`), per cell, paired by seed against the anchor (the oldest
-commit, or a named one), on the seeds the anchor shares with every later commit:
-
-- **latest against anchor**: the one-sided paired t test (the paired t of
-  :func:`pytest_graphnetz.stats.paired.paired_tests`, which is ``scipy.stats.ttest_rel``; H1:
-  the latest commit is worse), on the seeds the two share; every commit's paired Δ against
-  the anchor, with the same interval, is what the figure draws;
-- **trend**: the per-commit paired means ``m_c = mean_s(d_c,s)``, ``d_c,s`` the commit's value
-  minus the anchor's at seed s (sign flipped for lower-is-better metrics), regressed on the
-  commit's position (:func:`pytest_graphnetz.stats.slope.slope_test`, least squares,
-  one-sided: slope < 0). A commit whose values
-  equal the previous distinct commit's bit for bit (nothing changed) is one point, not two: the
-  test assumes independent points.
-
-Holm across every p-value of every cell (two per cell) at ``alpha`` keeps the probability of
+The drift check (:func:`drift_check`), per cell, paired by seed against the anchor on the seeds
+it shares with every later commit: the latest commit against the anchor by the one-sided
+paired t (:func:`pytest_graphnetz.stats.paired.paired_tests`), and the trend of the per-commit
+paired means by :func:`pytest_graphnetz.stats.slope.slope_test` (a commit bit-identical to the
+previous distinct one is one point, not two: the test assumes independent points). Holm
+across every p-value of every cell (two per cell) at ``alpha`` keeps the probability of
 flagging any cell of a flat history at most ``alpha`` (simulated in tests/fast/test_history.py).
 """
 
