@@ -81,7 +81,7 @@ import project
 def _log(name, v):
     c = v.comparison
     with open(name + ".json", "a") as fh:
-        fh.write(json.dumps({"verdict": str(v.verdict), "alpha": c.evidence.alpha,
+        fh.write(json.dumps({"verdict": str(v.verdict), "alpha": c.decision.level,
                             "n": c.evidence.n,
                             "ci": [c.decision.ci.low, c.decision.ci.high], "needed": c.plan.needed,
                             "note": v.table_note, "message": v.message()}) + "\\n")

@@ -17,7 +17,6 @@ from pytest_graphnetz.gates.comparing.cells import (
     GateCell,
     cell_min_effect,
     decide_cells,
-    folded,
     min_effect_error,
 )
 from pytest_graphnetz.gates.comparing.pairing import (
@@ -50,7 +49,7 @@ from pytest_graphnetz.stats.boundaries import (
     design,
     single_look,
 )
-from pytest_graphnetz.stats.comparison import measure
+from pytest_graphnetz.stats.comparison import DecisionSettings, measure
 from pytest_graphnetz.stats.decisions import judge
 
 # "paired" is the default spelling of the paired t-test; every test here pairs by seed.
@@ -222,16 +221,16 @@ def compare_spec(report: BenchmarkReport, baseline: BenchmarkReport, call: GateS
         for model in report.models:
             cand = report.values(task, model)[cand_idx]
             base = baseline.values(task, model)[base_idx]
-            cell_test, compared = folded(cand, base, folds, test)
             fold_notes: tuple[str, ...] = ()
             if folds is not None:
                 from pytest_graphnetz.stats.heldout import FOLD_NOTE
 
                 fold_notes = (FOLD_NOTE.format(task=task, k=folds, test=test),)
             # the one kernel (decide_look), as the not-worse cells' looks decide
-            comp = judge(measure(compared, base, higher_is_better=spec.higher_is_better,
-                                 kind=gate, test=cell_test, margin=margin, alpha=alpha, rng=rng,
-                                 label=f"{task}/{model}", seeds=seeds), notes=fold_notes)
+            settings = DecisionSettings(kind=gate, test=test, margin=margin, alpha=alpha)
+            comp = judge(measure(cand, base, settings, higher_is_better=spec.higher_is_better,
+                                 folds=folds, rng=rng, label=f"{task}/{model}", seeds=seeds),
+                         settings, notes=fold_notes)
             name = verdict_name(comp.decision.verdict)
             changed = (changed_model_notes(report, baseline, model, seeds, task=task)
                        if name == "IDENTICAL" else ())
