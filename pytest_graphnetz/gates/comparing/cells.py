@@ -88,8 +88,6 @@ class GateCell:
     # The evidence of every held seed, when that decides the cell without a look (a diverged
     # candidate, or every held seed identical: fixed runs)
     whole: Evidence | None = None
-    # the skew guard at each look compared, by its seed count (on exactly that look's seeds)
-    skews: dict[int, SkewCheck] = field(default_factory=dict)
     # what it is judged under: the call's test, margin and α, the cell's δ (set by decide_cells)
     settings: DecisionSettings = DEFAULT_SETTINGS
 
@@ -110,13 +108,10 @@ class GateCell:
         """The evidence of exactly this look's seeds (``seeds``: those instead), under the
         cell's settings (on k-fold CV, the corrected resampled t)."""
         seeds = self.look_seeds if seeds is None else list(seeds)
-        evidence = measure(np.array([self.candidate[s] for s in seeds]),
-                           np.array([self.baseline[s] for s in seeds]), self.settings,
-                           higher_is_better=self.spec.higher_is_better, folds=self.folds,
-                           rng=rng, label=f"{self.task}/{self.model}", seeds=seeds)
-        if evidence.skew is not None:
-            self.skews[len(seeds)] = evidence.skew
-        return evidence
+        return measure(np.array([self.candidate[s] for s in seeds]),
+                       np.array([self.baseline[s] for s in seeds]), self.settings,
+                       higher_is_better=self.spec.higher_is_better, folds=self.folds, rng=rng,
+                       label=f"{self.task}/{self.model}", seeds=seeds)
 
     def look_verdict(self, evidence: Evidence) -> stats.Verdict | None:
         """The kernel at this look: NOT WORSE's and BETTER's boundaries (REGRESSED is the
@@ -137,7 +132,7 @@ class GateCell:
         seeds = self.held if self.whole is not None else self.seeds[:self.design.looks[k]]
         comp = self._reported(k, fam, i)
         name = verdict_name(comp.decision.verdict)
-        skew = self.skews.get(len(seeds)) if self.tested else None
+        skew = comp.evidence.skew if self.tested else None   # the reported look's own
         changed = (changed_model_notes(report, baseline, self.model, seeds, task=self.task)
                    if name == "IDENTICAL" else ())
         collapsed, collapse_note = self._collapse(seeds)
