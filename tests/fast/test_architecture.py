@@ -161,7 +161,6 @@ WIDE_FUNCTIONS = {
     "stats/sequential.py:advise_next_look",
     "stats/sequential.py:plan_next_look",
     "stats/sequential.py:walk_looks",
-    "stats/tables.py:pairwise_table",
 }
 
 
