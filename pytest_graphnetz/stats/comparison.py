@@ -241,7 +241,7 @@ class Plan:
     next look (what the CI loop runs next). For the other kinds planned for the observed mean
     difference (None when no number of seeds would decide it). ``expected``: on the schedule,
     the seeds the cell is expected to use before it decides
-    (:func:`~.sequential.plan_next_look`); None elsewhere.
+    (:func:`~.lookahead.plan_next_look`); None elsewhere.
     """
 
     needed: int | None = None

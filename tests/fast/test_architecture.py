@@ -158,9 +158,6 @@ WIDE_FUNCTIONS = {
     "gates/tuning.py:tune",
     "plugin/settings.py:Settings.from_config",
     "runner/sweep.py:run_benchmark",
-    "stats/sequential.py:advise_next_look",
-    "stats/sequential.py:plan_next_look",
-    "stats/sequential.py:walk_looks",
 }
 
 

@@ -245,7 +245,7 @@ class GateCell:
               look: float) -> Plan:
         """What an INCONCLUSIVE cell does next: the seeds of its next run and those it is
         expected to need. On the schedule, the next look (what the CI loop runs) and the
-        expected need (:func:`~pytest_graphnetz.stats.sequential.plan_next_look`); a k-fold
+        expected need (:func:`~pytest_graphnetz.stats.lookahead.plan_next_look`); a k-fold
         task, the corrected resampled t test's own plan at the per-fold sd (None when no seed
         count resolves δ); a run judged alone for another reason, the fixed-n plan; no expected
         need off the schedule. ``regressed``: the level REGRESSED's MDE is read at (None: the
@@ -265,13 +265,13 @@ class GateCell:
         if self.first_look is None or evidence.sd_diff == 0:
             return Plan(plan_seeds(evidence, self.settings, self.verdict, level,
                                    alpha=self.design.alpha))
-        from pytest_graphnetz.stats.sequential import plan_next_look
+        from pytest_graphnetz.stats.lookahead import PlanSpec, plan_next_look
 
         taken = self.design.max_seeds if self.design.on_schedule else 0
-        plan = plan_next_look(evidence.sd_diff, evidence.n, self.min_effect,
-                              first=self.first_look, taken=taken, alpha=self.design.alpha,
-                              margin=self.settings.margin, regressed_alpha=level,
-                              power=self.settings.power)
+        spec = PlanSpec(self.min_effect, self.first_look, alpha=self.design.alpha,
+                        margin=self.settings.margin, regressed_alpha=level,
+                        power=self.settings.power)
+        plan = plan_next_look(evidence.sd_diff, evidence.n, spec, taken=taken)
         return Plan(plan.next_look, plan.expected)
 
 
