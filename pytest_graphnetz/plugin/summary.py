@@ -118,7 +118,7 @@ def gate_call(verdict: CellVerdict | WidthVerdict, *, strict: bool = False
     strict = strict or (verdict.verdict is Verdict.INCONCLUSIVE and bool(verdict.failed))
     return {"gate": verdict.gate, "test": c.evidence.test, "margin": _number(c.settings.margin),
             "min_effect": _number(c.settings.min_effect),
-            "alpha": _number(verdict.call_alpha or c.decision.level),
+            "alpha": _number(c.settings.alpha),
             "strict": strict}
 
 

@@ -1,8 +1,10 @@
 """What a comparison of one cell is made of, each part immutable and built once: the
-:class:`Evidence` of the paired seeds (Δ, interval, n, p; :func:`measure`), the
-:class:`Decision` on it (verdict, levels, adjusted p, the interval and MDE at those levels) and
-the :class:`Plan` (the seeds that would decide an open cell); :class:`Comparison` composes the
-three with the prose. The decision is made in :mod:`.decisions`, the one kernel."""
+:class:`Evidence` of the paired seeds (what was measured: Δ, sd, se, df, p, the test and its
+correction; :func:`measure`), the :class:`DecisionSettings` it is judged under (kind, margin,
+δ, α, power: arguments, never part of the evidence), the :class:`Decision` on it (verdict,
+levels, adjusted p, the interval and MDE at those levels) and the :class:`Plan` (the seeds
+that would decide an open cell); :class:`Comparison` composes them with the prose
+(:func:`evidence_notes`). The decision is made in :mod:`.decisions`, the one kernel."""
 
 from __future__ import annotations
 
@@ -33,7 +35,6 @@ from pytest_graphnetz.stats.paired import (
     fold_corrected,
     require_pairs,
 )
-from pytest_graphnetz.stats.planning import mde_from_se
 from pytest_graphnetz.stats.skew import SkewCheck, corrected_p_values, skew_check, skew_note
 
 
@@ -157,16 +158,6 @@ class Evidence:
         low = self.paired.bounds(1 - 2 * low_alpha)[0]
         high = self.paired.bounds(1 - 2 * high_alpha)[1]
         return ConfidenceInterval(low, high)
-
-    def mde_at(self, level: float, power: float) -> float:
-        """Minimum detectable effect at this n, one-sided at ``level`` (noncentral t, at
-        ``power``, on ``se``): 0 for identical seeds, ``inf`` where the test cannot reach
-        ``level``."""
-        if self.identical:
-            return 0.0
-        if self.n < 2 or not math.isfinite(self.sd_diff) or self.p_floor > level:
-            return math.inf
-        return mde_from_se(self.se, self.n - 1, alpha=level, power=power, one_sided=True)
 
 
 def evidence_notes(evidence: Evidence, level: float) -> tuple[str, ...]:

@@ -5,6 +5,7 @@ decision at one look, for every kind of gate), :func:`decision_of` and :func:`pl
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
@@ -25,7 +26,11 @@ from pytest_graphnetz.stats.comparison import (
     evidence_notes,
     measure,
 )
-from pytest_graphnetz.stats.planning import seeds_for_min_effect, seeds_to_decide_beyond
+from pytest_graphnetz.stats.planning import (
+    mde_from_se,
+    seeds_for_min_effect,
+    seeds_to_decide_beyond,
+)
 
 
 @dataclass(frozen=True)
@@ -111,7 +116,18 @@ def decision_of(evidence: Evidence, settings: DecisionSettings, verdict: Verdict
     regressed = level if regressed_level is None else regressed_level
     ci = evidence.interval(*(ci_alphas or (level, level)))
     return Decision(verdict, evidence.p_value if p_adjusted is None else p_adjusted, level,
-                    regressed, evidence.mde_at(regressed, settings.power), ci, ci_alphas)
+                    regressed, mde_of(evidence, regressed, power=settings.power), ci, ci_alphas)
+
+
+def mde_of(evidence: Evidence, level: float, *, power: float) -> float:
+    """Minimum detectable effect of ``evidence``'s test at its n, one-sided at ``level``
+    (noncentral t at ``power`` on its ``se``; the paired-t formula for every test): 0 for
+    identical seeds, ``inf`` where the test cannot reach ``level``."""
+    if evidence.identical:
+        return 0.0
+    if evidence.n < 2 or not math.isfinite(evidence.sd_diff) or evidence.p_floor > level:
+        return math.inf
+    return mde_from_se(evidence.se, evidence.n - 1, alpha=level, power=power, one_sided=True)
 
 
 def verdict_at(evidence: Evidence, *, level: float, regressed_level: float | None,
@@ -329,5 +345,5 @@ def compare_many(cells: Sequence[Mapping[str, Any]], settings: DecisionSettings,
 
 __all__ = ["LOOK_VERDICTS", "Code", "Comparison", "Decision", "DecisionSettings", "Evidence",
            "HolmResult", "Plan", "Verdict", "compare", "compare_many", "decide_look",
-           "decision_of", "final_verdict", "final_verdict_at", "holm", "judge", "measure",
-           "plan_seeds", "verdict_at"]
+           "decision_of", "final_verdict", "final_verdict_at", "holm", "judge", "mde_of",
+           "measure", "plan_seeds", "verdict_at"]

@@ -336,7 +336,7 @@ def test_each_reported_comparison_is_the_kernels_decision_on_its_own_evidence() 
     cells for not-worse, checked by hand), and no part can be rewritten after it was built."""
     import dataclasses
 
-    from pytest_graphnetz.stats.decisions import verdict_at
+    from pytest_graphnetz.stats.decisions import mde_of, verdict_at
 
     rng = np.random.default_rng(5)
     base = 0.8 + 0.02 * rng.standard_normal((3, 2, 10))
@@ -359,8 +359,8 @@ def test_each_reported_comparison_is_the_kernels_decision_on_its_own_evidence() 
                                regressed_level=c.decision.level,
                                p_regressed=c.decision.p_adjusted if gate == "not_worse" else None)
             assert again is c.decision.verdict, (gate, v.cell)
-            assert c.decision.mde == c.evidence.mde_at(c.decision.regressed_level,
-                                                       c.settings.power)
+            assert c.decision.mde == mde_of(c.evidence, c.decision.regressed_level,
+                                            power=c.settings.power)
             seen.add((gate, str(c.decision.verdict)))
             for part in (c, c.evidence, c.settings, c.decision, c.plan):
                 with pytest.raises(dataclasses.FrozenInstanceError):

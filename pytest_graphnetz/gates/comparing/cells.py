@@ -154,7 +154,7 @@ class GateCell:
                 diverged_note(comp.evidence.diverged_seeds),
                 skew_table_note(skew), unpaired_table_note(report, baseline), cache_note,
                 tuning_table_note(report, baseline)) if x),
-            folds=self.folds, call_alpha=self.design.alpha, look=look,
+            folds=self.folds, look=look,
             skew=skew)
 
     def _reported(self, k: int, fam: FamilyDecision | None, i: int) -> Comparison:

@@ -82,9 +82,6 @@ class CellVerdict:
     stop: Stop | None = None                # adaptive seeds: where the cell stopped
     table_note: str = ""                    # the summary table's Note for a passing cell
     folds: int | None = None                # k of a k-fold CV task (corrected resampled t)
-    # The α the gate call was given; comparison.decision.level is the level the reported look
-    # decides at (less than α on the schedule). None: the same.
-    call_alpha: float | None = None
     look: LookNote | None = None            # not-worse cells: the look it is reported at
     # A BETTER the leak guard flags (verdicts.leak): why; a refresh keeping it needs accept.
     suspect: str = ""
@@ -128,7 +125,7 @@ class CellVerdict:
             # the MDE is quoted at the level REGRESSED was tested at, the interval's upper end's
             level = f" (at REGRESSED's one-sided level {fmt_num(dec.regressed_level)}, after Holm)"
         # one α (the call's, as the message's first lines state it); a look decides at a level
-        alpha = dec.level if self.call_alpha is None else self.call_alpha
+        alpha = settings.alpha   # the call's; dec.level, the look's, is less on the schedule
         decides = ("" if alpha == dec.level else
                    f" (this look: one-sided level {fmt_num(dec.level)})")
         # Adaptive: the MDE is a one-look t test's at the seeds used, not the sequential design's.
