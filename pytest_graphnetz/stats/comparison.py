@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TypedDict
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -326,11 +326,12 @@ def measure(candidate: ArrayLike, baseline: ArrayLike,
     else:
         sd = (float(t_moments(d)[1]) if test != "welch"   # scaled: finite never gives inf
               else float(np.sqrt(c.var(ddof=1) + b.var(ddof=1))))
-    shared = _Shared(kind=settings.kind, test=test, n=n,
-                     mean_diff=float(d.mean()) if n else math.nan, sd_diff=sd,
-                     se=sd / math.sqrt(n) if n else math.nan,
-                     df=float(n - 1) if n >= 2 else math.nan, correction=correction,
-                     sd_per_fold=math.nan, diverged_seeds=diverged, excluded_seeds=excluded)
+    # the Evidence fields every outcome below shares
+    shared: dict[str, Any] = dict(
+        kind=settings.kind, test=test, n=n, mean_diff=float(d.mean()) if n else math.nan,
+        sd_diff=sd, se=sd / math.sqrt(n) if n else math.nan,
+        df=float(n - 1) if n >= 2 else math.nan, correction=correction, sd_per_fold=math.nan,
+        diverged_seeds=diverged, excluded_seeds=excluded)
     if folds is not None:   # the corrected se's sd is the per-fold sd scaled up
         shared["sd_per_fold"] = sd / math.sqrt(1 + n * fold_ratio(folds))
     if n < 2:
@@ -346,23 +347,7 @@ def measure(candidate: ArrayLike, baseline: ArrayLike,
     return _tested(c, b, settings, shared, rng, guard=folds is None)
 
 
-class _Shared(TypedDict):
-    """The :class:`Evidence` fields :func:`measure` shares between its outcomes."""
-
-    kind: str
-    test: str
-    n: int
-    mean_diff: float
-    sd_diff: float
-    se: float
-    df: float
-    correction: str
-    sd_per_fold: float
-    diverged_seeds: tuple[int, ...]
-    excluded_seeds: tuple[int, ...]
-
-
-def _tested(c: np.ndarray, b: np.ndarray, settings: DecisionSettings, shared: _Shared,
+def _tested(c: np.ndarray, b: np.ndarray, settings: DecisionSettings, shared: dict[str, Any],
             rng: RngLike, *, guard: bool) -> Evidence:
     """The evidence of the test on the oriented pairs ``c``, ``b`` (n,), n >= 2, not all
     equal: its three one-sided p-values at the settings' boundaries, and on a ``not_worse``
