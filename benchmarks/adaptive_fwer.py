@@ -146,9 +146,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="keep the INCONCLUSIVE rows' advice (slow; never a verdict)")
     args = parser.parse_args(argv)
     if not args.with_advice:
-        import pytest_graphnetz.stats.sequential as sq
+        import pytest_graphnetz.stats.lookahead as lookahead
 
-        sq.advise_next_look = lambda *a, **k: None
+        lookahead.advise_next_look = lambda *a, **k: None
     trials = args.trials or (200 if args.quick else 2000)
     k_trials = args.karate_trials or (200 if args.quick else 1000)
     karate = np.asarray(json.loads(POOL.read_text())["karate"]["values"]["baseline"]["final"])

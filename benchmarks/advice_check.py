@@ -37,12 +37,13 @@ import numpy as np
 
 from pytest_graphnetz.stats.boundaries import design
 from pytest_graphnetz.stats.decisions import Verdict
-from pytest_graphnetz.stats.sequential import (
+from pytest_graphnetz.stats.lookahead import (
     ADVICE_MAX_SEEDS,
+    PlanSpec,
     advise_next_look,
     plan_next_look,
-    run_schedule,
 )
+from pytest_graphnetz.stats.sequential import run_schedule
 
 DELTA = 0.01       # metric units (1 point), as the gate sees accuracy
 ALPHA = 0.05
@@ -57,10 +58,10 @@ RATIO_LIMIT = 1.3
 def plan(sd: float, taken: int, m: int) -> tuple[float, float]:
     """(expected need, old power look) for an INCONCLUSIVE cell of observed paired sd ``sd``
     on ``taken`` seeds in a call of ``m`` cells; NaN where there is no affordable look."""
-    kw = dict(first=FIRST, taken=taken, alpha=ALPHA, margin=0.0, regressed_alpha=ALPHA / m,
-              power=0.8)
-    p = plan_next_look(float(sd), taken, DELTA, **kw)
-    old = advise_next_look(float(sd), taken, DELTA, **kw)
+    spec = PlanSpec(DELTA, FIRST, alpha=ALPHA, margin=0.0, regressed_alpha=ALPHA / m,
+                    power=0.8)
+    p = plan_next_look(float(sd), taken, spec, taken=taken)
+    old = advise_next_look(float(sd), taken, spec, taken=taken)
     return (math.nan if p.expected is None else float(p.expected),
             math.nan if old is None else float(old))
 
@@ -142,8 +143,9 @@ def gate_check(taken: int, m: int, sds: np.ndarray, k: int, seed: int) -> str:
         if v.verdict != "INCONCLUSIVE":
             continue
         tried += 1
-        p = plan_next_look(float(np.std(d[0], ddof=1)), taken, DELTA, first=FIRST, taken=taken,
-                           alpha=ALPHA, margin=0.0, regressed_alpha=ALPHA / m, power=0.8)
+        spec = PlanSpec(DELTA, FIRST, alpha=ALPHA, margin=0.0, regressed_alpha=ALPHA / m,
+                        power=0.8)
+        p = plan_next_look(float(np.std(d[0], ddof=1)), taken, spec, taken=taken)
         agree += (v.comparison.plan.needed, v.comparison.plan.expected) == (
             p.next_look, p.expected)
     return f"{agree} of {tried}"

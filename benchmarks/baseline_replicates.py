@@ -253,12 +253,13 @@ def gate_rates(d: np.ndarray) -> dict[str, float]:
 
 def kernel_check(d: np.ndarray) -> dict[str, float]:
     """The same rates through the library's own comparison (``stats.decisions.compare``)."""
-    from pytest_graphnetz.stats.decisions import compare
+    from pytest_graphnetz.stats.decisions import DecisionSettings, compare
 
     out = {"REGRESSED": 0, "NOT WORSE": 0, "BETTER": 0}
+    settings = DecisionSettings(kind="not_worse", test="paired-t", margin=0.0, min_effect=DELTA,
+                                alpha=ALPHA)
     for row in d:
-        comp = compare(row, np.zeros_like(row), higher_is_better=True, kind="not_worse",
-                       test="paired-t", margin=0.0, min_effect=DELTA, alpha=ALPHA)
+        comp = compare(row, np.zeros_like(row), settings, higher_is_better=True)
         name = str(comp.decision.verdict)
         if name in out:
             out[name] += 1

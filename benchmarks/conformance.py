@@ -86,11 +86,12 @@ from pytest_graphnetz import BenchmarkReport, assert_not_worse  # noqa: E402
 from pytest_graphnetz.gates import compare_reports  # noqa: E402
 from pytest_graphnetz.gates.refreshing.baselines import BaselineHandle  # noqa: E402
 from pytest_graphnetz.gates.verdicts.values import GateRefusal  # noqa: E402
-from pytest_graphnetz.stats import sequential  # noqa: E402
+from pytest_graphnetz.stats import lookahead  # noqa: E402
 from pytest_graphnetz.stats.boundaries import design, schedule  # noqa: E402
 from pytest_graphnetz.stats.decisions import Verdict  # noqa: E402
 from pytest_graphnetz.stats.heldout import wilson_interval  # noqa: E402
-from pytest_graphnetz.stats.sequential import LookPlan, run_schedule  # noqa: E402
+from pytest_graphnetz.stats.lookahead import LookPlan  # noqa: E402
+from pytest_graphnetz.stats.sequential import run_schedule  # noqa: E402
 
 ALPHA, FIRST, MAX, DELTA = 0.05, 10, 80, 1.0   # δ in points
 LOOKS = (10, 20, 40, 80)
@@ -300,7 +301,7 @@ def numbers(v, *, family: bool = False) -> tuple:
 def without_advice() -> Iterator[None]:
     """The gate without its INCONCLUSIVE advice (about a second of simulation per row; it sets
     only the seeds a row advises, never a verdict or a number the invariants compare)."""
-    with mock.patch.object(sequential, "plan_next_look", lambda *a, **k: LookPlan(None, None)):
+    with mock.patch.object(lookahead, "plan_next_look", lambda *a, **k: LookPlan(None, None)):
         yield
 
 

@@ -202,15 +202,16 @@ def gate_fails(name: str, candidate: np.ndarray, baseline: np.ndarray) -> bool:
     """Whether gate ``name`` fails a PR whose per-seed values are ``candidate`` and
     ``baseline`` (both shape [S], paired by position, higher is better)."""
     from pytest_graphnetz import stats
-    from pytest_graphnetz.stats.decisions import compare
+    from pytest_graphnetz.stats.decisions import DecisionSettings, compare
 
     if name.startswith("paired "):
-        result = compare(candidate, baseline, higher_is_better=True, kind="not_worse",
-                         test=name.removeprefix("paired "), margin=0.0, alpha=ALPHA, rng=0)
+        settings = DecisionSettings(kind="not_worse", test=name.removeprefix("paired "),
+                                    margin=0.0, alpha=ALPHA)
+        result = compare(candidate, baseline, settings, higher_is_better=True, rng=0)
         return result.decision.verdict == stats.Verdict.REGRESSED
     if name == "Welch (unpaired)":
-        result = compare(candidate, baseline, higher_is_better=True, kind="not_worse",
-                         test="welch", margin=0.0, alpha=ALPHA, rng=0)
+        settings = DecisionSettings(kind="not_worse", test="welch", margin=0.0, alpha=ALPHA)
+        result = compare(candidate, baseline, settings, higher_is_better=True, rng=0)
         return result.decision.verdict == stats.Verdict.REGRESSED
     if name.startswith("gap > "):
         points = float(name.removeprefix("gap > ").removesuffix(" pt"))

@@ -78,10 +78,10 @@ def no_advice():
     """The gate without the INCONCLUSIVE row's seed advice (message only, never a verdict)."""
     import pytest
 
-    import pytest_graphnetz.stats.sequential as sq
+    import pytest_graphnetz.stats.lookahead as lookahead
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(sq, "advise_next_look", lambda *a, **k: None)
+        mp.setattr(lookahead, "advise_next_look", lambda *a, **k: None)
         yield
 
 

@@ -54,7 +54,7 @@ from conformance import ALPHA, DELTA, FIRST, LOOKS, MAX, ROWS, Rate, wilson  # n
 
 from pytest_graphnetz.stats.boundaries import design  # noqa: E402
 from pytest_graphnetz.stats.decisions import Code  # noqa: E402
-from pytest_graphnetz.stats.sequential import walk_looks  # noqa: E402
+from pytest_graphnetz.stats.sequential import Hypotheses, walk_looks  # noqa: E402
 from pytest_graphnetz.stats.skew import (  # noqa: E402
     guarded_t,
     hall_both_tails,
@@ -116,8 +116,8 @@ class Paths:
             g, z = self.g[which][k][open_], self.z[which][k][open_]
             return np.where(z > threshold, g, 0.0)
 
-        return walk_looks(at, self.rows, DESIGN, margin=0.0, min_effect=DELTA,
-                          regressed_alpha=None, upto=MAX, every_look=every_look,
+        return walk_looks(at, self.rows, DESIGN, Hypotheses(0.0, DELTA), upto=MAX,
+                          every_look=every_look,
                           skew=None if correct is None else skew,
                           correct=correct or guarded_t)[0]
 

@@ -36,7 +36,7 @@ from conformance import DELTA, FIRST, MAX, ROWS, Rate, Row, rates  # noqa: E402
 
 from pytest_graphnetz.stats.boundaries import design  # noqa: E402
 from pytest_graphnetz.stats.decisions import LOOK_VERDICTS, Code, decide_look  # noqa: E402
-from pytest_graphnetz.stats.sequential import walk_looks  # noqa: E402
+from pytest_graphnetz.stats.sequential import Hypotheses, walk_looks  # noqa: E402
 from pytest_graphnetz.stats.skew import hall_both_tails, skewness, skewness_se  # noqa: E402
 
 DESIGN = design(FIRST, MAX)
@@ -63,8 +63,8 @@ def rule_walk(rule: Rule | None) -> WalkFn:
             assert rule is not None
             return rule(D[open_, :n])
 
-        codes = walk_looks(at, D.shape[0], DESIGN, margin=0.0, min_effect=delta,
-                           regressed_alpha=None, upto=MAX, every_look=every_look,
+        codes = walk_looks(at, D.shape[0], DESIGN, Hypotheses(0.0, delta), upto=MAX,
+                           every_look=every_look,
                            skew=None if rule is None else skew, correct=hall_both_tails)[0]
         return np.array([LOOK_VERDICTS[c] for c in codes], dtype=object)
 

@@ -300,12 +300,13 @@ def _header(verdicts: Sequence[CellVerdict], spec: GateSpec, source: str,
 
 
 def _config(verdicts: Sequence[CellVerdict], alpha: float | None = None) -> str:
-    ev = verdicts[0].comparison.evidence
-    alpha = ev.alpha if alpha is None else alpha
-    text = f"{ev.test}, alpha {fmt_num(alpha)}, margin {fmt_num(ev.margin)}"
+    c = verdicts[0].comparison
+    ev = c.evidence
+    alpha = c.decision.level if alpha is None else alpha
+    text = f"{ev.test}, alpha {fmt_num(alpha)}, margin {fmt_num(c.settings.margin)}"
     if ev.kind != "not_worse":
         return text + (", every cell must pass (no Holm needed)" if len(verdicts) > 1 else "")
-    effects = sorted({fmt_num(v.comparison.evidence.min_effect) for v in verdicts})
+    effects = sorted({fmt_num(v.comparison.settings.min_effect) for v in verdicts})
     text += f", min_effect {'/'.join(effects)}"
     rows = sum(v.task == SUITE for v in verdicts)
     tested = sum(v.verdict != "IDENTICAL" for v in verdicts if v.task != SUITE)

@@ -85,13 +85,13 @@ def verdict_stats(verdict: CellVerdict | WidthVerdict, test: str | None = None
                "max_width": verdict.max_width}
     else:
         c = verdict.comparison
-        ev, dec = c.evidence, c.decision
+        ev, dec, settings = c.evidence, c.decision, c.settings
         out = {"kind": ev.kind, "test": ev.test, "n": ev.n, "mean_diff": ev.mean_diff,
                "ci_low": dec.ci.low, "ci_high": dec.ci.high, "level": c.confidence_level,
-               "p": verdict.p, "p_raw": ev.p_value, "alpha": ev.alpha, "margin": ev.margin,
-               "min_effect": ev.min_effect, "mde": dec.mde, "seeds": list(verdict.seeds),
+               "p": verdict.p, "p_raw": ev.p_value, "alpha": dec.level, "margin": settings.margin,
+               "min_effect": settings.min_effect, "mde": dec.mde, "seeds": list(verdict.seeds),
                # the MDE recomputes from these: the one-sided level, the paired sd, the power
-               "mde_alpha": dec.regressed_level, "sd_diff": ev.sd_diff, "power": ev.power,
+               "mde_alpha": dec.regressed_level, "sd_diff": ev.sd_diff, "power": settings.power,
                "baseline_mean": verdict.baseline.mean,
                "candidate_mean": verdict.candidate.mean,
                **verdict.guidance.numbers(test)}
@@ -114,11 +114,11 @@ def gate_call(verdict: CellVerdict | WidthVerdict, *, strict: bool = False
 
     if isinstance(verdict, WidthVerdict):
         return None
-    ev = verdict.comparison.evidence
+    c = verdict.comparison
     strict = strict or (verdict.verdict is Verdict.INCONCLUSIVE and bool(verdict.failed))
-    return {"gate": verdict.gate, "test": ev.test, "margin": _number(ev.margin),
-            "min_effect": _number(ev.min_effect),
-            "alpha": _number(ev.alpha if verdict.call_alpha is None else verdict.call_alpha),
+    return {"gate": verdict.gate, "test": c.evidence.test, "margin": _number(c.settings.margin),
+            "min_effect": _number(c.settings.min_effect),
+            "alpha": _number(c.settings.alpha),
             "strict": strict}
 
 

@@ -240,10 +240,10 @@ def _comparison_rows(ax: Axes, verdicts: Sequence[CellVerdict], ys: np.ndarray,
         ev, dec = c.evidence, c.decision
         colour = VERDICT_COLOURS.get(dec.verdict, "#000000")
         seen.setdefault(dec.verdict, colour)
-        m = float(ev.margin if margin is None else margin)
+        m = float(c.settings.margin if margin is None else margin)
         bounds.update({"not_worse": [-m], "better": [m]}.get(ev.kind, [-m, m]))
-        if ev.kind == "not_worse" and ev.min_effect is not None:
-            deltas.add(-float(ev.min_effect))
+        if ev.kind == "not_worse" and c.settings.min_effect is not None:
+            deltas.add(-float(c.settings.min_effect))
         if reports is not None:
             d = _paired_differences(v, *reports)
             jitter = np.linspace(-0.18, 0.18, d.size) if d.size > 1 else np.zeros(d.size)

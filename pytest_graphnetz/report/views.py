@@ -131,19 +131,19 @@ def pairwise(report: ReportRecord, test: str = "paired-t", *,
     examples instead of seeds are :func:`pairwise_examples`' job.
     """
     from pytest_graphnetz.stats.heldout import EXAMPLE_TESTS, fold_corrected_pairwise
-    from pytest_graphnetz.stats.tables import pairwise_table
+    from pytest_graphnetz.stats.tables import PairwiseSpec, pairwise_table
 
     if test in EXAMPLE_TESTS:
         raise ValueError(f"test={test!r} pairs the models on test examples, not on seeds: use "
                          f"report.pairwise_examples(test={test!r})")
     X = report.to_array(epoch_selection, strict=strict)
     hib = [report.metrics[t].higher_is_better for t in report.tasks]
-    table = pairwise_table(
-        X, tasks=report.tasks, models=report.models, higher_is_better=hib, test=test,
-        confidence_level=(report.confidence_level if confidence_level is None
-                          else confidence_level),
-        ci_method=report.ci_method, rng=rng, seeds=report.seeds, untestable=untestable,
-    )
+    spec = PairwiseSpec(test=test, confidence_level=(report.confidence_level
+                                                     if confidence_level is None
+                                                     else confidence_level),
+                        ci_method=report.ci_method, untestable=untestable)
+    table = pairwise_table(X, spec, tasks=report.tasks, models=report.models,
+                           higher_is_better=hib, rng=rng, seeds=report.seeds)
     folds = [report.folds(t) for t in report.tasks]
     if not any(folds):
         return table

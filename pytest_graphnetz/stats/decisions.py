@@ -5,6 +5,7 @@ decision at one look, for every kind of gate), :func:`decision_of` and :func:`pl
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
@@ -14,8 +15,22 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from pytest_graphnetz.stats._common import RngLike
-from pytest_graphnetz.stats.comparison import Comparison, Decision, Evidence, Plan, Verdict, measure
-from pytest_graphnetz.stats.planning import seeds_for_min_effect, seeds_to_decide_beyond
+from pytest_graphnetz.stats.comparison import (
+    DEFAULT_SETTINGS,
+    Comparison,
+    Decision,
+    DecisionSettings,
+    Evidence,
+    Plan,
+    Verdict,
+    evidence_notes,
+    measure,
+)
+from pytest_graphnetz.stats.planning import (
+    mde_from_se,
+    seeds_for_min_effect,
+    seeds_to_decide_beyond,
+)
 
 
 @dataclass(frozen=True)
@@ -35,12 +50,13 @@ class HolmResult:
         return self.alpha / self.steps[i]
 
 
-def compare(candidate: ArrayLike, baseline: ArrayLike, *, higher_is_better: bool = True,
-            kind: str = "not_worse", test: str = "paired-t", margin: float = 0.0,
-            min_effect: float | None = None, alpha: float = 0.05, power: float = 0.8,
-            n_resamples: int = 10_000, rng: RngLike = None, label: str | None = None,
-            seeds: Sequence[int] | None = None, plan: bool = True) -> Comparison:
-    """Verdict on one cell: ``candidate`` vs ``baseline`` (n_seeds,), aligned by seed.
+def compare(candidate: ArrayLike, baseline: ArrayLike,
+            settings: DecisionSettings = DEFAULT_SETTINGS, *, higher_is_better: bool = True,
+            rng: RngLike = None, label: str | None = None, seeds: Sequence[int] | None = None,
+            plan: bool = True) -> Comparison:
+    """Verdict on one cell: ``candidate`` vs ``baseline`` (n_seeds,), aligned by seed, under
+    ``settings`` (:class:`~.comparison.DecisionSettings`: kind, test, margin, min_effect,
+    alpha, power).
 
     ``kind="not_worse"``, in order (the first that holds):
 
@@ -67,37 +83,51 @@ def compare(candidate: ArrayLike, baseline: ArrayLike, *, higher_is_better: bool
     seed is excluded from the test with a note. A candidate diverged on so many seeds that
     fewer than 2 pairs remain is still REGRESSED, never an error. Otherwise fewer than 2 usable
     pairs raises ``ValueError`` naming ``label``. ``seeds`` labels the positions in notes
-    (default: 0, 1, ...).
+    (default: 0, 1, ...); ``plan=False``: no seeds plan.
     """
-    evidence = measure(candidate, baseline, higher_is_better=higher_is_better, kind=kind,
-                       test=test, margin=margin, min_effect=min_effect, alpha=alpha, power=power,
-                       n_resamples=n_resamples, rng=rng, label=label, seeds=seeds)
-    return judge(evidence, plan=plan)
+    evidence = measure(candidate, baseline, settings, higher_is_better=higher_is_better,
+                       rng=rng, label=label, seeds=seeds)
+    return judge(evidence, settings, plan=plan)
 
 
-def judge(evidence: Evidence, *, plan: bool = True, notes: Sequence[str] = ()) -> Comparison:
-    """The comparison of one cell judged alone at one look: its verdict at the evidence's
-    level (:func:`decide_look`, whatever the kind), its seeds plan (``plan=False``: none, for a
-    look that is not the one reported) and the evidence's notes, then ``notes``."""
-    decision = decision_of(evidence)
-    needed = plan_seeds(evidence, decision.verdict, evidence.alpha) if plan else None
-    return Comparison(evidence, decision, Plan(needed), (*evidence.notes, *notes))
+def judge(evidence: Evidence, settings: DecisionSettings, *, plan: bool = True,
+          notes: Sequence[str] = ()) -> Comparison:
+    """The comparison of one cell judged alone at one look: its verdict at the settings'
+    ``alpha`` (:func:`decide_look`, whatever the kind), its seeds plan (``plan=False``: none,
+    for a look that is not the one reported) and the evidence's notes, then ``notes``."""
+    decision = decision_of(evidence, settings)
+    needed = plan_seeds(evidence, settings, decision.verdict, settings.alpha) if plan else None
+    return Comparison(evidence, settings, decision, Plan(needed),
+                      (*evidence_notes(evidence, settings.alpha), *notes))
 
 
-def decision_of(evidence: Evidence, verdict: Verdict | None = None, *,
-                p_adjusted: float | None = None, regressed_level: float | None = None,
+def decision_of(evidence: Evidence, settings: DecisionSettings, verdict: Verdict | None = None,
+                *, level: float | None = None, p_adjusted: float | None = None,
+                regressed_level: float | None = None,
                 ci_alphas: tuple[float, float] | None = None) -> Decision:
-    """The :class:`~.comparison.Decision` on ``evidence``: ``verdict`` (None: the single look at
-    the evidence's level, :func:`verdict_at`), REGRESSED's adjusted p (default the raw p) and
-    level ``regressed_level`` (default the evidence's ``alpha``; the MDE is read at it), and the
-    interval at the one-sided levels ``ci_alphas`` of its ends (None: the evidence's)."""
+    """The :class:`~.comparison.Decision` on ``evidence`` at the one-sided ``level`` (default
+    the settings' ``alpha``): ``verdict`` (None: the single look at ``level``,
+    :func:`verdict_at`), REGRESSED's adjusted p (default the raw p) and level
+    ``regressed_level`` (default ``level``; the MDE is read at it, at the settings' power), and
+    the interval at the one-sided levels ``ci_alphas`` of its ends (None: both at ``level``)."""
+    level = settings.alpha if level is None else level
     if verdict is None:
-        verdict = final_verdict_at(evidence, level=evidence.alpha,
-                                   regressed_level=evidence.alpha)
-    level = evidence.alpha if regressed_level is None else regressed_level
-    ci = evidence.ci if ci_alphas is None else evidence.interval(*ci_alphas)
+        verdict = final_verdict_at(evidence, level=level, regressed_level=level)
+    regressed = level if regressed_level is None else regressed_level
+    ci = evidence.interval(*(ci_alphas or (level, level)))
     return Decision(verdict, evidence.p_value if p_adjusted is None else p_adjusted, level,
-                    evidence.mde_at(level), ci, ci_alphas)
+                    regressed, mde_of(evidence, regressed, power=settings.power), ci, ci_alphas)
+
+
+def mde_of(evidence: Evidence, level: float, *, power: float) -> float:
+    """Minimum detectable effect of ``evidence``'s test at its n, one-sided at ``level``
+    (noncentral t at ``power`` on its ``se``; the paired-t formula for every test): 0 for
+    identical seeds, ``inf`` where the test cannot reach ``level``."""
+    if evidence.identical:
+        return 0.0
+    if evidence.n < 2 or not math.isfinite(evidence.sd_diff) or evidence.p_floor > level:
+        return math.inf
+    return mde_from_se(evidence.se, evidence.n - 1, alpha=level, power=power, one_sided=True)
 
 
 def verdict_at(evidence: Evidence, *, level: float, regressed_level: float | None,
@@ -124,24 +154,24 @@ def final_verdict_at(evidence: Evidence, *, level: float, regressed_level: float
     return verdict
 
 
-def plan_seeds(evidence: Evidence, verdict: Verdict, alpha_regressed: float, *,
-               alpha: float | None = None) -> int | None:
+def plan_seeds(evidence: Evidence, settings: DecisionSettings, verdict: Verdict,
+               alpha_regressed: float, *, alpha: float | None = None) -> int | None:
     """Seeds that would decide an INCONCLUSIVE cell (None for the other verdicts): for
-    ``not_worse`` planned for δ, NOT WORSE at ``alpha`` (default the evidence's) and REGRESSED
+    ``not_worse`` planned for δ, NOT WORSE at ``alpha`` (default the settings') and REGRESSED
     at ``alpha_regressed`` (the Holm level); for the other kinds planned for the observed mean
     difference (None when no number of seeds would decide it)."""
     if verdict is not Verdict.INCONCLUSIVE:
         return None
-    alpha = evidence.alpha if alpha is None else alpha
+    alpha = settings.alpha if alpha is None else alpha
     if evidence.kind != "not_worse":
         return seeds_to_decide_beyond(evidence.mean_diff, evidence.sd_diff, evidence.n,
-                                      margin=evidence.margin, alpha=alpha,
-                                      power=evidence.power, kind=evidence.kind)
-    if evidence.min_effect is None or not np.isfinite(evidence.sd_diff):
+                                      margin=settings.margin, alpha=alpha,
+                                      power=settings.power, kind=evidence.kind)
+    if settings.min_effect is None or not np.isfinite(evidence.sd_diff):
         return None
-    needed = seeds_for_min_effect(evidence.sd_diff, evidence.min_effect, margin=evidence.margin,
+    needed = seeds_for_min_effect(evidence.sd_diff, settings.min_effect, margin=settings.margin,
                                   alpha=alpha, alpha_regressed=alpha_regressed,
-                                  power=evidence.power)
+                                  power=settings.power)
     return max(needed, evidence.n + 1)
 
 
@@ -271,51 +301,49 @@ def beats_reference(scores: ArrayLike, reference: int, alpha: float = 0.05
     return diffs, p_adj
 
 
-def compare_many(cells: Sequence[Mapping[str, Any]], **common: Any) -> list[Comparison]:
-    """:func:`compare` per cell, with REGRESSED decided in one Holm family across them.
+def compare_many(cells: Sequence[Mapping[str, Any]], settings: DecisionSettings, *,
+                 rng: RngLike = None) -> list[Comparison]:
+    """:func:`compare` per cell under one ``settings``, with REGRESSED decided in one Holm
+    family across them.
 
-    Each cell is a mapping of :func:`compare`'s arguments (at least ``candidate`` and
-    ``baseline``; typically also ``label``, ``higher_is_better``, ``seeds``); ``common`` holds
-    the arguments shared by every cell (``kind``, ``test``, ``margin``, ``alpha`` ...).
+    Each cell is a mapping of :func:`measure`'s data arguments (at least ``candidate`` and
+    ``baseline``; typically also ``label``, ``higher_is_better``, ``seeds``).
 
     The family is the ``not_worse`` cells a test ran on: IDENTICAL cells (no test) are not in
-    it. Only the primary p, the one that fails the gate (REGRESSED), is adjusted; the passing
-    decisions (NOT WORSE, BETTER) stay at raw ``alpha``. The MDE and the interval's upper end of
-    each tested cell are at the level Holm's step-down tested it at last (the step that rejected
-    it, else the last step); its seeds plan at ``alpha / m``, the level Holm demands of the most
+    it. Each tested cell's REGRESSED uses its Holm-adjusted p; its MDE and its interval's upper
+    end are at the level Holm's step-down tested it at last (the step that rejected it, else
+    the last step); its seeds plan at ``alpha / m``, the level Holm demands of the most
     significant cell.
     ``better`` and ``equivalent`` cells are each judged alone: those gates pass only when every
     cell passes (an intersection-union test), which holds its level without Holm.
     """
-    evidence = [measure(**{**common, **cell}) for cell in cells]
+    evidence = [measure(settings=settings, rng=rng, **cell) for cell in cells]
     tested = [i for i, e in enumerate(evidence) if e.kind == "not_worse" and not e.identical]
     if len(tested) < 2:
-        return [judge(e) for e in evidence]
-    alphas = {evidence[i].alpha for i in tested}
-    if len(alphas) != 1:
-        raise ValueError(f"Holm needs one `alpha` for the whole family, got {sorted(alphas)}")
-    alpha = alphas.pop()
-    m = len(tested)
+        return [judge(e, settings) for e in evidence]
+    alpha, m = settings.alpha, len(tested)
     family = holm([evidence[i].p_value for i in tested], alpha)
     adjusted = dict(zip(tested, family.p_adjusted, strict=True))
     levels = {i: family.level(j) for j, i in enumerate(tested)}
     out = []
     for i, e in enumerate(evidence):
         if i not in adjusted:
-            out.append(judge(e))
+            out.append(judge(e, settings))
             continue
         verdict = final_verdict_at(e, level=alpha, regressed_level=alpha,
                                    p_regressed=adjusted[i])
         # REGRESSED's level, the step that tested it last: the MDE and the upper end read at it
         level = levels[i]
         out.append(Comparison(
-            e, decision_of(e, verdict, p_adjusted=adjusted[i], regressed_level=level,
-                           ci_alphas=None if level == alpha else (alpha, level)),
-            Plan(plan_seeds(e, verdict, alpha / m)),
-            (*e.notes, f"p Holm-adjusted across the {m} tested cells")))
+            e, settings,
+            decision_of(e, settings, verdict, p_adjusted=adjusted[i], regressed_level=level,
+                        ci_alphas=None if level == alpha else (alpha, level)),
+            Plan(plan_seeds(e, settings, verdict, alpha / m)),
+            (*evidence_notes(e, alpha), f"p Holm-adjusted across the {m} tested cells")))
     return out
 
 
-__all__ = ["LOOK_VERDICTS", "Code", "Comparison", "Decision", "Evidence", "HolmResult", "Plan",
-           "Verdict", "compare", "compare_many", "decide_look", "decision_of", "final_verdict",
-           "final_verdict_at", "holm", "judge", "measure", "plan_seeds", "verdict_at"]
+__all__ = ["LOOK_VERDICTS", "Code", "Comparison", "Decision", "DecisionSettings", "Evidence",
+           "HolmResult", "Plan", "Verdict", "compare", "compare_many", "decide_look",
+           "decision_of", "final_verdict", "final_verdict_at", "holm", "judge", "mde_of",
+           "measure", "plan_seeds", "verdict_at"]

@@ -17,7 +17,6 @@ from pytest_graphnetz.stats._common import (
     RngLike,
     check_level,
     finite_vector,
-    fold_ratio,
     resolve_rng,
     standardized_effect,
     t_p_greater,
@@ -385,26 +384,6 @@ def example_pair_rows(task: str, model_a: str, model_b: str, pairs: Sequence[tup
 
 
 # -- k-fold CV cells: the corrected resampled t test wherever a paired test runs -------------
-
-def fold_corrected(candidate: ArrayLike, baseline: ArrayLike, *, k: int) -> np.ndarray:
-    """Candidate values (n,) on which the *plain* paired t test against ``baseline`` is the
-    Nadeau–Bengio corrected resampled t test of k-fold CV.
-
-    The paired differences' deviations from their mean are scaled by ``sqrt(1 + J·ρ)``
-    (J finite pairs, ρ = :func:`fold_ratio`): their mean is unchanged and their standard
-    error becomes ``sqrt(1/J + ρ)·s``, the corrected one. Non-finite pairs are left as they
-    are. Lets every verdict built on the paired t (gates, power, MDE) use the correction.
-    """
-    c, b = np.asarray(candidate, dtype=float), np.asarray(baseline, dtype=float)
-    keep = np.isfinite(c) & np.isfinite(b)
-    d = c[keep] - b[keep]
-    if d.size < 2:
-        return c.copy()
-    out = c.copy()
-    factor = math.sqrt(1 + d.size * fold_ratio(k))
-    out[keep] = b[keep] + d.mean() + factor * (d - d.mean())
-    return out
-
 
 FOLD_NOTE = ("task {task!r} is {k}-fold cross-validation: folds share training data, so its "
              "paired tests use the corrected resampled t test (Nadeau–Bengio: variance × "

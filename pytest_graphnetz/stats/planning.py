@@ -299,6 +299,13 @@ def fold_seeds_for_min_effect(sd_diff: float, min_effect: float, *, folds: int,
                                            rho=fold_ratio(folds)))
 
 
+def fold_se_floor(sd_diff: float, *, folds: int) -> float:
+    """The corrected resampled t's standard error on infinitely many seeds of a ``folds``-fold
+    CV task whose per-fold differences have sd ``sd_diff``: ``sqrt(ρ)·sd_diff``, ρ = 1/(k − 2);
+    no number of seeds brings it lower."""
+    return math.sqrt(fold_ratio(folds)) * sd_diff
+
+
 def fold_min_effect_floor(sd_diff: float, *, folds: int, margin: float = 0.0,
                           alpha: float = 0.05, alpha_regressed: float | None = None,
                           power: float = 0.8) -> float:
@@ -309,7 +316,7 @@ def fold_min_effect_floor(sd_diff: float, *, folds: int, margin: float = 0.0,
     from scipy import special
 
     a_reg = alpha if alpha_regressed is None else alpha_regressed
-    floor = math.sqrt(fold_ratio(folds)) * sd_diff
+    floor = fold_se_floor(sd_diff, folds=folds)
     z_p = float(special.ndtri(power))
     return max((float(special.ndtri(1 - alpha)) + z_p) * floor,
                margin + (float(special.ndtri(1 - a_reg)) + z_p) * floor)

@@ -1,5 +1,5 @@
 """Deciding with the one design (:mod:`.boundaries`): a cell at its looks, many cells over a
-schedule, a family of cells, and what the next look would deliver.
+schedule, a family of cells (what the next looks would deliver: :mod:`.lookahead`).
 
 A cell's paired differences ``d`` (sign-flipped so ``d > 0`` means "candidate better") are
 looked at after each look's seeds. Three one-sided hypotheses are each tested with their own
@@ -13,8 +13,8 @@ Each boundary is non-binding for the others, so P(REGRESSED | mean d = −margin
 P(NOT WORSE | mean d = −δ) ≤ α. Every decision here goes through
 :func:`~.decisions.decide_look` on the look's one-sided p-values, as the gate's does:
 :func:`walk_looks` is the one loop over looks, fed by raw differences (:func:`run_schedule`,
-:func:`sequential_decide`) or by simulated sufficient statistics (:func:`sequential_power`,
-:func:`advise_next_look`).
+:func:`sequential_decide`) or by simulated sufficient statistics
+(:func:`~.lookahead.sequential_power`, :func:`~.lookahead.advise_next_look`).
 """
 
 from __future__ import annotations
@@ -22,20 +22,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from pytest_graphnetz.stats._common import ConfidenceInterval, as_vector, t_moments
-from pytest_graphnetz.stats.boundaries import DEFAULT_RHO, Design, design, grow_paths, schedule
+from pytest_graphnetz.stats.boundaries import Design, design, schedule
 from pytest_graphnetz.stats.decisions import LOOK_VERDICTS, Code, Verdict, decide_look
 from pytest_graphnetz.stats.skew import DEFAULT_SKEW_Z, guarded_skewness, guarded_t
-
-PLAN_PATHS = 1 << 15   # simulated cells per plan: Monte-Carlo sd about 0.002 at 0.8
-PLAN_SEED = 20_231_984  # any fixed seed: the same cell gets the same advice every time
-ADVICE_MAX_SEEDS = 1280  # the largest look advised; past it no affordable seed count decides
-MIN_OPEN_PATHS = 200     # fewer simulated cells open than this: the advice plans unconditionally
 
 
 @dataclass(frozen=True)
@@ -140,7 +134,7 @@ def walk_differences(D: np.ndarray, design: Design, *, margin: float, min_effect
     ``skew_threshold`` (None: off) measured at each look on that look's seeds only: no look
     reads a seed past it, whatever the rows hold."""
 
-    def at(k: int, n: int, open_: np.ndarray) -> _LookStats:
+    def at(k: int, n: int, open_: np.ndarray) -> LookStats:
         X = D[open_, :n]
         mean, sd, _ = t_moments(X)   # scaled before squaring: finite never gives inf
         return mean, sd, np.max(np.abs(X), axis=1), np.all(X == 0, axis=1)
@@ -152,29 +146,51 @@ def walk_differences(D: np.ndarray, design: Design, *, margin: float, min_effect
         def skew(k: int, n: int, open_: np.ndarray) -> np.ndarray:
             return guarded_skewness(D[open_, :n], threshold=threshold)
 
-    return walk_looks(at, D.shape[0], design, margin=margin, min_effect=min_effect,
-                      regressed_alpha=regressed_alpha, upto=upto, first=first,
-                      every_look=every_look, skew=skew)
+    return walk_looks(at, D.shape[0], design, Hypotheses(margin, min_effect, regressed_alpha),
+                      upto=upto, first=first, every_look=every_look, skew=skew)
 
 
 # Per open row at a look: mean, sd, the largest |difference| (the rounding scale of
 # `_sided_t`) and whether every difference is exactly 0.
-_LookStats = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+LookStats = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
-def walk_looks(at: Callable[[int, int, np.ndarray], _LookStats], rows: int, design: Design, *,
-               margin: float, min_effect: float | None, regressed_alpha: float | None, upto: int,
-               first: int = 0, every_look: bool = False,
+@dataclass(frozen=True)
+class Hypotheses:
+    """The three one-sided hypotheses a look tests (the module's docstring): REGRESSED's and
+    BETTER's at ``margin``, NOT WORSE's at ``-min_effect`` (δ > margin; None: ``-margin``),
+    REGRESSED's boundary at ``regressed_alpha`` (None: the design's α; Holm across cells)."""
+
+    margin: float = 0.0
+    min_effect: float | None = None
+    regressed_alpha: float | None = None
+
+    def __post_init__(self) -> None:
+        if not self.margin >= 0:
+            raise ValueError(f"`margin` must be >= 0 (in metric units), got {self.margin!r}")
+        if self.min_effect is not None and not self.min_effect > self.margin:
+            raise ValueError(f"`min_effect` (δ) must exceed `margin` ({self.margin}), got "
+                             f"{self.min_effect!r}")
+
+    @property
+    def bounds(self) -> tuple[float, float, float]:
+        """What REGRESSED's, NOT WORSE's and BETTER's statistics are centred on."""
+        delta = self.margin if self.min_effect is None else float(self.min_effect)
+        return -self.margin, -delta, self.margin
+
+
+def walk_looks(at: Callable[[int, int, np.ndarray], LookStats], rows: int, design: Design,
+               hypotheses: Hypotheses, *, upto: int, first: int = 0, every_look: bool = False,
                skew: Callable[[int, int, np.ndarray], np.ndarray] | None = None,
                correct: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]] = guarded_t
                ) -> tuple[np.ndarray, np.ndarray, tuple]:
     """The one loop over looks, whatever holds the data: ``at(k, n, open_)`` gives the open
     rows' statistics at look ``k`` (``n`` seeds), for the looks from index ``first`` up to
     ``upto`` seeds; a row still open at the design's last look is INCONCLUSIVE, before it
-    CONTINUE. Each look decides through
-    :func:`~.decisions.decide_look` on the t statistics' one-sided p-values. Returns per row
-    its code, the seeds of the look it is reported at, and its statistics there (mean, sd,
-    se, c, c_regressed, t_regressed, t_not_worse, t_better).
+    CONTINUE. Each look decides ``hypotheses`` through :func:`~.decisions.decide_look` on the
+    t statistics' one-sided p-values. Returns per row its code, the seeds of the look it is
+    reported at, and its statistics there (mean, sd, se, c, c_regressed, t_regressed,
+    t_not_worse, t_better).
 
     By default a row stops at its first crossing (it trains no more seeds). ``every_look``: the
     rows hold every look's seeds, and every look is read (futility non-binding): a row that
@@ -190,12 +206,8 @@ def walk_looks(at: Callable[[int, int, np.ndarray], _LookStats], rows: int, desi
     other rules to weigh them against it."""
     from scipy import special
 
-    if not margin >= 0:
-        raise ValueError(f"`margin` must be >= 0 (in metric units), got {margin!r}")
-    if min_effect is not None and not min_effect > margin:
-        raise ValueError(f"`min_effect` (δ) must exceed `margin` ({margin}), got {min_effect!r}")
-    delta = margin if min_effect is None else float(min_effect)
-    reg = design if regressed_alpha is None else design.at_level(regressed_alpha)
+    reg = (design if hypotheses.regressed_alpha is None
+           else design.at_level(hypotheses.regressed_alpha))
     code = np.full(rows, int(Code.CONTINUE))
     n_used = np.zeros(rows, dtype=int)
     stats = tuple(np.full(rows, np.nan) for _ in range(8))
@@ -212,31 +224,23 @@ def walk_looks(at: Callable[[int, int, np.ndarray], _LookStats], rows: int, desi
         n = design.looks[k]
         mean, sd, scale, zero = at(k, n, open_)
         se = sd / math.sqrt(n)
-        t_reg, t_nw, t_bt = (_sided_t(mean, se, scale, b) for b in (-margin, -delta, margin))
+        t_reg, t_nw, t_bt = (_sided_t(mean, se, scale, b) for b in hypotheses.bounds)
         h_reg, h_nw, h_bt = t_reg, t_nw, t_bt
         if skew is not None:
-            g = skew(k, n, open_)
-            h_reg, h_nw, h_bt = correct(t_reg, t_nw, t_bt, g, n)
-        df = n - 1
+            h_reg, h_nw, h_bt = correct(t_reg, t_nw, t_bt, skew(k, n, open_), n)
         if every_look:
             zero_so_far[open_] &= zero
             identical = zero_so_far[open_] & (k == upto_k)
         else:
             identical = zero if k == first else np.zeros(zero.shape, dtype=bool)
+        df = n - 1
         new = decide_look(special.stdtr(df, h_reg), special.stdtr(df, -h_nw),
                           special.stdtr(df, -h_bt), level=design.nominal[k],
                           regressed_level=reg.nominal[k], last=k == last, identical=identical)
+        moved = np.ones(new.shape, dtype=bool)
         if every_look:
-            # an all-zero look is no evidence yet (IDENTICAL needs every look); a row that
-            # passed keeps its look unless REGRESSED crosses here
-            new = np.where(zero_so_far[open_] & ~identical, Code.CONTINUE, new)
-            if k == last:
-                new = np.where(new == Code.CONTINUE, Code.INCONCLUSIVE, new)
-            was = passed[open_]
-            moved = ~was | (new == Code.REGRESSED)
-            new = np.where(moved, new, code[open_])
-        else:
-            moved = np.ones(new.shape, dtype=bool)
+            new, moved = _read_on(new, code[open_], passed[open_],
+                                  zero_so_far[open_] & ~identical, last=k == last)
         code[open_] = new
         rows_moved = np.flatnonzero(open_)[moved]
         n_used[rows_moved] = n
@@ -245,6 +249,20 @@ def walk_looks(at: Callable[[int, int, np.ndarray], _LookStats], rows: int, desi
                                     t_reg, t_nw, t_bt), strict=True):
             arr[rows_moved] = val[moved]
     return code, n_used, stats
+
+
+def _read_on(new: np.ndarray, before: np.ndarray, passed: np.ndarray, all_zero: np.ndarray, *,
+             last: bool) -> tuple[np.ndarray, np.ndarray]:
+    """A look of a run that reads every look, on its open rows: their codes ``new`` at this
+    look, ``before`` it, which had ``passed`` (NOT WORSE or BETTER), and which read ``all_zero``
+    so far without being IDENTICAL. An all-zero look is no evidence yet (IDENTICAL needs every
+    look); a row that passed keeps its look unless REGRESSED crosses here. Returns the codes
+    and which rows take this look."""
+    new = np.where(all_zero, Code.CONTINUE, new)
+    if last:
+        new = np.where(new == Code.CONTINUE, Code.INCONCLUSIVE, new)
+    moved = ~passed | (new == Code.REGRESSED)
+    return np.where(moved, new, before), moved
 
 
 def _sided_t(mean: np.ndarray, se: np.ndarray, scale: np.ndarray, bound: float) -> np.ndarray:
@@ -348,148 +366,7 @@ def sequential_holm(histories: Sequence[Sequence[float]],
                           tested_at=tuple(last if x is None else x for x in steps))
 
 
-def _simulate(sd_diff: float | np.ndarray, min_effect: float, design: Design, *, margin: float,
-              regressed_alpha: float | None, paths: int, seed: int,
-              ) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
-    """Codes and seeds used of ``paths`` simulated cells walked through ``design``, under no
-    change (true mean 0) and under a drop of δ: normal differences of sd ``sd_diff`` (a number,
-    or one per path), simulated through their sufficient statistics at each look (the new
-    block's sum is normal, its within-block sum of squares χ², independent; the law of the t
-    statistics is exact). Draws are laid out look by look (common random numbers)."""
-    gen = np.random.default_rng(seed)
-    S, Q = np.zeros(paths), np.zeros(paths)
-    sums, squares, n_prev = [], [], 0
-    for n in design.looks:
-        S, Q = grow_paths(gen, S, Q, n_prev, n)
-        sums.append(S)
-        squares.append(Q)
-        n_prev = n
-    sigma = np.broadcast_to(np.asarray(sd_diff, dtype=float), (paths,))
-
-    def shifted(shift: float) -> Callable[[int, int, np.ndarray], _LookStats]:
-        def at(k: int, n: int, open_: np.ndarray) -> _LookStats:
-            mean = sigma[open_] * sums[k][open_] / n - shift
-            return (mean, sigma[open_] * np.sqrt(squares[k][open_] / (n - 1)), np.abs(mean),
-                    np.zeros(mean.shape, dtype=bool))
-        return at
-
-    null, drop = (walk_looks(shifted(shift), paths, design, margin=margin, min_effect=min_effect,
-                             regressed_alpha=regressed_alpha, upto=design.max_seeds)[:2]
-                  for shift in (0.0, float(min_effect)))
-    return null, drop
-
-
-_PASSES = (Code.NOT_WORSE, Code.BETTER, Code.IDENTICAL)
-
-
-def sequential_power(sd_diff: float, min_effect: float, design: Design, *,
-                     margin: float = 0.0, regressed_alpha: float | None = None,
-                     paths: int = PLAN_PATHS, seed: int = PLAN_SEED) -> tuple[float, float]:
-    """What ``design`` delivers for a cell whose paired differences are normal with sd
-    ``sd_diff``: the chance that no change (true mean 0) reads NOT WORSE or BETTER, and the
-    chance that a drop of ``min_effect`` (δ) reads REGRESSED (at ``regressed_alpha``), each by
-    the design's last look, through :func:`walk_looks` (the gate's decisions)."""
-    if not (math.isfinite(sd_diff) and sd_diff > 0):
-        raise ValueError(f"`sd_diff` must be a finite number > 0, got {sd_diff!r}")
-    (null, _), (drop, _) = _simulate(sd_diff, min_effect, design, margin=margin,
-                                     regressed_alpha=regressed_alpha, paths=paths, seed=seed)
-    return float(np.isin(null, _PASSES).mean()), float(np.mean(drop == Code.REGRESSED))
-
-
-@lru_cache(maxsize=256)   # the cells of a call often repeat
-def advise_next_look(sd_diff: float, n_observed: int, min_effect: float, *, first: int,
-                     taken: int = 0, alpha: float = 0.05, rho: float = DEFAULT_RHO,
-                     margin: float = 0.0, regressed_alpha: float | None = None,
-                     power: float = 0.8, max_seeds: int = ADVICE_MAX_SEEDS,
-                     paths: int = PLAN_PATHS, seed: int = PLAN_SEED) -> int | None:
-    """The seeds of the look of the schedule (first look ``first``, spending ``alpha``, ``rho``)
-    that decides a cell INCONCLUSIVE after ``taken`` seeds: the smallest look past ``taken`` at
-    which, given that the cell was still open at every look up to ``taken``, no change reads
-    NOT WORSE (or BETTER) and a drop of δ reads REGRESSED (at ``regressed_alpha``), each with
-    probability ``power``. ``taken = 0``: a cell that has had no look of the schedule (judged
-    alone on fewer seeds). None when no look up to ``max_seeds`` does.
-
-    The sd is not known: ``sd_diff`` was estimated on ``n_observed`` pairs, so each simulated
-    cell draws its σ from the estimate's fiducial law (σ² = (n − 1)·s² / χ²_{n−1}) before its
-    path, and the power is averaged over what the sd may be. The advice depends only on the
-    spread, never on the observed mean's sign or size (that would bias the rerun)."""
-    if not (math.isfinite(sd_diff) and sd_diff > 0):
-        raise ValueError(f"`sd_diff` must be a finite number > 0, got {sd_diff!r}")
-    looks = [n for n in schedule(first, max_seeds) if n > taken]
-    if not looks:
-        return None
-    full = design(first, max_seeds, alpha=alpha, rho=rho)
-    gen = np.random.default_rng(seed + 1)
-    df = max(int(n_observed) - 1, 1)
-    sigma = sd_diff * np.sqrt(df / gen.chisquare(df, paths))
-    (null, n_null), (drop, n_drop) = _simulate(sigma, min_effect, full, margin=margin,
-                                              regressed_alpha=regressed_alpha, paths=paths,
-                                              seed=seed)
-    open_null, open_drop = n_null > taken, n_drop > taken   # still open after `taken` seeds
-    # A spread so small that simulated cells are hardly ever open after `taken` seeds: the
-    # condition carries no information, so plan unconditionally (else "no seed count").
-    if open_null.sum() < MIN_OPEN_PATHS or open_drop.sum() < MIN_OPEN_PATHS:
-        open_null = open_drop = np.ones(paths, dtype=bool)
-    for n in looks:
-        ok_null = np.mean(np.isin(null[open_null], _PASSES) & (n_null[open_null] <= n))
-        ok_drop = np.mean((drop[open_drop] == Code.REGRESSED) & (n_drop[open_drop] <= n))
-        if min(ok_null, ok_drop) >= power:
-            return n
-    return None
-
-
-@dataclass(frozen=True)
-class LookPlan:
-    """What an INCONCLUSIVE cell does next (:func:`plan_next_look`): ``next_look``, the
-    schedule's next look past the seeds it has (what the CI loop, ``graphnetz next-seeds``,
-    runs next), and ``expected``, the seeds it is expected to use before it decides (the mean
-    over simulated cells open here, at the observed sd, walking the schedule up to its last
-    affordable look); both None when no affordable seed count decides it
-    (:func:`advise_next_look`)."""
-
-    next_look: int | None
-    expected: int | None
-
-
-@lru_cache(maxsize=256)   # the cells of a call often repeat
-def plan_next_look(sd_diff: float, n_observed: int, min_effect: float, *, first: int,
-                   taken: int = 0, alpha: float = 0.05, rho: float = DEFAULT_RHO,
-                   margin: float = 0.0, regressed_alpha: float | None = None,
-                   power: float = 0.8, max_seeds: int = ADVICE_MAX_SEEDS,
-                   paths: int = PLAN_PATHS, seed: int = PLAN_SEED) -> LookPlan:
-    """The next look and the expected need of a cell INCONCLUSIVE after ``taken`` seeds of the
-    schedule (first look ``first``; ``taken = 0``: judged alone on ``n_observed`` seeds).
-
-    The next look is the smallest look past ``max(taken, n_observed)``: looks are walked one by
-    one, as the CI loop does. The expected need is the mean of the seeds used by simulated
-    cells whose differences have sd ``sd_diff`` (the observed sd, plugged in: averaging over
-    the sd's fiducial law, as the power look does, lands about 1.5x above what cells at the
-    true sd use; ``benchmarks/advice_check.py`` measures both), given that they were open
-    after ``taken`` seeds, pooled over no change and a drop of δ, counting a cell still open
-    at ``max_seeds`` at ``max_seeds``. Both None when :func:`advise_next_look` finds no look
-    up to ``max_seeds`` that decides the cell with probability ``power``."""
-    if advise_next_look(sd_diff, n_observed, min_effect, first=first, taken=taken, alpha=alpha,
-                        rho=rho, margin=margin, regressed_alpha=regressed_alpha, power=power,
-                        max_seeds=max_seeds, paths=paths, seed=seed) is None:
-        return LookPlan(None, None)
-    past = max(taken, int(n_observed))
-    later = [n for n in schedule(first, max_seeds) if n > past]
-    if not later:
-        return LookPlan(None, None)
-    full = design(first, max_seeds, alpha=alpha, rho=rho)
-    (_, n_null), (_, n_drop) = _simulate(sd_diff, min_effect, full, margin=margin,
-                                         regressed_alpha=regressed_alpha, paths=paths,
-                                         seed=seed)
-    used = np.concatenate([n_null, n_drop])
-    open_ = used > taken
-    if open_.sum() < MIN_OPEN_PATHS:   # as in advise_next_look: plan unconditionally
-        open_ = np.ones(used.size, dtype=bool)
-    expected = max(float(used[open_].mean()), float(later[0]))
-    return LookPlan(later[0], math.ceil(expected))
-
-
 __all__ = [
-    "ADVICE_MAX_SEEDS", "PLAN_PATHS", "PLAN_SEED", "FamilyDecision", "LookPlan",
-    "SequentialDecision", "advise_next_look", "design", "plan_next_look", "run_schedule",
-    "schedule", "sequential_decide", "sequential_holm", "sequential_power",
+    "FamilyDecision", "Hypotheses", "LookStats", "SequentialDecision", "design", "run_schedule",
+    "schedule", "sequential_decide", "sequential_holm", "walk_looks",
 ]

@@ -169,28 +169,45 @@ def summarize(X: ArrayLike, *, tasks: Sequence[str], models: Sequence[str], metr
     return Summary(rows=rows, method=method, confidence_level=check_level(confidence_level))
 
 
-def pairwise_table(X: ArrayLike, *, tasks: Sequence[str], models: Sequence[str],
-                   higher_is_better: Sequence[bool], test: str = "paired-t",
-                   confidence_level: float = 0.95, ci_method: str = "t",
-                   n_resamples: int = 10_000, rng: RngLike = None,
-                   seeds: Sequence[int] | None = None, untestable: str = "raise") -> Pairwise:
-    """:class:`Pairwise` over ``X[task, model, seed]`` (T, M, S): every pair i < j of models per
-    task; sign convention in :class:`PairwiseRow`.
+@dataclass(frozen=True)
+class PairwiseSpec:
+    """How :func:`pairwise_table` compares two models: the paired ``test`` and the
+    ``confidence_level`` of its intervals, ``ci_method`` of each cell's own interval (the
+    overlap column), ``n_resamples`` of a resampling test, and what a pair with fewer than 2
+    usable seeds does (``untestable``: ``"raise"`` or ``"skip"``)."""
+
+    test: str = "paired-t"
+    confidence_level: float = 0.95
+    ci_method: str = "t"
+    n_resamples: int = 10_000
+    untestable: str = "raise"
+
+
+DEFAULT_PAIRWISE = PairwiseSpec()
+
+
+def pairwise_table(X: ArrayLike, spec: PairwiseSpec = DEFAULT_PAIRWISE, *,
+                   tasks: Sequence[str], models: Sequence[str],
+                   higher_is_better: Sequence[bool], rng: RngLike = None,
+                   seeds: Sequence[int] | None = None) -> Pairwise:
+    """:class:`Pairwise` over ``X[task, model, seed]`` (T, M, S) under ``spec``: every pair
+    i < j of models per task; sign convention in :class:`PairwiseRow`.
 
     All pairs of all tasks that share a pattern of diverged seeds are tested in one batch.
     A pair with fewer than 2 seeds finite in both models raises, or with
     ``untestable="skip"`` gets a row of NaN statistics (its ``n`` says how many seeds were
     usable), a note, and no part in its task's Holm family.
     """
+    test, untestable, n_resamples = spec.test, spec.untestable, spec.n_resamples
     check_choice("test", test, PAIRED_TESTS)
     check_choice("untestable", untestable, ("raise", "skip"))
-    level = check_level(confidence_level)
+    level = check_level(spec.confidence_level)
     X = np.asarray(X, dtype=float)
     t_n, m_n, s_n = X.shape
     seeds = list(range(s_n)) if seeds is None else list(seeds)
     # Orient every task so that larger is better: then "a - b > 0" reads "a is better".
     V = X * np.where(np.asarray(higher_is_better, dtype=bool), 1.0, -1.0)[:, None, None]
-    cells = describe_many(V.reshape(t_n * m_n, s_n), method=ci_method, confidence_level=level,
+    cells = describe_many(V.reshape(t_n * m_n, s_n), method=spec.ci_method, confidence_level=level,
                           n_resamples=n_resamples, rng=rng)
     keys = [(t, i, j) for t in range(t_n) for i in range(m_n) for j in range(i + 1, m_n)]
     if not keys:

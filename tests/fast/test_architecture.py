@@ -159,12 +159,6 @@ WIDE_FUNCTIONS = {
     "gates/comparing/compare.py:compare_reports": f"{PUBLIC_FORM} (DESIGN.md) over GateSpec",
     "gates/tuning.py:tune": f"{PUBLIC_FORM} (README.md) over TuneSpec",
     "runner/sweep.py:run_benchmark": f"{PUBLIC_FORM} (DESIGN.md) over SweepSpec",
-    "stats/comparison.py:measure": "a statistic's settings as keywords, not narrowed yet",
-    "stats/decisions.py:compare": "a statistic's settings as keywords, not narrowed yet",
-    "stats/sequential.py:advise_next_look": "a statistic's settings as keywords, not narrowed yet",
-    "stats/sequential.py:plan_next_look": "a statistic's settings as keywords, not narrowed yet",
-    "stats/sequential.py:walk_looks": "a statistic's settings as keywords, not narrowed yet",
-    "stats/tables.py:pairwise_table": "a statistic's settings as keywords, not narrowed yet",
 }
 MAX_WRAPPER_STATEMENTS = 3
 

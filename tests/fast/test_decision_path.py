@@ -20,7 +20,7 @@ from pytest_graphnetz.gates import compare_reports
 from pytest_graphnetz.gates.comparing.adaptive import run_adaptive
 from pytest_graphnetz.gates.comparing.compare import compare_schedule
 from pytest_graphnetz.gates.verdicts.values import GateRefusal
-from pytest_graphnetz.stats.decisions import compare_many
+from pytest_graphnetz.stats.decisions import DecisionSettings, compare_many
 
 POOL = Path(__file__).resolve().parents[2] / "benchmarks" / "gate_quality_values.json"
 
@@ -83,8 +83,9 @@ def test_one_look_schedule_is_the_fixed_gate_bit_for_bit_on_the_committed_pool(t
     # the reference: the fixed test per cell + Holm, at what the first look spends (ρα)
     reference = compare_many(
         [{"candidate": np.array([cand[v][s] for s in seeds]), "baseline": base[seeds],
-          "label": f"toy/{v}", "seeds": seeds, "min_effect": 0.01} for v in variants],
-        kind="not_worse", test="paired-t", margin=0.0, alpha=0.85 * 0.05)
+          "label": f"toy/{v}", "seeds": seeds} for v in variants],
+        DecisionSettings(kind="not_worse", test="paired-t", margin=0.0, min_effect=0.01,
+                         alpha=0.85 * 0.05))
     holm = sum(c.decision.verdict.value != "IDENTICAL" for c in reference) > 1
     # a family with a cell the skew guard corrects is not the plain t's
     # (tests/fast/test_stats_skew.py)
@@ -144,8 +145,9 @@ def _recompute(v, base_values, cand_values, margin, delta, alpha):
         a = g / math.sqrt(len(d))
         p = sps.t.cdf(max(t, t + a * (t * t / 3 + 1 / 6) + a * a * t ** 3 / 27), len(d) - 1)
     assert c.evidence.p_value == pytest.approx(p, rel=1e-7, abs=1e-12)
-    # each look decides at its own level (c.evidence.alpha: what the look spends, e.g. ρα at look 1)
-    low_a, high_a = c.decision.ci_alphas or (c.evidence.alpha, c.evidence.alpha)
+    # each look decides at its own level (c.decision.level: what the look spends, e.g. ρα at
+    # look 1)
+    low_a, high_a = c.decision.ci_alphas or (c.decision.level, c.decision.level)
     df = len(d) - 1
     assert c.decision.ci.low == pytest.approx(d.mean() - sps.t.isf(low_a, df) * se, rel=1e-9,
                                               abs=1e-12)
@@ -271,7 +273,7 @@ def test_a_margin_keeps_delta_one_point_beyond_it_and_mae_rows_say_nothing_plann
     cand = {"m": {s: base["m"][s] - 0.005 + 0.004 * rng.standard_normal() for s in seeds}}
     (v,) = assert_not_worse(_report(cand, seeds), _report(base, seeds), margin=0.01)
     # margin + one point, not dropped
-    assert v.comparison.evidence.min_effect == pytest.approx(0.02)
+    assert v.comparison.settings.min_effect == pytest.approx(0.02)
     # the Note states δ and margin it was judged against, not a table note
     assert v.verdict == "NOT WORSE" and v.row()["note"] == v.guidance.note()
     assert "δ 2 points; margin 1 point" in v.row()["note"]
@@ -280,7 +282,7 @@ def test_a_margin_keeps_delta_one_point_beyond_it_and_mae_rows_say_nothing_plann
     worse = BenchmarkReport.from_arrays([[[cand["m"][s] for s in seeds]]], tasks=["toy"],
                                         models=["m"], seeds=list(seeds), metric="mae")
     (w,) = assert_not_worse(worse, mae, margin=0.01)
-    assert w.comparison.evidence.min_effect is None
+    assert w.comparison.settings.min_effect is None
     assert "NOT WORSE only means above −margin" in w.row()["note"]
 
 
@@ -291,7 +293,12 @@ def test_better_and_equivalent_decide_in_decide_look_as_scipys_one_sided_t_tests
     """decide_look decides every kind, on arrays, as scipy's one-sided t tests say, and a
     one-cell compare() reads the same verdict."""
     from pytest_graphnetz.stats import Verdict
-    from pytest_graphnetz.stats.decisions import LOOK_VERDICTS, compare, decide_look
+    from pytest_graphnetz.stats.decisions import (
+        LOOK_VERDICTS,
+        DecisionSettings,
+        compare,
+        decide_look,
+    )
 
     rng = np.random.default_rng(11)
     alpha, margin = 0.05, 0.01
@@ -313,10 +320,10 @@ def test_better_and_equivalent_decide_in_decide_look_as_scipys_one_sided_t_tests
     assert {"EQUIVALENT", "NOT EQUIVALENT"} <= set(want_equivalent)
     base = np.full(12, 0.8)
     for row, b, e in zip(d[:40], better[:40], equivalent[:40], strict=True):
-        assert compare(base + row, base, kind="better", margin=margin).decision.verdict \
-            is LOOK_VERDICTS[b]
-        assert compare(base + row, base, kind="equivalent", margin=margin).decision.verdict \
-            is LOOK_VERDICTS[e]
+        better_at = DecisionSettings(kind="better", margin=margin)
+        assert compare(base + row, base, better_at).decision.verdict is LOOK_VERDICTS[b]
+        equivalent_at = DecisionSettings(kind="equivalent", margin=margin)
+        assert compare(base + row, base, equivalent_at).decision.verdict is LOOK_VERDICTS[e]
     # a diverged candidate fails every kind, whatever its p-values say
     codes = decide_look(1.0, 0.0, 0.0, level=alpha, regressed_level=alpha, last=True,
                         diverged=True, kind="equivalent")
@@ -329,7 +336,7 @@ def test_each_reported_comparison_is_the_kernels_decision_on_its_own_evidence() 
     cells for not-worse, checked by hand), and no part can be rewritten after it was built."""
     import dataclasses
 
-    from pytest_graphnetz.stats.decisions import verdict_at
+    from pytest_graphnetz.stats.decisions import mde_of, verdict_at
 
     rng = np.random.default_rng(5)
     base = 0.8 + 0.02 * rng.standard_normal((3, 2, 10))
@@ -348,12 +355,14 @@ def test_each_reported_comparison_is_the_kernels_decision_on_its_own_evidence() 
                                    canonical=True)
         for v in verdicts:
             c = v.comparison
-            again = verdict_at(c.evidence, level=c.evidence.alpha, regressed_level=c.evidence.alpha,
+            again = verdict_at(c.evidence, level=c.decision.level,
+                               regressed_level=c.decision.level,
                                p_regressed=c.decision.p_adjusted if gate == "not_worse" else None)
             assert again is c.decision.verdict, (gate, v.cell)
-            assert c.decision.mde == c.evidence.mde_at(c.decision.regressed_level)
+            assert c.decision.mde == mde_of(c.evidence, c.decision.regressed_level,
+                                            power=c.settings.power)
             seen.add((gate, str(c.decision.verdict)))
-            for part in (c, c.evidence, c.decision, c.plan):
+            for part in (c, c.evidence, c.settings, c.decision, c.plan):
                 with pytest.raises(dataclasses.FrozenInstanceError):
                     part.notes = ()  # type: ignore[misc]
         if gate == "not_worse":   # Holm's step-down over the 5 tested cells, by hand
@@ -370,7 +379,7 @@ def test_each_reported_comparison_is_the_kernels_decision_on_its_own_evidence() 
             for j, i in enumerate(order):
                 step = 5 - j if j < r else 5 - r
                 assert tested[i].decision.regressed_level == pytest.approx(
-                    tested[i].evidence.alpha / step)
+                    tested[i].decision.level / step)
     assert {("not_worse", "REGRESSED"), ("not_worse", "IDENTICAL"),
             ("better", "BETTER")} <= seen
 

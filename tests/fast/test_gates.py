@@ -232,7 +232,7 @@ def test_observer_supplies_defaults_and_collects_rows() -> None:
     with recording(GateRecorder(alpha=0.01, strict=False, keep=rows.append, first_look=8)):
         (verdict,) = assert_not_worse(make(drop), make(BASE))
     # the session's alpha and first look, of which look 1 spends ρ = 0.85
-    assert verdict.comparison.evidence.alpha == pytest.approx(0.85 * 0.01)
+    assert verdict.comparison.decision.level == pytest.approx(0.85 * 0.01)
     assert verdict.verdict == "INCONCLUSIVE"
     assert rows == [verdict.row()] and rows[0]["verdict"] == "INCONCLUSIVE"
     with pytest.raises(AssertionError):   # outside the block: alpha 0.05 again
@@ -258,9 +258,9 @@ def test_gate_table_lists_every_cell() -> None:
 def test_default_min_effect_is_one_point_for_unit_metrics_and_none_for_mae() -> None:
     wobble = BASE + [0.004, -0.003, 0.002, -0.002, 0.003, -0.001, 0.0, -0.001]
     (acc,) = assert_not_worse(make(wobble), make(BASE))
-    assert acc.comparison.evidence.min_effect == 0.01 and acc.verdict == "NOT WORSE"
+    assert acc.comparison.settings.min_effect == 0.01 and acc.verdict == "NOT WORSE"
     (mae,) = assert_not_worse(make(wobble, metric="mae"), make(BASE, metric="mae"))
-    assert mae.comparison.evidence.min_effect is None and mae.verdict == "INCONCLUSIVE"
+    assert mae.comparison.settings.min_effect is None and mae.verdict == "INCONCLUSIVE"
     with pytest.raises(AssertionError) as info:
         assert_not_worse(make(wobble, metric="mae"), make(BASE, metric="mae"), strict=True)
     msg = str(info.value)

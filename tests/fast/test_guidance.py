@@ -208,7 +208,7 @@ def test_no_affordable_seed_count_says_so_and_what_the_seeds_resolve() -> None:
     g = v.guidance
     assert g.next_seeds is None and g.next_option is None and g.command("t.py::x") is None
     c = v.comparison
-    assert g.resolvable == pytest.approx(c.evidence.margin + c.decision.mde)
+    assert g.resolvable == pytest.approx(c.settings.margin + c.decision.mde)
     # one resolution figure on the row: the MDE column's, named, not rounded a second way
     assert "no affordable seed count resolves δ; these 10 seeds resolve δ ≥ the MDE" in g.note()
     assert v.row()["mde"] == f"{c.decision.mde:.4g}" and "point" not in g.note().split("δ ≥")[-1]

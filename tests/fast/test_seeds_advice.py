@@ -1,5 +1,5 @@
 """An INCONCLUSIVE cell's advice is the next look of the schedule it walks, planned for that
-design given that the cell is still open (stats.sequential.advise_next_look), in fixed and
+design given that the cell is still open (stats.lookahead.advise_next_look), in fixed and
 adaptive runs alike; a k-fold cell that no seed count can resolve says so and what would.
 Reports come from arrays and a scripted runner: no training."""
 
@@ -16,8 +16,9 @@ from pytest_graphnetz.gates.comparing.adaptive import run_adaptive
 from pytest_graphnetz.gates.comparing.compare import compare_schedule
 from pytest_graphnetz.stats import Verdict
 from pytest_graphnetz.stats.boundaries import design
+from pytest_graphnetz.stats.lookahead import PlanSpec, advise_next_look, plan_next_look
 from pytest_graphnetz.stats.planning import fold_min_effect_floor, fold_seeds_for_min_effect
-from pytest_graphnetz.stats.sequential import advise_next_look, plan_next_look, run_schedule
+from pytest_graphnetz.stats.sequential import run_schedule
 
 PATHS = 20_000
 
@@ -29,7 +30,7 @@ def test_the_advised_look_delivers_the_power_given_the_cell_was_open(sd):
     differences (an rng the planner does not use, decided by run_schedule), read no change as
     NOT WORSE/BETTER and a drop of δ as REGRESSED with probability 0.8 each. (What the advice
     delivers from each cell's own observed sd: benchmarks/advice_check.py.)"""
-    n = advise_next_look(sd, 10**9, 0.01, first=10, taken=10)
+    n = advise_next_look(sd, 10**9, PlanSpec(0.01, first=10), taken=10)
     assert n is not None and n > 10
     full = design(10, n)
     rng = np.random.default_rng(99)
@@ -74,10 +75,10 @@ def test_an_inconclusive_cell_advises_the_same_next_look_fixed_or_adaptive():
     (v,) = compare_schedule(report, report.schedule, base_report)
     assert v.verdict == "INCONCLUSIVE"
     c = v.comparison
-    plan = plan_next_look(c.evidence.sd_diff, 20, 0.01, first=5, taken=20)
+    plan = plan_next_look(c.evidence.sd_diff, 20, PlanSpec(0.01, first=5), taken=20)
     planned = plan.next_look   # the look after 5→10→20, what the CI loop runs next
     assert planned == 40 and plan.expected is not None and plan.expected >= 40
-    assert advise_next_look(c.evidence.sd_diff, 20, 0.01, first=5, taken=20) is not None
+    assert advise_next_look(c.evidence.sd_diff, 20, PlanSpec(0.01, first=5), taken=20) is not None
     assert (c.plan.needed, c.plan.expected) == (planned, plan.expected)
     assert f"--graphnetz-seeds=5..{planned}" in v.message()
     # the same cell in a run that holds its 20 seeds walks the same looks: the same advice

@@ -12,7 +12,7 @@ from scipy import stats
 
 from pytest_graphnetz import stats as gs
 from pytest_graphnetz.stats import Verdict
-from pytest_graphnetz.stats.decisions import compare, compare_many, holm
+from pytest_graphnetz.stats.decisions import DecisionSettings, compare, compare_many, holm
 from pytest_graphnetz.stats.heldout import (
     bootstrap_metric,
     corrected_resampled_ttest,
@@ -226,16 +226,17 @@ def test_identical_results_are_identical_without_nan_or_warning():
     x = np.array([0.81, 0.79, 0.84, 0.80, 0.82])
     assert np.isnan(stats.ttest_rel(x, x).pvalue)  # what we must not leak
     for test in gs.PAIRED_TESTS:
-        c = compare(x, x.copy(), test=test)
+        c = compare(x, x.copy(), DecisionSettings(test=test))
         assert c.decision.verdict is Verdict.IDENTICAL
         assert np.isfinite([c.evidence.p_value, c.decision.p_adjusted, c.evidence.mean_diff,
-                            c.decision.ci.low, c.decision.ci.high, c.evidence.ci.low,
+                            c.decision.ci.low, c.decision.ci.high,
+                            c.evidence.interval(0.05, 0.05).low,
                             c.decision.mde]).all()
 
 
 def test_clear_drop_is_regressed_and_matches_one_sided_ttest():
     cand, base = _pair(0, n=10, shift=-0.03)
-    c = compare(cand, base, margin=0.005)
+    c = compare(cand, base, DecisionSettings(margin=0.005))
     assert c.decision.verdict is Verdict.REGRESSED
     ref = stats.ttest_rel(cand + 0.005, base, alternative="less")
     assert c.evidence.p_value == pytest.approx(ref.pvalue, rel=1e-9)
@@ -245,22 +246,23 @@ def test_clear_drop_is_regressed_and_matches_one_sided_ttest():
 def test_not_worse_uses_the_one_sided_lower_bound():
     cand, base = _pair(1, n=10, shift=0.0)
     margin = 0.02
-    c = compare(cand, base, margin=margin)
+    c = compare(cand, base, DecisionSettings(margin=margin))
     d = cand - base
     lower = d.mean() - stats.t.ppf(0.95, 9) * stats.sem(d)
-    assert c.evidence.ci.low == pytest.approx(lower, rel=1e-9)
+    assert c.evidence.interval(0.05, 0.05).low == pytest.approx(lower, rel=1e-9)
     assert lower > -margin and c.decision.verdict is Verdict.NOT_WORSE
     # The printed interval is the two-sided 90% one whose ends are the one-sided bounds.
     two_sided = stats.t.interval(0.90, 9, loc=d.mean(), scale=stats.sem(d))
     assert (c.decision.ci.low, c.decision.ci.high) == pytest.approx(two_sided, rel=1e-9)
-    assert c.confidence_level == pytest.approx(0.90) and c.evidence.ci.low == c.decision.ci.low
+    assert c.confidence_level == pytest.approx(0.90)
+    assert c.evidence.interval(0.05, 0.05).low == c.decision.ci.low
 
 
 def test_inconclusive_says_how_many_seeds_would_decide_it():
     rng = np.random.default_rng(5)
     base = rng.normal(0.8, 0.02, 4)
     cand = base - 0.004 + rng.normal(0, 0.01, 4)
-    c = compare(cand, base, min_effect=0.01)
+    c = compare(cand, base, DecisionSettings(min_effect=0.01))
     assert c.decision.verdict is Verdict.INCONCLUSIVE
     assert c.plan.needed is not None and c.plan.needed > c.evidence.n
     # planned for δ, not for the observed mean difference
@@ -276,8 +278,8 @@ def test_direction_lower_is_better_flips_the_sign():
     assert c.evidence.mean_diff == pytest.approx(-0.05) and c.decision.verdict is Verdict.REGRESSED
     assert compare(base - 0.05, base, higher_is_better=False).decision.verdict is Verdict.BETTER
     noisy = base + np.array([0.01, -0.01, 0.0, 0.005, -0.005, 0.0])
-    assert compare(noisy, base, higher_is_better=False,
-                   min_effect=0.02).decision.verdict is Verdict.NOT_WORSE
+    assert compare(noisy, base, DecisionSettings(min_effect=0.02),
+                   higher_is_better=False).decision.verdict is Verdict.NOT_WORSE
 
 
 def test_zero_variance_nonzero_mean_is_decisive_not_nan():
@@ -285,9 +287,9 @@ def test_zero_variance_nonzero_mean_is_decisive_not_nan():
     for shift, verdict in [(-0.125, Verdict.REGRESSED), (0.125, Verdict.BETTER)]:
         c = compare(base + shift, base)  # exactly representable: sd of d is exactly 0
         assert c.evidence.sd_diff == 0 and c.decision.verdict is verdict
-        assert np.isfinite([c.evidence.p_value, c.evidence.ci.low, c.decision.ci.low,
+        assert np.isfinite([c.evidence.p_value, c.decision.ci.low,
                             c.decision.mde]).all()
-    better = compare(base + 0.125, base, kind="better")
+    better = compare(base + 0.125, base, DecisionSettings(kind="better"))
     assert better.decision.verdict is Verdict.BETTER and better.evidence.p_value == 0.0
 
 
@@ -299,7 +301,7 @@ def test_candidate_divergence_is_a_failure_and_named():
     assert c.decision.verdict is Verdict.REGRESSED
     assert c.evidence.diverged_seeds == (13,) and c.evidence.n == 4
     assert any("[13]" in n for n in c.notes)
-    equivalent = compare(cand, base, kind="equivalent", margin=0.1)
+    equivalent = compare(cand, base, DecisionSettings(kind="equivalent", margin=0.1))
     assert equivalent.decision.verdict is Verdict.NOT_EQUIVALENT
 
 
@@ -321,8 +323,8 @@ def test_fewer_than_two_pairs_names_the_cell():
 
 def test_a_test_without_power_at_this_n_says_so():
     base = np.array([0.80, 0.81, 0.79, 0.82])
-    c = compare(base - 0.05, base, test="wilcoxon")  # every seed clearly worse
-    assert c.evidence.p_floor == pytest.approx(1 / 16) and c.evidence.p_floor > c.evidence.alpha
+    c = compare(base - 0.05, base, DecisionSettings(test="wilcoxon"))  # every seed clearly worse
+    assert c.evidence.p_floor == pytest.approx(1 / 16) and c.evidence.p_floor > c.decision.level
     assert c.decision.verdict is Verdict.INCONCLUSIVE  # cannot be REGRESSED: and it says why
     assert math.isinf(c.decision.mde)
     assert any("cannot reach α=0.05" in n for n in c.notes)
@@ -333,33 +335,36 @@ def test_a_test_without_power_at_this_n_says_so():
 def test_every_test_reaches_a_decision_with_enough_seeds(test):
     rng = np.random.default_rng(3)
     base, noise = rng.normal(0.8, 0.01, 12), rng.normal(0, 0.01, 12)
-    assert compare(base - 0.03 + noise, base, test=test).decision.verdict is Verdict.REGRESSED
-    c = compare(base + 0.03 + noise, base, test=test, kind="better")
-    assert c.decision.verdict is Verdict.BETTER and c.evidence.ci.low > 0
+    assert compare(base - 0.03 + noise, base,
+                   DecisionSettings(test=test)).decision.verdict is Verdict.REGRESSED
+    c = compare(base + 0.03 + noise, base, DecisionSettings(test=test, kind="better"))
+    assert c.decision.verdict is Verdict.BETTER and c.decision.ci.low > 0
 
 
 def test_better_needs_evidence_above_the_margin():
     cand, base = _pair(2, n=10, shift=0.01)
-    c = compare(cand, base, kind="better")
+    c = compare(cand, base, DecisionSettings(kind="better"))
     d = cand - base
     reference = stats.ttest_1samp(d, 0.0, alternative="greater").pvalue
     assert c.evidence.p_value == pytest.approx(reference)
     assert c.decision.verdict is Verdict.BETTER
-    assert compare(cand, base, kind="better", margin=0.03).decision.verdict is Verdict.INCONCLUSIVE
-    assert compare(base - 0.03, base, kind="better").decision.verdict is Verdict.REGRESSED
+    better = DecisionSettings(kind="better")
+    assert compare(cand, base, DecisionSettings(kind="better", margin=0.03)).decision.verdict \
+        is Verdict.INCONCLUSIVE
+    assert compare(base - 0.03, base, better).decision.verdict is Verdict.REGRESSED
 
 
 def test_equivalence_is_tost():
     cand, base = _pair(4, n=12, shift=0.0)
     d = cand - base
     for margin in (0.002, 0.02):
-        c = compare(cand, base, kind="equivalent", margin=margin)
+        c = compare(cand, base, DecisionSettings(kind="equivalent", margin=margin))
         p_lo = stats.ttest_1samp(d, -margin, alternative="greater").pvalue
         p_hi = stats.ttest_1samp(d, margin, alternative="less").pvalue
         assert c.evidence.p_value == pytest.approx(max(p_lo, p_hi), rel=1e-9)
         expected = Verdict.EQUIVALENT if max(p_lo, p_hi) <= 0.05 else Verdict.NOT_EQUIVALENT
         assert c.decision.verdict is expected
-    assert {compare(cand, base, kind="equivalent", margin=m).decision.verdict
+    assert {compare(cand, base, DecisionSettings(kind="equivalent", margin=m)).decision.verdict
             for m in (0.002, 0.02)} == {Verdict.EQUIVALENT, Verdict.NOT_EQUIVALENT}
 
 
@@ -375,7 +380,7 @@ def test_not_worse_at_min_effect_is_statsmodels_non_inferiority_test():
     for _ in range(60):
         base = rng.normal(0.8, 0.03, 10)
         cand = base + rng.normal(rng.uniform(-0.015, 0.01), 0.008, 10)
-        c = compare(cand, base, min_effect=delta)
+        c = compare(cand, base, DecisionSettings(min_effect=delta))
         # ttost_paired's first test: H0 mean(cand - base) <= -δ (non-inferiority at δ)
         _, (t_low, p_low, _), _ = ttost_paired(cand, base, -delta, delta)
         p_reg = stats.ttest_rel(cand, base, alternative="less").pvalue
@@ -404,14 +409,14 @@ def test_not_worse_at_min_effect_is_statsmodels_non_inferiority_test():
 def test_a_significant_drop_below_min_effect_is_regressed_and_says_so():
     base = np.array([0.80, 0.82, 0.78, 0.81, 0.79, 0.83, 0.80, 0.84, 0.81, 0.82])
     cand = base - 0.003 + np.array([1, -1, 0, 1, -1, 0, 1, -1, 0, 0]) * 0.001
-    c = compare(cand, base, min_effect=0.01)
+    c = compare(cand, base, DecisionSettings(min_effect=0.01))
     assert c.decision.verdict is Verdict.REGRESSED and c.below_min_effect
     assert c.evidence.p_reverse <= 0.05 and c.decision.ci.high < 0 and c.decision.ci.low > -0.01
     # accepting the drop is a margin decision: at margin = -ci.low it no longer fails
-    accepted = compare(cand, base, margin=-c.decision.ci.low, min_effect=0.01)
+    accepted = compare(cand, base, DecisionSettings(margin=-c.decision.ci.low, min_effect=0.01))
     assert accepted.decision.verdict is Verdict.NOT_WORSE
     # a drop that matters is REGRESSED without that remark
-    assert not compare(cand - 0.02, base, min_effect=0.01).below_min_effect
+    assert not compare(cand - 0.02, base, DecisionSettings(min_effect=0.01)).below_min_effect
 
 
 def test_an_improvement_reads_better_not_not_worse():
@@ -419,12 +424,13 @@ def test_an_improvement_reads_better_not_not_worse():
     rng = np.random.default_rng(3)
     base = rng.normal(0.78, 0.02, 10)
     cand = base + 0.037 + rng.normal(0, 0.012, 10)
-    c = compare(cand, base, min_effect=0.01)
+    c = compare(cand, base, DecisionSettings(min_effect=0.01))
     assert c.decision.verdict is Verdict.BETTER
     assert c.evidence.p_better == pytest.approx(
         stats.ttest_rel(cand, base, alternative="greater").pvalue, rel=1e-9)
     # with a margin, BETTER needs the improvement beyond it
-    assert compare(cand, base, margin=0.005, min_effect=0.01).evidence.p_better == pytest.approx(
+    settings = DecisionSettings(margin=0.005, min_effect=0.01)
+    assert compare(cand, base, settings).evidence.p_better == pytest.approx(
         stats.ttest_1samp(cand - base - 0.005, 0.0, alternative="greater").pvalue, rel=1e-9)
 
 
@@ -432,7 +438,7 @@ def test_an_improvement_reads_better_not_not_worse():
 def test_min_effect_must_exceed_the_margin(min_effect):
     a, b = _pair(0)
     with pytest.raises(ValueError, match=r"cellX: `min_effect` .* larger than `margin` \(0\.01"):
-        compare(a, b, margin=0.01, min_effect=min_effect, label="cellX")
+        compare(a, b, DecisionSettings(margin=0.01, min_effect=min_effect), label="cellX")
 
 
 @pytest.mark.parametrize("sd, delta, margin, alpha_reg", [
@@ -472,7 +478,7 @@ def test_an_inconclusive_cell_plans_seeds_for_min_effect_not_the_observed_delta(
     rng = np.random.default_rng(0)
     base = rng.normal(0.8, 0.02, 5)
     cand = base + rng.normal(0, 0.012, 5)
-    c = compare(cand, base, min_effect=0.01)
+    c = compare(cand, base, DecisionSettings(min_effect=0.01))
     assert c.decision.verdict is Verdict.INCONCLUSIVE and abs(c.evidence.mean_diff) < 0.002
     # 444 seeds for a Δ of +0.15 pt
     observed = seeds_to_decide(c.evidence.mean_diff, c.evidence.sd_diff)
@@ -488,7 +494,7 @@ def test_holm_family_is_the_tested_cells_only():
     cand[0] = base[0] - 0.01 + rng.normal(0, 0.01, 8)   # the one changed cell
     cells = [{"candidate": c, "baseline": b, "label": f"cell{i}"}
              for i, (c, b) in enumerate(zip(cand, base, strict=True))]
-    many = compare_many(cells, min_effect=0.01)
+    many = compare_many(cells, DecisionSettings(min_effect=0.01))
     assert [m.decision.verdict for m in many[1:]] == [Verdict.IDENTICAL] * 4
     # raw p 0.017, alone in the family (the others IDENTICAL), stays REGRESSED
     assert many[0].evidence.p_value == pytest.approx(0.017, abs=0.003)
@@ -497,7 +503,7 @@ def test_holm_family_is_the_tested_cells_only():
     # two changed cells: Holm over those two, as statsmodels computes it
     cand[1] = base[1] - 0.004 + rng.normal(0, 0.01, 8)
     cells[1]["candidate"] = cand[1]
-    many = compare_many(cells, min_effect=0.01)
+    many = compare_many(cells, DecisionSettings(min_effect=0.01))
     raw = [m.evidence.p_value for m in many[:2]]
     reject, adjusted, _, _ = multipletests(raw, alpha=0.05, method="holm")
     assert [m.decision.p_adjusted for m in many[:2]] == pytest.approx(adjusted)
@@ -518,8 +524,9 @@ def test_better_and_equivalent_gates_are_intersection_union_without_holm(kind, m
     base = rng.normal(0.8, 0.02, (3, 8))
     cand = base + 0.012 + rng.normal(0, 0.01, (3, 8))
     cells = [{"candidate": c, "baseline": b} for c, b in zip(cand, base, strict=True)]
-    many = compare_many(cells, kind=kind, margin=margin)
-    single = [compare(c, b, kind=kind, margin=margin) for c, b in zip(cand, base, strict=True)]
+    many = compare_many(cells, DecisionSettings(kind=kind, margin=margin))
+    single = [compare(c, b, DecisionSettings(kind=kind, margin=margin))
+              for c, b in zip(cand, base, strict=True)]
     assert many == single
     assert all(m.decision.p_adjusted == m.evidence.p_value for m in many)
 
@@ -538,10 +545,11 @@ def test_compare_many_applies_holm_to_the_regression_verdicts():
     rng = np.random.default_rng(24)
     base = rng.normal(0.8, 0.02, (3, 8))
     cand = base - 0.01 + rng.normal(0, 0.01, (3, 8))
-    single = [compare(c, b, min_effect=0.01) for c, b in zip(cand, base, strict=True)]
+    single = [compare(c, b, DecisionSettings(min_effect=0.01))
+              for c, b in zip(cand, base, strict=True)]
     many = compare_many([{"candidate": c, "baseline": b, "label": f"cell{i}"}
                          for i, (c, b) in enumerate(zip(cand, base, strict=True))],
-                        min_effect=0.01)
+                        DecisionSettings(min_effect=0.01))
     expected = holm([s.evidence.p_value for s in single]).p_adjusted
     assert [m.decision.p_adjusted for m in many] == pytest.approx(expected)
     for s, m in zip(single, many, strict=True):
@@ -560,17 +568,17 @@ def test_compare_many_plans_seeds_at_the_callers_power_and_holm_alpha():
     cells = [{"candidate": c, "baseline": b, "label": f"cell{i}"}
              for i, (c, b) in enumerate(zip(cand, base, strict=True))]
     for power in (0.8, 0.95):
-        many = compare_many(cells, power=power, min_effect=0.01)
+        many = compare_many(cells, DecisionSettings(power=power, min_effect=0.01))
         for m in many[:2]:  # the two INCONCLUSIVE cells, REGRESSED planned at alpha / 3
             # (their MDE at the last step of the step-down, one cell rejected: alpha / 2)
-            assert m.evidence.power == power
+            assert m.settings.power == power
             assert m.decision.regressed_level == pytest.approx(0.05 / 2)
             assert m.plan.needed == max(
                 gs.seeds_for_min_effect(m.evidence.sd_diff, 0.01, alpha=0.05,
                                         alpha_regressed=0.05 / 3, power=power),
                 m.evidence.n + 1)
-    assert compare_many(cells, power=0.95, min_effect=0.01)[0].plan.needed > \
-        compare_many(cells, min_effect=0.01)[0].plan.needed
+    assert compare_many(cells, DecisionSettings(power=0.95, min_effect=0.01))[0].plan.needed > \
+        compare_many(cells, DecisionSettings(min_effect=0.01))[0].plan.needed
 
 
 # -- power and adequacy ---------------------------------------------------------------------------
@@ -617,7 +625,8 @@ def test_false_alarm_rate_of_the_not_worse_gate_is_at_most_alpha():
     seed_effect = rng.normal(0.8, 0.03, (draws, n))
     base = seed_effect + rng.normal(0, 0.01, (draws, n))
     cand = seed_effect + rng.normal(0, 0.01, (draws, n))
-    alarms = np.mean([compare(c, b, alpha=alpha).decision.verdict is Verdict.REGRESSED
+    settings = DecisionSettings(alpha=alpha)
+    alarms = np.mean([compare(c, b, settings).decision.verdict is Verdict.REGRESSED
                       for c, b in zip(cand, base, strict=True)])
     se = math.sqrt(alpha * (1 - alpha) / draws)
     assert alarms <= alpha + 3 * se
@@ -632,8 +641,9 @@ def test_pairing_detects_a_shift_that_overlapping_intervals_miss():
     ci_c, ci_b = t_interval(cand), t_interval(base)
     assert ci_c.low < ci_b.high  # the two cells' intervals overlap a lot
     assert stats.ttest_ind(cand, base).pvalue > 0.05  # unpaired: no evidence
-    assert compare(cand, base, kind="better").decision.verdict is Verdict.BETTER
-    assert compare(cand, base, kind="better", test="welch").decision.verdict is Verdict.INCONCLUSIVE
+    assert compare(cand, base, DecisionSettings(kind="better")).decision.verdict is Verdict.BETTER
+    assert compare(cand, base, DecisionSettings(kind="better", test="welch")).decision.verdict \
+        is Verdict.INCONCLUSIVE
 
 
 # -- folds and single held-out evaluations --------------------------------------------------------

@@ -16,12 +16,14 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
+import pytest_graphnetz.stats.lookahead as lookahead
 import pytest_graphnetz.stats.sequential as sq
 from pytest_graphnetz import BenchmarkReport
 from pytest_graphnetz.gates import compare_reports
 from pytest_graphnetz.stats.boundaries import design, single_look
 from pytest_graphnetz.stats.decisions import LOOK_VERDICTS
-from pytest_graphnetz.stats.sequential import run_schedule, sequential_holm, sequential_power
+from pytest_graphnetz.stats.lookahead import PLAN_PATHS, LookPlan, sequential_power
+from pytest_graphnetz.stats.sequential import run_schedule, sequential_holm
 from pytest_graphnetz.stats.skew import skew_check
 
 
@@ -31,7 +33,7 @@ def _no_advice():
     ``seeds_needed`` and ``seeds_expected``, never a verdict). pytest's MonkeyPatch, not the
     fixture: hypothesis runs many examples in one function-scoped test."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(sq, "plan_next_look", lambda *a, **k: sq.LookPlan(None, None))
+        mp.setattr(lookahead, "plan_next_look", lambda *a, **k: LookPlan(None, None))
         yield
 
 
@@ -146,9 +148,9 @@ def test_the_walk_on_sufficient_statistics_equals_the_walk_on_data(case: dict,
         var = np.maximum(ss - size * mean * mean, 0.0) / (size - 1)
         return mean, np.sqrt(var), M[open_, size - 1], np.zeros(mean.shape, dtype=bool)
 
-    kw = dict(margin=case["margin"], min_effect=delta, regressed_alpha=None, upto=n)
-    walked = sq.walk_looks(at, rows, des, **kw)
-    ran = sq.walk_differences(D, des, **kw, skew_threshold=None)   # running sums: plain t
+    kw = dict(margin=case["margin"], min_effect=delta, regressed_alpha=None)
+    walked = sq.walk_looks(at, rows, des, sq.Hypotheses(**kw), upto=n)
+    ran = sq.walk_differences(D, des, **kw, upto=n, skew_threshold=None)   # plain t
     assert walked[1].tolist() == ran[1].tolist()
     # A t within rounding of a boundary may tip either way between the two sums: all but
     # those agree.
@@ -202,7 +204,7 @@ def test_one_look_power_is_statsmodels_ttest_power(sd: float, n: int) -> None:
     ok_null, ok_drop = sequential_power(sd, delta, single_look(n, alpha=0.05))
     expected = TTestPower().power(effect_size=delta / sd, nobs=n, alpha=0.05,
                                   alternative="larger")
-    se = math.sqrt(expected * (1 - expected) / sq.PLAN_PATHS)
+    se = math.sqrt(expected * (1 - expected) / PLAN_PATHS)
     assert abs(ok_drop - expected) < 4.5 * se + 1e-12
     assert expected - 0.05 - 4.5 * se < ok_null < expected + 4.5 * se
     rng = np.random.default_rng(7)
@@ -211,5 +213,5 @@ def test_one_look_power_is_statsmodels_ttest_power(sd: float, n: int) -> None:
     t_reg = sps.ttest_1samp(X, 0.0, axis=1).statistic
     t_nw = sps.ttest_1samp(X, -delta, axis=1).statistic
     raw = np.mean((t_nw >= c) & (t_reg > -c))
-    se_null = math.sqrt(raw * (1 - raw) / sq.PLAN_PATHS + raw * (1 - raw) / X.shape[0])
+    se_null = math.sqrt(raw * (1 - raw) / PLAN_PATHS + raw * (1 - raw) / X.shape[0])
     assert abs(ok_null - raw) < 4.5 * se_null

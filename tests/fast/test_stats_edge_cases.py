@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 
 from pytest_graphnetz.stats import Verdict
-from pytest_graphnetz.stats.decisions import compare
+from pytest_graphnetz.stats.decisions import DecisionSettings, compare
 from pytest_graphnetz.stats.intervals import bootstrap_interval, describe
 from pytest_graphnetz.stats.paired import paired_test, paired_tests
 from pytest_graphnetz.stats.planning import seeds_to_decide
@@ -42,7 +42,7 @@ def test_the_boundary_case_really_carries_rounding_noise():
 @pytest.mark.parametrize("test", ["paired-t", "permutation", "wilcoxon", "bootstrap"])
 def test_dropping_by_exactly_the_margin_is_not_a_regression(test):
     # The true differences sit exactly on -margin: "mean d >= -margin" holds, nothing to reject.
-    c = compare(CAND, BASE, margin=0.01, test=test)
+    c = compare(CAND, BASE, DecisionSettings(margin=0.01, test=test))
     assert c.decision.verdict is not Verdict.REGRESSED
     assert c.evidence.p_value >= 0.5
 
@@ -52,14 +52,14 @@ def test_the_same_boundary_in_float32_metrics(test):
     # A GPU metric is float32, widened to float64: 0.89f - 0.90f + 0.01 is ~1e-8, not 0.
     base, cand = BASE.astype(np.float32).astype(float), CAND.astype(np.float32).astype(float)
     assert np.all(cand - base + 0.01 != 0)
-    c = compare(cand, base, margin=0.01, test=test)
+    c = compare(cand, base, DecisionSettings(margin=0.01, test=test))
     assert c.decision.verdict is not Verdict.REGRESSED and c.evidence.p_value >= 0.5
 
 
 def test_a_real_drop_just_past_the_margin_still_regresses():
     # The tolerance is a few ulps of the data, not a fudge factor: 1e-9 beyond the margin on
     # every seed is a regression past the margin (zero spread, so certain).
-    c = compare(BASE - 0.010000001, BASE, margin=0.01)
+    c = compare(BASE - 0.010000001, BASE, DecisionSettings(margin=0.01))
     assert c.decision.verdict is Verdict.REGRESSED and c.evidence.p_value < 1e-6
     # and at margin 0 the one-point drop itself is certain
     assert compare(CAND, BASE).decision.verdict is Verdict.REGRESSED
@@ -97,7 +97,7 @@ def test_wilcoxon_matches_scipy_on_the_exact_differences_of_float32_accuracies()
         ref = stats.wilcoxon(k, zero_method="pratt").pvalue
         assert paired_test(cand, base, test="wilcoxon").p_value == pytest.approx(ref, rel=1e-9)
         ref_less = stats.wilcoxon(k, zero_method="pratt", alternative="less").pvalue
-        got = compare(cand, base, test="wilcoxon").evidence.p_value
+        got = compare(cand, base, DecisionSettings(test="wilcoxon")).evidence.p_value
         assert got == pytest.approx(ref_less, rel=1e-9)
         old_differs += not math.isclose(stats.wilcoxon(cand - base).pvalue, ref, rel_tol=1e-9)
     assert old_differs > 15  # the cases do exercise zeros and ties
@@ -106,7 +106,7 @@ def test_wilcoxon_matches_scipy_on_the_exact_differences_of_float32_accuracies()
 def test_wilcoxon_floor_counts_only_the_non_zero_differences():
     base = np.array([0.80, 0.81, 0.79, 0.82, 0.83])
     cand = base - np.array([0.05, 0.04, 0.06, 0.03, 0.0])  # 4 seeds worse, 1 unchanged
-    c = compare(cand, base, test="wilcoxon")
+    c = compare(cand, base, DecisionSettings(test="wilcoxon"))
     # 4 non-zero signs: the smallest one-sided p is 1/16 > 0.05, and scipy agrees it is reached
     assert c.evidence.p_floor == pytest.approx(1 / 16)
     ref = stats.wilcoxon(cand - base, zero_method="pratt", alternative="less").pvalue
@@ -121,7 +121,7 @@ def test_wilcoxon_floor_counts_only_the_non_zero_differences():
 def test_permutation_floor_counts_only_the_non_zero_differences():
     base = np.array([0.80, 0.81, 0.79, 0.82, 0.83])
     cand = base - np.array([0.05, 0.04, 0.06, 0.03, 0.0])
-    c = compare(cand, base, test="permutation")
+    c = compare(cand, base, DecisionSettings(test="permutation"))
     ref = stats.permutation_test((cand - base,), np.mean, permutation_type="samples",
                                  n_resamples=np.inf, alternative="less").pvalue
     assert c.evidence.p_value == pytest.approx(ref) == pytest.approx(1 / 16) == c.evidence.p_floor
@@ -135,7 +135,7 @@ def test_candidate_diverged_on_most_seeds_is_regressed_not_an_error():
     cand = np.array([np.nan, np.nan, np.nan, np.nan, 0.81])  # the worse, the more it diverges
     for kind, expected in [("not_worse", Verdict.REGRESSED), ("better", Verdict.REGRESSED),
                            ("equivalent", Verdict.NOT_EQUIVALENT)]:
-        c = compare(cand, base, kind=kind, margin=0.01, label="cora/GCN")
+        c = compare(cand, base, DecisionSettings(kind=kind, margin=0.01), label="cora/GCN")
         assert c.decision.verdict is expected
         assert c.evidence.diverged_seeds == (0, 1, 2, 3) and c.evidence.n == 1
         assert any("no paired test can run" in n and "diverged on 4" in n for n in c.notes)
@@ -210,7 +210,7 @@ def test_bootstrap_over_too_few_seeds_is_refused_with_the_fix():
     x = np.array([0.80, 0.82, 0.79, 0.81, 0.83])
     for call in (lambda: bootstrap_interval(x), lambda: describe(x, method="bootstrap"),
                  lambda: paired_test(x, x - 0.01, test="bootstrap"),
-                 lambda: compare(x, x - 0.01, test="bootstrap")):
+                 lambda: compare(x, x - 0.01, DecisionSettings(test="bootstrap"))):
         with pytest.raises(ValueError, match=r"over 5 seeds refused.*at least 10.*use the"):
             call()
     # a rank or sign-flip test still runs; its interval is the t interval there, and says so

@@ -22,11 +22,8 @@ from pytest_graphnetz.stats.boundaries import (
     spending,
 )
 from pytest_graphnetz.stats.heldout import wilson_interval
-from pytest_graphnetz.stats.sequential import (
-    advise_next_look,
-    run_schedule,
-    sequential_decide,
-)
+from pytest_graphnetz.stats.lookahead import PlanSpec, advise_next_look
+from pytest_graphnetz.stats.sequential import run_schedule, sequential_decide
 from pytest_graphnetz.stats.sequential import sequential_holm as gs_holm
 
 ALPHA = 0.05
@@ -328,7 +325,7 @@ def test_planned_power_through_sufficient_statistics_is_that_of_raw_samples(sd, 
     """`sequential_power` simulates each look's mean and sum of squares; the same design run on
     raw normal samples (`run_schedule`, another rng) gives the same two chances within
     Monte-Carlo error."""
-    from pytest_graphnetz.stats.sequential import PLAN_PATHS, sequential_power
+    from pytest_graphnetz.stats.lookahead import PLAN_PATHS, sequential_power
 
     d = design(lo, hi)
     planned = sequential_power(sd, delta, d, regressed_alpha=0.02)
@@ -347,16 +344,16 @@ def test_planned_power_through_sufficient_statistics_is_that_of_raw_samples(sd, 
 
 def test_the_advice_is_a_look_of_the_schedule_past_the_seeds_taken():
     # sd 2 points, δ 1 point, INCONCLUSIVE at 10 seeds: a later look (20, 40, 80, ...)
-    n = advise_next_look(0.02, 10, 0.01, first=10, taken=10)
+    n = advise_next_look(0.02, 10, PlanSpec(0.01, first=10), taken=10)
     assert n is not None and n > 10 and math.log2(n / 10).is_integer()
     # more noise needs at least as many seeds; a larger δ at most as many
-    assert advise_next_look(0.04, 10, 0.01, first=10, taken=10) >= n
-    assert advise_next_look(0.02, 10, 0.02, first=10, taken=10) <= n
+    assert advise_next_look(0.04, 10, PlanSpec(0.01, first=10), taken=10) >= n
+    assert advise_next_look(0.02, 10, PlanSpec(0.02, first=10), taken=10) <= n
     # a cell that has had no look yet (judged alone on fewer seeds) may be advised look 1
-    assert advise_next_look(0.002, 5, 0.01, first=10, taken=0) == 10
+    assert advise_next_look(0.002, 5, PlanSpec(0.01, first=10), taken=0) == 10
     # a spread so small that simulated cells are never open at 10 seeds: the next look, not
     # "no affordable seed count" (the condition carries no information there)
-    assert advise_next_look(0.002, 10, 0.01, first=10, taken=10) == 20
+    assert advise_next_look(0.002, 10, PlanSpec(0.01, first=10), taken=10) == 20
     # nothing affordable: None
-    assert advise_next_look(0.5, 10, 0.01, first=10, taken=10) is None
-    assert advise_next_look(0.02, 10, 0.01, first=10, taken=10, max_seeds=n // 2) is None
+    assert advise_next_look(0.5, 10, PlanSpec(0.01, first=10), taken=10) is None
+    assert advise_next_look(0.02, 10, PlanSpec(0.01, first=10, max_seeds=n // 2), taken=10) is None

@@ -257,7 +257,7 @@ def test_compare_the_gate_and_the_walk_decide_a_skewed_cell_alike() -> None:
     (``compare_reports``) and the schedule walk (``run_schedule``, ``sequential_decide``) give
     the same verdict and p on a skewed cell, the p of the formula written out here; the plain
     t would read REGRESSED (p 0.014), the guarded t does not (p 0.107)."""
-    from pytest_graphnetz.stats.decisions import compare
+    from pytest_graphnetz.stats.decisions import DecisionSettings, compare
     from pytest_graphnetz.stats.sequential import sequential_decide
 
     delta, des = 0.01, design(10, 10)
@@ -265,7 +265,7 @@ def test_compare_the_gate_and_the_walk_decide_a_skewed_cell_alike() -> None:
     p_reg, p_nw, p_bt = _guarded_reference(SKEWED, delta)
     assert sps.ttest_1samp(SKEWED, 0.0, alternative="less").pvalue < level < p_reg
     base = 0.8 + 0.01 * np.sin(np.arange(10))
-    kernel = compare(base + SKEWED, base, min_effect=delta, alpha=level)
+    kernel = compare(base + SKEWED, base, DecisionSettings(min_effect=delta, alpha=level))
     (gate,) = compare_reports(*_reports(base[None], (base + SKEWED)[None]), min_effect=delta,
                               first_look=10)
     walked = sequential_decide(SKEWED, des, min_effect=delta).verdict

@@ -10,7 +10,8 @@ import pytest
 from conftest import gcn, sage, tiny_task
 
 from pytest_graphnetz import BenchmarkReport, Task
-from pytest_graphnetz.stats.heldout import corrected_resampled_ttest, fold_corrected
+from pytest_graphnetz.stats.heldout import corrected_resampled_ttest
+from pytest_graphnetz.stats.paired import fold_corrected
 
 torch = pytest.importorskip("torch")
 

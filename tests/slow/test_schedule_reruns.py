@@ -26,7 +26,11 @@ torch = pytest.importorskip("torch")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 from pytest_graphnetz.stats.boundaries import design  # noqa: E402
-from pytest_graphnetz.stats.sequential import advise_next_look, plan_next_look  # noqa: E402
+from pytest_graphnetz.stats.lookahead import (  # noqa: E402
+    PlanSpec,
+    advise_next_look,
+    plan_next_look,
+)
 from tests.gates_output import gates_table  # noqa: E402
 
 SHIFT, SD = -0.002, 0.025   # the steady model's per-seed change: SHIFT + SD·sin(2.4 s + 0.7)
@@ -81,7 +85,7 @@ import project
 def _log(name, v):
     c = v.comparison
     with open(name + ".json", "a") as fh:
-        fh.write(json.dumps({"verdict": str(v.verdict), "alpha": c.evidence.alpha,
+        fh.write(json.dumps({"verdict": str(v.verdict), "alpha": c.decision.level,
                             "n": c.evidence.n,
                             "ci": [c.decision.ci.low, c.decision.ci.high], "needed": c.plan.needed,
                             "note": v.table_note, "message": v.message()}) + "\\n")
@@ -122,8 +126,8 @@ def gated() -> dict:
     """The reference numbers the tests check against: the advice for the steady cell."""
     d10 = _diffs(10)
     sd = float(np.std(d10, ddof=1))
-    return {"advised": advise_next_look(sd, 10, 0.01, first=10, taken=10),
-            "expected": plan_next_look(sd, 10, 0.01, first=10, taken=10).expected}
+    return {"advised": advise_next_look(sd, 10, PlanSpec(0.01, first=10), taken=10),
+            "expected": plan_next_look(sd, 10, PlanSpec(0.01, first=10), taken=10).expected}
 
 
 @pytest.fixture(scope="module")

@@ -468,14 +468,14 @@ def _judge(candidate: Reports, good: Reports, cells: Sequence[Cell], *, alpha: f
             cell = (name, v.task, v.model)
             if cell in group:
                 c = v.comparison
-                ev, dec = c.evidence, c.decision
+                ev, dec, delta = c.evidence, c.decision, c.settings.min_effect
                 p = dec.p_adjusted if dec.p_adjusted is not None else ev.p_value
                 out[cell] = Evidence(
                     cell, _THREE[v.verdict], ev.n,
                     f"{v.verdict} at {ev.n} seeds: paired Δ {fmt_signed(ev.mean_diff)} "
                     f"({fmt_level(c.confidence_level)} CI "
                     f"{fmt_interval(dec.ci.low, dec.ci.high)}), "
-                    f"p {fmt_p(p)}, δ {fmt_num(ev.min_effect)}, alpha {fmt_num(ev.alpha)}",
-                    sd_diff=float(ev.sd_diff), min_effect=ev.min_effect, alpha=float(ev.alpha),
+                    f"p {fmt_p(p)}, δ {fmt_num(delta)}, alpha {fmt_num(dec.level)}",
+                    sd_diff=float(ev.sd_diff), min_effect=delta, alpha=float(dec.level),
                     mean_diff=float(ev.mean_diff))
     return out

@@ -151,9 +151,11 @@ def annotate_verdicts(verdicts: Sequence[CellVerdict], baseline: object, *,
         # a cell happened to stop.
         n = ev.n if v.stop is None else max(ev.n, len(v.baseline_seeds))
         try:
-            resolved = calibration.resolvable(key, max(n, 2), alpha=ev.alpha)
+            level = v.comparison.decision.level
+            resolved = calibration.resolvable(key, max(n, 2), alpha=level)
             words = [f"seeds resolve δ ≥ {v.guidance.amount(resolved, up=True)}"]
-            note = resolution_note(key, ev.min_effect, n, calibration, alpha=ev.alpha)
+            note = resolution_note(key, v.comparison.settings.min_effect, n, calibration,
+                                   alpha=level)
         except (ArithmeticError, ValueError, TypeError, RuntimeWarning) as exc:
             # Absurd numbers that read (1e300 sds, power 2): advice, so never the verdict's
             # business (a RuntimeWarning is an exception under -W error).

@@ -33,7 +33,15 @@ from pytest_graphnetz.gates.verdicts.values import CellVerdict
 from pytest_graphnetz.report import BenchmarkReport
 from pytest_graphnetz.report.epochs import MetricSpec
 from pytest_graphnetz.stats.boundaries import Design
-from pytest_graphnetz.stats.comparison import Comparison, Evidence, Plan, measure
+from pytest_graphnetz.stats.comparison import (
+    DEFAULT_SETTINGS,
+    Comparison,
+    DecisionSettings,
+    Evidence,
+    Plan,
+    evidence_notes,
+    measure,
+)
 from pytest_graphnetz.stats.decisions import decision_of, plan_seeds, verdict_at
 from pytest_graphnetz.stats.sequential import FamilyDecision
 from pytest_graphnetz.stats.skew import SkewCheck, chain_rate
@@ -76,8 +84,8 @@ class GateCell:
     # The evidence of every held seed, when that decides the cell without a look (a diverged
     # candidate, or every held seed identical: fixed runs)
     whole: Evidence | None = None
-    # the skew guard at each look compared, by its seed count (on exactly that look's seeds)
-    skews: dict[int, SkewCheck] = field(default_factory=dict)
+    # what it is judged under: the call's test, margin and α, the cell's δ (set by decide_cells)
+    settings: DecisionSettings = DEFAULT_SETTINGS
 
     @property
     def held(self) -> list[int]:
@@ -92,22 +100,14 @@ class GateCell:
     def last_look(self) -> bool:
         return self.look == len(self.design.looks) - 1
 
-    def measure(self, *, test: str, margin: float, rng: stats.RngLike,
-                seeds: Sequence[int] | None = None) -> Evidence:
-        """The evidence of exactly this look's seeds (``seeds``: those instead), at the level
-        this look decides at (its nominal level), so p and interval read at it."""
+    def measure(self, *, rng: stats.RngLike, seeds: Sequence[int] | None = None) -> Evidence:
+        """The evidence of exactly this look's seeds (``seeds``: those instead), under the
+        cell's settings (on k-fold CV, the corrected resampled t)."""
         seeds = self.look_seeds if seeds is None else list(seeds)
-        baseline = np.array([self.baseline[s] for s in seeds])
-        test, candidate = folded(np.array([self.candidate[s] for s in seeds]), baseline,
-                                 self.folds, test)
-        evidence = measure(candidate, baseline, higher_is_better=self.spec.higher_is_better,
-                           kind="not_worse", test=test, margin=margin,
-                           min_effect=self.min_effect, alpha=self.design.nominal[self.look],
-                           rng=rng, label=f"{self.task}/{self.model}", seeds=seeds,
-                           skew_guard=self.folds is None)
-        if evidence.skew is not None:
-            self.skews[len(seeds)] = evidence.skew
-        return evidence
+        return measure(np.array([self.candidate[s] for s in seeds]),
+                       np.array([self.baseline[s] for s in seeds]), self.settings,
+                       higher_is_better=self.spec.higher_is_better, folds=self.folds, rng=rng,
+                       label=f"{self.task}/{self.model}", seeds=seeds)
 
     def look_verdict(self, evidence: Evidence) -> stats.Verdict | None:
         """The kernel at this look: NOT WORSE's and BETTER's boundaries (REGRESSED is the
@@ -128,7 +128,7 @@ class GateCell:
         seeds = self.held if self.whole is not None else self.seeds[:self.design.looks[k]]
         comp = self._reported(k, fam, i)
         name = verdict_name(comp.decision.verdict)
-        skew = self.skews.get(len(seeds)) if self.tested else None
+        skew = comp.evidence.skew if self.tested else None   # the reported look's own
         changed = (changed_model_notes(report, baseline, self.model, seeds, task=self.task)
                    if name == "IDENTICAL" else ())
         collapsed, collapse_note = self._collapse(seeds)
@@ -150,7 +150,7 @@ class GateCell:
                 diverged_note(comp.evidence.diverged_seeds),
                 skew_table_note(skew), unpaired_table_note(report, baseline), cache_note,
                 tuning_table_note(report, baseline)) if x),
-            folds=self.folds, call_alpha=self.design.alpha, look=look,
+            folds=self.folds, look=look,
             skew=skew)
 
     def _reported(self, k: int, fam: FamilyDecision | None, i: int) -> Comparison:
@@ -185,16 +185,19 @@ class GateCell:
             if len(self.design.looks) > 1:
                 notes.append(f"p is the fixed-n p at {self.design.looks[k]} seeds; the verdict "
                              "is the sequential boundary's")
-            plan = self._plan(evidence, planned, self.design.alpha / max(m, 1))
-            if (low, high) != (evidence.alpha, evidence.alpha):   # else the evidence's interval
+            plan = self._plan(evidence, planned, self.design.alpha / max(m, 1), look=low)
+            if high != low:   # else both ends at the look's level
                 ci_alphas = (low, high)
         if self.folds is not None:
             from pytest_graphnetz.stats.heldout import FOLD_NOTE
 
             notes.append(FOLD_NOTE.format(task=self.task, k=self.folds, test=evidence.test))
-        decision = decision_of(evidence, self.verdict, p_adjusted=p_adjusted,
-                               regressed_level=regressed, ci_alphas=ci_alphas)
-        return Comparison(evidence, decision, plan, (*evidence.notes, *notes))
+        level = self.design.nominal[k]
+        decision = decision_of(evidence, self.settings, self.verdict, level=level,
+                               p_adjusted=p_adjusted, regressed_level=regressed,
+                               ci_alphas=ci_alphas)
+        return Comparison(evidence, self.settings, decision, plan,
+                          (*evidence_notes(evidence, level), *notes))
 
     def _collapse(self, seeds: Sequence[int]) -> tuple[tuple[str, ...], str]:
         """The notes (message, table) on seeds that collapsed. Only a tested cell has a t test
@@ -234,37 +237,37 @@ class GateCell:
                                         if self.tested and fam is not None else None),
                     regressed_alpha=fam.level_of(i) if fam is not None else self.design.alpha)
 
-    def _plan(self, evidence: Evidence, regressed: float | None, level: float) -> Plan:
+    def _plan(self, evidence: Evidence, regressed: float | None, level: float, *,
+              look: float) -> Plan:
         """What an INCONCLUSIVE cell does next: the seeds of its next run and those it is
         expected to need. On the schedule, the next look (what the CI loop runs) and the
-        expected need (:func:`~pytest_graphnetz.stats.sequential.plan_next_look`); a k-fold
-        task, the corrected resampled t test's own plan (None when no seed count resolves δ); a
-        run judged alone for another reason, the fixed-n plan; no expected need off the
-        schedule. ``regressed``: the level REGRESSED's MDE is read at (None: the look's);
-        ``level``: REGRESSED's level (Holm's ``alpha / m``)."""
+        expected need (:func:`~pytest_graphnetz.stats.lookahead.plan_next_look`); a k-fold
+        task, the corrected resampled t test's own plan at the per-fold sd (None when no seed
+        count resolves δ); a run judged alone for another reason, the fixed-n plan; no expected
+        need off the schedule. ``regressed``: the level REGRESSED's MDE is read at (None: the
+        look's); ``level``: REGRESSED's level (Holm's ``alpha / m``); ``look``: the look's
+        one-sided level."""
         if (self.verdict is not stats.Verdict.INCONCLUSIVE or self.min_effect is None
                 or not math.isfinite(evidence.sd_diff)):
             return Plan()
         if self.folds is not None:
-            from pytest_graphnetz.stats.heldout import fold_ratio
             from pytest_graphnetz.stats.planning import fold_seeds_for_min_effect
 
-            # the per-fold sd: the evidence's is inflated by the correction (fold_corrected)
-            sd = evidence.sd_diff / math.sqrt(1 + evidence.n * fold_ratio(self.folds))
             needed = fold_seeds_for_min_effect(
-                sd, self.min_effect, folds=self.folds, margin=evidence.margin,
-                alpha=evidence.alpha, alpha_regressed=regressed or evidence.alpha,
-                power=evidence.power)
+                evidence.sd_per_fold, self.min_effect, folds=self.folds,
+                margin=self.settings.margin, alpha=look, alpha_regressed=regressed or look,
+                power=self.settings.power)
             return Plan(None if needed is None else max(needed, evidence.n + 1))
         if self.first_look is None or evidence.sd_diff == 0:
-            return Plan(plan_seeds(evidence, self.verdict, level, alpha=self.design.alpha))
-        from pytest_graphnetz.stats.sequential import plan_next_look
+            return Plan(plan_seeds(evidence, self.settings, self.verdict, level,
+                                   alpha=self.design.alpha))
+        from pytest_graphnetz.stats.lookahead import PlanSpec, plan_next_look
 
         taken = self.design.max_seeds if self.design.on_schedule else 0
-        plan = plan_next_look(evidence.sd_diff, evidence.n, self.min_effect,
-                              first=self.first_look, taken=taken, alpha=self.design.alpha,
-                              margin=evidence.margin, regressed_alpha=level,
-                              power=evidence.power)
+        spec = PlanSpec(self.min_effect, self.first_look, alpha=self.design.alpha,
+                        margin=self.settings.margin, regressed_alpha=level,
+                        power=self.settings.power)
+        plan = plan_next_look(evidence.sd_diff, evidence.n, spec, taken=taken)
         return Plan(plan.next_look, plan.expected)
 
 
@@ -297,13 +300,16 @@ def decide_cells(cells: Sequence[GateCell], spec: GateSpec, *,
     crosses nothing by its last look is INCONCLUSIVE."""
     from pytest_graphnetz.stats.sequential import sequential_holm
 
-    test, margin, rng = spec.test, spec.margin, spec.rng
+    rng = spec.rng
+    for c in cells:
+        c.settings = DecisionSettings(kind="not_worse", test=spec.test, margin=spec.margin,
+                                      min_effect=c.min_effect, alpha=c.design.alpha)
     decide = family or sequential_holm
     walking = list(cells)
     if train is None:
         for c in cells:
             c.look = len(c.design.looks) - 1   # reported at the last look the run holds
-            whole = c.measure(test=test, margin=margin, rng=rng, seeds=c.held)
+            whole = c.measure(rng=rng, seeds=c.held)
             c.look = 0
             if whole.diverged_seeds or whole.identical:
                 c.look = len(c.design.looks) - 1
@@ -313,7 +319,7 @@ def decide_cells(cells: Sequence[GateCell], spec: GateSpec, *,
         if train is not None:
             train(walking)
         for c in walking:
-            evidence = c.measure(test=test, margin=margin, rng=rng)
+            evidence = c.measure(rng=rng)
             c.evidence.append(evidence)
             if train is not None and (evidence.diverged_seeds or evidence.identical):
                 # A candidate diverged where the baseline did not fails that seed (REGRESSED
@@ -350,17 +356,4 @@ def diverged_note(seeds: Sequence[int]) -> str:
             "counted as failures")
 
 
-def folded(candidate: np.ndarray, baseline: np.ndarray, k: int | None,
-           test: str) -> tuple[str, np.ndarray]:
-    """The test and the candidate values (seed,) a cell is compared with: on a k-fold CV task,
-    the paired t on candidate values that make it the corrected resampled t test
-    (:func:`~pytest_graphnetz.stats.heldout.fold_corrected`), whatever ``test`` was asked for
-    (the plain tests are invalid on folds); else ``test`` and ``candidate`` as they are."""
-    if k is None:
-        return test, candidate
-    from pytest_graphnetz.stats.heldout import fold_corrected
-
-    return "paired-t", fold_corrected(candidate, baseline, k=k)
-
-
-__all__ = ["GateCell", "decide_cells", "folded"]
+__all__ = ["GateCell", "decide_cells"]

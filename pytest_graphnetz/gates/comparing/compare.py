@@ -15,7 +15,7 @@ import numpy as np
 
 from pytest_graphnetz import stats
 from pytest_graphnetz.base.seedspec import off_prefix
-from pytest_graphnetz.gates.comparing.cells import GateCell, decide_cells, folded
+from pytest_graphnetz.gates.comparing.cells import GateCell, decide_cells
 from pytest_graphnetz.gates.comparing.pairing import (
     cache_notes,
     changed_model_notes,
@@ -50,7 +50,7 @@ from pytest_graphnetz.stats.boundaries import (
     design,
     single_look,
 )
-from pytest_graphnetz.stats.comparison import measure
+from pytest_graphnetz.stats.comparison import DecisionSettings, measure
 from pytest_graphnetz.stats.decisions import judge
 
 # "paired" is the default spelling of the paired t-test; every test here pairs by seed.
@@ -269,16 +269,16 @@ def _every_cell(report: BenchmarkReport, paired: _Paired, call: GateSpec, agains
     spec = report.metric(task)
     folds = report.folds(task)
     cand, base = paired.values(report, task, model)
-    cell_test, compared = folded(cand, base, folds, test)
     fold_notes: tuple[str, ...] = ()
     if folds is not None:
         from pytest_graphnetz.stats.heldout import FOLD_NOTE
 
         fold_notes = (FOLD_NOTE.format(task=task, k=folds, test=test),)
     # the one kernel (decide_look), as the not-worse cells' looks decide
-    comp = judge(measure(compared, base, higher_is_better=spec.higher_is_better,
-                         kind=gate, test=cell_test, margin=call.margin, alpha=call.alpha,
-                         rng=call.rng, label=f"{task}/{model}", seeds=seeds), notes=fold_notes)
+    settings = DecisionSettings(kind=gate, test=test, margin=call.margin, alpha=call.alpha)
+    comp = judge(measure(cand, base, settings, higher_is_better=spec.higher_is_better,
+                         folds=folds, rng=call.rng, label=f"{task}/{model}", seeds=seeds),
+                 settings, notes=fold_notes)
     name = verdict_name(comp.decision.verdict)
     changed = (changed_model_notes(report, baseline, model, seeds, task=task)
                if name == "IDENTICAL" else ())

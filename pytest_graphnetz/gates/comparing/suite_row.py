@@ -17,7 +17,13 @@ from pytest_graphnetz.gates.verdicts.values import CellVerdict
 from pytest_graphnetz.report import BenchmarkReport
 from pytest_graphnetz.report.epochs import MetricSpec
 from pytest_graphnetz.stats.boundaries import Design
-from pytest_graphnetz.stats.comparison import Comparison, Plan, measure
+from pytest_graphnetz.stats.comparison import (
+    Comparison,
+    DecisionSettings,
+    Plan,
+    evidence_notes,
+    measure,
+)
 from pytest_graphnetz.stats.decisions import decide_look, decision_of, final_verdict, plan_seeds
 from pytest_graphnetz.stats.suite import DEFAULT_SUITE_WEIGHT, SuiteResult
 
@@ -54,19 +60,20 @@ class SuiteRow:
         # The paired t on the per-seed task means is suite_test's test (their difference is
         # suite_differences); measure() adds what a cell's message shows (interval, MDE, plan),
         # on the plain t that decided the row (suite_test has no skew guard).
-        evidence = measure(self.candidate, self.baseline,
-                           higher_is_better=self.spec.higher_is_better, kind="not_worse",
-                           test="paired-t", margin=res.margin, min_effect=self.min_effect,
-                           alpha=res.alpha, label=f"{SUITE}/{self.model}", seeds=self.seeds,
-                           skew_guard=False)
+        settings = DecisionSettings(kind="not_worse", test="paired-t", margin=res.margin,
+                                    min_effect=self.min_effect, alpha=res.alpha,
+                                    skew_guard=False)
+        evidence = measure(self.candidate, self.baseline, settings,
+                           higher_is_better=self.spec.higher_is_better,
+                           label=f"{SUITE}/{self.model}", seeds=self.seeds)
         shown = (self.level and self.level != res.alpha
                  and verdict is not stats.Verdict.IDENTICAL)
         comp = Comparison(
-            evidence,
-            decision_of(evidence, verdict, p_adjusted=self.p_adjusted,
+            evidence, settings,
+            decision_of(evidence, settings, verdict, p_adjusted=self.p_adjusted,
                         ci_alphas=(res.alpha, self.level) if shown else None),
-            Plan(plan_seeds(evidence, verdict, self.level or res.alpha)),
-            (*evidence.notes,
+            Plan(plan_seeds(evidence, settings, verdict, self.level or res.alpha)),
+            (*evidence_notes(evidence, res.alpha),
              f"suite row: per seed, the mean over {len(self.tasks)} tasks {self.tasks} of "
              f"{self.spec.name} candidate − baseline, paired by seed; REGRESSED is decided in "
              f"one weighted Holm family with the call's cells (suite weight "

@@ -82,9 +82,6 @@ class CellVerdict:
     stop: Stop | None = None                # adaptive seeds: where the cell stopped
     table_note: str = ""                    # the summary table's Note for a passing cell
     folds: int | None = None                # k of a k-fold CV task (corrected resampled t)
-    # The α the gate call was given; comparison.evidence.alpha is the level the reported look
-    # decides at (less than α on the schedule). None: the same.
-    call_alpha: float | None = None
     look: LookNote | None = None            # not-worse cells: the look it is reported at
     # A BETTER the leak guard flags (verdicts.leak): why; a refresh keeping it needs accept.
     suspect: str = ""
@@ -112,7 +109,7 @@ class CellVerdict:
     def message(self) -> str:
         """The cell's evidence, as a reviewer reads it."""
         c, direction = self.comparison, "higher" if self.higher_is_better else "lower"
-        ev, dec = c.evidence, c.decision
+        ev, dec, settings = c.evidence, c.decision, c.settings
         p = f"p = {fmt_p(ev.p_value)}"
         if dec.p_adjusted is not None and dec.p_adjusted != ev.p_value:
             p += f" (Holm-adjusted {fmt_p(dec.p_adjusted)})"
@@ -122,15 +119,15 @@ class CellVerdict:
         if not self.higher_is_better:
             flipped = (f" (+ = better: the sign is flipped, {self.metric} candidate − baseline "
                        f"is {fmt_signed(-ev.mean_diff)})")
-        delta = f", min_effect {fmt_num(ev.min_effect)}" if self.gate == "not_worse" else ""
+        delta = f", min_effect {fmt_num(settings.min_effect)}" if self.gate == "not_worse" else ""
         level = ""
-        if dec.regressed_level is not None and dec.regressed_level != ev.alpha:
+        if dec.regressed_level != dec.level:
             # the MDE is quoted at the level REGRESSED was tested at, the interval's upper end's
             level = f" (at REGRESSED's one-sided level {fmt_num(dec.regressed_level)}, after Holm)"
         # one α (the call's, as the message's first lines state it); a look decides at a level
-        alpha = ev.alpha if self.call_alpha is None else self.call_alpha
-        decides = ("" if alpha == ev.alpha else
-                   f" (this look: one-sided level {fmt_num(ev.alpha)})")
+        alpha = settings.alpha   # the call's; dec.level, the look's, is less on the schedule
+        decides = ("" if alpha == dec.level else
+                   f" (this look: one-sided level {fmt_num(dec.level)})")
         # Adaptive: the MDE is a one-look t test's at the seeds used, not the sequential design's.
         mde_of = " of a fixed-n test" if self.stop is not None else ""
         lines = [
@@ -140,7 +137,7 @@ class CellVerdict:
             f"  paired Δ {fmt_signed(ev.mean_diff)}{flipped} ({self.ci_label()} CI {fmt_ci(dec.ci)}"
             f"{_level_note(c)}) over "
             f"{ev.n} seeds {seed_list(self.seeds)}; {p}; test {ev.test}, margin "
-            f"{fmt_num(ev.margin)}{delta}, alpha {fmt_num(alpha)}{decides}",
+            f"{fmt_num(settings.margin)}{delta}, alpha {fmt_num(alpha)}{decides}",
             f"  minimum detectable effect{mde_of} at n={ev.n}: {fmt_num(dec.mde)}{level}",
         ]
         if self.stop is not None:   # adaptive seeds: where the schedule stopped this cell
@@ -154,8 +151,8 @@ class CellVerdict:
     def _advice(self) -> list[str]:
         """What the reviewer can do about this verdict (lines of the message)."""
         c = self.comparison
-        ev, dec = c.evidence, c.decision
-        delta = ev.min_effect
+        ev, dec, settings = c.evidence, c.decision, c.settings
+        delta = settings.min_effect
         if c.below_min_effect and delta is not None:
             return [f"  the drop is significant but smaller than min_effect "
                     f"{fmt_num(delta)} "
@@ -176,15 +173,16 @@ class CellVerdict:
             return [f"  {c.plan.needed} seeds would decide it "
                     f"(rerun with {self._seeds_option(c.plan.needed)})",
                     *self._unpaired_advice()]
-        if ev.min_effect is None:
+        if settings.min_effect is None:
             return [f"  no min_effect for {self.metric}, so NOT WORSE means the lower bound lies "
                     f"above −margin and no seeds can be planned: set `min_effect` (δ, the "
                     f"smallest regression that matters, in {self.metric} units; "
                     "--graphnetz-min-effect)"]
         n = c.plan.needed
         lines = [f"  the {ci_level(c)} CI {fmt_ci(dec.ci)} reaches below "
-                 f"{fmt_num(-ev.min_effect)} (a drop "
-                 f"that matters is not ruled out) and above {fmt_num(0.0 - ev.margin)} (no "
+                 f"{fmt_num(-settings.min_effect)} (a drop "
+                 f"that matters is not ruled out) and above {fmt_num(0.0 - settings.margin)} "
+                 "(no "
                  "significant drop either)"]
         if self.folds is not None:
             return lines + self._fold_advice(n, self.folds)
@@ -194,44 +192,43 @@ class CellVerdict:
                 f"next-seeds` runs in CI); at the observed sd of Δ ({fmt_num(ev.sd_diff)}) a cell "
                 f"open here is expected to decide by about {c.plan.expected} seeds, walking "
                 "the looks (the mean over cells reading no change as NOT WORSE or a drop of "
-                f"{fmt_num(ev.min_effect)} as REGRESSED)")
+                f"{fmt_num(settings.min_effect)} as REGRESSED)")
             lines += self._unpaired_advice()
         elif n:
             lines.append(
                 f"  about {n} paired seeds would decide it: at the observed sd of Δ "
                 f"({fmt_num(ev.sd_diff)}), {n} seeds read no change as NOT WORSE and a drop of "
-                f"{fmt_num(ev.min_effect)} as REGRESSED, each with probability ≥ {ev.power:g} "
+                f"{fmt_num(settings.min_effect)} as REGRESSED, each with probability "
+                f"≥ {settings.power:g} "
                 f"(rerun with {self._seeds_option(n)})")
             lines += self._unpaired_advice()
         return lines
 
     def _fold_advice(self, n: int | None, k: int) -> list[str]:
-        """The plan of a ``k``-fold CV cell, at the per-fold sd of Δ (the comparison's sd is
-        the one the correction inflated), or why no seed count decides it and what would."""
-        from pytest_graphnetz.stats.heldout import fold_ratio
-        from pytest_graphnetz.stats.planning import fold_min_effect_floor
+        """The plan of a ``k``-fold CV cell, at the per-fold sd of Δ (the evidence's; its se is
+        the corrected one), or why no seed count decides it and what would."""
+        from pytest_graphnetz.stats.planning import fold_min_effect_floor, fold_se_floor
 
         c = self.comparison
-        ev = c.evidence
-        rho = fold_ratio(k)
-        sd = ev.sd_diff / math.sqrt(1 + ev.n * rho)
+        settings, dec = c.settings, c.decision
+        sd = c.evidence.sd_per_fold
         if n:
             return [f"  about {n} paired seeds would decide it: at the observed per-fold sd of Δ "
                     f"({fmt_num(sd)}; the corrected resampled se is sqrt(1/J + 1/{k - 2}) times "
                     f"it on J seeds), {n} seeds read no change as NOT WORSE and a drop of "
-                    f"{fmt_num(ev.min_effect)} as REGRESSED, each with probability ≥ {ev.power:g} "
-                    f"(rerun with {self._seeds_option(n)})", *self._unpaired_advice()]
-        floor = math.sqrt(rho) * sd
-        least = fold_min_effect_floor(sd, folds=k, margin=ev.margin, alpha=ev.alpha,
-                                      alpha_regressed=c.decision.regressed_level or ev.alpha,
-                                      power=ev.power)
+                    f"{fmt_num(settings.min_effect)} as REGRESSED, each with probability "
+                    f"≥ {settings.power:g} (rerun with {self._seeds_option(n)})",
+                    *self._unpaired_advice()]
+        floor = fold_se_floor(sd, folds=k)
+        least = fold_min_effect_floor(sd, folds=k, margin=settings.margin, alpha=dec.level,
+                                      alpha_regressed=dec.regressed_level, power=settings.power)
         return [f"  no number of seeds would decide it: on {k}-fold cross-validation the "
                 f"corrected resampled se never falls below sqrt(1/{k - 2}) × the per-fold sd of "
                 f"Δ ({fmt_num(sd)}), i.e. {fmt_num(floor)}, however many seeds run, and "
-                f"min_effect {fmt_num(ev.min_effect)} needs it well below that. What would "
+                f"min_effect {fmt_num(settings.min_effect)} needs it well below that. What would "
                 f"decide it: a min_effect of more than {fmt_num(least)} (the least any seed "
                 "count resolves with probability "
-                f"≥ {ev.power:g}), or a smaller per-fold spread (more test data per fold)"]
+                f"≥ {settings.power:g}), or a smaller per-fold spread (more test data per fold)"]
 
     def _seeds_option(self, n: int) -> str:
         """The option that runs ``n`` seeds (adaptive runs keep their MIN: ``MIN..n``)."""
@@ -283,7 +280,7 @@ class CellVerdict:
     def guidance(self) -> Guidance:
         """What this row rules out and what comes next (:class:`Guidance`)."""
         c = self.comparison
-        ev, dec = c.evidence, c.decision
+        ev, dec, settings = c.evidence, c.decision, c.settings
         name = verdict_name(dec.verdict)
         speaks = name in (Verdict.NOT_WORSE, Verdict.INCONCLUSIVE)
         low = float(dec.ci.low)
@@ -292,15 +289,15 @@ class CellVerdict:
         next_seeds = c.plan.needed if name == Verdict.INCONCLUSIVE else None
         min_seeds = None if self.stop is None else self.stop.min_seeds
         resolvable = None
-        if name == Verdict.INCONCLUSIVE and next_seeds is None and ev.min_effect is not None \
-                and math.isfinite(dec.mde):
-            resolvable = ev.margin + dec.mde
+        if (name == Verdict.INCONCLUSIVE and next_seeds is None
+                and settings.min_effect is not None and math.isfinite(dec.mde)):
+            resolvable = settings.margin + dec.mde
         short = bool(next_seeds and self.baseline_seeds
                      and any(s not in self.baseline_seeds for s in range(next_seeds)))
         return Guidance(
             verdict=name, higher_is_better=self.higher_is_better,
-            unit_interval=in_unit_interval(self.metric), min_effect=ev.min_effect,
-            margin=ev.margin, rules_out=rules_out, next_seeds=next_seeds,
+            unit_interval=in_unit_interval(self.metric), min_effect=settings.min_effect,
+            margin=settings.margin, rules_out=rules_out, next_seeds=next_seeds,
             next_option=seeds_option(next_seeds, min_seeds) if next_seeds else None,
             resolvable=resolvable, baseline_short=short,
             baseline_n=len(self.baseline_seeds) or None, n=ev.n,
