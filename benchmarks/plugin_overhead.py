@@ -31,8 +31,12 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from _timing import describe, interleaved, paired_ratio
+
+if TYPE_CHECKING:
+    import pytest
 
 # Other installed plugins (hypothesis alone takes ~1 s to load here) are switched off in both
 # variants: they cost the same in both, and their load-time jitter would swamp a few ms.
@@ -120,13 +124,9 @@ OPTION_CALLS = ("none", "argparse add_argument", "pytest _addoption", "pytest ad
                 "addoption + addini", "addoption + addini, two parses", "none, two parses")
 
 
-def probe(variant: str) -> None:
-    """Register the plugin's options as ``variant`` says (run under callgrind). The garbage
-    collector is off: a full pass (~10M instructions here) falls in one variant and not the
-    next, whatever the calls themselves cost."""
-    import gc
-
-    gc.disable()
+def probe(variant: str) -> pytest.Parser:
+    """pytest's own parser with the plugin's options registered as ``variant`` says (what
+    :func:`option_calls` counts), returned."""
     from _pytest.config import get_config
 
     from pytest_graphnetz.plugin.declared import OPTIONS, add_options
@@ -153,6 +153,7 @@ def probe(variant: str) -> None:
     if variant in OPTION_CALLS[5:]:
         parser.parse_known_args(["-q"])
         parser.parse_known_args(["-q"])
+    return parser
 
 
 def option_calls() -> None:
@@ -188,6 +189,11 @@ def main() -> None:
     parser.add_argument("--probe", choices=OPTION_CALLS, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.probe:
+        # The garbage collector off: a full pass (~10M instructions here) would fall in one
+        # variant and not the next, whatever the calls themselves cost.
+        import gc
+
+        gc.disable()
         probe(args.probe)
         return
     if args.option_calls:
