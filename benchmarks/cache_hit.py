@@ -30,7 +30,11 @@ plugins off in both: the CPU seconds (user + system) of each, the median of the 
 ratios, and ``-X importtime`` of one warm session, counting the torch
 and torch_geometric modules it imported (0: neither was imported), and the third-party imports
 that no gate session can skip (numpy, and scipy.special for the t distribution), measured
-alone in a fresh process. Issue 59's target: <= 3x.
+as whole fresh processes less a bare interpreter. Two more pairs show where CPU goes that is
+not the package's code: both sessions with ``--assert=plain`` (pytest rewrites every module of
+a plugin's package and loads each through its own hook), and the warm session with one
+OpenBLAS thread (numpy's and scipy's thread pools spin before they sleep). Issue 59's target:
+<= 3x.
 
     .venv/bin/python benchmarks/cache_hit.py --against-trivial --repeats 7
 """
@@ -207,14 +211,25 @@ def against_trivial(repeats: int) -> None:
                     f"--graphnetz-cache-dir={cache}", f"--graphnetz-seeds={seeds}"]
         trivial_cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 
-        def run(cmd: list[str], cwd: Path) -> None:
-            subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, check=True)
+        def run(cmd: list[str], cwd: Path, **extra: str) -> None:
+            subprocess.run(cmd, cwd=cwd, env={**env, **extra}, capture_output=True, check=True)
 
         sessions = {
             "warm examples": lambda: run(warm_cmd, REPO),
             "20 trivial tests": lambda: run(trivial_cmd, trivial),
             "warm, plugins off": lambda: run([*warm_cmd, *OTHER_PLUGINS_OFF], REPO),
             "trivial, plugins off": lambda: run([*trivial_cmd, *OTHER_PLUGINS_OFF], trivial),
+            # pytest rewrites the asserts of every module of a pytest11 plugin's package and
+            # loads each through its own hook (marshal.load on a file: one Python-level read
+            # per object): what that costs the warm session, measured by switching it off.
+            "warm, plugins off, plain asserts": lambda: run(
+                [*warm_cmd, *OTHER_PLUGINS_OFF, "--assert=plain"], REPO),
+            "trivial, plugins off, plain asserts": lambda: run(
+                [*trivial_cmd, *OTHER_PLUGINS_OFF, "--assert=plain"], trivial),
+            # numpy's and scipy's OpenBLAS each start a thread per core that spins before it
+            # sleeps: CPU time that wall time does not show (one thread: no spinning).
+            "warm, plugins off, one BLAS thread": lambda: run(
+                [*warm_cmd, *OTHER_PLUGINS_OFF], REPO, OPENBLAS_NUM_THREADS="1"),
         }
         for session in sessions.values():   # untimed: writes the bytecode of both
             session()
@@ -237,7 +252,12 @@ def against_trivial(repeats: int) -> None:
     print(describe(wall, "wall"))
     for warm, plain, what in (("warm examples", "20 trivial tests", "installed plugins on"),
                               ("warm, plugins off", "trivial, plugins off",
-                               "other third-party plugins off in both")):
+                               "other third-party plugins off in both"),
+                              ("warm, plugins off, plain asserts",
+                               "trivial, plugins off, plain asserts",
+                               "plugins off, --assert=plain in both (no rewriting)"),
+                              ("warm, plugins off, one BLAS thread", "trivial, plugins off",
+                               "plugins off, OPENBLAS_NUM_THREADS=1 in the warm session")):
         low, high = ratio_interval(cpu, warm, plain)
         print(f"ratio warm / trivial, CPU, {what}: {paired_ratio(cpu, warm, plain):.2f} "
               f"(median of per-round ratios; 95% interval {low:.2f}-{high:.2f}; target <= 3)")
@@ -246,26 +266,37 @@ def against_trivial(repeats: int) -> None:
           + (f" (first: {heavy[:3]})" if heavy else ""))
     floor = import_floor(repeats)
     trivial_cpu = statistics.median(cpu["trivial, plugins off"])
-    least = (trivial_cpu + sum(floor.values())) / trivial_cpu
-    print(f"imports no gate session can skip, CPU in a fresh process (median of {repeats}): "
+    least = (trivial_cpu + floor["numpy"] + floor["scipy.special after numpy"]) / trivial_cpu
+    print(f"imports no gate session can skip, CPU of a fresh process less a bare interpreter's "
+          f"(median of {repeats}): "
           + ", ".join(f"{name} {seconds:.3f} s" for name, seconds in floor.items())
-          + f"; the trivial session (plugins off) plus these: {least:.2f}x the trivial "
-          "session, before any of the package's own code runs")
+          + f"; the trivial session (plugins off) plus numpy and scipy.special: {least:.2f}x "
+          "the trivial session, before any of the package's own code runs")
 
 
-FLOOR = ("import time\n"
-         "t0 = time.process_time(); import numpy\n"
-         "t1 = time.process_time(); import scipy.special\n"
-         "t2 = time.process_time(); print(t1 - t0, t2 - t1)")
+# Each a whole process, so the CPU of OpenBLAS's spinning threads (they go on after the import
+# returns) is counted; one BLAS thread shows what the spinning costs.
+FLOOR = {"bare": ("pass", {}), "numpy": ("import numpy", {}),
+         "numpy + scipy.special": ("import numpy, scipy.special", {}),
+         "numpy + scipy.special, one BLAS thread": ("import numpy, scipy.special",
+                                                    {"OPENBLAS_NUM_THREADS": "1"})}
 
 
 def import_floor(repeats: int) -> dict[str, float]:
-    """CPU seconds of importing numpy, then scipy.special (the t distribution: its import
-    pulls numpy's lazy submodules in), in fresh processes; medians over ``repeats``."""
-    runs = [subprocess.run([sys.executable, "-c", FLOOR], capture_output=True, text=True,
-                           check=True).stdout.split() for _ in range(repeats)]
-    return {"numpy": statistics.median(float(r[0]) for r in runs),
-            "scipy.special after numpy": statistics.median(float(r[1]) for r in runs)}
+    """CPU seconds (user + system, all threads) of fresh processes importing numpy, then
+    scipy.special (the t distribution: its import pulls numpy's lazy submodules in), less a
+    bare interpreter's; medians over ``repeats`` interleaved rounds."""
+    def child(code: str, extra: dict[str, str]) -> None:
+        subprocess.run([sys.executable, "-c", code], env={**os.environ, **extra}, check=True)
+
+    _, cpu = interleaved({name: lambda c=code, e=extra: child(c, e)
+                          for name, (code, extra) in FLOOR.items()}, repeats)
+    bare = statistics.median(cpu["bare"])
+    numpy = statistics.median(cpu["numpy"]) - bare
+    both = statistics.median(cpu["numpy + scipy.special"]) - bare
+    one = statistics.median(cpu["numpy + scipy.special, one BLAS thread"]) - bare
+    return {"numpy": numpy, "scipy.special after numpy": both - numpy,
+            "numpy + scipy.special with one BLAS thread": one}
 
 
 def main() -> None:

@@ -18,7 +18,8 @@ difference of a few milliseconds (process start-up and pytest itself cost ~0.3-0
 On a loaded machine the time ratios move by several percent from one run to the next;
 ``--instructions`` instead counts the instructions of one run each way under valgrind's
 callgrind (about a minute each; the same count to within a few dozen instructions whatever
-else the machine does), and prints their ratio.
+else the machine does), and prints their ratio. ``--option-calls`` splits what registering the
+options costs by the pytest and argparse call that spends it (callgrind, a bare process each).
 """
 
 from __future__ import annotations
@@ -30,8 +31,12 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from _timing import describe, interleaved, paired_ratio
+
+if TYPE_CHECKING:
+    import pytest
 
 # Other installed plugins (hypothesis alone takes ~1 s to load here) are switched off in both
 # variants: they cost the same in both, and their load-time jitter would swamp a few ms.
@@ -113,12 +118,87 @@ def instructions(project: Path, *extra: str) -> int:
     return int(found.group(1))
 
 
+# What registering the 35 options costs, call by call (``--option-calls``): each variant adds
+# the options to pytest's own parser in a bare process, one more of pytest's layers per variant.
+OPTION_CALLS = ("none", "argparse add_argument", "pytest _addoption", "pytest addoption",
+                "addoption + addini", "addoption + addini, two parses", "none, two parses")
+
+
+def probe(variant: str) -> pytest.Parser:
+    """pytest's own parser with the plugin's options registered as ``variant`` says (what
+    :func:`option_calls` counts), returned."""
+    from _pytest.config import get_config
+
+    from pytest_graphnetz.plugin.declared import OPTIONS, add_options
+
+    parser = get_config()._parser
+    group = parser.getgroup("graphnetz", "graphnetz: statistically aware GNN regression gates")
+    for option in OPTIONS if variant in OPTION_CALLS[1:4] else ():
+        attrs: dict = {"dest": option.dest, "help": option.help, "default": None}
+        if option.flag:
+            attrs["action"] = "store_true"
+        else:
+            attrs.update(metavar=option.metavar, action="append" if option.repeat else "store")
+            if option.const is not None:
+                attrs.update(nargs="?", const=option.const)
+        flag = f"--graphnetz-{option.name}"
+        if variant == OPTION_CALLS[1]:
+            group._arggroup.add_argument(flag, **attrs)   # argparse alone
+        elif variant == OPTION_CALLS[2]:
+            group._addoption(flag, **attrs)                # pytest's, without addoption's checks
+        else:
+            group.addoption(flag, **attrs)
+    if variant in OPTION_CALLS[4:6]:
+        add_options(parser)                                # what the plugin does
+    if variant in OPTION_CALLS[5:]:
+        parser.parse_known_args(["-q"])
+        parser.parse_known_args(["-q"])
+    return parser
+
+
+def option_calls() -> None:
+    """Instructions of each :data:`OPTION_CALLS` variant, less the one before it."""
+    import re
+
+    counts = []
+    for variant in OPTION_CALLS:
+        done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                               sys.executable, __file__, "--probe", variant],
+                              capture_output=True, text=True, check=True,
+                              env={**os.environ, "PYTHONHASHSEED": "0"})
+        found = re.search(r"Collected : (\d+)", done.stderr)
+        if found is None:
+            raise SystemExit(f"no instruction count in valgrind's output:\n{done.stderr}")
+        counts.append(int(found.group(1)))
+    print("registering the plugin's options in pytest's parser, instructions, each call less "
+          "the one before it (garbage collector off):")
+    for variant, before, now in zip(OPTION_CALLS[1:5], counts[:4], counts[1:5], strict=True):
+        print(f"  {variant:32s} {(now - before) / 1e6:+.2f}M")
+    parses = (counts[5] - counts[4]) - (counts[6] - counts[0])
+    print(f"  two parses of a command line, what the 35 options add: {parses / 1e6:+.2f}M")
+    print(f"  all of it: {(counts[5] - counts[6]) / 1e6:+.2f}M")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--instructions", action="store_true",
                         help="count instructions under callgrind instead of timing")
+    parser.add_argument("--option-calls", action="store_true",
+                        help="the instructions of registering the options, call by call")
+    parser.add_argument("--probe", choices=OPTION_CALLS, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.probe:
+        # The garbage collector off: a full pass (~10M instructions here) would fall in one
+        # variant and not the next, whatever the calls themselves cost.
+        import gc
+
+        gc.disable()
+        probe(args.probe)
+        return
+    if args.option_calls:
+        option_calls()
+        return
     if args.instructions:
         with tempfile.TemporaryDirectory() as tmp:
             project = Path(tmp) / "project"
