@@ -16,9 +16,12 @@ pytest.importorskip("torch_geometric.nn")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 import pytest_graphnetz.runner.training.node  # noqa: E402,F401
-from tests.fast.test_plugin_gates import GATE_TEST  # noqa: E402
-from tests.gates_output import gates_table  # noqa: E402
-from tests.helpers.plugin_gates import TOY, trained  # noqa: E402
+from tests.cover.test_plugin_gates import GATE_TEST  # noqa: E402
+from tests.helpers.sessions import (  # noqa: E402
+    TOY,
+    gates_table,  # noqa: E402
+    trained,
+)
 
 ADAPTIVE = "--graphnetz-seeds=5..10"  # looks at 5 and 10 seeds (5..20 costs 2x the CPU)
 

@@ -21,7 +21,7 @@ import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 from pytest_graphnetz import BenchmarkReport  # noqa: E402
 from pytest_graphnetz.gates.refreshing.baselines import load_baseline  # noqa: E402
-from tests.gates_output import gates_table  # noqa: E402
+from tests.helpers.sessions import gates_table  # noqa: E402
 
 PROJECT = '''
 import math

@@ -30,7 +30,7 @@ from pytest_graphnetz.report.schema import VALUES_SCHEMA_VERSION
 pytest.importorskip("scipy.stats")
 import pytest_graphnetz.gates as gates  # noqa: E402  (loaded once: see test_plugin.py)
 from pytest_graphnetz.gates.refreshing.ratchet import refresh  # noqa: E402
-from tests.helpers.baselines import judge, report
+from tests.helpers.reports import judge, report
 
 ROOT = Path(__file__).resolve().parents[2]
 LEGACY = Path(__file__).parents[1] / "data" / "legacy_test_social_models_not_worse.json"
@@ -615,9 +615,8 @@ def test_a_baselines_model_description_changes_with_the_architecture(root, tmp_p
     96): the description names the model's settings (``hidden_channels=96``) and carries a
     digest of the structure, so a refresh's diff shows what changed."""
     pytest.importorskip("torch_geometric.nn")
-    from conftest import tiny_task
-
     from pytest_graphnetz import run_benchmark
+    from tests.helpers.tiny import tiny_task
 
     report = run_benchmark({"tiny": tiny_task(epochs=1)}, {"narrow": _gcn(32), "wide": _gcn(96),
                                                           "again": _gcn(32)},

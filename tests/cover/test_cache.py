@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import gcn, sage, tiny_task
 
 from pytest_graphnetz import run_benchmark
 from pytest_graphnetz.report.codec import dumps
 from pytest_graphnetz.report.epochs import History
 from pytest_graphnetz.runner.cache import TripleCache, make_key
+from tests.helpers.tiny import gcn, sage, tiny_task
 
 # Read by `tunable` when it builds a model: a change here changes the built model (not the
 # factory's source), and the cache must notice.

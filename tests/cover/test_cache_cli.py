@@ -8,11 +8,11 @@ import platform
 
 import pytest
 import torch
-from conftest import gcn, tiny_task
 
 from pytest_graphnetz import run_benchmark
 from pytest_graphnetz.cli.main import main
 from pytest_graphnetz.runner import remote
+from tests.helpers.tiny import gcn, tiny_task
 
 
 @pytest.fixture

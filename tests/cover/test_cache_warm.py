@@ -11,10 +11,10 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import gcn, tiny_csbm, tiny_task
 
 from pytest_graphnetz import Task, run_benchmark
 from pytest_graphnetz.report.codec import dumps
+from tests.helpers.tiny import gcn, tiny_csbm, tiny_task
 
 # Loader calls, counted in an object the cache key does not read (a plain list or int
 # constant would be in the loader's identity and change the key as it counts).

@@ -13,9 +13,9 @@ pytest.importorskip("torch_geometric.nn")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 import pytest_graphnetz.runner.training.node  # noqa: E402,F401
-from tests.fast.test_trainer_per_model import GATES as TRAINER_GATES  # noqa: E402
-from tests.fast.test_trainer_per_model import PROJECT as TRAINER_PROJECT  # noqa: E402
-from tests.helpers.calibration_kinds import COMMON, calibrate, verdict_rows  # noqa: E402
+from tests.cover.test_trainer_per_model import GATES as TRAINER_GATES  # noqa: E402
+from tests.cover.test_trainer_per_model import PROJECT as TRAINER_PROJECT  # noqa: E402
+from tests.helpers.sessions import CALIBRATION_ARGS, calibrate, verdict_rows  # noqa: E402
 
 
 def test_calibrate_on_a_trainer_per_model_task(pytester: pytest.Pytester) -> None:
@@ -34,9 +34,9 @@ def test_resolvable_without_a_calibration_is_refused_naming_the_file_and_command
         pytester: pytest.Pytester) -> None:
     pytester.makepyfile(project=TRAINER_PROJECT.format(gat_epochs=3, shift=0),
                         test_model=TRAINER_GATES)
-    pytester.runpytest_inprocess(*COMMON, "--graphnetz-update-baselines").assert_outcomes(
+    pytester.runpytest_inprocess(*CALIBRATION_ARGS, "--graphnetz-update-baselines").assert_outcomes(
         passed=1)
-    out = pytester.runpytest_inprocess(*COMMON, "--graphnetz-min-effect=resolvable")
+    out = pytester.runpytest_inprocess(*CALIBRATION_ARGS, "--graphnetz-min-effect=resolvable")
     out.assert_outcomes(failed=1)
     text = out.stdout.str()
     assert "REFUSED" in text

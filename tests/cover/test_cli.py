@@ -10,7 +10,7 @@ import pytest
 from pytest_graphnetz import BenchmarkReport
 from pytest_graphnetz.cli.main import main as cli_main
 from pytest_graphnetz.stats.boundaries import LookSchedule
-from tests.helpers.cli import BASE, FIRST_LOOK, bind, write
+from tests.helpers.reports import BASE, FIRST_LOOK, bind, write
 
 
 def main(argv: list[str]) -> int:

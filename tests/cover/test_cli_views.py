@@ -9,11 +9,7 @@ import numpy as np
 import pytest
 
 from pytest_graphnetz.cli.main import main
-from tests.helpers import cli_views as shared  # noqa: E402
-from tests.helpers.cli_views import LATEX, X, small_report
-
-# fixtures: pytest finds them by name in the module that uses them
-report_file = shared.report_file
+from tests.helpers.reports import LATEX, X, small_report
 
 MARKDOWN_ROWS = {
     "t": ("| GIN | **0.990 [0.967, 1.000]** |", "| GCN | 0.810 ± 0.013 |",

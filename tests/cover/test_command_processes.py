@@ -22,11 +22,7 @@ from pytest_graphnetz.runner.command.run import CommandExecutor
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(),
                                 reason="reads process states from /proc")
-from tests.helpers import command_processes as shared  # noqa: E402
-from tests.helpers.command_processes import RUN, SPAWNER, alive, gone, wait_for  # noqa: E402
-
-# fixtures: pytest finds them by name in the module that uses them
-commands = shared.commands
+from tests.helpers.commands import RUN, SPAWNER, alive, gone, wait_for  # noqa: E402
 
 
 def spawner(tmp_path: Path, mode: str, timeout: float | None = None) -> tuple[Command, Path]:

@@ -12,17 +12,13 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("torch")
-from tests.helpers.command_warm import RUN
+from tests.helpers.commands import UNSEEDED_RUN as RUN
 
 if not sys.platform.startswith("linux"):
     pytest.skip("warm runs fork: Linux only", allow_module_level=True)
 
 from pytest_graphnetz.runner.command import Command, CommandError  # noqa: E402
 from pytest_graphnetz.runner.command import warm as command_warm  # noqa: E402
-from tests.helpers import command_warm as shared  # noqa: E402
-
-# fixtures: pytest finds them by name in the module that uses them
-commands = shared.commands
 
 SCRIPT = '''
 import sys, time

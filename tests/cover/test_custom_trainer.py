@@ -12,11 +12,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from conftest import gcn, tiny_task  # noqa: E402
-
 from pytest_graphnetz import History, Task, assert_not_worse, run_benchmark  # noqa: E402
 from pytest_graphnetz.report.codec import dumps  # noqa: E402
 from pytest_graphnetz.runner import TripleError  # noqa: E402
+from tests.helpers.tiny import gcn, tiny_task  # noqa: E402
 
 
 def blobs(root: str, *, seed: int) -> dict:

@@ -16,10 +16,9 @@ import pytest
 
 pytest.importorskip("torch_geometric")
 
-from conftest import tiny_task  # noqa: E402
-
 from pytest_graphnetz import run_benchmark  # noqa: E402
 from pytest_graphnetz.runner.fingerprint import project_code_key  # noqa: E402
+from tests.helpers.tiny import tiny_task  # noqa: E402
 
 MODELS = '''
 """The team's models, in one module."""

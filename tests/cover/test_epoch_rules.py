@@ -120,9 +120,8 @@ def early_stopping_trainer(model, data, *, task, device) -> dict:
 
 def test_a_trainer_reports_both_fields_through_its_mapping(tmp_path) -> None:
     pytest.importorskip("torch")
-    from conftest import tiny_csbm
-
     from pytest_graphnetz import Task, run_benchmark
+    from tests.helpers.tiny import tiny_csbm
 
     task = Task("es", tiny_csbm, trainer=early_stopping_trainer, in_channels=8, out_channels=3,
                 epochs=4)

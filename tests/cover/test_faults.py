@@ -107,9 +107,8 @@ def test_an_unusable_cache_entry_is_named_discarded_and_recomputed(root, tmp_pat
 
 
 def test_a_custom_trainer_may_record_any_number_of_epochs(root, tmp_path):
-    from conftest import gcn, tiny_task
-
     from pytest_graphnetz import run_benchmark
+    from tests.helpers.tiny import gcn, tiny_task
 
     task = tiny_task(trainer=_three_epoch_trainer)  # epochs=5 is the built-in loop's setting
     statuses = []
@@ -144,7 +143,7 @@ def test_a_cache_dir_that_is_a_file_warns_once_and_trains(root, tmp_path):
 READ_ONLY_RUN = """
 import sys, warnings
 sys.path.insert(0, {tests!r})
-from conftest import gcn, tiny_task
+from tests.helpers.tiny import gcn, tiny_task
 from pytest_graphnetz import run_benchmark
 for workers, cache in (1, {cache1!r}), (2, {cache2!r}):
     with warnings.catch_warnings(record=True) as caught:

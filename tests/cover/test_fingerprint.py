@@ -8,10 +8,10 @@ import linecache
 import sys
 
 import pytest
-from conftest import tiny_task
 
 from pytest_graphnetz import run_benchmark
 from pytest_graphnetz.runner.fingerprint import callable_identity
+from tests.helpers.tiny import tiny_task
 
 MODELS = '''
 import torch

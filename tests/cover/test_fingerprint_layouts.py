@@ -27,7 +27,7 @@ from pytest_graphnetz.runner.fingerprint import project_code_files, project_code
 from pytest_graphnetz.runner.fingerprint.locate import FingerprintError  # noqa: E402
 
 # the one-script project and its gate
-from tests.fast.test_command_inputs import GATES, PROJECT  # noqa: E402
+from tests.cover.test_command_inputs import GATES, PROJECT  # noqa: E402
 
 TRAIN = '''
 import json, os, random, sys

@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
-from tests.gates_output import gates_table  # noqa: E402
+from tests.helpers.sessions import gates_table  # noqa: E402
 
 COLLAPSE_PROJECT = '''
 import math

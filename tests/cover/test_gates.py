@@ -15,7 +15,7 @@ from pytest_graphnetz.gates.refreshing.baselines import BaselineMissingError
 from pytest_graphnetz.gates.verdicts.formatting import gate_table
 from pytest_graphnetz.gates.verdicts.values import GateRefusal
 from pytest_graphnetz.stats.boundaries import LookSchedule
-from tests.helpers.cli import bind
+from tests.helpers.reports import bind
 
 BASE = np.array([0.80, 0.82, 0.78, 0.81, 0.79, 0.83, 0.80, 0.84])
 

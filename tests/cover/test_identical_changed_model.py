@@ -21,7 +21,7 @@ torch = pytest.importorskip("torch")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 from pytest_graphnetz.gates.verdicts.values import CHANGED_MODEL_NOTE  # noqa: E402
-from tests.gates_output import gates_table  # noqa: E402
+from tests.helpers.sessions import gates_table  # noqa: E402
 
 PROJECT = '''
 import math

@@ -188,7 +188,7 @@ def test_no_module_uses_another_modules_private_names():
 PROBE_MODULES = frozenset({
     "pytest_graphnetz", "pytest_graphnetz.gates", "pytest_graphnetz.stats",
     "pytest_graphnetz.stats._common", "pytest_graphnetz.stats.paired", "tests",
-    "tests.test_a", "tests.test_b", "tests.helpers", "tests.conftest", "tests.fast.test_c",
+    "tests.test_a", "tests.test_b", "tests.helpers", "tests.conftest", "tests.cover.test_c",
     "benchmarks", "benchmarks._timing", "benchmarks.run"})
 
 
@@ -229,9 +229,9 @@ def test_the_check_covers_tests_and_benchmarks():
     assert private_uses("from tests.helpers import table\n", "tests.test_b",
                         PROBE_MODULES) == []
     # a test in a tier folder imports the conftest of the folder above by its bare name
-    assert len(private_uses("from conftest import _tiny\n", "tests.fast.test_c",
+    assert len(private_uses("from conftest import _tiny\n", "tests.cover.test_c",
                             PROBE_MODULES)) == 1
-    assert {"tests.fast.test_import_rules", "benchmarks._timing",
+    assert {"tests.cover.test_import_rules", "benchmarks._timing",
             "pytest_graphnetz.stats.paired"} <= first_party_modules()
 
 

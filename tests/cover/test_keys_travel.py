@@ -9,11 +9,11 @@ import importlib.util
 
 import pytest
 import torch
-from conftest import gcn, tiny_task
 
 from pytest_graphnetz import run_benchmark
 from pytest_graphnetz.runner import determinism, environment
-from tests.helpers.remote import TINY_PROJECT
+from tests.helpers.servers import TINY_PROJECT
+from tests.helpers.tiny import gcn, tiny_task
 
 
 @pytest.fixture(autouse=True)

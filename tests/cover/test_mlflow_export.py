@@ -20,7 +20,7 @@ import mlflow.tracking  # noqa: E402,F401
 import pytest_graphnetz.gates  # noqa: E402,F401
 from pytest_graphnetz import BenchmarkReport  # noqa: E402
 from pytest_graphnetz.cli.main import main  # noqa: E402
-from tests.helpers.mlflow_runs import closed_uri, file_store  # noqa: E402
+from tests.helpers.servers import closed_uri, file_store  # noqa: E402
 
 RNG = np.random.default_rng(7)
 BASE = RNG.uniform(0.6, 0.9, size=(2, 1, 10))

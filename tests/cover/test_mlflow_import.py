@@ -13,7 +13,7 @@ import pytest
 
 from pytest_graphnetz import BenchmarkReport
 from pytest_graphnetz.cli.main import main
-from tests.helpers.mlflow_runs import closed_uri, file_store, log_runs
+from tests.helpers.servers import closed_uri, file_store, log_runs
 
 pytest.importorskip("mlflow")
 

@@ -14,12 +14,12 @@ import warnings
 
 import pytest
 import torch
-from conftest import tiny_task
 
 from pytest_graphnetz import run_benchmark
 from pytest_graphnetz.runner import environment, model_record
 from pytest_graphnetz.runner.cache import CacheWarning, TripleCache
 from pytest_graphnetz.runner.fingerprint import environment_unchanged, recording_environment
+from tests.helpers.tiny import tiny_task
 
 SCRATCH = '''
 import os

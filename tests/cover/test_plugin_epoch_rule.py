@@ -12,12 +12,9 @@ pytest.importorskip("torch_geometric.nn")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 import pytest_graphnetz.runner.training.node  # noqa: E402,F401
-from tests.helpers import plugin_progress as shared  # noqa: E402
-
-project = shared.project   # a scratch project with the tiny task and GCN (conftest_tiny)
 
 RULE = '''
-from conftest_tiny import gcn, tiny_task
+from scratch_tiny import gcn, tiny_task
 
 
 def test_rule(graphnetz_run):

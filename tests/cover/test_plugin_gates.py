@@ -21,8 +21,13 @@ pytest.importorskip("torch_geometric.nn")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 import pytest_graphnetz.runner.training.node  # noqa: E402,F401
-from tests.gates_output import gates_table  # noqa: E402
-from tests.helpers.plugin_gates import SEEDS, TOY, trained, verdicts  # noqa: E402
+from tests.helpers.sessions import (  # noqa: E402
+    SEEDS,
+    TOY,
+    gates_table,  # noqa: E402
+    trained,
+    verdicts,
+)
 
 GATE_TEST = """
 from pytest_graphnetz import assert_not_worse

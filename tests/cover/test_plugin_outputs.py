@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("scipy.stats")
 pytest.importorskip("scipy.optimize")
 import pytest_graphnetz.gates  # noqa: E402,F401
-from tests.helpers.plugin_outputs import OUTPUTS, PASSING
+from tests.helpers.sessions import OUTPUTS, PASSING
 
 
 @pytest.mark.parametrize(("option", "message"), [

@@ -17,11 +17,7 @@ pytest.importorskip("torch_geometric.nn")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 import pytest_graphnetz.runner.training.node  # noqa: E402,F401
-from tests.helpers import plugin_progress as shared  # noqa: E402
-from tests.helpers.plugin_progress import live_lines
-
-# fixtures: pytest finds them by name in the module that uses them
-project = shared.project
+from tests.helpers.sessions import live_lines
 
 
 def test_progress_shows_counts_of_the_total_and_what_came_from_the_cache(project):
@@ -53,7 +49,7 @@ def test_quiet_under_q_for_a_short_run(project, monkeypatch):
 SLOW = '''
 import time
 
-from conftest_tiny import gcn, tiny_csbm, tiny_task
+from scratch_tiny import gcn, tiny_csbm, tiny_task
 
 import pytest_graphnetz.runner.progress as progress
 
@@ -188,9 +184,8 @@ def test_a_terminal_shows_the_triple_now_training():
 
 
 def test_runner_says_which_triple_starts_before_it_runs(tmp_path):
-    from conftest import gcn, tiny_task
-
     from pytest_graphnetz import run_benchmark
+    from tests.helpers.tiny import gcn, tiny_task
 
     events = []
     run_benchmark({"tiny": tiny_task(epochs=1)}, {"GCN": gcn}, seeds=[0, 1], device="cpu",

@@ -14,7 +14,7 @@ import pytest
 sps = pytest.importorskip("scipy.stats")
 pytest.importorskip("scipy.optimize")
 import pytest_graphnetz.gates  # noqa: E402,F401
-from tests.helpers.plugin_summary import BASE, COMMON, SCENARIOS, SHIFT, table  # noqa: E402
+from tests.helpers.summaries import BASE, COMMON, SCENARIOS, SHIFT, table  # noqa: E402
 
 
 def test_failure_first_without_plugin_frames(pytester: pytest.Pytester) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.readme import CHAINS, DOCUMENTS, FENCE, README, ROOT, blocks, chains, commands
+from tests.helpers.documents import CHAINS, DOCUMENTS, FENCE, README, ROOT, blocks, chains, commands
 
 
 def test_blocks_are_found_and_marks_are_read():

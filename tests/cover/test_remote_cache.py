@@ -9,13 +9,13 @@ import warnings
 from pathlib import Path
 
 import pytest
-from conftest import gcn, tiny_task
 
 from pytest_graphnetz import run_benchmark
 from pytest_graphnetz.report.codec import dumps
 from pytest_graphnetz.runner import remote
 from pytest_graphnetz.runner.cache import CacheWarning
-from tests.helpers.remote import BUCKET, moto_server, read_only_credentials, silent_server
+from tests.helpers.servers import BUCKET, moto_server, read_only_credentials, silent_server
+from tests.helpers.tiny import gcn, tiny_task
 
 URL = f"s3://{BUCKET}/graphnetz"
 
@@ -106,7 +106,7 @@ def test_a_shared_directory_is_a_remote_too(root, tmp_path, local_text):
 
 
 def test_a_server_down_at_start_costs_one_warning(root, tmp_path, local_text, monkeypatch):
-    from tests.helpers.remote import aws_environment, free_port
+    from tests.helpers.servers import aws_environment, free_port
 
     aws_environment(monkeypatch, f"http://127.0.0.1:{free_port()}")
     text, trained, found = sweep(root, tmp_path / "c", write=True)
@@ -128,7 +128,7 @@ def test_a_server_down_mid_upload(s3, root, tmp_path, local_text):
 
 
 def test_a_hung_server_is_bounded(root, tmp_path, local_text, monkeypatch):
-    from tests.helpers.remote import aws_environment
+    from tests.helpers.servers import aws_environment
 
     monkeypatch.setenv(remote.TIMEOUT_ENV, "1")
     with silent_server() as endpoint:

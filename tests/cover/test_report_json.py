@@ -196,9 +196,8 @@ def test_missing_file_names_the_path(tmp_path):
 
 
 def test_runner_report_round_trips(tmp_path):
-    from conftest import gcn, tiny_task
-
     from pytest_graphnetz import run_benchmark
+    from tests.helpers.tiny import gcn, tiny_task
 
     report = run_benchmark({"tiny": tiny_task(epochs=3)}, {"GCN": gcn}, seeds=[0, 1],
                            device="cpu", root=tmp_path / "data")

@@ -42,10 +42,9 @@ def test_from_arrays_refuses_a_percent_accuracy_naming_the_cell() -> None:
 def test_a_custom_trainer_returning_percents_is_refused_before_it_is_cached(root, tmp_path
                                                                           ) -> None:
     pytest.importorskip("torch")
-    from conftest import gcn, tiny_task
-
     from pytest_graphnetz import run_benchmark
     from pytest_graphnetz.runner import TripleError
+    from tests.helpers.tiny import gcn, tiny_task
 
     task = tiny_task(trainer=percent_trainer)
     cache = tmp_path / "cache"

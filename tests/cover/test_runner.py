@@ -12,12 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import gcn, sage, tiny_csbm, tiny_task
 
 from pytest_graphnetz import BenchmarkReport, Task, run_benchmark, runner
 from pytest_graphnetz.report.codec import dumps
 from pytest_graphnetz.runner import default_root
-from tests.helpers.runner import MODELS, run, text
+from tests.helpers.tiny import MODELS, gcn, run, sage, text, tiny_csbm, tiny_task
 
 
 def test_same_call_twice_is_bit_for_bit_identical(root):

@@ -4,11 +4,11 @@ refused, naming the fix, before the first training step."""
 from __future__ import annotations
 
 import pytest
-from conftest import gcn, tiny_csbm, tiny_task
 
 from pytest_graphnetz import Task, run_benchmark
 from pytest_graphnetz.runner import TripleError
 from pytest_graphnetz.runner.training import ContractError, KindMismatchError
+from tests.helpers.tiny import gcn, tiny_csbm, tiny_task
 
 TRAINED: list[str] = []
 

@@ -16,11 +16,11 @@ import re
 
 import pytest
 import torch
-from conftest import gcn, tiny_task
 
 from pytest_graphnetz import run_benchmark, runner
 from pytest_graphnetz.runner import determinism
 from pytest_graphnetz.runner.determinism import CUBLAS_ENV, DeterminismError, deterministic_scope
+from tests.helpers.tiny import gcn, tiny_task
 
 STUB_GPU = {"name": "Simulated GPU", "cuda": "12.4", "cudnn": 90100}
 

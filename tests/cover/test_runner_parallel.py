@@ -15,11 +15,11 @@ import threading
 from concurrent.futures import Executor, Future
 
 import pytest
-from conftest import gcn, tiny_task
 
 from pytest_graphnetz import run_benchmark
 from pytest_graphnetz.report.codec import dumps
 from pytest_graphnetz.runner import TripleError, WorkerCrashError
+from tests.helpers.tiny import gcn, tiny_task
 
 SEEDS = [0, 1, 2, 3]
 BREAK_ENV = "GRAPHNETZ_TEST_BREAK"  # "raise:<seed>" or "exit:<seed>"
@@ -188,10 +188,9 @@ def test_a_dead_worker_process_is_named_and_finished_triples_are_kept(
 
 def test_run_benchmark_starts_no_more_processes_than_triples(root, monkeypatch) -> None:
     pytest.importorskip("torch")
-    from conftest import gcn, tiny_task
-
     from pytest_graphnetz import run_benchmark
     from pytest_graphnetz.runner import workers as pool_module
+    from tests.helpers.tiny import gcn, tiny_task
 
     sizes = []
 

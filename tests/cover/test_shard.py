@@ -5,7 +5,6 @@ shards, then a cache-only gate, against one local run) is tests/slow/test_shard_
 from __future__ import annotations
 
 import pytest
-from conftest import gcn, tiny_task
 
 from pytest_graphnetz import run_benchmark
 from pytest_graphnetz.runner.shard import (
@@ -17,6 +16,7 @@ from pytest_graphnetz.runner.shard import (
     parse_shard,
     triple_label,
 )
+from tests.helpers.tiny import gcn, tiny_task
 
 
 @pytest.mark.parametrize(("text", "shard"), [("1/4", Shard(1, 4)), (" 4 / 4 ", Shard(4, 4)),

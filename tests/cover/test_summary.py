@@ -24,8 +24,8 @@ from pytest_graphnetz import BenchmarkReport  # noqa: E402
 from pytest_graphnetz.base.text import code_block, markdown_escape  # noqa: E402
 from pytest_graphnetz.plugin.summary import GateSummary  # noqa: E402
 from pytest_graphnetz.stats.boundaries import LookSchedule  # noqa: E402
-from tests.helpers.cli import bind  # noqa: E402
-from tests.helpers.summary import BASE, COMMON, DROPS, OUTCOMES, declare_six_seeds  # noqa: E402
+from tests.helpers.reports import bind  # noqa: E402
+from tests.helpers.summaries import BASE, COMMON, DROPS, OUTCOMES, declare_six_seeds  # noqa: E402
 
 
 def row(test: str, cell: str, verdict: str, *, failed: bool = False, **more: str) -> dict:

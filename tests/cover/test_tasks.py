@@ -35,9 +35,8 @@ def test_a_task_name_cannot_leave_the_data_root(name: str) -> None:
 
 
 def test_a_hostile_task_name_writes_nothing_outside_the_root(tmp_path) -> None:
-    from conftest import gcn, tiny_csbm
-
     from pytest_graphnetz import run_benchmark
+    from tests.helpers.tiny import gcn, tiny_csbm
 
     root = tmp_path / "a" / "b" / "root"
     with pytest.raises(ValueError, match=r"rename it, e\.g\. to 'x'"):
@@ -55,9 +54,8 @@ def test_plain_names_with_spaces_and_dots_stay_allowed(tmp_path) -> None:
 
 
 def test_overrides_retune_every_task_and_enter_the_cache_key(root, tmp_path):
-    from conftest import gcn, tiny_task
-
     from pytest_graphnetz import run_benchmark
+    from tests.helpers.tiny import gcn, tiny_task
 
     statuses = []
 

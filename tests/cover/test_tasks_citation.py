@@ -12,11 +12,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from planetoid_fake import fake_planetoid, write_files
+
+from tests.helpers.planetoid_fake import fake_planetoid, write_files
 
 torch = pytest.importorskip("torch")
-
-from conftest import gcn  # noqa: E402
 
 from pytest_graphnetz import run_benchmark  # noqa: E402
 from pytest_graphnetz.runner.tasks import catalogue  # noqa: E402
@@ -26,6 +25,7 @@ from pytest_graphnetz.runner.tasks.audit import (  # noqa: E402
     DatasetUnavailableError,
 )
 from pytest_graphnetz.runner.tasks.citation import URL_ENV, load_planetoid  # noqa: E402
+from tests.helpers.tiny import gcn  # noqa: E402
 
 FILES = fake_planetoid("cora")
 

@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 from pytest_graphnetz import Task  # noqa: E402
-from tests.gates_output import gates_table  # noqa: E402
+from tests.helpers.sessions import gates_table  # noqa: E402
 
 PROJECT = '''
 import torch
@@ -108,9 +108,8 @@ def test_two_trainers_one_gate_call_one_holm_family(pytester: pytest.Pytester) -
 
 
 def test_a_trainer_mapping_must_name_every_model(tmp_path) -> None:
-    from conftest import gcn, tiny_csbm
-
     from pytest_graphnetz import run_benchmark
+    from tests.helpers.tiny import gcn, tiny_csbm
 
     task = Task("tiny", tiny_csbm, trainer={"GAT": None})
     with pytest.raises(ValueError, match=r"Task 'tiny': `trainer` maps models \['GAT'\] to their "
@@ -121,9 +120,8 @@ def test_a_trainer_mapping_must_name_every_model(tmp_path) -> None:
 
 
 def test_none_in_a_trainer_mapping_is_the_builtin_trainer(tmp_path) -> None:
-    from conftest import TINY_EPOCHS, gcn, sage, tiny_csbm
-
     from pytest_graphnetz import run_benchmark
+    from tests.helpers.tiny import TINY_EPOCHS, gcn, sage, tiny_csbm
 
     def scripted(model, data, *, task, device):
         return {"test": [0.25]}

@@ -15,7 +15,7 @@ import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.gates.tuning  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 import pytest_graphnetz.runner.training.node  # noqa: E402,F401
-from tests.helpers.plugin_gates import TOY  # noqa: E402
+from tests.helpers.sessions import TOY  # noqa: E402
 
 TUNED_TEST = """
 import functools

@@ -14,12 +14,12 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import gcn, sage, tiny_task
 
 from pytest_graphnetz import BenchmarkReport, History
 from pytest_graphnetz.base.outcomes import TestOutcomes
 from pytest_graphnetz.report.codec import dumps
 from pytest_graphnetz.stats.heldout import example_interval, wilson_interval
+from tests.helpers.tiny import gcn, sage, tiny_csbm, tiny_task
 
 torch = pytest.importorskip("torch")
 statsmodels = pytest.importorskip("statsmodels")
@@ -137,12 +137,12 @@ def test_custom_trainer_outcomes_are_checked_against_its_values(root):
         return {"test": [0.5, 0.5], "outcomes": {"1": {"metric": "accuracy",
                                                        "correct": [1, 1, 0, 1]}}}
 
-    good = run_benchmark({"c": Task("c", lambda root, seed: __import__("conftest").tiny_csbm(
+    good = run_benchmark({"c": Task("c", lambda root, seed: tiny_csbm(
         root, seed=seed), trainer=trainer)}, {"GCN": gcn}, seeds=[0, 1], device="cpu",
         root=root)
     assert good.outcomes("c", "GCN")[0].n == 4
     with pytest.raises(Exception, match="trainer of task 'c'.*give accuracy 0.75"):
-        run_benchmark({"c": Task("c", lambda root, seed: __import__("conftest").tiny_csbm(
+        run_benchmark({"c": Task("c", lambda root, seed: tiny_csbm(
             root, seed=seed), trainer=liar)}, {"GCN": gcn}, seeds=[0], device="cpu", root=root)
 
 

@@ -7,10 +7,10 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import gcn, sage, tiny_task
 
 from pytest_graphnetz import BenchmarkReport, Task
 from pytest_graphnetz.stats.heldout import corrected_resampled_ttest, fold_corrected
+from tests.helpers.tiny import gcn, sage, tiny_task
 
 torch = pytest.importorskip("torch")
 

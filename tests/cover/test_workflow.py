@@ -24,7 +24,7 @@ pytest.importorskip("scipy.optimize")
 import pytest_graphnetz.gates  # noqa: E402,F401
 from pytest_graphnetz.base.text import code_block  # noqa: E402
 from pytest_graphnetz.plugin.options import OPTIONS  # noqa: E402
-from tests.helpers.workflow import COMMENT_WORKFLOW, ROOT, WORKFLOW, YAML_LOAD, load_workflow, step
+from tests.helpers.documents import COMMENT_WORKFLOW, ROOT, WORKFLOW, YAML_LOAD, load_workflow, step
 
 README = ROOT / "docs" / "ci.md"   # the page that shows the example comment
 MARKER = "<!-- graphnetz-gates -->"

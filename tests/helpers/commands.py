@@ -1,4 +1,5 @@
-"""What tests/fast/test_command_processes.py and tests/slow/test_command_processes_slow.py share."""
+"""Command runs under a real ``CommandExecutor``: the executor fixture, a script that spawns a
+child and reports both pids, and waits on processes and files bounded only against a hang."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ time.sleep(300)
 
 RUN = dict(task="t", model="m", metric="accuracy", seed=0, device="cpu", threads=1,
            deterministic="off")
+UNSEEDED_RUN = {key: value for key, value in RUN.items() if key != "seed"}
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""What tests/fast/test_readme.py and tests/slow/test_readme_slow.py share."""
+"""The project's documents as the tests read them: the runnable blocks and command chains of
+README.md and docs/*.md, and the example CI workflows."""
 
 from __future__ import annotations
 
@@ -124,3 +125,26 @@ def chains(text: str, document: str) -> list[Chain]:
 CHAINS = [chain for document in DOCUMENTS
           for chain in chains(document.read_text(encoding="utf-8"),
                               document.relative_to(ROOT).as_posix())]
+
+
+WORKFLOW = ROOT / "examples" / "ci" / "graphnetz.yml"
+
+
+def load_workflow() -> dict:
+    from ruamel.yaml import YAML  # check-jsonschema's YAML reader (YAML 1.2: `on` stays a key)
+
+    return YAML(typ="safe").load(WORKFLOW.read_text())
+
+
+def step(workflow: dict, name: str) -> dict:
+    (found,) = [s for s in workflow["jobs"]["gates"]["steps"] if s.get("name", "").startswith(name)]
+    return found
+
+
+COMMENT_WORKFLOW = WORKFLOW.with_name("graphnetz-comment.yml")
+
+
+def YAML_LOAD(path: Path) -> dict:  # noqa: N802 - reads as the constant it loads
+    from ruamel.yaml import YAML
+
+    return YAML(typ="safe").load(path.read_text())

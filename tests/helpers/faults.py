@@ -1,4 +1,6 @@
-"""What tests/fast/test_faults.py and tests/slow/test_faults_slow.py share."""
+"""Injected faults: sessions in unprivileged interpreters (so permission bits bind, even as
+root), a sweep that records each triple's status, and what is planted where a file is
+expected (a FIFO, a hard-linked or dangling file)."""
 
 from __future__ import annotations
 
@@ -41,9 +43,8 @@ def run_pytest(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 def sweep(root, cache, seeds=(0,), **kwargs):
     """``(report, statuses)`` of the tiny task × GCN, statuses in seed order."""
-    from conftest import gcn, tiny_task
-
     from pytest_graphnetz import run_benchmark
+    from tests.helpers.tiny import gcn, tiny_task
 
     statuses = []
     report = run_benchmark({"tiny": tiny_task()}, {"GCN": gcn}, seeds=list(seeds), device="cpu",
@@ -52,7 +53,7 @@ def sweep(root, cache, seeds=(0,), **kwargs):
     return report, statuses
 
 
-# -- what is planted where a file is expected (tests/*/test_faults_reads*.py) ---------------------
+# -- what is planted where a file is expected (tests/cover/test_faults_reads.py) -------------
 
 def fifo_at(path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""What tests/fast/test_bisect.py and tests/slow/test_bisect_slow.py share."""
+"""A scratch git history of a gated project: a test script whose numbers each commit sets."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""What tests/fast/test_cache_checks.py and tests/slow/test_cache_checks_slow.py share."""
+"""A team's scratch project whose cache keys are checked: a models package (GCN, SAGE, GAT
+over a shared layers module), its gate tests, a command script over a project library, and
+the fixtures that build it and keep bytecode out of it."""
 
 from __future__ import annotations
 

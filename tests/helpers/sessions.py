@@ -1,12 +1,30 @@
-"""What tests/fast/test_plugin_gates.py and tests/slow/test_plugin_gates_slow.py share."""
+"""Scratch projects run as real pytest sessions, and what is read from their output: the toy
+node task that logs what it trains, a passing gate, the tiny project with live progress,
+calibration runs, and the ``graphnetz gates`` table."""
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.gates_output import gates_table
+from tests.helpers import tiny
+
+if TYPE_CHECKING:
+    from pytest_graphnetz.gates.calibration.resolution import Calibration
+
+def gates_table(output: str) -> str:
+    """The gate table alone: from its header to the next ``====`` separator line.
+
+    The failure messages also name verdicts, and under ``CI=true`` pytest prints them whole in
+    the short test summary, so the table must be cut out, not just everything after it.
+    """
+    match = re.search(r"=+ graphnetz gates =+\n(.*?)(?:^=+|\Z)", output, re.S | re.M)
+    return match.group(1) if match else ""
+
 
 TOY = '''
 import os
@@ -70,3 +88,72 @@ def verdicts(output: str) -> list[str]:
     """The Verdict column of the session's gate table."""
     return re.findall(r"(IDENTICAL|NOT WORSE|BETTER|INCONCLUSIVE|REGRESSED|WRITTEN)",
                       gates_table(output))
+
+
+PASSING = """
+import os
+import shutil
+
+from pytest_graphnetz import BenchmarkReport, assert_not_worse
+
+
+def report():
+    return BenchmarkReport.from_arrays([[[0.80, 0.82, 0.79]]], tasks=["karate"],
+                                       models=["GCN"], seeds=range(3), metric="accuracy")
+
+
+def test_gate():
+    for blocked in {blocked!r}:  # a path that became a file after the session started
+        shutil.rmtree(blocked, ignore_errors=True)
+        open(blocked, "w").close()
+    assert_not_worse(report(), report(), first_look=3)
+"""
+
+
+OUTPUTS = ("json", "summary", "comment")
+
+
+PROJECT = '''
+from scratch_tiny import gcn, tiny_task
+
+
+def test_trains(graphnetz_run):
+    report = graphnetz_run({"tiny": tiny_task(epochs=2)}, {"GCN": gcn})
+    assert list(report.seeds) == [0, 1, 2]
+'''
+
+LIVE = re.compile(r"graphnetz: (\d+)/(\d+) triples \((\d+) trained, (\d+) from cache\)")
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(scratch_tiny=Path(tiny.__file__).read_text(), test_p=PROJECT)
+    return pytester
+
+
+def live_lines(output: str) -> list[tuple[int, ...]]:
+    return [tuple(int(g) for g in m.groups()) for m in LIVE.finditer(output)]
+
+
+CALIBRATION_ARGS = ["--override-ini=graphnetz_seeds=4", "--graphnetz-device=cpu",
+                    "-p", "no:cacheprovider", "-p", "no:randomly"]
+
+
+def calibrate(pytester: pytest.Pytester, test: str) -> tuple[Calibration, str]:
+    from pytest_graphnetz.gates.calibration.store import read_calibration
+
+    pytester.runpytest_inprocess(*CALIBRATION_ARGS, "--graphnetz-update-baselines").assert_outcomes(
+        passed=1)
+    result = pytester.runpytest_inprocess(*CALIBRATION_ARGS, "--graphnetz-calibrate")
+    assert result.ret == 0, result.stdout.str()
+    assert "TypeError" not in result.stdout.str()
+    path = pytester.path / "baselines" / test.replace("::", "/")
+    path = path.with_name(path.name + ".calibration.json")
+    assert f"calibration written to {path}" in result.stdout.str()
+    return read_calibration(path), result.stdout.str()
+
+
+def verdict_rows(pytester: pytest.Pytester, *args: str) -> dict[str, dict]:
+    out = pytester.runpytest_inprocess(*CALIBRATION_ARGS, "--graphnetz-json=verdicts.json", *args)
+    assert out.ret == 0, out.stdout.str()
+    return {r["cell"]: r for r in json.loads((pytester.path / "verdicts.json").read_text())["rows"]}

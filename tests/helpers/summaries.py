@@ -1,10 +1,13 @@
-"""What tests/fast/test_plugin_summary.py and tests/slow/test_plugin_summary_slow.py share."""
+"""Gate summaries of scratch sessions: one cell's reports over six seeds, the scenarios every
+kind of row comes from (verdicts, refusals, errors, a missing baseline), the outcomes a test
+can have around a gate, and the summary table read back."""
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
+import pytest
+
+from tests.helpers.sessions import gates_table
 
 BASE = np.array([0.80, 0.82, 0.78, 0.81, 0.79, 0.83])
 DROPS = np.array([-0.02, -0.01, -0.01, -0.02, -0.015, -0.01])
@@ -23,10 +26,11 @@ DROPS = np.array({DROPS.tolist()})
 SHIFT = np.array({SHIFT.tolist()})
 
 
-def report(values, data="a"):
+def report(values, models=("GCN",), data="a"):
     # `data` stands for the task's data/split fingerprint: a data-pipeline change alters it.
+    values = np.asarray(values, dtype=float)
     return BenchmarkReport.from_arrays(
-        np.asarray(values, dtype=float)[None, None, :], tasks=["karate"], models=["GCN"],
+        np.array([[values for _ in models]]), tasks=["karate"], models=list(models),
         seeds=range(6), metric="accuracy",
         fingerprints={{"data": {{"karate": {{s: data for s in range(6)}}}}}})
 """
@@ -66,6 +70,46 @@ def test_refusal_expected():
 
 def table(output: str) -> list[str]:
     """The lines of the session's gate table."""
-    match = re.search(r"=+ graphnetz gates =+\n(.*?)(?:^=+|\Z)", output, re.S | re.M)
-    assert match, output
-    return match.group(1).splitlines()
+    lines = gates_table(output).splitlines()
+    assert lines, output
+    return lines
+
+
+def declare_six_seeds(pytester: pytest.Pytester) -> None:
+    """The scratch project's configured seed count, its first look: the reports of these
+    projects hold 6 seeds, which a gate judges only when they are a look of the schedule."""
+    pytester.makeini("[pytest]\ngraphnetz_seeds = 6\n")
+
+
+OUTCOMES = COMMON + """
+
+@pytest.fixture
+def broken(graphnetz_baseline):
+    raise RuntimeError("fixture refused: no GPU")
+
+
+def test_raises_before_gate(graphnetz_baseline):
+    raise RuntimeError("the model exploded\\nin layer 2")
+
+
+def test_fails_after_gate():
+    assert_not_worse(report(BASE), report(BASE))
+    assert 0, "checked something else"
+
+
+@pytest.mark.graphnetz
+def test_marked():
+    raise ValueError("bad hyperparameter")
+
+
+def test_setup_error(broken):
+    pass
+
+
+def test_fine():
+    assert_not_worse(report(BASE), report(BASE))
+
+
+def test_unrelated():
+    assert 0, "not ours"
+"""

@@ -229,7 +229,7 @@ def test_nan_and_null_read_as_a_diverged_epoch() -> None:
 
 
 def test_commands_and_factories_are_not_mixed(tmp_path) -> None:
-    from conftest import gcn, tiny_csbm
+    from tests.helpers.tiny import gcn, tiny_csbm
 
     models = _script(tmp_path, "by_hand.py", BY_HAND)
     with pytest.raises(TypeError, match=r"model 'm' on task 'tiny': a command task runs models "

@@ -9,10 +9,10 @@ the local process. Skipped when the optional ``dask`` extra (``distributed``) is
 from __future__ import annotations
 
 import pytest
-from conftest import gcn, sage, tiny_task
 
 from pytest_graphnetz import run_benchmark
 from pytest_graphnetz.report.codec import dumps
+from tests.helpers.tiny import gcn, sage, tiny_task
 
 distributed = pytest.importorskip("distributed")
 

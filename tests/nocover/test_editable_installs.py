@@ -20,9 +20,9 @@ import pytest
 
 pytest.importorskip("torch_geometric")
 
-from tests.fast.test_command_inputs import GATES, PROJECT  # noqa: E402
-from tests.fast.test_fingerprint_layouts import TRAIN  # noqa: E402
-from tests.slow.test_command_paths import second_venv  # noqa: E402
+from tests.cover.test_command_inputs import GATES, PROJECT  # noqa: E402
+from tests.cover.test_fingerprint_layouts import TRAIN  # noqa: E402
+from tests.nocover.test_command_paths import second_venv  # noqa: E402
 
 PYPROJECT = """
 [build-system]

@@ -28,7 +28,7 @@ import pytest_graphnetz.runner  # noqa: E402,F401
 import pytest_graphnetz.runner.training.node  # noqa: E402,F401
 from pytest_graphnetz.report import BenchmarkReport  # noqa: E402
 from pytest_graphnetz.report.codec import dumps  # noqa: E402
-from tests.gates_output import gates_table  # noqa: E402
+from tests.helpers.sessions import gates_table  # noqa: E402
 
 TOY = '''
 import os

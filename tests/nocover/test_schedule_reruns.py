@@ -27,7 +27,7 @@ import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 from pytest_graphnetz.stats.boundaries import design  # noqa: E402
 from pytest_graphnetz.stats.sequential import advise_next_look, plan_next_look  # noqa: E402
-from tests.gates_output import gates_table  # noqa: E402
+from tests.helpers.sessions import gates_table  # noqa: E402
 
 SHIFT, SD = -0.002, 0.025   # the steady model's per-seed change: SHIFT + SD·sin(2.4 s + 0.7)
 BASELINE_SEEDS = 80

@@ -18,7 +18,7 @@ from pytest_graphnetz.gates.refreshing.baselines import (
 
 pytest.importorskip("scipy.stats")
 from pytest_graphnetz.gates.refreshing.ratchet import refresh  # noqa: E402
-from tests.helpers.baselines import judge, report
+from tests.helpers.reports import judge, report
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -10,7 +10,7 @@ import pytest
 
 from pytest_graphnetz.base.text import fmt_num
 from pytest_graphnetz.cli.main import main
-from tests.helpers.bisect import commit
+from tests.helpers.git_history import commit
 
 # -- `graphnetz bisect` in a scratch git repository ------------------------------------------------
 

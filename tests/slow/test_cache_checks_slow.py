@@ -13,18 +13,13 @@ import torch_geometric.data  # noqa: E402,F401
 
 import pytest_graphnetz.runner  # noqa: E402,F401
 import pytest_graphnetz.runner.training.node  # noqa: E402,F401
-from tests.helpers import cache_checks as shared  # noqa: E402
-from tests.helpers.cache_checks import (  # noqa: E402
+from tests.helpers.projects import (  # noqa: E402
     DIRECT,
     command_counts,
     command_project,
     counts,
     edit,
 )
-
-# fixtures: pytest finds them by name in the module that uses them
-no_bytecode = shared.no_bytecode
-team = shared.team
 
 
 def test_an_init_binding_a_model_reaches_still_counts(team: pytest.Pytester) -> None:

@@ -20,8 +20,8 @@ import pytest_graphnetz.runner.training.node  # noqa: E402,F401
 from pytest_graphnetz.base.text import ceil_significant  # noqa: E402
 from pytest_graphnetz.gates.calibration.annotation import RESOLUTION_TABLE_NOTE  # noqa: E402
 from pytest_graphnetz.gates.calibration.salting import salted_seed  # noqa: E402
-from tests.helpers.calibration_kinds import calibrate, verdict_rows  # noqa: E402
-from tests.slow.test_command_task import SCRIPT, write_graph  # noqa: E402
+from tests.helpers.sessions import calibrate, verdict_rows  # noqa: E402
+from tests.nocover.test_command_task import SCRIPT, write_graph  # noqa: E402
 
 COMMAND_PROJECT = '''
 import sys

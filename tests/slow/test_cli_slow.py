@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from tests.helpers.cli import BASE, FIRST_LOOK, write
+from tests.helpers.reports import BASE, FIRST_LOOK, write
 
 
 def test_only_a_failed_gate_exits_1(tmp_path) -> None:

@@ -9,11 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import cli_views as shared  # noqa: E402
-from tests.helpers.cli_views import LATEX
-
-# fixtures: pytest finds them by name in the module that uses them
-report_file = shared.report_file
+from tests.helpers.reports import LATEX
 
 
 def test_console_script_runs(report_file):

@@ -11,11 +11,7 @@ import pytest
 pytest.importorskip("torch")
 from pytest_graphnetz.runner.command import Command  # noqa: E402
 from pytest_graphnetz.runner.command import warm as command_warm  # noqa: E402
-from tests.helpers import command_warm as shared  # noqa: E402
-from tests.helpers.command_warm import RUN
-
-# fixtures: pytest finds them by name in the module that uses them
-commands = shared.commands
+from tests.helpers.commands import UNSEEDED_RUN as RUN
 
 # What a fresh interpreter gives that a forked one could lose. `parent` (the run's parent
 # process: the server when warm, this process when cold) shows which way each run went and is

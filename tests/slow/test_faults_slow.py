@@ -43,7 +43,7 @@ def test_a_baseline_path_that_is_a_directory_says_so(pytester: pytest.Pytester) 
 PREFILLED_GATES = """
 import sys
 sys.path.insert(0, {tests!r})
-from conftest import gcn, tiny_task
+from tests.helpers.tiny import gcn, tiny_task
 
 def test_first(graphnetz_run):
     graphnetz_run({{"tiny": tiny_task()}}, {{"GCN": gcn}})
@@ -91,7 +91,7 @@ def test_a_read_only_prefilled_cache_serves_its_hits_saves_nothing_and_warns_onc
 ORPHAN_RUN = """
 import os, sys, time
 sys.path.insert(0, {tests!r})
-from conftest import gcn, tiny_task
+from tests.helpers.tiny import gcn, tiny_task
 from pytest_graphnetz import History, run_benchmark
 
 def stuck(model, data, *, task, device):
@@ -170,7 +170,7 @@ def hang(fd):  # a temp file under the target is written, not yet renamed: wait 
 
 os.fsync = hang
 if {what!r} == "cache":
-    from conftest import gcn, tiny_task
+    from tests.helpers.tiny import gcn, tiny_task
     from pytest_graphnetz import run_benchmark
     run_benchmark({{"tiny": tiny_task()}}, {{"GCN": gcn}}, seeds=[0], device="cpu",
                   root={root!r}, cache_dir={target!r})
@@ -256,7 +256,7 @@ def test_temp_files_of_a_killed_baseline_write_are_cleaned_by_the_next_write(
 STOPPED_SESSION = """
 import os, sys, time
 sys.path.insert(0, {tests!r})
-from conftest import gcn, tiny_task
+from tests.helpers.tiny import gcn, tiny_task
 from pytest_graphnetz import History
 
 def stuck(model, data, *, task, device):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.remote import TINY_PROJECT
+from tests.helpers.servers import TINY_PROJECT
 
 ROOT = Path(__file__).resolve().parents[2]
 

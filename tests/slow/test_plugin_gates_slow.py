@@ -12,7 +12,7 @@ pytest.importorskip("torch_geometric.nn")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 import pytest_graphnetz.runner.training.node  # noqa: E402,F401
-from tests.helpers.plugin_gates import SEEDS, TOY, trained, verdicts  # noqa: E402
+from tests.helpers.sessions import SEEDS, TOY, trained, verdicts  # noqa: E402
 
 XDIST_TESTS = """
 from pytest_graphnetz import assert_not_worse

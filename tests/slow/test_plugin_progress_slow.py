@@ -14,11 +14,8 @@ pytest.importorskip("torch_geometric.nn")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 import pytest_graphnetz.runner.training.node  # noqa: E402,F401
-from tests.helpers import plugin_progress as shared  # noqa: E402
-from tests.helpers.plugin_progress import live_lines
-
-# fixtures: pytest finds them by name in the module that uses them
-project = shared.project
+from tests.helpers import tiny
+from tests.helpers.sessions import live_lines
 
 
 def test_xdist_controller_prints_per_test_counts(project):
@@ -34,10 +31,8 @@ def test_xdist_controller_prints_per_test_counts(project):
 def test_the_first_progress_line_is_not_captured_into_a_failing_tests_report(pytester):
     """The opening ``0/N`` line goes to the terminal like the others, never into the test's
     captured stdout (where it showed up under "Captured stdout call" of a failing gate)."""
-    import conftest
-
-    pytester.makepyfile(conftest_tiny=Path(conftest.__file__).read_text(), test_f='''
-from conftest_tiny import gcn, tiny_task
+    pytester.makepyfile(scratch_tiny=Path(tiny.__file__).read_text(), test_f='''
+from scratch_tiny import gcn, tiny_task
 
 
 def test_fails(graphnetz_run):

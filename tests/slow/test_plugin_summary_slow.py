@@ -13,7 +13,7 @@ import pytest
 sps = pytest.importorskip("scipy.stats")
 pytest.importorskip("scipy.optimize")
 import pytest_graphnetz.gates  # noqa: E402,F401
-from tests.helpers.plugin_summary import SCENARIOS, table  # noqa: E402
+from tests.helpers.summaries import SCENARIOS, table  # noqa: E402
 
 # test -> (verdict, does the row fail the build)
 EXPECTED = {

@@ -44,7 +44,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.readme import CHAINS, ROOT, Chain, commands
+from tests.helpers.documents import CHAINS, ROOT, Chain, commands
 
 MYPKG = '''
 import torch

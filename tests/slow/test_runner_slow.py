@@ -9,12 +9,12 @@ import textwrap
 from pathlib import Path
 
 from pytest_graphnetz import BenchmarkReport
-from tests.helpers.runner import run, text
+from tests.helpers.tiny import run, text
 
 _SCRIPT = textwrap.dedent("""
     import sys
     sys.path.insert(0, {tests!r})
-    from conftest import gcn, sage, tiny_task
+    from tests.helpers.tiny import gcn, sage, tiny_task
     from pytest_graphnetz import run_benchmark
     report = run_benchmark({{"tiny": tiny_task()}}, {{"GCN": gcn, "SAGE": sage}}, seeds=[0, 1],
                            device="cpu", root={root!r})

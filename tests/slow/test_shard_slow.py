@@ -20,7 +20,7 @@ import pytest_graphnetz.gates  # noqa: F401
 import pytest_graphnetz.runner  # noqa: F401
 import pytest_graphnetz.runner.tasks.synthetic  # noqa: F401
 import pytest_graphnetz.runner.training.node  # noqa: F401
-from tests.helpers.remote import TINY_PROJECT
+from tests.helpers.servers import TINY_PROJECT
 
 MODELS = TINY_PROJECT + """
 

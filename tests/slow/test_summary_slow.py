@@ -10,7 +10,7 @@ import pytest
 sps = pytest.importorskip("scipy.stats")
 pytest.importorskip("scipy.optimize")
 import pytest_graphnetz.gates  # noqa: E402,F401
-from tests.helpers.summary import OUTCOMES, declare_six_seeds  # noqa: E402
+from tests.helpers.summaries import OUTCOMES, declare_six_seeds  # noqa: E402
 
 
 @pytest.mark.parametrize("mode", ["serial", "xdist"])

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("scipy.stats")
 pytest.importorskip("scipy.optimize")
 import pytest_graphnetz.gates  # noqa: E402,F401
-from tests.helpers.workflow import COMMENT_WORKFLOW, ROOT, WORKFLOW, YAML_LOAD, load_workflow, step
+from tests.helpers.documents import COMMENT_WORKFLOW, ROOT, WORKFLOW, YAML_LOAD, load_workflow, step
 
 
 def check_jsonschema(path: Path) -> subprocess.CompletedProcess:
