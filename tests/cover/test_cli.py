@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 
 import numpy as np
@@ -272,3 +273,30 @@ def test_refresh_takes_a_node_id_and_rewrites_that_baseline_only(pytester):
     assert result.ret == 0, result.stdout.str()
     written = sorted(p.name for p in (pytester.path / "baselines" / "test_gated").glob("*.json"))
     assert written == ["test_graph.json"]
+
+
+# -- costs seconds each (marked slow): fresh interpreters, subprocess sessions or killed
+# processes (the slow tier, tests/README.md) ------------------------------------------------
+
+
+@pytest.mark.slow
+def test_only_a_failed_gate_exits_1(tmp_path) -> None:
+    base = write(tmp_path / "base.json", BASE)
+    worse = write(tmp_path / "worse.json", BASE - 0.03)
+    # as a separate process: the real exit status, as CI sees it
+    codes = [subprocess.run([sys.executable, "-m", "pytest_graphnetz.cli", *argv],
+                            capture_output=True).returncode
+             for argv in (["compare", base, base, *FIRST_LOOK],
+                          ["compare", base, worse, *FIRST_LOOK],
+                          ["compare", base, base, "--alpha", "0.7"], ["show", str(tmp_path)])]
+    assert codes == [0, 1, 2, 2]
+
+
+@pytest.mark.slow
+def test_version_prints_the_version_and_exits_0() -> None:
+    import pytest_graphnetz
+
+    done = subprocess.run([sys.executable, "-m", "pytest_graphnetz.cli", "--version"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"graphnetz (pytest-graphnetz) {pytest_graphnetz.__version__}"

@@ -3,7 +3,9 @@ markdown` commands."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -142,3 +144,18 @@ def test_t_intervals_are_clipped_to_the_metric_range_and_say_so():
         assert (row.method == "t, clipped to [0, 1]") is clipped
         assert ("clipped to it" in report.to_markdown()) is clipped
         assert ("0.990 [0.967, 1.000]" in report.to_markdown()) is clipped  # not a false ±
+
+
+# -- costs seconds each (marked slow): fresh interpreters, subprocess sessions or killed
+# processes (the slow tier, tests/README.md) ------------------------------------------------
+
+
+@pytest.mark.slow
+def test_console_script_runs(report_file):
+    exe = Path(sys.executable).with_name("graphnetz")
+    if not exe.exists():
+        pytest.skip("the `graphnetz` console script is not installed in this environment")
+    done = subprocess.run([str(exe), "latex", str(report_file)], capture_output=True,
+                          text=True, check=False, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == LATEX["t"]

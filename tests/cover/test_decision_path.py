@@ -87,7 +87,7 @@ def test_one_look_schedule_is_the_fixed_gate_bit_for_bit_on_the_committed_pool(t
         kind="not_worse", test="paired-t", margin=0.0, alpha=0.85 * 0.05)
     holm = sum(c.decision.verdict.value != "IDENTICAL" for c in reference) > 1
     # a family with a cell the skew guard corrects is not the plain t's
-    # (tests/fast/test_stats_skew.py)
+    # (tests/cover/test_stats_skew.py)
     guarded = any(v.skew is not None and v.skew.corrects for v in fixed)
     for f, o, ref in zip(fixed, one, reference, strict=True):
         a, b = f.comparison, o.comparison

@@ -279,7 +279,7 @@ def test_compare_refuses_seeds_off_the_schedule_unless_single_run(
         out = capsys.readouterr().out
         assert "not rerun-safe (--single-run)" in out and "--graphnetz-single-run" not in out
     # the first look is the baseline's (a report stored without a schedule binds the default,
-    # 10): 6 seeds under a first look of 6 are refused against it (tests/fast/
+    # 10): 6 seeds under a first look of 6 are refused against it (tests/cover/
     # test_schedule_bound.py), judged alone on request
     assert main(["compare", str(base), str(cand), "--first-look", "6"]) == 2
     assert "binds the schedule first look 10 seeds" in capsys.readouterr().err

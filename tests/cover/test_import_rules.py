@@ -8,7 +8,7 @@ is about a module's names: an object's private attributes (``obj._x``) are its c
 
 Import cycles and layers are import-linter's job (``lint-imports``, contracts in pyproject.toml,
 run by .ci/run); it cannot see names, hence this check. .ci/run also runs this file on its own
-(``python tests/fast/test_import_rules.py``) before the suite."""
+(``python tests/cover/test_import_rules.py``) before the suite."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ class _Uses:
         top = self.importer.split(".")[0]
         if top in SCRIPT_TREES and module.split(".")[0] not in TREES:
             # the file's own folder, then the folders above it in its tree: tests/conftest.py
-            # puts tests/ on sys.path for the files in tests/fast and tests/slow
+            # puts tests/ on sys.path for the files in its folders (cover, nocover, quality)
             folder = self.importer.split(".")[:-1]
             while folder:
                 sibling = ".".join([*folder, module])

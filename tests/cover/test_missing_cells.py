@@ -1,7 +1,7 @@
 """A new model or task beside cells that have a baseline (real pytest sessions): the cells with a
 baseline are gated as usual, only the new ones read MISSING BASELINE, and the command those rows
 give (``--graphnetz-add-missing``) writes the new cells alone, leaving every other cell's
-baseline as it was. The toy project is tests/helpers/plugin_gates.py's."""
+baseline as it was. The toy project is tests/helpers/sessions.py's."""
 
 from __future__ import annotations
 

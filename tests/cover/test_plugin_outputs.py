@@ -13,6 +13,8 @@ import pytest
 # not survive a second import: load the gates (and the scipy they use) here, once.
 pytest.importorskip("scipy.stats")
 pytest.importorskip("scipy.optimize")
+import os
+
 import pytest_graphnetz.gates  # noqa: E402,F401
 from tests.helpers.sessions import OUTPUTS, PASSING
 
@@ -200,3 +202,36 @@ def test_an_all_skipped_run_writes_a_green_empty_summary_comment_and_json(
     comment = (pytester.path / "c.md").read_text()
     assert comment.startswith("### graphnetz gates ✓")
     assert "No gate ran to a verdict (every gated test was skipped or deselected)" in comment
+
+
+# -- costs seconds each (marked slow): fresh interpreters, subprocess sessions or killed
+# processes (the slow tier, tests/README.md) ------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+@pytest.mark.parametrize("option", OUTPUTS)
+def test_a_fifo_at_an_output_path_is_a_usage_error_not_a_hang(
+        pytester: pytest.Pytester, option: str) -> None:
+    pytester.makepyfile(PASSING.format(blocked=[]))
+    os.mkfifo(pytester.path / "out")
+    # (a fresh interpreter with a timeout: the old code blocked in open() for good)
+    result = pytester.runpytest_subprocess(f"--graphnetz-{option}=out", timeout=600)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        f"ERROR: graphnetz: `--graphnetz-{option}` cannot be written: out is not a regular "
+        "file (a FIFO, a device or a socket; writing to it could block the session); name a "
+        "writable path"])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+def test_a_fifo_as_the_step_summary_is_one_warning_not_a_hang(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(PASSING.format(blocked=[]))
+    os.mkfifo(pytester.path / "step")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(pytester.path / "step"))
+    result = pytester.runpytest_subprocess(timeout=600)
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*$GITHUB_STEP_SUMMARY (*step) cannot be written: step is not "
+                                 "a regular file*"])

@@ -14,9 +14,12 @@ from pytest_graphnetz.runner.progress import RunProgress, TerminalProgress, dura
 # twice in one process, so everything heavy is imported here, once.
 pytest.importorskip("torch")
 pytest.importorskip("torch_geometric.nn")
+from pathlib import Path
+
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 import pytest_graphnetz.runner.training.node  # noqa: E402,F401
+from tests.helpers import tiny
 from tests.helpers.sessions import live_lines
 
 
@@ -192,3 +195,38 @@ def test_runner_says_which_triple_starts_before_it_runs(tmp_path):
                   root=str(tmp_path), started=lambda t, m, s: events.append(("start", s)),
                   progress=lambda t, m, s, status, sec: events.append((status, s)))
     assert events == [("start", 0), ("trained", 0), ("start", 1), ("trained", 1)]
+
+
+# -- costs seconds each (marked slow): fresh interpreters, subprocess sessions or killed
+# processes (the slow tier, tests/README.md) ------------------------------------------------
+
+
+@pytest.mark.slow
+def test_xdist_controller_prints_per_test_counts(project):
+    pytest.importorskip("xdist")
+    # One worker is enough: the controller's reporting is what is under test.
+    result = project.runpytest_subprocess("-n", "1", "--graphnetz-seeds=3", "-p", "xdist")
+    result.assert_outcomes(passed=1)
+    out = result.stdout.str()
+    assert "test_p.py::test_trains: 3 triples (3 trained, 0 from cache) in " in out
+    assert not live_lines(out)  # the worker's live lines are not relayed (nor garbled)
+
+
+@pytest.mark.slow
+def test_the_first_progress_line_is_not_captured_into_a_failing_tests_report(pytester):
+    """The opening ``0/N`` line goes to the terminal like the others, never into the test's
+    captured stdout (where it showed up under "Captured stdout call" of a failing gate)."""
+    pytester.makepyfile(scratch_tiny=Path(tiny.__file__).read_text(), test_f='''
+from scratch_tiny import gcn, tiny_task
+
+
+def test_fails(graphnetz_run):
+    graphnetz_run({"tiny": tiny_task(epochs=2)}, {"GCN": gcn})
+    raise AssertionError("the gate failed")
+''')
+    # a subprocess: in-process pytester sessions do not capture the terminal reporter's output
+    result = pytester.runpytest_subprocess("--graphnetz-seeds=2")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert live_lines(out)[0] == (0, 2, 0, 0)          # still shown, on the terminal
+    assert "Captured stdout call" not in out, out

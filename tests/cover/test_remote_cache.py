@@ -1,5 +1,5 @@
 """The remote triple cache against real stores: a moto S3 server on loopback driven through
-s3fs (tests/helpers/remote.py), and ``file://`` on a second directory. Every fault leaves the
+s3fs (tests/helpers/servers.py), and ``file://`` on a second directory. Every fault leaves the
 report bit for bit what a local run gives."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Trainers record float32 tensors; their values widened to Python floats have 17-digit double
 reprs. ``report.py`` writes such histories with the shortest float32 repr and a ``float32``
-marker, and rounds back to float32 on reading. ``tests/fast/test_report_json.py`` covers general
+marker, and rounds back to float32 on reading. ``tests/cover/test_report_json.py`` covers general
 histories (any double); here: float32 ones, the marker, and the fallback for mixed ones.
 """
 

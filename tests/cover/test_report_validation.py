@@ -6,6 +6,8 @@ the fix, in one line; nothing is coerced.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -166,3 +168,42 @@ def test_the_cli_says_what_is_wrong_with_a_hostile_report(tmp_path, capsys, cont
     assert main(["show", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"graphnetz show: {path}: ") and err.count("\n") == 1
+
+
+# -- costs seconds each (marked slow): fresh interpreters, subprocess sessions or killed
+# processes (the slow tier, tests/README.md) ------------------------------------------------
+
+
+HUGE_GRID = """
+import json, resource, sys
+from pytest_graphnetz import BenchmarkReport
+from pytest_graphnetz.report import ReportFormatError
+
+data = BenchmarkReport.from_arrays([[[0.5, 0.6]]], tasks=["t"], models=["m"], seeds=[0, 1],
+                                   metric="accuracy").to_dict()
+data["tasks"] = [f"t{i}" for i in range(2000)]
+data["models"] = [f"m{i}" for i in range(2000)]
+data["seeds"] = list(range(2000))
+data["metrics"] = {t: {"name": "accuracy", "higher_is_better": True} for t in data["tasks"]}
+data["histories"] = {"t0": {"m0": {"0": {"test": [0.5]}}}}
+with open(sys.argv[1], "w") as fh:
+    json.dump(data, fh)
+# Far less than the 8e9 (task, model, seed) tuples the grid declares would take.
+limit = 1 << 30
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+try:
+    BenchmarkReport.from_json(sys.argv[1])
+except ReportFormatError as exc:
+    print("REFUSED", exc)
+"""
+
+
+@pytest.mark.slow
+def test_a_small_file_declaring_a_huge_grid_is_refused_before_allocating(tmp_path) -> None:
+    path = tmp_path / "huge.json"
+    run = subprocess.run([sys.executable, "-c", HUGE_GRID, str(path)], capture_output=True,
+                         text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert path.stat().st_size < 200_000
+    assert ("`histories` has no history for 7999999999 of the 2000 × 2000 × 2000 = 8000000000 "
+            "cells") in run.stdout

@@ -1,6 +1,6 @@
 """Parallel triples: worker processes, their failures, and the cache that survives them.
 
-``tests/fast/test_runner.py`` covers workers=1 vs workers=2 on a clean run, a user's
+``tests/cover/test_runner.py`` covers workers=1 vs workers=2 on a clean run, a user's
 ``ProcessPoolExecutor``, any completion order, and a loader failing in a worker. Here: a worker
 count that does not divide the triples, a half-warm cache, a model factory failing for one seed
 inside a worker, and a worker process that dies outright — each error names the triple, no

@@ -196,7 +196,7 @@ def test_a_single_look_decides_like_the_fixed_paired_t_gate():
     for _ in range(200):
         base = rng.normal(0.8, 0.02, 10)
         cand = base + rng.normal(rng.uniform(-0.02, 0.02), 0.01, 10)
-        # the plain t (the skew guard off: tests/fast/test_stats_skew.py covers it)
+        # the plain t (the skew guard off: tests/cover/test_stats_skew.py covers it)
         decision = sequential_decide(cand - base, one, margin=0.0, skew_threshold=None)
         p_less = stats.ttest_rel(cand, base, alternative="less").pvalue
         p_greater = stats.ttest_rel(cand, base, alternative="greater").pvalue

@@ -21,7 +21,7 @@ import pytest
 
 pytest.importorskip("torch_geometric")
 
-# the script and the gate of tests/slow/test_command_task.py's script project
+# the script and the gate of tests/nocover/test_command_task.py's script project
 from tests.nocover.test_command_task import SCRIPT_GATES as GATES  # noqa: E402
 from tests.nocover.test_command_task import TRAIN  # noqa: E402
 

@@ -10,6 +10,9 @@ from tests.helpers.benchmark_scripts import loaded
 
 pytest.importorskip("torch")
 
+# The quick run trains the add-ons' tasks: the whole file is in the slow tier.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def conformance():
