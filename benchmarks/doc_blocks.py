@@ -1,4 +1,4 @@
-"""Cost of each test of tests/slow/test_readme_slow.py (one per README/docs code block or chain).
+"""Cost of each test of tests/cover/test_readme.py (one per README/docs code block or chain).
 
 Runs every chain one at a time, as the test does (a fresh copy of the scratch project, datasets
 shared), and prints its wall seconds and the CPU seconds of its subprocesses (user + system).

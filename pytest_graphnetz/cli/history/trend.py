@@ -28,7 +28,7 @@ commit, or a named one), on the seeds the anchor shares with every later commit:
   test assumes independent points.
 
 Holm across every p-value of every cell (two per cell) at ``alpha`` keeps the probability of
-flagging any cell of a flat history at most ``alpha`` (simulated in tests/fast/test_history.py).
+flagging any cell of a flat history at most ``alpha`` (simulated in tests/cover/test_history.py).
 """
 
 from __future__ import annotations
