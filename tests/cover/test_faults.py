@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.faults import BASELINE_GATE, run_pytest, sweep, unprivileged
+from tests.helpers.fault_injection import BASELINE_GATE, run_pytest, sweep, unprivileged
 
 
 def read_only(directory: Path) -> None:

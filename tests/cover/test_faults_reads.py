@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.faults import BASELINE_GATE, dangling_link_at, fifo_at, zero_link_at
+from tests.helpers.fault_injection import BASELINE_GATE, dangling_link_at, fifo_at, zero_link_at
 
 
 def test_a_duplicated_name_is_refused_at_any_depth_naming_its_path_and_lines():
