@@ -80,6 +80,32 @@ def test_every_test_file_lies_in_a_tier_folder_under_a_name_of_its_own():
     assert layout_problems(TESTS) == []
 
 
+def readme_problems(tests: Path) -> list[str]:
+    """Where tests/README.md's sections per folder (``## cover/: ...``) and the folders differ:
+    a test file no table names, or a name no file has."""
+    sections = re.split(r"^## ", (tests / "README.md").read_text(encoding="utf-8"), flags=re.M)
+    named = {s.split("/", 1)[0]: set(re.findall(r"`(test_\w+\.py)`", s)) for s in sections
+             if s.split("/", 1)[0] in FOLDERS}
+    problems = []
+    for folder in FOLDERS:
+        there = {p.name for p in (tests / folder).glob("test_*.py")}
+        listed = named.get(folder, set())
+        problems += [f"{folder}/{name}: not in tests/README.md" for name in sorted(there - listed)]
+        problems += [f"{folder}/{name}: in tests/README.md, not on disk"
+                     for name in sorted(listed - there)]
+    return problems
+
+
+def test_the_readme_names_every_test_file_in_its_folder(tmp_path: Path):
+    assert readme_problems(TESTS) == []
+    for folder in FOLDERS:
+        (tmp_path / folder).mkdir()
+    (tmp_path / "cover" / "test_new.py").write_text("")
+    (tmp_path / "README.md").write_text("## cover/: units\n`test_gone.py`\n")
+    assert readme_problems(tmp_path) == ["cover/test_new.py: not in tests/README.md",
+                                         "cover/test_gone.py: in tests/README.md, not on disk"]
+
+
 def test_each_rule_of_the_layout_fails_on_its_violation(tmp_path: Path):
     tests = tmp_path / "tests"
     for folder in (*FOLDERS, "helpers", "slow"):
