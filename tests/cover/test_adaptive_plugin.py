@@ -16,8 +16,8 @@ pytest.importorskip("torch_geometric.nn")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 import pytest_graphnetz.runner.training.node  # noqa: E402,F401
-from tests.cover.test_plugin_gates import GATE_TEST  # noqa: E402
 from tests.helpers.sessions import (  # noqa: E402
+    GATE_TEST,  # noqa: E402
     TOY,
     gates_table,  # noqa: E402
     trained,

@@ -24,10 +24,14 @@ import pytest_graphnetz.runner.training.node  # noqa: E402,F401
 from pytest_graphnetz.base.text import ceil_significant  # noqa: E402
 from pytest_graphnetz.gates.calibration.annotation import RESOLUTION_TABLE_NOTE  # noqa: E402
 from pytest_graphnetz.gates.calibration.salting import salted_seed  # noqa: E402
-from tests.cover.test_trainer_per_model import GATES as TRAINER_GATES  # noqa: E402
-from tests.cover.test_trainer_per_model import PROJECT as TRAINER_PROJECT  # noqa: E402
-from tests.helpers.sessions import CALIBRATION_ARGS, calibrate, verdict_rows  # noqa: E402
-from tests.nocover.test_command_task import SCRIPT, write_graph  # noqa: E402
+from tests.helpers.command_projects import SCRIPT, write_graph  # noqa: E402
+from tests.helpers.sessions import (  # noqa: E402
+    CALIBRATION_ARGS,
+    TRAINER_GATES,  # noqa: E402
+    TRAINER_PROJECT,  # noqa: E402
+    calibrate,
+    verdict_rows,
+)
 
 
 def test_calibrate_on_a_trainer_per_model_task(pytester: pytest.Pytester) -> None:

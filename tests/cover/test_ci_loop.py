@@ -18,8 +18,9 @@ import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 from pytest_graphnetz.cli.main import main  # noqa: E402
 from pytest_graphnetz.plugin.summary import JSON_SCHEMA, JSON_VERSION  # noqa: E402
-from tests.cover.test_trainer_per_model import GATES, PROJECT  # noqa: E402
 from tests.helpers.documents import load_workflow, step  # noqa: E402
+from tests.helpers.sessions import TRAINER_GATES as GATES  # noqa: E402
+from tests.helpers.sessions import TRAINER_PROJECT as PROJECT  # noqa: E402
 
 
 def _file(tmp_path: Path, rows: list[dict], **top: object) -> str:

@@ -28,6 +28,8 @@ import pytest_graphnetz.runner.command  # noqa: E402, F401
 from pytest_graphnetz import assert_not_worse  # noqa: E402, F401
 from pytest_graphnetz.gates.verdicts.values import GateRefusal  # noqa: E402, F401
 from pytest_graphnetz.runner import TripleError  # noqa: E402, F401
+from tests.helpers.command_projects import COMMAND_PROJECT as PROJECT  # noqa: E402
+from tests.helpers.command_projects import SCRIPT_GATES as GATES  # noqa: E402
 
 TRAIN = '''
 import json, os, random, sys
@@ -59,28 +61,6 @@ READS = {
         "drop = ext.DROP\n"),
     "dev shm file": "drop = json.load(open({shm!r}))['drop']\n",
 }
-
-PROJECT = '''
-import sys
-from pathlib import Path
-
-from pytest_graphnetz import Task
-from pytest_graphnetz.runner.command import Command, DataFiles
-
-HERE = Path(__file__).parent
-TASKS = {"t": Task("t", DataFiles(), kind="command")}
-MODELS = {"A": Command([sys.executable, "train.py", "{output}"], cwd=HERE)}
-'''
-
-GATES = """
-from pytest_graphnetz import assert_not_worse
-
-import project
-
-
-def test_scripts(graphnetz_run, graphnetz_baseline):
-    assert_not_worse(graphnetz_run(project.TASKS, project.MODELS), graphnetz_baseline())
-"""
 
 
 def setup(case: str, where: Path, outside: Path, shm: Path) -> None:

@@ -13,11 +13,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from test_kinds import pooled_gin  # noqa: E402
-
 from pytest_graphnetz import BenchmarkReport, Task, run_benchmark  # noqa: E402
 from pytest_graphnetz.report import EpochSelectionError  # noqa: E402
 from pytest_graphnetz.runner.tasks.structure import triangle_graphs  # noqa: E402
+from tests.helpers.graph_models import pooled_gin  # noqa: E402
 
 SEEDS = (0, 1)
 

@@ -27,15 +27,9 @@ from pytest_graphnetz.runner.fingerprint import project_code_files, project_code
 from pytest_graphnetz.runner.fingerprint.locate import FingerprintError  # noqa: E402
 
 # the one-script project and its gate
-from tests.cover.test_command_inputs import GATES, PROJECT  # noqa: E402
-
-TRAIN = '''
-import json, os, random, sys
-{imports}
-random.seed(int(os.environ["GRAPHNETZ_SEED"]))
-test = [0.8 - DROP + 0.01 * random.random() for _ in range(3)]
-json.dump({{"metric": "accuracy", "test": test}}, open(sys.argv[1], "w"))
-'''
+from tests.helpers.command_projects import COMMAND_PROJECT as PROJECT  # noqa: E402
+from tests.helpers.command_projects import DROP_TRAIN as TRAIN  # noqa: E402
+from tests.helpers.command_projects import SCRIPT_GATES as GATES  # noqa: E402
 
 # layout: (files of the project, the script's imports, the user module a drop is made in)
 LAYOUTS = {

@@ -13,11 +13,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from torch_geometric.nn import GCN, GIN, global_add_pool  # noqa: E402
+from torch_geometric.nn import GCN  # noqa: E402
 
 from pytest_graphnetz import Task, run_benchmark  # noqa: E402
 from pytest_graphnetz.runner.tasks import catalogue  # noqa: E402
 from pytest_graphnetz.runner.training import graph as graph_training  # noqa: E402
+from tests.helpers.graph_models import pooled_gin  # noqa: E402
 
 SEEDS = (0, 1)
 
@@ -29,22 +30,6 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
-
-
-class PooledGIN(torch.nn.Module):
-    """2-layer GIN, sum readout, linear head: ``forward(x, edge_index, batch)``."""
-
-    def __init__(self, in_channels: int, out_channels: int) -> None:
-        super().__init__()
-        self.gin = GIN(in_channels, 32, 2)
-        self.head = torch.nn.Linear(32, out_channels)
-
-    def forward(self, x, edge_index, batch):
-        return self.head(global_add_pool(self.gin(x, edge_index).relu(), batch))
-
-
-def pooled_gin(in_channels: int, out_channels: int) -> torch.nn.Module:
-    return PooledGIN(in_channels, out_channels)
 
 
 def gcn(in_channels: int, out_channels: int) -> torch.nn.Module:

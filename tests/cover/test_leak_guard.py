@@ -23,6 +23,7 @@ pytest.importorskip("torch_geometric.nn")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 import pytest_graphnetz.runner.training.node  # noqa: E402,F401
+from tests.helpers.sessions import LEAKY_PROJECT  # noqa: E402
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
@@ -128,63 +129,6 @@ def test_the_guard_flags_the_cora_test_leak_and_not_the_salted_reruns() -> None:
 
 
 # -- a planted label leak through real pytest sessions ---------------------------------------
-
-LEAKY_PROJECT = '''
-import os
-
-import numpy as np
-import torch
-from pytest_graphnetz import Task, assert_not_worse
-
-
-def noisy_classes(root, *, seed):
-    """300 nodes, 32 noise features and a weak class signal; split 100/100/100 per seed."""
-    rng = np.random.default_rng(seed)
-    y = rng.integers(2, size=300)
-    x = rng.normal(size=(300, 32))
-    x[:, 0] += 0.7 * y
-    return {"x": x.astype(np.float32), "y": y, "split": rng.permutation(
-        np.repeat([0, 1, 2], 100))}
-
-
-def full_batch(model, data, *, task, device):
-    x = torch.as_tensor(data["x"])
-    y = torch.as_tensor(data["y"])
-    split = torch.as_tensor(data["split"])
-    # the planted leak: the test nodes' labels in the training loss
-    fit = (split == 0) | (split == 2) if getattr(model, "leak", False) else split == 0
-    optimizer = torch.optim.Adam(model.parameters(), lr=0.02)
-    out = {"test": [], "val": [], "train_loss": []}
-    for _ in range(task.epochs):
-        model.train()
-        optimizer.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(x[fit]), y[fit])
-        loss.backward()
-        optimizer.step()
-        model.eval()
-        with torch.no_grad():
-            correct = model(x).argmax(-1) == y
-        out["train_loss"].append(float(loss))
-        out["val"].append(float(correct[split == 1].float().mean()))
-        out["test"].append(float(correct[split == 2].float().mean()))
-    return out
-
-
-TASK = Task("noisy", noisy_classes, kind="node", trainer=full_batch, in_channels=32,
-            out_channels=2, epochs=60)
-
-
-def mlp(i, o):
-    model = torch.nn.Sequential(torch.nn.Linear(i, 64), torch.nn.ReLU(),
-                                torch.nn.Linear(64, o))
-    model.leak = os.environ.get("PLANT_LEAK") == "1"
-    return model
-
-
-def test_mlp(graphnetz_run, graphnetz_baseline):
-    report = graphnetz_run({"noisy": TASK}, {"MLP": mlp})
-    assert_not_worse(report, graphnetz_baseline())
-'''
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 pytest.importorskip("scipy.stats")
@@ -20,24 +19,9 @@ import mlflow.tracking  # noqa: E402,F401
 import pytest_graphnetz.gates  # noqa: E402,F401
 from pytest_graphnetz import BenchmarkReport  # noqa: E402
 from pytest_graphnetz.cli.main import main  # noqa: E402
+from tests.helpers.servers import MLFLOW_CAND as CAND  # noqa: E402
+from tests.helpers.servers import MLFLOW_GATES as GATES  # noqa: E402
 from tests.helpers.servers import closed_uri, file_store  # noqa: E402
-
-RNG = np.random.default_rng(7)
-BASE = RNG.uniform(0.6, 0.9, size=(2, 1, 10))
-CAND = BASE + RNG.normal(0.0, 0.003, size=BASE.shape)
-CAND[1] -= 0.03   # the second task regresses
-
-GATES = f"""
-import numpy as np
-from pytest_graphnetz import BenchmarkReport, assert_not_worse
-
-def report(values):
-    return BenchmarkReport.from_arrays(np.array(values), tasks=["cora", "citeseer"],
-                                       models=["GCN"], seeds=range(10), metric="accuracy")
-
-def test_gate():
-    assert_not_worse(report({CAND.tolist()!r}), report({BASE.tolist()!r}))
-"""
 
 
 def runs_of(uri: str, level: str) -> list:

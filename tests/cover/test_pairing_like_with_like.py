@@ -27,7 +27,7 @@ pytest.importorskip("torch_geometric")
 # One copy of the plugin's classes for every session (pytester drops what a session imports).
 import pytest_graphnetz.runner.command  # noqa: E402, F401
 from pytest_graphnetz.runner import TripleError  # noqa: E402, F401
-from tests.cover.test_command_inputs import PROJECT  # noqa: E402
+from tests.helpers.command_projects import COMMAND_PROJECT as PROJECT  # noqa: E402
 
 # Validation peaks at the first epoch, test falls after it: best_val and final differ by ~10
 # points on every seed.

@@ -22,23 +22,13 @@ import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 import pytest_graphnetz.runner.training.node  # noqa: E402,F401
 from tests.helpers.sessions import (  # noqa: E402
+    GATE_TEST,  # noqa: E402
     SEEDS,
     TOY,
     gates_table,  # noqa: E402
     trained,
     verdicts,
 )
-
-GATE_TEST = """
-from pytest_graphnetz import assert_not_worse
-
-import toy
-
-
-def test_gcn(graphnetz_run, graphnetz_baseline):
-    report = graphnetz_run(toy.TASKS, toy.MODELS)
-    assert_not_worse(report, graphnetz_baseline())
-"""
 
 
 @pytest.fixture

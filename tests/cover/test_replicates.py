@@ -12,8 +12,6 @@ import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch_geometric.nn")
-from test_leak_guard import LEAKY_PROJECT  # noqa: E402
-
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 import pytest_graphnetz.runner.training.node  # noqa: E402,F401
@@ -25,6 +23,7 @@ from pytest_graphnetz.gates.refreshing.baselines import (  # noqa: E402
     write_baseline,
 )
 from pytest_graphnetz.gates.refreshing.replicates import ReplicatedReport  # noqa: E402
+from tests.helpers.sessions import LEAKY_PROJECT  # noqa: E402
 
 
 def _report(values, seeds=range(4), val=None) -> BenchmarkReport:

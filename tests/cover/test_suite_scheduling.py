@@ -5,8 +5,9 @@ whose every test costs seconds), tests/quality (statistical quality: rates, harn
 test file lies in one of them under a name no other test file has; no unit has a fast/slow pair
 of files; a wholly slow file in tests/cover belongs in tests/nocover; helper modules are named
 by what they hold, not after a test file, and their fixtures reach tests through
-``pytest_plugins``, never rebound in a test file. The slow tier is the mark `slow`:
-``-m "not slow"`` leaves out the marked tests and every test under tests/nocover."""
+``pytest_plugins``, never rebound in a test file; no test file imports another. The slow tier
+is the mark `slow`: ``-m "not slow"`` leaves out the marked tests and every test under
+tests/nocover."""
 
 from __future__ import annotations
 
@@ -68,11 +69,16 @@ def layout_problems(tests: Path) -> list[str]:
     listed = set(plugins_of(tests / "conftest.py"))
     problems += [f"{module}: has fixtures and is not in tests/conftest.py's pytest_plugins"
                  for module, names in fixtures.items() if names and module not in listed]
+    test_modules = {p.stem for p in files} | {f"tests.{p.parent.name}.{p.stem}" for p in files}
     for p in files:
         for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.module in fixtures:
                 problems += [f"{p.relative_to(tests)}: rebinds the fixture {a.name}"
                              for a in node.names if a.name in fixtures[node.module]]
+            imported = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                        else [node.module] if isinstance(node, ast.ImportFrom) else [])
+            problems += [f"{p.relative_to(tests)}: imports the test file {name} (share through "
+                         "tests/helpers)" for name in imported if name in test_modules]
     return problems
 
 
@@ -116,6 +122,7 @@ def test_each_rule_of_the_layout_fails_on_its_violation(tmp_path: Path):
     (tests / "helpers" / "unlisted.py").write_text(fixture.format("hidden"))
     (tests / "helpers" / "units.py").write_text("")
     files = {"cover/test_units.py": "from tests.helpers.listed import shared\n",
+             "quality/test_other.py": "from tests.cover.test_units import X\nimport test_whole\n",
              "cover/test_units_slow.py": "", "nocover/test_units.py": "",
              "cover/test_whole.py": "import pytest\n\npytestmark = pytest.mark.slow\n",
              "slow/test_old_tier.py": "", "quality/__init__.py": "",
@@ -131,7 +138,10 @@ def test_each_rule_of_the_layout_fails_on_its_violation(tmp_path: Path):
         "cover/test_whole.py: every test marked slow (move it to tests/nocover)",
         "helpers/units.py: named after a test file (name it by what it holds)",
         "tests.helpers.unlisted: has fixtures and is not in tests/conftest.py's pytest_plugins",
-        "cover/test_units.py: rebinds the fixture shared"])
+        "cover/test_units.py: rebinds the fixture shared",
+        "quality/test_other.py: imports the test file tests.cover.test_units (share through "
+        "tests/helpers)",
+        "quality/test_other.py: imports the test file test_whole (share through tests/helpers)"])
 
 
 def test_not_slow_leaves_out_marked_tests_and_nocover(pytester: pytest.Pytester):

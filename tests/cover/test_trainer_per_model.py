@@ -14,76 +14,9 @@ torch = pytest.importorskip("torch")
 import pytest_graphnetz.gates  # noqa: E402,F401
 import pytest_graphnetz.runner  # noqa: E402,F401
 from pytest_graphnetz import Task  # noqa: E402
+from tests.helpers.sessions import TRAINER_GATES as GATES  # noqa: E402
+from tests.helpers.sessions import TRAINER_PROJECT as PROJECT  # noqa: E402
 from tests.helpers.sessions import gates_table  # noqa: E402
-
-PROJECT = '''
-import torch
-import torch.nn.functional as F
-from torch_geometric.nn import GAT, GCN
-
-from pytest_graphnetz import Task
-from pytest_graphnetz.runner.tasks.synthetic import CSBM, load_csbm
-
-GAT_EPOCHS = {gat_epochs}
-SHIFT = {shift}
-
-
-def load(root, *, seed):
-    params = CSBM("tiny", num_classes=3, nodes_per_class=20, p_in=0.2, p_out=0.03,
-                  num_features=8, mean_norm=1.0)
-    return load_csbm(params, root, seed)
-
-
-def fit(model, data, optimizer, epochs):
-    out = {{"test": [], "val": [], "optimizer": type(optimizer).__name__}}
-    for _ in range(epochs):
-        model.train()
-        optimizer.zero_grad()
-        logits = model(data.x, data.edge_index)
-        F.cross_entropy(logits[data.train_mask], data.y[data.train_mask]).backward()
-        optimizer.step()
-        model.eval()
-        with torch.no_grad():
-            pred = model(data.x, data.edge_index).argmax(-1)
-        for split in ("val", "test"):
-            mask = data[split + "_mask"]
-            out[split].append(float((pred[mask] == data.y[mask]).float().mean()))
-    assert out.pop("optimizer") == ("Adam" if isinstance(model, GCN) else "SGD")
-    return out
-
-
-def train_gcn(model, data, *, task, device):
-    if SHIFT:
-        torch.rand(1)  # an innocent change: the dropout draws shift
-    return fit(model, data, torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4), 30)
-
-
-def train_gat(model, data, *, task, device):
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    return fit(model, data, optimizer, GAT_EPOCHS)
-
-
-def gcn(in_channels, out_channels):
-    return GCN(in_channels, 16, 2, out_channels, dropout=0.5)
-
-
-def gat(in_channels, out_channels):
-    return GAT(in_channels, 16, 2, out_channels, dropout=0.5, heads=2)
-
-
-TASKS = {{"tiny": Task("tiny", load, trainer={{"GCN": train_gcn, "GAT": train_gat}})}}
-MODELS = {{"GCN": gcn, "GAT": gat}}
-'''
-
-GATES = """
-from pytest_graphnetz import assert_not_worse
-
-import project
-
-
-def test_models(graphnetz_run, graphnetz_baseline):
-    assert_not_worse(graphnetz_run(project.TASKS, project.MODELS), graphnetz_baseline())
-"""
 
 
 def test_two_trainers_one_gate_call_one_holm_family(pytester: pytest.Pytester) -> None:

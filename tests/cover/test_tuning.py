@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 
 from pytest_graphnetz import BenchmarkReport, assert_not_worse
 from pytest_graphnetz.cli.main import main
-from pytest_graphnetz.gates.comparing.compare import compare_reports
 from pytest_graphnetz.gates.tuning import grid, tune
 from pytest_graphnetz.gates.verdicts.values import GateRefusal
 from pytest_graphnetz.report.epochs import History, MetricSpec
@@ -27,6 +26,7 @@ from pytest_graphnetz.report.trials import (
     search_seeds,
 )
 from pytest_graphnetz.stats.expected_max import expected_max
+from tests.helpers.reports import gate
 
 ACC = MetricSpec.from_name("accuracy")
 
@@ -104,10 +104,6 @@ def test_explicit_search_seeds_that_overlap_are_refused_before_confirming():
         tune("toy", {"M": dict}, [{"q": 0}], search_seeds=[3, 4, 20], seeds=range(10),
              runner=counting)
     assert calls == []
-
-
-def gate(candidate, baseline, **kw):
-    return compare_reports(candidate, baseline, canonical=True, first_look=10, **kw)
 
 
 def same_budget(a, b, searched):

@@ -17,7 +17,7 @@ from pytest_graphnetz.gates.tuning import SELECTION_ALPHA, select_incumbent, tun
 from pytest_graphnetz.gates.verdicts.values import GateRefusal
 from pytest_graphnetz.report.epochs import History, MetricSpec
 from pytest_graphnetz.report.trials import Trial, TuningError, TuningRecord, record_of
-from tests.cover.test_tuning import gate
+from tests.helpers.reports import gate
 
 ACC = MetricSpec.from_name("accuracy")
 

@@ -97,3 +97,10 @@ def small_report(ci_method: str = "t") -> BenchmarkReport:
 @pytest.fixture
 def report_file(tmp_path) -> Path:
     return small_report().to_json(tmp_path / "report.json")
+
+
+def gate(candidate, baseline, **kw):
+    """``compare_reports`` as a canonical run under a first look of 10 seeds."""
+    from pytest_graphnetz.gates import compare_reports
+
+    return compare_reports(candidate, baseline, canonical=True, first_look=10, **kw)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 BUCKET = "team-cache"
@@ -197,3 +198,22 @@ def log_runs(uri: str, experiment: str, values: Mapping[tuple[str, str, int], An
 def closed_uri() -> str:
     """An http:// tracking URI nothing listens on."""
     return f"http://127.0.0.1:{free_port()}"
+
+
+# An exported gate: two tasks, ten seeds, the second task regressed.
+_RNG = np.random.default_rng(7)
+MLFLOW_BASE = _RNG.uniform(0.6, 0.9, size=(2, 1, 10))
+MLFLOW_CAND = MLFLOW_BASE + _RNG.normal(0.0, 0.003, size=MLFLOW_BASE.shape)
+MLFLOW_CAND[1] -= 0.03   # the second task regresses
+
+MLFLOW_GATES = f"""
+import numpy as np
+from pytest_graphnetz import BenchmarkReport, assert_not_worse
+
+def report(values):
+    return BenchmarkReport.from_arrays(np.array(values), tasks=["cora", "citeseer"],
+                                       models=["GCN"], seeds=range(10), metric="accuracy")
+
+def test_gate():
+    assert_not_worse(report({MLFLOW_CAND.tolist()!r}), report({MLFLOW_BASE.tolist()!r}))
+"""

@@ -157,3 +157,144 @@ def verdict_rows(pytester: pytest.Pytester, *args: str) -> dict[str, dict]:
     out = pytester.runpytest_inprocess(*CALIBRATION_ARGS, "--graphnetz-json=verdicts.json", *args)
     assert out.ret == 0, out.stdout.str()
     return {r["cell"]: r for r in json.loads((pytester.path / "verdicts.json").read_text())["rows"]}
+
+
+TRAINER_GATES = """
+from pytest_graphnetz import assert_not_worse
+
+import project
+
+
+def test_models(graphnetz_run, graphnetz_baseline):
+    assert_not_worse(graphnetz_run(project.TASKS, project.MODELS), graphnetz_baseline())
+"""
+
+
+TRAINER_PROJECT = '''
+import torch
+import torch.nn.functional as F
+from torch_geometric.nn import GAT, GCN
+
+from pytest_graphnetz import Task
+from pytest_graphnetz.runner.tasks.synthetic import CSBM, load_csbm
+
+GAT_EPOCHS = {gat_epochs}
+SHIFT = {shift}
+
+
+def load(root, *, seed):
+    params = CSBM("tiny", num_classes=3, nodes_per_class=20, p_in=0.2, p_out=0.03,
+                  num_features=8, mean_norm=1.0)
+    return load_csbm(params, root, seed)
+
+
+def fit(model, data, optimizer, epochs):
+    out = {{"test": [], "val": [], "optimizer": type(optimizer).__name__}}
+    for _ in range(epochs):
+        model.train()
+        optimizer.zero_grad()
+        logits = model(data.x, data.edge_index)
+        F.cross_entropy(logits[data.train_mask], data.y[data.train_mask]).backward()
+        optimizer.step()
+        model.eval()
+        with torch.no_grad():
+            pred = model(data.x, data.edge_index).argmax(-1)
+        for split in ("val", "test"):
+            mask = data[split + "_mask"]
+            out[split].append(float((pred[mask] == data.y[mask]).float().mean()))
+    assert out.pop("optimizer") == ("Adam" if isinstance(model, GCN) else "SGD")
+    return out
+
+
+def train_gcn(model, data, *, task, device):
+    if SHIFT:
+        torch.rand(1)  # an innocent change: the dropout draws shift
+    return fit(model, data, torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4), 30)
+
+
+def train_gat(model, data, *, task, device):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    return fit(model, data, optimizer, GAT_EPOCHS)
+
+
+def gcn(in_channels, out_channels):
+    return GCN(in_channels, 16, 2, out_channels, dropout=0.5)
+
+
+def gat(in_channels, out_channels):
+    return GAT(in_channels, 16, 2, out_channels, dropout=0.5, heads=2)
+
+
+TASKS = {{"tiny": Task("tiny", load, trainer={{"GCN": train_gcn, "GAT": train_gat}})}}
+MODELS = {{"GCN": gcn, "GAT": gat}}
+'''
+
+
+LEAKY_PROJECT = '''
+import os
+
+import numpy as np
+import torch
+from pytest_graphnetz import Task, assert_not_worse
+
+
+def noisy_classes(root, *, seed):
+    """300 nodes, 32 noise features and a weak class signal; split 100/100/100 per seed."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(2, size=300)
+    x = rng.normal(size=(300, 32))
+    x[:, 0] += 0.7 * y
+    return {"x": x.astype(np.float32), "y": y, "split": rng.permutation(
+        np.repeat([0, 1, 2], 100))}
+
+
+def full_batch(model, data, *, task, device):
+    x = torch.as_tensor(data["x"])
+    y = torch.as_tensor(data["y"])
+    split = torch.as_tensor(data["split"])
+    # the planted leak: the test nodes' labels in the training loss
+    fit = (split == 0) | (split == 2) if getattr(model, "leak", False) else split == 0
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.02)
+    out = {"test": [], "val": [], "train_loss": []}
+    for _ in range(task.epochs):
+        model.train()
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x[fit]), y[fit])
+        loss.backward()
+        optimizer.step()
+        model.eval()
+        with torch.no_grad():
+            correct = model(x).argmax(-1) == y
+        out["train_loss"].append(float(loss))
+        out["val"].append(float(correct[split == 1].float().mean()))
+        out["test"].append(float(correct[split == 2].float().mean()))
+    return out
+
+
+TASK = Task("noisy", noisy_classes, kind="node", trainer=full_batch, in_channels=32,
+            out_channels=2, epochs=60)
+
+
+def mlp(i, o):
+    model = torch.nn.Sequential(torch.nn.Linear(i, 64), torch.nn.ReLU(),
+                                torch.nn.Linear(64, o))
+    model.leak = os.environ.get("PLANT_LEAK") == "1"
+    return model
+
+
+def test_mlp(graphnetz_run, graphnetz_baseline):
+    report = graphnetz_run({"noisy": TASK}, {"MLP": mlp})
+    assert_not_worse(report, graphnetz_baseline())
+'''
+
+
+GATE_TEST = """
+from pytest_graphnetz import assert_not_worse
+
+import toy
+
+
+def test_gcn(graphnetz_run, graphnetz_baseline):
+    report = graphnetz_run(toy.TASKS, toy.MODELS)
+    assert_not_worse(report, graphnetz_baseline())
+"""

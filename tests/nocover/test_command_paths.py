@@ -14,7 +14,6 @@ import re
 import shutil
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
@@ -22,8 +21,9 @@ import pytest
 pytest.importorskip("torch_geometric")
 
 # the script and the gate of tests/nocover/test_command_task.py's script project
-from tests.nocover.test_command_task import SCRIPT_GATES as GATES  # noqa: E402
-from tests.nocover.test_command_task import TRAIN  # noqa: E402
+from tests.helpers.command_projects import SCRIPT_GATES as GATES  # noqa: E402
+from tests.helpers.command_projects import SEEDED_TRAIN as TRAIN  # noqa: E402
+from tests.helpers.command_projects import second_venv  # noqa: E402
 
 PROJECT = '''
 import sys
@@ -37,19 +37,6 @@ TASKS = {"t": Task("t", DataFiles([HERE / "data.txt"]), kind="command")}
 MODELS = {"A": Command([sys.executable, str(HERE / "train.py"), "{output}"], cwd=HERE),
           "B": Command([sys.executable, "train.py", "{output}", "--shift", "0.01"], cwd=HERE)}
 '''
-
-
-def second_venv(where: Path) -> Path:
-    """A virtual environment at another path with this one's packages (no pip of its own: a
-    ``.pth`` adds this environment's site-packages as a site directory); its python."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True)
-    python = where / "bin" / "python"
-    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()"
-                           "['purelib'])"], capture_output=True, text=True, check=True)
-    mine = sysconfig.get_paths()["purelib"]
-    Path(site.stdout.strip(), "graphnetz_test_parent.pth").write_text(
-        f"import site; site.addsitedir({mine!r})\n")
-    return python
 
 
 def session(args: list[str], cwd: Path, cache: Path, *extra: str) -> str:

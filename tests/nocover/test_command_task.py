@@ -32,27 +32,17 @@ from pytest_graphnetz.runner.command import (  # noqa: E402
 )
 from pytest_graphnetz.runner.command.output import read_output  # noqa: E402
 from pytest_graphnetz.runner.tasks.base import Task  # noqa: E402
+from tests.helpers.command_projects import (
+    SCRIPT,  # noqa: E402
+    SCRIPT_GATES,  # noqa: E402
+    write_graph,  # noqa: E402
+)
+from tests.helpers.command_projects import SEEDED_TRAIN as TRAIN  # noqa: E402
 
 # The module-scoped baseline (one subprocess per seed) is built once under `-n`, which hands
 # out whole files (tests/conftest.py).
 
-SCRIPT = Path(__file__).parents[1] / "scripts" / "gcn.py"
 SEEDS = [0, 1, 2, 3, 4, 5]
-
-
-def write_graph(path: Path, seed: int) -> None:
-    """A 120-node, 3-class block-model graph with weak class-mean features, and its split."""
-    rng = np.random.default_rng(seed)
-    y = np.repeat(np.arange(3), 40)
-    n = len(y)
-    x = (0.3 * rng.normal(size=(3, 16))[y] + rng.normal(size=(n, 16))).astype(np.float32)
-    upper = np.triu(rng.random((n, n)) < np.where(y[:, None] == y[None, :], 0.08, 0.01), 1)
-    src, dst = np.nonzero(upper | upper.T)
-    split = np.full(n, 2)
-    order = rng.permutation(n)
-    split[order[:30]], split[order[30:60]] = 0, 1
-    np.savez(path, x=x, y=y, edges=np.stack([src, dst]), train=split == 0, val=split == 1,
-             test=split == 2)
 
 
 def _project(where: Path) -> tuple[dict, dict]:
@@ -262,24 +252,6 @@ TASKS = {"t": Task("t", DataFiles([HERE / "data.txt"]), kind="command")}
 MODELS = {"A": Command([sys.executable, "train.py", "{output}"], cwd=HERE),
           "B": Command([sys.executable, "train.py", "{output}", "--shift", "0.01"], cwd=HERE)}
 '''
-
-TRAIN = '''
-import json, os, random, sys
-random.seed(int(os.environ["GRAPHNETZ_SEED"]))
-shift = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
-test = [0.5 + shift + 0.1 * random.random() for _ in range(3)]
-json.dump({"metric": "accuracy", "test": test}, open(sys.argv[1], "w"))
-'''
-
-SCRIPT_GATES = """
-from pytest_graphnetz import assert_not_worse
-
-import project
-
-
-def test_scripts(graphnetz_run, graphnetz_baseline):
-    assert_not_worse(graphnetz_run(project.TASKS, project.MODELS), graphnetz_baseline())
-"""
 
 
 def test_a_command_task_through_the_plugin(pytester: pytest.Pytester) -> None:

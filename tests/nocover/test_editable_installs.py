@@ -20,9 +20,10 @@ import pytest
 
 pytest.importorskip("torch_geometric")
 
-from tests.cover.test_command_inputs import GATES, PROJECT  # noqa: E402
-from tests.cover.test_fingerprint_layouts import TRAIN  # noqa: E402
-from tests.nocover.test_command_paths import second_venv  # noqa: E402
+from tests.helpers.command_projects import COMMAND_PROJECT as PROJECT  # noqa: E402
+from tests.helpers.command_projects import DROP_TRAIN as TRAIN  # noqa: E402
+from tests.helpers.command_projects import SCRIPT_GATES as GATES  # noqa: E402
+from tests.helpers.command_projects import second_venv  # noqa: E402
 
 PYPROJECT = """
 [build-system]

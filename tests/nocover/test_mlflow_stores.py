@@ -27,7 +27,9 @@ import mlflow.tracking  # noqa: E402,F401
 import pytest_graphnetz.gates  # noqa: E402,F401
 from pytest_graphnetz import BenchmarkReport  # noqa: E402
 from pytest_graphnetz.cli.main import main  # noqa: E402
-from tests.cover.test_mlflow_export import BASE, CAND, GATES  # noqa: E402
+from tests.helpers.servers import MLFLOW_BASE as BASE  # noqa: E402
+from tests.helpers.servers import MLFLOW_CAND as CAND  # noqa: E402
+from tests.helpers.servers import MLFLOW_GATES as GATES  # noqa: E402
 from tests.helpers.servers import free_port, log_runs  # noqa: E402
 
 SERVER_START_S = 240   # a cold `mlflow server` migrates its SQLite store first
