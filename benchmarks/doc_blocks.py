@@ -20,8 +20,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # the test module, and the repository for the tests.helpers it imports
-sys.path[:0] = [str(ROOT / "tests" / "slow"), str(ROOT)]
-import test_readme_slow as tr  # noqa: E402
+sys.path[:0] = [str(ROOT / "tests" / "cover"), str(ROOT)]
+import test_readme as tr  # noqa: E402
 
 
 def main(only: list[str]) -> None:
