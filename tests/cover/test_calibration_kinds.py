@@ -65,6 +65,7 @@ def test_resolvable_without_a_calibration_is_refused_naming_the_file_and_command
 
 
 COMMAND_PROJECT = '''
+import sys
 from pathlib import Path
 
 from pytest_graphnetz import Task

@@ -146,7 +146,7 @@ def test_a_cache_dir_that_is_a_file_warns_once_and_trains(root, tmp_path):
 
 READ_ONLY_RUN = """
 import sys, warnings
-sys.path.insert(0, {tests!r})
+sys.path.insert(0, {repository!r})
 from tests.helpers.tiny import gcn, tiny_task
 from pytest_graphnetz import run_benchmark
 for workers, cache in (1, {cache1!r}), (2, {cache2!r}):
@@ -170,7 +170,7 @@ def test_a_read_only_empty_cache_directory_warns_once_and_trains(pytester, tmp_p
     for cache in caches:
         read_only(cache)
     root.mkdir()
-    script = READ_ONLY_RUN.format(tests=str(Path(__file__).parents[1]), root=str(root),
+    script = READ_ONLY_RUN.format(repository=str(Path(__file__).parents[2]), root=str(root),
                                   cache1=str(caches[0]), cache2=str(caches[1]))
     try:
         result = pytester.run(*unprivileged(sys.executable, "-c", script))
@@ -258,7 +258,7 @@ def test_a_baseline_path_that_is_a_directory_says_so(pytester: pytest.Pytester) 
 
 PREFILLED_GATES = """
 import sys
-sys.path.insert(0, {tests!r})
+sys.path.insert(0, {repository!r})
 from tests.helpers.tiny import gcn, tiny_task
 
 def test_first(graphnetz_run):
@@ -279,7 +279,7 @@ def test_a_read_only_prefilled_cache_serves_its_hits_saves_nothing_and_warns_onc
         pytester: pytest.Pytester, tmp_path) -> None:
     # A team's shared cache: filled by one session, then read-only to the next, which gets
     # every hit (test_first), trains what is missing (test_second's seed 3) and saves nothing.
-    pytester.makepyfile(test_gates=PREFILLED_GATES.format(tests=str(Path(__file__).parents[1])))
+    pytester.makepyfile(test_gates=PREFILLED_GATES.format(repository=str(Path(__file__).parents[2])))
     cache = tmp_path / "team-cache"
     args = ["-o", "graphnetz_seeds=3", "--graphnetz-device=cpu", f"--graphnetz-cache-dir={cache}",
             "-p", "no:cacheprovider", "-k", "first"]
@@ -305,7 +305,7 @@ def test_a_read_only_prefilled_cache_serves_its_hits_saves_nothing_and_warns_onc
 
 ORPHAN_RUN = """
 import os, sys, time
-sys.path.insert(0, {tests!r})
+sys.path.insert(0, {repository!r})
 from tests.helpers.tiny import gcn, tiny_task
 from pytest_graphnetz import History, run_benchmark
 
@@ -352,7 +352,7 @@ def test_pool_workers_exit_when_their_parent_is_killed(tmp_path):
     pids = tmp_path / "pids"
     pids.mkdir()
     script = tmp_path / "sweep.py"
-    script.write_text(ORPHAN_RUN.format(tests=str(Path(__file__).parents[1]), pids=str(pids),
+    script.write_text(ORPHAN_RUN.format(repository=str(Path(__file__).parents[2]), pids=str(pids),
                                         root=str(tmp_path / "data")))
     parent = subprocess.Popen([sys.executable, str(script)])
     try:
@@ -374,7 +374,7 @@ def test_pool_workers_exit_when_their_parent_is_killed(tmp_path):
 
 KILLED_WRITE = """
 import os, sys, time
-sys.path.insert(0, {tests!r})
+sys.path.insert(0, {repository!r})
 
 fsync = os.fsync
 
@@ -399,7 +399,7 @@ else:
 
 def _kill_during_write(tmp_path: Path, what: str, target: Path) -> None:
     """Run a write of ``what`` in a fresh interpreter and ``kill -9`` it before the rename."""
-    script = KILLED_WRITE.format(tests=str(Path(__file__).parents[1]), what=what,
+    script = KILLED_WRITE.format(repository=str(Path(__file__).parents[2]), what=what,
                                  root=str(tmp_path / "data"), target=str(target),
                                  watch=str(target if what == "cache" else target.parent))
     writer = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
@@ -471,7 +471,7 @@ def test_temp_files_of_a_killed_baseline_write_are_cleaned_by_the_next_write(
 
 STOPPED_SESSION = """
 import os, sys, time
-sys.path.insert(0, {tests!r})
+sys.path.insert(0, {repository!r})
 from tests.helpers.tiny import gcn, tiny_task
 from pytest_graphnetz import History
 
@@ -495,7 +495,7 @@ PREVIOUS = {"graphnetz-verdicts.json": '{"build_failed": false, "headline": "all
 def test_a_session_stopped_mid_training_leaves_no_stale_verdict(
         pytester: pytest.Pytester, signum: int) -> None:
     training = pytester.path / "training"
-    pytester.makepyfile(test_stopped=STOPPED_SESSION.format(tests=str(Path(__file__).parents[1]),
+    pytester.makepyfile(test_stopped=STOPPED_SESSION.format(repository=str(Path(__file__).parents[2]),
                                                             training=str(training)))
     for name, text in PREVIOUS.items():   # the previous, green run's outputs
         (pytester.path / name).write_text(text)

@@ -324,7 +324,7 @@ def test_nondeterministic_loader_is_refused(root):
 
 _SCRIPT = textwrap.dedent("""
     import sys
-    sys.path.insert(0, {tests!r})
+    sys.path.insert(0, {repository!r})
     from tests.helpers.tiny import gcn, sage, tiny_task
     from pytest_graphnetz import run_benchmark
     report = run_benchmark({{"tiny": tiny_task()}}, {{"GCN": gcn, "SAGE": sage}}, seeds=[0, 1],
@@ -341,6 +341,6 @@ def test_a_fresh_process_gives_the_bit_for_bit_report_of_this_one(root, tmp_path
     out = tmp_path / "report.json"
     here = text(run(root))  # also writes the dataset cache, so the fresh process only reads it
     fresh = subprocess.run([sys.executable, "-c", _SCRIPT.format(
-        tests=str(Path(__file__).parents[1]), root=root, out=str(out))], timeout=300)
+        repository=str(Path(__file__).parents[2]), root=root, out=str(out))], timeout=300)
     assert fresh.returncode == 0
     assert text(BenchmarkReport.from_json(out)) == here
