@@ -5,17 +5,15 @@ the blob that reproduces a failure."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-CONFTEST = Path(__file__).resolve().parents[1] / "conftest.py"
+from tests.helpers.sessions import suite_conftest
 
 
 def test_ci_runs_draw_the_same_examples_and_keep_no_database(pytester: pytest.Pytester,
                                                              monkeypatch: pytest.MonkeyPatch
                                                              ) -> None:
-    pytester.makeconftest(CONFTEST.read_text())
+    pytester.makeconftest(suite_conftest())
     pytester.makepyfile(test_drawn="""
         from hypothesis import given, settings, strategies as st
 

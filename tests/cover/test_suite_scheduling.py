@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.sessions import suite_conftest
+
 TESTS = Path(__file__).resolve().parents[1]
 FOLDERS = ("cover", "nocover", "quality")
 
@@ -145,9 +147,7 @@ def test_each_rule_of_the_layout_fails_on_its_violation(tmp_path: Path):
 
 
 def test_not_slow_leaves_out_marked_tests_and_nocover(pytester: pytest.Pytester):
-    # The suite's conftest without its helper plugins (the scratch session cannot import them).
-    conftest = (TESTS / "conftest.py").read_text(encoding="utf-8")
-    pytester.makeconftest(re.sub(r"(?ms)^pytest_plugins = \[.*?^\]\n", "", conftest))
+    pytester.makeconftest(suite_conftest())
     pytester.makeini('[pytest]\nmarkers =\n    slow: the slow tier\n')
     plain = "def test_a():\n    pass\n"
     marked = "import pytest\n\n\n@pytest.mark.slow\ndef test_b():\n    pass\n"

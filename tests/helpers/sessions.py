@@ -298,3 +298,10 @@ def test_gcn(graphnetz_run, graphnetz_baseline):
     report = graphnetz_run(toy.TASKS, toy.MODELS)
     assert_not_worse(report, graphnetz_baseline())
 """
+
+
+def suite_conftest() -> str:
+    """tests/conftest.py without its ``pytest_plugins``: the suite's hooks and profile for a
+    scratch session, which cannot import ``tests.helpers``."""
+    text = (Path(__file__).resolve().parents[1] / "conftest.py").read_text(encoding="utf-8")
+    return re.sub(r"(?ms)^pytest_plugins = \[.*?^\]\n", "", text)
