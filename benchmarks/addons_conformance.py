@@ -25,7 +25,7 @@ the benchmark whose committed results file holds the full run:
 A row passes when its measured rate's interval does not lie wholly on the wrong side of the
 promise (a "≤" promise fails when the interval's low end is above it; a "≥" promise when its
 high end is below it; "at least R = 1's" when R's interval lies wholly below R = 1's).
-``--quick`` (the test ``tests/slow/test_addons_conformance.py``) uses fewer trials.
+``--quick`` (the test ``tests/quality/test_addons_conformance.py``) uses fewer trials.
 
     python benchmarks/addons_conformance.py            # writes addons_conformance_results.md
     python benchmarks/addons_conformance.py --quick --out -

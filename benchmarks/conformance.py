@@ -4,7 +4,7 @@ of that look's prefix (seeds 0..n_k−1) and of the schedule stored in the basel
 
 Two parts.
 
-*Invariants* (``--quick`` runs only these; ``tests/fast/test_conformance.py`` runs them on a
+*Invariants* (``--quick`` runs only these; ``tests/quality/test_conformance.py`` runs them on a
 fixed seed and asserts that none fails). Constructed reports go through the real gate
 (``compare_reports``, ``assert_not_worse`` on a baseline file); every check is exact:
 
@@ -25,7 +25,7 @@ Each invariant runs again on the schedules whose first look is below 10
 
 *Rates* (the default run): per row, paths of paired differences walked through the schedule
 10 → 20 → 40 → 80 by ``stats.sequential.run_schedule``, the walk the gate takes
-(``tests/fast/test_stats_design.py`` and ``tests/fast/test_stats_skew.py`` check that it decides
+(``tests/cover/test_stats_design.py`` and ``tests/cover/test_stats_skew.py`` check that it decides
 every cell as ``compare_reports`` does), vectorised, 100,000 paths per row:
 
 - *false REGRESSED, chain*: at no change, the rerun chain 10 → 20 → 40 → 80 that stops at its

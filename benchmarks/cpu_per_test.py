@@ -6,7 +6,7 @@ process and of the child processes it waited for (pytester subprocesses, process
 cluster once it is closed): the estimate of the test's wall time on idle cores, since training
 runs one torch thread per triple. Pool workers kept alive past the test are not counted there.
 
-    PYTHONPATH=.:benchmarks .venv/bin/python -m pytest -p cpu_per_test -n 0 tests/fast/test_cli.py
+    PYTHONPATH=.:benchmarks .venv/bin/python -m pytest -p cpu_per_test -n 0 tests/cover/test_cli.py
 
 The slowest 15 tests are printed at the end of the session (``--cpu-per-test=N`` for more).
 """

@@ -196,7 +196,7 @@ def pull_request(base: np.ndarray, cand: np.ndarray, *, budget: int) -> tuple[st
 def walk(D: np.ndarray, *, budget: int, min_effect: float, first: int = FIRST_LOOK
          ) -> tuple[np.ndarray, np.ndarray]:
     """The design's walk (``stats.sequential.run_schedule``: the same ``decide_look`` as the
-    gate, tied to it cell for cell by tests/fast/test_stats_design.py) on paired differences ``D``
+    gate, tied to it cell for cell by tests/cover/test_stats_design.py) on paired differences ``D``
     (trials, >= budget): looks ``first`` (10), 20, 40, ... up to ``budget``, each taken while the
     cell is open. Returns the verdict names and the seeds each trial used."""
     from pytest_graphnetz.stats.boundaries import design

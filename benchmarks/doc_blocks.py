@@ -1,4 +1,4 @@
-"""Cost of each test of tests/slow/test_readme_slow.py (one per README/docs code block or chain).
+"""Cost of each test of tests/cover/test_readme.py (one per README/docs code block or chain).
 
 Runs every chain one at a time, as the test does (a fresh copy of the scratch project, datasets
 shared), and prints its wall seconds and the CPU seconds of its subprocesses (user + system).
@@ -20,8 +20,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # the test module, and the repository for the tests.helpers it imports
-sys.path[:0] = [str(ROOT / "tests" / "slow"), str(ROOT)]
-import test_readme_slow as tr  # noqa: E402
+sys.path[:0] = [str(ROOT / "tests" / "cover"), str(ROOT)]
+import test_readme as tr  # noqa: E402
 
 
 def main(only: list[str]) -> None:

@@ -12,7 +12,7 @@ up to what it holds, on the prefixes of its seeds. Two wrong verdicts, each ≤ 
 
 Every decision is ``stats.sequential.walk_differences`` with ``every_look=True`` on the raw
 differences (the walk the gate's ``decide_cells`` takes on a run that holds its seeds: the
-same boundaries and ``decide_look``; ``tests/fast/test_gates.py`` checks that the two agree cell for
+same boundaries and ``decide_look``; `tests/cover/test_gates.py` checks that the two agree cell for
 cell), vectorised over the trials. Each boundary is calibrated on null paths that run on past
 the other boundaries' crossings (``stats.boundaries.calibrate``), so no recalibration is needed;
 this measures that. The old rule's rates (``every_look=False``) are printed beside them, with

@@ -1,5 +1,5 @@
-"""Wall time of the test suite's two tiers under ``pytest -n 2`` (the fast tier, the
-``tests/fast`` folder, and the full suite, what `.ci/run` runs), with this machine's speed and
+"""Wall time of the test suite's two tiers under ``pytest -n 2`` (the fast tier,
+``-m "not slow"``, and the full suite, what `.ci/run` runs), with this machine's speed and
 load measured in the same run.
 
 The targets on 2 idle cores: the fast tier ≤ 3 min, the full suite ≤ 10 min, and no test over
@@ -15,7 +15,7 @@ one, not a measurement.
 
     .venv/bin/python benchmarks/suite_time.py                 # both tiers (~4 + ~8 min idle)
     .venv/bin/python benchmarks/suite_time.py --tier fast     # the fast tier only
-    .venv/bin/python benchmarks/suite_time.py --tier full -- tests/fast/test_stats.py  # pytest args
+    .venv/bin/python benchmarks/suite_time.py --tier full -- tests/cover/test_stats.py  # args
 
 Also printed per tier: test-seconds (the sum of every test's duration: what two workers share),
 the CPU seconds of the run (all processes), and for the last tier run the 15 slowest tests and
@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # the suite's bounds were set on.
 REFERENCE = {"torch": 1.5, "torch_geometric": 3.0, "scipy.stats": 0.8}
 # tier -> (pytest arguments selecting it, wall-time target in seconds on 2 idle cores)
-TIERS = {"fast": (["tests/fast"], 180.0), "full": ([], 600.0)}
+TIERS = {"fast": (["-m", "not slow"], 180.0), "full": ([], 600.0)}
 BOUND_TEST = 60.0
 
 

@@ -4,7 +4,7 @@ Trains GCN and GraphSAGE (``examples/models.py``) on the catalogue task ``karate
 0-4 and prints the seed interval, the test-set interval and the total interval of each cell,
 then McNemar on the same test nodes. ``python examples/uncertainty.py --write`` rewrites the
 docs/uncertainty.md block between the ``uncertainty-example`` markers;
-``tests/fast/test_uncertainty.py`` checks that the page holds what this prints.
+``tests/cover/test_uncertainty.py`` checks that the page holds what this prints.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def worked_example(root: str) -> str:
             'for source in ("seeds", "test_set", "total"):\n'
             '    print(report.summary(source=source))\n'
             'print(report.pairwise_examples(test="mcnemar"))')
-    # tests/fast/test_readme.py runs the docs' Python blocks; this one is an excerpt (imports and
+    # tests/cover/test_readme.py runs the docs' Python blocks; this one is an excerpt (imports and
     # factories are in examples/), so it is marked as a fragment.
     return ("<!-- fragment: an excerpt of examples/uncertainty.py, which runs it -->\n"
             f"```python\n{code}\n```\n\n```\n" + "\n\n".join(out) + "\n```")

@@ -1,7 +1,8 @@
-"""Shared test helpers: a tiny seeded node task and tiny model factories.
+"""The suite's one conftest: its tiers, how ``-n`` hands out files, the fixtures every test
+gets, and the helper modules (tests/helpers, named by what they hold) whose fixtures reach
+every test through ``pytest_plugins``.
 
 Kept free of module-level torch imports: plugin tests check that pytest runs without it.
-Factories are module-level functions so worker processes can unpickle them.
 """
 
 from __future__ import annotations
@@ -28,22 +29,24 @@ with contextlib.suppress(ImportError):
     if os.environ.get("CI"):
         hypothesis.settings.load_profile("ci")
 
-TINY_EPOCHS = 5
+# Fixtures shared across files, from the helper modules that hold them (tests/README.md).
+pytest_plugins = [
+    "tests.helpers.commands",
+    "tests.helpers.projects",
+    "tests.helpers.reports",
+    "tests.helpers.sessions",
+]
 
-# The tiers are folders: tests/fast, and tests/slow, whose tests are marked `slow` here so that
-# `-m "not slow"` selects the fast tier whatever paths are given (tests/README.md, "Two tiers").
-SLOW = Path(__file__).resolve().parent / "slow"
-
-
-def is_slow(item: pytest.Item) -> bool:
-    """Whether ``item`` belongs to the slow tier: its file lies under tests/slow."""
-    return item.path.resolve().is_relative_to(SLOW)
+# The slow tier is the mark `slow`: on a test (`@pytest.mark.slow`), on a file
+# (`pytestmark`), or, for every test under tests/nocover, here, so that `-m "not slow"` leaves
+# out the same tests whatever paths are given (tests/README.md, "Two tiers").
+NOCOVER = Path(__file__).resolve().parent / "nocover"
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` reads the marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if is_slow(item):
+        if item.path.resolve().is_relative_to(NOCOVER):
             item.add_marker(pytest.mark.slow)
 
 
@@ -62,34 +65,6 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     from xdist.scheduler import LoadFileScheduling
 
     return LoadFileScheduling(config, log)
-
-
-def tiny_csbm(root: str, *, seed: int) -> Any:
-    """A 60-node, 3-class CSBM drawn from ``seed`` (cached under ``root``)."""
-    from pytest_graphnetz.runner.tasks.synthetic import CSBM, load_csbm
-
-    params = CSBM("tiny", num_classes=3, nodes_per_class=20, p_in=0.2, p_out=0.03,
-                  num_features=8, mean_norm=1.0)
-    return load_csbm(params, root, seed)
-
-
-def tiny_task(name: str = "tiny", epochs: int = TINY_EPOCHS, **kwargs: Any):
-    from pytest_graphnetz import Task
-
-    return Task(name, kwargs.pop("loader", tiny_csbm), epochs=epochs, **kwargs)
-
-
-def gcn(in_channels: int, out_channels: int) -> Any:
-    """2-layer GCN with dropout (training draws from the RNG, so reseeding matters)."""
-    from torch_geometric.nn import GCN
-
-    return GCN(in_channels, 16, 2, out_channels, dropout=0.5)
-
-
-def sage(in_channels: int, out_channels: int) -> Any:
-    from torch_geometric.nn import GraphSAGE
-
-    return GraphSAGE(in_channels, 16, 2, out_channels, dropout=0.5)
 
 
 @pytest.fixture

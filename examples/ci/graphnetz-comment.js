@@ -19,7 +19,7 @@
 //   - a read-only token (a fork's pull request) is a warning, not an error: the workflow_run
 //     workflow posts instead.
 //
-// Tested under node against a fake API that enforces the limit (tests/fast/test_workflow.py).
+// Tested under node against a fake API that enforces the limit (tests/cover/test_workflow.py).
 'use strict';
 
 const fs = require('fs');

@@ -15,7 +15,7 @@ documents for ``-k`` (``and``, ``or``, ``not``, parentheses, names). An expressi
 One thing cannot be done without touching pytest's state: pytest's own ``-k`` pass runs after
 ours and would still drop what ``-k "not graph"`` keeps. So while the collection hook runs, the
 ``keyword`` attribute of ``config.option`` (the public namespace of command-line values) is
-empty, and it is put back after. tests/fast/test_plugin_keyword.py pins both facts to the pytest in
+empty, and it is put back after. tests/cover/test_plugin_keyword.py pins both facts to the pytest in
 use: that pytest still matches marker names, and that this module selects what pytest selects
 wherever our marker plays no part.
 

@@ -198,7 +198,7 @@ def example_interval(outcomes: Sequence[TestOutcomes], *, source: str = "test_se
         # A percentile bootstrap over few seeds is too narrow (the resampled spread of S
         # values is (S-1)/S of theirs, and a normal tail is not a t tail): the interval is the
         # mean ± t(S-1) × the bootstrap's standard error × sqrt(S/(S-1)). Coverage checked by
-        # simulation (tests/fast/test_uncertainty.py).
+        # simulation (tests/cover/test_uncertainty.py).
         k = len(outcomes)
         se = float(np.nanstd(stats, ddof=1)) * math.sqrt(k / max(k - 1, 1))
         half = float(t_quantile((1 + level) / 2, max(k - 1, 1))) * se

@@ -64,7 +64,7 @@ MIN_GUARD_SEEDS = 10
 # and highest over its gamma (skew ±1) and exponential (±2) rows at sd 2 and 4 of the error
 # that side threatens: right skew, false REGRESSED (the chain and a run holding 80 seeds); left
 # skew, a wrong NOT WORSE or BETTER at a drop of δ. A row the guard corrects names its side's
-# figure; tests/fast/test_conformance.py checks it is the file's.
+# figure; tests/quality/test_conformance.py checks it is the file's.
 CHAIN_RATES_FILE = "benchmarks/conformance_results.md"
 CHAIN_RATES = {"right": (0.076, 0.094), "left": (0.076, 0.092)}
 

@@ -1,1 +1,2 @@
-"""Code that a unit's fast tests (tests/fast/) and slow tests (tests/slow/) both use."""
+"""Code the test files share, one module per thing it holds (tests/README.md, "Helpers");
+the modules with fixtures reach every test through tests/conftest.py's ``pytest_plugins``."""

@@ -3,7 +3,7 @@
 # best-validation test accuracy printed per epoch. A two-layer GCN with dropout and Adam, in
 # NumPy so each run starts in a fraction of a second, on the small generated graph `graph.npz`
 # beside it. The three lines marked `# graphnetz` are all it takes to gate it
-# (tests/slow/test_command_task.py); run by hand it behaves as before.
+# (tests/nocover/test_command_task.py); run by hand it behaves as before.
 import argparse
 import os.path as osp
 

@@ -12,7 +12,7 @@ paired t (:func:`pytest_graphnetz.stats.paired.paired_tests`), and the trend of 
 paired means by :func:`pytest_graphnetz.stats.slope.slope_test` (a commit bit-identical to the
 previous distinct one is one point, not two: the test assumes independent points). Holm
 across every p-value of every cell (two per cell) at ``alpha`` keeps the probability of
-flagging any cell of a flat history at most ``alpha`` (simulated in tests/fast/test_history.py).
+flagging any cell of a flat history at most ``alpha`` (simulated in tests/cover/test_history.py).
 """
 
 from __future__ import annotations
