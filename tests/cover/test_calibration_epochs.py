@@ -97,6 +97,7 @@ def test_the_curve_is_the_paired_sd_per_budget_and_the_cheapest_budget_holds_fro
             "paired sd (mean ") in line
 
 
+@pytest.mark.slow   # 9-29 s on an idle core: over the fast tier's budget
 def test_the_self_check_is_one_test_per_calibration_holm_over_its_cells():
     """The salted-mean check is Holm-adjusted over the calibration's cells (statsmodels'
     ``multipletests`` as the reference), so 10 innocent cells warn in at most α of

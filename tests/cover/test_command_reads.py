@@ -142,6 +142,7 @@ graphnetz.record(test=float((pred == data.y).float().mean()) + 0.0 * float(data.
 '''
 
 
+@pytest.mark.slow   # 9-29 s on an idle core: over the fast tier's budget
 def test_pyg_processed_data_retrains_after_a_raw_change_without_data_files(tmp_path) -> None:
     where, cache = tmp_path / "repo", tmp_path / "cache"
     where.mkdir()

@@ -48,6 +48,7 @@ for epoch in range(4):
 '''
 
 
+@pytest.mark.slow   # 9-29 s on an idle core: over the fast tier's budget
 def test_warm_runs_match_cold_ones_bit_for_bit(tmp_path, monkeypatch, commands) -> None:
     (tmp_path / "train.py").write_text(SCRIPT)
     ok = Command([sys.executable, "train.py", "ok"], cwd=tmp_path)

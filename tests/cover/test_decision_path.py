@@ -188,6 +188,7 @@ def test_every_number_a_cell_prints_recomputes_from_its_seeds(m, design, seed, s
         _recompute(v, base, cand, 0.0, 0.01, 0.05)
 
 
+@pytest.mark.slow   # 9-29 s on an idle core: over the fast tier's budget
 def test_a_regressed_cell_rejected_only_at_a_later_holm_level_reports_that_looks_seeds():
     """A cell that crosses REGRESSED at α but not at the Holm level goes on; its printed numbers
     are its own at the look that decides it, never a stale look's (the old bug: look 1's t was

@@ -114,6 +114,7 @@ def test_csbm_cache_of_other_parameters_is_not_reused(tmp_path):
     assert data.num_nodes == 93
 
 
+@pytest.mark.slow   # 9-29 s on an idle core: over the fast tier's budget
 def test_whole_social_and_synthetic_catalogue_two_seeds(tmp_path):
     """The acceptance run: every node task, 2 seeds (the fewest that show the split is drawn per
     seed), default epochs (200). Its speed is a benchmark's business (benchmarks/), not a timed
