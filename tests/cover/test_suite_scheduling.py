@@ -210,3 +210,22 @@ def test_uses_it(fixture_of_the_file, i):
     for module in ("test_one", "test_two"):
         # One line: one worker built it (xdist's default, one test at a time, builds it twice).
         assert len((built / module).read_text().split()) == 1, module
+
+
+def test_a_bare_pytest_collects_the_suite_from_anywhere(tmp_path: Path):
+    """The `pytest` script (not `python -m pytest`, which puts the working directory on
+    sys.path) finds tests/conftest.py's `tests.helpers.*` plugins from another directory:
+    pyproject's ``pythonpath``. A test file is collected, not run."""
+    import os
+    import subprocess
+    import sys
+
+    script = Path(sys.executable).with_name("pytest")
+    if not script.exists():
+        pytest.skip(f"no pytest script beside {sys.executable}")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([str(script), "--collect-only", "-q", "-p", "no:cacheprovider",
+                           str(TESTS / "cover" / "test_text.py")], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "tests collected" in done.stdout or "test_text.py::" in done.stdout, done.stdout
