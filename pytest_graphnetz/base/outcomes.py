@@ -3,7 +3,7 @@
 Enough to recompute the task's metric on any resample of the test examples, so a report can
 give the finite test set's sampling error (Wilson, bootstrap over examples), a two-level
 bootstrap (seeds, then examples) and paired tests on the same examples (McNemar), beside the
-spread over training seeds. Pure numpy, like :mod:`.epochs`.
+spread over training seeds. Pure numpy, like :mod:`pytest_graphnetz.report.epochs`.
 
 Three kinds, by metric:
 

@@ -11,11 +11,13 @@ ERROR row for each graphnetz test that failed without a failing row of its own),
 
 A row is a dict of display strings (as :meth:`CellVerdict.row` makes it: it travels through
 pytest-xdist and JUnit XML), with an optional ``stats`` dict of numbers (:func:`verdict_stats`).
-Everything that reaches Markdown or HTML is escaped here (:mod:`.text`): names, messages and
-reasons come from users' tests and must not turn into headings, links, mentions or raw HTML.
+Everything that reaches Markdown or HTML is escaped here (:mod:`pytest_graphnetz.base.text`):
+names, messages and reasons come from users' tests and must not turn into headings, links,
+mentions or raw HTML.
 
 Standard library only at import: the plugin builds one at the end of every session (the
-full table takes its columns from :mod:`.gates`, loaded already when there are rows).
+full table takes its columns from :mod:`pytest_graphnetz.gates`, loaded already when there are
+rows).
 """
 
 from __future__ import annotations

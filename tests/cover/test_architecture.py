@@ -401,3 +401,31 @@ def test_the_public_gates_are_short_functions():
     assert "_comparison_gate" in lengths and "assert_not_worse" in lengths
     long = {name: n for name, n in lengths.items() if n >= MAX_GATE_FUNCTION_LINES}
     assert not long, f"functions in gates/api.py of {MAX_GATE_FUNCTION_LINES}+ lines: {long}"
+
+
+# -- docstrings name modules that exist -------------------------------------------------------
+MODULE_REFERENCE = re.compile(r":mod:`~?(\.+|pytest_graphnetz\.)([A-Za-z_][\w.]*)`")
+
+
+def stale_module_references(package: Path) -> list[str]:
+    """``"file: name"`` for every ``:mod:`` reference in ``package``'s sources, relative
+    (``.x``, ``..x``) or absolute (``pytest_graphnetz.x``), that names no module or package."""
+    stale = []
+    for path in sorted(package.rglob("*.py")):
+        here = path.parent
+        for dots, name in MODULE_REFERENCE.findall(path.read_text(encoding="utf-8")):
+            base = package if dots == "pytest_graphnetz." else here.parents[len(dots) - 2] \
+                if len(dots) > 1 else here
+            target = base.joinpath(*name.split("."))
+            if not (target.with_suffix(".py").is_file() or (target / "__init__.py").is_file()):
+                stale.append(f"{path.relative_to(package)}: {dots}{name}")
+    return stale
+
+
+def test_docstrings_name_modules_that_exist(tmp_path: Path):
+    assert stale_module_references(PACKAGE) == []
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "a.py").write_text("")
+    (pkg / "sub" / "b.py").write_text('"""See :mod:`.c`, :mod:`..a`, :mod:`..gone`."""\n')
+    assert stale_module_references(pkg) == ["sub/b.py: .c", "sub/b.py: ..gone"]

@@ -1,6 +1,6 @@
 """The probes of ``graphnetz bisect`` and the command itself: each probed commit checked out in a
 git worktree that bisect owns (:class:`Workspace`), pytest run there on the probe's seeds
-(:class:`GitProbe`, in a warm interpreter, :mod:`.bisect_warm`, where it can), and
+(:class:`GitProbe`, in a warm interpreter, :mod:`.probe_server`, where it can), and
 :func:`run_bisect`, which runs :func:`~pytest_graphnetz.cli.bisection.search.bisect_commits` over
 them.
 
@@ -148,7 +148,7 @@ def sweep(repo: Path) -> int:
 
 
 class WarmServer:
-    """The warm interpreter (:mod:`.bisect_warm`): one probe's pytest session at a time, in a
+    """The warm interpreter (:mod:`.probe_server`): one probe's pytest session at a time, in a
     fork of a server that keeps the installed modules earlier probes imported."""
 
     def __init__(self, env: dict[str, str], cwd: Path) -> None:

@@ -2,7 +2,7 @@
 
 :func:`bisect_commits` is the search, a pure function over a ``probe(commit, n_seeds)`` callable
 that returns the reports a commit's benchmark saves (by name; seeds ``0..n-1``); ``graphnetz
-bisect`` implements the probe with git worktrees and pytest (:mod:`.bisect_probes`), the
+bisect`` implements the probe with git worktrees and pytest (:mod:`.probes`), the
 benchmark (``benchmarks/bisect_search.py``) with an in-process history. Each probe is judged by
 the gate (:func:`~pytest_graphnetz.gates.compare_reports`, not-worse, paired by seed) against
 GOOD:

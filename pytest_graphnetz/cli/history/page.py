@@ -1,5 +1,5 @@
 """The history page: one self-contained HTML file (CSS inline, every figure an inline SVG
-drawn by :mod:`.trendsvg`: no server, no network, no matplotlib), each figure also written
+drawn by :mod:`.svg`: no server, no network, no matplotlib), each figure also written
 beside it as a ``.svg`` file, and the ``graphnetz history`` command."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What one gate call asks: :class:`GateSpec`, its settings (gate, test, margin, δ, α, strict,
 suite row, rerun safety, first look), built once where a gate is called and read by every layer
-below it (:mod:`.api`, :mod:`.compare`, :mod:`.cells`); and :data:`RESOLVABLE`, the δ asked as
+below it (:mod:`..api`, :mod:`.compare`, :mod:`.cells`); and :data:`RESOLVABLE`, the δ asked as
 "what the seeds resolve", a value of its own type beside a number or None."""
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ resets its anchor alone; every other cell is judged, and anchored, as before. A 
 the file gets its first values as anchor; a file written before anchors existed takes the
 values it held before the refresh.
 
-**A suspect gain** (a BETTER the leak guard flags, :mod:`.verdicts.leak`: its test gain is not
+**A suspect gain** (a BETTER the leak guard flags, :mod:`..verdicts.leak`: its test gain is not
 matched on validation, or lies far beyond the seeds' spread) is refused too, whatever else
 holds, until the cell is accepted: a refresh must not lock a test leak into the baseline.
 **Replicates**: a candidate that carries salted reruns

@@ -24,7 +24,8 @@ class Task:
     - ``kind``: which built-in trainer runs it (``node``, ``graph``, ``graph_reg``, ``link``),
       or ``command``: each model is a training script (a
       :class:`~pytest_graphnetz.runner.command.Command`) run per seed in a subprocess, and the
-      loader only fingerprints the data it reads (see :mod:`.command`, docs/command-tasks.md).
+      loader only fingerprints the data it reads (see :mod:`pytest_graphnetz.runner.command`,
+      docs/command-tasks.md).
     - ``metric``: the reported metric (default per kind: accuracy, accuracy, mae, auc).
     - ``trainer``: a custom training loop replacing the built-in one (see ``training``), or one
       per model, ``{"GCN": train_gcn, "GAT": train_gat}`` (every model of a run named; ``None``
