@@ -355,7 +355,7 @@ def _search(tasks: Any, name: str, build: Callable[[Mapping[str, Any]], Any],
     for config in configs:
         settings = {k: config[k] for k in RUN_KEYS if k in config}
         report = runner(tasks, {name: trial_model(build, config)},
-                             **{**spec.run_kwargs, **settings, "seeds": list(searched)})
+                        **{**spec.run_kwargs, **settings, "seeds": list(searched)})
         report.epoch_selection = spec.epoch_selection
         task = _one_task(report)
         values, direction, metric = validation_scores(report, task, name)

@@ -135,7 +135,6 @@ class Settings(SimpleNamespace):
                    **_baseline_fields(config, get), **_output_fields(config, get))
 
 
-
 def _decision_fields(config: pytest.Config, get: Get) -> dict[str, Any]:
     """What the gates decide with: the seeds and the schedule's first look, α, δ, strict and
     single-run."""
@@ -210,7 +209,7 @@ def _training_fields(config: pytest.Config, get: Get) -> dict[str, Any]:
         remote_cache=_remote_cache(config, get("remote-cache", None), cache_dir),
         remote_cache_write=bool(get("remote-cache-write", False)),
         shard=_shard(config, get("shard", None), cache_only), cache_only=cache_only,
-        plan=path_value(config, "plan", follow=False) if get("plan", None) else None)
+        plan=_written_file(config, get, "plan"))
 
 
 def _cache_dir(config: pytest.Config, get: Get) -> Path | None:
@@ -252,6 +251,12 @@ def _baseline_fields(config: pytest.Config, get: Get) -> dict[str, Any]:
         accept_hardware=bool(get("accept-hardware", False)))
 
 
+def _written_file(config: pytest.Config, get: Get, name: str) -> Path | None:
+    """A file the session writes, named by option ``name`` (its link, if any, not followed);
+    None where the option is not given."""
+    return path_value(config, name, follow=False) if get(name, None) else None
+
+
 def _output_fields(config: pytest.Config, get: Get) -> dict[str, Any]:
     """The files the session writes: the summary, the reports, the PR comment, the JSON
     verdicts, and the MLflow export (which keeps the reports it reads)."""
@@ -263,10 +268,10 @@ def _output_fields(config: pytest.Config, get: Get) -> dict[str, Any]:
 
         report_dir = Path(tempfile.mkdtemp(prefix="graphnetz-mlflow-"))
     return dict(
-        summary=path_value(config, "summary", follow=False) if get("summary", None) else None,
+        summary=_written_file(config, get, "summary"),
         report_dir=report_dir,
-        comment=path_value(config, "comment", follow=False) if get("comment", None) else None,
-        json=path_value(config, "json", follow=False) if get("json", None) else None,
+        comment=_written_file(config, get, "comment"),
+        json=_written_file(config, get, "json"),
         mlflow=mlflow, mlflow_series=not get("mlflow-no-series", False),
         report_dir_temporary=mlflow is not None and not get("report-dir", None))
 

@@ -164,22 +164,23 @@ def compare_spec(report: BenchmarkReport, baseline: BenchmarkReport, call: GateS
 @dataclass(frozen=True)
 class _Paired:
     """A run that holds its seeds, paired with its baseline: the baseline as compared, the
-    paired ``seeds``, the schedule's ``first`` look, the ``notes`` every row carries and the
-    call's δ as a number (None: each metric's default)."""
+    paired ``seeds``, the schedule's ``first`` look, the ``notes`` every row carries, the
+    call's δ as a number (None: each metric's default), and where the paired seeds sit in the
+    candidate's and the baseline's seeds (found once for every cell)."""
 
     baseline: BenchmarkReport
     seeds: list[int]
     first: int
     notes: tuple[str, ...]
     min_effect: float | None
+    cand_idx: list[int]
+    base_idx: list[int]
 
     def values(self, report: BenchmarkReport, task: str, model: str
                ) -> tuple[np.ndarray, np.ndarray]:
         """The cell's candidate and baseline values (seed,) on the paired seeds, in order."""
-        cand = report.values(task, model)[[report.seeds.index(s) for s in self.seeds]]
-        base = self.baseline.values(task, model)[[self.baseline.seeds.index(s)
-                                                  for s in self.seeds]]
-        return cand, base
+        return (report.values(task, model)[self.cand_idx],
+                self.baseline.values(task, model)[self.base_idx])
 
 
 def _pair(report: BenchmarkReport, baseline: BenchmarkReport, call: GateSpec,
@@ -206,7 +207,8 @@ def _pair(report: BenchmarkReport, baseline: BenchmarkReport, call: GateSpec,
         refuse_diverged_baseline(report, baseline, seeds, source, against.refresh_command)
     notes = (ruled + environment_notes(report, baseline) + tuning_notes(report, baseline, seeds)
              + unpaired_notes(report, baseline, seeds, against.refresh_command))
-    return _Paired(baseline, seeds, first, notes, min_effect)
+    return _Paired(baseline, seeds, first, notes, min_effect,
+                   [report.seeds.index(s) for s in seeds], [baseline.seeds.index(s) for s in seeds])
 
 
 def _not_worse(report: BenchmarkReport, paired: _Paired, call: GateSpec,
